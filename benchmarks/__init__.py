@@ -1,0 +1,1 @@
+"""Benchmarks: run with `make bench`. They print medians and ratios; they never assert timings."""

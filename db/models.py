@@ -1,0 +1,338 @@
+"""The study's tables.
+
+One table per noun of the study (see ARCHITECTURE.md, "Words"). Domain ids from bundles
+(`case_id`, `task_id`, `response_id`) are the primary keys of their tables; everything the
+tool creates itself has an integer id. JSON columns hold small structured values
+(scores, stages, criterion levels) and work the same on SQLite and PostgreSQL.
+"""
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import JSON, CheckConstraint, Column, DateTime, Text, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+ROLES = ("admin", "expert", "physician", "student")
+FAMILIES = ("differential", "lesion", "rationale")
+LEVELS = (1, 2, 3)
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def _json(nullable: bool = False) -> Any:
+    return Field(default=None, sa_column=Column(JSON, nullable=nullable))
+
+
+def _when() -> Any:
+    return Field(default_factory=utcnow, sa_type=DateTime(timezone=True))
+
+
+def _text() -> Any:
+    return Field(sa_type=Text)
+
+
+class Setting(SQLModel, table=True):
+    """Study-wide key/value settings (e.g. `demo` = "1" while the demo study is loaded)."""
+
+    key: str = Field(primary_key=True, max_length=64)
+    value: str = Field(default="")
+
+
+class User(SQLModel, table=True):
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(unique=True, index=True, max_length=64)
+    role: str = Field(max_length=16)
+    password_hash: str = Field(max_length=256)
+    email: str | None = Field(default=None, unique=True, max_length=256)
+    disabled: bool = False
+    demo: bool = False
+    created_at: datetime = _when()
+
+    __table_args__ = (
+        CheckConstraint("role IN ('admin', 'expert', 'physician', 'student')", name="ck_user_role"),
+    )
+
+
+class Case(SQLModel, table=True):
+    case_id: str = Field(primary_key=True, max_length=128)
+    title: str
+    ehr: str = _text()
+    scores: dict[str, float] = _json()
+    ground_truth: dict[str, Any] = _json()
+    bundle: str = Field(max_length=256)
+    created_at: datetime = _when()
+
+
+class Series(SQLModel, table=True):
+    """One MRI sequence of a case, stored in NMB_HOME under its sha256."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    case_id: str = Field(foreign_key="case.case_id", index=True, max_length=128)
+    position: int
+    sequence: str = Field(max_length=32)
+    path: str = Field(max_length=512)  # relative to NMB_HOME
+    sha256: str = Field(max_length=64, index=True)
+    shape: list[int] = _json()
+    voxel_sizes: list[float] = _json()
+
+    __table_args__ = (UniqueConstraint("case_id", "position"),)
+
+
+class Task(SQLModel, table=True):
+    task_id: str = Field(primary_key=True, max_length=128)
+    case_id: str = Field(foreign_key="case.case_id", index=True, max_length=128)
+    family: str = Field(max_length=16)
+    level: int
+    prompt: str = _text()
+    stages: list[str] = _json()
+
+    __table_args__ = (
+        CheckConstraint("family IN ('differential', 'lesion', 'rationale')", name="ck_task_family"),
+        CheckConstraint("level IN (1, 2, 3)", name="ck_task_level"),
+    )
+
+
+class Response(SQLModel, table=True):
+    """An answer to a task, written by a model (`model` set) or a human (`user_id` set).
+
+    `blind_code` is the opaque code raters see; `sample` indexes repeated samples for pass@k.
+    """
+
+    response_id: str = Field(primary_key=True, max_length=128)
+    task_id: str = Field(foreign_key="task.task_id", index=True, max_length=128)
+    source: str = Field(max_length=16)  # "model" | "physician" | "student"
+    model: str | None = Field(default=None, max_length=128)
+    user_id: int | None = Field(default=None, foreign_key="user.id")
+    sample: int = 0
+    text: str = _text()
+    turns: list[str] | None = _json(nullable=True)
+    blind_code: str = Field(unique=True, max_length=32)
+    created_at: datetime = _when()
+
+    __table_args__ = (
+        UniqueConstraint("task_id", "model", "sample"),
+        CheckConstraint("sample >= 0", name="ck_response_sample"),
+    )
+
+
+class Rubric(SQLModel, table=True):
+    id: int | None = Field(default=None, primary_key=True)
+    rubric_id: str = Field(max_length=64)  # e.g. "neurology-v1"
+    version: str = Field(max_length=32)
+    content_hash: str = Field(unique=True, max_length=64)
+    source_text: str = _text()
+    created_at: datetime = _when()
+
+
+class AssignmentDesign(SQLModel, table=True):
+    """One call of `nmb assign`: which items, which raters, what overlap, which seed."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    rubric_hash: str = Field(foreign_key="rubric.content_hash", max_length=64)
+    selection: str = Field(max_length=32)  # "all" | "calibration"
+    overlap: int
+    seed: int
+    created_by: str | None = Field(default=None, max_length=64)
+    created_at: datetime = _when()
+
+
+class Assignment(SQLModel, table=True):
+    id: int | None = Field(default=None, primary_key=True)
+    design_id: int = Field(foreign_key="assignmentdesign.id", index=True)
+    rater_id: int = Field(foreign_key="user.id", index=True)
+    response_id: str = Field(foreign_key="response.response_id", index=True, max_length=128)
+    position: int  # place in the rater's seeded random queue
+
+    __table_args__ = (UniqueConstraint("rater_id", "response_id"),)
+
+
+class ExpertScore(SQLModel, table=True):
+    """The current score of one assignment: a draft until submitted, then the latest revision."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    assignment_id: int = Field(foreign_key="assignment.id", unique=True)
+    rubric_hash: str = Field(foreign_key="rubric.content_hash", max_length=64)
+    status: str = Field(default="draft", max_length=16)  # "draft" | "submitted"
+    criteria: dict[str, int | None] = _json()
+    correct_diagnosis: bool | None = None
+    error_tags: list[str] = _json()
+    comment: str = Field(default="", sa_type=Text)
+    confidence: int | None = None
+    overall: float | None = None
+    active_seconds: float = 0.0
+    revision: int = 0  # number of submitted revisions
+    synthetic: bool = False
+    updated_at: datetime = _when()
+    submitted_at: datetime | None = Field(default=None, sa_type=DateTime(timezone=True))
+
+
+class ScoreRevision(SQLModel, table=True):
+    """Every submitted version of an expert score, kept forever (who, when, what changed)."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    score_id: int = Field(foreign_key="expertscore.id", index=True)
+    revision: int
+    rater_id: int = Field(foreign_key="user.id")
+    content: dict[str, Any] = _json()
+    changes: dict[str, Any] = _json()
+    created_at: datetime = _when()
+
+    __table_args__ = (UniqueConstraint("score_id", "revision"),)
+
+
+class Exam(SQLModel, table=True):
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(unique=True, max_length=128)
+    task_ids: list[str] = _json()
+    created_at: datetime = _when()
+
+
+class ExamAttempt(SQLModel, table=True):
+    id: int | None = Field(default=None, primary_key=True)
+    exam_id: int = Field(foreign_key="exam.id", index=True)
+    user_id: int = Field(foreign_key="user.id", index=True)
+    started_at: datetime = _when()
+    finished_at: datetime | None = Field(default=None, sa_type=DateTime(timezone=True))
+
+    __table_args__ = (UniqueConstraint("exam_id", "user_id"),)
+
+
+class StageAnswer(SQLModel, table=True):
+    """A human's answer to one stage of a task (stage 0 = the first answer)."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    attempt_id: int = Field(foreign_key="examattempt.id", index=True)
+    task_id: str = Field(foreign_key="task.task_id", max_length=128)
+    stage: int
+    text: str = _text()
+    seconds: float = 0.0
+    answered_at: datetime = _when()
+
+    __table_args__ = (UniqueConstraint("attempt_id", "task_id", "stage"),)
+
+
+class GraderConfig(SQLModel, table=True):
+    """An immutable grader configuration; `config_hash` covers every field that shapes a request."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    config_hash: str = Field(unique=True, max_length=64)
+    name: str = Field(max_length=128)
+    model: str = Field(max_length=128)
+    base_url: str | None = Field(default=None, max_length=512)
+    temperature: float = 0.0
+    seed: int | None = 0
+    max_tokens: int = 1200
+    prompt_version: str = Field(max_length=32)
+    rubric_hash: str = Field(foreign_key="rubric.content_hash", max_length=64)
+    vision: bool = False
+    validated_report_id: int | None = None
+    created_at: datetime = _when()
+
+
+class GraderRun(SQLModel, table=True):
+    id: int | None = Field(default=None, primary_key=True)
+    config_id: int = Field(foreign_key="graderconfig.id", index=True)
+    items: str = Field(max_length=32)  # "pending" | "calibration" | "all"
+    batch_id: str | None = Field(default=None, max_length=128)
+    status: str = Field(default="running", max_length=16)  # running | finished | interrupted
+    n_items: int = 0
+    graded: int = 0
+    failed: int = 0
+    from_cache: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    synthetic: bool = False
+    started_at: datetime = _when()
+    finished_at: datetime | None = Field(default=None, sa_type=DateTime(timezone=True))
+
+
+class GraderScore(SQLModel, table=True):
+    """A valid grade: at most one per (config, response)."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    config_id: int = Field(foreign_key="graderconfig.id", index=True)
+    response_id: str = Field(foreign_key="response.response_id", index=True, max_length=128)
+    run_id: int = Field(foreign_key="graderrun.id")
+    request_hash: str = Field(max_length=64)
+    criteria: dict[str, int | None] = _json()
+    correct_diagnosis: bool
+    error_tags: list[str] = _json()
+    justification: str = Field(default="", sa_type=Text)
+    overall: float
+    model_returned: str | None = Field(default=None, max_length=128)
+    system_fingerprint: str | None = Field(default=None, max_length=128)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    cost_usd: float | None = None
+    created_at: datetime = _when()
+
+    __table_args__ = (UniqueConstraint("config_id", "response_id"),)
+
+
+class GraderFailure(SQLModel, table=True):
+    """The latest failure of a (config, response); removed when the response is graded."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    config_id: int = Field(foreign_key="graderconfig.id", index=True)
+    response_id: str = Field(foreign_key="response.response_id", max_length=128)
+    run_id: int = Field(foreign_key="graderrun.id")
+    reason: str = _text()
+    attempts: int = 0
+    created_at: datetime = _when()
+
+    __table_args__ = (UniqueConstraint("config_id", "response_id"),)
+
+
+class GraderCache(SQLModel, table=True):
+    """Raw answers keyed by the hash of (config, exact request); never sent twice."""
+
+    request_hash: str = Field(primary_key=True, max_length=64)
+    raw: str = _text()
+    model_returned: str | None = Field(default=None, max_length=128)
+    system_fingerprint: str | None = Field(default=None, max_length=128)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    created_at: datetime = _when()
+
+
+class CalibrationItem(SQLModel, table=True):
+    """Membership of the calibration subset and its seeded split into `dev` and `heldout`."""
+
+    response_id: str = Field(foreign_key="response.response_id", primary_key=True, max_length=128)
+    part: str = Field(max_length=8)  # "dev" | "heldout"
+    seed: int
+
+
+class CalibrationReport(SQLModel, table=True):
+    id: int | None = Field(default=None, primary_key=True)
+    config_id: int = Field(foreign_key="graderconfig.id", index=True)
+    run_id: int | None = Field(default=None, foreign_key="graderrun.id")
+    part: str = Field(max_length=8)  # "dev" | "heldout" | "all"
+    thresholds: dict[str, Any] = _json()
+    results: dict[str, Any] = _json()
+    passed: bool = False
+    created_at: datetime = _when()
+
+
+class FrozenPackage(SQLModel, table=True):
+    id: int | None = Field(default=None, primary_key=True)
+    config_id: int = Field(foreign_key="graderconfig.id")
+    report_id: int = Field(foreign_key="calibrationreport.id")
+    sha256: str = Field(max_length=64)
+    path: str = Field(max_length=512)
+    canary: dict[str, Any] = _json()
+    created_at: datetime = _when()
+
+
+class AuditLog(SQLModel, table=True):
+    """Append-only record of logins, failed logins and every write (triggers forbid change)."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    at: datetime = _when()
+    actor: str | None = Field(default=None, max_length=64)
+    action: str = Field(max_length=64, index=True)
+    detail: dict[str, Any] = _json()

@@ -1,0 +1,53 @@
+"""Shared fixtures: a temporary NMB_HOME, the study database on SQLite and PostgreSQL."""
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.services import PostgresServer, postgres_available, require
+
+
+@pytest.fixture(autouse=True)
+def nmb_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets its own NMB_HOME and, unless it asks for PostgreSQL, its own SQLite file."""
+    home = tmp_path / "nmb-home"
+    monkeypatch.setenv("NMB_HOME", str(home))
+    monkeypatch.delenv("NMB_DATABASE_URL", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    return home
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    ok, reason = postgres_available()
+    require(ok, reason)
+    server = PostgresServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def database_url(request: pytest.FixtureRequest, nmb_home: Path, monkeypatch) -> str:
+    """The URL of a fresh, migrated study database, once on SQLite and once on PostgreSQL."""
+    from db.engine import database_url as current_url
+    from db.engine import upgrade
+
+    if request.param == "postgres":
+        server = request.getfixturevalue("postgres_server")
+        monkeypatch.setenv("NMB_DATABASE_URL", server.create_database())
+    url = current_url()
+    upgrade(url)
+    return url
+
+
+@pytest.fixture
+def sqlite_url(nmb_home: Path) -> str:
+    """A fresh, migrated SQLite study database (for tests that need only one backend)."""
+    from db.engine import database_url as current_url
+    from db.engine import upgrade
+
+    url = current_url()
+    upgrade(url)
+    return url
+
