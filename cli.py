@@ -1,0 +1,233 @@
+"""The `nmb` command: parse, call a package, print.
+
+A user mistake (`errors.UserError`, a bad argument) is one line on stderr and exit code 2;
+programming errors keep their traceback.
+"""
+
+import argparse
+import getpass
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from errors import UserError
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2 (argparse prints usage too)
+        raise UserError(f"{self.prog}: {message}")
+
+
+def _print_json(data: object) -> None:
+    print(json.dumps(data, indent=None, default=str))
+
+
+# --- database and users ------------------------------------------------------------------
+
+
+def cmd_db_upgrade(args: argparse.Namespace) -> None:
+    from db.engine import database_url, upgrade
+
+    upgrade()
+    print(f"database is at the newest revision: {database_url().split('@')[-1]}")
+
+
+def cmd_status(args: argparse.Namespace) -> None:
+    from db.engine import session, upgrade
+    from db.status import counts
+
+    upgrade()
+    with session() as s:
+        got = counts(s)
+    if args.json:
+        _print_json(got)
+    else:
+        for name, n in got.items():
+            print(f"{name:16} {n}")
+
+
+def _read_password(args: argparse.Namespace) -> str:
+    if args.password_file:
+        try:
+            return Path(args.password_file).read_text().strip()
+        except OSError as e:
+            raise UserError(f"cannot read password file {args.password_file}: {e.strerror}") from None
+    if not sys.stdin.isatty():
+        return sys.stdin.readline().strip()
+    first = getpass.getpass("Password: ")
+    if first != getpass.getpass("Repeat password: "):
+        raise UserError("the two passwords differ")
+    return first
+
+
+def cmd_users_add(args: argparse.Namespace) -> None:
+    from db.engine import session, upgrade
+    from db.users import add_user
+
+    upgrade()
+    password = _read_password(args)
+    with session() as s:
+        add_user(s, name=args.name, role=args.role, password=password, email=args.email, actor="cli")
+        s.commit()
+    print(f"added {args.role} {args.name}")
+
+
+def cmd_users_list(args: argparse.Namespace) -> None:
+    from db.engine import session, upgrade
+    from db.users import list_users
+
+    upgrade()
+    with session() as s:
+        users = list_users(s)
+    rows = [{"name": u.name, "role": u.role, "disabled": u.disabled, "email": u.email} for u in users]
+    if args.json:
+        _print_json(rows)
+        return
+    for r in rows:
+        print(f"{r['name']:24} {r['role']:10} {'disabled' if r['disabled'] else 'active'}")
+
+
+def cmd_users_disable(args: argparse.Namespace) -> None:
+    from db.engine import session, upgrade
+    from db.users import disable_user
+
+    upgrade()
+    with session() as s:
+        disable_user(s, name=args.name, actor="cli")
+        s.commit()
+    print(f"disabled {args.name}")
+
+
+# --- bundles, demo, export -----------------------------------------------------------------
+
+
+def cmd_import(args: argparse.Namespace) -> None:
+    from db.bundle import BundleInvalid, import_bundle
+    from db.engine import session, upgrade
+
+    upgrade()
+    try:
+        with session() as s:
+            summary = import_bundle(s, Path(args.path), dry_run=args.dry_run, actor="cli")
+    except BundleInvalid as e:
+        for problem in e.problems:
+            print(problem, file=sys.stderr)
+        raise
+    _print_json(summary.as_dict()) if args.json else print(summary)
+
+
+def cmd_demo(args: argparse.Namespace) -> None:
+    from db.demo import load_demo
+
+    print(load_demo(if_empty=args.if_empty, resolution_mm=args.resolution))
+
+
+def cmd_export(args: argparse.Namespace) -> None:
+    from db.engine import session, upgrade
+    from db.export import export
+
+    upgrade()
+    with session() as s:
+        n = export(s, args.kind, fmt=args.format, out=Path(args.out), reveal_raters=args.reveal_raters)
+    print(f"wrote {n} rows to {args.out}")
+
+
+def cmd_render(args: argparse.Namespace) -> None:
+    from imaging import render_to_file
+
+    out = render_to_file(
+        Path(args.image), plane=args.plane, index=args.index, window=args.window,
+        volume=args.volume, out=Path(args.out), radiological=not args.neurological,
+    )
+    print(out)
+
+
+def cmd_agreement(args: argparse.Namespace) -> None:
+    from calibration.agreement_csv import agreement_from_csv
+
+    _print_json(agreement_from_csv(
+        Path(args.file), reference=args.reference, bootstrap=args.bootstrap, seed=args.seed
+    ))
+
+
+# --- the parser ----------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="nmb", description="Neural-MedBench Studio: the study from the command line.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    def add(name: str, fn: Callable[[argparse.Namespace], None], help: str) -> argparse.ArgumentParser:
+        sp = sub.add_parser(name, help=help, description=help)
+        sp.set_defaults(fn=fn)
+        return sp
+
+    dbp = sub.add_parser("db", help="database maintenance")
+    dbsub = dbp.add_subparsers(dest="db_command", required=True, parser_class=_Parser)
+    dbsub.add_parser("upgrade", help="create or migrate the database").set_defaults(fn=cmd_db_upgrade)
+
+    add("status", cmd_status, "counts of what the study holds").add_argument("--json", action="store_true")
+
+    up = sub.add_parser("users", help="accounts and roles")
+    usub = up.add_subparsers(dest="users_command", required=True, parser_class=_Parser)
+    ua = usub.add_parser("add", help="add an account (password from a prompt or --password-file)")
+    ua.add_argument("name")
+    ua.add_argument("--role", required=True, choices=["admin", "expert", "physician", "student"])
+    ua.add_argument("--password-file")
+    ua.add_argument("--email")
+    ua.set_defaults(fn=cmd_users_add)
+    ul = usub.add_parser("list", help="list accounts")
+    ul.add_argument("--json", action="store_true")
+    ul.set_defaults(fn=cmd_users_list)
+    ud = usub.add_parser("disable", help="disable an account (it can no longer log in)")
+    ud.add_argument("name")
+    ud.set_defaults(fn=cmd_users_disable)
+
+    ip = add("import", cmd_import, "validate a bundle (folder or .zip) and import it atomically")
+    ip.add_argument("path")
+    ip.add_argument("--dry-run", action="store_true", help="validate and count, write nothing")
+    ip.add_argument("--json", action="store_true")
+
+    dp = add("demo", cmd_demo, "build the synthetic demo study offline and import it")
+    dp.add_argument("--if-empty", action="store_true", help="only when the database holds no case")
+    dp.add_argument("--resolution", type=int, choices=[1, 2], default=1, help="template voxel size (mm)")
+
+    ep = add("export", cmd_export, "export study data for admins and scripts")
+    ep.add_argument("kind", choices=["responses", "expert-scores", "grader-scores", "exam-answers"])
+    ep.add_argument("--format", choices=["csv", "jsonl", "parquet"], default="csv")
+    ep.add_argument("--out", required=True)
+    ep.add_argument("--reveal-raters", action="store_true", help="real rater names, not pseudonyms")
+
+    rp = add("render", cmd_render, "render one slice of an image to PNG")
+    rp.add_argument("image")
+    rp.add_argument("--plane", choices=["axial", "coronal", "sagittal"], default="axial")
+    rp.add_argument("--index", type=int)
+    rp.add_argument("--window", default="auto", help="auto | full | tight | LEVEL,WIDTH")
+    rp.add_argument("--volume", type=int, default=0)
+    rp.add_argument("--neurological", action="store_true", help="patient's right on screen right")
+    rp.add_argument("--out", required=True)
+
+    ag = add("agreement", cmd_agreement, "agreement statistics of a long-format CSV (item,rater,score)")
+    ag.add_argument("file")
+    ag.add_argument("--reference")
+    ag.add_argument("--bootstrap", type=int, default=1000)
+    ag.add_argument("--seed", type=int, default=0)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        args.fn(args)
+    except UserError as e:
+        print(f"nmb: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("nmb: interrupted", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,38 @@
+"""Helpers for AppTest page tests: a logged-in session on any page."""
+
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+from db.engine import session
+from db.users import add_user
+from ui.auth import LoggedIn
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def make_user(name: str, role: str, password: str = "pw") -> LoggedIn:
+    with session() as s:
+        u = add_user(s, name=name, role=role, password=password)
+        s.commit()
+        return LoggedIn(id=u.id, name=u.name, role=u.role, demo=u.demo)
+
+
+def app(user: LoggedIn | None = None, timeout: float = 30) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
+    if user is not None:
+        at.session_state["user"] = user
+    return at
+
+
+def page(path: str, user: LoggedIn | None, timeout: float = 30) -> AppTest:
+    """A page script run on its own, as a hand-typed URL reaches it, with `user` logged in."""
+    at = AppTest.from_file(str(ROOT / path), default_timeout=timeout)
+    if user is not None:
+        at.session_state["user"] = user
+    return at
+
+
+def page_text(at: AppTest) -> str:
+    """Everything the page sent to the browser, as text (for blinding checks)."""
+    return str(at._tree)

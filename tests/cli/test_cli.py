@@ -1,0 +1,62 @@
+"""The `nmb` command as a user runs it: a real process, real database, exit codes."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def nmb(*args: str, stdin: str = "", env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "cli", *args], cwd=ROOT, input=stdin, capture_output=True,
+        text=True, env={**os.environ, **(env or {})}, timeout=120,
+    )
+
+
+def test_help_lists_commands() -> None:
+    out = nmb("--help")
+    assert out.returncode == 0
+    for command in ("import", "status", "users", "demo", "export", "render", "agreement"):
+        assert command in out.stdout
+
+
+def test_status_json_counts_on_empty_study(nmb_home: Path) -> None:
+    out = nmb("status", "--json")
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    for key in ("cases", "series", "tasks", "responses", "users", "expert_scores",
+                "grader_scores", "exam_attempts"):
+        assert got[key] == 0
+
+
+def test_users_add_list_disable(nmb_home: Path, tmp_path: Path) -> None:
+    pw = tmp_path / "pw"
+    pw.write_text("correct horse\n")
+    assert nmb("users", "add", "ana", "--role", "expert", "--password-file", str(pw)).returncode == 0
+    assert nmb("users", "add", "bo", "--role", "student", stdin="pw2\n").returncode == 0
+    listed = json.loads(nmb("users", "list", "--json").stdout)
+    assert [(u["name"], u["role"], u["disabled"]) for u in listed] == [
+        ("ana", "expert", False), ("bo", "student", False)]
+    assert nmb("users", "disable", "ana").returncode == 0
+    assert json.loads(nmb("users", "list", "--json").stdout)[0]["disabled"] is True
+    db = (nmb_home / "study.db").read_bytes()
+    assert b"correct horse" not in db
+
+
+def test_user_mistakes_are_one_line_and_exit_2(nmb_home: Path) -> None:
+    cases = [
+        ("users", "add", "x", "--role", "surgeon"),
+        ("users", "add", "x", "--role", "admin", "--password-file", "/nonexistent/pw"),
+        ("users", "disable", "nobody"),
+        ("import", "/nonexistent/bundle"),
+        ("frobnicate",),
+    ]
+    for args in cases:
+        out = nmb(*args)
+        assert out.returncode == 2, (args, out.stderr)
+        assert len(out.stderr.strip().splitlines()) == 1, (args, out.stderr)
+        assert "Traceback" not in out.stderr
+    assert json.loads(nmb("status", "--json").stdout)["users"] == 0

@@ -1,0 +1,94 @@
+"""Login, logout and the server-side role check every page makes."""
+
+from dataclasses import dataclass
+
+import streamlit as st
+
+from db.engine import session
+from db.models import Setting
+from db.users import authenticate, user_by_email
+
+# Each role's pages: (file, title, url path, icon). The first is the role's landing page.
+PAGES: dict[str, list[tuple[str, str, str, str]]] = {
+    "admin": [
+        ("pages/admin.py", "Data and users", "admin", ":material/database:"),
+        ("pages/calibrate.py", "Grader calibration", "calibrate", ":material/query_stats:"),
+    ],
+    "expert": [("pages/score.py", "Score rationales", "score", ":material/rate_review:")],
+    "physician": [("pages/exam.py", "Exam", "exam", ":material/quiz:")],
+    "student": [("pages/exam.py", "Exam", "exam", ":material/quiz:")],
+}
+
+
+@dataclass(frozen=True)
+class LoggedIn:
+    id: int
+    name: str
+    role: str
+    demo: bool
+
+
+def current_user() -> LoggedIn | None:
+    return st.session_state.get("user")
+
+
+def _sign_in(user) -> None:
+    st.session_state["user"] = LoggedIn(id=user.id, name=user.name, role=user.role, demo=user.demo)
+    st.rerun()
+
+
+def _oidc_configured() -> bool:
+    try:
+        return "auth" in st.secrets
+    except Exception:  # no secrets file at all
+        return False
+
+
+def login_page() -> None:
+    """The login form (and, where `[auth]` is configured, single sign-on through st.login)."""
+    st.title("Neural-MedBench Studio")
+    st.caption("Clinician-validated evaluation of diagnostic reasoning in neurology")
+    if _oidc_configured():
+        if getattr(st.user, "is_logged_in", False):
+            with session() as s:
+                user = user_by_email(s, email=st.user.email)
+            if user is not None:
+                _sign_in(user)
+            st.error(f"No active account for {st.user.email}; ask an admin to add it.")
+        st.button("Log in with single sign-on", on_click=st.login)
+    with st.form("login"):
+        name = st.text_input("Username")
+        password = st.text_input("Password", type="password")
+        submitted = st.form_submit_button("Log in")
+    if submitted:
+        with session() as s:
+            user = authenticate(s, name=name.strip(), password=password)
+        if user is None:
+            st.error("Unknown user name or wrong password.")
+        else:
+            _sign_in(user)
+    if demo_active():
+        st.info("Demo study loaded: log in as `demo-admin`, `demo-expert1`, `demo-physician` "
+                "or `demo-student` (password `demo`). All data are synthetic.")
+
+
+def logout() -> None:
+    st.session_state.clear()
+    if getattr(st.user, "is_logged_in", False):
+        st.logout()
+    st.rerun()
+
+
+def demo_active() -> bool:
+    with session() as s:
+        flag = s.get(Setting, "demo")
+    return flag is not None and flag.value == "1"
+
+
+def require_role(*roles: str) -> LoggedIn:
+    """The logged-in user if their role may see this page; otherwise a refusal and stop."""
+    user = current_user()
+    if user is None or user.role not in roles:
+        st.error("You do not have access to this page.")
+        st.stop()
+    return user
