@@ -22,7 +22,7 @@ def utcnow() -> datetime:
 
 
 def _json(nullable: bool = False) -> Any:
-    return Field(default=None, sa_column=Column(JSON, nullable=nullable))
+    return Field(default=None, sa_column=Column(JSON(none_as_null=nullable), nullable=nullable))
 
 
 def _when() -> Any:
@@ -149,12 +149,17 @@ class Assignment(SQLModel, table=True):
 
 
 class ExpertScore(SQLModel, table=True):
-    """The current score of one assignment: a draft until submitted, then the latest revision."""
+    """One assignment's score: the latest submitted values, plus the rater's unsaved `draft`.
+
+    Drafts are saved on every change; `Submit` validates the draft, copies it into the
+    columns, bumps `revision` and keeps a `ScoreRevision`. Only submitted values count.
+    """
 
     id: int | None = Field(default=None, primary_key=True)
     assignment_id: int = Field(foreign_key="assignment.id", unique=True)
     rubric_hash: str = Field(foreign_key="rubric.content_hash", max_length=64)
     status: str = Field(default="draft", max_length=16)  # "draft" | "submitted"
+    draft: dict[str, Any] | None = _json(nullable=True)
     criteria: dict[str, int | None] = _json()
     correct_diagnosis: bool | None = None
     error_tags: list[str] = _json()

@@ -314,6 +314,7 @@ def upgrade() -> None:
     sa.Column('assignment_id', sa.Integer(), nullable=False),
     sa.Column('rubric_hash', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
     sa.Column('status', sqlmodel.sql.sqltypes.AutoString(length=16), nullable=False),
+    sa.Column('draft', sa.JSON(), nullable=True),
     sa.Column('criteria', sa.JSON(), nullable=False),
     sa.Column('correct_diagnosis', sa.Boolean(), nullable=True),
     sa.Column('error_tags', sa.JSON(), nullable=False),

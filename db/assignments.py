@@ -1,0 +1,122 @@
+"""Who scores what: the calibration subset, rater assignments, and rater progress."""
+
+from dataclasses import dataclass
+
+from sqlalchemy import func
+from sqlmodel import Session, select
+
+from db.audit import record
+from db.design import balanced_design, split_dev_heldout, stratified_sample
+from db.models import (
+    Assignment,
+    AssignmentDesign,
+    CalibrationItem,
+    ExpertScore,
+    Response,
+    Task,
+    User,
+)
+from errors import UserError
+
+
+def _strata(s: Session) -> dict[str, tuple[str, int, str]]:
+    """(family, level, source) of every response: the strata of calibration sampling."""
+    rows = s.exec(select(Response.response_id, Task.family, Task.level, Response.source)
+                  .join(Task, Task.task_id == Response.task_id))
+    return {rid: (fam, lvl, "model" if src == "model" else "human") for rid, fam, lvl, src in rows}
+
+
+def draw_calibration(
+    s: Session, *, n: int, dev_fraction: float = 0.5, seed: int = 0, actor: str | None = None
+) -> dict[str, int]:
+    """Draw the calibration subset (stratified by family, level and source) and split it.
+
+    The subset is pre-registered: once drawn it cannot be redrawn, so the held-out part stays
+    untouched by prompt tuning.
+    """
+    if s.exec(select(CalibrationItem)).first() is not None:
+        raise UserError("the calibration subset is already drawn; it is fixed once drawn")
+    strata = _strata(s)
+    chosen = stratified_sample(strata, n, seed)
+    parts = split_dev_heldout({r: strata[r] for r in chosen}, dev_fraction, seed)
+    for rid, part in parts.items():
+        s.add(CalibrationItem(response_id=rid, part=part, seed=seed))
+    record(s, "calibration.draw", actor=actor, n=n, seed=seed, dev_fraction=dev_fraction)
+    counts = {"dev": 0, "heldout": 0}
+    for part in parts.values():
+        counts[part] += 1
+    return counts
+
+
+def assign(
+    s: Session, *, rubric_hash: str, raters: list[str], overlap: int = 3,
+    selection: str = "all", seed: int = 0, actor: str | None = None,
+) -> AssignmentDesign:
+    """Assign each not-yet-assigned item of `selection` to `overlap` raters (balanced design)."""
+    users = {u.name: u for u in s.exec(select(User).where(User.name.in_(raters)))}
+    for name in raters:
+        user = users.get(name)
+        if user is None:
+            raise UserError(f"no user named {name!r}")
+        if user.role != "expert" or user.disabled:
+            raise UserError(f"{name!r} is not an active expert")
+    if selection == "all":
+        query = select(Response.response_id)
+    elif selection == "calibration":
+        query = select(CalibrationItem.response_id)
+    else:
+        raise UserError(f"selection {selection!r} is not 'all' or 'calibration'")
+    assigned = set(s.exec(select(Assignment.response_id).distinct()))
+    items = sorted(r for r in s.exec(query) if r not in assigned)
+    if not items:
+        raise UserError(f"every item of {selection!r} is already assigned")
+    design = AssignmentDesign(rubric_hash=rubric_hash, selection=selection, overlap=overlap,
+                              seed=seed, created_by=actor)
+    s.add(design)
+    s.flush()
+    queues = balanced_design(items, raters, overlap, seed)
+    start = dict(s.exec(select(Assignment.rater_id, func.max(Assignment.position))
+                        .group_by(Assignment.rater_id)).all())
+    rows = []
+    for name, queue in queues.items():
+        uid = users[name].id
+        first = start.get(uid, -1) + 1
+        rows += [Assignment(design_id=design.id, rater_id=uid, response_id=rid, position=first + k)
+                 for k, rid in enumerate(queue)]
+    s.add_all(rows)
+    record(s, "assign", actor=actor, design=design.id, raters=raters, overlap=overlap,
+           selection=selection, seed=seed, items=len(items))
+    return design
+
+
+@dataclass
+class RaterProgress:
+    rater: str
+    assigned: int
+    submitted: int
+    drafts: int
+    active_minutes: float
+
+
+def rater_progress(s: Session) -> list[RaterProgress]:
+    rows = s.exec(
+        select(User.name, func.count(Assignment.id),
+               func.count(ExpertScore.submitted_at), func.count(ExpertScore.id),
+               func.coalesce(func.sum(ExpertScore.active_seconds), 0.0))
+        .join(Assignment, Assignment.rater_id == User.id)
+        .join(ExpertScore, ExpertScore.assignment_id == Assignment.id, isouter=True)
+        .group_by(User.name).order_by(User.name)
+    )
+    return [RaterProgress(name, n, sub, started - sub, round(secs / 60, 1))
+            for name, n, sub, started, secs in rows]
+
+
+def below_overlap(s: Session) -> list[tuple[str, int, int]]:
+    """(blind code, submitted scores, assigned raters) of items not yet fully scored."""
+    rows = s.exec(
+        select(Response.blind_code, func.count(ExpertScore.submitted_at), func.count(Assignment.id))
+        .join(Assignment, Assignment.response_id == Response.response_id)
+        .join(ExpertScore, ExpertScore.assignment_id == Assignment.id, isouter=True)
+        .group_by(Response.blind_code).order_by(Response.blind_code)
+    )
+    return [(code, done, n) for code, done, n in rows if done < n]

@@ -1,0 +1,48 @@
+"""Rubrics in the database: stored once by content hash, loaded back from their source."""
+
+from functools import lru_cache
+
+from sqlmodel import Session, select
+
+from db.audit import record
+from db.models import Rubric as RubricRow
+from errors import UserError
+from rubric import Rubric
+from rubric.loader import load_rubric, loads_rubric
+
+
+def store_rubric(s: Session, rubric: Rubric, *, actor: str | None = None) -> RubricRow:
+    """The row of this rubric, added if its content hash is new."""
+    row = s.exec(select(RubricRow).where(RubricRow.content_hash == rubric.content_hash)).first()
+    if row is None:
+        row = RubricRow(rubric_id=rubric.id, version=rubric.version,
+                        content_hash=rubric.content_hash, source_text=rubric.source_text)
+        s.add(row)
+        s.flush()
+        record(s, "rubric.add", actor=actor, rubric=rubric.id, hash=rubric.content_hash)
+    return row
+
+
+def ensure_rubric(s: Session, name_or_path: str, *, actor: str | None = None) -> Rubric:
+    rubric = load_rubric(name_or_path)
+    store_rubric(s, rubric, actor=actor)
+    return rubric
+
+
+@lru_cache(maxsize=16)
+def _parse(text: str) -> Rubric:
+    return loads_rubric(text, source="database")
+
+
+def rubric_by_hash(s: Session, content_hash: str) -> Rubric:
+    row = s.exec(select(RubricRow).where(RubricRow.content_hash == content_hash)).first()
+    if row is None:
+        raise UserError(f"no rubric with hash {content_hash[:12]}")
+    return _parse(row.source_text)
+
+
+def latest_rubric_hash(s: Session) -> str:
+    row = s.exec(select(RubricRow).order_by(RubricRow.id.desc())).first()
+    if row is None:
+        raise UserError("no rubric stored yet: run `nmb assign` or `nmb demo` first")
+    return row.content_hash

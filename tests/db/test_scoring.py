@@ -1,0 +1,131 @@
+"""Assignments, drafts, submits and revisions, on SQLite and PostgreSQL, with real threads."""
+
+import threading
+
+import pytest
+from sqlalchemy import func
+from sqlmodel import Session, select
+
+from db.assignments import assign, below_overlap, draw_calibration, rater_progress
+from db.engine import engine_for
+from db.models import Assignment, ExpertScore, ScoreRevision, User
+from db.rubrics import ensure_rubric
+from db.scoring import load_item, queue, save_draft, submit
+from errors import UserError
+from tests.factories import MODELS, make_study
+
+
+def _setup(url: str):
+    eng = engine_for(url)
+    with Session(eng, expire_on_commit=False) as s:
+        make_study(s)
+        rubric = ensure_rubric(s, "neurology-v1")
+        assign(s, rubric_hash=rubric.content_hash, raters=["expert1", "expert2", "expert3"],
+               overlap=2, seed=3)
+        s.commit()
+        rater = s.exec(select(User).where(User.name == "expert1")).one()
+    return eng, rubric, rater
+
+
+def _valid(rubric, family: str) -> dict:
+    return {"criteria": {c.key: rubric.scale.max for c in rubric.applicable_criteria(family)},
+            "correct_diagnosis": True, "error_tags": [], "comment": "", "confidence": 4}
+
+
+def test_draft_submit_revise(database_url: str) -> None:
+    eng, rubric, rater = _setup(database_url)
+    with Session(eng, expire_on_commit=False) as s:
+        entries = queue(s, rater_id=rater.id)
+        assert entries and all(e.status == "new" for e in entries)
+        first = entries[0].assignment_id
+        item = load_item(s, rater_id=rater.id, assignment_id=first, rubric_hash=rubric.content_hash)
+        values = _valid(rubric, item.family)
+        save_draft(s, rater_id=rater.id, assignment_id=first, rubric_hash=rubric.content_hash,
+                   values={**values, "comment": "half done"}, active_seconds=12.0)
+    with Session(eng) as s:  # a new session, as after a closed tab
+        item = load_item(s, rater_id=rater.id, assignment_id=first, rubric_hash=rubric.content_hash)
+        assert item.values["comment"] == "half done" and item.status == "draft"
+        submit(s, rater_id=rater.id, assignment_id=first, rubric_hash=rubric.content_hash,
+               values=values, active_seconds=3600)  # an idle hour counts 5 minutes at most
+        changed = {**values, "confidence": 2}
+        score = submit(s, rater_id=rater.id, assignment_id=first, rubric_hash=rubric.content_hash,
+                       values=changed)
+        assert score.revision == 2 and score.confidence == 2
+        assert score.active_seconds == pytest.approx(12 + 300)
+        revs = s.exec(select(ScoreRevision).order_by(ScoreRevision.revision)).all()
+        assert [r.revision for r in revs] == [1, 2]
+        assert revs[1].changes == {"confidence": {"from": 4, "to": 2}}
+        assert queue(s, rater_id=rater.id)[0].status == "submitted"
+
+
+def test_out_of_scale_and_foreign_items_are_refused(database_url: str) -> None:
+    eng, rubric, rater = _setup(database_url)
+    with Session(eng) as s:
+        mine = {e.assignment_id for e in queue(s, rater_id=rater.id)}
+        other = s.exec(select(Assignment.id).where(Assignment.id.not_in(mine))).first()
+        with pytest.raises(UserError, match="not in your queue"):
+            load_item(s, rater_id=rater.id, assignment_id=other, rubric_hash=rubric.content_hash)
+        aid = min(mine)
+        item = load_item(s, rater_id=rater.id, assignment_id=aid, rubric_hash=rubric.content_hash)
+        bad = _valid(rubric, item.family)
+        key = next(iter(bad["criteria"]))
+        bad["criteria"][key] = rubric.scale.max + 1
+        with pytest.raises(UserError, match=key):
+            submit(s, rater_id=rater.id, assignment_id=aid, rubric_hash=rubric.content_hash,
+                   values=bad)
+        assert s.exec(select(func.count()).select_from(ExpertScore)).one() == 0
+
+
+def test_item_carries_no_source_identity(database_url: str) -> None:
+    eng, rubric, rater = _setup(database_url)
+    with Session(eng) as s:
+        for e in queue(s, rater_id=rater.id):
+            item = load_item(s, rater_id=rater.id, assignment_id=e.assignment_id,
+                             rubric_hash=rubric.content_hash)
+            text = repr(item)
+            assert not any(m in text for m in MODELS)
+            assert "source" not in vars(item) and "model" not in vars(item)
+
+
+def test_concurrent_submits_lose_nothing(database_url: str) -> None:
+    """Two tabs of one rater submit the same item at once: both revisions are kept."""
+    eng, rubric, rater = _setup(database_url)
+    with Session(eng) as s:
+        aid = queue(s, rater_id=rater.id)[0].assignment_id
+        family = load_item(s, rater_id=rater.id, assignment_id=aid,
+                           rubric_hash=rubric.content_hash).family
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(4)
+
+    def tab(conf: int) -> None:
+        try:
+            barrier.wait()
+            with Session(eng) as s:
+                submit(s, rater_id=rater.id, assignment_id=aid, rubric_hash=rubric.content_hash,
+                       values={**_valid(rubric, family), "confidence": conf})
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=tab, args=(c,)) for c in (1, 2, 3, 4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    with Session(eng) as s:
+        assert s.exec(select(func.count()).select_from(ExpertScore)).one() == 1
+        revs = s.exec(select(ScoreRevision.revision)).all()
+        assert sorted(revs) == [1, 2, 3, 4]
+
+
+def test_progress_and_calibration_draw(database_url: str) -> None:
+    eng, rubric, rater = _setup(database_url)
+    with Session(eng) as s:
+        progress = {p.rater: p for p in rater_progress(s)}
+        assert sum(p.assigned for p in progress.values()) == 12 * 2
+        assert len(below_overlap(s)) == 12
+        counts = draw_calibration(s, n=6, seed=1)
+        s.commit()
+        assert counts == {"dev": 3, "heldout": 3}
+        with pytest.raises(UserError, match="already drawn"):
+            draw_calibration(s, n=6, seed=2)
