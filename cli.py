@@ -151,6 +151,58 @@ def cmd_agreement(args: argparse.Namespace) -> None:
     ))
 
 
+def cmd_assign(args: argparse.Namespace) -> None:
+    from db.assignments import assign, draw_calibration
+    from db.engine import session, upgrade
+    from db.rubrics import ensure_rubric
+
+    upgrade()
+    with session() as s:
+        if args.calibration:
+            parts = draw_calibration(s, n=args.calibration, dev_fraction=args.dev_fraction,
+                                     seed=args.seed, actor="cli")
+            print(f"calibration subset: {parts['dev']} dev + {parts['heldout']} held-out items")
+        rubric = ensure_rubric(s, args.rubric, actor="cli")
+        design = assign(s, rubric_hash=rubric.content_hash, raters=args.raters,
+                        overlap=args.overlap, selection=args.items, seed=args.seed, actor="cli")
+        s.commit()
+    print(f"assignment design {design.id}: {args.items} items, {len(args.raters)} raters, "
+          f"overlap {args.overlap}, seed {args.seed}")
+
+
+def cmd_grade(args: argparse.Namespace) -> None:
+    from tqdm import tqdm
+
+    from calibration.grader import grade, summary_dict
+    from calibration.grader_config import is_dated_snapshot, load_settings, store_config
+    from db.engine import session, upgrade
+
+    upgrade()
+    settings = load_settings(Path(args.config) if args.config else None, model=args.model,
+                             base_url=args.base_url)
+    if not is_dated_snapshot(settings.model):
+        print(f"nmb: warning: {settings.model!r} is an undated alias; reports flag it",
+              file=sys.stderr)
+    with session() as s:
+        config = store_config(s, settings, actor="cli")
+        s.commit()
+        with tqdm(desc="grading", unit="item", file=sys.stderr, disable=None) as bar:
+            def progress(done: int, total: int) -> None:
+                bar.total = total
+                bar.update(done - bar.n)
+
+            summary = grade(s, config_id=config.id, items=args.items,
+                            concurrency=args.concurrency, limit=args.limit, batch=args.batch,
+                            timeout=args.timeout, progress=progress, actor="cli")
+    if args.json:
+        _print_json(summary_dict(summary))
+    else:
+        print(f"run {summary.run_id} (config {config.id}): {summary.graded} graded "
+              f"({summary.from_cache} from cache), {summary.failed} failed of {summary.items}; "
+              f"{summary.prompt_tokens}+{summary.completion_tokens} tokens, "
+              f"${summary.cost_usd:.4f}")
+
+
 # --- the parser ----------------------------------------------------------------------------
 
 
@@ -207,6 +259,27 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--volume", type=int, default=0)
     rp.add_argument("--neurological", action="store_true", help="patient's right on screen right")
     rp.add_argument("--out", required=True)
+
+    asg = add("assign", cmd_assign, "assign items to expert raters (balanced, seeded design)")
+    asg.add_argument("--raters", nargs="+", required=True, metavar="NAME")
+    asg.add_argument("--overlap", type=int, default=3, help="raters per item")
+    asg.add_argument("--items", choices=["all", "calibration"], default="all")
+    asg.add_argument("--calibration", type=int, metavar="N",
+                     help="first draw a calibration subset of N items (stratified, seeded)")
+    asg.add_argument("--dev-fraction", type=float, default=0.5)
+    asg.add_argument("--rubric", default="neurology-v1", help="bundled rubric name or TOML file")
+    asg.add_argument("--seed", type=int, default=0)
+
+    gp = add("grade", cmd_grade, "grade responses with the LLM grader (OpenAI-compatible API)")
+    gp.add_argument("--config", help="grader config TOML (default: gpt-4o-2024-08-06, T=0)")
+    gp.add_argument("--model")
+    gp.add_argument("--base-url", help="an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1")
+    gp.add_argument("--items", choices=["pending", "calibration", "all"], default="pending")
+    gp.add_argument("--concurrency", type=int, default=8)
+    gp.add_argument("--limit", type=int)
+    gp.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
+    gp.add_argument("--batch", action="store_true", help="use the OpenAI Batch API")
+    gp.add_argument("--json", action="store_true")
 
     ag = add("agreement", cmd_agreement, "agreement statistics of a long-format CSV (item,rater,score)")
     ag.add_argument("file")

@@ -29,7 +29,7 @@ def make_study(s: Session, *, n_tasks: int = 6, samples: int = 1, experts: int =
             for k in range(samples):
                 rid = f"r{t}-{model}-{k}"
                 s.add(Response(response_id=rid, task_id=f"task{t}", source="model", model=model,
-                               sample=k, text=f"Synthetic answer {t}.",
+                               sample=k, text=f"Synthetic answer {t} ({model[-4:]}, {k}).",
                                blind_code="R-" + secrets.token_hex(4).upper()))
                 rids.append(rid)
     for e in range(1, experts + 1):

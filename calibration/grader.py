@@ -1,0 +1,294 @@
+"""The LLM grader: template, call, parse, validate, store.
+
+One rubric object gives the system prompt and the strict JSON schema (rubric.render); the
+user message carries the task, the case record, the reference answer and the response.
+Runs are resumable: every finished item is committed at once, a re-run grades only what has
+no valid grade under the config, and answers are cached by the hash of (config, exact
+request), so an identical request is never sent twice.
+"""
+
+import asyncio
+import base64
+import json
+import os
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, delete, select
+
+from calibration.grader_config import get_config
+from calibration.llm import (
+    CallResult,
+    LLMRequest,
+    call_structured,
+    load_prices,
+    request_hash,
+    run_batch,
+    run_bounded,
+)
+from db.audit import record
+from db.engine import nmb_home
+from db.models import (
+    CalibrationItem,
+    Case,
+    GraderCache,
+    GraderConfig,
+    GraderFailure,
+    GraderRun,
+    GraderScore,
+    Response,
+    Series,
+    Task,
+    utcnow,
+)
+from db.rubrics import rubric_by_hash
+from errors import UserError
+from rubric import Rubric
+from rubric.render import grader_instructions, output_json_schema, parse_grader_output
+
+ITEMS = ("pending", "calibration", "all")
+
+
+@dataclass
+class GradeItem:
+    response_id: str
+    family: str
+    request: LLMRequest
+    request_hash: str
+
+
+@dataclass
+class RunSummary:
+    run_id: int
+    items: int
+    graded: int
+    failed: int
+    from_cache: int
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float
+
+
+def user_message(task: Task, case: Case, response: Response) -> str:
+    """The case material, the reference answer and the response, in a fixed layout."""
+    ref = case.ground_truth
+    parts = [
+        f"# Task ({task.family}, level {task.level})", task.prompt,
+        "# Clinical record", case.ehr,
+    ]
+    if case.scores:
+        parts += ["# Test scores", "\n".join(f"- {k}: {v}" for k, v in case.scores.items())]
+    parts += [
+        "# Reference answer",
+        f"Final diagnosis: {ref.get('final_diagnosis', '')}\n"
+        f"Differential: {'; '.join(ref.get('differential', []))}\n"
+        f"Lesion: {ref.get('lesion', '')}\nReasoning: {ref.get('reasoning', '')}",
+        "# Response to grade", response.text,
+    ]
+    for i, stage in enumerate(task.stages or []):
+        turns = response.turns or []
+        parts += [f"## Stage {i + 2} revealed", stage,
+                  f"## Answer after stage {i + 2}", turns[i] if i < len(turns) else "(no answer)"]
+    return "\n\n".join(parts)
+
+
+def _key_slices(s: Session, case_id: str) -> list[dict]:
+    """For vision-capable graders: the middle axial slice of each sequence, as PNG data URLs."""
+    from imaging import render_to_file  # lazy: imaging is not needed for text-only grading
+
+    parts = []
+    for series in s.exec(select(Series).where(Series.case_id == case_id).order_by(Series.position)):
+        out = nmb_home() / "thumbnails" / f"{series.sha256}.png"
+        if not out.exists():
+            out.parent.mkdir(parents=True, exist_ok=True)
+            render_to_file(nmb_home() / series.path, plane="axial", out=out)
+        data = base64.b64encode(out.read_bytes()).decode()
+        parts += [{"type": "text", "text": f"{series.sequence}, axial, middle slice:"},
+                  {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{data}"}}]
+    return parts
+
+
+def prepare(s: Session, config: GraderConfig, rubric: Rubric, response: Response) -> GradeItem:
+    """The exact request for one response and its cache key."""
+    task = s.get(Task, response.task_id)
+    case = s.get(Case, task.case_id)
+    content: str | list = user_message(task, case, response)
+    if config.vision:
+        content = [{"type": "text", "text": content}, *_key_slices(s, case.case_id)]
+    req = LLMRequest(
+        model=config.model,
+        messages=[{"role": "system", "content": grader_instructions(rubric, task.family)},
+                  {"role": "user", "content": content}],
+        json_schema=output_json_schema(rubric, task.family), schema_name="grade",
+        temperature=config.temperature, seed=config.seed, max_tokens=config.max_tokens)
+    digest = request_hash(req, {"config_hash": config.config_hash, "base_url": config.base_url})
+    return GradeItem(response.response_id, task.family, req, digest)
+
+
+def select_items(s: Session, config: GraderConfig, items: str, limit: int | None) -> list[Response]:
+    if items not in ITEMS:
+        raise UserError(f"--items {items!r} is not one of {', '.join(ITEMS)}")
+    query = select(Response).order_by(Response.response_id)
+    if items == "calibration":
+        query = query.join(CalibrationItem, CalibrationItem.response_id == Response.response_id)
+    graded = select(GraderScore.response_id).where(GraderScore.config_id == config.id)
+    query = query.where(Response.response_id.not_in(graded))
+    rows = list(s.exec(query))
+    return rows[:limit] if limit is not None else rows
+
+
+def _client(config: GraderConfig, api_key: str | None):
+    from openai import AsyncOpenAI
+
+    key = api_key or os.environ.get("OPENAI_API_KEY")
+    if not key:
+        if config.base_url is None:
+            raise UserError("OPENAI_API_KEY is not set (or give --base-url of a local server)")
+        key = "not-needed"  # local OpenAI-compatible servers ignore it
+    return AsyncOpenAI(api_key=key, base_url=config.base_url)
+
+
+class _Recorder:
+    """Stores each finished item in its own transaction, so an interrupted run keeps it."""
+
+    def __init__(self, s: Session, run: GraderRun, config: GraderConfig, rubric: Rubric,
+                 progress: Callable[[int, int], None] | None) -> None:
+        self.s, self.run, self.config, self.rubric, self.progress = s, run, config, rubric, progress
+        self.done = 0
+
+    def __call__(self, item: GradeItem, result: CallResult, from_cache: bool = False) -> None:
+        s, run = self.s, self.run
+        if result.ok:
+            score = result.data
+            try:
+                s.add(GraderScore(
+                    config_id=self.config.id, response_id=item.response_id, run_id=run.id,
+                    request_hash=item.request_hash, criteria=score["criteria"],
+                    correct_diagnosis=score["correct_diagnosis"], error_tags=score["error_tags"],
+                    justification=score["comment"], overall=score["overall"],
+                    model_returned=result.model_returned,
+                    system_fingerprint=result.system_fingerprint,
+                    prompt_tokens=result.prompt_tokens, completion_tokens=result.completion_tokens,
+                    latency_s=result.latency_s, cost_usd=result.cost_usd))
+                s.exec(delete(GraderFailure).where(GraderFailure.config_id == self.config.id,
+                                                   GraderFailure.response_id == item.response_id))
+                if not from_cache and s.get(GraderCache, item.request_hash) is None:
+                    s.add(GraderCache(request_hash=item.request_hash, raw=result.raw or "",
+                                      model_returned=result.model_returned,
+                                      system_fingerprint=result.system_fingerprint,
+                                      prompt_tokens=result.prompt_tokens,
+                                      completion_tokens=result.completion_tokens))
+                s.flush()
+            except IntegrityError:  # graded meanwhile by another run: keep that one
+                s.rollback()
+                s.add(run)
+            else:
+                run.graded += 1
+                run.from_cache += from_cache
+        else:
+            s.exec(delete(GraderFailure).where(GraderFailure.config_id == self.config.id,
+                                               GraderFailure.response_id == item.response_id))
+            s.add(GraderFailure(config_id=self.config.id, response_id=item.response_id,
+                                run_id=run.id, reason=result.reason or "unknown",
+                                attempts=result.attempts))
+            run.failed += 1
+        if not from_cache:
+            run.prompt_tokens += result.prompt_tokens
+            run.completion_tokens += result.completion_tokens
+            run.cost_usd += result.cost_usd or 0.0
+        s.add(run)
+        s.commit()
+        self.done += 1
+        if self.progress:
+            self.progress(self.done, run.n_items)
+
+
+def _from_cache(rubric: Rubric, item: GradeItem, hit: GraderCache) -> CallResult | None:
+    try:
+        data = parse_grader_output(rubric, json.loads(hit.raw), item.family)
+    except ValueError:
+        return None
+    return CallResult(ok=True, data=data, raw=hit.raw, model_returned=hit.model_returned,
+                      system_fingerprint=hit.system_fingerprint, prompt_tokens=hit.prompt_tokens,
+                      completion_tokens=hit.completion_tokens)
+
+
+def grade(
+    s: Session, *, config_id: int, items: str = "pending", concurrency: int = 8,
+    limit: int | None = None, batch: bool = False, api_key: str | None = None,
+    timeout: float = 60.0, poll_interval: float = 10.0, max_reasks: int = 2, max_retries: int = 5,
+    progress: Callable[[int, int], None] | None = None, actor: str | None = None,
+) -> RunSummary:
+    """Grade every selected response without a valid grade under the config."""
+    if concurrency < 1:
+        raise UserError(f"--concurrency must be at least 1, got {concurrency}")
+    config = get_config(s, config_id)
+    rubric = rubric_by_hash(s, config.rubric_hash)
+    responses = select_items(s, config, items, limit)
+    client = _client(config, api_key) if responses else None
+    work = [prepare(s, config, rubric, r) for r in responses]
+    run = GraderRun(config_id=config.id, items=items, n_items=len(work))
+    s.add(run)
+    record(s, "grader.run", actor=actor, config=config.id, items=items, n=len(work))
+    s.commit()
+    store = _Recorder(s, run, config, rubric, progress)
+    hashes = [w.request_hash for w in work]
+    hits = {}
+    for k in range(0, len(hashes), 500):
+        chunk = hashes[k:k + 500]
+        hits.update({h.request_hash: h for h in
+                     s.exec(select(GraderCache).where(GraderCache.request_hash.in_(chunk)))})
+    to_send: list[GradeItem] = []
+    twins: dict[str, list[GradeItem]] = {}  # identical requests in this run: sent once
+    for w in work:
+        cached = _from_cache(rubric, w, hits[w.request_hash]) if w.request_hash in hits else None
+        if cached is not None:
+            store(w, cached, from_cache=True)
+        elif w.request_hash in twins:
+            twins[w.request_hash].append(w)
+        else:
+            twins[w.request_hash] = []
+            to_send.append(w)
+
+    def store_all(w: GradeItem, result: CallResult) -> None:
+        store(w, result)
+        for twin in twins[w.request_hash]:
+            store(twin, result, from_cache=result.ok)
+    prices = load_prices()
+    try:
+        if to_send and batch:
+            asyncio.run(_batches(client, rubric, to_send, store_all, poll_interval=poll_interval,
+                                 max_reasks=max_reasks, prices=prices))
+        elif to_send:
+            async def one(w: GradeItem) -> CallResult:
+                return await call_structured(
+                    client, w.request, validate=lambda d, f=w.family: parse_grader_output(rubric, d, f),
+                    max_reasks=max_reasks, max_retries=max_retries, timeout=timeout, prices=prices)
+
+            asyncio.run(run_bounded(to_send, one, concurrency, on_done=store_all))
+        run.status = "finished"
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        run.status = "interrupted"
+        raise
+    finally:
+        run.finished_at = utcnow()
+        s.add(run)
+        s.commit()
+    return RunSummary(run.id, run.n_items, run.graded, run.failed, run.from_cache,
+                      run.prompt_tokens, run.completion_tokens, round(run.cost_usd, 6))
+
+
+async def _batches(client, rubric: Rubric, work: list[GradeItem], store, **options) -> None:
+    """One Batch API job per task family (each family has its own output schema)."""
+    for family in sorted({w.family for w in work}):
+        group = [w for w in work if w.family == family]
+        results = await run_batch(
+            client, {w.response_id: w.request for w in group},
+            validate=lambda d, f=family: parse_grader_output(rubric, d, f), **options)
+        for w in group:
+            store(w, results[w.response_id])
+
+
+def summary_dict(summary: RunSummary) -> dict:
+    return asdict(summary)

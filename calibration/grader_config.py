@@ -1,0 +1,99 @@
+"""Grader configurations: everything that shapes a grading request, hashed and immutable.
+
+A config file is TOML with the fields of `GraderSettings` (`rubric` names a bundled rubric
+or a rubric file). The hash covers every field except the display name, so a changed
+field is a new config; a config used by a run is never edited in place.
+"""
+
+import hashlib
+import json
+import re
+import tomllib
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+from sqlmodel import Session, select
+
+from db.audit import record
+from db.models import GraderConfig
+from db.rubrics import ensure_rubric
+from errors import UserError
+
+PROMPT_VERSION = "nmb-grader-1"  # bump whenever calibration.prompt changes what it sends
+DEFAULT_MODEL = "gpt-4o-2024-08-06"
+_DATED = re.compile(r"\d{4}-\d{2}-\d{2}$")
+
+
+@dataclass(frozen=True)
+class GraderSettings:
+    model: str = DEFAULT_MODEL
+    base_url: str | None = None
+    temperature: float = 0.0
+    seed: int | None = 0
+    max_tokens: int = 1200
+    prompt_version: str = PROMPT_VERSION
+    rubric: str = "neurology-v1"
+    vision: bool = False
+    name: str = ""
+
+
+def is_dated_snapshot(model: str) -> bool:
+    """True for a pinned snapshot such as `gpt-4o-2024-08-06`; an alias may change under you."""
+    return bool(_DATED.search(model))
+
+
+def load_settings(path: Path | None = None, *, model: str | None = None,
+                  base_url: str | None = None) -> GraderSettings:
+    """Settings from a TOML file (or the defaults), with `--model` / `--base-url` applied."""
+    data: dict = {}
+    if path is not None:
+        try:
+            data = tomllib.loads(Path(path).read_text())
+        except OSError as e:
+            raise UserError(f"cannot read grader config {path}: {e.strerror}") from None
+        except tomllib.TOMLDecodeError as e:
+            raise UserError(f"{path}: not valid TOML: {e}") from None
+        known = {f.name: f.type for f in fields(GraderSettings)}
+        for key, value in data.items():
+            if key not in known:
+                raise UserError(f"{path}: unknown field {key!r} (known: {', '.join(known)})")
+            if key in ("temperature",) and not isinstance(value, int | float):
+                raise UserError(f"{path}: {key} must be a number, got {value!r}")
+            if key in ("max_tokens",) and not isinstance(value, int):
+                raise UserError(f"{path}: {key} must be an integer, got {value!r}")
+    if model:
+        data["model"] = model
+    if base_url:
+        data["base_url"] = base_url
+    return GraderSettings(**data)
+
+
+def config_hash(settings: GraderSettings, rubric_hash: str) -> str:
+    content = {k: v for k, v in asdict(settings).items() if k not in ("name", "rubric")}
+    content["rubric_hash"] = rubric_hash
+    return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
+
+
+def store_config(s: Session, settings: GraderSettings, *, actor: str | None = None) -> GraderConfig:
+    """The config row for these settings, added if new (an existing row is never changed)."""
+    rubric = ensure_rubric(s, settings.rubric, actor=actor)
+    digest = config_hash(settings, rubric.content_hash)
+    row = s.exec(select(GraderConfig).where(GraderConfig.config_hash == digest)).first()
+    if row is None:
+        row = GraderConfig(
+            config_hash=digest, name=settings.name or f"{settings.model} ({digest[:8]})",
+            model=settings.model, base_url=settings.base_url, temperature=settings.temperature,
+            seed=settings.seed, max_tokens=settings.max_tokens,
+            prompt_version=settings.prompt_version, rubric_hash=rubric.content_hash,
+            vision=settings.vision)
+        s.add(row)
+        s.flush()
+        record(s, "grader.config", actor=actor, config=row.id, hash=digest, model=settings.model)
+    return row
+
+
+def get_config(s: Session, config_id: int) -> GraderConfig:
+    row = s.get(GraderConfig, config_id)
+    if row is None:
+        raise UserError(f"no grader config with id {config_id}")
+    return row

@@ -1,0 +1,1 @@
+"""Bundled rubric files (package data): one `<id>.toml` per rubric."""

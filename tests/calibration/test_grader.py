@@ -1,0 +1,147 @@
+"""The grader end to end: real `openai` client, local OpenAI-compatible server, real database."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func
+from sqlmodel import Session, select
+
+from calibration.grader import grade
+from calibration.grader_config import GraderSettings, load_settings, store_config
+from db.engine import engine_for
+from db.models import GraderCache, GraderFailure, GraderScore, Response
+from errors import UserError
+from tests.factories import make_study
+from tests.openai_server import OpenAIServer
+
+SECRET = "sk-test-DO-NOT-LEAK-1234567890"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def server():
+    with OpenAIServer(retry_after=0.1, slow_seconds=3.0) as srv:
+        yield srv
+
+
+def _config(s: Session, srv: OpenAIServer) -> int:
+    row = store_config(s, GraderSettings(base_url=srv.base_url))
+    s.commit()
+    return row.id
+
+
+def _count(s: Session, table) -> int:
+    return s.exec(select(func.count()).select_from(table)).one()
+
+
+def test_faults_survived_and_rerun_finishes(database_url: str, server: OpenAIServer) -> None:
+    with Session(engine_for(database_url), expire_on_commit=False) as s:
+        rids = make_study(s, n_tasks=6)
+        cid = _config(s, server)
+        server.inject("429:0.2", "500", "truncated", "badschema")
+        server.inject_when("Prompt 4", "500")  # task 4's two responses fail every time
+        first = grade(s, config_id=cid, concurrency=4, api_key=SECRET, timeout=2.0,
+                      max_reasks=1, max_retries=2)
+        assert first.items == len(rids) == 12
+        assert first.graded + first.failed == 12
+        assert first.failed == 2
+        failures = s.exec(select(GraderFailure)).all()
+        assert {f.response_id for f in failures} == {r for r in rids if r.startswith("r4-")}
+        assert all("500" in f.reason for f in failures)
+        server.clear_faults()
+        sent_before = len(server.chat_requests())
+        second = grade(s, config_id=cid, concurrency=4, api_key=SECRET)
+        assert (second.items, second.graded, second.failed) == (2, 2, 0)
+        assert len(server.chat_requests()) == sent_before + 2
+        assert _count(s, GraderFailure) == 0
+        assert _count(s, GraderScore) == 12
+        third = grade(s, config_id=cid, api_key=SECRET)
+        assert third.items == 0 and len(server.chat_requests()) == sent_before + 2
+        for g in s.exec(select(GraderScore)):
+            assert g.system_fingerprint == "fp_test1" and g.prompt_tokens > 0
+
+
+def test_cache_answers_identical_requests(sqlite_url: str, server: OpenAIServer) -> None:
+    with Session(engine_for(sqlite_url), expire_on_commit=False) as s:
+        make_study(s, n_tasks=3)
+        cid = _config(s, server)
+        grade(s, config_id=cid, api_key=SECRET)
+        sent = len(server.chat_requests())
+        s.exec(GraderScore.__table__.delete())  # forget the grades, keep the cache
+        s.commit()
+        again = grade(s, config_id=cid, api_key=SECRET)
+        assert again.graded == again.from_cache == 6
+        assert len(server.chat_requests()) == sent
+        assert _count(s, GraderCache) == 6
+
+
+def test_identical_requests_in_one_run_are_sent_once(sqlite_url: str, server: OpenAIServer) -> None:
+    with Session(engine_for(sqlite_url), expire_on_commit=False) as s:
+        make_study(s, n_tasks=3)
+        s.exec(Response.__table__.update().values(text="The same answer."))
+        s.commit()
+        out = grade(s, config_id=_config(s, server), api_key=SECRET)
+        assert (out.graded, out.from_cache) == (6, 3)
+        assert len(server.chat_requests()) == 3
+
+
+def test_timeouts_end_as_failures(sqlite_url: str, server: OpenAIServer) -> None:
+    with Session(engine_for(sqlite_url), expire_on_commit=False) as s:
+        make_study(s, n_tasks=1)
+        cid = _config(s, server)
+        server.inject_when("Prompt 0", "slow:1")
+        out = grade(s, config_id=cid, api_key=SECRET, timeout=0.3, max_retries=1)
+        assert out.failed == 2 and out.graded == 0
+        reason = s.exec(select(GraderFailure.reason)).first()
+        assert "time" in reason.lower()
+
+
+def test_batch_api(sqlite_url: str) -> None:
+    with OpenAIServer(batch_polls=1) as srv, Session(engine_for(sqlite_url),
+                                                     expire_on_commit=False) as s:
+        make_study(s, n_tasks=3)
+        cid = _config(s, srv)
+        out = grade(s, config_id=cid, api_key=SECRET, batch=True, poll_interval=0.05)
+        assert (out.graded, out.failed) == (6, 0)
+        assert not srv.chat_requests() and len(srv.batch_lines) == 6
+
+
+def test_cli_grade_json_summary_and_no_key_leak(nmb_home: Path, server: OpenAIServer) -> None:
+    from db.engine import session, upgrade
+
+    upgrade()
+    with session() as s:
+        make_study(s, n_tasks=2)
+    env = {**os.environ, "OPENAI_API_KEY": SECRET}
+    out = subprocess.run([sys.executable, "-m", "cli", "grade", "--base-url", server.base_url,
+                          "--concurrency", "2", "--json"], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    summary = json.loads(out.stdout.strip().splitlines()[-1])
+    assert set(summary) == {"run_id", "items", "graded", "failed", "from_cache", "prompt_tokens",
+                            "completion_tokens", "cost_usd"}
+    assert summary["graded"] == 4
+    status = json.loads(subprocess.run([sys.executable, "-m", "cli", "status", "--json"], cwd=ROOT,
+                                       env=env, capture_output=True, text=True).stdout)
+    assert status["grader_scores"] == 4 and status["grader_failures"] == 0
+    assert SECRET not in out.stdout + out.stderr
+    for path in nmb_home.rglob("*"):
+        if path.is_file():
+            assert SECRET.encode() not in path.read_bytes(), path
+    assert all(r.headers.get("authorization") == f"Bearer {SECRET}" for r in server.chat_requests())
+
+
+def test_config_is_content_addressed(sqlite_url: str, tmp_path: Path) -> None:
+    with Session(engine_for(sqlite_url)) as s:
+        a = store_config(s, GraderSettings())
+        b = store_config(s, GraderSettings(name="same settings, another name"))
+        c = store_config(s, GraderSettings(temperature=0.5))
+        assert a.id == b.id != c.id
+    bad = tmp_path / "g.toml"
+    bad.write_text('model = "gpt-4o-2024-08-06"\ntemprature = 0\n')
+    with pytest.raises(UserError, match="unknown field 'temprature'"):
+        load_settings(bad)

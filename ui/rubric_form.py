@@ -1,0 +1,87 @@
+"""The rater's rubric form: anchored criteria, the diagnosis judgment, error tags, comment.
+
+Every widget change calls `on_change(values)` so the page can save a draft at once.
+Widget keys carry only the assignment number, never anything about the response's source.
+"""
+
+from collections.abc import Callable
+from typing import Any
+
+import streamlit as st
+
+from rubric.render import FormSpec
+
+NA = "N/A"
+
+
+def _key(prefix: str, name: str) -> str:
+    return f"{prefix}-{name}"
+
+
+def _seed_state(prefix: str, spec: FormSpec, values: dict[str, Any]) -> None:
+    """Put saved values into widget state once, so a reopened item shows its draft."""
+    if st.session_state.get(_key(prefix, "_seeded")):
+        return
+    criteria = values.get("criteria") or {}
+    for c in spec.criteria:
+        if c.key in criteria:
+            level = criteria[c.key]
+            st.session_state[_key(prefix, c.key)] = NA if level is None else level
+    if values.get("correct_diagnosis") is not None:
+        st.session_state[_key(prefix, "correct")] = "Yes" if values["correct_diagnosis"] else "No"
+    st.session_state[_key(prefix, "tags")] = list(values.get("error_tags") or [])
+    st.session_state[_key(prefix, "comment")] = values.get("comment") or ""
+    if values.get("confidence") is not None:
+        st.session_state[_key(prefix, "confidence")] = values["confidence"]
+    st.session_state[_key(prefix, "_seeded")] = True
+
+
+def current_values(prefix: str, spec: FormSpec) -> dict[str, Any]:
+    state = st.session_state
+    criteria = {}
+    for c in spec.criteria:
+        level = state.get(_key(prefix, c.key))
+        if level is not None:
+            criteria[c.key] = None if level == NA else level
+    correct = state.get(_key(prefix, "correct"))
+    return {
+        "criteria": criteria,
+        "correct_diagnosis": None if correct is None else correct == "Yes",
+        "error_tags": list(state.get(_key(prefix, "tags")) or []),
+        "comment": state.get(_key(prefix, "comment")) or "",
+        "confidence": state.get(_key(prefix, "confidence")),
+    }
+
+
+def rubric_form(
+    prefix: str, spec: FormSpec, values: dict[str, Any], on_change: Callable[[dict], None]
+) -> dict[str, Any]:
+    """Draw the form (seeded with `values`) and return what it holds now."""
+    _seed_state(prefix, spec, values)
+
+    def changed() -> None:
+        on_change(current_values(prefix, spec))
+
+    st.caption(spec.instructions)
+    for c in spec.criteria:
+        options: list[Any] = [level for level, _ in c.anchors] + ([NA] if c.na_allowed else [])
+        captions = [text for _, text in c.anchors] + ([c.na_rule or ""] if c.na_allowed else [])
+        st.radio(c.name, options, index=None, key=_key(prefix, c.key), captions=captions,
+                 help=c.description, on_change=changed)
+    st.radio(spec.judgment_question, ["Yes", "No"], index=None, horizontal=True,
+             key=_key(prefix, "correct"), help=spec.judgment_help, on_change=changed)
+    names = {t.key: t.name for t in spec.tags}
+    st.multiselect(
+        "Error classes", [t.key for t in spec.tags], key=_key(prefix, "tags"),
+        format_func=names.get, on_change=changed,
+        help="\n\n".join(f"**{t.name}**: {t.definition} *Example:* {t.example}" for t in spec.tags),
+    )
+    required = spec.comment_required_when == "always" or (
+        spec.comment_required_when == "any_error_tag" and st.session_state.get(_key(prefix, "tags")))
+    st.text_area(spec.comment_prompt + (" (required)" if required else ""),
+                 key=_key(prefix, "comment"), on_change=changed)
+    labels = dict(spec.confidence)
+    st.radio(spec.confidence_question, list(labels), index=None, horizontal=True,
+             format_func=lambda v: f"{v} · {labels[v]}", key=_key(prefix, "confidence"),
+             on_change=changed)
+    return current_values(prefix, spec)
