@@ -22,6 +22,7 @@ from calibration.llm import (
     CallResult,
     LLMRequest,
     call_structured,
+    estimate_cost,
     load_prices,
     request_hash,
     run_batch,
@@ -292,3 +293,34 @@ async def _batches(client, rubric: Rubric, work: list[GradeItem], store, **optio
 
 def summary_dict(summary: RunSummary) -> dict:
     return asdict(summary)
+
+
+def estimate(s: Session, *, config_id: int, items: str = "pending") -> dict:
+    """Items a run would send and its approximate cost, before running.
+
+    Prompt tokens are estimated at 4 characters per token (OpenAI's rule of thumb for
+    English); completion tokens at the config's `max_tokens` / 3. An estimate, shown as such.
+    """
+    config = get_config(s, config_id)
+    rubric = rubric_by_hash(s, config.rubric_hash)
+    work = [prepare(s, config, rubric, r) for r in select_items(s, config, items, None)]
+    cached = 0
+    for k in range(0, len(work), 500):
+        chunk = [w.request_hash for w in work[k:k + 500]]
+        cached += len(s.exec(select(GraderCache.request_hash)
+                             .where(GraderCache.request_hash.in_(chunk))).all())
+    prompt = sum(len(json.dumps(w.request.body())) for w in work) // 4
+    completion = (len(work) - cached) * config.max_tokens // 3
+    cost = estimate_cost(config.model, prompt * (len(work) - cached) // max(len(work), 1),
+                         completion)
+    return {"items": len(work), "cached": cached, "prompt_tokens": prompt,
+            "completion_tokens": completion, "cost_usd": cost}
+
+
+def failures(s: Session, *, config_id: int) -> list[GraderFailure]:
+    return list(s.exec(select(GraderFailure).where(GraderFailure.config_id == config_id)
+                       .order_by(GraderFailure.response_id)))
+
+
+def configs(s: Session) -> list[GraderConfig]:
+    return list(s.exec(select(GraderConfig).order_by(GraderConfig.id.desc())))

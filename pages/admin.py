@@ -1,8 +1,146 @@
 """/admin: bundles, users, assignments and rater progress (admin)."""
 
+import tempfile
+from pathlib import Path
+
+import pandas as pd
 import streamlit as st
 
+from db.assignments import assign, below_overlap, draw_calibration, rater_progress
+from db.bundle import BundleInvalid, import_bundle
+from db.engine import session
+from db.export import export
+from db.models import ROLES
+from db.rubrics import ensure_rubric
+from db.status import counts
+from db.users import add_user, disable_user, list_users
+from errors import UserError
 from ui.auth import require_role
 
 user = require_role("admin")
 st.title("Data and users")
+
+with session() as s:
+    st.dataframe(pd.DataFrame([counts(s)]), hide_index=True)
+
+study, people, raters, exports = st.tabs(["Import a bundle", "Users", "Assignments", "Export"])
+
+
+def run_import(path: Path, dry_run: bool) -> None:
+    bar = st.progress(0.0, text="validating")
+    try:
+        with session() as s:
+            summary = import_bundle(s, path, dry_run=dry_run, actor=user.name,
+                                    progress=lambda f, what: bar.progress(min(f, 1.0), text=what))
+    except BundleInvalid as e:
+        bar.empty()
+        st.error(str(e))
+        st.dataframe(pd.DataFrame([{"file": p.file, "line": p.line, "problem": p.message}
+                                   for p in e.problems]), hide_index=True)
+    except UserError as e:
+        bar.empty()
+        st.error(str(e))
+    else:
+        bar.progress(1.0, text="done")
+        st.success(("Valid; nothing written (dry run): " if dry_run else "Imported: ") + str(summary))
+
+
+with study:
+    st.caption("A bundle is a folder or a .zip in the `nmb-bundle/1` format "
+               "(docs/bundle-format.md). It is validated completely before anything is written.")
+    upload = st.file_uploader("Bundle (.zip)", type=["zip"])
+    server_path = st.text_input("…or a path on the server")
+    dry_run = st.checkbox("Dry run (validate only)")
+    if st.button("Import", type="primary", disabled=not (upload or server_path)):
+        if upload is not None:
+            with tempfile.TemporaryDirectory() as tmp:
+                path = Path(tmp) / "bundle.zip"
+                path.write_bytes(upload.getvalue())
+                run_import(path, dry_run)
+        else:
+            run_import(Path(server_path.strip()), dry_run)
+
+with people:
+    with session() as s:
+        users = list_users(s)
+    st.dataframe(pd.DataFrame([{"name": u.name, "role": u.role, "email": u.email,
+                                "active": not u.disabled, "demo": u.demo} for u in users]),
+                 hide_index=True)
+    with st.form("add_user", clear_on_submit=True):
+        st.markdown("**Add an account**")
+        c1, c2, c3 = st.columns(3)
+        name = c1.text_input("Name")
+        role = c2.selectbox("Role", ROLES)
+        email = c3.text_input("E-mail (for single sign-on)")
+        password = st.text_input("Initial password", type="password")
+        if st.form_submit_button("Add"):
+            try:
+                with session() as s:
+                    add_user(s, name=name.strip(), role=role, password=password,
+                             email=email.strip() or None, actor=user.name)
+                    s.commit()
+                st.success(f"Added {role} {name}.")
+            except UserError as e:
+                st.error(str(e))
+    active = [u.name for u in users if not u.disabled and u.name != user.name]
+    who = st.selectbox("Disable an account", active, index=None)
+    if st.button("Disable", disabled=who is None):
+        with session() as s:
+            disable_user(s, name=who, actor=user.name)
+            s.commit()
+        st.rerun()
+
+with raters:
+    with session() as s:
+        experts = [u.name for u in list_users(s) if u.role == "expert" and not u.disabled]
+        progress = rater_progress(s)
+        pending = below_overlap(s)
+    st.markdown("**Rater progress**")
+    st.dataframe(pd.DataFrame([vars(p) for p in progress]), hide_index=True)
+    st.caption(f"{len(pending)} items still below their overlap.")
+    with st.form("calibration"):
+        st.markdown("**Calibration subset** (drawn once, stratified by family, level and source)")
+        c1, c2, c3 = st.columns(3)
+        n = c1.number_input("Items", min_value=1, value=120)
+        dev = c2.number_input("Development fraction", 0.1, 0.9, 0.5, step=0.1)
+        seed = c3.number_input("Seed", min_value=0, value=0)
+        if st.form_submit_button("Draw"):
+            try:
+                with session() as s:
+                    parts = draw_calibration(s, n=int(n), dev_fraction=dev, seed=int(seed),
+                                             actor=user.name)
+                    s.commit()
+                st.success(f"Drawn: {parts['dev']} development, {parts['heldout']} held out.")
+            except UserError as e:
+                st.error(str(e))
+    with st.form("assign"):
+        st.markdown("**Assign items to raters** (balanced design, seeded queues)")
+        chosen = st.multiselect("Raters", experts, default=experts)
+        c1, c2, c3 = st.columns(3)
+        overlap = c1.number_input("Raters per item", min_value=1, value=3)
+        selection = c2.selectbox("Items", ["calibration", "all"])
+        aseed = c3.number_input("Seed ", min_value=0, value=0)
+        if st.form_submit_button("Assign"):
+            try:
+                with session() as s:
+                    rubric = ensure_rubric(s, "neurology-v1", actor=user.name)
+                    design = assign(s, rubric_hash=rubric.content_hash, raters=chosen,
+                                    overlap=int(overlap), selection=selection, seed=int(aseed),
+                                    actor=user.name)
+                    s.commit()
+                st.success(f"Assignment design {design.id} created.")
+            except UserError as e:
+                st.error(str(e))
+
+with exports:
+    st.caption("Exports are the one place where model names and blind codes meet.")
+    c1, c2, c3 = st.columns(3)
+    kind = c1.selectbox("What", ["responses", "expert-scores", "grader-scores", "exam-answers"])
+    fmt = c2.selectbox("Format", ["csv", "jsonl", "parquet"])
+    reveal = c3.checkbox("Real rater names (not pseudonyms)")
+    if st.button("Prepare export"):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / f"{kind}.{fmt}"
+            with session() as s:
+                rows = export(s, kind, fmt=fmt, out=out, reveal_raters=reveal)
+            st.download_button(f"Download {rows} rows", out.read_bytes(), file_name=out.name)

@@ -1,8 +1,90 @@
 """/calibrate: run the LLM grader and compare it with the experts (admin)."""
 
+import os
+
+import pandas as pd
 import streamlit as st
 
+from calibration.grader import configs, estimate, failures, grade
+from calibration.grader_config import GraderSettings, is_dated_snapshot, store_config
+from db.engine import session
+from errors import UserError
 from ui.auth import require_role
+from ui.calibration_report import report_section
 
 user = require_role("admin")
 st.title("Grader calibration")
+
+
+def api_key() -> str | None:
+    try:
+        return st.secrets.get("OPENAI_API_KEY") or os.environ.get("OPENAI_API_KEY")
+    except Exception:  # no secrets file
+        return os.environ.get("OPENAI_API_KEY")
+
+
+grader_tab, report_tab = st.tabs(["Grader runs", "Calibration report"])
+
+with grader_tab:
+    with session() as s:
+        known = configs(s)
+    with st.expander("New grader config", expanded=not known):
+        with st.form("config"):
+            c1, c2 = st.columns(2)
+            model = c1.text_input("Model (a dated snapshot)", "gpt-4o-2024-08-06")
+            base_url = c2.text_input("Base URL (empty: OpenAI)", "")
+            c1, c2, c3, c4 = st.columns(4)
+            temperature = c1.number_input("Temperature", 0.0, 2.0, 0.0, step=0.1)
+            seed = c2.number_input("Seed", min_value=0, value=0)
+            max_tokens = c3.number_input("Max tokens", 100, 8000, 1200)
+            vision = c4.checkbox("Send key slices (vision models)")
+            if st.form_submit_button("Save config"):
+                with session() as s:
+                    row = store_config(s, GraderSettings(
+                        model=model.strip(), base_url=base_url.strip() or None,
+                        temperature=temperature, seed=int(seed), max_tokens=int(max_tokens),
+                        vision=vision), actor=user.name)
+                    s.commit()
+                st.session_state["grader_config"] = row.id
+                st.rerun()
+    if not known:
+        st.stop()
+    names = {c.id: f"#{c.id} {c.name}" for c in known}
+    config_id = st.selectbox("Grader config", list(names), format_func=names.get,
+                             key="grader_config")
+    config = next(c for c in known if c.id == config_id)
+    st.caption(f"model `{config.model}` · T={config.temperature} · seed {config.seed} · "
+               f"prompt {config.prompt_version} · rubric {config.rubric_hash[:12]} · "
+               f"config hash {config.config_hash[:12]}")
+    if not is_dated_snapshot(config.model):
+        st.warning(f"`{config.model}` is an undated alias: the model behind it may change. "
+                   "Reports flag it.")
+    c1, c2 = st.columns(2)
+    items = c1.segmented_control("Items", ["calibration", "pending"], default="calibration")
+    concurrency = c2.number_input("Concurrent requests", 1, 64, 8)
+    with session() as s:
+        plan = estimate(s, config_id=config_id, items=items or "calibration")
+    cost = "unknown price" if plan["cost_usd"] is None else f"≈ ${plan['cost_usd']:.2f}"
+    st.markdown(f"**{plan['items']}** items to grade ({plan['cached']} answered from the cache), "
+                f"≈ {plan['prompt_tokens']:,} prompt tokens, {cost} (estimate).")
+    if st.button("Run grader", type="primary", disabled=plan["items"] == 0):
+        bar = st.progress(0.0, text="grading")
+        try:
+            with session() as s:
+                out = grade(s, config_id=config_id, items=items or "calibration",
+                            concurrency=int(concurrency), api_key=api_key(), actor=user.name,
+                            progress=lambda d, n: bar.progress(d / max(n, 1), text=f"{d}/{n}"))
+            st.success(f"Run {out.run_id}: {out.graded} graded ({out.from_cache} from cache), "
+                       f"{out.failed} failed; ${out.cost_usd:.4f}.")
+        except UserError as e:
+            st.error(str(e))
+    with session() as s:
+        failed = failures(s, config_id=config_id)
+    if failed:
+        st.markdown(f"**{len(failed)} failures** (run the grader again to retry them)")
+        st.dataframe(pd.DataFrame([{"response": f.response_id, "reason": f.reason,
+                                    "attempts": f.attempts, "run": f.run_id} for f in failed]),
+                     hide_index=True)
+
+with report_tab:
+    report_section(user.name)

@@ -1,0 +1,36 @@
+"""Load, reorient, window, slice and render MRI series (nibabel, numpy, Pillow; no Streamlit).
+
+Public API:
+- `inspect_image(path) -> ImageInfo`: validate a series image for import (UserError if not).
+- `load_volume(path, volume=0) -> Volume`: decoded RAS+ volume from the process-wide cache.
+- `take_slice(volume, plane, index=|world_mm=, crosshair_mm=, radiological=) -> Slice`.
+- `preset_window(stats, preset)`, `Window.from_level_width(level, width)`, `parse_window(text)`.
+- `render_png(slice, window) -> bytes`; `render_to_file(path, ..., out=) -> Path` for the CLI.
+"""
+
+from imaging.geometry import PLANES
+from imaging.image_file import ImageInfo, inspect_image
+from imaging.render import render_png, render_to_file
+from imaging.slicing import Slice, slice_index, slice_world, take_slice
+from imaging.volume import Volume, load_volume, volume_cache
+from imaging.window import PRESETS, IntensityStats, Window, parse_window, preset_window
+
+__all__ = [
+    "PLANES",
+    "PRESETS",
+    "ImageInfo",
+    "IntensityStats",
+    "Slice",
+    "Volume",
+    "Window",
+    "inspect_image",
+    "load_volume",
+    "parse_window",
+    "preset_window",
+    "render_png",
+    "render_to_file",
+    "slice_index",
+    "slice_world",
+    "take_slice",
+    "volume_cache",
+]

@@ -1,0 +1,76 @@
+"""render_to_file (the `nmb render` backend) and every image of nibabel's own test data."""
+
+import io
+import os
+from pathlib import Path
+
+import nibabel as nib
+import numpy as np
+import pytest
+from nibabel.testing import data_path
+from PIL import Image
+
+from errors import UserError
+from imaging import render_to_file
+
+NIBABEL_FILES = sorted(p for p in Path(data_path).iterdir() if p.is_file())
+
+
+@pytest.fixture
+def bold(tmp_path):
+    path = tmp_path / "bold.nii.gz"
+    data = np.stack([np.full((10, 12, 14), k + 1.0, dtype=np.float32) for k in range(3)], axis=-1)
+    data[2:5, 3:6, 4:7, :] = 50.0
+    nib.save(nib.Nifti1Image(data, np.diag([2.0, 2.0, 3.0, 1.0])), path)
+    return path
+
+
+@pytest.mark.parametrize("plane", ["axial", "coronal", "sagittal"])
+def test_renders_the_middle_slice_as_png(bold, tmp_path, plane):
+    out = render_to_file(bold, plane=plane, out=tmp_path / f"{plane}.png")
+    image = Image.open(out)
+    assert image.format == "PNG" and image.mode == "P"
+
+
+def test_options_index_window_volume(bold, tmp_path):
+    out = tmp_path / "x.png"
+    render_to_file(bold, plane="axial", index=0, window="25,50", volume=2, out=out)
+    render_to_file(bold, plane="sagittal", window="full", radiological=False, out=out)
+
+
+@pytest.mark.parametrize(
+    ("options", "match"),
+    [
+        ({"plane": "oblique"}, "plane"),
+        ({"index": 14}, "out of range"),
+        ({"index": -1}, "out of range"),
+        ({"window": "bright"}, "window"),
+        ({"volume": 3}, "volume 3 out of range"),
+    ],
+)
+def test_user_mistakes_raise_user_error(bold, tmp_path, options, match):
+    with pytest.raises(UserError, match=match):
+        render_to_file(bold, out=tmp_path / "x.png", **options)
+
+
+def test_unwritable_output_is_a_user_error(bold, tmp_path):
+    with pytest.raises(UserError, match="cannot write"):
+        render_to_file(bold, out=tmp_path / "no" / "such" / "dir.png")
+
+
+@pytest.mark.parametrize("path", NIBABEL_FILES, ids=lambda p: p.name)
+def test_every_nibabel_test_file_renders_or_is_refused_cleanly(path, tmp_path):
+    try:
+        out = render_to_file(path, plane="coronal", out=tmp_path / "slice.png")
+    except UserError as exc:
+        message = str(exc)
+        assert message.startswith(path.name) and "\n" not in message
+        return
+    image = Image.open(io.BytesIO(out.read_bytes()))
+    assert image.format == "PNG" and min(image.size) > 0
+
+
+def test_nibabel_test_data_is_present():
+    names = {p.name for p in NIBABEL_FILES}
+    assert {"anatomical.nii", "example4d.nii.gz", "row_major.dconn.nii"} <= names
+    assert len(NIBABEL_FILES) > 50 and os.path.isdir(data_path)

@@ -1,0 +1,74 @@
+"""AppTest of the case panel: a synthetic two-series case renders, and the slider moves both."""
+
+from pathlib import Path
+
+import nibabel as nib
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+
+def _app(t1: str, flair: str) -> None:
+    from pathlib import Path
+
+    from ui.case_panel import case_panel
+
+    case_panel(
+        key="case",
+        title="Case 1",
+        ehr="**History**: 54-year-old with progressive memory complaints.",
+        scores={"MMSE": 24.0, "MoCA": 19.0},
+        series=[("T1", Path(t1)), ("FLAIR", Path(flair))],
+    )
+
+
+@pytest.fixture
+def two_series(tmp_path: Path) -> tuple[Path, Path]:
+    z = np.arange(24, dtype=np.float32)
+    t1 = np.broadcast_to(z, (20, 22, 24)) + 1.0  # intensity grows towards superior
+    t1_path = tmp_path / "t1.nii.gz"
+    nib.save(nib.Nifti1Image(np.ascontiguousarray(t1), np.diag([2.0, 2.0, 2.0, 1.0])), t1_path)
+    flair = t1[::-1, :, ::2]  # stored left-to-right, 4 mm slices: another grid, same anatomy
+    affine = np.diag([-2.0, 2.0, 4.0, 1.0])
+    affine[0, 3] = 38.0
+    flair_path = tmp_path / "flair.nii"
+    nib.save(nib.Nifti1Image(np.ascontiguousarray(flair), affine), flair_path)
+    return t1_path, flair_path
+
+
+def _images(at: AppTest) -> list[tuple[str, str]]:
+    """(url, caption) of every image on the page."""
+    return [(img.url, img.caption) for element in at.get("image") for img in element.proto.imgs]
+
+
+def test_case_panel_renders_both_series_and_slider_moves_them(two_series):
+    at = AppTest.from_function(_app, args=tuple(str(p) for p in two_series), default_timeout=30)
+    at.run()
+    assert not at.exception
+    before = _images(at)
+    assert [caption.split(" · ")[0] for _, caption in before] == ["T1", "FLAIR"]
+    assert all(url.endswith(".png") for url, _ in before)  # lossless, never JPEG
+    assert before[0][1] == "T1 · axial 13/24"
+    assert before[1][1] == "FLAIR · axial 7/12"
+    assert any("MMSE" in str(df.value) for df in at.dataframe)
+    assert "memory complaints" in " ".join(md.value for md in at.markdown)
+    slider = at.slider(key="case-pos-2")
+    assert slider.label == "Axial slice"
+    slider.set_value(slider.value + 4).run()
+    assert not at.exception
+    after = _images(at)
+    assert [caption for _, caption in after] == ["T1 · axial 17/24", "FLAIR · axial 9/12"]
+    assert all(a[0] != b[0] for a, b in zip(before, after, strict=True))  # both images moved
+
+
+def test_unreadable_series_is_reported_and_others_still_show(two_series, tmp_path):
+    broken = tmp_path / "broken.nii.gz"
+    broken.write_bytes(b"not an image")
+    at = AppTest.from_function(_app, args=(str(two_series[0]), str(broken)), default_timeout=30)
+    at.run()
+    assert not at.exception
+    assert [caption for _, caption in _images(at)] == ["T1 · axial 13/24"]
+    assert "broken.nii.gz" in at.error[0].value
+    at.radio(key="case-plane").set_value("sagittal").run()
+    assert [caption for _, caption in _images(at)] == ["T1 · sagittal 11/20"]
+    assert at.slider(key="case-pos-0").label == "Sagittal slice"

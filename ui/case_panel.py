@@ -1,0 +1,192 @@
+"""The case panel shown by every page that shows a case: MRI viewer, health record, scores.
+
+Layout (the same for every case): title; on the left the viewer (a grid of the chosen series,
+one position slider that moves them all, a window preset per series); on the right the
+health record (markdown) and the neuropsychological scores table.
+
+The viewer runs inside `st.fragment`, so moving the slider reruns only the viewer. Decoded
+volumes come from `imaging`'s process-wide cache, shared by every session. Positions are world
+(scanner mm) points: every series shows the slice nearest to the same anatomy through its own
+affine. Widget keys are `{key}-...` plus a series' position in `series`, nothing else.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from errors import UserError
+from imaging import (
+    PLANES,
+    PRESETS,
+    Volume,
+    Window,
+    load_volume,
+    preset_window,
+    render_png,
+    take_slice,
+)
+from imaging.geometry import NORMAL_AXIS, voxel_to_world
+
+AXIS_NAMES = ("R-L", "A-P", "S-I")  # RAS+ axes 0, 1, 2
+WINDOW_CHOICES = (*PRESETS, "manual")
+
+
+def case_panel(
+    *,
+    key: str,
+    title: str,
+    ehr: str,
+    scores: dict[str, float],
+    series: list[tuple[str, Path]],
+) -> None:
+    """Show one case: viewer of `series` (name, stored image path), record and scores."""
+    st.subheader(title)
+    viewer, record = st.columns([3, 2], gap="medium")
+    with viewer:
+        _viewer(key, [(name, Path(path)) for name, path in series])
+    with record:
+        st.markdown("##### Health record")
+        st.markdown(ehr or "_No health record._")
+        st.markdown("##### Neuropsychological scores")
+        if scores:
+            table = pd.DataFrame({"test": list(scores), "score": list(scores.values())})
+            st.dataframe(table, hide_index=True, width="stretch")
+        else:
+            st.caption("No scores.")
+
+
+@st.fragment
+def _viewer(key: str, series: list[tuple[str, Path]]) -> None:
+    if not series:
+        st.info("This case has no image series.")
+        return
+    names = [name for name, _ in series]
+    top = st.columns([3, 2, 1], vertical_alignment="bottom")
+    chosen: list[int] = top[0].multiselect(
+        "Series",
+        options=list(range(len(series))),
+        default=list(range(len(series))),
+        format_func=lambda i: names[i],
+        key=f"{key}-series",
+    )
+    plane: str = top[1].radio("Plane", PLANES, horizontal=True, key=f"{key}-plane")
+    radiological = top[2].toggle(
+        "Radiological",
+        value=True,
+        key=f"{key}-radiological",
+        help="On: patient's right on screen left (radiological). Off: neurological.",
+    )
+    volumes: dict[int, Volume] = {}
+    failures: dict[int, str] = {}
+    for i in chosen:
+        try:
+            volumes[i] = load_volume(series[i][1], int(st.session_state.get(f"{key}-volume-{i}", 0)))
+        except UserError as exc:
+            failures[i] = str(exc)
+    if not chosen:
+        st.info("Choose at least one series.")
+        return
+    position_slot = st.container()
+    grid_slot = st.container()
+    reference = _reference(volumes)
+    position = crosshair = None
+    if reference is not None:
+        with st.expander("Crosshair"):
+            show_crosshair = st.checkbox("Show crosshair", value=True, key=f"{key}-crosshair")
+            voxel = np.zeros(3)
+            for axis in range(3):
+                slot = position_slot if axis == NORMAL_AXIS[plane] else st
+                voxel[axis] = _position_slider(slot, key, reference, axis, plane)
+        position = voxel_to_world(reference.affine, voxel)
+        crosshair = position if show_crosshair else None
+        position_slot.caption(
+            f"World position (scanner mm): x={position[0]:.1f}, y={position[1]:.1f}, "
+            f"z={position[2]:.1f} · grid of {names[_index_of(volumes, reference)]}"
+        )
+    per_row = 2 if len(chosen) <= 4 else 3
+    with grid_slot:
+        for start in range(0, len(chosen), per_row):
+            cells = st.columns(per_row)
+            for cell, i in zip(cells, chosen[start : start + per_row], strict=False):
+                with cell:
+                    if i in failures:
+                        st.error(failures[i])
+                    else:
+                        _series_cell(key, i, names[i], volumes[i], plane, position, crosshair,
+                                     radiological)
+
+
+def _reference(volumes: dict[int, Volume]) -> Volume | None:
+    """The series whose grid the sliders step through: the finest (smallest voxels)."""
+    if not volumes:
+        return None
+    return min(volumes.values(), key=lambda v: float(np.prod(v.voxel_sizes)))
+
+
+def _index_of(volumes: dict[int, Volume], volume: Volume) -> int:
+    return next(i for i, v in volumes.items() if v is volume)
+
+
+def _position_slider(slot, key: str, reference: Volume, axis: int, plane: str) -> int:
+    n = reference.shape[axis]
+    is_normal = axis == NORMAL_AXIS[plane]
+    label = f"{plane.capitalize()} slice" if is_normal else f"Crosshair {AXIS_NAMES[axis]}"
+    return slot.slider(
+        label,
+        min_value=0,
+        max_value=max(n - 1, 1),
+        value=n // 2,
+        key=f"{key}-pos-{axis}",
+        help="Slice of the finest series; the others show the same world position.",
+        disabled=n < 2,
+    )
+
+
+def _series_cell(
+    key: str,
+    i: int,
+    name: str,
+    volume: Volume,
+    plane: str,
+    position: np.ndarray | None,
+    crosshair: np.ndarray | None,
+    radiological: bool,
+) -> None:
+    image_slot = st.empty()
+    window = _window_controls(key, i, volume)
+    if volume.n_volumes > 1:
+        st.number_input(
+            f"Volume (of {volume.n_volumes})",
+            min_value=0,
+            max_value=volume.n_volumes - 1,
+            step=1,
+            key=f"{key}-volume-{i}",
+        )
+    sl = take_slice(
+        volume, plane, world_mm=position, crosshair_mm=crosshair, radiological=radiological
+    )
+    where = f"{sl.index + 1}/{sl.n_slices}" if sl.in_view else "outside this series"
+    image_slot.image(
+        render_png(sl, window),
+        caption=f"{name} · {plane} {where}",
+        output_format="PNG",
+        width="stretch",
+    )
+
+
+def _window_controls(key: str, i: int, volume: Volume) -> Window:
+    stats = volume.intensity_stats()
+    choice = st.selectbox("Window", WINDOW_CHOICES, key=f"{key}-window-{i}")
+    if choice != "manual":
+        return preset_window(stats, choice)
+    auto = preset_window(stats, "auto")
+    level_col, width_col = st.columns(2)
+    level = level_col.number_input("Level", value=float(auto.level), key=f"{key}-level-{i}")
+    width = width_col.number_input(
+        "Width", value=float(auto.width), min_value=1e-6, key=f"{key}-width-{i}"
+    )
+    return Window.from_level_width(level, width)
