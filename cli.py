@@ -203,6 +203,31 @@ def cmd_grade(args: argparse.Namespace) -> None:
               f"${summary.cost_usd:.4f}")
 
 
+def cmd_calibrate(args: argparse.Namespace) -> None:
+    from calibration import report
+    from db.engine import session, upgrade
+
+    upgrade()
+    thresholds = {"pearson_min": args.pearson_min, "icc2_min": args.icc_min,
+                  "alt_test_epsilon": args.epsilon}
+    with session() as s:
+        data = report.collect(s, config_id=args.config, part=args.part)
+        results = report.build(data, thresholds=thresholds, bootstrap=args.bootstrap,
+                               seed=args.seed)
+        row = report.save(s, config_id=args.config, part=args.part, results=results, actor="cli")
+    if args.out:
+        from calibration.html import export
+
+        export(data, results, Path(args.out),
+               title=f"Calibration report {row.id}: grader config {args.config}, {args.part} part")
+    gate = results["gate"]
+    _print_json({"report_id": row.id, "part": args.part, "n_items": results["n_items"],
+                 "passed": results["passed"],
+                 "gate": {k: v["passed"] for k, v in gate.items()},
+                 "pearson": gate["pearson"]["value"], "icc2": gate["icc2"]["value"],
+                 "alt_test_winning_rate": gate["alt_test"]["winning_rate"]})
+
+
 # --- the parser ----------------------------------------------------------------------------
 
 
@@ -280,6 +305,16 @@ def build_parser() -> argparse.ArgumentParser:
     gp.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
     gp.add_argument("--batch", action="store_true", help="use the OpenAI Batch API")
     gp.add_argument("--json", action="store_true")
+
+    cp = add("calibrate", cmd_calibrate, "calibration report: grader vs experts, and the gate")
+    cp.add_argument("--config", type=int, required=True, help="grader config id")
+    cp.add_argument("--part", choices=["heldout", "dev", "all"], default="heldout")
+    cp.add_argument("--out", help="folder for report.html, report.json and the figures")
+    cp.add_argument("--bootstrap", type=int, default=2000)
+    cp.add_argument("--seed", type=int, default=0)
+    cp.add_argument("--pearson-min", type=float, default=0.90)
+    cp.add_argument("--icc-min", type=float, default=0.75)
+    cp.add_argument("--epsilon", type=float, default=0.2, help="Alternative Annotator Test margin")
 
     ag = add("agreement", cmd_agreement, "agreement statistics of a long-format CSV (item,rater,score)")
     ag.add_argument("file")

@@ -79,7 +79,7 @@ def synthetic_levels(
 
 
 def _synthetic_expert_scores(s: Session, rubric: Rubric, seed: int) -> None:
-    truth = demo_truth()
+    truth = demo_truth(seed)
     raters = {u.name: u for u in s.exec(select(User).where(User.name.in_(EXPERTS)))}
     rows = s.exec(select(Assignment, Task.family).join(Response).join(Task)
                   .order_by(Assignment.rater_id, Assignment.position)).all()

@@ -1,0 +1,68 @@
+"""The calibration report in the app: compute, show the gate, the tables and the figures."""
+
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from calibration import report
+from calibration.grader import configs
+from calibration.html import STAT_HEADER, export, stats_row
+from calibration.plots import all_figures
+from db.engine import session
+from errors import UserError
+
+
+def report_section(actor: str) -> None:
+    with session() as s:
+        known = configs(s)
+    if not known:
+        st.info("Create a grader config and run it first.")
+        return
+    names = {c.id: f"#{c.id} {c.name}" + (" · validated" if c.validated_report_id else "")
+             for c in known}
+    c1, c2, c3 = st.columns(3)
+    config_id = c1.selectbox("Grader config ", list(names), format_func=names.get)
+    part = c2.selectbox("Part", report.PARTS,
+                        help="The gate is judged on the held-out part; tune prompts on dev.")
+    boot = c3.number_input("Bootstrap resamples", 200, 10000, 2000, step=200)
+    if not st.button("Compute report", type="primary"):
+        return
+    try:
+        with session() as s:
+            data = report.collect(s, config_id=config_id, part=part)
+            results = report.build(data, bootstrap=int(boot))
+            row = report.save(s, config_id=config_id, part=part, results=results, actor=actor)
+    except UserError as e:
+        st.error(str(e))
+        return
+    for flag in results["flags"]:
+        st.warning(flag)
+    gate = results["gate"]
+    verdict = "passed" if results["passed"] else "failed"
+    st.subheader(f"Report {row.id}: gate {verdict} on {results['n_items']} {part} items")
+    cols = st.columns(3)
+    cols[0].metric("Pearson r", f"{gate['pearson']['value']:.3f}",
+                   f"≥ {gate['pearson']['threshold']} · {'pass' if gate['pearson']['passed'] else 'fail'}",
+                   delta_color="off")
+    icc2 = gate["icc2"]["value"]
+    cols[1].metric("ICC2", "–" if icc2 is None else f"{icc2:.3f}",
+                   f"≥ {gate['icc2']['threshold']} · {'pass' if gate['icc2']['passed'] else 'fail'}",
+                   delta_color="off")
+    wr = gate["alt_test"]["winning_rate"]
+    cols[2].metric("Alt-test winning rate", "–" if wr is None else f"{wr:.2f}",
+                   f"ε={gate['alt_test']['epsilon']} · "
+                   f"{'pass' if gate['alt_test']['passed'] else 'fail'}", delta_color="off")
+    rows = [stats_row("overall", results["overall"])]
+    rows += [stats_row(k, v) for k, v in results["criteria"].items()]
+    st.dataframe(pd.DataFrame(rows, columns=["criterion", *STAT_HEADER[1:]]).astype(str),
+                 hide_index=True)
+    figures = all_figures(data, results)
+    cols = st.columns(2)
+    for i, png in enumerate(figures.values()):
+        cols[i % 2].image(png, output_format="PNG")
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = export(data, results, Path(tmp), title=f"Calibration report {row.id}")
+        st.download_button("Download HTML report", paths[0].read_bytes(),
+                           file_name=f"calibration-report-{row.id}.html", mime="text/html")
