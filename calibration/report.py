@@ -105,6 +105,11 @@ def collect(s: Session, *, config_id: int, part: str) -> CalibrationData:
                 if np.isfinite(crit_g[k]).sum() >= 3}
     flags = [] if is_dated_snapshot(config.model) else [
         f"grader model {config.model!r} is an undated alias"]
+    if s.exec(select(GraderRun).where(GraderRun.config_id == config_id,
+                                      GraderRun.synthetic)).first():
+        flags.append("synthetic demo grades: no model was called")
+    if any(sc.synthetic for scores in by_item.values() for sc in scores.values()):
+        flags.append("synthetic demo expert scores")
     return CalibrationData(
         items=items, raters=raters,
         strata={"family": [subset[r][0] for r in items], "level": [subset[r][1] for r in items],

@@ -17,7 +17,19 @@ from db.audit import record
 from db.bundle import import_bundle
 from db.demo_bundle import demo_truth, write_demo_bundle
 from db.engine import session, upgrade
-from db.models import Assignment, Case, ExpertScore, Response, ScoreRevision, Setting, Task, User
+from db.models import (
+    Assignment,
+    Case,
+    ExpertScore,
+    GraderRun,
+    GraderScore,
+    Response,
+    ScoreRevision,
+    Setting,
+    Task,
+    User,
+    utcnow,
+)
 from db.rubrics import ensure_rubric
 from db.users import add_user
 from rubric import Rubric
@@ -29,13 +41,16 @@ DEMO_USERS = [("demo-admin", "admin"), ("demo-expert1", "expert"), ("demo-expert
 EXPERTS = [name for name, role in DEMO_USERS if role == "expert"]
 CALIBRATION_ITEMS = 120
 LEFT_FOR_EXPERT1 = 8
+DEMO_GRADER_MODEL = "synthetic-demo-grader-2026-01-01"
+DEMO_BUNDLE = "Neural-MedBench synthetic demo"
+SYNTHETIC_GRADE = "Synthetic demo grade: no model was called."
 
 
 def load_demo(*, if_empty: bool = False, resolution_mm: int = 1, seed: int = 0) -> str:
     upgrade()
     with session() as s:
-        if if_empty and s.exec(select(Case)).first() is not None:
-            return "the study already holds cases: demo not loaded"
+        if if_empty and _has_study(s):
+            return "the study is not empty: demo not loaded"
     with tempfile.TemporaryDirectory() as tmp:
         bundle = write_demo_bundle(Path(tmp) / "neural-medbench-demo", resolution_mm=resolution_mm,
                                    seed=seed)
@@ -45,6 +60,13 @@ def load_demo(*, if_empty: bool = False, resolution_mm: int = 1, seed: int = 0) 
         _demo_study(s, seed)
         s.commit()
     return f"demo study loaded (synthetic data): {summary}"
+
+
+def _has_study(s: Session) -> bool:
+    """A complete demo, or any case that is not the demo's (a half-loaded demo is finished)."""
+    demo = s.get(Setting, "demo")
+    foreign = s.exec(select(Case).where(Case.bundle != DEMO_BUNDLE)).first()
+    return (demo is not None and demo.value == "1") or foreign is not None
 
 
 def _demo_study(s: Session, seed: int) -> None:
@@ -63,6 +85,7 @@ def _demo_study(s: Session, seed: int) -> None:
            selection="calibration", seed=seed, actor="demo")
     s.flush()
     _synthetic_expert_scores(s, rubric, seed)
+    _synthetic_grader_run(s, rubric, seed)
     record(s, "demo.load", actor="demo")
 
 
@@ -81,7 +104,9 @@ def synthetic_levels(
 def _synthetic_expert_scores(s: Session, rubric: Rubric, seed: int) -> None:
     truth = demo_truth(seed)
     raters = {u.name: u for u in s.exec(select(User).where(User.name.in_(EXPERTS)))}
-    rows = s.exec(select(Assignment, Task.family).join(Response).join(Task)
+    rows = s.exec(select(Assignment, Task.family)
+                  .join(Response, Response.response_id == Assignment.response_id)
+                  .join(Task, Task.task_id == Response.task_id)
                   .order_by(Assignment.rater_id, Assignment.position)).all()
     left = {raters["demo-expert1"].id: LEFT_FOR_EXPERT1}
     queue_len: dict[int, int] = {}
@@ -110,3 +135,34 @@ def _synthetic_expert_scores(s: Session, rubric: Rubric, seed: int) -> None:
         s.flush()
         s.add(ScoreRevision(score_id=score.id, revision=1, rater_id=a.rater_id, content=clean,
                             changes={}))
+
+
+def _synthetic_grader_run(s: Session, rubric: Rubric, seed: int) -> None:
+    """A recorded grader run whose grades are synthesized (no model was called)."""
+    from calibration.grader_config import GraderSettings, store_config
+
+    config = store_config(s, GraderSettings(
+        model=DEMO_GRADER_MODEL, base_url="synthetic://demo", rubric=rubric.id,
+        name="Synthetic demo grader (no model was called)"), actor="demo")
+    truth = demo_truth(seed)
+    rows = s.exec(select(Response.response_id, Task.family)
+                  .join(Task, Task.task_id == Response.task_id)
+                  .order_by(Response.response_id)).all()
+    run = GraderRun(config_id=config.id, items="all", status="finished", n_items=len(rows),
+                    graded=len(rows), synthetic=True, finished_at=utcnow())
+    s.add(run)
+    s.flush()
+    for rid, family in rows:
+        rng = np.random.default_rng([seed, 7, int.from_bytes(rid.encode()[-4:], "big")])
+        t = truth.get(rid, {"correct": True, "error_tags": []})
+        tags = [tag for tag in t["error_tags"] if rng.random() > 0.2]
+        criteria = synthetic_levels(rubric, family, bool(t["correct"]), tags, rng, noise=0.5)
+        clean = rubric.validate_score({"criteria": criteria, "correct_diagnosis": t["correct"],
+                                       "error_tags": tags, "comment": SYNTHETIC_GRADE},
+                                      family=family)
+        s.add(GraderScore(
+            config_id=config.id, response_id=rid, run_id=run.id, request_hash="synthetic",
+            criteria=clean["criteria"], correct_diagnosis=clean["correct_diagnosis"],
+            error_tags=clean["error_tags"], overall=clean["overall"],
+            justification=SYNTHETIC_GRADE,
+            model_returned=DEMO_GRADER_MODEL, system_fingerprint="synthetic"))

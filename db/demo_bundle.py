@@ -114,11 +114,17 @@ def _demo_written(seed: int) -> list[_Written]:
 def demo_truth(seed: int = 0) -> dict[str, dict[str, object]]:
     """For each demo response id: was it written to be correct, and which error classes it shows.
 
-    Tags are from ERROR_TAGS ("perceptual", "reasoning", "knowledge", "grounding",
-    "hallucination"); a correct answer may still carry a grounding or hallucination tag.
+    Tags are the error-class keys of the neurology-v1 rubric; a correct answer may still
+    carry a grounding or hallucination tag.
     """
-    return {str(w.response["response_id"]): {"correct": w.correct, "error_tags": list(w.tags)}
+    return {str(w.response["response_id"]): {"correct": w.correct,
+                                             "error_tags": [RUBRIC_TAGS[t] for t in w.tags]}
             for w in _demo_written(seed)}
+
+
+RUBRIC_TAGS = {"perceptual": "perceptual_failure", "reasoning": "reasoning_failure",
+               "knowledge": "knowledge_gap", "grounding": "grounding_error",
+               "hallucination": "visual_hallucination"}
 
 
 def _write_jsonl(path: Path, rows: Iterable[dict[str, object]]) -> None:

@@ -17,8 +17,8 @@ from db.demo_bundle import (
     write_demo_bundle,
     write_scale_bundle,
 )
-from db.demo_content import ERROR_TAGS
 from errors import UserError
+from rubric import load_rubric
 
 
 def _no_network(*args, **kwargs):
@@ -141,7 +141,7 @@ def test_demo_truth_matches_responses_and_covers_every_error_class(bundle: Path)
     ids = {r["response_id"] for r in _jsonl(bundle / "responses.jsonl")}
     assert set(truth) == ids
     tags = Counter(t for v in truth.values() for t in v["error_tags"])
-    assert set(tags) == set(ERROR_TAGS)
+    assert set(tags) == set(load_rubric("neurology-v1").error_class_keys)
     correct = [v["correct"] for v in truth.values()]
     assert any(correct) and not all(correct)
     assert truth == demo_truth()  # deterministic

@@ -1,0 +1,75 @@
+"""The real app in a real browser: a Streamlit server on a loopback port and system Chromium."""
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.services import free_port, require
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = os.environ.get("NMB_CHROMIUM", "/usr/bin/chromium")
+
+
+@pytest.fixture(scope="session")
+def demo_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A study home with the demo loaded (2 mm images, for speed)."""
+    home = tmp_path_factory.mktemp("browser-home")
+    env = {**os.environ, "NMB_HOME": str(home)}
+    env.pop("NMB_DATABASE_URL", None)
+    subprocess.run([sys.executable, "-m", "cli", "demo", "--resolution", "2"], cwd=ROOT, env=env,
+                   check=True, capture_output=True, timeout=600)
+    return home
+
+
+@pytest.fixture(scope="session")
+def app_url(demo_home: Path) -> Iterator[str]:
+    port = free_port()
+    env = {**os.environ, "NMB_HOME": str(demo_home)}
+    env.pop("NMB_DATABASE_URL", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1",
+         "--server.port", str(port), "--server.headless", "true",
+         "--browser.gatherUsageStats", "false"],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(200):
+        try:
+            urllib.request.urlopen(url + "/_stcore/health", timeout=1)
+            break
+        except OSError:
+            time.sleep(0.2)
+    else:
+        proc.kill()
+        raise RuntimeError(f"streamlit did not start: {proc.stderr.read().decode()[-2000:]}")
+    yield url
+    proc.terminate()
+    proc.wait(timeout=20)
+
+
+@pytest.fixture(scope="session")
+def browser():
+    require(Path(CHROMIUM).exists() or shutil.which("chromium") is not None,
+            f"Chromium not found at {CHROMIUM} (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync"])
+        yield b
+        b.close()
+
+
+def login(page, url: str, name: str, password: str = "demo") -> None:
+    page.goto(url)
+    page.get_by_label("Username").fill(name)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Log in").click()
+    page.get_by_text(f"{name}").first.wait_for(timeout=30_000)

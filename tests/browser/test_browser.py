@@ -1,0 +1,52 @@
+"""End to end in Chromium: login, blinding on the scoring page, drafts surviving a closed
+browser, and typed URLs that a role may not open."""
+
+import pytest
+
+from db.demo_bundle import MODELS
+from tests.browser.conftest import login
+
+pytestmark = pytest.mark.browser
+
+
+def test_login_page_is_served(browser, app_url: str) -> None:
+    page = browser.new_page()
+    page.goto(app_url)
+    page.get_by_role("button", name="Log in").wait_for(timeout=30_000)
+    assert page.get_by_label("Username").is_visible()
+    page.close()
+
+
+def test_expert_draft_survives_closed_browser_and_page_is_blind(browser, app_url: str) -> None:
+    ctx = browser.new_context()
+    page = ctx.new_page()
+    login(page, app_url, "demo-expert1")
+    page.get_by_role("heading", name="Score rationales").wait_for(timeout=30_000)
+    page.get_by_text("Rubric").first.wait_for(timeout=30_000)
+    html = page.content()
+    for model in MODELS:
+        assert model not in html
+    box = page.locator("textarea").last
+    box.fill("draft from the browser test")
+    box.press("Tab")  # the text area commits on blur: on_change saves the draft
+    page.wait_for_timeout(1500)
+    ctx.close()  # the browser is closed mid-item
+
+    ctx = browser.new_context()
+    page = ctx.new_page()
+    login(page, app_url, "demo-expert1")
+    page.get_by_role("heading", name="Score rationales").wait_for(timeout=30_000)
+    box = page.locator("textarea").last
+    box.wait_for(timeout=30_000)
+    assert box.input_value() == "draft from the browser test"
+    ctx.close()
+
+
+def test_typed_url_of_another_role_shows_nothing(browser, app_url: str) -> None:
+    ctx = browser.new_context()
+    page = ctx.new_page()
+    login(page, app_url, "demo-student")
+    page.goto(app_url + "/admin")
+    page.wait_for_timeout(3000)
+    assert page.get_by_role("heading", name="Data and users").count() == 0
+    ctx.close()
