@@ -82,7 +82,7 @@ def ceiling(results: dict) -> bytes:
     ax.bar(x + 0.2, grader_r, 0.4, label="grader vs the same others")
     ax.set_xticks(x, labels)
     ax.set(ylim=(0, 1), ylabel="Pearson r", title="Human ceiling")
-    ax.legend(frameon=False, fontsize=8, loc="lower right")
+    ax.legend(frameon=False, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2)
     return _png(fig)
 
 

@@ -1,0 +1,739 @@
+"""Agreement statistics between a grader and expert raters (pure, vectorized).
+
+Inputs are numpy arrays: a score vector per rater, or an items x raters matrix with NaN for a
+missing rating. Every public function returns a JSON-ready dict (Python floats, NaN -> None).
+Each statistic names its reference in its docstring; docs/agreement.md lists them all.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import krippendorff
+import numpy as np
+from scipy import special, stats
+
+Z95 = 1.959963984540054  # standard normal 97.5% quantile
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _float(x: object) -> float | None:
+    """A JSON-safe float: numpy scalars to float, NaN and infinities to None."""
+    if x is None:
+        return None
+    v = float(x)  # type: ignore[arg-type]
+    return v if math.isfinite(v) else None
+
+
+def _clean(obj: object) -> object:
+    """Recursively turn numpy scalars/arrays into Python floats/lists, NaN into None."""
+    if isinstance(obj, dict):
+        return {str(k): _clean(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_clean(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return [_clean(v) for v in obj.tolist()]
+    if isinstance(obj, bool | np.bool_):
+        return bool(obj)
+    if isinstance(obj, int | np.integer):
+        return int(obj)
+    if isinstance(obj, float | np.floating):
+        return _float(obj)
+    return obj
+
+
+def _pair(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The two vectors as float arrays, restricted to items where both are present."""
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    if x.shape != y.shape or x.ndim != 1:
+        raise ValueError(f"expected two 1-D arrays of equal length, got {x.shape} and {y.shape}")
+    ok = np.isfinite(x) & np.isfinite(y)
+    return x[ok], y[ok]
+
+
+def snap_to_domain(values: np.ndarray, domain: Sequence[float]) -> np.ndarray:
+    """Each value replaced by the nearest allowed rubric value (ties go to the lower one); NaN kept."""
+    d = np.asarray(sorted(domain), dtype=float)
+    v = np.asarray(values, dtype=float)
+    idx = np.abs(v[..., None] - d).argmin(axis=-1)
+    out = d[idx]
+    out[~np.isfinite(v)] = np.nan
+    return out
+
+
+def _domain_index(codes: np.ndarray, domain: Sequence[float]) -> np.ndarray:
+    """Position of each code in the sorted domain (codes must already lie in the domain)."""
+    d = np.asarray(sorted(domain), dtype=float)
+    idx = np.searchsorted(d, codes)
+    idx = np.clip(idx, 0, len(d) - 1)
+    if not np.allclose(d[idx], codes):
+        raise ValueError("codes outside the value domain; snap them with snap_to_domain first")
+    return idx
+
+
+def bootstrap_weights(
+    n_items: int, n_resamples: int, seed: int = 0, clusters: np.ndarray | None = None
+) -> np.ndarray:
+    """Resampling counts, shape (n_resamples, n_items): how often each item is drawn.
+
+    Items are drawn with replacement (Efron & Tibshirani 1993, ch. 6); with `clusters` (one label
+    per item, e.g. the case) whole clusters are drawn and every item of a drawn cluster counts,
+    the cluster bootstrap of Davison & Hinkley 1997, sec. 3.8. Single ratings are never resampled.
+    """
+    rng = np.random.default_rng(seed)
+    if clusters is None:
+        units, n_units = None, n_items
+    else:
+        _, units = np.unique(np.asarray(clusters), return_inverse=True)
+        n_units = int(units.max()) + 1
+    draws = rng.integers(0, n_units, size=(n_resamples, n_units))
+    draws += (np.arange(n_resamples) * n_units)[:, None]  # row b counts in slots b*n .. b*n+n-1
+    counts = np.bincount(draws.ravel(), minlength=n_resamples * n_units).astype(float)
+    counts = counts.reshape(n_resamples, n_units)
+    return counts if units is None else counts[:, units]
+
+
+# ---------------------------------------------------------------- correlation
+
+
+def fisher_ci(r: float, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """CI of a Pearson r by Fisher's z transform (Fisher 1921): tanh(atanh r -/+ z / sqrt(n-3))."""
+    if n <= 3 or not math.isfinite(r):
+        return (math.nan, math.nan)
+    if abs(r) >= 1:
+        return (r, r)
+    z = special.ndtri(0.5 + confidence / 2)
+    c = math.atanh(r)
+    h = z / math.sqrt(n - 3)
+    return (math.tanh(c - h), math.tanh(c + h))
+
+
+def _moment_columns(x: np.ndarray, y: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    """Per-item columns (1, x, y, x^2, y^2, xy) of centred scores; zero rows where `ok` is False."""
+    m = ok.astype(float)
+    xc = np.where(ok, x - x[ok].mean(), 0.0)
+    yc = np.where(ok, y - y[ok].mean(), 0.0)
+    return np.stack([m, xc, yc, xc * xc, yc * yc, xc * yc], axis=1)
+
+
+def _r_from_sums(s: np.ndarray) -> np.ndarray:
+    """Pearson r from summed moment columns (last axis: n, sx, sy, sxx, syy, sxy)."""
+    n, sx, sy, sxx, syy, sxy = np.moveaxis(s, -1, 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (n * sxy - sx * sy) / np.sqrt((n * sxx - sx * sx) * (n * syy - sy * sy))
+
+
+def _resample_sums(weights: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """weights @ cols; small products skip BLAS, whose thread start-up dominates them."""
+    if weights.size < 1_000_000:
+        return np.einsum("bn,nk->bk", weights, cols, optimize=False)
+    return weights @ cols
+
+
+def _bca_interval(
+    r: float, rb: np.ndarray, r_jack: np.ndarray, confidence: float
+) -> tuple[float, float]:
+    """Bias-corrected and accelerated bootstrap interval (Efron 1987; Efron & Tibshirani 1993,
+    ch. 14): percentiles of the resamples shifted by the bias z0 and the jackknife acceleration."""
+    z0 = special.ndtri((np.sum(rb < r) + 0.5 * np.sum(rb == r)) / rb.size)
+    dev = r_jack.mean() - r_jack
+    denom = 6 * np.sum(dev**2) ** 1.5
+    a = np.sum(dev**3) / denom if denom > 0 else 0.0
+    if not np.isfinite(z0):
+        return (math.nan, math.nan)
+    zq = special.ndtri(np.array([(1 - confidence) / 2, (1 + confidence) / 2]))
+    q = special.ndtr(z0 + (z0 + zq) / (1 - a * (z0 + zq)))
+    lo, hi = np.quantile(rb, q)
+    return (float(lo), float(hi))
+
+
+def pearson_many(
+    pairs: Sequence[tuple[np.ndarray, np.ndarray]],
+    *,
+    weights: np.ndarray | None = None,
+    clusters: np.ndarray | None = None,
+    confidence: float = 0.95,
+) -> list[dict]:
+    """`pearson` for several (x, y) pairs over the same items, sharing one set of resamples:
+    the resampled moment sums of all pairs come from a single matrix product."""
+    prepared = []
+    for x, y in pairs:
+        x = np.asarray(x, dtype=float)
+        y = np.asarray(y, dtype=float)
+        ok = np.isfinite(x) & np.isfinite(y)
+        xs, ys = x[ok], y[ok]
+        n = int(ok.sum())
+        good = n >= 2 and xs.std() > 0 and ys.std() > 0
+        r = float(np.corrcoef(xs, ys)[0, 1]) if good else math.nan
+        prepared.append((x, y, ok, n, r))
+    boots = [(math.nan, math.nan)] * len(prepared)
+    todo = [i for i, (_, _, _, n, r) in enumerate(prepared) if n >= 3 and math.isfinite(r)]
+    if weights is not None and todo:
+        n_items = len(prepared[todo[0]][0])
+        if weights.shape[1] != n_items:
+            raise ValueError(f"bootstrap weights for {weights.shape[1]} items, data has {n_items}")
+        cols = [_moment_columns(*prepared[i][:3]) for i in todo]
+        sums = _resample_sums(weights, np.concatenate(cols, axis=1))  # (B, 6 * len(todo))
+        codes = None if clusters is None else np.unique(np.asarray(clusters), return_inverse=True)[1]
+        for k, i in enumerate(todo):
+            rb = _r_from_sums(sums[:, 6 * k : 6 * k + 6])
+            rb = rb[np.isfinite(rb)]
+            ok = prepared[i][2]
+            if codes is None:
+                unit_sums = cols[k][ok]
+            else:
+                unit_sums = np.zeros((codes.max() + 1, 6))
+                np.add.at(unit_sums, codes[ok], cols[k][ok])
+            r_jack = _r_from_sums(cols[k].sum(axis=0) - unit_sums)
+            r_jack = r_jack[np.isfinite(r_jack)]
+            if rb.size and r_jack.size >= 2:
+                boots[i] = _bca_interval(prepared[i][4], rb, r_jack, confidence)
+    return [
+        _clean({"r": r, "n": n, "ci95_fisher": list(fisher_ci(r, n, confidence)),
+                "ci95_bootstrap": list(boot)})
+        for (_, _, _, n, r), boot in zip(prepared, boots, strict=True)
+    ]
+
+
+def pearson(
+    x: np.ndarray,
+    y: np.ndarray,
+    *,
+    bootstrap: int = 2000,
+    seed: int = 0,
+    clusters: np.ndarray | None = None,
+    weights: np.ndarray | None = None,
+    confidence: float = 0.95,
+) -> dict:
+    """Pearson's r (Pearson 1896) with a Fisher-z CI (Fisher 1921) and a BCa bootstrap CI (Efron
+    1987; Efron & Tibshirani 1993, ch. 14) that resamples items (or `clusters` of items, e.g.
+    cases), never single ratings. Items missing in x or y are dropped. `weights`: precomputed
+    `bootstrap_weights` over all items, drawn with the same `clusters` (lets several statistics
+    share one set of resamples). All resamples are evaluated at once by one matrix product.
+    """
+    if weights is None and bootstrap > 0:
+        weights = bootstrap_weights(len(np.asarray(x)), bootstrap, seed, clusters)
+    return pearson_many([(x, y)], weights=weights, clusters=clusters, confidence=confidence)[0]
+
+
+def spearman(x: np.ndarray, y: np.ndarray) -> dict:
+    """Spearman's rank correlation rho (Spearman 1904), via scipy.stats.spearmanr; ties averaged."""
+    xs, ys = _pair(x, y)
+    if len(xs) < 3 or xs.std() == 0 or ys.std() == 0:
+        return {"rho": None, "p": None, "n": len(xs)}
+    res = stats.spearmanr(xs, ys)
+    return _clean({"rho": res.statistic, "p": res.pvalue, "n": len(xs)})
+
+
+def kendall(x: np.ndarray, y: np.ndarray) -> dict:
+    """Kendall's tau-b (Kendall 1945, tie-corrected), via scipy.stats.kendalltau."""
+    xs, ys = _pair(x, y)
+    if len(xs) < 3 or xs.std() == 0 or ys.std() == 0:
+        return {"tau_b": None, "p": None, "n": len(xs)}
+    res = stats.kendalltau(xs, ys, variant="b")
+    return _clean({"tau_b": res.statistic, "p": res.pvalue, "n": len(xs)})
+
+
+# ---------------------------------------------------------------- ICC
+
+
+def icc(ratings: np.ndarray, confidence: float = 0.95) -> dict:
+    """The six intraclass correlations of Shrout & Fleiss (1979) on complete items.
+
+    ICC1/ICC1k: one-way random; ICC2/ICC2k: two-way random, absolute agreement; ICC3/ICC3k:
+    two-way mixed, consistency (k = mean of k raters). F tests and CIs follow Shrout & Fleiss
+    (1979) and McGraw & Wong (1996, Table 7), as pingouin does. Items with a missing rating
+    are dropped. Returns {"n_items", "n_raters", "ICC1": {"icc", "ci95", "F", "df1", "df2", "p"}, ...}.
+    """
+    x = np.asarray(ratings, dtype=float)
+    x = x[np.isfinite(x).all(axis=1)]
+    n, k = x.shape
+    names = ["ICC1", "ICC2", "ICC3", "ICC1k", "ICC2k", "ICC3k"]
+    if n < 2 or k < 2:
+        return _clean({"n_items": n, "n_raters": k, **{m: None for m in names}})
+    grand = x.mean()
+    ss_rows = k * ((x.mean(axis=1) - grand) ** 2).sum()
+    ss_cols = n * ((x.mean(axis=0) - grand) ** 2).sum()
+    ss_err = ((x - grand) ** 2).sum() - ss_rows - ss_cols
+    df_r, df_c, df_e, df_w = n - 1, k - 1, (n - 1) * (k - 1), n * (k - 1)
+    msr, msc, mse = ss_rows / df_r, ss_cols / df_c, ss_err / df_e
+    msw = (ss_cols + ss_err) / df_w
+    with np.errstate(divide="ignore", invalid="ignore"):
+        icc1 = (msr - msw) / (msr + (k - 1) * msw)
+        icc2 = (msr - mse) / (msr + (k - 1) * mse + k * (msc - mse) / n)
+        icc3 = (msr - mse) / (msr + (k - 1) * mse)
+        icc1k = (msr - msw) / msr
+        icc2k = (msr - mse) / (msr + (msc - mse) / n)
+        icc3k = (msr - mse) / msr
+        q = 1 - (1 - confidence) / 2
+        f1 = msr / msw
+        f3 = msr / mse
+        f1l, f1u = f1 / stats.f.ppf(q, df_r, df_w), f1 * stats.f.ppf(q, df_w, df_r)
+        f3l, f3u = f3 / stats.f.ppf(q, df_r, df_e), f3 * stats.f.ppf(q, df_e, df_r)
+        # ICC(2,1): Satterthwaite df for the CI (McGraw & Wong 1996, Table 7, case 2A)
+        fj = msc / mse
+        vn = df_e * (k * icc2 * fj + n * (1 + (k - 1) * icc2) - k * icc2) ** 2
+        vd = df_r * k**2 * icc2**2 * fj**2 + (n * (1 + (k - 1) * icc2) - k * icc2) ** 2
+        v = vn / vd
+        f2u, f2l = stats.f.ppf(q, df_r, v), stats.f.ppf(q, v, df_r)
+        l2 = n * (msr - f2u * mse) / (f2u * (k * msc + (k * n - k - n) * mse) + n * msr)
+        u2 = n * (f2l * msr - mse) / (k * msc + (k * n - k - n) * mse + n * f2l * msr)
+        cis = {
+            "ICC1": ((f1l - 1) / (f1l + k - 1), (f1u - 1) / (f1u + k - 1)),
+            "ICC2": (l2, u2),
+            "ICC3": ((f3l - 1) / (f3l + k - 1), (f3u - 1) / (f3u + k - 1)),
+            "ICC1k": (1 - 1 / f1l, 1 - 1 / f1u),
+            "ICC2k": (l2 * k / (1 + l2 * (k - 1)), u2 * k / (1 + u2 * (k - 1))),
+            "ICC3k": (1 - 1 / f3l, 1 - 1 / f3u),
+        }
+        p1, p3 = stats.f.sf(f1, df_r, df_w), stats.f.sf(f3, df_r, df_e)
+    values = dict(zip(names, [icc1, icc2, icc3, icc1k, icc2k, icc3k], strict=True))
+    out: dict = {"n_items": n, "n_raters": k}
+    for name in names:
+        one_way = name.startswith("ICC1")
+        out[name] = {
+            "icc": values[name],
+            "ci95": list(cis[name]),
+            "F": f1 if one_way else f3,
+            "df1": df_r,
+            "df2": df_w if one_way else df_e,
+            "p": p1 if one_way else p3,
+        }
+    return _clean(out)
+
+
+# ---------------------------------------------------------------- Krippendorff
+
+
+def krippendorff_alpha(
+    ratings: np.ndarray,
+    *,
+    domain: Sequence[float],
+    levels: Sequence[str] = ("interval", "ordinal", "nominal"),
+) -> dict:
+    """Krippendorff's alpha (Krippendorff 2011, "Computing Krippendorff's Alpha-Reliability")
+    for each level of measurement, via the `krippendorff` package.
+
+    `ratings`: items x raters, NaN = missing (allowed). `domain`: the rubric's allowed values;
+    ratings are snapped to the nearest allowed value (a grader's mean of several samples becomes
+    a rubric code). Alpha is None when no item has two ratings or only one value occurs.
+    """
+    x = snap_to_domain(np.asarray(ratings, dtype=float), domain)
+    d = np.asarray(sorted(domain), dtype=float)
+    pairable = (np.isfinite(x).sum(axis=1) >= 2).any()
+    distinct = np.unique(x[np.isfinite(x)]).size
+    out = {}
+    for level in levels:
+        if not pairable or distinct < 2:
+            out[level] = None
+            continue
+        a = krippendorff.alpha(reliability_data=x.T, value_domain=d, level_of_measurement=level)
+        out[level] = a
+    return _clean(out)
+
+
+# ---------------------------------------------------------------- kappa family
+
+
+def weighted_kappa(a: np.ndarray, b: np.ndarray, *, domain: Sequence[float]) -> float | None:
+    """Quadratic-weighted Cohen's kappa between two raters on the rubric's ordinal codes
+    (Cohen 1968; Fleiss & Cohen 1973). Scores are snapped to the domain; disagreement weight
+    (i - j)^2 / (q - 1)^2 on domain positions i, j. Items missing in either rater are dropped.
+    """
+    xa, xb = _pair(a, b)
+    q = len(domain)
+    if len(xa) == 0 or q < 2:
+        return None
+    ia = _domain_index(snap_to_domain(xa, domain), domain)
+    ib = _domain_index(snap_to_domain(xb, domain), domain)
+    observed = np.bincount(ia * q + ib, minlength=q * q).reshape(q, q).astype(float)
+    expected = np.outer(observed.sum(axis=1), observed.sum(axis=0)) / observed.sum()
+    pos = np.arange(q)
+    w = (pos[:, None] - pos[None, :]) ** 2 / (q - 1) ** 2
+    denom = (w * expected).sum()
+    return _float(1 - (w * observed).sum() / denom) if denom > 0 else None
+
+
+def cohen_kappa(a: np.ndarray, b: np.ndarray) -> float | None:
+    """Unweighted Cohen's kappa (Cohen 1960) between two raters' categorical codes."""
+    xa, xb = _pair(a, b)
+    if len(xa) == 0:
+        return None
+    cats, inv = np.unique(np.concatenate([xa, xb]), return_inverse=True)
+    ia, ib = inv[: len(xa)], inv[len(xa) :]
+    q = len(cats)
+    pa = float(np.mean(ia == ib))
+    pe = float(np.bincount(ia, minlength=q) @ np.bincount(ib, minlength=q)) / len(xa) ** 2
+    return _float((pa - pe) / (1 - pe)) if pe < 1 else None
+
+
+def gwet_ac1(a: np.ndarray, b: np.ndarray) -> float | None:
+    """Gwet's AC1 between two raters' categorical codes (Gwet 2008, Br J Math Stat Psychol 61:29-48):
+    (pa - pe) / (1 - pe), pe = sum_k pi_k (1 - pi_k) / (q - 1), pi_k = mean of the two raters'
+    marginal proportions. Stays stable when a category is rare (no "kappa paradox").
+    """
+    xa, xb = _pair(a, b)
+    if len(xa) == 0:
+        return None
+    cats, inv = np.unique(np.concatenate([xa, xb]), return_inverse=True)
+    ia, ib = inv[: len(xa)], inv[len(xa) :]
+    q = max(len(cats), 2)  # a binary tag seen in one class only still has two categories
+    pa = float(np.mean(ia == ib))
+    pi = (np.bincount(ia, minlength=q) + np.bincount(ib, minlength=q)) / (2 * len(xa))
+    pe = float((pi * (1 - pi)).sum()) / (q - 1)
+    return _float((pa - pe) / (1 - pe)) if pe < 1 else None
+
+
+def binary_confusion(pred: np.ndarray, truth: np.ndarray) -> dict:
+    """Confusion table and F1 of binary `pred` against binary `truth` (van Rijsbergen 1979):
+    {"tp", "fp", "fn", "tn", "precision", "recall", "f1"}."""
+    p, t = _pair(pred, truth)
+    p, t = p > 0.5, t > 0.5
+    tp, fp = int(np.sum(p & t)), int(np.sum(p & ~t))
+    fn, tn = int(np.sum(~p & t)), int(np.sum(~p & ~t))
+    precision = tp / (tp + fp) if tp + fp else math.nan
+    recall = tp / (tp + fn) if tp + fn else math.nan
+    f1 = 2 * tp / (2 * tp + fp + fn) if tp + fp + fn else math.nan
+    return _clean(
+        {"tp": tp, "fp": fp, "fn": fn, "tn": tn, "precision": precision, "recall": recall, "f1": f1}
+    )
+
+
+# ---------------------------------------------------------------- differences
+
+
+def bland_altman(a: np.ndarray, b: np.ndarray, *, z: float = Z95) -> dict:
+    """Bland-Altman agreement of a with b (Bland & Altman 1986, Lancet i:307-310; CIs per their
+    1986 paper and 1999, Stat Methods Med Res 8:135-160): bias = mean(a - b), SD of the
+    differences, limits of agreement bias -/+ z SD, t-based 95% CIs with SE(bias) = SD/sqrt(n)
+    and SE(limit) ~= SD sqrt(3/n).
+    """
+    xa, xb = _pair(a, b)
+    n = len(xa)
+    if n < 2:
+        return _clean({"n": n, "bias": math.nan, "sd": math.nan, "loa": [math.nan, math.nan]})
+    d = xa - xb
+    bias = float(d.mean())
+    sd = float(d.std(ddof=1))
+    lo, hi = bias - z * sd, bias + z * sd
+    t = stats.t.ppf(0.975, n - 1)
+    se_bias = sd / math.sqrt(n)
+    se_loa = sd * math.sqrt(3 / n)
+    return _clean(
+        {
+            "n": n,
+            "bias": bias,
+            "sd": sd,
+            "loa": [lo, hi],
+            "bias_ci95": [bias - t * se_bias, bias + t * se_bias],
+            "loa_lower_ci95": [lo - t * se_loa, lo + t * se_loa],
+            "loa_upper_ci95": [hi - t * se_loa, hi + t * se_loa],
+        }
+    )
+
+
+def absolute_agreement(a: np.ndarray, b: np.ndarray, *, domain: Sequence[float]) -> dict:
+    """Mean absolute error of a against b on raw scores, and the share of items whose rubric
+    codes (both snapped to `domain`) agree exactly or differ by at most one level."""
+    xa, xb = _pair(a, b)
+    if len(xa) == 0:
+        return {"mae": None, "exact": None, "within_one": None, "n": 0}
+    steps = np.abs(
+        _domain_index(snap_to_domain(xa, domain), domain)
+        - _domain_index(snap_to_domain(xb, domain), domain)
+    )
+    return _clean(
+        {
+            "mae": np.abs(xa - xb).mean(),
+            "exact": np.mean(steps == 0),
+            "within_one": np.mean(steps <= 1),
+            "n": len(xa),
+        }
+    )
+
+
+# ---------------------------------------------------------------- alt-test
+
+
+def _benjamini_yekutieli(p: np.ndarray, q: float) -> np.ndarray:
+    """Rejections of the Benjamini-Yekutieli (2001) step-up FDR procedure at level q."""
+    m = len(p)
+    reject = np.zeros(m, dtype=bool)
+    if m == 0:
+        return reject
+    order = np.argsort(p)
+    harmonic = np.sum(1.0 / np.arange(1, m + 1))
+    thresholds = np.arange(1, m + 1) / m * q / harmonic
+    below = np.nonzero(p[order] <= thresholds)[0]
+    if below.size:
+        reject[order[: below[-1] + 1]] = True
+    return reject
+
+
+def alt_test(
+    grader: np.ndarray,
+    experts: np.ndarray,
+    *,
+    epsilon: float = 0.2,
+    q: float = 0.05,
+    scoring: str = "neg_rmse",
+    min_items: int = 30,
+) -> dict:
+    """The Alternative Annotator Test (Calderon, Reichart & Dror, ACL 2025, "The Alternative
+    Annotator Test for LLM-as-a-Judge").
+
+    For each expert j (leave one out), on items rated by j and at least one other expert, the
+    alignment of the grader and of expert j with the remaining experts is scored (`neg_rmse`
+    for numeric scores, `accuracy` for labels); W_f = [grader >= expert], W_h = [expert >=
+    grader]. H0: mean(W_h - W_f) >= epsilon, tested one-sided (one-sample t); the p-values are
+    corrected by Benjamini-Yekutieli at level q. Winning rate = share of experts whose H0 is
+    rejected; advantage probability = mean of the per-expert mean W_f; passed when the winning
+    rate >= 0.5. Experts with fewer than `min_items` items are skipped, as in the paper.
+    """
+    g = np.asarray(grader, dtype=float)
+    e = np.asarray(experts, dtype=float)
+    present = np.isfinite(e)
+    n_present = present.sum(axis=1)
+    per_expert = []
+    p_values = []
+    for j in range(e.shape[1]):
+        others = present.copy()
+        others[:, j] = False
+        m_others = others.sum(axis=1)
+        rows = present[:, j] & (m_others >= 1) & np.isfinite(g) & (n_present >= 2)
+        if rows.sum() < min_items:
+            per_expert.append({"expert": j, "n_items": int(rows.sum()), "skipped": True})
+            continue
+        ref = np.where(others[rows], e[rows], np.nan)
+        cnt = m_others[rows]
+        if scoring == "neg_rmse":
+            s_f = -np.sqrt(np.nansum((g[rows, None] - ref) ** 2, axis=1) / cnt)
+            s_h = -np.sqrt(np.nansum((e[rows, j, None] - ref) ** 2, axis=1) / cnt)
+        elif scoring == "accuracy":
+            s_f = np.nansum(np.where(others[rows], ref == g[rows, None], 0), axis=1) / cnt
+            s_h = np.nansum(np.where(others[rows], ref == e[rows, j, None], 0), axis=1) / cnt
+        else:
+            raise ValueError(f"unknown alt-test scoring {scoring!r}")
+        w_f = (s_f >= s_h).astype(float)
+        w_h = (s_h >= s_f).astype(float)
+        d = w_h - w_f
+        if np.ptp(d) == 0:  # constant differences: the t statistic is undefined, the sign decides
+            p = 0.0 if d[0] < epsilon else 1.0
+        else:
+            p = float(stats.ttest_1samp(d, epsilon, alternative="less").pvalue)
+        p_values.append(p)
+        per_expert.append(
+            {"expert": j, "n_items": int(rows.sum()), "rho_f": w_f.mean(), "rho_h": w_h.mean(),
+             "p": p}
+        )
+    tested = [r for r in per_expert if not r.get("skipped")]
+    reject = _benjamini_yekutieli(np.asarray(p_values), q)
+    for r, rej in zip(tested, reject, strict=True):
+        r["llm_wins"] = bool(rej)
+    winning = float(reject.mean()) if len(tested) else math.nan
+    advantage = float(np.mean([r["rho_f"] for r in tested])) if tested else math.nan
+    return _clean(
+        {
+            "epsilon": epsilon,
+            "q": q,
+            "scoring": scoring,
+            "winning_rate": winning,
+            "advantage_probability": advantage,
+            "passed": bool(len(tested) and winning >= 0.5),
+            "experts": per_expert,
+        }
+    )
+
+
+# ---------------------------------------------------------------- reports
+
+
+def _mean_of(experts: np.ndarray) -> np.ndarray:
+    """Per-item mean of the present ratings (NaN when none)."""
+    cnt = np.isfinite(experts).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(cnt > 0, np.nansum(experts, axis=1) / np.maximum(cnt, 1), np.nan)
+
+
+def versus(
+    target: np.ndarray,
+    others: np.ndarray,
+    *,
+    domain: Sequence[float],
+    weights: np.ndarray | None = None,
+    clusters: np.ndarray | None = None,
+    pearson_result: dict | None = None,
+) -> dict:
+    """One rater against the per-item mean of other raters: Pearson (Fisher CI, and bootstrap CI
+    when `weights` are given), Spearman, Kendall tau-b, quadratic-weighted kappa against the
+    consensus code (others' mean snapped to the domain), Bland-Altman (target minus others' mean),
+    MAE, exact and within-one agreement of codes. `pearson_result`: already computed Pearson."""
+    t = np.asarray(target, dtype=float)
+    ref = _mean_of(np.asarray(others, dtype=float).reshape(len(t), -1))
+    if pearson_result is None:
+        pearson_result = pearson_many([(t, ref)], weights=weights, clusters=clusters)[0]
+    return {
+        "n_items": int((np.isfinite(t) & np.isfinite(ref)).sum()),
+        "pearson": pearson_result,
+        "spearman": spearman(t, ref),
+        "kendall": kendall(t, ref),
+        "weighted_kappa": weighted_kappa(t, ref, domain=domain),
+        "bland_altman": bland_altman(t, ref),
+        **{k: v for k, v in absolute_agreement(t, ref, domain=domain).items() if k != "n"},
+    }
+
+
+_CEILING_KEYS = ("pearson.r", "spearman.rho", "kendall.tau_b", "weighted_kappa", "mae", "exact",
+                 "within_one", "bland_altman.bias")
+
+
+def _get(d: dict, dotted: str) -> float | None:
+    for part in dotted.split("."):
+        d = d.get(part) if isinstance(d, dict) else None  # type: ignore[assignment]
+    return d  # type: ignore[return-value]
+
+
+def _mean_summary(rows: list[dict]) -> dict:
+    out = {}
+    for key in _CEILING_KEYS:
+        vals = [v for v in (_get(r, key) for r in rows) if v is not None]
+        out[key] = float(np.mean(vals)) if vals else None
+    return out
+
+
+def ceiling(
+    grader: np.ndarray,
+    experts: np.ndarray,
+    *,
+    domain: Sequence[float],
+    weights: np.ndarray | None = None,
+    clusters: np.ndarray | None = None,
+) -> dict:
+    """The human ceiling: each expert against the mean of the other experts, side by side with
+    the grader against the same other experts (and against all experts), with the statistics of
+    `versus`. The grader is as good as an expert when its rows match the experts' rows."""
+    g = np.asarray(grader, dtype=float)
+    e = np.asarray(experts, dtype=float)
+    refs = [_mean_of(np.delete(e, j, axis=1)) for j in range(e.shape[1])]
+    pairs = [p for j, ref in enumerate(refs) for p in ((e[:, j], ref), (g, ref))]
+    corr = pearson_many(pairs, weights=weights, clusters=clusters)
+    rows = []
+    for j in range(e.shape[1]):
+        others = np.delete(e, j, axis=1)
+        rows.append(
+            {
+                "expert": j,
+                "expert_vs_others": versus(e[:, j], others, domain=domain,
+                                           pearson_result=corr[2 * j]),
+                "grader_vs_others": versus(g, others, domain=domain,
+                                           pearson_result=corr[2 * j + 1]),
+            }
+        )
+    return {
+        "per_expert": rows,
+        "experts_mean": _mean_summary([r["expert_vs_others"] for r in rows]),
+        "grader_mean": _mean_summary([r["grader_vs_others"] for r in rows]),
+        "grader_vs_all": _mean_summary([versus(g, e, domain=domain)]),
+    }
+
+
+def compare_to_experts(
+    grader: np.ndarray,
+    experts: np.ndarray,
+    *,
+    domain: Sequence[float],
+    bootstrap: int = 2000,
+    seed: int = 0,
+    epsilon: float = 0.2,
+    clusters: np.ndarray | None = None,
+    min_alt_items: int = 30,
+) -> dict:
+    """Everything a calibration report needs for one numeric criterion.
+
+    `grader`: (n_items,) scores (may be means of several samples); `experts`: (n_items,
+    n_experts) with NaN for a missing rating; `domain`: the criterion's allowed values.
+    The grader is compared with the per-item mean of the experts (`versus`, with a bootstrap CI
+    for Pearson r over `bootstrap` item resamples, or case resamples when `clusters` gives each
+    item's case); ICC (Shrout & Fleiss) and Krippendorff's alpha on grader + experts and on the
+    experts alone; the human ceiling; the alt-test. JSON-ready.
+    """
+    g = np.asarray(grader, dtype=float)
+    e = np.asarray(experts, dtype=float)
+    if e.ndim != 2 or g.shape != (e.shape[0],):
+        raise ValueError(f"grader {g.shape} and experts {e.shape} do not match (items x experts)")
+    weights = bootstrap_weights(len(g), bootstrap, seed, clusters) if bootstrap > 0 else None
+    both = np.column_stack([g, e])
+    several = e.shape[1] >= 2
+    out = {
+        "n_items": len(g),
+        "n_experts": e.shape[1],
+        **versus(g, e, domain=domain, weights=weights, clusters=clusters),
+        "icc": icc(both),
+        "icc_experts": icc(e),
+        "krippendorff_alpha": krippendorff_alpha(both, domain=domain),
+        "krippendorff_alpha_experts": krippendorff_alpha(e, domain=domain),
+        "ceiling": ceiling(g, e, domain=domain, weights=weights, clusters=clusters)
+        if several
+        else None,
+        "alt_test": alt_test(g, e, epsilon=epsilon, min_items=min_alt_items) if several else None,
+        "bootstrap": {
+            "resamples": bootstrap,
+            "seed": seed,
+            "unit": "item" if clusters is None else "cluster",
+            "interval": "BCa",
+        },
+    }
+    return _clean(out)
+
+
+def _majority(votes: np.ndarray) -> np.ndarray:
+    """Per-item strict majority of present binary votes (axis 1); ties count as absent; NaN when
+    no vote is present."""
+    cnt = np.isfinite(votes).sum(axis=1)
+    share = np.nansum(votes, axis=1) / np.maximum(cnt, 1)
+    return np.where(cnt > 0, (share > 0.5).astype(float), np.nan)
+
+
+def _tag_stats(pred: np.ndarray, truth: np.ndarray) -> dict:
+    conf = binary_confusion(pred, truth)
+    return {"kappa": cohen_kappa(pred, truth), "ac1": gwet_ac1(pred, truth), **conf}
+
+
+def compare_tags(
+    grader: np.ndarray, experts: np.ndarray, class_names: Sequence[str]
+) -> dict:
+    """Binary error tags: per class, the grader against the experts' strict majority (Cohen's
+    kappa, Gwet's AC1, precision/recall/F1 and the confusion table), and the ceiling: each
+    expert against the majority of the other experts with the same statistics.
+
+    `grader`: bool (n_items, n_classes); `experts`: bool (n_items, n_experts, n_classes), or
+    float with NaN for a missing expert.
+    """
+    g = np.asarray(grader, dtype=float)
+    e = np.asarray(experts, dtype=float)
+    if g.ndim != 2 or e.ndim != 3 or e.shape[0] != g.shape[0] or e.shape[2] != g.shape[1]:
+        raise ValueError(f"grader {g.shape} and experts {e.shape} do not match")
+    if len(class_names) != g.shape[1]:
+        raise ValueError(f"{len(class_names)} class names for {g.shape[1]} classes")
+    classes = {}
+    for c, name in enumerate(class_names):
+        votes = e[:, :, c]
+        majority = _majority(votes)
+        rows = []
+        for j in range(e.shape[1]):
+            rows.append({"expert": j, **_tag_stats(votes[:, j], _majority(np.delete(votes, j, 1)))})
+        summary = {}
+        for key in ("kappa", "ac1", "f1"):
+            vals = [r[key] for r in rows if r[key] is not None]
+            summary[key] = float(np.mean(vals)) if vals else None
+        classes[name] = {
+            "prevalence": np.nanmean(majority) if np.isfinite(majority).any() else None,
+            "grader": _tag_stats(g[:, c], majority),
+            "ceiling": rows if e.shape[1] >= 2 else [],
+            "ceiling_mean": summary if e.shape[1] >= 2 else None,
+        }
+    return _clean({"n_items": g.shape[0], "n_experts": e.shape[1], "classes": classes})
