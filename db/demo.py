@@ -17,6 +17,7 @@ from db.audit import record
 from db.bundle import import_bundle
 from db.demo_bundle import demo_truth, write_demo_bundle
 from db.engine import session, upgrade
+from db.exams import ensure_exam
 from db.models import (
     Assignment,
     Case,
@@ -42,6 +43,7 @@ EXPERTS = [name for name, role in DEMO_USERS if role == "expert"]
 CALIBRATION_ITEMS = 120
 LEFT_FOR_EXPERT1 = 8
 DEMO_GRADER_MODEL = "synthetic-demo-grader-2026-01-01"
+DEMO_EXAM = "Demo exam (synthetic cases)"
 DEMO_BUNDLE = "Neural-MedBench synthetic demo"
 SYNTHETIC_GRADE = "Synthetic demo grade: no model was called."
 
@@ -75,6 +77,8 @@ def _demo_study(s: Session, seed: int) -> None:
             add_user(s, name=name, role=role, password=DEMO_PASSWORD, demo=True, actor="demo")
     s.merge(Setting(key="demo", value="1"))
     rubric = ensure_rubric(s, "neurology-v1", actor="demo")
+    ensure_exam(s, name=DEMO_EXAM, task_ids=list(s.exec(select(Task.task_id).order_by(Task.task_id))),
+                actor="demo")
     s.flush()
     if s.exec(select(Assignment)).first() is not None:
         return

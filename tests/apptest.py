@@ -33,6 +33,7 @@ def page(path: str, user: LoggedIn | None, timeout: float = 30) -> AppTest:
     return at
 
 
-def page_text(at: AppTest) -> str:
-    """Everything the page sent to the browser, as text (for blinding checks)."""
-    return str(at._tree)
+def page_payload(at: AppTest) -> str:
+    """Every element message the page sent to the browser (labels, texts, options, widget
+    ids and keys), as text: what a blinding check must search."""
+    return "\n".join(str(node.proto) for node in at._tree if getattr(node, "proto", None))

@@ -1,5 +1,6 @@
 """Shared fixtures: a temporary NMB_HOME, the study database on SQLite and PostgreSQL."""
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -51,3 +52,27 @@ def sqlite_url(nmb_home: Path) -> str:
     upgrade(url)
     return url
 
+
+
+@pytest.fixture(scope="session")
+def demo_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo study (2 mm images) built once per test session, into its own NMB_HOME."""
+    import subprocess
+    import sys
+
+    home = tmp_path_factory.mktemp("demo-template")
+    env = {**os.environ, "NMB_HOME": str(home)}
+    env.pop("NMB_DATABASE_URL", None)
+    subprocess.run([sys.executable, "-m", "cli", "demo", "--resolution", "2"], check=True,
+                   cwd=Path(__file__).resolve().parents[1], env=env, capture_output=True,
+                   timeout=600)
+    return home
+
+
+@pytest.fixture
+def demo_study(demo_template: Path, nmb_home: Path) -> Path:
+    """A private copy of the demo study as this test's NMB_HOME (SQLite)."""
+    import shutil
+
+    shutil.copytree(demo_template, nmb_home, dirs_exist_ok=True)
+    return nmb_home

@@ -18,13 +18,10 @@ CHROMIUM = os.environ.get("NMB_CHROMIUM", "/usr/bin/chromium")
 
 
 @pytest.fixture(scope="session")
-def demo_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A study home with the demo loaded (2 mm images, for speed)."""
+def demo_home(demo_template: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the demo study (2 mm images) for the app server."""
     home = tmp_path_factory.mktemp("browser-home")
-    env = {**os.environ, "NMB_HOME": str(home)}
-    env.pop("NMB_DATABASE_URL", None)
-    subprocess.run([sys.executable, "-m", "cli", "demo", "--resolution", "2"], cwd=ROOT, env=env,
-                   check=True, capture_output=True, timeout=600)
+    shutil.copytree(demo_template, home, dirs_exist_ok=True)
     return home
 
 
@@ -69,7 +66,7 @@ def browser():
 
 def login(page, url: str, name: str, password: str = "demo") -> None:
     page.goto(url)
-    page.get_by_label("Username").fill(name)
-    page.get_by_label("Password").fill(password)
+    page.get_by_role("textbox", name="Username").fill(name)
+    page.get_by_role("textbox", name="Password").fill(password)
     page.get_by_role("button", name="Log in").click()
     page.get_by_text(f"{name}").first.wait_for(timeout=30_000)

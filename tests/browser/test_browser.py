@@ -12,8 +12,9 @@ pytestmark = pytest.mark.browser
 def test_login_page_is_served(browser, app_url: str) -> None:
     page = browser.new_page()
     page.goto(app_url)
+    page.get_by_role("textbox", name="Username").wait_for(timeout=30_000)
+    page.get_by_role("textbox", name="Password").wait_for(timeout=30_000)
     page.get_by_role("button", name="Log in").wait_for(timeout=30_000)
-    assert page.get_by_label("Username").is_visible()
     page.close()
 
 

@@ -1,0 +1,132 @@
+"""Exams: students and physicians answer the benchmark's tasks as the human baseline.
+
+A multi-turn (level 3) task reveals its stages one at a time: stage k is shown only after
+the answer to stage k-1 is recorded, and recorded answers cannot be changed afterwards, so
+later information never leaks into an earlier answer. A finished attempt turns each fully
+answered task into a `Response` (source = the user's role) that experts score blind.
+"""
+
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqlmodel import Session, select
+
+from db.audit import record
+from db.engine import nmb_home
+from db.models import Case, Exam, ExamAttempt, Response, Series, StageAnswer, Task, User, utcnow
+from errors import UserError
+
+
+@dataclass
+class ExamTask:
+    """What the exam page may show for one task: no reference answer, no other answers."""
+
+    task_id: str
+    family: str
+    level: int
+    prompt: str
+    revealed_stages: list[str]  # stages already revealed (one per recorded answer after the first)
+    answers: list[str]
+    n_stages: int  # answers expected: 1 + len(stages)
+    case_title: str
+    ehr: str
+    scores: dict[str, float]
+    series: list[tuple[str, Path]]
+
+    @property
+    def done(self) -> bool:
+        return len(self.answers) >= self.n_stages
+
+
+def ensure_exam(s: Session, *, name: str, task_ids: list[str], actor: str | None = None) -> Exam:
+    exam = s.exec(select(Exam).where(Exam.name == name)).first()
+    if exam is None:
+        known = set(s.exec(select(Task.task_id).where(Task.task_id.in_(task_ids))))
+        missing = [t for t in task_ids if t not in known]
+        if missing:
+            raise UserError(f"exam {name!r}: unknown task {missing[0]!r}")
+        exam = Exam(name=name, task_ids=list(task_ids))
+        s.add(exam)
+        s.flush()
+        record(s, "exam.add", actor=actor, exam=name, tasks=len(task_ids))
+    return exam
+
+
+def exams(s: Session) -> list[Exam]:
+    return list(s.exec(select(Exam).order_by(Exam.name)))
+
+
+def attempt_for(s: Session, *, exam_id: int, user_id: int) -> ExamAttempt:
+    """The user's attempt at the exam, started now if it does not exist yet."""
+    q = select(ExamAttempt).where(ExamAttempt.exam_id == exam_id, ExamAttempt.user_id == user_id)
+    attempt = s.exec(q).first()
+    if attempt is None:
+        attempt = ExamAttempt(exam_id=exam_id, user_id=user_id)
+        s.add(attempt)
+        s.commit()
+    return attempt
+
+
+def exam_tasks(s: Session, *, attempt: ExamAttempt) -> list[ExamTask]:
+    exam = s.get(Exam, attempt.exam_id)
+    answers: dict[str, list[str]] = {}
+    for a in s.exec(select(StageAnswer).where(StageAnswer.attempt_id == attempt.id)
+                    .order_by(StageAnswer.stage)):
+        answers.setdefault(a.task_id, []).append(a.text)
+    home = nmb_home()
+    out = []
+    for task_id in exam.task_ids:
+        task = s.get(Task, task_id)
+        case = s.get(Case, task.case_id)
+        given = answers.get(task_id, [])
+        stages = list(task.stages or [])
+        series = [(x.sequence, home / x.path) for x in s.exec(
+            select(Series).where(Series.case_id == case.case_id).order_by(Series.position))]
+        out.append(ExamTask(task_id, task.family, task.level, task.prompt,
+                            stages[:len(given)], given, 1 + len(stages), case.title, case.ehr,
+                            case.scores or {}, series))
+    return out
+
+
+def answer_stage(s: Session, *, attempt: ExamAttempt, task_id: str, text: str,
+                 seconds: float = 0.0) -> int:
+    """Record the answer to the task's next stage; returns the stage number answered."""
+    if attempt.finished_at is not None:
+        raise UserError("this exam attempt is finished; answers can no longer change")
+    exam = s.get(Exam, attempt.exam_id)
+    if task_id not in exam.task_ids:
+        raise UserError(f"task {task_id!r} is not part of this exam")
+    if not text.strip():
+        raise UserError("the answer is empty")
+    task = s.get(Task, task_id)
+    given = s.exec(select(StageAnswer.stage).where(StageAnswer.attempt_id == attempt.id,
+                                                   StageAnswer.task_id == task_id)).all()
+    stage = len(given)
+    if stage > len(task.stages or []):
+        raise UserError(f"task {task_id!r} is already fully answered")
+    s.add(StageAnswer(attempt_id=attempt.id, task_id=task_id, stage=stage, text=text.strip(),
+                      seconds=max(seconds, 0.0)))
+    s.commit()  # a concurrent answer to the same stage fails on the unique constraint
+    return stage
+
+
+def finish(s: Session, *, attempt: ExamAttempt, actor: str | None = None) -> int:
+    """Close the attempt and turn each fully answered task into a human response."""
+    if attempt.finished_at is not None:
+        raise UserError("this exam attempt is already finished")
+    user = s.get(User, attempt.user_id)
+    made = 0
+    for t in exam_tasks(s, attempt=attempt):
+        if not t.done:
+            continue
+        s.add(Response(response_id=f"human-{attempt.id}-{t.task_id}", task_id=t.task_id,
+                       source=user.role, user_id=user.id, sample=0, text=t.answers[0],
+                       turns=t.answers[1:] or None,
+                       blind_code="R-" + secrets.token_hex(4).upper()))
+        made += 1
+    attempt.finished_at = utcnow()
+    s.add(attempt)
+    record(s, "exam.finish", actor=actor, attempt=attempt.id, responses=made)
+    s.commit()
+    return made

@@ -1,0 +1,85 @@
+"""Every page rendered on the demo study for the role that owns it; blinding checked on what
+the scoring and exam pages actually send to the browser."""
+
+from pathlib import Path
+
+from sqlmodel import select
+
+from db.demo_bundle import MODELS
+from db.engine import session
+from db.models import Case, GraderScore, Response, User
+from db.scoring import queue
+from tests.apptest import page, page_payload
+from ui.auth import LoggedIn
+
+
+def _login(name: str) -> LoggedIn:
+    with session() as s:
+        u = s.exec(select(User).where(User.name == name)).one()
+    return LoggedIn(id=u.id, name=u.name, role=u.role, demo=u.demo)
+
+
+def test_scoring_page_is_blind_for_every_item(demo_study: Path) -> None:
+    expert = _login("demo-expert1")
+    with session() as s:
+        entries = queue(s, rater_id=expert.id)
+        justifications = {g.justification for g in s.exec(select(GraderScore))}
+        forbidden = [*MODELS, *[u.name for u in s.exec(select(User)) if u.name != expert.name]]
+    assert len(entries) == 120
+    at = page("pages/score.py", expert)
+    for e in entries:
+        at.session_state["score_current"] = e.assignment_id
+        at.run()
+        assert not at.exception, at.exception
+        payload = page_payload(at)
+        assert e.blind_code in payload
+        for word in forbidden:
+            assert word not in payload, (e.blind_code, word)
+        for text in justifications:
+            assert text not in payload
+        assert "synthetic-demo-grader" not in payload
+
+
+def test_scoring_page_saves_a_draft_on_change(demo_study: Path) -> None:
+    expert = _login("demo-expert1")
+    at = page("pages/score.py", expert).run()
+    aid = at.session_state["score_current"]
+    at.text_area[0].input("first impressions").run()
+    again = page("pages/score.py", expert)  # a new session, as after a closed tab
+    again.session_state["score_current"] = aid
+    again.run()
+    assert again.text_area[0].value == "first impressions"
+
+
+def test_exam_page_hides_reference_and_other_answers(demo_study: Path) -> None:
+    student = _login("demo-student")
+    with session() as s:
+        truths = [c.ground_truth["final_diagnosis"] for c in s.exec(select(Case))]
+        texts = [r.text[:60] for r in s.exec(select(Response))]
+    at = page("pages/exam.py", student).run()
+    assert not at.exception
+    payload = page_payload(at)
+    for word in [*MODELS, *truths, *texts]:
+        assert word not in payload
+    at.text_area[0].input("Left MCA infarct.")
+    at.button[0].click().run()
+    assert not at.exception
+    assert "Left MCA infarct." in page_payload(at)
+
+
+def test_admin_and_calibrate_pages_render(demo_study: Path) -> None:
+    admin = _login("demo-admin")
+    for path in ("pages/admin.py", "pages/calibrate.py"):
+        at = page(path, admin).run()
+        assert not at.exception, (path, at.exception)
+        assert not at.error, (path, [e.value for e in at.error])
+
+
+def test_calibration_report_renders_in_the_app(demo_study: Path) -> None:
+    admin = _login("demo-admin")
+    at = page("pages/calibrate.py", admin).run()
+    button = next(b for b in at.button if b.label == "Compute report")
+    button.click().run(timeout=120)
+    assert not at.exception, at.exception
+    assert any("gate passed" in s.value for s in at.subheader), [s.value for s in at.subheader]
+    assert any("synthetic" in w.value for w in at.warning)
