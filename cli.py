@@ -110,10 +110,11 @@ def cmd_import(args: argparse.Namespace) -> None:
     try:
         with session() as s:
             summary = import_bundle(s, Path(args.path), dry_run=args.dry_run, actor="cli")
-    except BundleInvalid as e:
-        for problem in e.problems:
-            print(problem, file=sys.stderr)
-        raise
+    except BundleInvalid as e:  # every problem, one per line, then exit 2
+        if len(e.problems) == 1:
+            raise UserError(str(e.problems[0])) from None
+        print(f"nmb: {e.report()}", file=sys.stderr)
+        raise SystemExit(2) from None
     _print_json(summary.as_dict()) if args.json else print(summary)
 
 

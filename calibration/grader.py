@@ -110,10 +110,12 @@ def _key_slices(s: Session, case_id: str) -> list[dict]:
     return parts
 
 
-def prepare(s: Session, config: GraderConfig, rubric: Rubric, response: Response) -> GradeItem:
-    """The exact request for one response and its cache key."""
-    task = s.get(Task, response.task_id)
-    case = s.get(Case, task.case_id)
+def prepare(s: Session, config: GraderConfig, rubric: Rubric, response: Response, *,
+            task: Task | None = None, case: Case | None = None) -> GradeItem:
+    """The exact request for one response and its cache key (`task`, `case`: the response's
+    rows if already loaded, else read here)."""
+    task = task or s.get(Task, response.task_id)
+    case = case or s.get(Case, task.case_id)
     content: str | list = user_message(task, case, response)
     if config.vision:
         content = [{"type": "text", "text": content}, *_key_slices(s, case.case_id)]
@@ -139,6 +141,15 @@ def select_items(s: Session, config: GraderConfig, items: str, limit: int | None
     return rows[:limit] if limit is not None else rows
 
 
+def _rows_by_key(s: Session, column, keys) -> dict:
+    """{key: row} of `column`'s table for `keys`, read in chunks of 500 (SQLite's variable limit)."""
+    keys, rows = sorted(set(keys)), {}
+    for k in range(0, len(keys), 500):
+        for row in s.exec(select(column.class_).where(column.in_(keys[k:k + 500]))):
+            rows[getattr(row, column.key)] = row
+    return rows
+
+
 def _client(config: GraderConfig, api_key: str | None):
     from openai import AsyncOpenAI
 
@@ -158,6 +169,14 @@ class _Recorder:
         self.s, self.run, self.config, self.rubric, self.progress = s, run, config, rubric, progress
         self.done = 0
 
+    def _forget_failure(self, response_id: str) -> None:
+        # synchronize_session=False: no GraderFailure objects are held in the session, and the
+        # default ("evaluate") scans the whole identity map on every call, O(n^2) over a run.
+        self.s.exec(delete(GraderFailure)
+                    .where(GraderFailure.config_id == self.config.id,
+                           GraderFailure.response_id == response_id)
+                    .execution_options(synchronize_session=False))
+
     def __call__(self, item: GradeItem, result: CallResult, from_cache: bool = False) -> None:
         s, run = self.s, self.run
         if result.ok:
@@ -172,8 +191,7 @@ class _Recorder:
                     system_fingerprint=result.system_fingerprint,
                     prompt_tokens=result.prompt_tokens, completion_tokens=result.completion_tokens,
                     latency_s=result.latency_s, cost_usd=result.cost_usd))
-                s.exec(delete(GraderFailure).where(GraderFailure.config_id == self.config.id,
-                                                   GraderFailure.response_id == item.response_id))
+                self._forget_failure(item.response_id)
                 if not from_cache and s.get(GraderCache, item.request_hash) is None:
                     s.add(GraderCache(request_hash=item.request_hash, raw=result.raw or "",
                                       model_returned=result.model_returned,
@@ -188,8 +206,7 @@ class _Recorder:
                 run.graded += 1
                 run.from_cache += from_cache
         else:
-            s.exec(delete(GraderFailure).where(GraderFailure.config_id == self.config.id,
-                                               GraderFailure.response_id == item.response_id))
+            self._forget_failure(item.response_id)
             s.add(GraderFailure(config_id=self.config.id, response_id=item.response_id,
                                 run_id=run.id, reason=result.reason or "unknown",
                                 attempts=result.attempts))
@@ -228,18 +245,16 @@ def grade(
     rubric = rubric_by_hash(s, config.rubric_hash)
     responses = select_items(s, config, items, limit)
     client = _client(config, api_key) if responses else None
-    work = [prepare(s, config, rubric, r) for r in responses]
+    tasks = _rows_by_key(s, Task.task_id, (r.task_id for r in responses))
+    cases = _rows_by_key(s, Case.case_id, (t.case_id for t in tasks.values()))
+    work = [prepare(s, config, rubric, r, task=tasks[r.task_id],
+                    case=cases[tasks[r.task_id].case_id]) for r in responses]
     run = GraderRun(config_id=config.id, items=items, n_items=len(work))
     s.add(run)
     record(s, "grader.run", actor=actor, config=config.id, items=items, n=len(work))
     s.commit()
     store = _Recorder(s, run, config, rubric, progress)
-    hashes = [w.request_hash for w in work]
-    hits = {}
-    for k in range(0, len(hashes), 500):
-        chunk = hashes[k:k + 500]
-        hits.update({h.request_hash: h for h in
-                     s.exec(select(GraderCache).where(GraderCache.request_hash.in_(chunk)))})
+    hits = _rows_by_key(s, GraderCache.request_hash, (w.request_hash for w in work))
     to_send: list[GradeItem] = []
     twins: dict[str, list[GradeItem]] = {}  # identical requests in this run: sent once
     for w in work:

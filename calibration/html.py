@@ -10,7 +10,8 @@ from calibration.plots import all_figures
 from calibration.report import CalibrationData
 
 
-def _f(x: Any, digits: int = 3) -> str:
+def fmt(x: Any, digits: int = 3) -> str:
+    """A statistic for display: 3 decimals, lists in brackets, None as a dash."""
     if x is None:
         return "–"
     if isinstance(x, bool):
@@ -18,13 +19,13 @@ def _f(x: Any, digits: int = 3) -> str:
     if isinstance(x, float):
         return f"{x:.{digits}f}"
     if isinstance(x, list | tuple):
-        return "[" + ", ".join(_f(v, digits) for v in x) + "]"
+        return "[" + ", ".join(fmt(v, digits) for v in x) + "]"
     return html.escape(str(x))
 
 
 def _table(header: list[str], rows: list[list[Any]]) -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{_f(v)}</td>" for v in row) + "</tr>" for row in rows)
+    body = "".join("<tr>" + "".join(f"<td>{fmt(v)}</td>" for v in row) + "</tr>" for row in rows)
     return f"<table><tr>{head}</tr>{body}</table>"
 
 

@@ -6,13 +6,13 @@ later information never leaks into an earlier answer. A finished attempt turns e
 answered task into a `Response` (source = the user's role) that experts score blind.
 """
 
-import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
 from sqlmodel import Session, select
 
 from db.audit import record
+from db.bundle import new_blind_codes
 from db.engine import nmb_home
 from db.models import Case, Exam, ExamAttempt, Response, Series, StageAnswer, Task, User, utcnow
 from errors import UserError
@@ -116,17 +116,14 @@ def finish(s: Session, *, attempt: ExamAttempt, actor: str | None = None) -> int
     if attempt.finished_at is not None:
         raise UserError("this exam attempt is already finished")
     user = s.get(User, attempt.user_id)
-    made = 0
-    for t in exam_tasks(s, attempt=attempt):
-        if not t.done:
-            continue
+    answered = [t for t in exam_tasks(s, attempt=attempt) if t.done]
+    for t, code in zip(answered, new_blind_codes(s, len(answered)), strict=True):
         s.add(Response(response_id=f"human-{attempt.id}-{t.task_id}", task_id=t.task_id,
                        source=user.role, user_id=user.id, sample=0, text=t.answers[0],
                        turns=t.answers[1:] or None,
-                       blind_code="R-" + secrets.token_hex(4).upper()))
-        made += 1
+                       blind_code=code))
     attempt.finished_at = utcnow()
     s.add(attempt)
-    record(s, "exam.finish", actor=actor, attempt=attempt.id, responses=made)
+    record(s, "exam.finish", actor=actor, attempt=attempt.id, responses=len(answered))
     s.commit()
-    return made
+    return len(answered)

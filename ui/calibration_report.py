@@ -8,7 +8,7 @@ import streamlit as st
 
 from calibration import report
 from calibration.grader import configs
-from calibration.html import STAT_HEADER, export, stats_row
+from calibration.html import STAT_HEADER, export, fmt, stats_row
 from calibration.plots import all_figures
 from db.engine import session
 from errors import UserError
@@ -43,21 +43,19 @@ def report_section(actor: str) -> None:
     verdict = "passed" if results["passed"] else "failed"
     st.subheader(f"Report {row.id}: gate {verdict} on {results['n_items']} {part} items")
     cols = st.columns(3)
-    cols[0].metric("Pearson r", f"{gate['pearson']['value']:.3f}",
-                   f"≥ {gate['pearson']['threshold']} · {'pass' if gate['pearson']['passed'] else 'fail'}",
-                   delta_color="off")
-    icc2 = gate["icc2"]["value"]
-    cols[1].metric("ICC2", "–" if icc2 is None else f"{icc2:.3f}",
-                   f"≥ {gate['icc2']['threshold']} · {'pass' if gate['icc2']['passed'] else 'fail'}",
-                   delta_color="off")
-    wr = gate["alt_test"]["winning_rate"]
-    cols[2].metric("Alt-test winning rate", "–" if wr is None else f"{wr:.2f}",
-                   f"ε={gate['alt_test']['epsilon']} · "
-                   f"{'pass' if gate['alt_test']['passed'] else 'fail'}", delta_color="off")
+    for col, (label, key, value, threshold) in zip(cols, [
+        ("Pearson r", "pearson", gate["pearson"]["value"], f"≥ {gate['pearson']['threshold']}"),
+        ("ICC2 (absolute agreement)", "icc2", gate["icc2"]["value"],
+         f"≥ {gate['icc2']['threshold']}"),
+        ("Alt-test winning rate", "alt_test", gate["alt_test"]["winning_rate"],
+         f"≥ 0.5 at ε = {gate['alt_test']['epsilon']}"),
+    ], strict=True):
+        verdict = "pass" if gate[key]["passed"] else "fail"
+        col.metric(f"{label} ({threshold})", f"{fmt(value)} · {verdict}")
     rows = [stats_row("overall", results["overall"])]
     rows += [stats_row(k, v) for k, v in results["criteria"].items()]
-    st.dataframe(pd.DataFrame(rows, columns=["criterion", *STAT_HEADER[1:]]).astype(str),
-                 hide_index=True)
+    st.dataframe(pd.DataFrame([[fmt(v) for v in row] for row in rows],
+                              columns=["criterion", *STAT_HEADER[1:]]), hide_index=True)
     figures = all_figures(data, results)
     cols = st.columns(2)
     for i, png in enumerate(figures.values()):

@@ -50,8 +50,9 @@ def app_url(demo_home: Path) -> Iterator[str]:
     proc.wait(timeout=20)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
+    """Chromium for one test module (Playwright's sync API holds an event loop while open)."""
     require(Path(CHROMIUM).exists() or shutil.which("chromium") is not None,
             f"Chromium not found at {CHROMIUM} (apt-get install chromium)")
     from playwright.sync_api import sync_playwright

@@ -38,17 +38,17 @@ def test_draft_submit_revise(database_url: str) -> None:
         entries = queue(s, rater_id=rater.id)
         assert entries and all(e.status == "new" for e in entries)
         first = entries[0].assignment_id
-        item = load_item(s, rater_id=rater.id, assignment_id=first, rubric_hash=rubric.content_hash)
+        item = load_item(s, rater_id=rater.id, assignment_id=first)
         values = _valid(rubric, item.family)
-        save_draft(s, rater_id=rater.id, assignment_id=first, rubric_hash=rubric.content_hash,
+        save_draft(s, rater_id=rater.id, assignment_id=first,
                    values={**values, "comment": "half done"}, active_seconds=12.0)
     with Session(eng) as s:  # a new session, as after a closed tab
-        item = load_item(s, rater_id=rater.id, assignment_id=first, rubric_hash=rubric.content_hash)
+        item = load_item(s, rater_id=rater.id, assignment_id=first)
         assert item.values["comment"] == "half done" and item.status == "draft"
-        submit(s, rater_id=rater.id, assignment_id=first, rubric_hash=rubric.content_hash,
+        submit(s, rater_id=rater.id, assignment_id=first,
                values=values, active_seconds=3600)  # an idle hour counts 5 minutes at most
         changed = {**values, "confidence": 2}
-        score = submit(s, rater_id=rater.id, assignment_id=first, rubric_hash=rubric.content_hash,
+        score = submit(s, rater_id=rater.id, assignment_id=first,
                        values=changed)
         assert score.revision == 2 and score.confidence == 2
         assert score.active_seconds == pytest.approx(12 + 300)
@@ -64,14 +64,14 @@ def test_out_of_scale_and_foreign_items_are_refused(database_url: str) -> None:
         mine = {e.assignment_id for e in queue(s, rater_id=rater.id)}
         other = s.exec(select(Assignment.id).where(Assignment.id.not_in(mine))).first()
         with pytest.raises(UserError, match="not in your queue"):
-            load_item(s, rater_id=rater.id, assignment_id=other, rubric_hash=rubric.content_hash)
+            load_item(s, rater_id=rater.id, assignment_id=other)
         aid = min(mine)
-        item = load_item(s, rater_id=rater.id, assignment_id=aid, rubric_hash=rubric.content_hash)
+        item = load_item(s, rater_id=rater.id, assignment_id=aid)
         bad = _valid(rubric, item.family)
         key = next(iter(bad["criteria"]))
         bad["criteria"][key] = rubric.scale.max + 1
         with pytest.raises(UserError, match=key):
-            submit(s, rater_id=rater.id, assignment_id=aid, rubric_hash=rubric.content_hash,
+            submit(s, rater_id=rater.id, assignment_id=aid,
                    values=bad)
         assert s.exec(select(func.count()).select_from(ExpertScore)).one() == 0
 
@@ -80,8 +80,7 @@ def test_item_carries_no_source_identity(database_url: str) -> None:
     eng, rubric, rater = _setup(database_url)
     with Session(eng) as s:
         for e in queue(s, rater_id=rater.id):
-            item = load_item(s, rater_id=rater.id, assignment_id=e.assignment_id,
-                             rubric_hash=rubric.content_hash)
+            item = load_item(s, rater_id=rater.id, assignment_id=e.assignment_id)
             text = repr(item)
             assert not any(m in text for m in MODELS)
             assert "source" not in vars(item) and "model" not in vars(item)
@@ -92,8 +91,7 @@ def test_concurrent_submits_lose_nothing(database_url: str) -> None:
     eng, rubric, rater = _setup(database_url)
     with Session(eng) as s:
         aid = queue(s, rater_id=rater.id)[0].assignment_id
-        family = load_item(s, rater_id=rater.id, assignment_id=aid,
-                           rubric_hash=rubric.content_hash).family
+        family = load_item(s, rater_id=rater.id, assignment_id=aid).family
     errors: list[BaseException] = []
     barrier = threading.Barrier(4)
 
@@ -101,7 +99,7 @@ def test_concurrent_submits_lose_nothing(database_url: str) -> None:
         try:
             barrier.wait()
             with Session(eng) as s:
-                submit(s, rater_id=rater.id, assignment_id=aid, rubric_hash=rubric.content_hash,
+                submit(s, rater_id=rater.id, assignment_id=aid,
                        values={**_valid(rubric, family), "confidence": conf})
         except BaseException as e:  # noqa: BLE001 - reported below
             errors.append(e)

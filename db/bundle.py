@@ -1,0 +1,308 @@
+"""Import a bundle (`nmb-bundle/1`) into the study: validate everything, then one transaction.
+
+The rules are in `db.bundle_validate` and docs/bundle-format.md. The import is all or
+nothing on SQLite and PostgreSQL: rows are written in the caller's session and committed
+once at the end; any error rolls the session back. Re-importing is idempotent: rows that
+already exist with identical content are skipped, an existing id with different content is
+a problem (bundles never overwrite study data). Images are copied into
+`NMB_HOME/images/<sha256[:2]>/<sha256><suffix>`; they are content-addressed, so a blob left
+behind by a failed transaction is harmless and reused by the next import.
+"""
+
+import hashlib
+import os
+import secrets
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import insert
+from sqlmodel import Session, col, select
+
+from db.audit import record
+from db.bundle_errors import BundleInvalid, Problem
+from db.bundle_validate import (
+    FORMAT,
+    SeriesFile,
+    ValidBundle,
+    open_and_validate,
+    validate_bundle,
+)
+from db.engine import nmb_home
+from db.models import Case, Response, Series, Task, utcnow
+from errors import UserError
+
+__all__ = ["FORMAT", "BundleInvalid", "ImportSummary", "Problem", "ValidBundle", "image_path",
+           "import_bundle", "validate_bundle"]
+
+Progress = Callable[[float, str], None]
+_CHUNK = 900  # ids per IN (...) query, below SQLite's old 999-parameter limit
+_BATCH = 2000  # rows per executemany
+
+
+@dataclass
+class ImportSummary:
+    """What an import did (or, with dry_run, would do); `timings` in seconds per phase."""
+
+    bundle: str
+    dry_run: bool
+    new_cases: int = 0
+    new_series: int = 0
+    new_tasks: int = 0
+    new_responses: int = 0
+    unchanged_cases: int = 0
+    unchanged_tasks: int = 0
+    unchanged_responses: int = 0
+    images_inspected: int = 0
+    images_copied: int = 0
+    images_already_stored: int = 0
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.new_cases or self.new_tasks or self.new_responses)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def __str__(self) -> str:
+        verb = "would import" if self.dry_run else "imported"
+        return (f"{self.bundle}: {verb} {self.new_cases} cases, {self.new_series} series, "
+                f"{self.new_tasks} tasks, {self.new_responses} responses; unchanged "
+                f"{self.unchanged_cases} cases, {self.unchanged_tasks} tasks, "
+                f"{self.unchanged_responses} responses")
+
+
+def image_path(sha256: str, suffix: str) -> Path:
+    """Where an image with this content lives, relative to NMB_HOME."""
+    return Path("images") / sha256[:2] / f"{sha256}{suffix}"
+
+
+def _chunks(items: list, n: int) -> Iterator[list]:
+    for i in range(0, len(items), n):
+        yield items[i:i + n]
+
+
+def _fetch(s: Session, column: Any, ids: Iterable[str]) -> list:
+    """Rows of `column`'s table whose `column` is in `ids` (chunked IN queries)."""
+    table = column.class_
+    out = []
+    for chunk in _chunks(sorted(set(ids)), _CHUNK):
+        out += s.exec(select(table).where(col(column).in_(chunk))).all()
+    return out
+
+
+def _differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    return [k for k in new if old.get(k) != new[k]]
+
+
+@dataclass
+class _Plan:
+    cases: list[dict] = field(default_factory=list)
+    series: list[SeriesFile] = field(default_factory=list)
+    tasks: list[dict] = field(default_factory=list)
+    responses: list[dict] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    bundle: str = ""
+
+
+def _plan(s: Session, vb: ValidBundle, summary: ImportSummary) -> _Plan:
+    """Split the bundle into new rows and identical existing ones; conflicts become problems."""
+    plan = _Plan()
+    series_of: dict[str, list[SeriesFile]] = {}
+    for sf in vb.series:
+        series_of.setdefault(sf.case_id, []).append(sf)
+
+    def problem(kind: str, key: str, msg: str) -> None:
+        file, line = vb.where[kind, key]
+        plan.problems.append(Problem(file, line, msg))
+
+    old_cases = {c.case_id: c for c in _fetch(s, Case.case_id, (c["case_id"] for c in vb.cases))}
+    old_series: dict[str, list[tuple]] = {}
+    for row in _fetch(s, Series.case_id, old_cases):
+        old_series.setdefault(row.case_id, []).append((row.position, row.sequence, row.sha256))
+    for c in vb.cases:
+        cid = c["case_id"]
+        mine = sorted((f.position, f.sequence, f.sha256) for f in series_of.get(cid, []))
+        if cid not in old_cases:
+            plan.cases.append(c)
+            plan.series += series_of.get(cid, [])
+            continue
+        diff = _differences(old_cases[cid].model_dump(), c)
+        if sorted(old_series.get(cid, [])) != mine:
+            diff.append("series")
+        if diff:
+            problem("case", cid, f"case {cid} already exists with different content "
+                                 f"({', '.join(diff)})")
+        else:
+            summary.unchanged_cases += 1
+
+    old_tasks = {t.task_id: t for t in _fetch(s, Task.task_id, (t["task_id"] for t in vb.tasks))}
+    for t in vb.tasks:
+        old = old_tasks.get(t["task_id"])
+        if old is None:
+            plan.tasks.append(t)
+        elif diff := _differences(old.model_dump(), t):
+            problem("task", t["task_id"], f"task {t['task_id']} already exists with different "
+                                          f"content ({', '.join(diff)})")
+        else:
+            summary.unchanged_tasks += 1
+
+    old_resp = {r.response_id: r for r in
+                _fetch(s, Response.response_id, (r["response_id"] for r in vb.responses))}
+    taken = {(r.task_id, r.model, r.sample): r.response_id
+             for r in _fetch(s, Response.task_id, (r["task_id"] for r in vb.responses))}
+    for r in vb.responses:
+        rid = r["response_id"]
+        old = old_resp.get(rid)
+        if old is not None:
+            diff = _differences(old.model_dump(), {**r, "source": "model"})
+            if diff:
+                problem("response", rid, f"response {rid} already exists with different "
+                                         f"content ({', '.join(diff)})")
+            else:
+                summary.unchanged_responses += 1
+            continue
+        other = taken.get((r["task_id"], r["model"], r["sample"]))
+        if other is not None:
+            problem("response", rid, f"model {r['model']} already has sample {r['sample']} for "
+                                     f"task {r['task_id']} (response {other})")
+            continue
+        plan.responses.append(r)
+    return plan
+
+
+def _stored_images(s: Session, shas: set[str]) -> dict[str, tuple[list[int], list[float]]]:
+    """Shape and voxel sizes of the images the study already holds (checked when first
+    imported), among `shas`. Ends the read transaction so no lock is held while images are read.
+    """
+    out = {}
+    for chunk in _chunks(sorted(shas), _CHUNK):
+        q = select(Series.sha256, Series.path, Series.shape, Series.voxel_sizes)
+        for sha, path, shape, sizes in s.exec(q.where(col(Series.sha256).in_(chunk))).all():
+            if (nmb_home() / path).is_file():
+                out[sha] = (list(shape), list(sizes))
+    s.rollback()
+    return out
+
+
+def _store_image(sf: SeriesFile, home: Path) -> bool:
+    """Copy one image into the content-addressed store; False when it is already there.
+
+    The copy is hashed as it is written and must match the hash taken during validation
+    (the bundle may not change in between); it lands under a temporary name, then os.replace.
+    """
+    dest = home / image_path(sf.sha256, sf.suffix)
+    if dest.exists():
+        return False
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(f".{dest.name}.{secrets.token_hex(4)}.tmp")
+    h = hashlib.sha256()
+    try:
+        with open(sf.source, "rb") as src, open(tmp, "wb") as out:
+            while chunk := src.read(1 << 20):
+                h.update(chunk)
+                out.write(chunk)
+        if h.hexdigest() != sf.sha256:
+            raise UserError(f"{sf.file} changed while it was being imported; import again")
+        os.replace(tmp, dest)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return True
+
+
+def new_blind_codes(s: Session, n: int) -> list[str]:
+    """`n` new random, opaque, unique codes ("R-" + 10 hex digits); unrelated to any id or model."""
+    used = set(s.exec(select(Response.blind_code)).all())
+    out: list[str] = []
+    while len(out) < n:
+        code = "R-" + secrets.token_hex(5).upper()
+        if code not in used:
+            used.add(code)
+            out.append(code)
+    return out
+
+
+def _insert(s: Session, plan: _Plan, progress: Progress | None) -> None:
+    now = utcnow()
+    conn = s.connection()
+    if plan.cases:
+        conn.execute(insert(Case), [{**c, "bundle": plan.bundle, "created_at": now}
+                                    for c in plan.cases])
+    if plan.series:
+        conn.execute(insert(Series), [
+            {"case_id": f.case_id, "position": f.position, "sequence": f.sequence,
+             "path": image_path(f.sha256, f.suffix).as_posix(), "sha256": f.sha256,
+             "shape": f.shape, "voxel_sizes": f.voxel_sizes} for f in plan.series])
+    if plan.tasks:
+        conn.execute(insert(Task), plan.tasks)
+    codes = new_blind_codes(s, len(plan.responses))
+    rows = [{**r, "source": "model", "user_id": None, "blind_code": code, "created_at": now}
+            for r, code in zip(plan.responses, codes, strict=True)]
+    for i, batch in enumerate(_chunks(rows, _BATCH)):
+        conn.execute(insert(Response), batch)
+        if progress:
+            done = min(len(rows), (i + 1) * _BATCH)
+            progress(0.8 + 0.2 * done / len(rows), f"inserted {done}/{len(rows)} responses")
+
+
+def import_bundle(s: Session, path: Path, *, dry_run: bool = False, actor: str | None = None,
+                  progress: Progress | None = None) -> ImportSummary:
+    """Validate the bundle at `path` (folder or .zip) and import it in one transaction of `s`.
+
+    Raises BundleInvalid listing every problem (files and conflicts with the study) before
+    anything is written. With `dry_run`, reports what would be imported and writes nothing.
+    Commits `s` at the end; rolls it back on any error (and after a dry run).
+    """
+    started = time.perf_counter()
+    try:
+        vb, problems = open_and_validate(Path(path), progress=progress,
+                                         known_images=lambda shas: _stored_images(s, shas))
+        with vb:
+            summary = ImportSummary(bundle=vb.name, dry_run=dry_run)
+            timings = summary.timings
+            timings.update(vb.timings)
+            t = time.perf_counter()
+            plan = _plan(s, vb, summary) if not problems else _Plan()
+            plan.bundle = vb.name
+            timings["db_check"] = time.perf_counter() - t
+            if problems or plan.problems:
+                raise BundleInvalid(vb.label, problems + plan.problems)
+            summary.new_cases, summary.new_series = len(plan.cases), len(plan.series)
+            summary.new_tasks, summary.new_responses = len(plan.tasks), len(plan.responses)
+            summary.images_inspected = vb.images_inspected
+            if dry_run or not summary.changed:
+                s.rollback()
+                return _finish(summary, started, progress)
+            t = time.perf_counter()
+            home = nmb_home()
+            for i, sf in enumerate(plan.series, start=1):
+                if _store_image(sf, home):
+                    summary.images_copied += 1
+                else:
+                    summary.images_already_stored += 1
+                if progress:
+                    progress(0.7 + 0.1 * i / len(plan.series), f"stored {i} images")
+            timings["copy"] = time.perf_counter() - t
+            t = time.perf_counter()
+            _insert(s, plan, progress)
+            record(s, "bundle.import", actor=actor, bundle=vb.name, source=Path(path).name,
+                   cases=summary.new_cases, series=summary.new_series, tasks=summary.new_tasks,
+                   responses=summary.new_responses)
+            timings["db_insert"] = time.perf_counter() - t
+            t = time.perf_counter()
+            s.commit()
+            timings["commit"] = time.perf_counter() - t
+    except BaseException:
+        s.rollback()
+        raise
+    return _finish(summary, started, progress)
+
+
+def _finish(summary: ImportSummary, started: float, progress: Progress | None) -> ImportSummary:
+    summary.timings["total"] = time.perf_counter() - started
+    if progress:
+        progress(1.0, str(summary))
+    return summary

@@ -1,0 +1,89 @@
+"""Hash and inspect a bundle's images, in parallel.
+
+Hashing (sha256) runs in threads: hashlib releases the GIL and the files are read once more
+from the page cache by the inspection. Inspection (`imaging.inspect_image`, which opens each
+image and reads every voxel) holds the GIL for much of its work, so many images are inspected
+in worker processes (one per core); a few are inspected in-process. Images whose content is
+already in the study (same sha256) were fully checked when first imported and are not read
+again: their shape and voxel sizes come from the study.
+"""
+
+import hashlib
+import multiprocessing
+import os
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from pathlib import Path
+
+from errors import UserError
+
+#: Use worker processes from this many images to inspect (below it, starting them costs more).
+PROCESS_THRESHOLD = 12
+Facts = tuple[list[int], list[float]]  # shape, voxel sizes
+Progress = Callable[[float, str], None]
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _hash(path: Path) -> str | OSError:
+    try:
+        return sha256_file(path)
+    except OSError as e:
+        return e
+
+
+def inspect_file(path: Path) -> Facts | str:
+    """(shape, voxel sizes) of a usable image, or why it cannot be used (one line)."""
+    from imaging import inspect_image
+
+    try:
+        info = inspect_image(Path(path))
+    except UserError as e:
+        return str(e).removeprefix(f"{Path(path).name}: ")
+    return [int(x) for x in info.shape], [float(x) for x in info.voxel_sizes]
+
+
+def hash_all(paths: Sequence[Path]) -> list[str | OSError]:
+    workers = max(1, min(len(paths), os.cpu_count() or 1))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(_hash, paths))
+
+
+def inspect_all(paths: Sequence[Path], progress: Progress | None = None,
+                start: float = 0.0, span: float = 1.0) -> list[Facts | str]:
+    """`inspect_file` of every path, in worker processes when there are many."""
+    n = len(paths)
+    workers = min(n, os.cpu_count() or 1)
+    if n < PROCESS_THRESHOLD or workers < 2:
+        results = []
+        for i, p in enumerate(paths, start=1):
+            results.append(inspect_file(p))
+            if progress:
+                progress(start + span * i / n, f"checked {i}/{n} images")
+        return results
+    # "spawn": never fork a process that may be running threads (Streamlit, thread pools).
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        results = []
+        for i, r in enumerate(pool.map(inspect_file, paths, chunksize=4), start=1):
+            results.append(r)
+            if progress:
+                progress(start + span * i / n, f"checked {i}/{n} images")
+        return results
+
+
+def timed(timings: dict[str, float], key: str) -> Callable[[], None]:
+    """Start a stopwatch; calling the result adds the elapsed seconds to timings[key]."""
+    t0 = time.perf_counter()
+
+    def stop() -> None:
+        timings[key] = timings.get(key, 0.0) + time.perf_counter() - t0
+
+    return stop

@@ -1,0 +1,537 @@
+"""Validate a bundle (`nmb-bundle/1`, see docs/bundle-format.md) before anything is written.
+
+Every rule is checked and every problem is collected, so the user sees them all at once:
+JSON/JSONL syntax, required fields and types, families and levels, unique ids, references,
+case folders, stages, image paths (no escape from the bundle) and the images themselves
+(`imaging.inspect_image` opens and reads each one fully), which are hashed (sha256) as well.
+"""
+
+import json
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from db.bundle_errors import BundleInvalid, Problem
+from db.bundle_images import Facts, hash_all, inspect_all, timed
+from db.bundle_zip import MAX_UNZIPPED_BYTES, OpenedBundle
+from db.models import FAMILIES, LEVELS
+
+FORMAT = "nmb-bundle/1"
+IMAGE_SUFFIXES = (".nii.gz", ".nii", ".mgz")
+Progress = Callable[[float, str], None]
+#: Given sha256s, the (shape, voxel sizes) of those the study already holds (checked before).
+KnownImages = Callable[[set[str]], dict[str, Facts]]
+
+
+# ---------------------------------------------------------------- parsed content
+
+
+@dataclass
+class SeriesFile:
+    """One image of a case: where it is in the bundle, its content hash and header facts."""
+
+    case_id: str
+    position: int
+    sequence: str
+    file: str  # relative to the bundle root, e.g. "cases/c1/t1.nii.gz"
+    source: Path
+    suffix: str  # ".nii.gz" | ".nii" | ".mgz"
+    sha256: str = ""
+    shape: list[int] = field(default_factory=list)
+    voxel_sizes: list[float] = field(default_factory=list)
+
+
+@dataclass
+class ValidBundle:
+    """A bundle's parsed content; images stay in `root` until imported (`close()` frees a zip)."""
+
+    label: str
+    root: Path
+    name: str
+    description: str
+    cases: list[dict[str, Any]]
+    series: list[SeriesFile]
+    tasks: list[dict[str, Any]]
+    responses: list[dict[str, Any]]
+    where: dict[tuple[str, str], tuple[str, int | None]]  # (kind, id) -> (file, line)
+    timings: dict[str, float]
+    images_inspected: int = 0
+    _opened: OpenedBundle | None = None
+
+    def close(self) -> None:
+        if self._opened is not None:
+            self._opened.close()
+
+    def __enter__(self) -> "ValidBundle":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# ---------------------------------------------------------------- field rules
+
+Check = Callable[[Any], str | None]  # None when fine, else what is wrong ("is not a string")
+
+
+def _show(v: Any, limit: int = 60) -> str:
+    text = json.dumps(v, ensure_ascii=False) if not isinstance(v, float) or math.isfinite(v) else str(v)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _string(*, empty: bool = True, max_len: int | None = None) -> Check:
+    def check(v: Any) -> str | None:
+        if not isinstance(v, str):
+            return "is not a string"
+        if not empty and not v.strip():
+            return "is empty"
+        if max_len is not None and len(v) > max_len:
+            return f"is longer than {max_len} characters"
+        return None
+
+    return check
+
+
+def _identifier(v: Any) -> str | None:
+    if not isinstance(v, str):
+        return "is not a string"
+    if not v or v != v.strip() or len(v) > 128 or any(ord(c) < 32 for c in v):
+        return "is not a valid id (1-128 characters, no surrounding spaces or control characters)"
+    return None
+
+
+def _integer(v: Any) -> str | None:
+    return None if isinstance(v, int) and not isinstance(v, bool) else "is not an integer"
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _one_of(options: tuple, label: str) -> Check:
+    def check(v: Any) -> str | None:
+        ok = not isinstance(v, bool) and type(v) is type(options[0]) and v in options
+        return None if ok else f"is not {label}"
+
+    return check
+
+
+def _string_list(*, empty_items: bool = True) -> Check:
+    def check(v: Any) -> str | None:
+        if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+            return "is not a list of strings"
+        if not empty_items and any(not x.strip() for x in v):
+            return "contains an empty string"
+        return None
+
+    return check
+
+
+def _scores(v: Any) -> str | None:
+    if not isinstance(v, dict) or not all(_number(x) for x in v.values()):
+        return "is not an object of finite numbers"
+    return None
+
+
+def _object(v: Any) -> str | None:
+    return None if isinstance(v, dict) else "is not an object"
+
+
+def _list(v: Any) -> str | None:
+    return None if isinstance(v, list) else "is not a list"
+
+
+Spec = dict[str, tuple[bool, Check]]  # field -> (required, check)
+
+BUNDLE_SPEC: Spec = {
+    "format": (True, _one_of((FORMAT,), f'"{FORMAT}"')),
+    "name": (True, _string(empty=False, max_len=256)),
+    "description": (False, _string()),
+}
+CASE_SPEC: Spec = {
+    "case_id": (True, _identifier),
+    "title": (True, _string(empty=False)),
+    "ehr": (True, _string()),
+    "scores": (False, _scores),
+    "series": (True, _list),
+    "ground_truth": (True, _object),
+}
+SERIES_SPEC: Spec = {
+    "sequence": (True, _string(empty=False, max_len=32)),
+    "file": (True, _string(empty=False)),
+}
+GROUND_TRUTH_SPEC: Spec = {
+    "final_diagnosis": (True, _string(empty=False)),
+    "differential": (True, _string_list()),
+    "lesion": (True, _string()),
+    "reasoning": (True, _string()),
+}
+TASK_SPEC: Spec = {
+    "task_id": (True, _identifier),
+    "case_id": (True, _identifier),
+    "family": (True, _one_of(FAMILIES, "differential, lesion or rationale")),
+    "level": (True, _one_of(LEVELS, "1, 2 or 3")),
+    "prompt": (True, _string(empty=False)),
+    "stages": (False, _string_list(empty_items=False)),
+}
+RESPONSE_SPEC: Spec = {
+    "response_id": (True, _identifier),
+    "task_id": (True, _identifier),
+    "model": (True, _string(empty=False, max_len=128)),
+    "sample": (True, lambda v: _integer(v) or (None if v >= 0 else "is negative")),
+    "text": (True, _string()),
+    "turns": (False, _string_list()),
+}
+
+
+def check_fields(obj: Any, spec: Spec, prefix: str = "") -> list[str]:
+    """Every problem of one JSON object against `spec`: not an object, missing, unknown, bad value."""
+    if not isinstance(obj, dict):
+        return [f"{prefix.rstrip('.') or 'record'} must be a JSON object, got {_show(obj)}"]
+    out = [f'unknown field "{prefix}{k}"' for k in obj if k not in spec]
+    for key, (required, check) in spec.items():
+        if key not in obj:
+            if required:
+                out.append(f'missing required field "{prefix}{key}"')
+        elif (why := check(obj[key])) is not None:
+            out.append(f"{prefix}{key} {_show(obj[key])} {why}")
+    return out
+
+
+# ---------------------------------------------------------------- JSON reading
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise ValueError(f'duplicate key "{k}"')
+        out[k] = v
+    return out
+
+
+def _constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _loads(text: str) -> Any:
+    return json.loads(text, object_pairs_hook=_pairs, parse_constant=_constant)
+
+
+def _syntax(e: ValueError) -> str:
+    if isinstance(e, json.JSONDecodeError):
+        return f"invalid JSON: {e.msg} (line {e.lineno}, column {e.colno})"
+    return f"invalid JSON: {e}"
+
+
+def _read_text(path: Path, rel: str, problems: list[Problem]) -> str | None:
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        problems.append(Problem(rel, None, f"cannot read: {e.strerror or e}"))
+        return None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        problems.append(Problem(rel, line, f"not UTF-8 text (byte {data[e.start]:#04x})"))
+        return None
+
+
+def read_json(path: Path, rel: str, problems: list[Problem]) -> Any:
+    if not path.is_file():
+        problems.append(Problem(rel, None, "file is missing"))
+        return None
+    text = _read_text(path, rel, problems)
+    if text is None:
+        return None
+    try:
+        return _loads(text)
+    except ValueError as e:
+        problems.append(Problem(rel, None, _syntax(e)))
+        return None
+
+
+def read_jsonl(path: Path, rel: str, problems: list[Problem]) -> list[tuple[int, Any]]:
+    """(line number, parsed value) of every non-blank line; bad lines become problems."""
+    text = _read_text(path, rel, problems)
+    if text is None:
+        return []
+    rows = []
+    for n, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            rows.append((n, _loads(line)))
+        except ValueError as e:
+            problems.append(Problem(rel, n, _syntax(e).replace(" (line 1, column", " (column")))
+    return rows
+
+
+# ---------------------------------------------------------------- images
+
+
+def image_suffix(name: str) -> str | None:
+    low = name.lower()
+    return next((s for s in IMAGE_SUFFIXES if low.endswith(s)), None)
+
+
+def _image_path_problem(root: Path, case_dir: Path, file: str) -> str | None:
+    """Why `file` (from case.json) may not be used, or None. Paths stay inside the bundle."""
+    pure = PurePosixPath(file)
+    if file.startswith(("/", "\\")) or pure.is_absolute() or (len(file) > 1 and file[1] == ":"):
+        return "is an absolute path (image paths are relative to the case folder)"
+    if ".." in pure.parts or ".." in file.split("\\"):
+        return "contains '..' (image paths stay inside the case folder)"
+    if image_suffix(file) is None:
+        return "is not a .nii, .nii.gz or .mgz file"
+    path = case_dir / file
+    if not path.exists() and not path.is_symlink():
+        return "does not exist"
+    real = path.resolve()
+    if not real.is_relative_to(root.resolve()):
+        return "is a symbolic link that leaves the bundle"
+    if not real.is_file():
+        return "is not a regular file"
+    return None
+
+
+# ---------------------------------------------------------------- the bundle
+
+
+def _parse_case(root: Path, case_dir: Path, problems: list[Problem]) -> tuple[dict | None, list]:
+    rel = f"cases/{case_dir.name}/case.json"
+    if not (case_dir / "case.json").exists():
+        problems.append(Problem(f"cases/{case_dir.name}", None, "case folder has no case.json"))
+        return None, []
+    obj = read_json(case_dir / "case.json", rel, problems)
+    if obj is None:
+        return None, []
+    msgs = check_fields(obj, CASE_SPEC)
+    if isinstance(obj, dict):
+        if isinstance(obj.get("case_id"), str) and obj["case_id"] != case_dir.name:
+            msgs.append(f"case_id {_show(obj['case_id'])} does not match its folder name "
+                        f"{_show(case_dir.name)}")
+        if isinstance(obj.get("ground_truth"), dict):
+            msgs += check_fields(obj["ground_truth"], GROUND_TRUTH_SPEC, "ground_truth.")
+        series = obj.get("series")
+        if isinstance(series, list) and not series:
+            msgs.append("series is empty (a case has at least one image)")
+    files: list[SeriesFile] = []
+    if isinstance(obj, dict) and isinstance(obj.get("series"), list):
+        for i, item in enumerate(obj["series"]):
+            item_msgs = check_fields(item, SERIES_SPEC, f"series[{i}].")
+            msgs += item_msgs
+            if item_msgs:
+                continue
+            why = _image_path_problem(root, case_dir, item["file"])
+            if why:
+                msgs.append(f"series[{i}].file {_show(item['file'])} {why}")
+                continue
+            files.append(SeriesFile(
+                case_id=case_dir.name, position=i, sequence=item["sequence"],
+                file=f"cases/{case_dir.name}/{PurePosixPath(item['file'])}",
+                source=case_dir / item["file"], suffix=image_suffix(item["file"]) or "",
+            ))
+    problems += [Problem(rel, None, m) for m in msgs]
+    if msgs:
+        return None, files
+    row = {"case_id": obj["case_id"], "title": obj["title"], "ehr": obj["ehr"],
+           "scores": obj.get("scores", {}), "ground_truth": obj["ground_truth"]}
+    return row, files
+
+
+def _parse_tasks(root: Path, case_ids: set[str], all_case_dirs: set[str],
+                 problems: list[Problem], where: dict) -> list[dict]:
+    rel = "tasks.jsonl"
+    if not (root / rel).is_file():
+        problems.append(Problem(rel, None, "file is missing"))
+        return []
+    tasks = []
+    for n, obj in read_jsonl(root / rel, rel, problems):
+        msgs = check_fields(obj, TASK_SPEC)
+        if isinstance(obj, dict):
+            tid, level, stages = obj.get("task_id"), obj.get("level"), obj.get("stages")
+            if isinstance(tid, str) and ("task", tid) in where:
+                first = where["task", tid][1]
+                msgs.append(f"task_id {_show(tid)} is used twice (first on line {first})")
+            cid = obj.get("case_id")
+            if isinstance(cid, str) and cid not in all_case_dirs:
+                msgs.append(f"case_id {_show(cid)} is not a case of this bundle")
+            if level == 3 and "stages" in obj and stages == []:
+                msgs.append("a level-3 task needs at least one stage (stages is empty)")
+            elif level == 3 and "stages" not in obj:
+                msgs.append("a level-3 task needs stages (at least one)")
+            elif level in (1, 2) and stages:
+                msgs.append(f"a level-{level} task has no stages, got {_show(stages)}")
+        problems += [Problem(rel, n, m) for m in msgs]
+        if isinstance(obj, dict) and isinstance(obj.get("task_id"), str):
+            where.setdefault(("task", obj["task_id"]), (rel, n))
+        if msgs:
+            continue
+        if obj["case_id"] not in case_ids:
+            continue  # the case has problems of its own; already reported
+        tasks.append({"task_id": obj["task_id"], "case_id": obj["case_id"],
+                      "family": obj["family"], "level": obj["level"], "prompt": obj["prompt"],
+                      "stages": list(obj.get("stages") or [])})
+    return tasks
+
+
+def _parse_responses(root: Path, tasks: dict[str, dict], problems: list[Problem],
+                     where: dict) -> list[dict]:
+    rel = "responses.jsonl"
+    if not (root / rel).exists():
+        return []
+    out, keys = [], {}
+    for n, obj in read_jsonl(root / rel, rel, problems):
+        msgs = check_fields(obj, RESPONSE_SPEC)
+        if isinstance(obj, dict):
+            rid, tid = obj.get("response_id"), obj.get("task_id")
+            if isinstance(rid, str) and ("response", rid) in where:
+                first = where["response", rid][1]
+                msgs.append(f"response_id {_show(rid)} is used twice (first on line {first})")
+            if isinstance(tid, str) and tid not in tasks and ("task", tid) not in where:
+                msgs.append(f"task_id {_show(tid)} is not a task of this bundle")
+            key = (tid, obj.get("model"), obj.get("sample"))
+            if all(isinstance(k, str | int) for k in key) and not isinstance(key[2], bool):
+                if key in keys:
+                    msgs.append(f"model {_show(key[1])} has two responses with sample {key[2]} "
+                                f"for task {_show(tid)} (first on line {keys[key]})")
+                keys.setdefault(key, n)
+            task, turns = tasks.get(tid) if isinstance(tid, str) else None, obj.get("turns")
+            if task is not None and isinstance(turns, list):
+                if task["level"] != 3:
+                    msgs.append(f"turns are for level-3 tasks; task {_show(tid)} is "
+                                f"level {task['level']}")
+                elif len(turns) != len(task["stages"]):
+                    msgs.append(f"turns has {len(turns)} answers but task {_show(tid)} has "
+                                f"{len(task['stages'])} stages (one answer per stage)")
+        problems += [Problem(rel, n, m) for m in msgs]
+        if isinstance(obj, dict) and isinstance(obj.get("response_id"), str):
+            where.setdefault(("response", obj["response_id"]), (rel, n))
+        if msgs or obj["task_id"] not in tasks:
+            continue
+        out.append({"response_id": obj["response_id"], "task_id": obj["task_id"],
+                    "model": obj["model"], "sample": obj["sample"], "text": obj["text"],
+                    "turns": obj.get("turns")})
+    return out
+
+
+def _check_images(files: list[SeriesFile], problems: list[Problem], progress: Progress | None,
+                  timings: dict[str, float], known: KnownImages | None) -> int:
+    """Hash every image, then inspect those whose content the study does not hold yet.
+
+    Returns the number of images inspected (opened and read fully).
+    """
+    stop = timed(timings, "image_hash")
+    for sf, h in zip(files, hash_all([f.source for f in files]), strict=True):
+        if isinstance(h, OSError):
+            problems.append(Problem(sf.file, None, f"cannot read: {h.strerror or h}"))
+        else:
+            sf.sha256 = h
+    stop()
+    hashed = [f for f in files if f.sha256]
+    stored = known({f.sha256 for f in hashed}) if known and hashed else {}
+    todo: dict[tuple[str, str], list[SeriesFile]] = {}  # same content twice: inspect once
+    for sf in hashed:
+        if sf.sha256 in stored:
+            sf.shape, sf.voxel_sizes = stored[sf.sha256]
+        else:
+            todo.setdefault((sf.sha256, sf.suffix), []).append(sf)
+    stop = timed(timings, "image_inspect")
+    groups = list(todo.values())
+    results = inspect_all([g[0].source for g in groups], progress, 0.0, 0.7)
+    for group, result in zip(groups, results, strict=True):
+        for sf in group:
+            if isinstance(result, str):
+                problems.append(Problem(sf.file, None, f"is not a usable image: {result}"))
+            else:
+                sf.shape, sf.voxel_sizes = result
+    stop()
+    return len(groups)
+
+
+def _validate_open(root: Path, label: str, progress: Progress | None,
+                   known: KnownImages | None) -> tuple[ValidBundle, list]:
+    problems: list[Problem] = []
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    meta = read_json(root / "bundle.json", "bundle.json", problems)
+    if meta is not None:
+        problems += [Problem("bundle.json", None, m) for m in check_fields(meta, BUNDLE_SPEC)]
+    meta = meta if isinstance(meta, dict) else {}
+    name = meta.get("name") if isinstance(meta.get("name"), str) else label
+    cases_dir = root / "cases"
+    case_dirs = []
+    if not cases_dir.is_dir():
+        problems.append(Problem("cases", None, "folder is missing"))
+    else:
+        for p in sorted(cases_dir.iterdir()):
+            if p.name.startswith("."):
+                continue
+            if p.is_dir():
+                case_dirs.append(p)
+            else:
+                problems.append(Problem(f"cases/{p.name}", None, "is not a case folder"))
+    cases, files = [], []
+    for d in case_dirs:
+        row, fs = _parse_case(root, d, problems)
+        files += fs
+        if row is not None:
+            cases.append(row)
+    where: dict[tuple[str, str], tuple[str, int | None]] = {
+        ("case", c["case_id"]): (f"cases/{c['case_id']}/case.json", None) for c in cases}
+    tasks = _parse_tasks(root, {c["case_id"] for c in cases}, {d.name for d in case_dirs},
+                         problems, where)
+    responses = _parse_responses(root, {t["task_id"]: t for t in tasks}, problems, where)
+    timings["parse"] = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    inspected = _check_images(files, problems, progress, timings, known)
+    timings["images"] = time.perf_counter() - t1
+    description = meta.get("description", "")
+    vb = ValidBundle(label=label, root=root, name=name,
+                     description=description if isinstance(description, str) else "",
+                     cases=cases, series=files, tasks=tasks, responses=responses, where=where,
+                     timings=timings, images_inspected=inspected)
+    return vb, problems
+
+
+def open_and_validate(path: Path, *, progress: Progress | None = None,
+                      max_unzipped_bytes: int = MAX_UNZIPPED_BYTES,
+                      known_images: KnownImages | None = None
+                      ) -> tuple[ValidBundle, list[Problem]]:
+    """Parse and check everything; return the bundle and its problems (empty when valid).
+
+    `known_images` lets the importer skip re-reading images the study already holds.
+    The returned bundle owns the extracted zip (if any): close it when done.
+    """
+    path = Path(path)
+    opened = OpenedBundle(path, max_unzipped_bytes=max_unzipped_bytes)
+    t0 = time.perf_counter()
+    root = opened.__enter__()
+    unzip = time.perf_counter() - t0
+    try:
+        vb, problems = _validate_open(root, path.name, progress, known_images)
+    except BaseException:
+        opened.close()
+        raise
+    vb._opened = opened
+    if unzip > 0.001:
+        vb.timings["unzip"] = unzip
+    return vb, problems
+
+
+def validate_bundle(path: Path, *, progress: Progress | None = None,
+                    max_unzipped_bytes: int = MAX_UNZIPPED_BYTES) -> ValidBundle:
+    """The parsed, checked bundle at `path` (folder or .zip); raises BundleInvalid with all problems.
+
+    Use as a context manager (`with validate_bundle(p) as vb:`) to free an extracted zip.
+    """
+    vb, problems = open_and_validate(path, progress=progress, max_unzipped_bytes=max_unzipped_bytes)
+    if problems:
+        vb.close()
+        raise BundleInvalid(vb.label, problems)
+    return vb

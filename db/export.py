@@ -1,0 +1,184 @@
+"""`nmb export`: responses, expert scores, grader scores and exam answers as CSV, JSONL or Parquet.
+
+Exports are for admins and scripts, and the one place where model names and blind codes
+meet. Raters and examinees appear as pseudonyms (`rater-<user id>`, `user-<user id>`) unless
+`reveal_raters`. Nested values (criteria, turns, tags) are JSON text in CSV, JSON in JSONL;
+in Parquet, lists stay lists and objects become JSON text.
+"""
+
+import json
+import os
+import secrets
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from sqlalchemy.orm import aliased
+from sqlmodel import Session, select
+
+from db.models import (
+    Assignment,
+    Exam,
+    ExamAttempt,
+    ExpertScore,
+    GraderConfig,
+    GraderScore,
+    Response,
+    StageAnswer,
+    Task,
+    User,
+)
+from errors import UserError
+
+FORMATS = ("csv", "jsonl", "parquet")
+
+
+def _who(prefix: str, user_id: int | None, name: str | None, reveal: bool) -> str | None:
+    if user_id is None:
+        return None
+    return name if reveal else f"{prefix}-{user_id}"
+
+
+def _responses(s: Session, reveal: bool) -> list[dict[str, Any]]:
+    rows = s.exec(
+        select(Response, Task.case_id, Task.family, Task.level, User.name)
+        .join(Task, Task.task_id == Response.task_id)
+        .join(User, User.id == Response.user_id, isouter=True)
+        .order_by(Response.task_id, Response.source, Response.model, Response.sample,
+                  Response.response_id)
+    ).all()
+    return [{
+        "response_id": r.response_id, "task_id": r.task_id, "case_id": case_id,
+        "family": family, "level": level, "source": r.source, "model": r.model,
+        "user": _who("user", r.user_id, name, reveal), "sample": r.sample, "text": r.text,
+        "turns": r.turns, "blind_code": r.blind_code, "created_at": r.created_at,
+    } for r, case_id, family, level, name in rows]
+
+
+def _expert_scores(s: Session, reveal: bool) -> list[dict[str, Any]]:
+    rows = s.exec(
+        select(ExpertScore, Assignment, Response, User.name)
+        .join(Assignment, Assignment.id == ExpertScore.assignment_id)
+        .join(Response, Response.response_id == Assignment.response_id)
+        .join(User, User.id == Assignment.rater_id)
+        .order_by(ExpertScore.id)
+    ).all()
+    return [{
+        "score_id": e.id, "response_id": r.response_id, "blind_code": r.blind_code,
+        "task_id": r.task_id, "source": r.source, "model": r.model,
+        "rater": _who("rater", a.rater_id, name, reveal), "design_id": a.design_id,
+        "rubric_hash": e.rubric_hash, "status": e.status, "revision": e.revision,
+        "criteria": e.criteria, "correct_diagnosis": e.correct_diagnosis,
+        "error_tags": e.error_tags, "comment": e.comment, "confidence": e.confidence,
+        "overall": e.overall, "active_seconds": e.active_seconds, "synthetic": e.synthetic,
+        "submitted_at": e.submitted_at, "updated_at": e.updated_at,
+    } for e, a, r, name in rows]
+
+
+def _grader_scores(s: Session, reveal: bool) -> list[dict[str, Any]]:
+    rows = s.exec(
+        select(GraderScore, GraderConfig, Response)
+        .join(GraderConfig, GraderConfig.id == GraderScore.config_id)
+        .join(Response, Response.response_id == GraderScore.response_id)
+        .order_by(GraderScore.id)
+    ).all()
+    return [{
+        "grade_id": g.id, "config": c.name, "config_hash": c.config_hash,
+        "grader_model": c.model, "run_id": g.run_id, "response_id": r.response_id,
+        "blind_code": r.blind_code, "task_id": r.task_id, "source": r.source,
+        "model": r.model, "criteria": g.criteria, "correct_diagnosis": g.correct_diagnosis,
+        "error_tags": g.error_tags, "justification": g.justification, "overall": g.overall,
+        "model_returned": g.model_returned, "system_fingerprint": g.system_fingerprint,
+        "prompt_tokens": g.prompt_tokens, "completion_tokens": g.completion_tokens,
+        "latency_s": g.latency_s, "cost_usd": g.cost_usd, "created_at": g.created_at,
+    } for g, c, r in rows]
+
+
+def _exam_answers(s: Session, reveal: bool) -> list[dict[str, Any]]:
+    examinee = aliased(User)
+    rows = s.exec(
+        select(StageAnswer, ExamAttempt, Exam.name, examinee.name, examinee.role)
+        .join(ExamAttempt, ExamAttempt.id == StageAnswer.attempt_id)
+        .join(Exam, Exam.id == ExamAttempt.exam_id)
+        .join(examinee, examinee.id == ExamAttempt.user_id)
+        .order_by(ExamAttempt.id, StageAnswer.task_id, StageAnswer.stage)
+    ).all()
+    return [{
+        "exam": exam, "attempt_id": at.id, "user": _who("user", at.user_id, name, reveal),
+        "role": role, "task_id": a.task_id, "stage": a.stage, "text": a.text,
+        "seconds": a.seconds, "answered_at": a.answered_at, "started_at": at.started_at,
+        "finished_at": at.finished_at,
+    } for a, at, exam, name, role in rows]
+
+
+COLUMNS: dict[str, tuple[str, ...]] = {
+    "responses": ("response_id", "task_id", "case_id", "family", "level", "source", "model",
+                  "user", "sample", "text", "turns", "blind_code", "created_at"),
+    "expert-scores": ("score_id", "response_id", "blind_code", "task_id", "source", "model",
+                      "rater", "design_id", "rubric_hash", "status", "revision", "criteria",
+                      "correct_diagnosis", "error_tags", "comment", "confidence", "overall",
+                      "active_seconds", "synthetic", "submitted_at", "updated_at"),
+    "grader-scores": ("grade_id", "config", "config_hash", "grader_model", "run_id",
+                      "response_id", "blind_code", "task_id", "source", "model", "criteria",
+                      "correct_diagnosis", "error_tags", "justification", "overall",
+                      "model_returned", "system_fingerprint", "prompt_tokens",
+                      "completion_tokens", "latency_s", "cost_usd", "created_at"),
+    "exam-answers": ("exam", "attempt_id", "user", "role", "task_id", "stage", "text", "seconds",
+                     "answered_at", "started_at", "finished_at"),
+}
+KINDS: dict[str, Callable[[Session, bool], list[dict[str, Any]]]] = {
+    "responses": _responses,
+    "expert-scores": _expert_scores,
+    "grader-scores": _grader_scores,
+    "exam-answers": _exam_answers,
+}
+
+
+def _to_json(v: Any) -> Any:
+    return json.dumps(v, ensure_ascii=False) if isinstance(v, dict | list) else v
+
+
+def _frame(rows: list[dict[str, Any]], columns: tuple[str, ...], fmt: str) -> pd.DataFrame:
+    df = pd.DataFrame(rows, columns=list(columns))
+    if fmt == "jsonl":
+        return df
+    nested = (dict, list) if fmt == "csv" else (dict,)
+    for name in df.columns:
+        if df[name].dtype == object and any(isinstance(v, nested) for v in df[name]):
+            df[name] = df[name].map(_to_json)
+    return df
+
+
+def _write(df: pd.DataFrame, fmt: str, out: Path) -> None:
+    if fmt == "csv":
+        df.to_csv(out, index=False)
+    elif fmt == "jsonl":
+        df.to_json(out, orient="records", lines=True, date_format="iso", force_ascii=False)
+    else:
+        df.to_parquet(out, index=False)
+
+
+def export(s: Session, kind: str, *, fmt: str, out: Path, reveal_raters: bool = False) -> int:
+    """Write every row of `kind` to `out` in format `fmt`; return the number of rows written.
+
+    The file appears whole or not at all (written to a temporary name, then renamed).
+    """
+    if kind not in KINDS:
+        raise UserError(f"unknown export kind {kind!r}; choose one of {', '.join(KINDS)}")
+    if fmt not in FORMATS:
+        raise UserError(f"unknown export format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    out = Path(out)
+    if out.is_dir():
+        raise UserError(f"cannot write {out}: it is a folder")
+    rows = KINDS[kind](s, reveal_raters)
+    df = _frame(rows, COLUMNS[kind], fmt)
+    tmp = out.with_name(f".{out.name}.{secrets.token_hex(4)}.tmp")
+    try:
+        _write(df, fmt, tmp)
+        os.replace(tmp, out)
+    except OSError as e:
+        raise UserError(f"cannot write {out}: {e.strerror or e}") from None
+    finally:
+        tmp.unlink(missing_ok=True)
+    return len(df)

@@ -1,0 +1,237 @@
+"""Bundle import: exact counts, idempotent re-import, additive responses, zip input, atomicity."""
+
+import hashlib
+import json
+import re
+import shutil
+import zipfile
+from pathlib import Path
+
+import pytest
+from sqlalchemy import event, text
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, select
+
+from db.bundle import BundleInvalid, import_bundle, validate_bundle
+from db.engine import engine_for, nmb_home
+from db.models import AuditLog, Response, Series
+from db.status import counts
+from tests.db.bundles import MODELS, responses, snapshot, write_bundle, write_image
+
+EXPECTED = {"cases": 2, "series": 3, "tasks": 3, "responses": 12}
+
+
+def _import(url: str, path: Path, **kw):
+    with Session(engine_for(url)) as s:
+        return import_bundle(s, path, **kw)
+
+
+def _counts(url: str) -> dict[str, int]:
+    with Session(engine_for(url)) as s:
+        return {k: v for k, v in counts(s).items() if k in EXPECTED}
+
+
+def test_import_then_reimport_is_a_no_op(database_url: str, tmp_path: Path) -> None:
+    bundle = write_bundle(tmp_path / "b")
+    steps: list[float] = []
+    summary = _import(database_url, bundle, actor="admin",
+                      progress=lambda done, _msg: steps.append(done))
+    assert (summary.new_cases, summary.new_series, summary.new_tasks, summary.new_responses) \
+        == (2, 3, 3, 12)
+    assert summary.images_inspected == 3 and summary.images_copied == 3
+    assert steps == sorted(steps) and steps[-1] == 1.0
+    assert _counts(database_url) == EXPECTED
+    assert set(summary.timings) >= {"parse", "images", "copy", "db_insert", "total"}
+
+    with Session(engine_for(database_url)) as s:
+        series = s.exec(select(Series).order_by(Series.case_id, Series.position)).all()
+        resp = s.exec(select(Response)).all()
+        audit = s.exec(select(AuditLog)).all()
+    shutil.rmtree(bundle / "cases")  # the study no longer depends on the bundle folder
+    for row in series:
+        stored = nmb_home() / row.path
+        assert not Path(row.path).is_absolute()
+        assert hashlib.sha256(stored.read_bytes()).hexdigest() == row.sha256
+    assert [r.sequence for r in series] == ["T1", "FLAIR", "DWI"]
+    assert series[2].shape == [8, 8, 8, 2] and series[0].voxel_sizes == [2.0, 2.0, 2.0]
+    codes = [r.blind_code for r in resp]
+    assert len(set(codes)) == 12 and all(re.fullmatch(r"R-[0-9A-F]{10}", c) for c in codes)
+    assert all(r.source == "model" and r.model in MODELS for r in resp)
+    assert {r.response_id: r.turns for r in resp}["model-a-t3-0"] == ["turn 0", "turn 1"]
+    assert [(a.action, a.actor, a.detail["responses"]) for a in audit] \
+        == [("bundle.import", "admin", 12)]
+
+    before = snapshot(database_url)
+    again = _import(database_url, write_bundle(tmp_path / "b"))
+    assert (again.new_cases, again.new_tasks, again.new_responses) == (0, 0, 0)
+    assert (again.unchanged_cases, again.unchanged_tasks, again.unchanged_responses) == (2, 3, 12)
+    assert again.images_inspected == 0  # content already in the study is not read again
+    assert snapshot(database_url) == before  # no row, no audit entry, no file
+
+
+def test_bundle_adding_responses_adds_just_those(database_url: str, tmp_path: Path) -> None:
+    _import(database_url, write_bundle(tmp_path / "a", with_responses=responses(MODELS[:1])))
+    assert _counts(database_url)["responses"] == 6
+    with Session(engine_for(database_url)) as s:
+        first = {r.response_id: r.blind_code for r in s.exec(select(Response))}
+    summary = _import(database_url, write_bundle(tmp_path / "b", with_responses=responses()))
+    assert (summary.new_responses, summary.unchanged_responses, summary.new_cases) == (6, 6, 0)
+    assert _counts(database_url) == EXPECTED
+    with Session(engine_for(database_url)) as s:
+        now = {r.response_id: r.blind_code for r in s.exec(select(Response))}
+    assert {k: now[k] for k in first} == first  # existing responses keep their blind codes
+
+
+def test_many_images_are_inspected_in_worker_processes(tmp_path: Path, monkeypatch) -> None:
+    import db.bundle_images
+    from tests.db.malformed.corpus import build
+
+    monkeypatch.setattr(db.bundle_images, "PROCESS_THRESHOLD", 2)
+    with pytest.raises(BundleInvalid) as info:
+        validate_bundle(build("image_truncated_gz", tmp_path / "b"))
+    assert [p.file for p in info.value.problems] == ["cases/c1/t1.nii.gz"]
+    assert "truncated" in info.value.problems[0].message
+
+
+def test_dry_run_writes_nothing(sqlite_url: str, tmp_path: Path) -> None:
+    before = snapshot(sqlite_url)
+    summary = _import(sqlite_url, write_bundle(tmp_path / "b"), dry_run=True)
+    assert summary.dry_run and summary.new_responses == 12
+    assert snapshot(sqlite_url) == before
+
+
+def test_zip_of_the_bundle_folder(sqlite_url: str, tmp_path: Path) -> None:
+    folder = write_bundle(tmp_path / "study-2026")
+    archive = Path(shutil.make_archive(str(tmp_path / "study"), "zip", tmp_path, "study-2026"))
+    assert _import(sqlite_url, archive).new_responses == 12
+    assert _counts(sqlite_url) == EXPECTED
+    flat = Path(shutil.make_archive(str(tmp_path / "flat"), "zip", folder))  # no top folder
+    assert _import(sqlite_url, flat).unchanged_responses == 12
+
+
+@pytest.mark.parametrize("entry", ["../evil.txt", "/etc/evil.txt"])
+def test_zip_entry_leaving_the_bundle_is_refused(tmp_path: Path, entry: str) -> None:
+    archive = tmp_path / "b.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("bundle.json", "{}")
+        zf.writestr(entry, "x")
+    with pytest.raises(BundleInvalid) as info:
+        validate_bundle(archive)
+    assert str(info.value.problems[0]).startswith(f"{entry}: zip entry")
+    assert not (tmp_path.parent / "evil.txt").exists()
+
+
+def test_zip_bomb_is_refused(tmp_path: Path) -> None:
+    archive = tmp_path / "bomb.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("bundle.json", b"\0" * 10_000_000)
+    assert archive.stat().st_size < 100_000
+    with pytest.raises(BundleInvalid, match="1 problem") as info:
+        validate_bundle(archive, max_unzipped_bytes=1_000_000)
+    assert "10,000,000 bytes" in str(info.value.problems[0])
+
+
+def test_a_text_file_is_not_a_bundle(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("hi")
+    with pytest.raises(BundleInvalid, match="1 problem"):
+        validate_bundle(tmp_path / "notes.txt")
+    with pytest.raises(BundleInvalid, match="1 problem"):
+        validate_bundle(tmp_path / "missing")
+
+
+def _edit_first(path: Path, **changes) -> None:
+    rows = [json.loads(x) for x in path.read_text().splitlines()]
+    rows[0].update(changes)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_existing_ids_with_different_content_are_problems(sqlite_url: str,
+                                                          tmp_path: Path) -> None:
+    _import(sqlite_url, write_bundle(tmp_path / "a"))
+    before = snapshot(sqlite_url)
+    changed = write_bundle(tmp_path / "b", with_responses=responses(samples=(0, 1, 2)))
+    case = json.loads((changed / "cases/c2/case.json").read_text())
+    case["title"] = "Something else"
+    (changed / "cases/c2/case.json").write_text(json.dumps(case))
+    _edit_first(changed / "tasks.jsonl", prompt="A new prompt")
+    _edit_first(changed / "responses.jsonl", text="edited")
+    with pytest.raises(BundleInvalid) as info:
+        _import(sqlite_url, changed)
+    assert [str(p) for p in info.value.problems] == [
+        "cases/c2/case.json: case c2 already exists with different content (title)",
+        "tasks.jsonl:1: task t1 already exists with different content (prompt)",
+        "responses.jsonl:1: response model-a-t1-0 already exists with different content (text)",
+    ]
+    assert snapshot(sqlite_url) == before
+
+
+def test_new_response_id_for_an_existing_model_task_sample_is_a_problem(
+        sqlite_url: str, tmp_path: Path) -> None:
+    _import(sqlite_url, write_bundle(tmp_path / "a"))
+    again = write_bundle(tmp_path / "b")
+    _edit_first(again / "responses.jsonl", response_id="renamed")
+    with pytest.raises(BundleInvalid) as info:
+        _import(sqlite_url, again)
+    assert str(info.value.problems[0]) == ("responses.jsonl:1: model model-a already has "
+                                           "sample 0 for task t1 (response model-a-t1-0)")
+
+
+def _inject(url: str, when: str, action) -> None:
+    """Run `action(conn)` once, right after the first statement starting with `when`."""
+    eng = engine_for(url)
+    state = {"done": False}
+
+    def after(conn, cursor, statement, params, context, executemany) -> None:
+        if not state["done"] and statement.lstrip().upper().startswith(when):
+            state["done"] = True
+            action(conn)
+
+    event.listen(eng, "after_cursor_execute", after)
+    return lambda: event.remove(eng, "after_cursor_execute", after)
+
+
+def _raise(conn) -> None:
+    raise RuntimeError("injected failure between rows")
+
+
+def _steal_first_response_id(conn) -> None:
+    # Another writer's row with the id the bundle is about to insert: a unique violation.
+    conn.exec_driver_sql(
+        "INSERT INTO response (response_id, task_id, source, model, sample, text, blind_code,"
+        " created_at) VALUES ('model-a-t1-0', 't1', 'model', 'x', 9, 'x', 'X-1', '2026-01-01')")
+
+
+@pytest.mark.parametrize(("when", "action", "error"), [
+    ("INSERT INTO TASK", _raise, RuntimeError),
+    ("INSERT INTO TASK", _steal_first_response_id, IntegrityError),
+])
+def test_failure_half_way_leaves_no_rows(database_url: str, tmp_path: Path, when, action,
+                                         error) -> None:
+    before = snapshot(database_url)
+    remove = _inject(database_url, when, action)
+    try:
+        with pytest.raises(error):
+            _import(database_url, write_bundle(tmp_path / "b"))
+    finally:
+        remove()
+    after = snapshot(database_url)
+    after["files"] = before["files"]  # content-addressed blobs may stay; they are harmless
+    assert after == before
+    with engine_for(database_url).connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM response")).scalar() == 0
+    assert _import(database_url, write_bundle(tmp_path / "b")).new_responses == 12
+
+
+def test_the_documented_example_is_valid(tmp_path: Path) -> None:
+    doc = (Path(__file__).parents[2] / "docs" / "bundle-format.md").read_text()
+    example = doc.split("## Example", 1)[1].split("## Export", 1)[0]
+    files = re.findall(r"^`([\w./]+)`\n```json\n(.*?)```", example, flags=re.S | re.M)
+    assert [f for f, _ in files] == ["bundle.json", "cases/c001/case.json", "tasks.jsonl",
+                                     "responses.jsonl"]
+    for name, body in files:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(body)
+    for image in ("t1.nii.gz", "flair.nii.gz"):
+        write_image(tmp_path / "cases" / "c001" / image)
+    with validate_bundle(tmp_path) as vb:
+        assert (len(vb.cases), len(vb.series), len(vb.tasks), len(vb.responses)) == (1, 2, 3, 2)

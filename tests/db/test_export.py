@@ -1,0 +1,136 @@
+"""Exports: every kind in every format, pseudonymized raters, clean refusals."""
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from sqlmodel import Session
+
+from db.bundle import import_bundle
+from db.engine import engine_for
+from db.export import COLUMNS, export
+from db.models import (
+    Assignment,
+    AssignmentDesign,
+    Exam,
+    ExamAttempt,
+    ExpertScore,
+    GraderConfig,
+    GraderRun,
+    GraderScore,
+    Response,
+    Rubric,
+    StageAnswer,
+    User,
+    utcnow,
+)
+from errors import UserError
+from tests.db.bundles import write_bundle
+
+
+def _study(url: str, tmp_path: Path) -> None:
+    """The base bundle plus one expert score, one grader score, one exam answer, one human
+    response."""
+    eng = engine_for(url)
+    with Session(eng) as s:
+        import_bundle(s, write_bundle(tmp_path / "b"))
+    with Session(eng) as s:
+        expert = User(name="dr-house", role="expert", password_hash="x")
+        student = User(name="student-1", role="student", password_hash="x")
+        rubric = Rubric(rubric_id="neurology", version="1", content_hash="h" * 64, source_text="")
+        s.add_all([expert, student, rubric])
+        s.flush()
+        design = AssignmentDesign(rubric_hash=rubric.content_hash, selection="all", overlap=1,
+                                  seed=0)
+        config = GraderConfig(config_hash="c" * 64, name="gpt-4o-v1", model="gpt-4o",
+                              prompt_version="1", rubric_hash=rubric.content_hash)
+        exam = Exam(name="Final", task_ids=["t1"])
+        s.add_all([design, config, exam])
+        s.flush()
+        assignment = Assignment(design_id=design.id, rater_id=expert.id,
+                                response_id="model-a-t1-0", position=0)
+        run = GraderRun(config_id=config.id, items="all")
+        attempt = ExamAttempt(exam_id=exam.id, user_id=student.id)
+        s.add_all([assignment, run, attempt])
+        s.flush()
+        s.add_all([
+            ExpertScore(assignment_id=assignment.id, rubric_hash=rubric.content_hash,
+                        status="submitted", criteria={"accuracy": 3, "safety": None},
+                        correct_diagnosis=True, error_tags=["anchoring"], overall=2.5,
+                        submitted_at=utcnow()),
+            GraderScore(config_id=config.id, response_id="model-a-t1-0", run_id=run.id,
+                        request_hash="r" * 64, criteria={"accuracy": 2},
+                        correct_diagnosis=False, error_tags=[], overall=2.0),
+            StageAnswer(attempt_id=attempt.id, task_id="t1", stage=0, text="stroke",
+                        seconds=12.5),
+            Response(response_id="human-1", task_id="t1", source="student",
+                     user_id=student.id, sample=0, text="stroke", blind_code="H-1"),
+        ])
+        s.commit()
+
+
+def _read(path: Path, fmt: str) -> pd.DataFrame:
+    if fmt == "csv":
+        return pd.read_csv(path)
+    if fmt == "jsonl":
+        return pd.read_json(path, lines=True)
+    return pd.read_parquet(path)
+
+
+def test_every_kind_in_every_format(database_url: str, tmp_path: Path) -> None:
+    _study(database_url, tmp_path)
+    expected = {"responses": 13, "expert-scores": 1, "grader-scores": 1, "exam-answers": 1}
+    with Session(engine_for(database_url)) as s:
+        for kind, n in expected.items():
+            for fmt in ("csv", "jsonl", "parquet"):
+                out = tmp_path / f"{kind}.{fmt}"
+                assert export(s, kind, fmt=fmt, out=out) == n
+                df = _read(out, fmt)
+                assert list(df.columns) == list(COLUMNS[kind]) and len(df) == n, (kind, fmt)
+        resp = {fmt: _read(tmp_path / f"responses.{fmt}", fmt).set_index("response_id")
+                for fmt in ("csv", "jsonl", "parquet")}
+    # model names and blind codes meet here, and nowhere else
+    assert resp["csv"].loc["model-b-t2-1", "model"] == "model-b"
+    assert resp["csv"].loc["model-b-t2-1", "blind_code"].startswith("R-")
+    assert json.loads(resp["csv"].loc["model-a-t3-0", "turns"]) == ["turn 0", "turn 1"]
+    assert resp["jsonl"].loc["model-a-t3-0", "turns"] == ["turn 0", "turn 1"]
+    assert list(resp["parquet"].loc["model-a-t3-0", "turns"]) == ["turn 0", "turn 1"]
+    human = resp["jsonl"].loc["human-1"]
+    assert human["source"] == "student" and human["user"].startswith("user-")
+    assert pd.isna(human["model"])
+    expert = pd.read_json(tmp_path / "expert-scores.jsonl", lines=True).iloc[0]
+    assert expert["rater"].startswith("rater-") and expert["criteria"]["accuracy"] == 3
+    assert "dr-house" not in (tmp_path / "expert-scores.csv").read_text()
+
+
+def test_reveal_raters_and_pseudonyms(sqlite_url: str, tmp_path: Path) -> None:
+    _study(sqlite_url, tmp_path)
+    with Session(engine_for(sqlite_url)) as s:
+        export(s, "expert-scores", fmt="csv", out=tmp_path / "hidden.csv")
+        export(s, "exam-answers", fmt="csv", out=tmp_path / "exam.csv", reveal_raters=True)
+        export(s, "expert-scores", fmt="csv", out=tmp_path / "named.csv", reveal_raters=True)
+    assert pd.read_csv(tmp_path / "named.csv")["rater"].tolist() == ["dr-house"]
+    assert pd.read_csv(tmp_path / "exam.csv")[["user", "role"]].values.tolist() \
+        == [["student-1", "student"]]
+    assert pd.read_csv(tmp_path / "hidden.csv")["rater"].iloc[0].startswith("rater-")
+
+
+def test_empty_study_exports_a_header(sqlite_url: str, tmp_path: Path) -> None:
+    with Session(engine_for(sqlite_url)) as s:
+        assert export(s, "grader-scores", fmt="csv", out=tmp_path / "g.csv") == 0
+        assert export(s, "responses", fmt="parquet", out=tmp_path / "r.parquet") == 0
+    assert list(pd.read_csv(tmp_path / "g.csv").columns) == list(COLUMNS["grader-scores"])
+
+
+@pytest.mark.parametrize(("kind", "fmt", "out", "message"), [
+    ("answers", "csv", "x.csv", "unknown export kind 'answers'"),
+    ("responses", "xlsx", "x.xlsx", "unknown export format 'xlsx'"),
+    ("responses", "csv", "missing-folder/x.csv", "cannot write"),
+    ("responses", "csv", ".", "is a folder"),
+])
+def test_bad_requests_are_user_errors(sqlite_url: str, tmp_path: Path, kind, fmt, out,
+                                      message) -> None:
+    with Session(engine_for(sqlite_url)) as s, pytest.raises(UserError, match=message):
+        export(s, kind, fmt=fmt, out=tmp_path / out)
+    assert not any(p.name.endswith(".tmp") for p in tmp_path.rglob("*"))
