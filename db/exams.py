@@ -13,8 +13,8 @@ from sqlmodel import Session, select
 
 from db.audit import record
 from db.bundle import new_blind_codes
-from db.engine import nmb_home
-from db.models import Case, Exam, ExamAttempt, Response, Series, StageAnswer, Task, User, utcnow
+from db.cases import case_series
+from db.models import Case, Exam, ExamAttempt, Response, StageAnswer, Task, User, utcnow
 from errors import UserError
 
 
@@ -74,15 +74,13 @@ def exam_tasks(s: Session, *, attempt: ExamAttempt) -> list[ExamTask]:
     for a in s.exec(select(StageAnswer).where(StageAnswer.attempt_id == attempt.id)
                     .order_by(StageAnswer.stage)):
         answers.setdefault(a.task_id, []).append(a.text)
-    home = nmb_home()
     out = []
     for task_id in exam.task_ids:
         task = s.get(Task, task_id)
         case = s.get(Case, task.case_id)
         given = answers.get(task_id, [])
         stages = list(task.stages or [])
-        series = [(x.sequence, home / x.path) for x in s.exec(
-            select(Series).where(Series.case_id == case.case_id).order_by(Series.position))]
+        series = case_series(s, case.case_id)
         out.append(ExamTask(task_id, task.family, task.level, task.prompt,
                             stages[:len(given)], given, 1 + len(stages), case.title, case.ehr,
                             case.scores or {}, series))

@@ -14,8 +14,17 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
 from db.audit import record
-from db.engine import nmb_home
-from db.models import Assignment, Case, ExpertScore, Response, ScoreRevision, Series, Task, utcnow
+from db.cases import case_series
+from db.models import (
+    Assignment,
+    AssignmentDesign,
+    Case,
+    ExpertScore,
+    Response,
+    ScoreRevision,
+    Task,
+    utcnow,
+)
 from db.rubrics import rubric_by_hash
 from errors import UserError
 
@@ -84,20 +93,22 @@ def _values(score: ExpertScore) -> dict[str, Any]:
     return {k: getattr(score, k) for k in SCORE_FIELDS}
 
 
-def load_item(s: Session, *, rater_id: int, assignment_id: int, rubric_hash: str) -> ScoringItem:
+def _rubric_hash(s: Session, a: Assignment) -> str:
+    return s.get(AssignmentDesign, a.design_id).rubric_hash
+
+
+def load_item(s: Session, *, rater_id: int, assignment_id: int) -> ScoringItem:
     a = _assignment(s, rater_id, assignment_id)
     resp = s.get(Response, a.response_id)
     task = s.get(Task, resp.task_id)
     case = s.get(Case, task.case_id)
-    home = nmb_home()
-    series = [(x.sequence, home / x.path) for x in
-              s.exec(select(Series).where(Series.case_id == case.case_id).order_by(Series.position))]
+    series = case_series(s, case.case_id)
     score = _score_row(s, assignment_id, lock=False)
     values: dict[str, Any] = {}
     if score is not None:
         values = dict(score.draft) if score.draft is not None else _values(score)
     return ScoringItem(
-        assignment_id=a.id, blind_code=resp.blind_code, rubric_hash=rubric_hash,
+        assignment_id=a.id, blind_code=resp.blind_code, rubric_hash=_rubric_hash(s, a),
         case_id=case.case_id, case_title=case.title, ehr=case.ehr, scores=case.scores or {},
         series=series, family=task.family, level=task.level, prompt=task.prompt,
         stages=list(task.stages or []), reference=case.ground_truth, text=resp.text,
@@ -121,19 +132,18 @@ def _retrying(s: Session, write: Callable[[], ExpertScore]) -> ExpertScore:
 
 
 def save_draft(
-    s: Session, *, rater_id: int, assignment_id: int, rubric_hash: str,
-    values: dict[str, Any], active_seconds: float = 0.0,
+    s: Session, *, rater_id: int, assignment_id: int, values: dict[str, Any],
+    active_seconds: float = 0.0,
 ) -> ExpertScore:
     """Save the form as it is now (unvalidated) and add the active time since the last save."""
-    return _retrying(s, lambda: _save_draft(s, rater_id, assignment_id, rubric_hash, values,
-                                            active_seconds))
+    return _retrying(s, lambda: _save_draft(s, rater_id, assignment_id, values, active_seconds))
 
 
-def _save_draft(s, rater_id, assignment_id, rubric_hash, values, active_seconds) -> ExpertScore:
-    _assignment(s, rater_id, assignment_id)
+def _save_draft(s, rater_id, assignment_id, values, active_seconds) -> ExpertScore:
+    a = _assignment(s, rater_id, assignment_id)
     score = _score_row(s, assignment_id, lock=True)
     if score is None:
-        score = ExpertScore(assignment_id=assignment_id, rubric_hash=rubric_hash, criteria={},
+        score = ExpertScore(assignment_id=assignment_id, rubric_hash=_rubric_hash(s, a), criteria={},
                             error_tags=[])
     score.draft = {k: values.get(k) for k in SCORE_FIELDS}
     score.active_seconds += min(max(active_seconds, 0.0), IDLE_CAP_SECONDS)
@@ -144,16 +154,16 @@ def _save_draft(s, rater_id, assignment_id, rubric_hash, values, active_seconds)
 
 
 def submit(
-    s: Session, *, rater_id: int, assignment_id: int, rubric_hash: str,
-    values: dict[str, Any], active_seconds: float = 0.0, actor: str | None = None,
+    s: Session, *, rater_id: int, assignment_id: int, values: dict[str, Any],
+    active_seconds: float = 0.0, actor: str | None = None,
 ) -> ExpertScore:
     """Validate against the rubric and record a new revision (the latest one counts)."""
-    return _retrying(s, lambda: _submit(s, rater_id, assignment_id, rubric_hash, values,
-                                        active_seconds, actor))
+    return _retrying(s, lambda: _submit(s, rater_id, assignment_id, values, active_seconds, actor))
 
 
-def _submit(s, rater_id, assignment_id, rubric_hash, values, active_seconds, actor) -> ExpertScore:
+def _submit(s, rater_id, assignment_id, values, active_seconds, actor) -> ExpertScore:
     a = _assignment(s, rater_id, assignment_id)
+    rubric_hash = _rubric_hash(s, a)
     family = s.exec(select(Task.family).join(Response, Response.task_id == Task.task_id)
                     .where(Response.response_id == a.response_id)).one()
     clean = rubric_by_hash(s, rubric_hash).validate_score(

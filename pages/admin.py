@@ -8,6 +8,7 @@ import streamlit as st
 
 from db.assignments import assign, below_overlap, draw_calibration, rater_progress
 from db.bundle import BundleInvalid, import_bundle
+from db.cases import case_list, case_view
 from db.engine import session
 from db.export import export
 from db.models import ROLES
@@ -16,6 +17,7 @@ from db.status import counts
 from db.users import add_user, disable_user, list_users
 from errors import UserError
 from ui.auth import require_role
+from ui.case_panel import case_panel
 
 user = require_role("admin")
 st.title("Data and users")
@@ -23,7 +25,8 @@ st.title("Data and users")
 with session() as s:
     st.dataframe(pd.DataFrame([counts(s)]), hide_index=True)
 
-study, people, raters, exports = st.tabs(["Import a bundle", "Users", "Assignments", "Export"])
+study, cases, people, raters, exports = st.tabs(
+    ["Import a bundle", "Cases", "Users", "Assignments", "Export"])
 
 
 def run_import(path: Path, dry_run: bool) -> None:
@@ -59,6 +62,24 @@ with study:
                 run_import(path, dry_run)
         else:
             run_import(Path(server_path.strip()), dry_run)
+
+with cases:
+    with session() as s:
+        loaded = case_list(s)
+    if loaded:
+        titles = {c.case_id: f"{c.case_id} · {c.title}" for c in loaded}
+        chosen_case = st.selectbox("Case", list(titles), format_func=titles.get)
+        with session() as s:
+            view = case_view(s, case_id=chosen_case)
+        left, right = st.columns([3, 2])
+        with left:
+            case_panel(key=f"admin-{view.case_id}", title=view.title, ehr=view.ehr,
+                       scores=view.scores, series=view.series)
+        with right:
+            st.markdown("**Ground truth**")
+            st.json(view.ground_truth)
+    else:
+        st.info("No case loaded yet.")
 
 with people:
     with session() as s:

@@ -1,8 +1,96 @@
 """/score: an expert scores rationales against the rubric, blinded to their source."""
 
+import time
+
 import streamlit as st
 
+from db.engine import session
+from db.rubrics import rubric_by_hash
+from db.scoring import load_item, queue, save_draft, submit
+from errors import UserError
+from rubric.render import form_spec
 from ui.auth import require_role
+from ui.case_panel import case_panel
+from ui.response_view import response_view
+from ui.rubric_form import rubric_form
 
 user = require_role("expert")
 st.title("Score rationales")
+
+with session() as s:
+    entries = queue(s, rater_id=user.id)
+if not entries:
+    st.info("No items are assigned to you yet.")
+    st.stop()
+
+done = sum(e.status == "submitted" for e in entries)
+st.progress(done / len(entries), text=f"{done} of {len(entries)} submitted")
+
+ids = [e.assignment_id for e in entries]
+labels = {e.assignment_id: f"{e.position + 1}. {e.blind_code} · {e.status}" for e in entries}
+if st.session_state.get("score_current") not in ids:
+    st.session_state["score_current"] = next(
+        (e.assignment_id for e in entries if e.status != "submitted"), ids[0])
+
+
+def next_unscored() -> None:
+    current = ids.index(st.session_state["score_current"])
+    later = [e for e in entries[current + 1:] + entries[:current] if e.status != "submitted"]
+    if later:
+        st.session_state["score_current"] = later[0].assignment_id
+
+
+if st.session_state.pop("score_advance", False):
+    next_unscored()
+nav, nxt = st.columns([4, 1], vertical_alignment="bottom")
+nav.selectbox("Item", ids, format_func=labels.get, key="score_current")
+nxt.button("Next unscored", on_click=next_unscored, disabled=done == len(entries))
+
+aid = st.session_state["score_current"]
+with session() as s:
+    item = load_item(s, rater_id=user.id, assignment_id=aid)
+    spec = form_spec(rubric_by_hash(s, item.rubric_hash), item.family)
+
+
+def active_seconds() -> float:
+    """Seconds since the rater's last interaction (the service caps idle gaps)."""
+    now = time.monotonic()
+    last = st.session_state.get("score_last_touch", now)
+    st.session_state["score_last_touch"] = now
+    return now - last
+
+
+def save(values: dict) -> None:
+    with session() as s:
+        save_draft(s, rater_id=user.id, assignment_id=aid, values=values,
+                   active_seconds=active_seconds())
+
+
+st.session_state.setdefault("score_last_touch", time.monotonic())
+left, right = st.columns([3, 2])
+with left:
+    case_panel(key=f"case-{item.case_id}", title=item.case_title, ehr=item.ehr,
+               scores=item.scores, series=item.series)
+with right:
+    response_view(item.family, item.level, item.prompt, item.stages, item.text, item.turns)
+    with st.expander("Reference answer"):
+        ref = item.reference
+        st.markdown(f"**Final diagnosis:** {ref.get('final_diagnosis', '')}")
+        if ref.get("differential"):
+            st.markdown("**Differential:** " + "; ".join(ref["differential"]))
+        st.markdown(f"**Lesion:** {ref.get('lesion', '')}")
+        st.markdown(f"**Reasoning:** {ref.get('reasoning', '')}")
+    st.subheader("Rubric")
+    if item.status == "submitted":
+        st.caption(f"Submitted (revision {item.revision}); changes here are a new revision.")
+    values = rubric_form(f"a{aid}", spec, item.values, on_change=save)
+    if st.button("Submit", type="primary"):
+        try:
+            with session() as s:
+                submit(s, rater_id=user.id, assignment_id=aid, values=values,
+                       active_seconds=active_seconds(), actor=user.name)
+        except UserError as e:
+            st.error(str(e))
+        else:
+            st.session_state["score_advance"] = True
+            st.rerun()

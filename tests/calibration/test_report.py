@@ -11,7 +11,14 @@ from calibration.grader_config import GraderSettings, store_config
 from db.assignments import assign, draw_calibration
 from db.engine import engine_for
 from db.models import (
-    Assignment, CalibrationItem, GraderConfig, GraderRun, GraderScore, Response, Task, User,
+    Assignment,
+    CalibrationItem,
+    GraderConfig,
+    GraderRun,
+    GraderScore,
+    Response,
+    Task,
+    User,
 )
 from db.rubrics import ensure_rubric
 from db.scoring import submit

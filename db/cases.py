@@ -1,0 +1,40 @@
+"""Cases as the viewer needs them: record, scores, ground truth and stored series paths."""
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlmodel import Session, select
+
+from db.engine import nmb_home
+from db.models import Case, Series
+from errors import UserError
+
+
+@dataclass
+class CaseView:
+    case_id: str
+    title: str
+    ehr: str
+    scores: dict[str, float]
+    ground_truth: dict[str, Any]
+    series: list[tuple[str, Path]]
+
+
+def case_list(s: Session) -> list[Case]:
+    return list(s.exec(select(Case).order_by(Case.case_id)))
+
+
+def case_series(s: Session, case_id: str) -> list[tuple[str, Path]]:
+    """(sequence, absolute path of the stored image) of a case's series, in bundle order."""
+    home = nmb_home()
+    return [(x.sequence, home / x.path) for x in
+            s.exec(select(Series).where(Series.case_id == case_id).order_by(Series.position))]
+
+
+def case_view(s: Session, *, case_id: str) -> CaseView:
+    case = s.get(Case, case_id)
+    if case is None:
+        raise UserError(f"no case {case_id!r}")
+    return CaseView(case.case_id, case.title, case.ehr, case.scores or {}, case.ground_truth,
+                    case_series(s, case_id))
