@@ -105,6 +105,7 @@ def answer_stage(s: Session, *, attempt: ExamAttempt, task_id: str, text: str,
         raise UserError(f"task {task_id!r} is already fully answered")
     s.add(StageAnswer(attempt_id=attempt.id, task_id=task_id, stage=stage, text=text.strip(),
                       seconds=max(seconds, 0.0)))
+    record(s, "exam.answer", actor=None, attempt=attempt.id, task=task_id, stage=stage)
     s.commit()  # a concurrent answer to the same stage fails on the unique constraint
     return stage
 

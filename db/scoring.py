@@ -146,6 +146,7 @@ def _save_draft(s, rater_id, assignment_id, values, active_seconds) -> ExpertSco
         score = ExpertScore(assignment_id=assignment_id, rubric_hash=_rubric_hash(s, a), criteria={},
                             error_tags=[])
     score.draft = {k: values.get(k) for k in SCORE_FIELDS}
+    record(s, "score.draft", actor=None, assignment=assignment_id, rater=rater_id)
     score.active_seconds += min(max(active_seconds, 0.0), IDLE_CAP_SECONDS)
     score.updated_at = utcnow()
     s.add(score)
