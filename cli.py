@@ -215,7 +215,8 @@ def cmd_calibrate(args: argparse.Namespace) -> None:
         data = report.collect(s, config_id=args.config, part=args.part)
         results = report.build(data, thresholds=thresholds, bootstrap=args.bootstrap,
                                seed=args.seed)
-        row = report.save(s, config_id=args.config, part=args.part, results=results, actor="cli")
+        row = report.save(s, config_id=args.config, part=args.part, results=results,
+                          run_id=args.run, actor="cli")
     if args.out:
         from calibration.html import export
 
@@ -280,7 +281,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp = add("render", cmd_render, "render one slice of an image to PNG")
     rp.add_argument("image")
     rp.add_argument("--plane", choices=["axial", "coronal", "sagittal"], default="axial")
-    rp.add_argument("--index", type=int)
+    rp.add_argument("--index", type=int, help="slice index on the RAS+ grid (default: middle)")
     rp.add_argument("--window", default="auto", help="auto | full | tight | LEVEL,WIDTH")
     rp.add_argument("--volume", type=int, default=0)
     rp.add_argument("--neurological", action="store_true", help="patient's right on screen right")
@@ -309,6 +310,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     cp = add("calibrate", cmd_calibrate, "calibration report: grader vs experts, and the gate")
     cp.add_argument("--config", type=int, required=True, help="grader config id")
+    cp.add_argument("--run", type=int, help="grader run to record (default: the config's latest)")
     cp.add_argument("--part", choices=["heldout", "dev", "all"], default="heldout")
     cp.add_argument("--out", help="folder for report.html, report.json and the figures")
     cp.add_argument("--bootstrap", type=int, default=2000)

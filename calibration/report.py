@@ -174,10 +174,19 @@ def build(data: CalibrationData, *, thresholds: dict[str, float] | None = None,
 
 
 def save(s: Session, *, config_id: int, part: str, results: dict[str, Any],
-         actor: str | None = None) -> CalibrationReport:
-    """Store a report; a passing held-out report makes its config validated."""
-    run = s.exec(select(GraderRun).where(GraderRun.config_id == config_id)
-                 .order_by(GraderRun.id.desc())).first()
+         run_id: int | None = None, actor: str | None = None) -> CalibrationReport:
+    """Store a report; a passing held-out report makes its config validated.
+
+    The report covers every valid grade of the config (a re-run that finishes failures adds
+    grades under a new run); `run_id` names the run it is filed under, by default the latest.
+    """
+    if run_id is not None:
+        run = s.get(GraderRun, run_id)
+        if run is None or run.config_id != config_id:
+            raise UserError(f"grader run {run_id} is not a run of config {config_id}")
+    else:
+        run = s.exec(select(GraderRun).where(GraderRun.config_id == config_id)
+                     .order_by(GraderRun.id.desc())).first()
     row = CalibrationReport(config_id=config_id, run_id=run.id if run else None, part=part,
                             thresholds=results["thresholds"], results=results,
                             passed=results["passed"])

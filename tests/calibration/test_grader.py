@@ -145,3 +145,38 @@ def test_config_is_content_addressed(sqlite_url: str, tmp_path: Path) -> None:
     bad.write_text('model = "gpt-4o-2024-08-06"\ntemprature = 0\n')
     with pytest.raises(UserError, match="unknown field 'temprature'"):
         load_settings(bad)
+
+
+def test_interrupted_run_resumes_without_duplicates(nmb_home: Path) -> None:
+    """Ctrl-C in the middle of `nmb grade`: finished items are kept, a re-run does the rest."""
+    import signal
+    import time
+
+    from db.engine import session, upgrade
+
+    upgrade()
+    with session() as s:
+        make_study(s, n_tasks=10)  # 20 responses
+    with OpenAIServer(latency=0.5) as srv:
+        env = {**os.environ, "OPENAI_API_KEY": SECRET}
+        cmd = [sys.executable, "-m", "cli", "grade", "--base-url", srv.base_url,
+               "--concurrency", "2", "--json"]
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while len(srv.chat_requests()) < 6 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130, err
+        assert "Traceback" not in err
+        with session() as s:
+            kept = s.exec(select(func.count()).select_from(GraderScore)).one()
+        assert 0 < kept < 20
+        out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        summary = json.loads(out.stdout.strip().splitlines()[-1])
+        assert summary["items"] == 20 - kept and summary["failed"] == 0
+    with session() as s:
+        rows = s.exec(select(GraderScore.response_id)).all()
+    assert len(rows) == len(set(rows)) == 20

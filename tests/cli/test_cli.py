@@ -60,3 +60,24 @@ def test_user_mistakes_are_one_line_and_exit_2(nmb_home: Path) -> None:
         assert len(out.stderr.strip().splitlines()) == 1, (args, out.stderr)
         assert "Traceback" not in out.stderr
     assert json.loads(nmb("status", "--json").stdout)["users"] == 0
+
+
+def test_render_and_refusals(nmb_home: Path, tmp_path: Path) -> None:
+    import nibabel as nib
+    import numpy as np
+
+    img = tmp_path / "t1.nii.gz"
+    nib.save(nib.Nifti1Image(np.arange(8 * 9 * 10, dtype=np.int16).reshape(8, 9, 10),
+                             np.diag([2.0, 2.0, 2.0, 1.0])), img)
+    out = nmb("render", str(img), "--plane", "coronal", "--out", str(tmp_path / "s.png"))
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "s.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    fake = tmp_path / "notes.nii.gz"
+    fake.write_text("not an image")
+    for args in (["render", str(fake), "--out", str(tmp_path / "x.png")],
+                 ["render", str(img), "--index", "99", "--out", str(tmp_path / "y.png")],
+                 ["assign", "--raters", "nobody"],
+                 ["calibrate", "--config", "7"]):
+        bad = nmb(*args)
+        assert bad.returncode == 2, (args, bad.stderr)
+        assert len(bad.stderr.strip().splitlines()) == 1 and "Traceback" not in bad.stderr
