@@ -150,14 +150,29 @@ def _rows_by_key(s: Session, column, keys) -> dict:
     return rows
 
 
-def _client(config: GraderConfig, api_key: str | None):
-    from openai import AsyncOpenAI
+def _prepare_all(s: Session, config: GraderConfig, rubric: Rubric,
+                 responses: list[Response]) -> list[GradeItem]:
+    """`prepare` for many responses, their tasks and cases read in a few queries (not two
+    per response)."""
+    tasks = _rows_by_key(s, Task.task_id, (r.task_id for r in responses))
+    cases = _rows_by_key(s, Case.case_id, (t.case_id for t in tasks.values()))
+    return [prepare(s, config, rubric, r, task=tasks[r.task_id],
+                    case=cases[tasks[r.task_id].case_id]) for r in responses]
 
+
+def _api_key(config: GraderConfig, api_key: str | None) -> str:
     key = api_key or os.environ.get("OPENAI_API_KEY")
     if not key:
         if config.base_url is None:
             raise UserError("OPENAI_API_KEY is not set (or give --base-url of a local server)")
         key = "not-needed"  # local OpenAI-compatible servers ignore it
+    return key
+
+
+def _client(config: GraderConfig, key: str):
+    """Made only when something is sent: a run answered from the cache needs no client."""
+    from openai import AsyncOpenAI
+
     return AsyncOpenAI(api_key=key, base_url=config.base_url)
 
 
@@ -244,11 +259,8 @@ def grade(
     config = get_config(s, config_id)
     rubric = rubric_by_hash(s, config.rubric_hash)
     responses = select_items(s, config, items, limit)
-    client = _client(config, api_key) if responses else None
-    tasks = _rows_by_key(s, Task.task_id, (r.task_id for r in responses))
-    cases = _rows_by_key(s, Case.case_id, (t.case_id for t in tasks.values()))
-    work = [prepare(s, config, rubric, r, task=tasks[r.task_id],
-                    case=cases[tasks[r.task_id].case_id]) for r in responses]
+    key = _api_key(config, api_key) if responses else None  # a missing key fails before any work
+    work = _prepare_all(s, config, rubric, responses)
     run = GraderRun(config_id=config.id, items=items, n_items=len(work))
     s.add(run)
     record(s, "grader.run", actor=actor, config=config.id, items=items, n=len(work))
@@ -272,6 +284,7 @@ def grade(
         for twin in twins[w.request_hash]:
             store(twin, result, from_cache=result.ok)
     prices = load_prices()
+    client = _client(config, key) if to_send else None
     try:
         if to_send and batch:
             asyncio.run(_batches(client, rubric, to_send, store_all, poll_interval=poll_interval,
@@ -318,7 +331,7 @@ def estimate(s: Session, *, config_id: int, items: str = "pending") -> dict:
     """
     config = get_config(s, config_id)
     rubric = rubric_by_hash(s, config.rubric_hash)
-    work = [prepare(s, config, rubric, r) for r in select_items(s, config, items, None)]
+    work = _prepare_all(s, config, rubric, select_items(s, config, items, None))
     cached = 0
     for k in range(0, len(work), 500):
         chunk = [w.request_hash for w in work[k:k + 500]]
