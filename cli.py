@@ -5,6 +5,7 @@ programming errors keep their traceback.
 """
 
 import argparse
+import gc
 import getpass
 import json
 import sys
@@ -337,6 +338,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("nmb: interrupted", file=sys.stderr)
         return 130
+    gc.freeze()  # spare the collector's final pass over every imported module (~0.5 s at exit)
     return 0
 
 

@@ -11,9 +11,11 @@ import asyncio
 import base64
 import json
 import os
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
+from sqlalchemy import insert
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, delete, select
 
@@ -169,72 +171,106 @@ def _api_key(config: GraderConfig, api_key: str | None) -> str:
     return key
 
 
-def _client(config: GraderConfig, key: str):
-    """Made only when something is sent: a run answered from the cache needs no client."""
+def _client(config: GraderConfig, key: str, timeout: float):
+    """Made only when something is sent: a run answered from the cache needs no client.
+    Retries are ours (calibration.llm), so the SDK's are off."""
     from openai import AsyncOpenAI
 
-    return AsyncOpenAI(api_key=key, base_url=config.base_url)
+    return AsyncOpenAI(api_key=key, base_url=config.base_url, max_retries=0, timeout=timeout)
 
 
 class _Recorder:
-    """Stores each finished item in its own transaction, so an interrupted run keeps it."""
+    """Stores finished items in groups, committing at most every `COMMIT_EVERY` seconds (and
+    at the end, or on Ctrl-C): an interrupted run keeps what it finished, and a hard kill loses
+    at most that much work, which a re-run grades again (from the cache where it was saved)."""
 
-    def __init__(self, s: Session, run: GraderRun, config: GraderConfig, rubric: Rubric,
+    COMMIT_EVERY = 0.25
+    COUNTERS = ("graded", "failed", "from_cache", "prompt_tokens", "completion_tokens", "cost_usd")
+
+    def __init__(self, s: Session, run: GraderRun, config: GraderConfig, cached: set[str],
                  progress: Callable[[int, int], None] | None) -> None:
-        self.s, self.run, self.config, self.rubric, self.progress = s, run, config, rubric, progress
+        self.s, self.run, self.config, self.progress = s, run, config, progress
+        self.cached = cached  # request hashes already in the cache
+        self.totals = dict.fromkeys(self.COUNTERS, 0)
+        self.pending: list[tuple[GradeItem, CallResult, bool]] = []
         self.done = 0
-
-    def _forget_failure(self, response_id: str) -> None:
-        # synchronize_session=False: no GraderFailure objects are held in the session, and the
-        # default ("evaluate") scans the whole identity map on every call, O(n^2) over a run.
-        self.s.exec(delete(GraderFailure)
-                    .where(GraderFailure.config_id == self.config.id,
-                           GraderFailure.response_id == response_id)
-                    .execution_options(synchronize_session=False))
+        self.last_commit = time.monotonic()
 
     def __call__(self, item: GradeItem, result: CallResult, from_cache: bool = False) -> None:
-        s, run = self.s, self.run
-        if result.ok:
-            score = result.data
-            try:
-                s.add(GraderScore(
-                    config_id=self.config.id, response_id=item.response_id, run_id=run.id,
-                    request_hash=item.request_hash, criteria=score["criteria"],
-                    correct_diagnosis=score["correct_diagnosis"], error_tags=score["error_tags"],
-                    justification=score["comment"], overall=score["overall"],
-                    model_returned=result.model_returned,
-                    system_fingerprint=result.system_fingerprint,
-                    prompt_tokens=result.prompt_tokens, completion_tokens=result.completion_tokens,
-                    latency_s=result.latency_s, cost_usd=result.cost_usd))
-                self._forget_failure(item.response_id)
-                if not from_cache and s.get(GraderCache, item.request_hash) is None:
-                    s.add(GraderCache(request_hash=item.request_hash, raw=result.raw or "",
-                                      model_returned=result.model_returned,
-                                      system_fingerprint=result.system_fingerprint,
-                                      prompt_tokens=result.prompt_tokens,
-                                      completion_tokens=result.completion_tokens))
-                s.flush()
-            except IntegrityError:  # graded meanwhile by another run: keep that one
-                s.rollback()
-                s.add(run)
-            else:
-                run.graded += 1
-                run.from_cache += from_cache
-        else:
-            self._forget_failure(item.response_id)
-            s.add(GraderFailure(config_id=self.config.id, response_id=item.response_id,
-                                run_id=run.id, reason=result.reason or "unknown",
-                                attempts=result.attempts))
-            run.failed += 1
-        if not from_cache:
-            run.prompt_tokens += result.prompt_tokens
-            run.completion_tokens += result.completion_tokens
-            run.cost_usd += result.cost_usd or 0.0
-        s.add(run)
-        s.commit()
+        self.pending.append((item, result, from_cache))
+        if not from_cache:  # tokens are spent once per request sent
+            self.totals["prompt_tokens"] += result.prompt_tokens
+            self.totals["completion_tokens"] += result.completion_tokens
+            self.totals["cost_usd"] += result.cost_usd or 0.0
         self.done += 1
+        if time.monotonic() - self.last_commit >= self.COMMIT_EVERY:
+            self.commit()
         if self.progress:
-            self.progress(self.done, run.n_items)
+            self.progress(self.done, self.run.n_items)
+
+    def _write(self, group: list[tuple[GradeItem, CallResult, bool]]) -> None:
+        """The group's grades, failures and new cache entries, as three multi-row inserts."""
+        s, cid, run_id, now = self.s, self.config.id, self.run.id, utcnow()
+        s.exec(delete(GraderFailure)
+               .where(GraderFailure.config_id == cid,
+                      GraderFailure.response_id.in_([item.response_id for item, _, _ in group]))
+               .execution_options(synchronize_session=False))
+        scores, failures, cache = [], [], []
+        for item, r, from_cache in group:
+            if not r.ok:
+                failures.append({"config_id": cid, "response_id": item.response_id,
+                                 "run_id": run_id, "reason": r.reason or "unknown",
+                                 "attempts": r.attempts, "created_at": now})
+                continue
+            scores.append({
+                "config_id": cid, "response_id": item.response_id, "run_id": run_id,
+                "request_hash": item.request_hash, "criteria": r.data["criteria"],
+                "correct_diagnosis": r.data["correct_diagnosis"],
+                "error_tags": r.data["error_tags"], "justification": r.data["comment"],
+                "overall": r.data["overall"], "model_returned": r.model_returned,
+                "system_fingerprint": r.system_fingerprint, "prompt_tokens": r.prompt_tokens,
+                "completion_tokens": r.completion_tokens, "latency_s": r.latency_s,
+                "cost_usd": r.cost_usd, "created_at": now})
+            if not from_cache and item.request_hash not in self.cached:
+                self.cached.add(item.request_hash)
+                cache.append({"request_hash": item.request_hash, "raw": r.raw or "",
+                              "model_returned": r.model_returned,
+                              "system_fingerprint": r.system_fingerprint,
+                              "prompt_tokens": r.prompt_tokens,
+                              "completion_tokens": r.completion_tokens, "created_at": now})
+        conn = s.connection()
+        for table, rows in ((GraderScore, scores), (GraderFailure, failures), (GraderCache, cache)):
+            if rows:
+                conn.execute(insert(table), rows)
+        for _, result, from_cache in group:
+            self.totals["graded" if result.ok else "failed"] += 1
+            self.totals["from_cache"] += result.ok and from_cache
+
+    def _commit_run(self) -> None:
+        for name, value in self.totals.items():
+            setattr(self.run, name, value)
+        self.s.add(self.run)
+        self.s.commit()
+
+    def commit(self) -> None:
+        group, self.pending = self.pending, []
+        if not self._try(group):
+            for one in group:  # another run stored some of these meanwhile: keep its rows
+                self._try([one])
+            self._commit_run()
+        self.last_commit = time.monotonic()
+
+    def _try(self, group: list[tuple[GradeItem, CallResult, bool]]) -> bool:
+        """Write and commit `group`; on a unique-key clash, roll back and report False."""
+        totals, cached = dict(self.totals), set(self.cached)
+        try:
+            self._write(group)
+            self._commit_run()
+            return True
+        except IntegrityError:
+            self.s.rollback()
+            self.totals, self.cached = totals, cached
+            return False
 
 
 def _from_cache(rubric: Rubric, item: GradeItem, hit: GraderCache) -> CallResult | None:
@@ -265,8 +301,8 @@ def grade(
     s.add(run)
     record(s, "grader.run", actor=actor, config=config.id, items=items, n=len(work))
     s.commit()
-    store = _Recorder(s, run, config, rubric, progress)
     hits = _rows_by_key(s, GraderCache.request_hash, (w.request_hash for w in work))
+    store = _Recorder(s, run, config, set(hits), progress)
     to_send: list[GradeItem] = []
     twins: dict[str, list[GradeItem]] = {}  # identical requests in this run: sent once
     for w in work:
@@ -282,9 +318,9 @@ def grade(
     def store_all(w: GradeItem, result: CallResult) -> None:
         store(w, result)
         for twin in twins[w.request_hash]:
-            store(twin, result, from_cache=result.ok)
+            store(twin, result, from_cache=True)  # its tokens were counted once
     prices = load_prices()
-    client = _client(config, key) if to_send else None
+    client = _client(config, key, timeout) if to_send else None
     try:
         if to_send and batch:
             asyncio.run(_batches(client, rubric, to_send, store_all, poll_interval=poll_interval,
@@ -302,8 +338,7 @@ def grade(
         raise
     finally:
         run.finished_at = utcnow()
-        s.add(run)
-        s.commit()
+        store.commit()
     return RunSummary(run.id, run.n_items, run.graded, run.failed, run.from_cache,
                       run.prompt_tokens, run.completion_tokens, round(run.cost_usd, 6))
 

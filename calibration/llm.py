@@ -41,10 +41,10 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import openai
-from openai import AsyncOpenAI
+if TYPE_CHECKING:  # `openai` is imported where a request is sent: a cached run never needs it
+    from openai import AsyncOpenAI
 
 log = logging.getLogger(__name__)
 
@@ -253,6 +253,8 @@ def backoff_seconds(retry: int, base: float, cap: float) -> float:
 
 def _transient(exc: Exception) -> tuple[bool, str, float | None]:
     """(is transient, short description, server-requested wait)."""
+    import openai
+
     if isinstance(exc, openai.APITimeoutError):
         return True, "timeout", None
     if isinstance(exc, openai.APIConnectionError):
@@ -285,7 +287,8 @@ async def call_structured(
     """Send `req` with strict Structured Outputs; retry transient errors (at most `max_retries`
     in all), re-ask malformed/invalid answers (at most `max_reasks`); never raise for API trouble.
     `timeout` is per HTTP request."""
-    sender = client.with_options(max_retries=0, timeout=timeout)
+    sender = client if (client.max_retries, client.timeout) == (0, timeout) else (
+        client.with_options(max_retries=0, timeout=timeout))  # a copy per call: avoid when we can
     redact = _redactor(client)
     result = CallResult(ok=False)
     messages = list(req.messages)
@@ -301,6 +304,8 @@ async def call_structured(
             model, result.prompt_tokens, result.completion_tokens, prices
         )
         return result
+
+    import openai
 
     while True:
         result.attempts += 1

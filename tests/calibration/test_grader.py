@@ -180,3 +180,30 @@ def test_interrupted_run_resumes_without_duplicates(nmb_home: Path) -> None:
     with session() as s:
         rows = s.exec(select(GraderScore.response_id)).all()
     assert len(rows) == len(set(rows)) == 20
+
+
+def test_two_concurrent_runs_store_each_item_once(database_url: str) -> None:
+    import threading
+
+    eng = engine_for(database_url)
+    with OpenAIServer(latency=0.2) as srv, Session(eng, expire_on_commit=False) as s:
+        make_study(s, n_tasks=6)
+        cid = _config(s, srv)
+        results, errors = [], []
+
+        def run() -> None:
+            try:
+                with Session(eng, expire_on_commit=False) as own:
+                    results.append(grade(own, config_id=cid, concurrency=4, api_key=SECRET))
+            except BaseException as e:  # noqa: BLE001 - reported below
+                errors.append(e)
+
+        threads = [threading.Thread(target=run) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors, errors
+        rows = s.exec(select(GraderScore.response_id)).all()
+        assert len(rows) == len(set(rows)) == 12
+        assert sum(r.graded for r in results) == 12  # each item counted by the run that kept it

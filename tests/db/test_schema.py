@@ -2,17 +2,20 @@
 
 import pytest
 from alembic import command
+from alembic.script import ScriptDirectory
 from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
-from db.engine import alembic_config, engine_for
+from db.engine import HEAD_REVISION, alembic_config, engine_for
 from db.models import AuditLog, Case, Task
 from db.status import counts
 
 
 def test_models_match_migrations(database_url: str) -> None:
     command.check(alembic_config(database_url))  # raises when the models drift
+    head = ScriptDirectory.from_config(alembic_config(database_url)).get_current_head()
+    assert head == HEAD_REVISION
 
 
 def test_empty_study_counts(database_url: str) -> None:
