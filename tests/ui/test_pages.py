@@ -83,3 +83,27 @@ def test_calibration_report_renders_in_the_app(demo_study: Path) -> None:
     assert not at.exception, at.exception
     assert any("gate passed" in s.value for s in at.subheader), [s.value for s in at.subheader]
     assert any("synthetic" in w.value for w in at.warning)
+
+
+def test_calibrate_page_runs_the_grader_against_a_local_server(demo_study: Path) -> None:
+    from calibration.grader_config import GraderSettings, store_config
+    from db.models import GraderFailure
+    from tests.openai_server import OpenAIServer
+
+    admin = _login("demo-admin")
+    with OpenAIServer() as srv:
+        with session() as s:
+            config = store_config(s, GraderSettings(base_url=srv.base_url, name="local test"))
+            s.commit()
+        srv.inject("400")  # the first request fails for good: listed as a failure
+        at = page("pages/calibrate.py", admin)
+        at.session_state["grader_config"] = config.id
+        at.run()
+        assert any("items to grade" in m.value for m in at.markdown), "no cost estimate shown"
+        next(b for b in at.button if b.label == "Run grader").click().run(timeout=120)
+        assert not at.exception, at.exception
+        assert any("graded" in m.value for m in at.success), [e.value for e in at.error]
+        assert len(srv.chat_requests()) == 120  # the calibration subset
+        with session() as s:
+            assert len(s.exec(select(GraderFailure)).all()) == 1
+        assert at.dataframe, "the failure table is shown"
