@@ -103,7 +103,9 @@ def test_calibrate_page_runs_the_grader_against_a_local_server(demo_study: Path)
         next(b for b in at.button if b.label == "Run grader").click().run(timeout=120)
         assert not at.exception, at.exception
         assert any("graded" in m.value for m in at.success), [e.value for e in at.error]
-        assert len(srv.chat_requests()) == 120  # the calibration subset
+        assert 0 < len(srv.chat_requests()) <= 120  # identical requests are sent once
         with session() as s:
-            assert len(s.exec(select(GraderFailure)).all()) == 1
+            failed = s.exec(select(GraderFailure).where(GraderFailure.config_id == config.id)).all()
+            graded = s.exec(select(GraderScore).where(GraderScore.config_id == config.id)).all()
+        assert len(failed) >= 1 and len(failed) + len(graded) == 120  # the calibration subset
         assert at.dataframe, "the failure table is shown"
