@@ -105,9 +105,20 @@ def answer_stage(s: Session, *, attempt: ExamAttempt, task_id: str, text: str,
         raise UserError(f"task {task_id!r} is already fully answered")
     s.add(StageAnswer(attempt_id=attempt.id, task_id=task_id, stage=stage, text=text.strip(),
                       seconds=max(seconds, 0.0)))
+    current = s.get(ExamAttempt, attempt.id)
+    current.drafts = {k: v for k, v in (current.drafts or {}).items() if k != task_id}
+    s.add(current)
     record(s, "exam.answer", actor=None, attempt=attempt.id, task=task_id, stage=stage)
     s.commit()  # a concurrent answer to the same stage fails on the unique constraint
     return stage
+
+
+def save_draft(s: Session, *, attempt: ExamAttempt, task_id: str, text: str) -> None:
+    """Keep the answer being written, so a closed tab loses nothing."""
+    attempt = s.get(ExamAttempt, attempt.id)
+    attempt.drafts = {**(attempt.drafts or {}), task_id: text}
+    s.add(attempt)
+    s.commit()
 
 
 def finish(s: Session, *, attempt: ExamAttempt, actor: str | None = None) -> int:

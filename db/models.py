@@ -198,6 +198,7 @@ class ExamAttempt(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     exam_id: int = Field(foreign_key="exam.id", index=True)
     user_id: int = Field(foreign_key="user.id", index=True)
+    drafts: dict[str, str] | None = _json(nullable=True)  # unrecorded answer text per task
     started_at: datetime = _when()
     finished_at: datetime | None = Field(default=None, sa_type=DateTime(timezone=True))
 

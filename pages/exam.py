@@ -5,7 +5,7 @@ import time
 import streamlit as st
 
 from db.engine import session
-from db.exams import answer_stage, attempt_for, exam_tasks, exams, finish
+from db.exams import answer_stage, attempt_for, exam_tasks, exams, finish, save_draft
 from errors import UserError
 from ui.auth import require_role
 from ui.case_panel import case_panel
@@ -55,8 +55,16 @@ with right:
         if stage > 0:
             st.markdown(f"**Stage {stage + 1} revealed.** {task.revealed_stages[stage - 1]}")
         st.session_state.setdefault(f"exam_started_{task.task_id}_{stage}", time.monotonic())
+        key = f"exam_answer_{task.task_id}_{stage}"
+        if key not in st.session_state:  # a reopened tab finds the answer being written
+            st.session_state[key] = (attempt.drafts or {}).get(task.task_id, "")
+
+        def keep_draft() -> None:
+            with session() as s:
+                save_draft(s, attempt=attempt, task_id=task.task_id, text=st.session_state[key])
+
         text = st.text_area("Your answer" + (" (after the new information)" if stage else ""),
-                            key=f"exam_answer_{task.task_id}_{stage}", height=200)
+                            key=key, height=200, on_change=keep_draft)
         note = "Answers cannot be changed once recorded."
         if task.n_stages > 1:
             note += " More information is revealed after each answer."

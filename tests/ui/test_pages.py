@@ -61,8 +61,10 @@ def test_exam_page_hides_reference_and_other_answers(demo_study: Path) -> None:
     payload = page_payload(at)
     for word in [*MODELS, *truths, *texts]:
         assert word not in payload
-    at.text_area[0].input("Left MCA infarct.")
-    at.button[0].click().run()
+    at.text_area[0].input("Left MCA infarct.").run()
+    reopened = page("pages/exam.py", student).run()  # a new session finds the draft
+    assert reopened.text_area[0].value == "Left MCA infarct."
+    next(b for b in at.button if b.label == "Record answer").click().run()
     assert not at.exception
     assert "Left MCA infarct." in page_payload(at)
 
