@@ -31,6 +31,7 @@ from calibration.llm import (
     run_bounded,
 )
 from db.audit import record
+from db.cases import case_series
 from db.engine import nmb_home
 from db.models import (
     CalibrationItem,
@@ -41,7 +42,6 @@ from db.models import (
     GraderRun,
     GraderScore,
     Response,
-    Series,
     Task,
     utcnow,
 )
@@ -101,13 +101,13 @@ def _key_slices(s: Session, case_id: str) -> list[dict]:
     from imaging import render_to_file  # lazy: imaging is not needed for text-only grading
 
     parts = []
-    for series in s.exec(select(Series).where(Series.case_id == case_id).order_by(Series.position)):
-        out = nmb_home() / "thumbnails" / f"{series.sha256}.png"
+    for sequence, path in case_series(s, case_id):
+        out = nmb_home() / "thumbnails" / f"{path.stem}.png"
         if not out.exists():
             out.parent.mkdir(parents=True, exist_ok=True)
-            render_to_file(nmb_home() / series.path, plane="axial", out=out)
+            render_to_file(path, plane="axial", out=out)
         data = base64.b64encode(out.read_bytes()).decode()
-        parts += [{"type": "text", "text": f"{series.sequence}, axial, middle slice:"},
+        parts += [{"type": "text", "text": f"{sequence}, axial, middle slice:"},
                   {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{data}"}}]
     return parts
 

@@ -207,3 +207,17 @@ def test_two_concurrent_runs_store_each_item_once(database_url: str) -> None:
         rows = s.exec(select(GraderScore.response_id)).all()
         assert len(rows) == len(set(rows)) == 12
         assert sum(r.graded for r in results) == 12  # each item counted by the run that kept it
+
+
+def test_vision_grader_sends_key_slices(demo_study: Path, server: OpenAIServer) -> None:
+    from db.engine import session
+
+    with session() as s:
+        row = store_config(s, GraderSettings(base_url=server.base_url, vision=True))
+        s.commit()
+        out = grade(s, config_id=row.id, api_key=SECRET, limit=1)
+    assert out.graded == 1
+    content = server.chat_requests()[0].body["messages"][1]["content"]
+    images = [p for p in content if p["type"] == "image_url"]
+    assert images and all(p["image_url"]["url"].startswith("data:image/png;base64,")
+                          for p in images)
