@@ -1,6 +1,10 @@
 """End to end in Chromium: login, blinding on the scoring page, drafts surviving a closed
 browser, and typed URLs that a role may not open."""
 
+import sqlite3
+import time
+from pathlib import Path
+
 import pytest
 
 from db.demo_bundle import MODELS
@@ -18,7 +22,23 @@ def test_login_page_is_served(browser, app_url: str) -> None:
     page.close()
 
 
-def test_expert_draft_survives_closed_browser_and_page_is_blind(browser, app_url: str) -> None:
+def _wait_for_draft(home: Path, text: str, timeout: float = 30.0) -> None:
+    """Poll the app's database until a draft holding `text` is saved."""
+    db = sqlite3.connect(home / "study.db")
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            rows = db.execute("SELECT draft FROM expertscore WHERE draft IS NOT NULL").fetchall()
+            if any(text in (row[0] or "") for row in rows):
+                return
+            time.sleep(0.1)
+    finally:
+        db.close()
+    raise AssertionError(f"no draft with {text!r} saved within {timeout} s")
+
+
+def test_expert_draft_survives_closed_browser_and_page_is_blind(browser, app_url: str,
+                                                                demo_home: Path) -> None:
     ctx = browser.new_context()
     page = ctx.new_page()
     login(page, app_url, "demo-expert1")
@@ -30,7 +50,7 @@ def test_expert_draft_survives_closed_browser_and_page_is_blind(browser, app_url
     box = page.locator("textarea").last
     box.fill("draft from the browser test")
     box.press("Tab")  # the text area commits on blur: on_change saves the draft
-    page.wait_for_timeout(1500)
+    _wait_for_draft(demo_home, "draft from the browser test")
     ctx.close()  # the browser is closed mid-item
 
     ctx = browser.new_context()
