@@ -172,6 +172,23 @@ def cmd_assign(args: argparse.Namespace) -> None:
           f"overlap {args.overlap}, seed {args.seed}")
 
 
+def cmd_exam_add(args: argparse.Namespace) -> None:
+    from sqlmodel import select
+
+    from db.engine import session, upgrade
+    from db.exams import ensure_exam
+    from db.models import Task
+
+    upgrade()
+    with session() as s:
+        tasks = args.tasks or list(s.exec(select(Task.task_id).order_by(Task.task_id)))
+        if not tasks:
+            raise UserError("the study has no tasks yet: import a bundle first")
+        exam = ensure_exam(s, name=args.name, task_ids=tasks, actor="cli")
+        s.commit()
+    print(f"exam {exam.id} {exam.name!r}: {len(exam.task_ids)} tasks")
+
+
 def cmd_grade(args: argparse.Namespace) -> None:
     from tqdm import tqdm
 
@@ -297,6 +314,13 @@ def build_parser() -> argparse.ArgumentParser:
     asg.add_argument("--dev-fraction", type=float, default=0.5)
     asg.add_argument("--rubric", default="neurology-v1", help="bundled rubric name or TOML file")
     asg.add_argument("--seed", type=int, default=0)
+
+    exp = sub.add_parser("exam", help="exams for the human baseline")
+    exsub = exp.add_subparsers(dest="exam_command", required=True, parser_class=_Parser)
+    exa = exsub.add_parser("add", help="open an exam of the given tasks (default: every task)")
+    exa.add_argument("name")
+    exa.add_argument("--tasks", nargs="+", metavar="TASK_ID")
+    exa.set_defaults(fn=cmd_exam_add)
 
     gp = add("grade", cmd_grade, "grade responses with the LLM grader (OpenAI-compatible API)")
     gp.add_argument("--config", help="grader config TOML (default: gpt-4o-2024-08-06, T=0)")

@@ -7,7 +7,7 @@ from typing import Any
 from sqlmodel import Session, select
 
 from db.engine import nmb_home
-from db.models import Case, Series
+from db.models import Case, Series, Task
 from errors import UserError
 
 
@@ -23,6 +23,10 @@ class CaseView:
 
 def case_list(s: Session) -> list[Case]:
     return list(s.exec(select(Case).order_by(Case.case_id)))
+
+
+def task_list(s: Session) -> list[Task]:
+    return list(s.exec(select(Task).order_by(Task.task_id)))
 
 
 def case_series(s: Session, case_id: str) -> list[tuple[str, Path]]:

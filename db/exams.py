@@ -40,6 +40,10 @@ class ExamTask:
 
 
 def ensure_exam(s: Session, *, name: str, task_ids: list[str], actor: str | None = None) -> Exam:
+    if not name:
+        raise UserError("the exam needs a name")
+    if not task_ids:
+        raise UserError(f"exam {name!r} has no tasks")
     exam = s.exec(select(Exam).where(Exam.name == name)).first()
     if exam is None:
         known = set(s.exec(select(Task.task_id).where(Task.task_id.in_(task_ids))))

@@ -8,8 +8,9 @@ import streamlit as st
 
 from db.assignments import assign, below_overlap, draw_calibration, rater_progress
 from db.bundle import BundleInvalid, import_bundle
-from db.cases import case_list, case_view
+from db.cases import case_list, case_view, task_list
 from db.engine import session
+from db.exams import ensure_exam
 from db.export import export
 from db.models import ROLES
 from db.rubrics import ensure_rubric
@@ -150,6 +151,22 @@ with raters:
                                     actor=user.name)
                     s.commit()
                 st.success(f"Assignment design {design.id} created.")
+            except UserError as e:
+                st.error(str(e))
+
+    with st.form("exam"):
+        st.markdown("**Open an exam** (students and physicians; the human baseline)")
+        with session() as s:
+            task_ids = [t.task_id for t in task_list(s)]
+        exam_name = st.text_input("Exam name")
+        exam_tasks = st.multiselect("Tasks", task_ids, default=task_ids)
+        if st.form_submit_button("Open exam"):
+            try:
+                with session() as s:
+                    exam = ensure_exam(s, name=exam_name.strip(), task_ids=exam_tasks,
+                                       actor=user.name)
+                    s.commit()
+                st.success(f"Exam {exam.name!r} is open with {len(exam.task_ids)} tasks.")
             except UserError as e:
                 st.error(str(e))
 

@@ -81,3 +81,16 @@ def test_render_and_refusals(nmb_home: Path, tmp_path: Path) -> None:
         bad = nmb(*args)
         assert bad.returncode == 2, (args, bad.stderr)
         assert len(bad.stderr.strip().splitlines()) == 1 and "Traceback" not in bad.stderr
+
+
+def test_exam_add(nmb_home: Path) -> None:
+    from db.engine import session, upgrade
+    from tests.factories import make_study
+
+    upgrade()
+    with session() as s:
+        make_study(s, n_tasks=3, experts=0)
+    out = nmb("exam", "add", "baseline", "--tasks", "task0", "task2")
+    assert out.returncode == 0 and "2 tasks" in out.stdout, out.stderr
+    bad = nmb("exam", "add", "other", "--tasks", "task9")
+    assert bad.returncode == 2 and "unknown task 'task9'" in bad.stderr
