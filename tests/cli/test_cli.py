@@ -94,3 +94,24 @@ def test_exam_add(nmb_home: Path) -> None:
     assert out.returncode == 0 and "2 tasks" in out.stdout, out.stderr
     bad = nmb("exam", "add", "other", "--tasks", "task9")
     assert bad.returncode == 2 and "unknown task 'task9'" in bad.stderr
+
+
+def test_import_status_reimport_and_refusal(nmb_home: Path, tmp_path: Path) -> None:
+    from tests.db.bundles import CASES, TASKS, responses, write_bundle
+
+    bundle = write_bundle(tmp_path / "tiny")
+    out = nmb("import", str(bundle), "--json")
+    assert out.returncode == 0, out.stderr
+    status = json.loads(nmb("status", "--json").stdout)
+    assert (status["cases"], status["series"], status["tasks"], status["responses"]) == (
+        len(CASES), sum(len(c["series"]) for c in CASES.values()), len(TASKS), len(responses()))
+    again = nmb("import", str(bundle))
+    assert again.returncode == 0 and json.loads(nmb("status", "--json").stdout) == status
+    bad = tmp_path / "bad"
+    write_bundle(bad, name="bad")
+    (bad / "tasks.jsonl").write_text((bad / "tasks.jsonl").read_text().replace(
+        '"level": 1', '"level": 4', 1) + "{not json\n")
+    refused = nmb("import", str(bad))
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert "tasks.jsonl" in refused.stderr and "4" in refused.stderr
+    assert json.loads(nmb("status", "--json").stdout) == status
