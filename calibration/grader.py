@@ -2,9 +2,9 @@
 
 One rubric object gives the system prompt and the strict JSON schema (rubric.render); the
 user message carries the task, the case record, the reference answer and the response.
-Runs are resumable: every finished item is committed at once, a re-run grades only what has
-no valid grade under the config, and answers are cached by the hash of (config, exact
-request), so an identical request is never sent twice.
+Runs are resumable: finished items are committed in groups at least every 0.25 s and on
+Ctrl-C, a re-run grades only what has no valid grade under the config, and answers are
+cached by the hash of (config, exact request), so an identical request is never sent twice.
 """
 
 import asyncio
@@ -45,6 +45,7 @@ from db.models import (
     Task,
     utcnow,
 )
+from db.queries import fetch_in
 from db.rubrics import rubric_by_hash
 from errors import UserError
 from rubric import Rubric
@@ -143,21 +144,12 @@ def select_items(s: Session, config: GraderConfig, items: str, limit: int | None
     return rows[:limit] if limit is not None else rows
 
 
-def _rows_by_key(s: Session, column, keys) -> dict:
-    """{key: row} of `column`'s table for `keys`, read in chunks of 500 (SQLite's variable limit)."""
-    keys, rows = sorted(set(keys)), {}
-    for k in range(0, len(keys), 500):
-        for row in s.exec(select(column.class_).where(column.in_(keys[k:k + 500]))):
-            rows[getattr(row, column.key)] = row
-    return rows
-
-
 def _prepare_all(s: Session, config: GraderConfig, rubric: Rubric,
                  responses: list[Response]) -> list[GradeItem]:
     """`prepare` for many responses, their tasks and cases read in a few queries (not two
     per response)."""
-    tasks = _rows_by_key(s, Task.task_id, (r.task_id for r in responses))
-    cases = _rows_by_key(s, Case.case_id, (t.case_id for t in tasks.values()))
+    tasks = {t.task_id: t for t in fetch_in(s, Task.task_id, (r.task_id for r in responses))}
+    cases = {c.case_id: c for c in fetch_in(s, Case.case_id, (t.case_id for t in tasks.values()))}
     return [prepare(s, config, rubric, r, task=tasks[r.task_id],
                     case=cases[tasks[r.task_id].case_id]) for r in responses]
 
@@ -301,7 +293,8 @@ def grade(
     s.add(run)
     record(s, "grader.run", actor=actor, config=config.id, items=items, n=len(work))
     s.commit()
-    hits = _rows_by_key(s, GraderCache.request_hash, (w.request_hash for w in work))
+    hits = {h.request_hash: h for h in
+            fetch_in(s, GraderCache.request_hash, (w.request_hash for w in work))}
     store = _Recorder(s, run, config, set(hits), progress)
     to_send: list[GradeItem] = []
     twins: dict[str, list[GradeItem]] = {}  # identical requests in this run: sent once
@@ -367,11 +360,8 @@ def estimate(s: Session, *, config_id: int, items: str = "pending") -> dict:
     config = get_config(s, config_id)
     rubric = rubric_by_hash(s, config.rubric_hash)
     work = _prepare_all(s, config, rubric, select_items(s, config, items, None))
-    cached = 0
-    for k in range(0, len(work), 500):
-        chunk = [w.request_hash for w in work[k:k + 500]]
-        cached += len(s.exec(select(GraderCache.request_hash)
-                             .where(GraderCache.request_hash.in_(chunk))).all())
+    cached = len(fetch_in(s, GraderCache.request_hash, (w.request_hash for w in work),
+                          GraderCache.request_hash))
     prompt = sum(len(json.dumps(w.request.body())) for w in work) // 4
     completion = (len(work) - cached) * config.max_tokens // 3
     cost = estimate_cost(config.model, prompt * (len(work) - cached) // max(len(work), 1),

@@ -13,13 +13,13 @@ import hashlib
 import os
 import secrets
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import insert
-from sqlmodel import Session, col, select
+from sqlmodel import Session, select
 
 from db.audit import record
 from db.bundle_errors import BundleInvalid, Problem
@@ -32,13 +32,13 @@ from db.bundle_validate import (
 )
 from db.engine import nmb_home
 from db.models import Case, Response, Series, Task, utcnow
+from db.queries import chunks, fetch_in
 from errors import UserError
 
 __all__ = ["FORMAT", "BundleInvalid", "ImportSummary", "Problem", "ValidBundle", "image_path",
            "import_bundle", "validate_bundle"]
 
 Progress = Callable[[float, str], None]
-_CHUNK = 900  # ids per IN (...) query, below SQLite's old 999-parameter limit
 _BATCH = 2000  # rows per executemany
 
 
@@ -80,20 +80,6 @@ def image_path(sha256: str, suffix: str) -> Path:
     return Path("images") / sha256[:2] / f"{sha256}{suffix}"
 
 
-def _chunks(items: list, n: int) -> Iterator[list]:
-    for i in range(0, len(items), n):
-        yield items[i:i + n]
-
-
-def _fetch(s: Session, column: Any, ids: Iterable[str]) -> list:
-    """Rows of `column`'s table whose `column` is in `ids` (chunked IN queries)."""
-    table = column.class_
-    out = []
-    for chunk in _chunks(sorted(set(ids)), _CHUNK):
-        out += s.exec(select(table).where(col(column).in_(chunk))).all()
-    return out
-
-
 def _differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     return [k for k in new if old.get(k) != new[k]]
 
@@ -119,9 +105,9 @@ def _plan(s: Session, vb: ValidBundle, summary: ImportSummary) -> _Plan:
         file, line = vb.where[kind, key]
         plan.problems.append(Problem(file, line, msg))
 
-    old_cases = {c.case_id: c for c in _fetch(s, Case.case_id, (c["case_id"] for c in vb.cases))}
+    old_cases = {c.case_id: c for c in fetch_in(s, Case.case_id, (c["case_id"] for c in vb.cases))}
     old_series: dict[str, list[tuple]] = {}
-    for row in _fetch(s, Series.case_id, old_cases):
+    for row in fetch_in(s, Series.case_id, old_cases):
         old_series.setdefault(row.case_id, []).append((row.position, row.sequence, row.sha256))
     for c in vb.cases:
         cid = c["case_id"]
@@ -139,7 +125,7 @@ def _plan(s: Session, vb: ValidBundle, summary: ImportSummary) -> _Plan:
         else:
             summary.unchanged_cases += 1
 
-    old_tasks = {t.task_id: t for t in _fetch(s, Task.task_id, (t["task_id"] for t in vb.tasks))}
+    old_tasks = {t.task_id: t for t in fetch_in(s, Task.task_id, (t["task_id"] for t in vb.tasks))}
     for t in vb.tasks:
         old = old_tasks.get(t["task_id"])
         if old is None:
@@ -151,9 +137,9 @@ def _plan(s: Session, vb: ValidBundle, summary: ImportSummary) -> _Plan:
             summary.unchanged_tasks += 1
 
     old_resp = {r.response_id: r for r in
-                _fetch(s, Response.response_id, (r["response_id"] for r in vb.responses))}
+                fetch_in(s, Response.response_id, (r["response_id"] for r in vb.responses))}
     taken = {(r.task_id, r.model, r.sample): r.response_id
-             for r in _fetch(s, Response.task_id, (r["task_id"] for r in vb.responses))}
+             for r in fetch_in(s, Response.task_id, (r["task_id"] for r in vb.responses))}
     for r in vb.responses:
         rid = r["response_id"]
         old = old_resp.get(rid)
@@ -179,11 +165,10 @@ def _stored_images(s: Session, shas: set[str]) -> dict[str, tuple[list[int], lis
     imported), among `shas`. Ends the read transaction so no lock is held while images are read.
     """
     out = {}
-    for chunk in _chunks(sorted(shas), _CHUNK):
-        q = select(Series.sha256, Series.path, Series.shape, Series.voxel_sizes)
-        for sha, path, shape, sizes in s.exec(q.where(col(Series.sha256).in_(chunk))).all():
-            if (nmb_home() / path).is_file():
-                out[sha] = (list(shape), list(sizes))
+    for sha, path, shape, sizes in fetch_in(s, Series.sha256, shas, Series.sha256, Series.path,
+                                            Series.shape, Series.voxel_sizes):
+        if (nmb_home() / path).is_file():
+            out[sha] = (list(shape), list(sizes))
     s.rollback()
     return out
 
@@ -241,7 +226,7 @@ def _insert(s: Session, plan: _Plan, progress: Progress | None) -> None:
     codes = new_blind_codes(s, len(plan.responses))
     rows = [{**r, "source": "model", "user_id": None, "blind_code": code, "created_at": now}
             for r, code in zip(plan.responses, codes, strict=True)]
-    for i, batch in enumerate(_chunks(rows, _BATCH)):
+    for i, batch in enumerate(chunks(rows, _BATCH)):
         conn.execute(insert(Response), batch)
         if progress:
             done = min(len(rows), (i + 1) * _BATCH)
