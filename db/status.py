@@ -1,7 +1,7 @@
 """Counts of what the study holds (`nmb status --json`)."""
 
 from sqlalchemy import func
-from sqlmodel import Session, SQLModel, select
+from sqlmodel import Session, select
 
 from db.models import (
     Case,
@@ -15,25 +15,23 @@ from db.models import (
     User,
 )
 
-COUNTED: dict[str, type[SQLModel]] = {
-    "cases": Case,
-    "series": Series,
-    "tasks": Task,
-    "responses": Response,
-    "users": User,
-    "expert_scores": ExpertScore,
-    "grader_scores": GraderScore,
-    "grader_failures": GraderFailure,
-    "exam_attempts": ExamAttempt,
+
+def _count(table, *where):
+    return select(func.count()).select_from(table).where(*where)
+
+
+COUNTS = {
+    "cases": _count(Case),
+    "series": _count(Series),
+    "tasks": _count(Task),
+    "responses": _count(Response),
+    "users": _count(User),
+    "expert_scores": _count(ExpertScore, ExpertScore.status == "submitted"),  # drafts not counted
+    "grader_scores": _count(GraderScore),
+    "grader_failures": _count(GraderFailure),
+    "exam_attempts": _count(ExamAttempt),
 }
 
 
 def counts(s: Session) -> dict[str, int]:
-    out = {
-        name: s.exec(select(func.count()).select_from(table)).one()
-        for name, table in COUNTED.items()
-    }
-    out["expert_scores"] = s.exec(
-        select(func.count()).select_from(ExpertScore).where(ExpertScore.status == "submitted")
-    ).one()
-    return out
+    return {name: s.exec(query).one() for name, query in COUNTS.items()}
