@@ -7,6 +7,7 @@ keeps some items unscored to try. Nothing here is patient data.
 """
 
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -21,17 +22,16 @@ from db.exams import ensure_exam
 from db.models import (
     Assignment,
     Case,
-    ExpertScore,
     GraderRun,
     GraderScore,
     Response,
-    ScoreRevision,
     Setting,
     Task,
     User,
     utcnow,
 )
 from db.rubrics import ensure_rubric
+from db.scoring import record_submission
 from db.users import add_user
 from rubric import Rubric
 
@@ -113,9 +113,7 @@ def _synthetic_expert_scores(s: Session, rubric: Rubric, seed: int) -> None:
                   .join(Task, Task.task_id == Response.task_id)
                   .order_by(Assignment.rater_id, Assignment.position)).all()
     left = {raters["demo-expert1"].id: LEFT_FOR_EXPERT1}
-    queue_len: dict[int, int] = {}
-    for a, _ in rows:
-        queue_len[a.rater_id] = queue_len.get(a.rater_id, 0) + 1
+    queue_len = Counter(a.rater_id for a, _ in rows)
     for a, family in rows:
         if a.position >= queue_len[a.rater_id] - left.get(a.rater_id, 0):
             continue  # left for the user to score
@@ -127,18 +125,8 @@ def _synthetic_expert_scores(s: Session, rubric: Rubric, seed: int) -> None:
         values = {"criteria": criteria, "correct_diagnosis": correct, "error_tags": tags,
                   "comment": ("Synthetic demo comment: " + ", ".join(tags)) if tags else "",
                   "confidence": int(rng.integers(3, 6))}
-        clean = rubric.validate_score(values, family=family)
-        score = ExpertScore(assignment_id=a.id, rubric_hash=rubric.content_hash,
-                            status="submitted", revision=1, synthetic=True,
-                            active_seconds=float(rng.integers(60, 400)),
-                            overall=clean["overall"],
-                            **{k: clean[k] for k in ("criteria", "correct_diagnosis", "error_tags",
-                                                     "comment", "confidence")})
-        score.submitted_at = score.updated_at
-        s.add(score)
-        s.flush()
-        s.add(ScoreRevision(score_id=score.id, revision=1, rater_id=a.rater_id, content=clean,
-                            changes={}))
+        record_submission(s, assignment=a, values=values, synthetic=True,
+                          active_seconds=float(rng.integers(60, 300)))
 
 
 def _synthetic_grader_run(s: Session, rubric: Rubric, seed: int) -> None:

@@ -13,8 +13,8 @@ from sqlmodel import Session, select
 
 from db.audit import record
 from db.bundle import new_blind_codes
-from db.cases import case_series
-from db.models import Case, Exam, ExamAttempt, Response, StageAnswer, Task, User, utcnow
+from db.cases import case_view
+from db.models import Exam, ExamAttempt, Response, StageAnswer, Task, User, utcnow
 from errors import UserError
 
 
@@ -81,13 +81,12 @@ def exam_tasks(s: Session, *, attempt: ExamAttempt) -> list[ExamTask]:
     out = []
     for task_id in exam.task_ids:
         task = s.get(Task, task_id)
-        case = s.get(Case, task.case_id)
+        case = case_view(s, case_id=task.case_id)  # its ground truth stays here
         given = answers.get(task_id, [])
         stages = list(task.stages or [])
-        series = case_series(s, case.case_id)
         out.append(ExamTask(task_id, task.family, task.level, task.prompt,
                             stages[:len(given)], given, 1 + len(stages), case.title, case.ehr,
-                            case.scores or {}, series))
+                            case.scores, case.series))
     return out
 
 

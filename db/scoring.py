@@ -14,11 +14,10 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
 from db.audit import record
-from db.cases import case_series
+from db.cases import case_view
 from db.models import (
     Assignment,
     AssignmentDesign,
-    Case,
     ExpertScore,
     Response,
     ScoreRevision,
@@ -27,9 +26,11 @@ from db.models import (
 )
 from db.rubrics import rubric_by_hash
 from errors import UserError
+from rubric.scoring import SCORE_FIELDS as RUBRIC_SCORE_FIELDS
 
 IDLE_CAP_SECONDS = 300.0  # gaps between interactions longer than this are not active time
-SCORE_FIELDS = ("criteria", "correct_diagnosis", "error_tags", "comment", "confidence")
+# What a rater enters: the rubric's score fields but the derived overall.
+SCORE_FIELDS = tuple(f for f in RUBRIC_SCORE_FIELDS if f != "overall")
 
 
 @dataclass
@@ -66,15 +67,14 @@ class ScoringItem:
 
 def queue(s: Session, *, rater_id: int) -> list[QueueEntry]:
     rows = s.exec(
-        select(Assignment.id, Assignment.position, Response.blind_code, ExpertScore.status,
-               ExpertScore.draft)
+        select(Assignment.id, Assignment.position, Response.blind_code, ExpertScore.status)
         .join(Response, Response.response_id == Assignment.response_id)
         .join(ExpertScore, ExpertScore.assignment_id == Assignment.id, isouter=True)
         .where(Assignment.rater_id == rater_id)
         .order_by(Assignment.position)
     )
     return [QueueEntry(aid, pos, code, "new" if status is None else status)
-            for aid, pos, code, status, _ in rows]
+            for aid, pos, code, status in rows]
 
 
 def _assignment(s: Session, rater_id: int, assignment_id: int) -> Assignment:
@@ -101,16 +101,15 @@ def load_item(s: Session, *, rater_id: int, assignment_id: int) -> ScoringItem:
     a = _assignment(s, rater_id, assignment_id)
     resp = s.get(Response, a.response_id)
     task = s.get(Task, resp.task_id)
-    case = s.get(Case, task.case_id)
-    series = case_series(s, case.case_id)
+    case = case_view(s, case_id=task.case_id)
     score = _score_row(s, assignment_id, lock=False)
     values: dict[str, Any] = {}
     if score is not None:
         values = dict(score.draft) if score.draft is not None else _values(score)
     return ScoringItem(
         assignment_id=a.id, blind_code=resp.blind_code, rubric_hash=_rubric_hash(s, a),
-        case_id=case.case_id, case_title=case.title, ehr=case.ehr, scores=case.scores or {},
-        series=series, family=task.family, level=task.level, prompt=task.prompt,
+        case_id=case.case_id, case_title=case.title, ehr=case.ehr, scores=case.scores,
+        series=case.series, family=task.family, level=task.level, prompt=task.prompt,
         stages=list(task.stages or []), reference=case.ground_truth, text=resp.text,
         turns=list(resp.turns or []), values=values,
         status="new" if score is None else score.status,
@@ -139,15 +138,21 @@ def save_draft(
     return _retrying(s, lambda: _save_draft(s, rater_id, assignment_id, values, active_seconds))
 
 
+def _locked_score(s: Session, a: Assignment) -> ExpertScore:
+    """The assignment's score row, locked for update, or a new one."""
+    return _score_row(s, a.id, lock=True) or ExpertScore(
+        assignment_id=a.id, rubric_hash=_rubric_hash(s, a), criteria={}, error_tags=[])
+
+
+def _active(seconds: float) -> float:
+    return min(max(seconds, 0.0), IDLE_CAP_SECONDS)
+
+
 def _save_draft(s, rater_id, assignment_id, values, active_seconds) -> ExpertScore:
-    a = _assignment(s, rater_id, assignment_id)
-    score = _score_row(s, assignment_id, lock=True)
-    if score is None:
-        score = ExpertScore(assignment_id=assignment_id, rubric_hash=_rubric_hash(s, a), criteria={},
-                            error_tags=[])
+    score = _locked_score(s, _assignment(s, rater_id, assignment_id))
     score.draft = {k: values.get(k) for k in SCORE_FIELDS}
     record(s, "score.draft", actor=None, assignment=assignment_id, rater=rater_id)
-    score.active_seconds += min(max(active_seconds, 0.0), IDLE_CAP_SECONDS)
+    score.active_seconds += _active(active_seconds)
     score.updated_at = utcnow()
     s.add(score)
     s.commit()
@@ -164,31 +169,39 @@ def submit(
 
 def _submit(s, rater_id, assignment_id, values, active_seconds, actor) -> ExpertScore:
     a = _assignment(s, rater_id, assignment_id)
-    rubric_hash = _rubric_hash(s, a)
+    score = record_submission(s, assignment=a, values=values, active_seconds=active_seconds)
+    record(s, "score.submit", actor=actor, assignment=assignment_id, revision=score.revision)
+    s.commit()
+    return score
+
+
+def record_submission(
+    s: Session, *, assignment: Assignment, values: dict[str, Any], active_seconds: float = 0.0,
+    synthetic: bool = False,
+) -> ExpertScore:
+    """Validate `values` against the rubric and add a revision in the session's transaction
+    (the caller commits). `synthetic` marks generated scores (the demo)."""
+    a = assignment
     family = s.exec(select(Task.family).join(Response, Response.task_id == Task.task_id)
                     .where(Response.response_id == a.response_id)).one()
-    clean = rubric_by_hash(s, rubric_hash).validate_score(
+    score = _locked_score(s, a)
+    clean = rubric_by_hash(s, score.rubric_hash).validate_score(
         {k: values.get(k) for k in SCORE_FIELDS}, family=family)
-    score = _score_row(s, assignment_id, lock=True)
-    if score is None:
-        score = ExpertScore(assignment_id=assignment_id, rubric_hash=rubric_hash, criteria={},
-                            error_tags=[])
     before = _values(score) if score.revision else {}
     for k in SCORE_FIELDS:
         setattr(score, k, clean[k])
     score.overall = clean["overall"]
     score.draft = None
     score.status = "submitted"
+    score.synthetic = synthetic
     score.revision += 1
-    score.active_seconds += min(max(active_seconds, 0.0), IDLE_CAP_SECONDS)
+    score.active_seconds += _active(active_seconds)
     score.submitted_at = score.updated_at = utcnow()
     s.add(score)
     s.flush()
     after = _values(score)
     changes = {k: {"from": before.get(k), "to": after[k]} for k in SCORE_FIELDS
                if before.get(k) != after[k]}
-    s.add(ScoreRevision(score_id=score.id, revision=score.revision, rater_id=rater_id,
+    s.add(ScoreRevision(score_id=score.id, revision=score.revision, rater_id=a.rater_id,
                         content={**after, "overall": score.overall}, changes=changes))
-    record(s, "score.submit", actor=actor, assignment=assignment_id, revision=score.revision)
-    s.commit()
     return score
