@@ -20,6 +20,14 @@ class _Parser(argparse.ArgumentParser):
         raise UserError(f"{self.prog}: {message}")
 
 
+def _study():
+    """A session on the current study, created or migrated first."""
+    from db.engine import session, upgrade
+
+    upgrade()
+    return session()
+
+
 def _print_json(data: object) -> None:
     print(json.dumps(data, indent=None, default=str))
 
@@ -35,11 +43,9 @@ def cmd_db_upgrade(args: argparse.Namespace) -> None:
 
 
 def cmd_status(args: argparse.Namespace) -> None:
-    from db.engine import session, upgrade
     from db.status import counts
 
-    upgrade()
-    with session() as s:
+    with _study() as s:
         got = counts(s)
     if args.json:
         _print_json(got)
@@ -63,23 +69,19 @@ def _read_password(args: argparse.Namespace) -> str:
 
 
 def cmd_users_add(args: argparse.Namespace) -> None:
-    from db.engine import session, upgrade
     from db.users import add_user
 
-    upgrade()
     password = _read_password(args)
-    with session() as s:
+    with _study() as s:
         add_user(s, name=args.name, role=args.role, password=password, email=args.email, actor="cli")
         s.commit()
     print(f"added {args.role} {args.name}")
 
 
 def cmd_users_list(args: argparse.Namespace) -> None:
-    from db.engine import session, upgrade
     from db.users import list_users
 
-    upgrade()
-    with session() as s:
+    with _study() as s:
         users = list_users(s)
     rows = [{"name": u.name, "role": u.role, "disabled": u.disabled, "email": u.email} for u in users]
     if args.json:
@@ -90,11 +92,9 @@ def cmd_users_list(args: argparse.Namespace) -> None:
 
 
 def cmd_users_disable(args: argparse.Namespace) -> None:
-    from db.engine import session, upgrade
     from db.users import disable_user
 
-    upgrade()
-    with session() as s:
+    with _study() as s:
         disable_user(s, name=args.name, actor="cli")
         s.commit()
     print(f"disabled {args.name}")
@@ -105,11 +105,9 @@ def cmd_users_disable(args: argparse.Namespace) -> None:
 
 def cmd_import(args: argparse.Namespace) -> None:
     from db.bundle import BundleInvalid, import_bundle
-    from db.engine import session, upgrade
 
-    upgrade()
     try:
-        with session() as s:
+        with _study() as s:
             summary = import_bundle(s, Path(args.path), dry_run=args.dry_run, actor="cli")
     except BundleInvalid as e:  # every problem, one per line, then exit 2
         if len(e.problems) == 1:
@@ -126,11 +124,9 @@ def cmd_demo(args: argparse.Namespace) -> None:
 
 
 def cmd_export(args: argparse.Namespace) -> None:
-    from db.engine import session, upgrade
     from db.export import export
 
-    upgrade()
-    with session() as s:
+    with _study() as s:
         n = export(s, args.kind, fmt=args.format, out=Path(args.out), reveal_raters=args.reveal_raters)
     print(f"wrote {n} rows to {args.out}")
 
@@ -155,11 +151,9 @@ def cmd_agreement(args: argparse.Namespace) -> None:
 
 def cmd_assign(args: argparse.Namespace) -> None:
     from db.assignments import assign, draw_calibration
-    from db.engine import session, upgrade
     from db.rubrics import ensure_rubric
 
-    upgrade()
-    with session() as s:
+    with _study() as s:
         if args.calibration:
             parts = draw_calibration(s, n=args.calibration, dev_fraction=args.dev_fraction,
                                      seed=args.seed, actor="cli")
@@ -173,18 +167,10 @@ def cmd_assign(args: argparse.Namespace) -> None:
 
 
 def cmd_exam_add(args: argparse.Namespace) -> None:
-    from sqlmodel import select
-
-    from db.engine import session, upgrade
     from db.exams import ensure_exam
-    from db.models import Task
 
-    upgrade()
-    with session() as s:
-        tasks = args.tasks or list(s.exec(select(Task.task_id).order_by(Task.task_id)))
-        if not tasks:
-            raise UserError("the study has no tasks yet: import a bundle first")
-        exam = ensure_exam(s, name=args.name, task_ids=tasks, actor="cli")
+    with _study() as s:
+        exam = ensure_exam(s, name=args.name, task_ids=args.tasks, actor="cli")
         s.commit()
     print(f"exam {exam.id} {exam.name!r}: {len(exam.task_ids)} tasks")
 
@@ -194,15 +180,13 @@ def cmd_grade(args: argparse.Namespace) -> None:
 
     from calibration.grader import grade, summary_dict
     from calibration.grader_config import is_dated_snapshot, load_settings, store_config
-    from db.engine import session, upgrade
 
-    upgrade()
     settings = load_settings(Path(args.config) if args.config else None, model=args.model,
                              base_url=args.base_url)
     if not is_dated_snapshot(settings.model):
         print(f"nmb: warning: {settings.model!r} is an undated alias; reports flag it",
               file=sys.stderr)
-    with session() as s:
+    with _study() as s:
         config = store_config(s, settings, actor="cli")
         s.commit()
         with tqdm(desc="grading", unit="item", file=sys.stderr, disable=None) as bar:
@@ -224,12 +208,10 @@ def cmd_grade(args: argparse.Namespace) -> None:
 
 def cmd_calibrate(args: argparse.Namespace) -> None:
     from calibration import report
-    from db.engine import session, upgrade
 
-    upgrade()
     thresholds = {"pearson_min": args.pearson_min, "icc2_min": args.icc_min,
                   "alt_test_epsilon": args.epsilon}
-    with session() as s:
+    with _study() as s:
         data = report.collect(s, config_id=args.config, part=args.part)
         results = report.build(data, thresholds=thresholds, bootstrap=args.bootstrap,
                                seed=args.seed)

@@ -77,8 +77,7 @@ def _demo_study(s: Session, seed: int) -> None:
             add_user(s, name=name, role=role, password=DEMO_PASSWORD, demo=True, actor="demo")
     s.merge(Setting(key="demo", value="1"))
     rubric = ensure_rubric(s, "neurology-v1", actor="demo")
-    ensure_exam(s, name=DEMO_EXAM, task_ids=list(s.exec(select(Task.task_id).order_by(Task.task_id))),
-                actor="demo")
+    ensure_exam(s, name=DEMO_EXAM, actor="demo")
     s.flush()
     if s.exec(select(Assignment)).first() is not None:
         return

@@ -39,9 +39,13 @@ class ExamTask:
         return len(self.answers) >= self.n_stages
 
 
-def ensure_exam(s: Session, *, name: str, task_ids: list[str], actor: str | None = None) -> Exam:
+def ensure_exam(s: Session, *, name: str, task_ids: list[str] | None = None,
+                actor: str | None = None) -> Exam:
+    """The exam of that name, opened with `task_ids` (default: every task) if it is new."""
     if not name:
         raise UserError("the exam needs a name")
+    if task_ids is None:
+        task_ids = list(s.exec(select(Task.task_id).order_by(Task.task_id)))
     if not task_ids:
         raise UserError(f"exam {name!r} has no tasks")
     exam = s.exec(select(Exam).where(Exam.name == name)).first()
