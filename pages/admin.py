@@ -11,12 +11,13 @@ from db.bundle import BundleInvalid, import_bundle
 from db.cases import case_list, case_view, task_list
 from db.engine import session
 from db.exams import ensure_exam
-from db.export import export
+from db.export import FORMATS, KINDS, export
 from db.models import ROLES
 from db.rubrics import ensure_rubric
 from db.status import counts
 from db.users import add_user, disable_user, list_users
 from errors import UserError
+from ui.actions import run_write
 from ui.auth import require_role
 from ui.case_panel import case_panel
 
@@ -96,14 +97,12 @@ with people:
         email = c3.text_input("E-mail (for single sign-on)")
         password = st.text_input("Initial password", type="password")
         if st.form_submit_button("Add"):
-            try:
-                with session() as s:
-                    add_user(s, name=name.strip(), role=role, password=password,
-                             email=email.strip() or None, actor=user.name)
-                    s.commit()
-                st.success(f"Added {role} {name}.")
-            except UserError as e:
-                st.error(str(e))
+            def add(s) -> str:
+                add_user(s, name=name.strip(), role=role, password=password,
+                         email=email.strip() or None, actor=user.name)
+                return f"Added {role} {name}."
+
+            run_write(add)
     active = [u.name for u in users if not u.disabled and u.name != user.name]
     who = st.selectbox("Disable an account", active, index=None)
     if st.button("Disable", disabled=who is None):
@@ -127,14 +126,12 @@ with raters:
         dev = c2.number_input("Development fraction", 0.1, 0.9, 0.5, step=0.1)
         seed = c3.number_input("Seed", min_value=0, value=0)
         if st.form_submit_button("Draw"):
-            try:
-                with session() as s:
-                    parts = draw_calibration(s, n=int(n), dev_fraction=dev, seed=int(seed),
-                                             actor=user.name)
-                    s.commit()
-                st.success(f"Drawn: {parts['dev']} development, {parts['heldout']} held out.")
-            except UserError as e:
-                st.error(str(e))
+            def draw(s) -> str:
+                parts = draw_calibration(s, n=int(n), dev_fraction=dev, seed=int(seed),
+                                         actor=user.name)
+                return f"Drawn: {parts['dev']} development, {parts['heldout']} held out."
+
+            run_write(draw)
     with st.form("assign"):
         st.markdown("**Assign items to raters** (balanced design, seeded queues)")
         chosen = st.multiselect("Raters", experts, default=experts)
@@ -143,16 +140,14 @@ with raters:
         selection = c2.selectbox("Items", ["calibration", "all"])
         aseed = c3.number_input("Seed ", min_value=0, value=0)
         if st.form_submit_button("Assign"):
-            try:
-                with session() as s:
-                    rubric = ensure_rubric(s, "neurology-v1", actor=user.name)
-                    design = assign(s, rubric_hash=rubric.content_hash, raters=chosen,
-                                    overlap=int(overlap), selection=selection, seed=int(aseed),
-                                    actor=user.name)
-                    s.commit()
-                st.success(f"Assignment design {design.id} created.")
-            except UserError as e:
-                st.error(str(e))
+            def make_design(s) -> str:
+                rubric = ensure_rubric(s, "neurology-v1", actor=user.name)
+                design = assign(s, rubric_hash=rubric.content_hash, raters=chosen,
+                                overlap=int(overlap), selection=selection, seed=int(aseed),
+                                actor=user.name)
+                return f"Assignment design {design.id} created."
+
+            run_write(make_design)
 
     with st.form("exam"):
         st.markdown("**Open an exam** (students and physicians; the human baseline)")
@@ -161,20 +156,17 @@ with raters:
         exam_name = st.text_input("Exam name")
         exam_tasks = st.multiselect("Tasks", task_ids, default=task_ids)
         if st.form_submit_button("Open exam"):
-            try:
-                with session() as s:
-                    exam = ensure_exam(s, name=exam_name.strip(), task_ids=exam_tasks,
-                                       actor=user.name)
-                    s.commit()
-                st.success(f"Exam {exam.name!r} is open with {len(exam.task_ids)} tasks.")
-            except UserError as e:
-                st.error(str(e))
+            def open_exam(s) -> str:
+                exam = ensure_exam(s, name=exam_name.strip(), task_ids=exam_tasks, actor=user.name)
+                return f"Exam {exam.name!r} is open with {len(exam.task_ids)} tasks."
+
+            run_write(open_exam)
 
 with exports:
     st.caption("Exports are the one place where model names and blind codes meet.")
     c1, c2, c3 = st.columns(3)
-    kind = c1.selectbox("What", ["responses", "expert-scores", "grader-scores", "exam-answers"])
-    fmt = c2.selectbox("Format", ["csv", "jsonl", "parquet"])
+    kind = c1.selectbox("What", list(KINDS))
+    fmt = c2.selectbox("Format", FORMATS)
     reveal = c3.checkbox("Real rater names (not pseudonyms)")
     if st.button("Prepare export"):
         with tempfile.TemporaryDirectory() as tmp:

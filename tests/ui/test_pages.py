@@ -111,3 +111,18 @@ def test_calibrate_page_runs_the_grader_against_a_local_server(demo_study: Path)
             graded = s.exec(select(GraderScore).where(GraderScore.config_id == config.id)).all()
         assert len(failed) >= 1 and len(failed) + len(graded) == 120  # the calibration subset
         assert at.dataframe, "the failure table is shown"
+
+
+def test_admin_form_reports_mistakes_and_writes(demo_study: Path) -> None:
+    from db.models import Exam
+
+    at = page("pages/admin.py", _login("demo-admin")).run()
+    opener = next(b for b in at.get("form_submit_button") if b.label == "Open exam")
+    opener.click().run()
+    assert any("needs a name" in e.value for e in at.error)
+    next(t for t in at.text_input if t.label == "Exam name").input("Baseline")
+    next(b for b in at.get("form_submit_button") if b.label == "Open exam").click().run()
+    assert any("'Baseline' is open with 12 tasks" in m.value for m in at.success)
+    with session() as s:
+        assert [e.name for e in s.exec(select(Exam).order_by(Exam.name))] == [
+            "Baseline", "Demo exam (synthetic cases)"]
