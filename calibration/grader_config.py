@@ -6,7 +6,6 @@ field is a new config; a config used by a run is never edited in place.
 """
 
 import hashlib
-import json
 import re
 import tomllib
 from dataclasses import asdict, dataclass, fields
@@ -18,6 +17,7 @@ from db.audit import record
 from db.models import GraderConfig
 from db.rubrics import ensure_rubric
 from errors import UserError
+from rubric.schema import canonical_json
 
 PROMPT_VERSION = "nmb-grader-1"  # bump whenever calibration.prompt changes what it sends
 DEFAULT_MODEL = "gpt-4o-2024-08-06"
@@ -71,7 +71,7 @@ def load_settings(path: Path | None = None, *, model: str | None = None,
 def config_hash(settings: GraderSettings, rubric_hash: str) -> str:
     content = {k: v for k, v in asdict(settings).items() if k not in ("name", "rubric")}
     content["rubric_hash"] = rubric_hash
-    return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
+    return hashlib.sha256(canonical_json(content).encode()).hexdigest()
 
 
 def store_config(s: Session, settings: GraderSettings, *, actor: str | None = None) -> GraderConfig:

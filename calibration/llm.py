@@ -43,6 +43,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from rubric.schema import canonical_json
+
 if TYPE_CHECKING:  # `openai` is imported where a request is sent: a cached run never needs it
     from openai import AsyncOpenAI
 
@@ -90,11 +92,6 @@ class LLMRequest:
         if self.max_tokens is not None:
             body["max_tokens"] = self.max_tokens
         return body
-
-
-def canonical_json(obj: Any) -> str:
-    """Key-sorted, compact JSON: equal data, equal text."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def request_hash(req: LLMRequest, config: Mapping[str, Any] | None = None) -> str:
