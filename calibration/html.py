@@ -29,11 +29,17 @@ def _table(header: list[str], rows: list[list[Any]]) -> str:
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
-def stats_row(name: str, res: dict) -> list[Any]:
+def _stats_row(name: str, res: dict) -> list[Any]:
     ba = res["bland_altman"]
     return [name, res["n_items"], res["pearson"]["r"], res["pearson"].get("ci95_bootstrap"),
             (res["icc"].get("ICC2") or {}).get("icc"), res["krippendorff_alpha"].get("interval"),
             res["weighted_kappa"], ba["bias"], ba["loa"], res["mae"], res["within_one"]]
+
+
+def stat_rows(results: dict) -> list[list[Any]]:
+    """One row of agreement statistics for the overall score, then one per criterion."""
+    return [_stats_row("overall", results["overall"]),
+            *(_stats_row(k, v) for k, v in results["criteria"].items())]
 
 
 STAT_HEADER = ["", "n", "Pearson r", "r 95% CI (bootstrap)", "ICC2", "alpha (interval)",
@@ -54,9 +60,7 @@ def render(results: dict, figures: dict[str, bytes], *, title: str) -> str:
         ["Alternative Annotator Test winning rate", gate["alt_test"]["winning_rate"], 0.5,
          gate["alt_test"]["passed"]]]))
     parts.append("<h2>Overall score and criteria (rubric points)</h2>")
-    rows = [stats_row("overall", results["overall"])]
-    rows += [stats_row(k, v) for k, v in results["criteria"].items()]
-    parts.append(_table(STAT_HEADER, rows))
+    parts.append(_table(STAT_HEADER, stat_rows(results)))
     ceiling = results["overall"].get("ceiling")
     if ceiling:
         parts.append("<h2>Human ceiling</h2>")

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from sqlmodel import Session, select
 
-from calibration.agreement import compare_tags, compare_to_experts, icc
+from calibration.agreement import compare_tags, compare_to_experts
 from calibration.grader_config import get_config, is_dated_snapshot
 from db.audit import record
 from db.models import (
@@ -169,7 +169,6 @@ def build(data: CalibrationData, *, thresholds: dict[str, float] | None = None,
         "overall": overall, "criteria": criteria,
         "error_tags": compare_tags(*data.tags, data.tag_names),
         "breakdown": _breakdown(data),
-        "experts_only_icc": icc(e[np.isfinite(e).all(axis=1)]) if e.shape[1] >= 2 else None,
     }
 
 

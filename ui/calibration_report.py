@@ -1,14 +1,11 @@
 """The calibration report in the app: compute, show the gate, the tables and the figures."""
 
-import tempfile
-from pathlib import Path
-
 import pandas as pd
 import streamlit as st
 
 from calibration import report
 from calibration.grader import configs
-from calibration.html import STAT_HEADER, export, fmt, stats_row
+from calibration.html import STAT_HEADER, fmt, render, stat_rows
 from calibration.plots import all_figures
 from db.engine import session
 from errors import UserError
@@ -52,15 +49,12 @@ def report_section(actor: str) -> None:
     ], strict=True):
         verdict = "pass" if gate[key]["passed"] else "fail"
         col.metric(f"{label} ({threshold})", f"{fmt(value)} · {verdict}")
-    rows = [stats_row("overall", results["overall"])]
-    rows += [stats_row(k, v) for k, v in results["criteria"].items()]
-    st.dataframe(pd.DataFrame([[fmt(v) for v in row] for row in rows],
+    st.dataframe(pd.DataFrame([[fmt(v) for v in row] for row in stat_rows(results)],
                               columns=["criterion", *STAT_HEADER[1:]]), hide_index=True)
     figures = all_figures(data, results)
     cols = st.columns(2)
     for i, png in enumerate(figures.values()):
         cols[i % 2].image(png, output_format="PNG")
-    with tempfile.TemporaryDirectory() as tmp:
-        paths = export(data, results, Path(tmp), title=f"Calibration report {row.id}")
-        st.download_button("Download HTML report", paths[0].read_bytes(),
-                           file_name=f"calibration-report-{row.id}.html", mime="text/html")
+    page = render(results, figures, title=f"Calibration report {row.id}")  # figures made once
+    st.download_button("Download HTML report", page, file_name=f"calibration-report-{row.id}.html",
+                       mime="text/html")
