@@ -31,7 +31,7 @@ from calibration.llm import (
     run_bounded,
 )
 from db.audit import record
-from db.cases import case_series
+from db.cases import case_series, reference_fields
 from db.engine import nmb_home
 from db.models import (
     CalibrationItem,
@@ -76,7 +76,6 @@ class RunSummary:
 
 def user_message(task: Task, case: Case, response: Response) -> str:
     """The case material, the reference answer and the response, in a fixed layout."""
-    ref = case.ground_truth
     parts = [
         f"# Task ({task.family}, level {task.level})", task.prompt,
         "# Clinical record", case.ehr,
@@ -85,9 +84,7 @@ def user_message(task: Task, case: Case, response: Response) -> str:
         parts += ["# Test scores", "\n".join(f"- {k}: {v}" for k, v in case.scores.items())]
     parts += [
         "# Reference answer",
-        f"Final diagnosis: {ref.get('final_diagnosis', '')}\n"
-        f"Differential: {'; '.join(ref.get('differential', []))}\n"
-        f"Lesion: {ref.get('lesion', '')}\nReasoning: {ref.get('reasoning', '')}",
+        "\n".join(f"{label}: {text}" for label, text in reference_fields(case.ground_truth)),
         "# Response to grade", response.text,
     ]
     for i, stage in enumerate(task.stages or []):

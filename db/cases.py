@@ -21,6 +21,15 @@ class CaseView:
     series: list[tuple[str, Path]]
 
 
+def reference_fields(ground_truth: dict[str, Any]) -> list[tuple[str, str]]:
+    """The reference answer as labelled text fields, in one order for the scoring page and the
+    grader prompt (`differential` joined with "; ")."""
+    return [("Final diagnosis", ground_truth.get("final_diagnosis", "")),
+            ("Differential", "; ".join(ground_truth.get("differential", []))),
+            ("Lesion", ground_truth.get("lesion", "")),
+            ("Reasoning", ground_truth.get("reasoning", ""))]
+
+
 def case_list(s: Session) -> list[Case]:
     return list(s.exec(select(Case).order_by(Case.case_id)))
 

@@ -4,6 +4,7 @@ import time
 
 import streamlit as st
 
+from db.cases import reference_fields
 from db.engine import session
 from db.rubrics import rubric_by_hash
 from db.scoring import load_item, queue, save_draft, submit
@@ -74,12 +75,9 @@ with left:
 with right:
     response_view(item.family, item.level, item.prompt, item.stages, item.text, item.turns)
     with st.expander("Reference answer"):
-        ref = item.reference
-        st.markdown(f"**Final diagnosis:** {ref.get('final_diagnosis', '')}")
-        if ref.get("differential"):
-            st.markdown("**Differential:** " + "; ".join(ref["differential"]))
-        st.markdown(f"**Lesion:** {ref.get('lesion', '')}")
-        st.markdown(f"**Reasoning:** {ref.get('reasoning', '')}")
+        for label, text in reference_fields(item.reference):
+            if text:
+                st.markdown(f"**{label}:** {text}")
     st.subheader("Rubric")
     if item.status == "submitted":
         st.caption(f"Submitted (revision {item.revision}); changes here are a new revision.")
