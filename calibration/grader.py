@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
-from sqlalchemy import insert
+from sqlalchemy import func, insert
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, delete, select
 
@@ -365,6 +365,17 @@ def estimate(s: Session, *, config_id: int, items: str = "pending") -> dict:
                          completion)
     return {"items": len(work), "cached": cached, "prompt_tokens": prompt,
             "completion_tokens": completion, "cost_usd": cost}
+
+
+def estimate_key(s: Session, *, config_id: int) -> tuple[int | None, ...]:
+    """Changes whenever `estimate` may answer differently for the config: row counts of responses,
+    the calibration subset and the cache, and the count and newest id of the config's grades
+    (a few COUNT queries, where `estimate` builds every pending request)."""
+    counts = [s.exec(select(func.count()).select_from(table)).one()
+              for table in (Response, CalibrationItem, GraderCache)]
+    grades = s.exec(select(func.count(), func.max(GraderScore.id))
+                    .where(GraderScore.config_id == config_id)).one()
+    return (*counts, *grades)
 
 
 def failures(s: Session, *, config_id: int) -> list[GraderFailure]:
