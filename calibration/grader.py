@@ -9,6 +9,7 @@ cached by the hash of (config, exact request), so an identical request is never 
 
 import asyncio
 import base64
+import contextlib
 import json
 import os
 import time
@@ -169,9 +170,10 @@ def _client(config: GraderConfig, key: str, timeout: float):
 
 
 class _Recorder:
-    """Stores finished items in groups, committing at most every `COMMIT_EVERY` seconds (and
-    at the end, or on Ctrl-C): an interrupted run keeps what it finished, and a hard kill loses
-    at most that much work, which a re-run grades again (from the cache where it was saved)."""
+    """Stores finished items in groups, committed every `COMMIT_EVERY` seconds (by `flusher`
+    while requests are out, and at the end, or on Ctrl-C): an interrupted run keeps what it
+    finished, and a hard kill loses at most that much work, which a re-run grades again (from
+    the cache where it was saved)."""
 
     COMMIT_EVERY = 0.25
     COUNTERS = ("graded", "failed", "from_cache", "prompt_tokens", "completion_tokens", "cost_usd")
@@ -196,6 +198,16 @@ class _Recorder:
             self.commit()
         if self.progress:
             self.progress(self.done, self.run.n_items)
+
+    async def flusher(self) -> None:
+        """Commits what finished every `COMMIT_EVERY` seconds, also while nothing else finishes
+        (a slow last request must not hold earlier results uncommitted); cancel to stop."""
+        while True:
+            await asyncio.sleep(self.COMMIT_EVERY)
+            if self.pending:
+                self.commit()
+            else:  # nothing unsaved as of now: no commit is due for another COMMIT_EVERY
+                self.last_commit = time.monotonic()
 
     def _write(self, group: list[tuple[GradeItem, CallResult, bool]]) -> None:
         """The group's grades, failures and new cache entries, as three multi-row inserts."""
@@ -310,18 +322,29 @@ def grade(
         for twin in twins[w.request_hash]:
             store(twin, result, from_cache=True)  # its tokens were counted once
     prices = load_prices()
+
+    async def one(w: GradeItem) -> CallResult:
+        return await call_structured(
+            client, w.request, validate=lambda d, f=w.family: parse_grader_output(rubric, d, f),
+            max_reasks=max_reasks, max_retries=max_retries, timeout=timeout, prices=prices)
+
+    async def send() -> None:
+        flusher = asyncio.create_task(store.flusher())
+        try:
+            if batch:
+                await _batches(client, rubric, to_send, store_all, poll_interval=poll_interval,
+                               max_reasks=max_reasks, prices=prices)
+            else:
+                await run_bounded(to_send, one, concurrency, on_done=store_all)
+        finally:
+            flusher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await flusher  # re-raises what stopped it, if anything did
+
     client = _client(config, key, timeout) if to_send else None
     try:
-        if to_send and batch:
-            asyncio.run(_batches(client, rubric, to_send, store_all, poll_interval=poll_interval,
-                                 max_reasks=max_reasks, prices=prices))
-        elif to_send:
-            async def one(w: GradeItem) -> CallResult:
-                return await call_structured(
-                    client, w.request, validate=lambda d, f=w.family: parse_grader_output(rubric, d, f),
-                    max_reasks=max_reasks, max_retries=max_retries, timeout=timeout, prices=prices)
-
-            asyncio.run(run_bounded(to_send, one, concurrency, on_done=store_all))
+        if to_send:
+            asyncio.run(send())
         run.status = "finished"
     except (KeyboardInterrupt, asyncio.CancelledError):
         run.status = "interrupted"

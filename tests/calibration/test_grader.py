@@ -199,6 +199,34 @@ def test_interrupted_run_resumes_without_duplicates(nmb_home: Path) -> None:
     assert len(rows) == len(set(rows)) == 20
 
 
+def test_finished_items_are_committed_while_a_slow_request_is_out(nmb_home: Path) -> None:
+    """A hard kill loses at most `COMMIT_EVERY` of work, even when nothing else finishes."""
+    import time
+
+    from db.engine import session, upgrade
+
+    upgrade()
+    with session() as s:
+        make_study(s, n_tasks=3)  # 6 responses, 2 of them for "Prompt 1"
+    with OpenAIServer(latency=0.0) as srv:
+        srv.inject_when("Prompt 1", "slow:30")
+        cmd = [sys.executable, "-m", "cli", "grade", "--base-url", srv.base_url,
+               "--concurrency", "6", "--json"]
+        proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, "OPENAI_API_KEY": SECRET},
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline, kept = time.monotonic() + 20, 0
+            while kept < 4 and time.monotonic() < deadline:
+                time.sleep(0.1)
+                with session() as s:
+                    kept = s.exec(select(func.count()).select_from(GraderScore)).one()
+            assert proc.poll() is None  # the two slow requests are still out
+        finally:
+            proc.kill()
+            proc.wait()
+    assert kept == 4
+
+
 def test_two_concurrent_runs_store_each_item_once(database_url: str) -> None:
     import threading
 
