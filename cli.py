@@ -144,7 +144,6 @@ def cmd_demo(args: argparse.Namespace) -> None:
     from db.demo import load_demo
 
     _startup_over()
-
     print(load_demo(if_empty=args.if_empty, resolution_mm=args.resolution))
 
 
@@ -160,7 +159,6 @@ def cmd_render(args: argparse.Namespace) -> None:
     from imaging import render_to_file
 
     _startup_over()
-
     out = render_to_file(
         Path(args.image), plane=args.plane, index=args.index, window=args.window,
         volume=args.volume, out=Path(args.out), radiological=not args.neurological,
@@ -172,7 +170,6 @@ def cmd_agreement(args: argparse.Namespace) -> None:
     from calibration.agreement_csv import agreement_from_csv
 
     _startup_over()
-
     _print_json(agreement_from_csv(
         Path(args.file), reference=args.reference, bootstrap=args.bootstrap, seed=args.seed
     ))
