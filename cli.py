@@ -255,6 +255,39 @@ def cmd_calibrate(args: argparse.Namespace) -> None:
                  "alt_test_winning_rate": gate["alt_test"]["winning_rate"]})
 
 
+def cmd_package_freeze(args: argparse.Namespace) -> None:
+    from calibration.package import freeze
+
+    with _study() as s:
+        row = freeze(s, config_id=args.config, out=Path(args.out), canary_size=args.canary,
+                     seed=args.seed, actor="cli")
+    _print_json({"package_id": row.id, "path": row.path, "sha256": row.sha256,
+                 "canary_items": row.canary["items"]})
+
+
+def cmd_package_grade(args: argparse.Namespace) -> None:
+    from calibration.package import grade_responses, load, read_responses
+
+    _startup_over()
+    pkg = load(Path(args.package))
+    rows = grade_responses(pkg, read_responses(Path(args.responses)), base_url=args.base_url,
+                           concurrency=args.concurrency, timeout=args.timeout)
+    Path(args.out).write_text("".join(json.dumps(row) + "\n" for row in rows))
+    _print_json({"items": len(rows), "graded": sum(r["ok"] for r in rows),
+                 "failed": sum(not r["ok"] for r in rows), "out": args.out})
+
+
+def cmd_package_canary(args: argparse.Namespace) -> None:
+    from calibration.package import canary, load
+
+    _startup_over()
+    result = canary(load(Path(args.package)), base_url=args.base_url,
+                    concurrency=args.concurrency, timeout=args.timeout)
+    _print_json(result)
+    if result["drift"]:
+        raise SystemExit(1)
+
+
 # --- the parser ----------------------------------------------------------------------------
 
 
@@ -350,6 +383,27 @@ def build_parser() -> argparse.ArgumentParser:
     cp.add_argument("--pearson-min", type=float, default=0.90)
     cp.add_argument("--icc-min", type=float, default=0.75)
     cp.add_argument("--epsilon", type=float, default=0.2, help="Alternative Annotator Test margin")
+
+    pp = sub.add_parser("package", help="frozen grader packages: freeze, grade, canary")
+    psub = pp.add_subparsers(dest="package_command", required=True, parser_class=_Parser)
+    pf = psub.add_parser("freeze", help="write a validated config as a package (.zip)")
+    pf.add_argument("--config", type=int, required=True)
+    pf.add_argument("--out", required=True, help="the new .zip file")
+    pf.add_argument("--canary", type=int, default=20, help="held-out items kept as the canary")
+    pf.add_argument("--seed", type=int, default=0)
+    pf.set_defaults(fn=cmd_package_freeze)
+    for name, fn, help in (
+            ("grade", cmd_package_grade, "grade responses (JSONL) with a package, no study needed"),
+            ("canary", cmd_package_canary, "re-send the canary; exit 1 when the answers drifted")):
+        sp = psub.add_parser(name, help=help, description=help)
+        sp.add_argument("package")
+        if name == "grade":
+            sp.add_argument("responses", help="JSONL: response_id, task_id, text[, turns, model]")
+            sp.add_argument("--out", required=True, help="JSONL of scores")
+        sp.add_argument("--base-url", help="another endpoint for the same model")
+        sp.add_argument("--concurrency", type=int, default=8)
+        sp.add_argument("--timeout", type=float, default=60.0)
+        sp.set_defaults(fn=fn)
 
     ag = add("agreement", cmd_agreement, "agreement statistics of a long-format CSV (item,rater,score)")
     ag.add_argument("file")

@@ -117,9 +117,17 @@ def prepare(s: Session, config: GraderConfig, rubric: Rubric, response: Response
     rows if already loaded, else read here)."""
     task = task or s.get(Task, response.task_id)
     case = case or s.get(Case, task.case_id)
+    images = _key_slices(s, case.case_id) if config.vision else None
+    return build_item(config, rubric, task, case, response, images)
+
+
+def build_item(config: GraderConfig, rubric: Rubric, task: Task, case: Case, response: Response,
+               images: list[dict] | None = None) -> GradeItem:
+    """`prepare` without a database: the request from rows already at hand (also unsaved
+    ones, as a frozen package builds them)."""
     content: str | list = user_message(task, case, response)
-    if config.vision:
-        content = [{"type": "text", "text": content}, *_key_slices(s, case.case_id)]
+    if images is not None:
+        content = [{"type": "text", "text": content}, *images]
     req = LLMRequest(
         model=config.model,
         messages=[{"role": "system", "content": grader_instructions(rubric, task.family)},
@@ -161,7 +169,7 @@ def _api_key(config: GraderConfig, api_key: str | None) -> str:
     return key
 
 
-def _client(config: GraderConfig, key: str, timeout: float):
+def make_client(config: GraderConfig, key: str, timeout: float):
     """Made only when something is sent: a run answered from the cache needs no client.
     Retries are ours (calibration.llm), so the SDK's are off."""
     from openai import AsyncOpenAI
@@ -341,7 +349,7 @@ def grade(
             with contextlib.suppress(asyncio.CancelledError):
                 await flusher  # re-raises what stopped it, if anything did
 
-    client = _client(config, key, timeout) if to_send else None
+    client = make_client(config, key, timeout) if to_send else None
     try:
         if to_send:
             asyncio.run(send())

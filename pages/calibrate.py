@@ -7,7 +7,9 @@ import streamlit as st
 
 from calibration.grader import configs, estimate, estimate_key, failures, grade
 from calibration.grader_config import GraderSettings, is_dated_snapshot, store_config
-from db.engine import database_url, session
+from calibration.package import freeze, packages
+from db.engine import database_url, nmb_home, session
+from db.models import utcnow
 from errors import UserError
 from ui.auth import require_role
 from ui.calibration_report import report_section
@@ -31,7 +33,7 @@ def cached_estimate(database: str, config_id: int, items: str, key: tuple) -> di
         return estimate(s, config_id=config_id, items=items)
 
 
-grader_tab, report_tab = st.tabs(["Grader runs", "Calibration report"])
+grader_tab, report_tab, package_tab = st.tabs(["Grader runs", "Calibration report", "Packages"])
 
 with grader_tab:
     with session() as s:
@@ -97,3 +99,33 @@ with grader_tab:
 
 with report_tab:
     report_section(user.name)
+
+with package_tab:
+    with session() as s:
+        validated = {c.id: f"#{c.id} {c.name}" for c in configs(s) if c.validated_report_id}
+        frozen = [{"package": p.id, "config": p.config_id, "report": p.report_id,
+                   "canary items": p.canary.get("items"), "sha256": p.sha256[:16],
+                   "file": p.path, "frozen at": p.created_at} for p in packages(s)]
+    st.caption("A package holds a validated config, its rubric and prompt, the tasks and a "
+               "canary set: `nmb package grade` scores new models with it, `nmb package canary` "
+               "checks the model behind the API has not drifted (docs/package.md).")
+    if not validated:
+        st.info("A config can be frozen once its held-out report passes the gate.")
+    else:
+        c1, c2 = st.columns(2)
+        freeze_id = c1.selectbox("Validated config", list(validated), format_func=validated.get)
+        canary_size = c2.number_input("Canary items (held-out)", 1, 500, 20)
+        if st.button("Freeze package", type="primary"):
+            out = nmb_home() / "packages" / f"grader-{freeze_id}-{utcnow():%Y%m%dT%H%M%S}.zip"
+            try:
+                with session() as s:
+                    row = freeze(s, config_id=freeze_id, out=out, canary_size=int(canary_size),
+                                 actor=user.name)
+            except UserError as e:
+                st.error(str(e))
+            else:
+                st.success(f"Package {row.id} frozen: {out.name} (sha256 {row.sha256[:16]}…).")
+                st.download_button("Download package", out.read_bytes(), file_name=out.name,
+                                   mime="application/zip")
+    if frozen:
+        st.dataframe(pd.DataFrame(frozen), hide_index=True)
