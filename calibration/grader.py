@@ -13,7 +13,7 @@ import contextlib
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
 
 from sqlalchemy import func, insert
@@ -160,13 +160,25 @@ def _prepare_all(s: Session, config: GraderConfig, rubric: Rubric,
                     case=cases[tasks[r.task_id].case_id]) for r in responses]
 
 
-def _api_key(config: GraderConfig, api_key: str | None) -> str:
+def api_key_for(config: GraderConfig, api_key: str | None) -> str:
+    """`api_key`, else OPENAI_API_KEY; local servers (a base URL) may do without."""
     key = api_key or os.environ.get("OPENAI_API_KEY")
     if not key:
         if config.base_url is None:
             raise UserError("OPENAI_API_KEY is not set (or give --base-url of a local server)")
         key = "not-needed"  # local OpenAI-compatible servers ignore it
     return key
+
+
+def grader_call(client, rubric: Rubric, *, timeout: float, prices: dict, max_reasks: int = 2,
+                max_retries: int = 5) -> Callable[[GradeItem], Awaitable[CallResult]]:
+    """One item's call: its request, validated against the rubric for its task family."""
+    async def one(w: GradeItem) -> CallResult:
+        return await call_structured(
+            client, w.request, validate=lambda d, f=w.family: parse_grader_output(rubric, d, f),
+            max_reasks=max_reasks, max_retries=max_retries, timeout=timeout, prices=prices)
+
+    return one
 
 
 def make_client(config: GraderConfig, key: str, timeout: float):
@@ -304,7 +316,7 @@ def grade(
     config = get_config(s, config_id)
     rubric = rubric_by_hash(s, config.rubric_hash)
     responses = select_items(s, config, items, limit)
-    key = _api_key(config, api_key) if responses else None  # a missing key fails before any work
+    key = api_key_for(config, api_key) if responses else None  # a missing key fails before any work
     work = _prepare_all(s, config, rubric, responses)
     run = GraderRun(config_id=config.id, items=items, n_items=len(work))
     s.add(run)
@@ -331,11 +343,6 @@ def grade(
             store(twin, result, from_cache=True)  # its tokens were counted once
     prices = load_prices()
 
-    async def one(w: GradeItem) -> CallResult:
-        return await call_structured(
-            client, w.request, validate=lambda d, f=w.family: parse_grader_output(rubric, d, f),
-            max_reasks=max_reasks, max_retries=max_retries, timeout=timeout, prices=prices)
-
     async def send() -> None:
         flusher = asyncio.create_task(store.flusher())
         try:
@@ -343,6 +350,8 @@ def grade(
                 await _batches(client, rubric, to_send, store_all, poll_interval=poll_interval,
                                max_reasks=max_reasks, prices=prices)
             else:
+                one = grader_call(client, rubric, timeout=timeout, prices=prices,
+                                  max_reasks=max_reasks, max_retries=max_retries)
                 await run_bounded(to_send, one, concurrency, on_done=store_all)
         finally:
             flusher.cancel()

@@ -32,9 +32,9 @@ from typing import Any
 
 from sqlmodel import Session, select
 
-from calibration.grader import GradeItem, build_item, make_client
+from calibration.grader import GradeItem, api_key_for, build_item, grader_call, make_client
 from calibration.grader_config import get_config
-from calibration.llm import CallResult, call_structured, load_prices, run_bounded
+from calibration.llm import CallResult, load_prices, run_bounded
 from db.audit import record
 from db.models import (
     CalibrationItem,
@@ -51,7 +51,6 @@ from db.rubrics import rubric_by_hash
 from errors import UserError
 from rubric import Rubric
 from rubric.loader import loads_rubric
-from rubric.render import parse_grader_output
 
 FORMAT = "nmb-package-1"
 CONFIG_FIELDS = ("config_hash", "name", "model", "base_url", "temperature", "seed", "max_tokens",
@@ -238,17 +237,8 @@ def _send(pkg: Package, work: list[GradeItem], *, base_url: str | None, api_key:
     if concurrency < 1:
         raise UserError(f"--concurrency must be at least 1, got {concurrency}")
     config = GraderConfig(**{**pkg.manifest["config"], "base_url": base_url or pkg.config.base_url})
-    key = api_key or os.environ.get("OPENAI_API_KEY")
-    if not key and config.base_url is None:
-        raise UserError("OPENAI_API_KEY is not set (or give --base-url of a local server)")
-    client = make_client(config, key or "not-needed", timeout)
-    prices = load_prices()
-
-    async def one(w: GradeItem) -> CallResult:
-        return await call_structured(
-            client, w.request, timeout=timeout, prices=prices,
-            validate=lambda d, f=w.family: parse_grader_output(pkg.rubric, d, f))
-
+    client = make_client(config, api_key_for(config, api_key), timeout)
+    one = grader_call(client, pkg.rubric, timeout=timeout, prices=load_prices())
     return asyncio.run(run_bounded(work, one, concurrency))
 
 
