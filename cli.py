@@ -288,6 +288,19 @@ def cmd_package_canary(args: argparse.Namespace) -> None:
         raise SystemExit(1)
 
 
+def cmd_leaderboard(args: argparse.Namespace) -> None:
+    from calibration.leaderboard import leaderboard
+
+    with _study() as s:
+        rows = leaderboard(s, config_id=args.config, ks=tuple(args.k), by=args.by)
+    if args.json:
+        _print_json(rows)
+        return
+    import pandas as pd
+
+    print(pd.DataFrame(rows).to_string(index=False) if rows else "no graded responses")
+
+
 # --- the parser ----------------------------------------------------------------------------
 
 
@@ -404,6 +417,12 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--concurrency", type=int, default=8)
         sp.add_argument("--timeout", type=float, default=60.0)
         sp.set_defaults(fn=fn)
+
+    lb = add("leaderboard", cmd_leaderboard, "pass@k and mean score per model and human group")
+    lb.add_argument("--config", type=int, required=True, help="the grader config whose grades count")
+    lb.add_argument("--k", type=int, nargs="+", default=[1], help="pass@k for these k (default 1)")
+    lb.add_argument("--by", choices=["family", "level"], help="one row per task family or level")
+    lb.add_argument("--json", action="store_true")
 
     ag = add("agreement", cmd_agreement, "agreement statistics of a long-format CSV (item,rater,score)")
     ag.add_argument("file")

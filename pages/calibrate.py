@@ -7,6 +7,7 @@ import streamlit as st
 
 from calibration.grader import configs, estimate, estimate_key, failures, grade
 from calibration.grader_config import GraderSettings, is_dated_snapshot, store_config
+from calibration.leaderboard import leaderboard
 from calibration.package import freeze, packages
 from db.engine import database_url, nmb_home, session
 from db.models import utcnow
@@ -33,7 +34,8 @@ def cached_estimate(database: str, config_id: int, items: str, key: tuple) -> di
         return estimate(s, config_id=config_id, items=items)
 
 
-grader_tab, report_tab, package_tab = st.tabs(["Grader runs", "Calibration report", "Packages"])
+grader_tab, report_tab, board_tab, package_tab = st.tabs(
+    ["Grader runs", "Calibration report", "Leaderboard", "Packages"])
 
 with grader_tab:
     with session() as s:
@@ -99,6 +101,25 @@ with grader_tab:
 
 with report_tab:
     report_section(user.name)
+
+with board_tab:
+    with session() as s:
+        graders = {c.id: f"#{c.id} {c.name}" + (" · validated" if c.validated_report_id else "")
+                   for c in configs(s)}
+    if graders:
+        c1, c2, c3 = st.columns(3)
+        board_id = c1.selectbox("Grades of config", list(graders), format_func=graders.get)
+        ks = c2.multiselect("pass@k", [1, 3, 5, 10], default=[1, 5])
+        by = c3.selectbox("Rows", [None, "family", "level"],
+                          format_func=lambda b: "per model" if b is None else f"per {b}")
+        with session() as s:
+            rows = leaderboard(s, config_id=board_id, ks=tuple(sorted(ks)) or (1,), by=by)
+        st.caption("pass@k: unbiased estimator over each task's graded samples (Chen et al. "
+                   "2021), shown when every task has at least k; human groups get pass@1.")
+        if rows:
+            st.dataframe(pd.DataFrame(rows), hide_index=True)
+        else:
+            st.info("No grades under this config yet.")
 
 with package_tab:
     with session() as s:

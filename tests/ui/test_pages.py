@@ -75,6 +75,7 @@ def test_admin_and_calibrate_pages_render(demo_study: Path) -> None:
         at = page(path, admin).run()
         assert not at.exception, (path, at.exception)
         assert not at.error, (path, [e.value for e in at.error])
+    assert any("pass@1" in df.value.columns for df in at.dataframe), "no leaderboard"
 
 
 def test_calibration_report_renders_in_the_app(demo_study: Path) -> None:
