@@ -8,11 +8,15 @@ already in the study (same sha256) were fully checked when first imported and ar
 again: their shape and voxel sizes come from the study.
 """
 
+import contextlib
 import hashlib
 import multiprocessing
 import os
+import sys
+import threading
 import time
-from collections.abc import Callable, Sequence
+import types
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 
@@ -71,12 +75,35 @@ def inspect_all(paths: Sequence[Path], progress: Progress | None = None,
     # "spawn": never fork a process that may be running threads (Streamlit, thread pools).
     ctx = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        with _workers_skip_main():  # map() submits every chunk, so every worker starts here
+            chunks = pool.map(inspect_file, paths, chunksize=4)
         results = []
-        for i, r in enumerate(pool.map(inspect_file, paths, chunksize=4), start=1):
+        for i, r in enumerate(chunks, start=1):
             results.append(r)
             if progress:
                 progress(start + span * i / n, f"checked {i}/{n} images")
         return results
+
+
+_main_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _workers_skip_main() -> Iterator[None]:
+    """Processes started inside do not run this process's `__main__` script.
+
+    A spawned worker re-runs the parent's `__main__` from its file. Under Streamlit that is the
+    page being run (its script runner installs the page as `__main__`), so every worker would
+    run the admin page and die. An empty `__main__` while workers start gives them nothing to
+    re-run; `inspect_file` lives in this module, which workers import by name.
+    """
+    with _main_lock:
+        saved = sys.modules["__main__"]
+        sys.modules["__main__"] = types.ModuleType("__main__")
+        try:
+            yield
+        finally:
+            sys.modules["__main__"] = saved
 
 
 def timed(timings: dict[str, float], key: str) -> Callable[[], None]:

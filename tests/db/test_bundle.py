@@ -4,6 +4,7 @@ import hashlib
 import json
 import re
 import shutil
+import sys
 import zipfile
 from pathlib import Path
 
@@ -91,6 +92,27 @@ def test_many_images_are_inspected_in_worker_processes(tmp_path: Path, monkeypat
         validate_bundle(build("image_truncated_gz", tmp_path / "b"))
     assert [p.file for p in info.value.problems] == ["cases/c1/t1.nii.gz"]
     assert "truncated" in info.value.problems[0].message
+
+
+def test_workers_do_not_rerun_a_streamlit_page(tmp_path: Path, monkeypatch) -> None:
+    """Streamlit installs the running page as `__main__`; spawned workers must not re-run it."""
+    import types
+
+    import db.bundle_images
+    from tests.db.malformed.corpus import build
+
+    marker = tmp_path / "page-ran"
+    page = tmp_path / "page.py"
+    page.write_text(f"open({str(marker)!r}, 'w').close()\nraise SystemExit('page ran')\n")
+    fake_main = types.ModuleType("__main__")
+    fake_main.__file__ = str(page)
+    monkeypatch.setitem(sys.modules, "__main__", fake_main)
+    monkeypatch.setattr(db.bundle_images, "PROCESS_THRESHOLD", 2)
+    with pytest.raises(BundleInvalid) as info:
+        validate_bundle(build("image_truncated_gz", tmp_path / "b"))
+    assert [p.file for p in info.value.problems] == ["cases/c1/t1.nii.gz"]
+    assert not marker.exists()
+    assert sys.modules["__main__"] is fake_main
 
 
 def test_dry_run_writes_nothing(sqlite_url: str, tmp_path: Path) -> None:
