@@ -12,13 +12,16 @@ overall rubric score (0-1) is over all graded responses of the row.
 import math
 from collections import defaultdict
 
+import numpy as np
 from sqlmodel import Session, select
 
+from calibration.agreement import bootstrap_weights
 from calibration.grader_config import get_config
 from db.models import GraderScore, Response, Task
 from errors import UserError
 
 BY = (None, "family", "level")
+RESAMPLES = 2000
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -59,10 +62,16 @@ def leaderboard(s: Session, *, config_id: int, ks: tuple[int, ...] = (1,),
             row[by] = part
         row.update(tasks=len(tasks), min_samples=min_samples,
                    overall_mean=round(sum(overall) / len(overall), 4))
+        weights = bootstrap_weights(len(tasks), RESAMPLES)
         for k in ks:
-            defined = k <= min_samples and (is_model or k == 1)
-            row[f"pass@{k}"] = round(sum(pass_at_k(len(v), sum(c for c, _ in v), k)
-                                         for v in tasks.values()) / len(tasks), 4) if defined else None
+            row[f"pass@{k}"] = row[f"pass@{k} 95% CI"] = None
+            if k <= min_samples and (is_model or k == 1):
+                per_task = np.array([pass_at_k(len(v), sum(c for c, _ in v), k)
+                                     for v in tasks.values()])
+                means = weights @ per_task / len(per_task)
+                row[f"pass@{k}"] = round(float(per_task.mean()), 4)
+                row[f"pass@{k} 95% CI"] = [round(float(q), 4)
+                                           for q in np.quantile(means, [0.025, 0.975])]
         rows.append(row)
     first = f"pass@{ks[0]}"
     rows.sort(key=lambda r: (r["group"] != "model", str(r.get(by, "")),

@@ -115,7 +115,8 @@ with board_tab:
         with session() as s:
             rows = leaderboard(s, config_id=board_id, ks=tuple(sorted(ks)) or (1,), by=by)
         st.caption("pass@k: unbiased estimator over each task's graded samples (Chen et al. "
-                   "2021), shown when every task has at least k; human groups get pass@1.")
+                   "2021), shown when every task has at least k, with a 95% bootstrap interval "
+                   "over tasks; human groups get pass@1.")
         if rows:
             st.dataframe(pd.DataFrame(rows), hide_index=True)
         else:

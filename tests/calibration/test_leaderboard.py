@@ -35,7 +35,7 @@ def test_pass_at_k_is_the_share_of_k_subsets_with_a_correct_sample(n: int) -> No
 
 def _judged_study(s: Session) -> int:
     """3 tasks x 2 models x 5 samples; model-alpha's sample 0 is correct on every task,
-    model-beta is never correct; two students answer task0, one of them correctly."""
+    model-beta's every sample on task2 only; two students answer task0, one of them correctly."""
     make_study(s, n_tasks=3, samples=5, experts=0)
     for i in (1, 2):
         user = add_user(s, name=f"student{i}", role="student", password="pw")
@@ -47,7 +47,8 @@ def _judged_study(s: Session) -> int:
     s.add(run)
     s.flush()
     for r in s.exec(select(Response)).all():
-        correct = r.model == "model-alpha" and r.sample == 0 or r.response_id == "human-1"
+        correct = (r.model == "model-alpha" and r.sample == 0 or r.response_id == "human-1"
+                   or r.model == "model-beta" and r.task_id == "task2")
         s.add(GraderScore(config_id=config.id, response_id=r.response_id, run_id=run.id,
                           request_hash="x", criteria={}, correct_diagnosis=correct,
                           error_tags=[], overall=1.0 if correct else 0.5))
@@ -63,8 +64,12 @@ def test_leaderboard_rows(sqlite_url: str) -> None:
         with pytest.raises(UserError, match="--k must be at least 1"):
             leaderboard(s, config_id=cid, ks=(0,))
     assert [(r["who"], r["pass@1"], r["pass@5"]) for r in rows] == [
-        ("model-alpha", 0.2, 1.0), ("model-beta", 0.0, 0.0), ("student", 0.5, None)]
-    alpha = rows[0]
+        ("model-beta", 0.3333, 0.3333), ("model-alpha", 0.2, 1.0), ("student", 0.5, None)]
+    beta, alpha, student = rows
+    assert alpha["pass@1 95% CI"] == [0.2, 0.2]  # the same on every task: no spread
+    low, high = beta["pass@1 95% CI"]
+    assert low == 0.0 and high == 1.0  # 3 tasks, one solved: resampled means span 0 to 1
+    assert student["pass@5 95% CI"] is None
     assert (alpha["tasks"], alpha["min_samples"], alpha["overall_mean"]) == (3, 5, 0.6)
     assert {r["family"] for r in by_family} == {"differential", "lesion", "rationale"}
 
@@ -77,7 +82,8 @@ def test_cli_leaderboard(nmb_home: Path) -> None:
                           "--k", "1", "5", "--json"], cwd=ROOT, env=dict(os.environ),
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout)[0]["pass@5"] == 1.0
+    rows = {r["who"]: r for r in json.loads(out.stdout)}
+    assert rows["model-alpha"]["pass@5"] == 1.0 and rows["model-alpha"]["pass@1"] == 0.2
     bad = subprocess.run([sys.executable, "-m", "cli", "leaderboard", "--config", str(cid + 9)],
                          cwd=ROOT, env=dict(os.environ), capture_output=True, text=True,
                          timeout=120)
