@@ -425,3 +425,14 @@ def failures(s: Session, *, config_id: int) -> list[GraderFailure]:
 
 def configs(s: Session) -> list[GraderConfig]:
     return list(s.exec(select(GraderConfig).order_by(GraderConfig.id.desc())))
+
+
+def config_label(c: GraderConfig) -> str:
+    """"#id name", marked when validated: how pickers name a config."""
+    return f"#{c.id} {c.name}" + (" · validated" if c.validated_report_id else "")
+
+
+def config_labels(s: Session, *, validated_only: bool = False) -> dict[int, str]:
+    """{config id: `config_label`}, newest first."""
+    return {c.id: config_label(c) for c in configs(s)
+            if c.validated_report_id or not validated_only}

@@ -5,7 +5,15 @@ import os
 import pandas as pd
 import streamlit as st
 
-from calibration.grader import configs, estimate, estimate_key, failures, grade
+from calibration.grader import (
+    config_label,
+    config_labels,
+    configs,
+    estimate,
+    estimate_key,
+    failures,
+    grade,
+)
 from calibration.grader_config import GraderSettings, is_dated_snapshot, store_config
 from calibration.leaderboard import leaderboard
 from calibration.package import freeze, packages
@@ -61,7 +69,7 @@ with grader_tab:
                 st.rerun()
     if not known:
         st.stop()
-    names = {c.id: f"#{c.id} {c.name}" for c in known}
+    names = {c.id: config_label(c) for c in known}
     config_id = st.selectbox("Grader config", list(names), format_func=names.get,
                              key="grader_config")
     config = next(c for c in known if c.id == config_id)
@@ -104,8 +112,7 @@ with report_tab:
 
 with board_tab:
     with session() as s:
-        graders = {c.id: f"#{c.id} {c.name}" + (" · validated" if c.validated_report_id else "")
-                   for c in configs(s)}
+        graders = config_labels(s)
     if graders:
         c1, c2, c3 = st.columns(3)
         board_id = c1.selectbox("Grades of config", list(graders), format_func=graders.get)
@@ -124,7 +131,7 @@ with board_tab:
 
 with package_tab:
     with session() as s:
-        validated = {c.id: f"#{c.id} {c.name}" for c in configs(s) if c.validated_report_id}
+        validated = config_labels(s, validated_only=True)
         frozen = [{"package": p.id, "config": p.config_id, "report": p.report_id,
                    "canary items": p.canary.get("items"), "sha256": p.sha256[:16],
                    "file": p.path, "frozen at": p.created_at} for p in packages(s)]

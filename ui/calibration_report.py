@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from calibration import report
-from calibration.grader import configs
+from calibration.grader import config_labels
 from calibration.html import STAT_HEADER, fmt, render, stat_rows
 from calibration.plots import all_figures
 from db.engine import session
@@ -13,12 +13,10 @@ from errors import UserError
 
 def report_section(actor: str) -> None:
     with session() as s:
-        known = configs(s)
-    if not known:
+        names = config_labels(s)
+    if not names:
         st.info("Create a grader config and run it first.")
         return
-    names = {c.id: f"#{c.id} {c.name}" + (" · validated" if c.validated_report_id else "")
-             for c in known}
     c1, c2, c3 = st.columns(3)
     config_id = c1.selectbox("Grader config ", list(names), format_func=names.get)
     part = c2.selectbox("Part", report.PARTS,
