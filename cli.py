@@ -270,9 +270,15 @@ def cmd_package_grade(args: argparse.Namespace) -> None:
 
     _startup_over()
     pkg = load(Path(args.package))
-    rows = grade_responses(pkg, read_responses(Path(args.responses)), base_url=args.base_url,
-                           concurrency=args.concurrency, timeout=args.timeout)
-    Path(args.out).write_text("".join(json.dumps(row) + "\n" for row in rows))
+    responses = read_responses(Path(args.responses))
+    try:  # before any request is paid for
+        out = open(args.out, "w")
+    except OSError as e:
+        raise UserError(f"cannot write {args.out}: {e.strerror}") from None
+    with out:
+        rows = grade_responses(pkg, responses, base_url=args.base_url,
+                               concurrency=args.concurrency, timeout=args.timeout)
+        out.write("".join(json.dumps(row) + "\n" for row in rows))
     _print_json({"items": len(rows), "graded": sum(r["ok"] for r in rows),
                  "failed": sum(not r["ok"] for r in rows), "out": args.out})
 

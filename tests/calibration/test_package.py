@@ -149,6 +149,11 @@ def test_cli_package_commands(nmb_home: Path, server: OpenAIServer, tmp_path: Pa
     responses = tmp_path / "new.jsonl"
     responses.write_text('{"response_id": "m1", "task_id": "task2", "text": "Glioma.", '
                          '"model": "new-model"}\n')
+    sent = len(server.chat_requests())
+    nowhere = nmb("grade", str(tmp_path / "g.zip"), str(responses), "--out",
+                  str(tmp_path / "missing" / "s.jsonl"))
+    assert nowhere.returncode == 2 and "cannot write" in nowhere.stderr
+    assert len(server.chat_requests()) == sent  # refused before any request was paid for
     scored = nmb("grade", str(tmp_path / "g.zip"), str(responses), "--out", str(tmp_path / "s.jsonl"))
     assert scored.returncode == 0, scored.stderr
     (row,) = [json.loads(x) for x in (tmp_path / "s.jsonl").read_text().splitlines()]
