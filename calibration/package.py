@@ -36,6 +36,7 @@ from calibration.grader import GradeItem, api_key_for, build_item, grader_call, 
 from calibration.grader_config import get_config
 from calibration.llm import CallResult, load_prices, run_bounded
 from db.audit import record
+from db.bundle_images import sha256_file
 from db.models import (
     CalibrationItem,
     CalibrationReport,
@@ -138,7 +139,7 @@ def freeze(s: Session, *, config_id: int, out: Path, canary_size: int = 20, seed
                                                     default=str))
             for name, data in members.items():
                 zf.writestr(name, data)
-        digest = hashlib.sha256(partial.read_bytes()).hexdigest()
+        digest = sha256_file(partial)
         row = FrozenPackage(config_id=config.id, report_id=report.id, sha256=digest,
                             path=str(out.resolve()), canary=manifest["canary"])
         s.add(row)
