@@ -48,6 +48,7 @@ from db.models import (
 )
 from db.queries import fetch_in
 from db.rubrics import rubric_by_hash
+from db.status import count_query
 from errors import UserError
 from rubric import Rubric
 from rubric.render import grader_instructions, output_json_schema, parse_grader_output
@@ -407,12 +408,11 @@ def estimate(s: Session, *, config_id: int, items: str = "pending") -> dict:
             "completion_tokens": completion, "cost_usd": cost}
 
 
-def estimate_key(s: Session, *, config_id: int) -> tuple[int | None, ...]:
-    """Changes whenever `estimate` may answer differently for the config: row counts of responses,
-    the calibration subset and the cache, and the count and newest id of the config's grades
-    (a few COUNT queries, where `estimate` builds every pending request)."""
-    counts = [s.exec(select(func.count()).select_from(table)).one()
-              for table in (Response, CalibrationItem, GraderCache)]
+def grades_key(s: Session, *, config_id: int) -> tuple[int | None, ...]:
+    """Changes whenever the responses, the calibration subset, the cache or the config's grades
+    do (row counts, and the newest grade id): what `estimate` and the leaderboard depend on,
+    read with a few COUNT queries so pages can cache them."""
+    counts = [s.exec(count_query(table)).one() for table in (Response, CalibrationItem, GraderCache)]
     grades = s.exec(select(func.count(), func.max(GraderScore.id))
                     .where(GraderScore.config_id == config_id)).one()
     return (*counts, *grades)

@@ -16,20 +16,21 @@ from db.models import (
 )
 
 
-def _count(table, *where):
+def count_query(table, *where):
+    """SELECT count(*) FROM table WHERE ..."""
     return select(func.count()).select_from(table).where(*where)
 
 
 COUNTS = {
-    "cases": _count(Case),
-    "series": _count(Series),
-    "tasks": _count(Task),
-    "responses": _count(Response),
-    "users": _count(User),
-    "expert_scores": _count(ExpertScore, ExpertScore.status == "submitted"),  # drafts not counted
-    "grader_scores": _count(GraderScore),
-    "grader_failures": _count(GraderFailure),
-    "exam_attempts": _count(ExamAttempt),
+    "cases": count_query(Case),
+    "series": count_query(Series),
+    "tasks": count_query(Task),
+    "responses": count_query(Response),
+    "users": count_query(User),
+    "expert_scores": count_query(ExpertScore, ExpertScore.status == "submitted"),  # drafts not counted
+    "grader_scores": count_query(GraderScore),
+    "grader_failures": count_query(GraderFailure),
+    "exam_attempts": count_query(ExamAttempt),
 }
 
 

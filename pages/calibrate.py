@@ -10,9 +10,9 @@ from calibration.grader import (
     config_labels,
     configs,
     estimate,
-    estimate_key,
     failures,
     grade,
+    grades_key,
 )
 from calibration.grader_config import GraderSettings, is_dated_snapshot, store_config
 from calibration.leaderboard import leaderboard
@@ -34,12 +34,24 @@ def api_key() -> str | None:
         return os.environ.get("OPENAI_API_KEY")
 
 
+# Every tab runs on every rerun of the page: what reads all pending requests or all grades is
+# cached under `grades_key`, a few COUNT queries that change whenever its inputs do.
 @st.cache_data(max_entries=32, show_spinner="Estimating the cost…")
 def cached_estimate(database: str, config_id: int, items: str, key: tuple) -> dict:
-    """`estimate` builds every pending request (~0.3 ms each): done again only when `key`
-    says the study changed, not on every rerun of the page."""
     with session() as s:
         return estimate(s, config_id=config_id, items=items)
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def cached_leaderboard(database: str, config_id: int, ks: tuple, by: str | None,
+                       key: tuple) -> list[dict]:
+    with session() as s:
+        return leaderboard(s, config_id=config_id, ks=ks, by=by)
+
+
+def current_key(config_id: int) -> tuple:
+    with session() as s:  # closed before a cached function opens its own (SQLite write lock)
+        return grades_key(s, config_id=config_id)
 
 
 grader_tab, report_tab, board_tab, package_tab = st.tabs(
@@ -82,9 +94,8 @@ with grader_tab:
     c1, c2 = st.columns(2)
     items = c1.segmented_control("Items", ["calibration", "pending"], default="calibration")
     concurrency = c2.number_input("Concurrent requests", 1, 64, 8)
-    with session() as s:
-        key = estimate_key(s, config_id=config_id)
-    plan = cached_estimate(database_url(), config_id, items or "calibration", key)
+    plan = cached_estimate(database_url(), config_id, items or "calibration",
+                           current_key(config_id))
     cost = "unknown price" if plan["cost_usd"] is None else f"≈ ${plan['cost_usd']:.2f}"
     st.markdown(f"**{plan['items']}** items to grade ({plan['cached']} answered from the cache), "
                 f"≈ {plan['prompt_tokens']:,} prompt tokens, {cost} (estimate).")
@@ -119,8 +130,8 @@ with board_tab:
         ks = c2.multiselect("pass@k", [1, 3, 5, 10], default=[1, 5])
         by = c3.selectbox("Rows", [None, "family", "level"],
                           format_func=lambda b: "per model" if b is None else f"per {b}")
-        with session() as s:
-            rows = leaderboard(s, config_id=board_id, ks=tuple(sorted(ks)) or (1,), by=by)
+        rows = cached_leaderboard(database_url(), board_id, tuple(sorted(ks)) or (1,), by,
+                                  current_key(board_id))
         st.caption("pass@k: unbiased estimator over each task's graded samples (Chen et al. "
                    "2021), shown when every task has at least k, with a 95% bootstrap interval "
                    "over tasks; human groups get pass@1.")

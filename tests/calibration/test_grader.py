@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import func
 from sqlmodel import Session, select
 
-from calibration.grader import estimate, estimate_key, grade
+from calibration.grader import estimate, grade, grades_key
 from calibration.grader_config import GraderSettings, load_settings, store_config
 from db.engine import engine_for
 from db.models import GraderCache, GraderFailure, GraderScore, Response
@@ -79,20 +79,20 @@ def test_cache_answers_identical_requests(sqlite_url: str, server: OpenAIServer)
         assert _count(s, GraderCache) == 6
 
 
-def test_estimate_and_its_key_follow_the_study(sqlite_url: str, server: OpenAIServer) -> None:
+def test_estimate_and_the_grades_key_follow_the_study(sqlite_url: str, server: OpenAIServer) -> None:
     with Session(engine_for(sqlite_url), expire_on_commit=False) as s:
         make_study(s, n_tasks=3)
         cid = _config(s, server)
-        before, key = estimate(s, config_id=cid), estimate_key(s, config_id=cid)
+        before, key = estimate(s, config_id=cid), grades_key(s, config_id=cid)
         assert (before["items"], before["cached"]) == (6, 0) and before["prompt_tokens"] > 0
-        assert estimate_key(s, config_id=cid) == key  # nothing changed
+        assert grades_key(s, config_id=cid) == key  # nothing changed
         grade(s, config_id=cid, api_key=SECRET, limit=2)
         assert estimate(s, config_id=cid)["items"] == 4
-        assert estimate_key(s, config_id=cid) != key
-        key = estimate_key(s, config_id=cid)
+        assert grades_key(s, config_id=cid) != key
+        key = grades_key(s, config_id=cid)
         s.exec(GraderScore.__table__.delete())  # forget the grades, keep the cache
         s.commit()
-        assert estimate_key(s, config_id=cid) != key
+        assert grades_key(s, config_id=cid) != key
         assert (estimate(s, config_id=cid)["items"], estimate(s, config_id=cid)["cached"]) == (6, 2)
 
 
