@@ -43,6 +43,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from errors import one_line
 from rubric.schema import canonical_json
 
 if TYPE_CHECKING:  # `openai` is imported where a request is sent: a cached run never needs it
@@ -184,7 +185,7 @@ def check_answer(
     try:
         return validate(data), None, True
     except ValueError as exc:
-        return None, f"invalid: {_one_line(str(exc))}", True
+        return None, f"invalid: {one_line(str(exc), 500)}", True
 
 
 def reask_messages(messages: list[dict], answer: str | None, problem: str) -> list[dict]:
@@ -198,11 +199,6 @@ def reask_messages(messages: list[dict], answer: str | None, problem: str) -> li
             "that follows the schema exactly.",
         },
     ]
-
-
-def _one_line(text: str, limit: int = 500) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _redactor(client: Any) -> Callable[[str | None], str | None]:
@@ -258,11 +254,11 @@ def _transient(exc: Exception) -> tuple[bool, str, float | None]:
         return True, f"connection error: {exc}", None
     if isinstance(exc, openai.APIStatusError):
         code = exc.status_code
-        text = f"HTTP {code}: {_one_line(exc.message, 200)}"
+        text = f"HTTP {code}: {one_line(exc.message, 200)}"
         if code in TRANSIENT_STATUS or code >= 500:
             return True, text, retry_after_seconds(exc.response.headers)
         return False, text, None
-    return False, f"{type(exc).__name__}: {_one_line(str(exc), 200)}", None
+    return False, f"{type(exc).__name__}: {one_line(str(exc), 200)}", None
 
 
 # ---------------------------------------------------------------- one call
@@ -446,7 +442,7 @@ async def _submit_batch(
 def _batch_problem(batch: Any) -> str:
     errors = getattr(getattr(batch, "errors", None), "data", None) or []
     detail = "; ".join(f"{e.code}: {e.message}" for e in errors)
-    return f"batch {batch.id} {batch.status}" + (f" ({_one_line(detail, 200)})" if detail else "")
+    return f"batch {batch.id} {batch.status}" + (f" ({one_line(detail, 200)})" if detail else "")
 
 
 async def run_batch(
@@ -516,7 +512,7 @@ async def run_batch(
                     problem = f"batch line error {err.get('code')}: {err.get('message')}"
                 else:
                     message = ((response.get("body") or {}).get("error") or {}).get("message", "")
-                    problem = f"HTTP {status}: {_one_line(str(message), 200)}"
+                    problem = f"HTTP {status}: {one_line(str(message), 200)}"
                 retryable = status is None or status in TRANSIENT_STATUS or status >= 500
                 if retryable and not whole_batch_failed and item.retries < max_retries:
                     item.retries += 1

@@ -18,7 +18,7 @@ import numpy as np
 from nibabel.filebasedimages import ImageFileError
 from nibabel.spatialimages import HeaderDataError, ImageDataError, SpatialImage
 
-from errors import UserError
+from errors import UserError, one_line
 
 # Exceptions nibabel, zlib, indexed_gzip and numpy raise on files that are not readable images.
 READ_ERRORS: tuple[type[BaseException], ...] = (
@@ -54,8 +54,7 @@ class ImageInfo:
 
 
 def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return text if len(text) <= 160 else text[:157] + "..."
+    return one_line(str(exc), 160) or type(exc).__name__
 
 
 def spatial_shape(img: SpatialImage, name: str) -> tuple[tuple[int, int, int], int]:
