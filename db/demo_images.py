@@ -22,6 +22,8 @@ import nibabel as nib
 import numpy as np
 from scipy import ndimage
 
+from imaging.geometry import world_to_voxel
+
 SYNTHETIC_DESCRIP = "SYNTHETIC demo, not patient data; from MNI152 2009a"
 
 _TEMPLATE_FILES = {
@@ -135,11 +137,6 @@ class Canvas:
         self.t1 = template.t1 * 1000.0
         self.sequences = sequences
         self.overlays: list[tuple[np.ndarray, tuple[slice, ...], dict[str, float]]] = []
-        self._inv = np.linalg.inv(self.affine)
-
-    # ----- geometry -------------------------------------------------------------------
-    def world_to_voxel(self, xyz: tuple[float, float, float]) -> np.ndarray:
-        return (self._inv @ np.array([*xyz, 1.0]))[:3]
 
     def ellipsoid(
         self,
@@ -157,7 +154,7 @@ class Canvas:
         `rough` adds smoothed seeded noise to the boundary; `hollow` (0-1) leaves a shell
         by removing the inner ellipsoid scaled by that factor.
         """
-        vox = self.world_to_voxel(centre)
+        vox = world_to_voxel(self.affine, centre)
         mm = self.tpl.voxel_mm
         reach = max(radii) * (1.0 + edge * 3 + rough) / mm + 2
         shape = self.gm.shape
