@@ -202,26 +202,30 @@ def cmd_exam_add(args: argparse.Namespace) -> None:
 
 
 def cmd_grade(args: argparse.Namespace) -> None:
-    from calibration.grader import grade, summary_dict
-    from calibration.grader_config import is_dated_snapshot, load_settings, store_config
+    from calibration.sender import Sender
 
-    settings = load_settings(Path(args.config) if args.config else None, model=args.model,
-                             base_url=args.base_url)
-    if not is_dated_snapshot(settings.model):
-        print(f"nmb: warning: {settings.model!r} is an undated alias; reports flag it",
-              file=sys.stderr)
-    with _study() as s, _progress_bar("grading") as bar:
-        config = store_config(s, settings, actor="cli")
-        s.commit()
+    # Started before the imports below: the child imports `openai` on the other core meanwhile.
+    with contextlib.nullcontext() if args.batch else Sender() as sender:
+        from calibration.grader import grade, summary_dict
+        from calibration.grader_config import is_dated_snapshot, load_settings, store_config
 
-        def progress(done: int, total: int) -> None:
-            if bar is not None:
-                bar.total = total
-                bar.update(done - bar.n)
+        settings = load_settings(Path(args.config) if args.config else None, model=args.model,
+                                 base_url=args.base_url)
+        if not is_dated_snapshot(settings.model):
+            print(f"nmb: warning: {settings.model!r} is an undated alias; reports flag it",
+                  file=sys.stderr)
+        with _study() as s, _progress_bar("grading") as bar:
+            config = store_config(s, settings, actor="cli")
+            s.commit()
 
-        summary = grade(s, config_id=config.id, items=args.items,
-                        concurrency=args.concurrency, limit=args.limit, batch=args.batch,
-                        timeout=args.timeout, progress=progress, actor="cli")
+            def progress(done: int, total: int) -> None:
+                if bar is not None:
+                    bar.total = total
+                    bar.update(done - bar.n)
+
+            summary = grade(s, config_id=config.id, items=args.items,
+                            concurrency=args.concurrency, limit=args.limit, batch=args.batch,
+                            timeout=args.timeout, progress=progress, actor="cli", sender=sender)
     if args.json:
         _print_json(summary_dict(summary))
     else:

@@ -15,21 +15,21 @@ import os
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 from sqlalchemy import func, insert
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, delete, select
 
+from calibration.grader_calls import GradeItem, SendJob, make_client, send
 from calibration.grader_config import get_config
 from calibration.llm import (
     CallResult,
     LLMRequest,
-    call_structured,
     estimate_cost,
     load_prices,
     request_hash,
     run_batch,
-    run_bounded,
 )
 from db.audit import record
 from db.cases import case_series, reference_fields
@@ -53,15 +53,10 @@ from errors import UserError
 from rubric import Rubric
 from rubric.render import grader_instructions, output_json_schema, parse_grader_output
 
+if TYPE_CHECKING:
+    from calibration.sender import Sender
+
 ITEMS = ("pending", "calibration", "all")
-
-
-@dataclass
-class GradeItem:
-    response_id: str
-    family: str
-    request: LLMRequest
-    request_hash: str
 
 
 @dataclass
@@ -171,27 +166,8 @@ def api_key_for(config: GraderConfig, api_key: str | None) -> str:
     return key
 
 
-def grader_call(client, rubric: Rubric, *, timeout: float, prices: dict, max_reasks: int = 2,
-                max_retries: int = 5) -> Callable[[GradeItem], Awaitable[CallResult]]:
-    """One item's call: its request, validated against the rubric for its task family."""
-    async def one(w: GradeItem) -> CallResult:
-        return await call_structured(
-            client, w.request, validate=lambda d, f=w.family: parse_grader_output(rubric, d, f),
-            max_reasks=max_reasks, max_retries=max_retries, timeout=timeout, prices=prices)
-
-    return one
-
-
-def make_client(config: GraderConfig, key: str, timeout: float):
-    """Made only when something is sent: a run answered from the cache needs no client.
-    Retries are ours (calibration.llm), so the SDK's are off."""
-    from openai import AsyncOpenAI
-
-    return AsyncOpenAI(api_key=key, base_url=config.base_url, max_retries=0, timeout=timeout)
-
-
 class _Recorder:
-    """Stores finished items in groups, committed every `COMMIT_EVERY` seconds (by `flusher`
+    """Stores finished items in groups, committed every `COMMIT_EVERY` seconds (by `flush`
     while requests are out, and at the end, or on Ctrl-C): an interrupted run keeps what it
     finished, and a hard kill loses at most that much work, which a re-run grades again (from
     the cache where it was saved)."""
@@ -220,15 +196,28 @@ class _Recorder:
         if self.progress:
             self.progress(self.done, self.run.n_items)
 
-    async def flusher(self) -> None:
-        """Commits what finished every `COMMIT_EVERY` seconds, also while nothing else finishes
-        (a slow last request must not hold earlier results uncommitted); cancel to stop."""
-        while True:
-            await asyncio.sleep(self.COMMIT_EVERY)
-            if self.pending:
-                self.commit()
-            else:  # nothing unsaved as of now: no commit is due for another COMMIT_EVERY
-                self.last_commit = time.monotonic()
+    def flush(self) -> None:
+        """Commit what finished, if anything did (also while nothing else finishes: a slow
+        last request must not hold earlier results uncommitted)."""
+        if self.pending:
+            self.commit()
+        else:  # nothing unsaved as of now: no commit is due for another COMMIT_EVERY
+            self.last_commit = time.monotonic()
+
+    async def flushing(self, work: Awaitable) -> None:
+        """Await `work` while `flush` runs every `COMMIT_EVERY` seconds."""
+        async def flusher() -> None:
+            while True:
+                await asyncio.sleep(self.COMMIT_EVERY)
+                self.flush()
+
+        task = asyncio.create_task(flusher())
+        try:
+            await work
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task  # re-raises what stopped it, if anything did
 
     def _write(self, group: list[tuple[GradeItem, CallResult, bool]]) -> None:
         """The group's grades, failures and new cache entries, as three multi-row inserts."""
@@ -310,8 +299,10 @@ def grade(
     limit: int | None = None, batch: bool = False, api_key: str | None = None,
     timeout: float = 60.0, poll_interval: float = 10.0, max_reasks: int = 2, max_retries: int = 5,
     progress: Callable[[int, int], None] | None = None, actor: str | None = None,
+    sender: "Sender | None" = None,
 ) -> RunSummary:
-    """Grade every selected response without a valid grade under the config."""
+    """Grade every selected response without a valid grade under the config: in this process,
+    or from `sender`'s (`nmb grade`; not for `batch`)."""
     if concurrency < 1:
         raise UserError(f"--concurrency must be at least 1, got {concurrency}")
     config = get_config(s, config_id)
@@ -342,27 +333,20 @@ def grade(
         store(w, result)
         for twin in twins[w.request_hash]:
             store(twin, result, from_cache=True)  # its tokens were counted once
-    prices = load_prices()
 
-    async def send() -> None:
-        flusher = asyncio.create_task(store.flusher())
-        try:
-            if batch:
-                await _batches(client, rubric, to_send, store_all, poll_interval=poll_interval,
-                               max_reasks=max_reasks, prices=prices)
-            else:
-                one = grader_call(client, rubric, timeout=timeout, prices=prices,
-                                  max_reasks=max_reasks, max_retries=max_retries)
-                await run_bounded(to_send, one, concurrency, on_done=store_all)
-        finally:
-            flusher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await flusher  # re-raises what stopped it, if anything did
-
-    client = make_client(config, key, timeout) if to_send else None
+    job = SendJob(to_send, rubric, config.base_url, key, concurrency=concurrency,
+                  timeout=timeout, max_reasks=max_reasks, max_retries=max_retries,
+                  prices=load_prices())
     try:
-        if to_send:
-            asyncio.run(send())
+        if to_send and batch:
+            client = make_client(config.base_url, key, timeout)
+            asyncio.run(store.flushing(_batches(
+                client, rubric, to_send, store_all, poll_interval=poll_interval,
+                max_reasks=max_reasks, prices=job.prices)))
+        elif to_send and sender is not None:
+            sender.run(job, store_all, store.flush, store.COMMIT_EVERY)
+        elif to_send:
+            asyncio.run(store.flushing(send(job, on_done=store_all)))
         run.status = "finished"
     except (KeyboardInterrupt, asyncio.CancelledError):
         run.status = "interrupted"

@@ -32,9 +32,10 @@ from typing import Any
 
 from sqlmodel import Session, select
 
-from calibration.grader import GradeItem, api_key_for, build_item, grader_call, make_client
+from calibration.grader import api_key_for, build_item
+from calibration.grader_calls import GradeItem, SendJob, send
 from calibration.grader_config import get_config
-from calibration.llm import CallResult, load_prices, run_bounded
+from calibration.llm import CallResult, load_prices
 from db.audit import record
 from db.bundle_images import sha256_file
 from db.models import (
@@ -238,9 +239,9 @@ def _send(pkg: Package, work: list[GradeItem], *, base_url: str | None, api_key:
     if concurrency < 1:
         raise UserError(f"--concurrency must be at least 1, got {concurrency}")
     config = GraderConfig(**{**pkg.manifest["config"], "base_url": base_url or pkg.config.base_url})
-    client = make_client(config, api_key_for(config, api_key), timeout)
-    one = grader_call(client, pkg.rubric, timeout=timeout, prices=load_prices())
-    return asyncio.run(run_bounded(work, one, concurrency))
+    job = SendJob(work, pkg.rubric, config.base_url, api_key_for(config, api_key),
+                  concurrency=concurrency, timeout=timeout, prices=load_prices())
+    return asyncio.run(send(job))
 
 
 def grade_responses(pkg: Package, responses: list[Response], *, base_url: str | None = None,

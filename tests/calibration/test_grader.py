@@ -1,5 +1,6 @@
 """The grader end to end: real `openai` client, local OpenAI-compatible server, real database."""
 
+import contextlib
 import json
 import os
 import subprocess
@@ -12,6 +13,7 @@ from sqlmodel import Session, select
 
 from calibration.grader import estimate, grade, grades_key
 from calibration.grader_config import GraderSettings, load_settings, store_config
+from calibration.sender import Sender
 from db.engine import engine_for
 from db.models import GraderCache, GraderFailure, GraderScore, Response
 from errors import UserError
@@ -38,14 +40,17 @@ def _count(s: Session, table) -> int:
     return s.exec(select(func.count()).select_from(table)).one()
 
 
-def test_faults_survived_and_rerun_finishes(database_url: str, server: OpenAIServer) -> None:
-    with Session(engine_for(database_url), expire_on_commit=False) as s:
+@pytest.mark.parametrize("in_sender", [False, True], ids=["in-process", "sender-process"])
+def test_faults_survived_and_rerun_finishes(database_url: str, server: OpenAIServer,
+                                            in_sender: bool) -> None:
+    with Session(engine_for(database_url), expire_on_commit=False) as s, \
+            Sender() if in_sender else contextlib.nullcontext() as sender:
         rids = make_study(s, n_tasks=6)
         cid = _config(s, server)
         server.inject("429:0.2", "500", "truncated", "badschema")
         server.inject_when("Prompt 4", "500")  # task 4's two responses fail every time
         first = grade(s, config_id=cid, concurrency=4, api_key=SECRET, timeout=2.0,
-                      max_reasks=1, max_retries=2)
+                      max_reasks=1, max_retries=2, sender=sender)
         assert first.items == len(rids) == 12
         assert first.graded + first.failed == 12
         assert first.failed == 2
@@ -164,8 +169,36 @@ def test_config_is_content_addressed(sqlite_url: str, tmp_path: Path) -> None:
         load_settings(bad)
 
 
+def test_the_sender_leaves_ctrl_c_to_its_parent(sqlite_url: str, server: OpenAIServer) -> None:
+    """A terminal's Ctrl-C reaches the sender too; it must not die of it (nor print a traceback):
+    stopping is the parent's call. Started with SIGINT ignored, it ignores it at any moment."""
+    import signal
+
+    with Session(engine_for(sqlite_url), expire_on_commit=False) as s, Sender() as sender:
+        make_study(s, n_tasks=2)
+        cid = _config(s, server)
+        os.kill(sender.pid, signal.SIGINT)
+        summary = grade(s, config_id=cid, api_key=SECRET, sender=sender)
+    assert (summary.items, summary.graded, summary.failed) == (4, 4, 0)
+
+
+def _alive_in_group(pgid: int) -> list[int]:
+    """Pids of the processes of group `pgid` that still run (zombies not counted)."""
+    alive = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # ended meanwhile
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            alive.append(int(stat.parent.name))
+    return alive
+
+
 def test_interrupted_run_resumes_without_duplicates(nmb_home: Path) -> None:
-    """Ctrl-C in the middle of `nmb grade`: finished items are kept, a re-run does the rest."""
+    """Ctrl-C in the middle of `nmb grade`, sent as a terminal does (to the whole process group,
+    sender included): finished items are kept, nothing is left running, a re-run does the
+    rest."""
     import signal
     import time
 
@@ -179,14 +212,15 @@ def test_interrupted_run_resumes_without_duplicates(nmb_home: Path) -> None:
         cmd = [sys.executable, "-m", "cli", "grade", "--base-url", srv.base_url,
                "--concurrency", "2", "--json"]
         proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+                                stderr=subprocess.PIPE, text=True, start_new_session=True)
         deadline = time.monotonic() + 60
         while len(srv.chat_requests()) < 6 and time.monotonic() < deadline:
             time.sleep(0.05)
-        proc.send_signal(signal.SIGINT)
+        os.killpg(proc.pid, signal.SIGINT)
         _, err = proc.communicate(timeout=60)
         assert proc.returncode == 130, err
         assert "Traceback" not in err
+        assert _alive_in_group(proc.pid) == []
         with session() as s:
             kept = s.exec(select(func.count()).select_from(GraderScore)).one()
         assert 0 < kept < 20
@@ -200,7 +234,8 @@ def test_interrupted_run_resumes_without_duplicates(nmb_home: Path) -> None:
 
 
 def test_finished_items_are_committed_while_a_slow_request_is_out(nmb_home: Path) -> None:
-    """A hard kill loses at most `COMMIT_EVERY` of work, even when nothing else finishes."""
+    """A hard kill loses at most `COMMIT_EVERY` of work, even when nothing else finishes; the
+    sender process sees its parent gone and ends without waiting for the slow answers."""
     import time
 
     from db.engine import session, upgrade
@@ -213,7 +248,8 @@ def test_finished_items_are_committed_while_a_slow_request_is_out(nmb_home: Path
         cmd = [sys.executable, "-m", "cli", "grade", "--base-url", srv.base_url,
                "--concurrency", "6", "--json"]
         proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, "OPENAI_API_KEY": SECRET},
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True)
         try:
             deadline, kept = time.monotonic() + 20, 0
             while kept < 4 and time.monotonic() < deadline:
@@ -221,9 +257,14 @@ def test_finished_items_are_committed_while_a_slow_request_is_out(nmb_home: Path
                 with session() as s:
                     kept = s.exec(select(func.count()).select_from(GraderScore)).one()
             assert proc.poll() is None  # the two slow requests are still out
+            assert len(_alive_in_group(proc.pid)) == 2  # nmb grade and its sender
         finally:
             proc.kill()
             proc.wait()
+        deadline = time.monotonic() + 20  # well before the slow answers (30 s) come
+        while _alive_in_group(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _alive_in_group(proc.pid) == []
     assert kept == 4
 
 
