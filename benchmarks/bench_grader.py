@@ -2,8 +2,8 @@
 
 Against the test server (`tests.openai_server`, its own process) with a fixed 1 s latency:
 `nmb grade --concurrency 32` on 320 responses, timed as a whole process (interpreter start,
-imports, migrations check, prompt building, calls, one commit per item), must reach at least
-0.8 of the throughput of `benchmarks.openai_bare_loop.bare_loop` sending 320 requests at
+imports, its sender process, migrations check, prompt building, calls, commits), must reach at
+least 0.8 of the throughput of `benchmarks.openai_bare_loop.bare_loop` sending 320 requests at
 concurrency 32 in the same run, with a body the grader really sends. The in-process loop pays
 neither the interpreter start nor the `openai` import; the same loop run as its own program
 (`benchmarks.bare_process`) pays both, as any script using the SDK would, so the ratio against

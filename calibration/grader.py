@@ -301,8 +301,9 @@ def grade(
     progress: Callable[[int, int], None] | None = None, actor: str | None = None,
     sender: "Sender | None" = None,
 ) -> RunSummary:
-    """Grade every selected response without a valid grade under the config: in this process,
-    or from `sender`'s (`nmb grade`; not for `batch`)."""
+    """Grade every selected response without a valid grade under the config, sending from this
+    process or through `sender` (a started `calibration.sender.Sender`, as `nmb grade` does;
+    not used with `batch`)."""
     if concurrency < 1:
         raise UserError(f"--concurrency must be at least 1, got {concurrency}")
     config = get_config(s, config_id)
