@@ -11,7 +11,7 @@ The child is `python -m calibration.sender FD`, a plain subprocess (no `multipro
 start-up: no resource tracker, no re-import of the parent's `__main__`). Protocol, pickled
 messages over a socket pair (`multiprocessing.connection.Connection`): parent to child, one
 `SendJob`; child to parent, one `(response_id, CallResult)` per item as it ends, or
-`("error", traceback)`. The child is started with SIGINT ignored, so Ctrl-C is the parent's
+`(None, traceback)`. The child is started with SIGINT ignored, so Ctrl-C is the parent's
 alone; the parent ends the child when it is done or stopped, and a parent that dies closes the
 socket, which the child watches: it cancels what is out and exits.
 """
@@ -58,11 +58,11 @@ def _serve(conn: Connection) -> None:
     except (asyncio.CancelledError, BrokenPipeError, ConnectionResetError):
         return  # the parent is gone
     except Exception:  # noqa: BLE001 - a programming error: the parent raises it
-        conn.send(("error", traceback.format_exc()))
+        conn.send((None, traceback.format_exc()))
 
 
 class Sender:
-    """A started sender process, importing the SDK while the caller prepares its job.
+    """A started sender process, importing the SDK while the caller prepares its one job.
     Use as a context manager; start it from the main thread."""
 
     def __init__(self) -> None:
@@ -76,6 +76,7 @@ class Sender:
             signal.signal(signal.SIGINT, previous)
             theirs.close()
         self._conn = Connection(mine.detach())
+        self._sent = False
 
     @property
     def pid(self) -> int:
@@ -91,7 +92,10 @@ class Sender:
             on_idle: Callable[[], Any], idle_every: float) -> None:
         """Send `job` from the child; `on_done(item, result)` as each item ends, `on_idle()`
         after every `idle_every` seconds without one; returns when every item has ended.
-        On Ctrl-C, results already in the pipe are reported before the interrupt goes on."""
+        On Ctrl-C, results already in the socket are reported before the interrupt goes on."""
+        if self._sent:
+            raise RuntimeError("a sender process sends one job; start another")
+        self._sent = True
         items = {w.response_id: w for w in job.items}
         try:
             self._conn.send(job)
@@ -113,9 +117,9 @@ class Sender:
             message = self._conn.recv()
         except EOFError:
             raise self._ended() from None
-        if message[0] == "error":
-            raise RuntimeError(f"the sender process failed:\n{message[1]}")
         response_id, result = message
+        if response_id is None:  # `result` is the child's traceback
+            raise RuntimeError(f"the sender process failed:\n{result}")
         on_done(items.pop(response_id), result)
 
     def _ended(self) -> RuntimeError:

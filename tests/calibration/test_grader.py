@@ -12,6 +12,7 @@ from sqlalchemy import func
 from sqlmodel import Session, select
 
 from calibration.grader import estimate, grade, grades_key
+from calibration.grader_calls import GradeItem, SendJob
 from calibration.grader_config import GraderSettings, load_settings, store_config
 from calibration.sender import Sender
 from db.engine import engine_for
@@ -180,6 +181,27 @@ def test_the_sender_leaves_ctrl_c_to_its_parent(sqlite_url: str, server: OpenAIS
         os.kill(sender.pid, signal.SIGINT)
         summary = grade(s, config_id=cid, api_key=SECRET, sender=sender)
     assert (summary.items, summary.graded, summary.failed) == (4, 4, 0)
+
+
+def _job(**options) -> SendJob:
+    from calibration.llm import LLMRequest
+    from rubric import load_rubric
+
+    req = LLMRequest(model="gpt-4o-2024-08-06", messages=[{"role": "user", "content": "hi"}],
+                     json_schema={"type": "object"})
+    return SendJob([GradeItem("r1", "rationale", req, "h1")], load_rubric("neurology-v1"),
+                   "http://127.0.0.1:9/v1", SECRET, **options)
+
+
+def test_a_failing_or_dead_sender_is_an_error_not_a_hang() -> None:
+    import signal
+
+    with Sender() as sender, pytest.raises(RuntimeError, match="concurrency must be >= 1"):
+        sender.run(_job(concurrency=0), lambda *_: None, lambda: None, 0.25)  # raised in the child
+    with Sender() as sender:
+        os.kill(sender.pid, signal.SIGKILL)
+        with pytest.raises(RuntimeError, match="ended early"):
+            sender.run(_job(), lambda *_: None, lambda: None, 0.25)
 
 
 def _alive_in_group(pgid: int) -> list[int]:
