@@ -99,7 +99,7 @@ class Sender:
         items = {w.response_id: w for w in job.items}
         try:
             self._conn.send(job)
-        except BrokenPipeError:
+        except (BrokenPipeError, ConnectionResetError):
             raise self._ended() from None
         try:
             while items:
@@ -115,7 +115,7 @@ class Sender:
     def _report(self, items: dict[str, GradeItem], on_done: Callable) -> None:
         try:
             message = self._conn.recv()
-        except EOFError:
+        except (EOFError, ConnectionResetError):  # reset: it died with data unread
             raise self._ended() from None
         response_id, result = message
         if response_id is None:  # `result` is the child's traceback

@@ -198,10 +198,13 @@ def test_a_failing_or_dead_sender_is_an_error_not_a_hang() -> None:
 
     with Sender() as sender, pytest.raises(RuntimeError, match="concurrency must be >= 1"):
         sender.run(_job(concurrency=0), lambda *_: None, lambda: None, 0.25)  # raised in the child
-    with Sender() as sender:
+    with Sender() as sender:  # dead before the job is sent
         os.kill(sender.pid, signal.SIGKILL)
         with pytest.raises(RuntimeError, match="ended early"):
             sender.run(_job(), lambda *_: None, lambda: None, 0.25)
+    with Sender() as sender:  # dies with the job sent, most likely still unread (a reset)
+        with pytest.raises(RuntimeError, match="ended early"):
+            sender.run(_job(), lambda *_: None, lambda: os.kill(sender.pid, signal.SIGKILL), 0.01)
 
 
 def _alive_in_group(pgid: int) -> list[int]:
