@@ -7,7 +7,7 @@ opens the study and prepares the requests, then the parent hands over a `SendJob
 results as they arrive (`docs/grader.md`; measured in `make bench`). The calls are
 `calibration.grader_calls.send`, the same as in-process.
 
-The child is `python -m calibration.sender FD`, a plain subprocess (no `multiprocessing`
+The child is `python -P -m calibration.sender FD`, a plain subprocess (no `multiprocessing`
 start-up: no resource tracker, no re-import of the parent's `__main__`). Protocol, pickled
 messages over a socket pair (`multiprocessing.connection.Connection`): parent to child, one
 `SendJob`; child to parent, one `(response_id, CallResult)` per item as it ends, or
@@ -18,12 +18,14 @@ socket, which the child watches: it cancels what is out and exits.
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
 import subprocess
 import sys
 from collections.abc import Callable
 from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -67,11 +69,16 @@ class Sender:
 
     def __init__(self) -> None:
         mine, theirs = socket.socketpair()
+        # The child runs this very code (its job is pickled with these classes), whatever the
+        # working directory: `-P` keeps the directory off sys.path, PYTHONPATH names ours.
+        paths = [str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH")]
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # the child inherits "ignore"
         try:
             self._proc = subprocess.Popen(
-                [sys.executable, "-m", "calibration.sender", str(theirs.fileno())],
-                pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+                [sys.executable, "-P", "-m", "calibration.sender", str(theirs.fileno())],
+                pass_fds=[theirs.fileno()], env=env, stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL)
         finally:
             signal.signal(signal.SIGINT, previous)
             theirs.close()

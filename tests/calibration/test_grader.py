@@ -183,6 +183,19 @@ def test_the_sender_leaves_ctrl_c_to_its_parent(sqlite_url: str, server: OpenAIS
     assert (summary.items, summary.graded, summary.failed) == (4, 4, 0)
 
 
+def test_the_sender_runs_this_code_whatever_the_working_directory(
+        sqlite_url: str, server: OpenAIServer, tmp_path: Path, monkeypatch) -> None:
+    decoy = tmp_path / "calibration"
+    decoy.mkdir()
+    (decoy / "__init__.py").touch()
+    (decoy / "sender.py").write_text('raise SystemExit("another checkout")\n')
+    monkeypatch.chdir(tmp_path)
+    with Session(engine_for(sqlite_url), expire_on_commit=False) as s, Sender() as sender:
+        make_study(s, n_tasks=2)
+        summary = grade(s, config_id=_config(s, server), api_key=SECRET, sender=sender)
+    assert (summary.graded, summary.failed) == (4, 0)
+
+
 def _job(**options) -> SendJob:
     from calibration.llm import LLMRequest
     from rubric import load_rubric
