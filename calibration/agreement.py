@@ -703,12 +703,18 @@ def _tag_stats(pred: np.ndarray, truth: np.ndarray) -> dict:
     return {"kappa": cohen_kappa(pred, truth), "ac1": gwet_ac1(pred, truth), **conf}
 
 
+def _nominal_alpha(votes: np.ndarray) -> float | None:
+    return krippendorff_alpha(votes, domain=(0, 1), levels=("nominal",))["nominal"]
+
+
 def compare_tags(
     grader: np.ndarray, experts: np.ndarray, class_names: Sequence[str]
 ) -> dict:
     """Binary error tags: per class, the grader against the experts' strict majority (Cohen's
     kappa, Gwet's AC1, precision/recall/F1 and the confusion table), and the ceiling: each
-    expert against the majority of the other experts with the same statistics.
+    expert against the majority of the other experts with the same statistics. Reliability of
+    the class itself: Krippendorff's nominal alpha among the experts (missing ratings allowed)
+    and with the grader as one more rater (`krippendorff_alpha`).
 
     `grader`: bool (n_items, n_classes); `experts`: bool (n_items, n_experts, n_classes), or
     float with NaN for a missing expert.
@@ -732,6 +738,8 @@ def compare_tags(
             summary[key] = float(np.mean(vals)) if vals else None
         classes[name] = {
             "prevalence": np.nanmean(majority) if np.isfinite(majority).any() else None,
+            "alpha_experts": _nominal_alpha(votes),
+            "alpha_with_grader": _nominal_alpha(np.column_stack([votes, g[:, c]])),
             "grader": _tag_stats(g[:, c], majority),
             "ceiling": rows if e.shape[1] >= 2 else [],
             "ceiling_mean": summary if e.shape[1] >= 2 else None,

@@ -46,6 +46,18 @@ STAT_HEADER = ["", "n", "Pearson r", "r 95% CI (bootstrap)", "ICC2", "alpha (int
                "weighted kappa", "bias", "limits of agreement", "MAE", "within one"]
 
 
+TAG_HEADER = ["error class", "prevalence", "kappa", "AC1", "F1", "experts' AC1 (ceiling)",
+              "alpha, experts", "alpha, experts + grader"]
+
+
+def tag_rows(results: dict) -> list[list[Any]]:
+    """One row per error class: the grader against the experts' majority, the experts' own
+    agreement, and Krippendorff's nominal alpha without and with the grader."""
+    return [[c, v["prevalence"], v["grader"]["kappa"], v["grader"]["ac1"], v["grader"]["f1"],
+             (v["ceiling_mean"] or {}).get("ac1"), v["alpha_experts"], v["alpha_with_grader"]]
+            for c, v in results["error_tags"]["classes"].items()]
+
+
 def render(results: dict, figures: dict[str, bytes], *, title: str) -> str:
     gate = results["gate"]
     parts = [f"<h1>{html.escape(title)}</h1>",
@@ -70,10 +82,7 @@ def render(results: dict, figures: dict[str, bytes], *, title: str) -> str:
             ["grader vs the same experts (mean)", *ceiling["grader_mean"].values()],
             ["grader vs all experts", *ceiling["grader_vs_all"].values()]]))
     parts.append("<h2>Error classes</h2>")
-    classes = results["error_tags"]["classes"]
-    parts.append(_table(["class", "prevalence", "kappa", "AC1", "F1", "experts' AC1 (ceiling)"], [
-        [c, v["prevalence"], v["grader"]["kappa"], v["grader"]["ac1"], v["grader"]["f1"],
-         (v["ceiling_mean"] or {}).get("ac1")] for c, v in classes.items()]))
+    parts.append(_table(TAG_HEADER, tag_rows(results)))
     parts.append("<h2>Breakdowns</h2>")
     for key, groups in results["breakdown"].items():
         parts.append(f"<h3>by {html.escape(key)}</h3>")

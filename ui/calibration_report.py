@@ -5,7 +5,7 @@ import streamlit as st
 
 from calibration import report
 from calibration.grader import config_labels
-from calibration.html import STAT_HEADER, fmt, render, stat_rows
+from calibration.html import STAT_HEADER, TAG_HEADER, fmt, render, stat_rows, tag_rows
 from calibration.plots import all_figures
 from db.engine import session
 from errors import UserError
@@ -49,6 +49,8 @@ def report_section(actor: str) -> None:
         col.metric(f"{label} ({threshold})", f"{fmt(value)} · {verdict}")
     st.dataframe(pd.DataFrame([[fmt(v) for v in row] for row in stat_rows(results)],
                               columns=["criterion", *STAT_HEADER[1:]]), hide_index=True)
+    st.dataframe(pd.DataFrame([[fmt(v) for v in row] for row in tag_rows(results)],
+                              columns=TAG_HEADER), hide_index=True)
     figures = all_figures(data, results)
     cols = st.columns(2)
     for i, png in enumerate(figures.values()):

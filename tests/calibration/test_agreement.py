@@ -314,6 +314,23 @@ def test_compare_tags_rare_class_kappa_vs_ac1():
     assert len(res["classes"]["omission"]["ceiling"]) == 3
 
 
+def test_compare_tags_alpha_of_each_class():
+    """Krippendorff's nominal alpha per class, checked by hand (Krippendorff 2011): two raters,
+    no missing value, binary: alpha = 1 - (N - 1) * o01 / (n0 * n1), o01 = disagreeing units."""
+    a = np.array([1, 1, 1, 0, 0, 0, 0, 0, 0, 0], dtype=bool)
+    b = np.array([1, 1, 0, 0, 0, 0, 0, 0, 0, 1], dtype=bool)
+    experts = np.stack([a, b], axis=1)[:, :, None]
+    agreeing = A.compare_tags(a[:, None], experts, ["grounding"])["classes"]["grounding"]
+    assert agreeing["alpha_experts"] == pytest.approx(1 - 19 * 2 / (14 * 6))
+    contrary = A.compare_tags(~a[:, None], experts, ["grounding"])["classes"]["grounding"]
+    assert contrary["alpha_experts"] == agreeing["alpha_experts"]  # the grader is not in it
+    assert contrary["alpha_with_grader"] < 0 < agreeing["alpha_experts"]
+    missing = experts.astype(float)
+    missing[0, 1] = np.nan  # unit 0 keeps one rating, pairs with nothing and drops out
+    assert A.compare_tags(a[:, None], missing, ["grounding"])["classes"]["grounding"][
+        "alpha_experts"] == pytest.approx(1 - 17 * 2 / (14 * 4))
+
+
 def test_benjamini_yekutieli_matches_statsmodels():
     p = np.array([0.001, 0.01, 0.02, 0.04, 0.3, 0.0001])
     expected = multipletests(p, alpha=0.05, method="fdr_by")[0]

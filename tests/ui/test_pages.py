@@ -86,6 +86,8 @@ def test_calibration_report_renders_in_the_app(demo_study: Path) -> None:
     assert not at.exception, at.exception
     assert any("gate passed" in s.value for s in at.subheader), [s.value for s in at.subheader]
     assert any("synthetic" in w.value for w in at.warning)
+    tags = next(df.value for df in at.dataframe if "error class" in df.value.columns)
+    assert len(tags) == 5 and "alpha, experts + grader" in tags.columns
 
 
 def test_calibrate_page_runs_the_grader_against_a_local_server(demo_study: Path) -> None:
