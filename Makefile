@@ -2,7 +2,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test bench lint clean
+.PHONY: install run test bench lint screenshots clean
 
 install: $(STAMP)
 
@@ -22,6 +22,9 @@ test: install
 
 bench: install
 	$(VENV)/bin/python -m benchmarks
+
+screenshots: install  # docs/img/calibrate.png from the running demo (needs /usr/bin/chromium)
+	$(VENV)/bin/python -m tests.browser.screenshots
 
 lint: install
 	$(VENV)/bin/ruff check .

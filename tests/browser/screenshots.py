@@ -1,0 +1,74 @@
+"""The calibration report screenshot in the docs, taken from the running app in system Chromium.
+
+`make screenshots` (or `.venv/bin/python -m tests.browser.screenshots [OUT_DIR]`, default
+`docs/img`): loads the synthetic demo into a temporary NMB_HOME, starts Streamlit on a loopback
+port, logs in as `demo-admin`, computes the held-out calibration report on `/calibrate` and
+saves `calibrate.png` (the top 1500 px). No patient data: the demo is synthetic and says so.
+`score.png` and `exam.png` were taken by hand from the same demo.
+"""
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+from playwright.sync_api import sync_playwright
+
+from tests.browser.conftest import CHROMIUM, ROOT, login
+from tests.services import free_port
+
+
+def _serve(home: Path) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    env = {**os.environ, "NMB_HOME": str(home)}
+    env.pop("NMB_DATABASE_URL", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1",
+         "--server.port", str(port), "--server.headless", "true",
+         "--browser.gatherUsageStats", "false"],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(300):
+        try:
+            urllib.request.urlopen(url + "/_stcore/health", timeout=1)
+            return proc, url
+        except OSError:
+            time.sleep(0.2)
+    proc.kill()
+    raise RuntimeError("streamlit did not start")
+
+
+def take(out: Path) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="nmb-screenshots-") as tmp:
+        env = {**os.environ, "NMB_HOME": tmp}
+        env.pop("NMB_DATABASE_URL", None)
+        subprocess.run([sys.executable, "-m", "cli", "demo"], cwd=ROOT, env=env, check=True,
+                       stdout=subprocess.DEVNULL)
+        proc, url = _serve(Path(tmp))
+        try:
+            with sync_playwright() as pw:
+                browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                             args=["--no-sandbox", "--disable-gpu"])
+                page = browser.new_page(viewport={"width": 1600, "height": 1500})
+                login(page, url, "demo-admin")
+                page.get_by_role("link", name="Grader calibration").click()
+                page.get_by_role("tab", name="Calibration report").click(timeout=60_000)
+                page.get_by_role("button", name="Compute report").click(timeout=60_000)
+                page.get_by_text("gate passed").wait_for(timeout=180_000)
+                page.get_by_text("alpha, experts + grader").first.wait_for(state="attached", timeout=60_000)
+                page.wait_for_timeout(3000)  # the figures are images: let them load
+                path = out / "calibrate.png"
+                page.screenshot(path=path)  # Streamlit scrolls inside: the viewport is the page
+                browser.close()
+        finally:
+            proc.terminate()
+            proc.wait(timeout=20)
+    return path
+
+
+if __name__ == "__main__":
+    print(take(Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "docs" / "img"))
