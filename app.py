@@ -3,7 +3,7 @@
 import streamlit as st
 
 from db.engine import upgrade
-from ui.auth import PAGES, current_user, demo_active, login_page, logout
+from ui.auth import PAGES, current_user, demo_active, login_page, logout, restore_login, write_cookie
 
 st.set_page_config(page_title="Neural-MedBench Studio", page_icon=":brain:", layout="wide")
 
@@ -15,7 +15,9 @@ def _migrated() -> bool:
 
 
 _migrated()
+restore_login()
 user = current_user()
+write_cookie()
 if user is None:
     st.navigation([st.Page(login_page, title="Log in", url_path="login")], position="hidden").run()
 else:

@@ -55,6 +55,17 @@ class User(SQLModel, table=True):
     )
 
 
+class LoginToken(SQLModel, table=True):
+    """A password login kept across page reloads: the sha256 of the random token in the
+    browser's cookie (the token itself is never stored), valid until `expires_at`; deleted at
+    logout."""
+
+    token_hash: str = Field(primary_key=True, max_length=64)
+    user_id: int = Field(foreign_key="user.id", index=True)
+    created_at: datetime = _when()
+    expires_at: datetime = Field(sa_type=DateTime(timezone=True), index=True)
+
+
 class Case(SQLModel, table=True):
     case_id: str = Field(primary_key=True, max_length=128)
     title: str

@@ -1,7 +1,9 @@
 """Accounts, roles and passwords.
 
 Passwords are hashed with scrypt (RFC 7914; n=2**14, r=8, p=1, 16-byte salt), a memory-hard
-KDF from the standard library; they are never stored or logged in clear.
+KDF from the standard library; they are never stored or logged in clear. A password login
+survives page reloads through a login token: 256 random bits in the browser's cookie, only
+their sha256 in the database, valid for `LOGIN_HOURS` unless the user logs out or is disabled.
 """
 
 import base64
@@ -9,12 +11,15 @@ import hashlib
 import hmac
 import re
 import secrets
+from datetime import timedelta
 
-from sqlmodel import Session, select
+from sqlmodel import Session, delete, select
 
 from db.audit import record
-from db.models import ROLES, User
+from db.models import ROLES, LoginToken, User, utcnow
 from errors import UserError
+
+LOGIN_HOURS = 12
 
 _N, _R, _P = 2**14, 8, 1
 
@@ -89,3 +94,31 @@ def user_by_email(s: Session, *, email: str) -> User | None:
     """The active account matched to an OIDC identity by e-mail."""
     user = s.exec(select(User).where(User.email == email)).first()
     return user if user is not None and not user.disabled else None
+
+
+def _token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def open_login(s: Session, user: User) -> str:
+    """A new login token for `user` (committed), to keep in the browser; expired tokens go."""
+    token = secrets.token_urlsafe(32)
+    s.exec(delete(LoginToken).where(LoginToken.expires_at <= utcnow()))
+    s.add(LoginToken(token_hash=_token_hash(token), user_id=user.id,
+                     expires_at=utcnow() + timedelta(hours=LOGIN_HOURS)))
+    s.commit()
+    return token
+
+
+def user_for_login(s: Session, token: str) -> User | None:
+    """The active user a live token belongs to, or None (unknown, expired or logged out)."""
+    row = s.exec(select(LoginToken).where(LoginToken.token_hash == _token_hash(token),
+                                          LoginToken.expires_at > utcnow())).first()
+    user = s.get(User, row.user_id) if row is not None else None
+    return user if user is not None and not user.disabled else None
+
+
+def close_login(s: Session, token: str) -> None:
+    """Logout: the token stops working, whatever the browser keeps."""
+    s.exec(delete(LoginToken).where(LoginToken.token_hash == _token_hash(token)))
+    s.commit()

@@ -1,4 +1,8 @@
-"""Login, logout and the server-side role check every page makes."""
+"""Login, logout and the server-side role check every page makes.
+
+A password login keeps a login token (`db.users.open_login`) in the `nmb_login` cookie, so a
+page reload, which starts a new Streamlit session, logs the user in again; logout deletes the
+token. Single sign-on keeps its own cookie (`st.login`)."""
 
 from dataclasses import dataclass
 
@@ -6,7 +10,9 @@ import streamlit as st
 
 from db.engine import session
 from db.models import Setting
-from db.users import authenticate, user_by_email
+from db.users import LOGIN_HOURS, authenticate, close_login, open_login, user_by_email, user_for_login
+
+COOKIE = "nmb_login"
 
 # Each role's pages: (file, title, url path, icon). The first is the role's landing page.
 PAGES: dict[str, list[tuple[str, str, str, str]]] = {
@@ -32,9 +38,46 @@ def current_user() -> LoggedIn | None:
     return st.session_state.get("user")
 
 
-def _sign_in(user) -> None:
+def _remember(user, token: str | None = None) -> None:
     st.session_state["user"] = LoggedIn(id=user.id, name=user.name, role=user.role, demo=user.demo)
+    if token is not None:
+        st.session_state["login_token"] = token
+
+
+def _sign_in(user, *, keep: bool = False) -> None:
+    """Log `user` in; with `keep` (password logins), also across page reloads."""
+    token = None
+    if keep:
+        with session() as s:
+            token = open_login(s, user)
+        st.session_state["cookie"] = _cookie_script(token, LOGIN_HOURS * 3600)
+    _remember(user, token)
     st.rerun()
+
+
+def _cookie_script(value: str, max_age: int) -> str:
+    """Sets (or, with max_age 0, clears) the login cookie; the token is URL-safe base64."""
+    secure = "; Secure" if str(st.context.url or "").startswith("https:") else ""
+    return (f"<script>document.cookie = '{COOKIE}={value}; Path=/; Max-Age={max_age}; "
+            f"SameSite=Strict{secure}';</script>")
+
+
+def restore_login() -> None:
+    """After a page reload: the user of a live login cookie, logged in again."""
+    token = st.context.cookies.get(COOKIE)
+    if current_user() is not None or not isinstance(token, str) or not token:
+        return  # (AppTest's context gives a mock, not a str)
+    with session() as s:
+        user = user_for_login(s, token)
+    if user is not None:
+        _remember(user, token)
+
+
+def write_cookie() -> None:
+    """Sends the browser the cookie change of a login or logout, once."""
+    script = st.session_state.pop("cookie", None)
+    if script:
+        st.html(script, unsafe_allow_javascript=True)
 
 
 def _oidc_configured() -> bool:
@@ -66,14 +109,19 @@ def login_page() -> None:
         if user is None:
             st.error("Unknown user name or wrong password.")
         else:
-            _sign_in(user)
+            _sign_in(user, keep=True)
     if demo_active():
         st.info("Demo study loaded: log in as `demo-admin`, `demo-expert1`, `demo-physician` "
                 "or `demo-student` (password `demo`). All data are synthetic.")
 
 
 def logout() -> None:
+    token = st.session_state.get("login_token")
+    if token:
+        with session() as s:
+            close_login(s, token)
     st.session_state.clear()
+    st.session_state["cookie"] = _cookie_script("", 0)
     if getattr(st.user, "is_logged_in", False):
         st.logout()
     st.rerun()

@@ -1,5 +1,5 @@
-"""End to end in Chromium: login, blinding on the scoring page, drafts surviving a closed
-browser, and typed URLs that a role may not open."""
+"""End to end in Chromium: login (kept across a reload until logout), blinding on the scoring
+page, drafts surviving a closed browser, and typed URLs that a role may not open."""
 
 import sqlite3
 import time
@@ -20,6 +20,39 @@ def test_login_page_is_served(browser, app_url: str) -> None:
     page.get_by_role("textbox", name="Password").wait_for(timeout=30_000)
     page.get_by_role("button", name="Log in").wait_for(timeout=30_000)
     page.close()
+
+
+def _login_cookie(ctx) -> str | None:
+    return next((c["value"] for c in ctx.cookies() if c["name"] == "nmb_login"), None)
+
+
+def _wait(condition, what: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} within {timeout} s")
+        time.sleep(0.1)
+
+
+def test_a_password_login_survives_a_reload_until_logout(browser, app_url: str) -> None:
+    ctx = browser.new_context()
+    page = ctx.new_page()
+    login(page, app_url, "demo-student")
+    exam = page.get_by_role("heading", name="Exam")
+    exam.wait_for(timeout=30_000)
+    _wait(lambda: _login_cookie(ctx), "no login cookie set")
+    token = _login_cookie(ctx)
+    page.reload()  # a new Streamlit session
+    exam.wait_for(timeout=30_000)
+    assert page.get_by_role("textbox", name="Password").count() == 0
+    page.get_by_role("button", name="Log out").click()
+    page.get_by_role("textbox", name="Password").wait_for(timeout=30_000)
+    _wait(lambda: not _login_cookie(ctx), "the login cookie not cleared")
+    ctx.add_cookies([{"name": "nmb_login", "value": token, "url": app_url}])  # a copy kept
+    page.reload()
+    page.get_by_role("textbox", name="Password").wait_for(timeout=30_000)
+    assert exam.count() == 0  # logout ended the token on the server
+    ctx.close()
 
 
 def _wait_for_draft(home: Path, text: str, timeout: float = 30.0) -> None:
