@@ -1,5 +1,6 @@
 """The real app in a real browser: a Streamlit server on a loopback port and system Chromium."""
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -25,10 +26,11 @@ def demo_home(demo_template: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     return home
 
 
-@pytest.fixture(scope="session")
-def app_url(demo_home: Path) -> Iterator[str]:
+@contextlib.contextmanager
+def streamlit_app(home: Path) -> Iterator[str]:
+    """`streamlit run app.py` on a free loopback port with NMB_HOME = `home`; yields its URL."""
     port = free_port()
-    env = {**os.environ, "NMB_HOME": str(demo_home)}
+    env = {**os.environ, "NMB_HOME": str(home)}
     env.pop("NMB_DATABASE_URL", None)
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1",
@@ -45,9 +47,17 @@ def app_url(demo_home: Path) -> Iterator[str]:
     else:
         proc.kill()
         raise RuntimeError(f"streamlit did not start: {proc.stderr.read().decode()[-2000:]}")
-    yield url
-    proc.terminate()
-    proc.wait(timeout=20)
+    try:
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+@pytest.fixture(scope="session")
+def app_url(demo_home: Path) -> Iterator[str]:
+    with streamlit_app(demo_home) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

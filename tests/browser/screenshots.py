@@ -11,62 +11,36 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 from pathlib import Path
 
 from playwright.sync_api import sync_playwright
 
-from tests.browser.conftest import CHROMIUM, ROOT, login
-from tests.services import free_port
-
-
-def _serve(home: Path) -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    env = {**os.environ, "NMB_HOME": str(home)}
-    env.pop("NMB_DATABASE_URL", None)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1",
-         "--server.port", str(port), "--server.headless", "true",
-         "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(300):
-        try:
-            urllib.request.urlopen(url + "/_stcore/health", timeout=1)
-            return proc, url
-        except OSError:
-            time.sleep(0.2)
-    proc.kill()
-    raise RuntimeError("streamlit did not start")
+from tests.browser.conftest import CHROMIUM, ROOT, login, streamlit_app
 
 
 def take(out: Path) -> Path:
+    """Saves and returns `out/calibrate.png`."""
     out.mkdir(parents=True, exist_ok=True)
+    path = out / "calibrate.png"
     with tempfile.TemporaryDirectory(prefix="nmb-screenshots-") as tmp:
         env = {**os.environ, "NMB_HOME": tmp}
         env.pop("NMB_DATABASE_URL", None)
         subprocess.run([sys.executable, "-m", "cli", "demo"], cwd=ROOT, env=env, check=True,
                        stdout=subprocess.DEVNULL)
-        proc, url = _serve(Path(tmp))
-        try:
-            with sync_playwright() as pw:
-                browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                             args=["--no-sandbox", "--disable-gpu"])
-                page = browser.new_page(viewport={"width": 1600, "height": 1500})
-                login(page, url, "demo-admin")
-                page.get_by_role("link", name="Grader calibration").click()
-                page.get_by_role("tab", name="Calibration report").click(timeout=60_000)
-                page.get_by_role("button", name="Compute report").click(timeout=60_000)
-                page.get_by_text("gate passed").wait_for(timeout=180_000)
-                page.get_by_text("alpha, experts + grader").first.wait_for(state="attached", timeout=60_000)
-                page.wait_for_timeout(3000)  # the figures are images: let them load
-                path = out / "calibrate.png"
-                page.screenshot(path=path)  # Streamlit scrolls inside: the viewport is the page
-                browser.close()
-        finally:
-            proc.terminate()
-            proc.wait(timeout=20)
+        with streamlit_app(Path(tmp)) as url, sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                         args=["--no-sandbox", "--disable-gpu"])
+            page = browser.new_page(viewport={"width": 1600, "height": 1500})
+            login(page, url, "demo-admin")
+            page.get_by_role("link", name="Grader calibration").click()
+            page.get_by_role("tab", name="Calibration report").click(timeout=60_000)
+            page.get_by_role("button", name="Compute report").click(timeout=60_000)
+            page.get_by_text("gate passed").wait_for(timeout=180_000)
+            page.get_by_text("alpha, experts + grader").first.wait_for(state="attached",
+                                                                       timeout=60_000)
+            page.wait_for_timeout(3000)  # the figures are images: let them load
+            page.screenshot(path=path)  # Streamlit scrolls inside: the viewport is the page
+            browser.close()
     return path
 
 
