@@ -403,6 +403,36 @@ def binary_confusion(pred: np.ndarray, truth: np.ndarray) -> dict:
     )
 
 
+def binary_stats_resampled(pred: np.ndarray, truth: np.ndarray, weights: np.ndarray) -> dict:
+    """Cohen's kappa, Gwet's AC1 and F1 of binary `pred` against `truth` in each resample:
+    `weights` (resamples x items, `bootstrap_weights`) count how often each item is drawn, so
+    the confusion counts of all resamples are one matrix product. Items with a missing value
+    are left out; a statistic undefined in a resample is NaN there."""
+    ok = np.isfinite(pred) & np.isfinite(truth)
+    p, t, w = np.asarray(pred)[ok] > 0.5, np.asarray(truth)[ok] > 0.5, weights[:, ok]
+    n = w.sum(axis=1)
+    tp, fp, fn = w @ (p & t), w @ (p & ~t), w @ (~p & t)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        agree = (n - fp - fn) / n
+        share_p, share_t = (tp + fp) / n, (tp + fn) / n
+        chance = share_p * share_t + (1 - share_p) * (1 - share_t)  # Cohen 1960
+        pi = (share_p + share_t) / 2
+        chance_g = 2 * pi * (1 - pi)  # Gwet 2008 with two categories
+        return {"kappa": np.where(chance < 1, (agree - chance) / (1 - chance), np.nan),
+                "ac1": np.where(chance_g < 1, (agree - chance_g) / (1 - chance_g), np.nan),
+                "f1": 2 * tp / (2 * tp + fp + fn)}
+
+
+def _percentile_ci(values: np.ndarray, confidence: float = 0.95) -> list[float] | None:
+    """The percentile bootstrap interval (Efron & Tibshirani 1993, ch. 13), NaN resamples
+    left out; None when fewer than half the resamples define the statistic."""
+    v = values[np.isfinite(values)]
+    if v.size < values.size / 2:
+        return None
+    tail = (1 - confidence) / 2 * 100
+    return [float(x) for x in np.percentile(v, [tail, 100 - tail])]
+
+
 # ---------------------------------------------------------------- differences
 
 
@@ -708,13 +738,16 @@ def _nominal_alpha(votes: np.ndarray) -> float | None:
 
 
 def compare_tags(
-    grader: np.ndarray, experts: np.ndarray, class_names: Sequence[str]
+    grader: np.ndarray, experts: np.ndarray, class_names: Sequence[str], *,
+    bootstrap: int = 0, seed: int = 0, clusters: np.ndarray | None = None,
 ) -> dict:
     """Binary error tags: per class, the grader against the experts' strict majority (Cohen's
     kappa, Gwet's AC1, precision/recall/F1 and the confusion table), and the ceiling: each
     expert against the majority of the other experts with the same statistics. Reliability of
     the class itself: Krippendorff's nominal alpha among the experts (missing ratings allowed)
-    and with the grader as one more rater (`krippendorff_alpha`).
+    and with the grader as one more rater (`krippendorff_alpha`). With `bootstrap` resamples,
+    the grader's kappa, AC1 and F1 get 95% percentile intervals over items (or, with
+    `clusters`, whole cases), the same resamples for every class.
 
     `grader`: bool (n_items, n_classes); `experts`: bool (n_items, n_experts, n_classes), or
     float with NaN for a missing expert.
@@ -725,10 +758,15 @@ def compare_tags(
         raise ValueError(f"grader {g.shape} and experts {e.shape} do not match")
     if len(class_names) != g.shape[1]:
         raise ValueError(f"{len(class_names)} class names for {g.shape[1]} classes")
+    weights = bootstrap_weights(g.shape[0], bootstrap, seed, clusters) if bootstrap else None
     classes = {}
     for c, name in enumerate(class_names):
         votes = e[:, :, c]
         majority = _majority(votes)
+        grader_stats = _tag_stats(g[:, c], majority)
+        if weights is not None:
+            resampled = binary_stats_resampled(g[:, c], majority, weights)
+            grader_stats["ci95"] = {k: _percentile_ci(v) for k, v in resampled.items()}
         rows = []
         for j in range(e.shape[1]):
             rows.append({"expert": j, **_tag_stats(votes[:, j], _majority(np.delete(votes, j, 1)))})
@@ -740,7 +778,7 @@ def compare_tags(
             "prevalence": np.nanmean(majority) if np.isfinite(majority).any() else None,
             "alpha_experts": _nominal_alpha(votes),
             "alpha_with_grader": _nominal_alpha(np.column_stack([votes, g[:, c]])),
-            "grader": _tag_stats(g[:, c], majority),
+            "grader": grader_stats,
             "ceiling": rows if e.shape[1] >= 2 else [],
             "ceiling_mean": summary if e.shape[1] >= 2 else None,
         }

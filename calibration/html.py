@@ -46,16 +46,21 @@ STAT_HEADER = ["", "n", "Pearson r", "r 95% CI (bootstrap)", "ICC2", "alpha (int
                "weighted kappa", "bias", "limits of agreement", "MAE", "within one"]
 
 
-TAG_HEADER = ["error class", "prevalence", "kappa", "AC1", "F1", "experts' AC1 (ceiling)",
-              "alpha, experts", "alpha, experts + grader"]
+TAG_HEADER = ["error class", "prevalence", "kappa", "kappa 95% CI", "AC1", "AC1 95% CI", "F1",
+              "experts' AC1 (ceiling)", "alpha, experts", "alpha, experts + grader"]
 
 
 def tag_rows(results: dict) -> list[list[Any]]:
-    """One row per error class: the grader against the experts' majority, the experts' own
-    agreement, and Krippendorff's nominal alpha without and with the grader."""
-    return [[c, v["prevalence"], v["grader"]["kappa"], v["grader"]["ac1"], v["grader"]["f1"],
-             (v["ceiling_mean"] or {}).get("ac1"), v["alpha_experts"], v["alpha_with_grader"]]
-            for c, v in results["error_tags"]["classes"].items()]
+    """One row per error class: the grader against the experts' majority (with bootstrap
+    intervals), the experts' own agreement, and Krippendorff's nominal alpha without and with
+    the grader."""
+    rows = []
+    for c, v in results["error_tags"]["classes"].items():
+        g, ci = v["grader"], v["grader"].get("ci95") or {}
+        rows.append([c, v["prevalence"], g["kappa"], ci.get("kappa"), g["ac1"], ci.get("ac1"),
+                     g["f1"], (v["ceiling_mean"] or {}).get("ac1"), v["alpha_experts"],
+                     v["alpha_with_grader"]])
+    return rows
 
 
 def render(results: dict, figures: dict[str, bytes], *, title: str) -> str:

@@ -167,7 +167,8 @@ def build(data: CalibrationData, *, thresholds: dict[str, float] | None = None,
         "n_items": len(data.items), "n_experts": len(data.raters), "flags": data.flags,
         "thresholds": th, "gate": gate, "passed": all(v["passed"] for v in gate.values()),
         "overall": overall, "criteria": criteria,
-        "error_tags": compare_tags(*data.tags, data.tag_names),
+        "error_tags": compare_tags(*data.tags, data.tag_names, bootstrap=bootstrap, seed=seed,
+                                   clusters=clusters),
         "breakdown": _breakdown(data),
     }
 

@@ -331,6 +331,37 @@ def test_compare_tags_alpha_of_each_class():
         "alpha_experts"] == pytest.approx(1 - 17 * 2 / (14 * 4))
 
 
+def test_tag_statistics_in_each_resample_match_the_one_sample_functions():
+    rng = np.random.default_rng(5)
+    n = 60
+    truth = (rng.random(n) < 0.3).astype(float)
+    pred = np.where(rng.random(n) < 0.85, truth, 1 - truth)
+    truth[3] = np.nan  # no majority: left out
+    weights = A.bootstrap_weights(n, 20, seed=2)
+    got = A.binary_stats_resampled(pred, truth, weights)
+    for b in range(20):
+        drawn = np.repeat(np.arange(n), weights[b].astype(int))
+        p, t = pred[drawn], truth[drawn]
+        assert got["kappa"][b] == pytest.approx(A.cohen_kappa(p, t))
+        assert got["ac1"][b] == pytest.approx(A.gwet_ac1(p, t))
+        assert got["f1"][b] == pytest.approx(A.binary_confusion(p, t)["f1"])
+
+
+def test_compare_tags_intervals_over_cases():
+    rng = np.random.default_rng(8)
+    n = 200
+    truth = rng.random(n) < 0.3
+    experts = np.repeat(truth[:, None], 3, axis=1) ^ (rng.random((n, 3)) < 0.05)
+    grader = truth ^ (rng.random(n) < 0.1)
+    res = A.compare_tags(grader[:, None], experts[:, :, None], ["reasoning"], bootstrap=500,
+                         clusters=np.arange(n) // 2)["classes"]["reasoning"]["grader"]
+    for key in ("kappa", "ac1", "f1"):
+        lo, hi = res["ci95"][key]
+        assert lo < res[key] < hi < 1
+    assert "ci95" not in A.compare_tags(grader[:, None], experts[:, :, None],
+                                        ["reasoning"])["classes"]["reasoning"]["grader"]
+
+
 def test_benjamini_yekutieli_matches_statsmodels():
     p = np.array([0.001, 0.01, 0.02, 0.04, 0.3, 0.0001])
     expected = multipletests(p, alpha=0.05, method="fdr_by")[0]

@@ -88,6 +88,7 @@ def test_calibration_report_renders_in_the_app(demo_study: Path) -> None:
     assert any("synthetic" in w.value for w in at.warning)
     tags = next(df.value for df in at.dataframe if "error class" in df.value.columns)
     assert len(tags) == 5 and "alpha, experts + grader" in tags.columns
+    assert tags["AC1 95% CI"].str.startswith("[0.").all()  # computed, with the report's bootstrap
 
 
 def test_calibrate_page_runs_the_grader_against_a_local_server(demo_study: Path) -> None:
