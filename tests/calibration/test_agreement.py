@@ -292,14 +292,18 @@ def test_ceiling_puts_each_expert_against_the_others():
     assert res["grader_mean"]["pearson.r"] > res["experts_mean"]["pearson.r"]
 
 
+def _tagged(rng, n: int, prevalence: float, expert_noise: float, grader_noise: float):
+    """A binary class: the truth, three experts and a grader, each flipping it at its rate."""
+    truth = rng.random(n) < prevalence
+    experts = np.repeat(truth[:, None], 3, axis=1) ^ (rng.random((n, 3)) < expert_noise)
+    return truth, experts, truth ^ (rng.random(n) < grader_noise)
+
+
 def test_compare_tags_rare_class_kappa_vs_ac1():
     rng = np.random.default_rng(31)
     n = 400
-    rare = rng.random(n) < 0.04
-    experts = np.repeat(rare[:, None], 3, axis=1) ^ (rng.random((n, 3)) < 0.02)
-    grader = rare ^ (rng.random(n) < 0.03)
-    common = rng.random(n) < 0.5
-    experts_c = np.repeat(common[:, None], 3, axis=1) ^ (rng.random((n, 3)) < 0.1)
+    rare, experts, grader = _tagged(rng, n, 0.04, 0.02, 0.03)
+    common, experts_c, _ = _tagged(rng, n, 0.5, 0.1, 0.0)
     g = np.column_stack([grader, common])
     e = np.stack([experts, experts_c], axis=2)
     res = A.compare_tags(g, e, ["hallucination", "omission"])
@@ -348,11 +352,8 @@ def test_tag_statistics_in_each_resample_match_the_one_sample_functions():
 
 
 def test_compare_tags_intervals_over_cases():
-    rng = np.random.default_rng(8)
     n = 200
-    truth = rng.random(n) < 0.3
-    experts = np.repeat(truth[:, None], 3, axis=1) ^ (rng.random((n, 3)) < 0.05)
-    grader = truth ^ (rng.random(n) < 0.1)
+    _, experts, grader = _tagged(np.random.default_rng(8), n, 0.3, 0.05, 0.1)
     res = A.compare_tags(grader[:, None], experts[:, :, None], ["reasoning"], bootstrap=500,
                          clusters=np.arange(n) // 2)["classes"]["reasoning"]["grader"]
     for key in ("kappa", "ac1", "f1"):
