@@ -156,11 +156,11 @@ def _prepare_all(s: Session, config: GraderConfig, rubric: Rubric,
                     case=cases[tasks[r.task_id].case_id]) for r in responses]
 
 
-def api_key_for(config: GraderConfig, api_key: str | None) -> str:
+def api_key_for(base_url: str | None, api_key: str | None) -> str:
     """`api_key`, else OPENAI_API_KEY; local servers (a base URL) may do without."""
     key = api_key or os.environ.get("OPENAI_API_KEY")
     if not key:
-        if config.base_url is None:
+        if base_url is None:
             raise UserError("OPENAI_API_KEY is not set (or give --base-url of a local server)")
         key = "not-needed"  # local OpenAI-compatible servers ignore it
     return key
@@ -309,7 +309,7 @@ def grade(
     config = get_config(s, config_id)
     rubric = rubric_by_hash(s, config.rubric_hash)
     responses = select_items(s, config, items, limit)
-    key = api_key_for(config, api_key) if responses else None  # a missing key fails before any work
+    key = api_key_for(config.base_url, api_key) if responses else None  # a missing key fails before any work
     work = _prepare_all(s, config, rubric, responses)
     run = GraderRun(config_id=config.id, items=items, n_items=len(work))
     s.add(run)

@@ -238,9 +238,9 @@ def _send(pkg: Package, work: list[GradeItem], *, base_url: str | None, api_key:
     """Send every request once (no cache: a canary must reach the model)."""
     if concurrency < 1:
         raise UserError(f"--concurrency must be at least 1, got {concurrency}")
-    config = GraderConfig(**{**pkg.manifest["config"], "base_url": base_url or pkg.config.base_url})
-    job = SendJob(work, pkg.rubric, config.base_url, api_key_for(config, api_key),
-                  concurrency=concurrency, timeout=timeout, prices=load_prices())
+    url = base_url or pkg.config.base_url
+    job = SendJob(work, pkg.rubric, url, api_key_for(url, api_key), concurrency=concurrency,
+                  timeout=timeout, prices=load_prices())
     return asyncio.run(send(job))
 
 
