@@ -423,7 +423,7 @@ def binary_stats_resampled(pred: np.ndarray, truth: np.ndarray, weights: np.ndar
                 "f1": 2 * tp / (2 * tp + fp + fn)}
 
 
-def _percentile_ci(values: np.ndarray, confidence: float = 0.95) -> list[float] | None:
+def percentile_ci(values: np.ndarray, confidence: float = 0.95) -> list[float] | None:
     """The percentile bootstrap interval (Efron & Tibshirani 1993, ch. 13), NaN resamples
     left out; None when fewer than half the resamples define the statistic."""
     v = values[np.isfinite(values)]
@@ -766,7 +766,7 @@ def compare_tags(
         grader_stats = _tag_stats(g[:, c], majority)
         if weights is not None:
             resampled = binary_stats_resampled(g[:, c], majority, weights)
-            grader_stats["ci95"] = {k: _percentile_ci(v) for k, v in resampled.items()}
+            grader_stats["ci95"] = {k: percentile_ci(v) for k, v in resampled.items()}
         rows = []
         for j in range(e.shape[1]):
             rows.append({"expert": j, **_tag_stats(votes[:, j], _majority(np.delete(votes, j, 1)))})

@@ -15,7 +15,7 @@ from collections import defaultdict
 import numpy as np
 from sqlmodel import Session, select
 
-from calibration.agreement import bootstrap_weights
+from calibration.agreement import bootstrap_weights, percentile_ci
 from calibration.grader_config import get_config
 from db.models import GraderScore, Response, Task
 from errors import UserError
@@ -70,8 +70,7 @@ def leaderboard(s: Session, *, config_id: int, ks: tuple[int, ...] = (1,),
                                      for v in tasks.values()])
                 means = weights @ per_task / len(per_task)
                 row[f"pass@{k}"] = round(float(per_task.mean()), 4)
-                row[f"pass@{k} 95% CI"] = [round(float(q), 4)
-                                           for q in np.quantile(means, [0.025, 0.975])]
+                row[f"pass@{k} 95% CI"] = [round(q, 4) for q in percentile_ci(means)]
         rows.append(row)
     first = f"pass@{ks[0]}"
     rows.sort(key=lambda r: (r["group"] != "model", str(r.get(by, "")),
