@@ -11,6 +11,12 @@ from db.engine import session
 from errors import UserError
 
 
+def _table(header: list[str], rows: list[list]) -> None:
+    """The rows as the HTML report formats them (`fmt`), under `header`."""
+    st.dataframe(pd.DataFrame([[fmt(v) for v in row] for row in rows], columns=header),
+                 hide_index=True)
+
+
 def report_section(actor: str) -> None:
     with session() as s:
         names = config_labels(s)
@@ -47,10 +53,8 @@ def report_section(actor: str) -> None:
     ], strict=True):
         verdict = "pass" if gate[key]["passed"] else "fail"
         col.metric(f"{label} ({threshold})", f"{fmt(value)} · {verdict}")
-    st.dataframe(pd.DataFrame([[fmt(v) for v in row] for row in stat_rows(results)],
-                              columns=["criterion", *STAT_HEADER[1:]]), hide_index=True)
-    st.dataframe(pd.DataFrame([[fmt(v) for v in row] for row in tag_rows(results)],
-                              columns=TAG_HEADER), hide_index=True)
+    _table(["criterion", *STAT_HEADER[1:]], stat_rows(results))
+    _table(TAG_HEADER, tag_rows(results))
     figures = all_figures(data, results)
     cols = st.columns(2)
     for i, png in enumerate(figures.values()):
