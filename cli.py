@@ -6,7 +6,6 @@ programming errors keep their traceback.
 
 import argparse
 import contextlib
-import gc
 import getpass
 import json
 import sys
@@ -27,16 +26,7 @@ def _study():
     from db.engine import session, upgrade
 
     upgrade()
-    _startup_over()
     return session()
-
-
-def _startup_over() -> None:
-    """Called once a command has imported what it needs: collect garbage again, never
-    rescanning the objects start-up built (see `main`)."""
-    if not gc.isenabled():
-        gc.freeze()
-        gc.enable()
 
 
 @contextlib.contextmanager
@@ -143,7 +133,6 @@ def cmd_import(args: argparse.Namespace) -> None:
 def cmd_demo(args: argparse.Namespace) -> None:
     from db.demo import load_demo
 
-    _startup_over()
     print(load_demo(if_empty=args.if_empty, resolution_mm=args.resolution))
 
 
@@ -158,7 +147,6 @@ def cmd_export(args: argparse.Namespace) -> None:
 def cmd_render(args: argparse.Namespace) -> None:
     from imaging import render_to_file
 
-    _startup_over()
     out = render_to_file(
         Path(args.image), plane=args.plane, index=args.index, window=args.window,
         volume=args.volume, out=Path(args.out), radiological=not args.neurological,
@@ -169,7 +157,6 @@ def cmd_render(args: argparse.Namespace) -> None:
 def cmd_agreement(args: argparse.Namespace) -> None:
     from calibration.agreement_csv import agreement_from_csv
 
-    _startup_over()
     _print_json(agreement_from_csv(
         Path(args.file), reference=args.reference, bootstrap=args.bootstrap, seed=args.seed
     ))
@@ -202,30 +189,26 @@ def cmd_exam_add(args: argparse.Namespace) -> None:
 
 
 def cmd_grade(args: argparse.Namespace) -> None:
-    from calibration.sender import Sender
+    from calibration.grader import grade, summary_dict
+    from calibration.grader_config import is_dated_snapshot, load_settings, store_config
 
-    # Started before the imports below: the child imports `openai` on the other core meanwhile.
-    with contextlib.nullcontext() if args.batch else Sender() as sender:
-        from calibration.grader import grade, summary_dict
-        from calibration.grader_config import is_dated_snapshot, load_settings, store_config
+    settings = load_settings(Path(args.config) if args.config else None, model=args.model,
+                             base_url=args.base_url)
+    if not is_dated_snapshot(settings.model):
+        print(f"nmb: warning: {settings.model!r} is an undated alias; reports flag it",
+              file=sys.stderr)
+    with _study() as s, _progress_bar("grading") as bar:
+        config = store_config(s, settings, actor="cli")
+        s.commit()
 
-        settings = load_settings(Path(args.config) if args.config else None, model=args.model,
-                                 base_url=args.base_url)
-        if not is_dated_snapshot(settings.model):
-            print(f"nmb: warning: {settings.model!r} is an undated alias; reports flag it",
-                  file=sys.stderr)
-        with _study() as s, _progress_bar("grading") as bar:
-            config = store_config(s, settings, actor="cli")
-            s.commit()
+        def progress(done: int, total: int) -> None:
+            if bar is not None:
+                bar.total = total
+                bar.update(done - bar.n)
 
-            def progress(done: int, total: int) -> None:
-                if bar is not None:
-                    bar.total = total
-                    bar.update(done - bar.n)
-
-            summary = grade(s, config_id=config.id, items=args.items,
-                            concurrency=args.concurrency, limit=args.limit, batch=args.batch,
-                            timeout=args.timeout, progress=progress, actor="cli", sender=sender)
+        summary = grade(s, config_id=config.id, items=args.items,
+                        concurrency=args.concurrency, limit=args.limit, batch=args.batch,
+                        timeout=args.timeout, progress=progress, actor="cli")
     if args.json:
         _print_json(summary_dict(summary))
     else:
@@ -272,7 +255,6 @@ def cmd_package_freeze(args: argparse.Namespace) -> None:
 def cmd_package_grade(args: argparse.Namespace) -> None:
     from calibration.package import grade_responses, load, read_responses
 
-    _startup_over()
     pkg = load(Path(args.package))
     responses = read_responses(Path(args.responses))
     try:  # before any request is paid for
@@ -290,7 +272,6 @@ def cmd_package_grade(args: argparse.Namespace) -> None:
 def cmd_package_canary(args: argparse.Namespace) -> None:
     from calibration.package import canary, load
 
-    _startup_over()
     result = canary(load(Path(args.package)), base_url=args.base_url,
                     concurrency=args.concurrency, timeout=args.timeout)
     _print_json(result)
@@ -443,10 +424,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    # Imports build ~170,000 long-lived objects (grade) and almost no garbage: the
-    # collector's passes over them cost `nmb grade` ~0.3 s, so it is off until the command has
-    # imported what it needs (`_startup_over`).
-    gc.disable()
     try:
         args = build_parser().parse_args(argv)
         args.fn(args)
@@ -456,9 +433,6 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("nmb: interrupted", file=sys.stderr)
         return 130
-    finally:
-        gc.freeze()  # spare the collector's final pass over every imported module at exit
-        gc.enable()
     return 0
 
 

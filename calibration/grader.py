@@ -11,28 +11,19 @@ import asyncio
 import base64
 import contextlib
 import json
-import os
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING
 
 from sqlalchemy import func, insert
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, delete, select
 
-from calibration.grader_calls import GradeItem, SendJob, make_client, send
 from calibration.grader_config import get_config
-from calibration.llm import (
-    CallResult,
-    LLMRequest,
-    estimate_cost,
-    load_prices,
-    request_hash,
-    run_batch,
-)
+from calibration.llm import CallResult, estimate_cost, load_prices, run_batch
+from calibration.request import GradeItem, SendJob, api_key_for, grade_request, make_client, send
 from db.audit import record
-from db.cases import case_series, reference_fields
+from db.cases import case_series
 from db.engine import nmb_home
 from db.models import (
     CalibrationItem,
@@ -51,10 +42,7 @@ from db.rubrics import rubric_by_hash
 from db.status import count_query
 from errors import UserError
 from rubric import Rubric
-from rubric.render import grader_instructions, output_json_schema, parse_grader_output
-
-if TYPE_CHECKING:
-    from calibration.sender import Sender
+from rubric.render import parse_grader_output
 
 ITEMS = ("pending", "calibration", "all")
 
@@ -69,26 +57,6 @@ class RunSummary:
     prompt_tokens: int
     completion_tokens: int
     cost_usd: float
-
-
-def user_message(task: Task, case: Case, response: Response) -> str:
-    """The case material, the reference answer and the response, in a fixed layout."""
-    parts = [
-        f"# Task ({task.family}, level {task.level})", task.prompt,
-        "# Clinical record", case.ehr,
-    ]
-    if case.scores:
-        parts += ["# Test scores", "\n".join(f"- {k}: {v}" for k, v in case.scores.items())]
-    parts += [
-        "# Reference answer",
-        "\n".join(f"{label}: {text}" for label, text in reference_fields(case.ground_truth)),
-        "# Response to grade", response.text,
-    ]
-    for i, stage in enumerate(task.stages or []):
-        turns = response.turns or []
-        parts += [f"## Stage {i + 2} revealed", stage,
-                  f"## Answer after stage {i + 2}", turns[i] if i < len(turns) else "(no answer)"]
-    return "\n\n".join(parts)
 
 
 def _key_slices(s: Session, case_id: str) -> list[dict]:
@@ -114,24 +82,7 @@ def prepare(s: Session, config: GraderConfig, rubric: Rubric, response: Response
     task = task or s.get(Task, response.task_id)
     case = case or s.get(Case, task.case_id)
     images = _key_slices(s, case.case_id) if config.vision else None
-    return build_item(config, rubric, task, case, response, images)
-
-
-def build_item(config: GraderConfig, rubric: Rubric, task: Task, case: Case, response: Response,
-               images: list[dict] | None = None) -> GradeItem:
-    """`prepare` without a database: the request from rows already at hand (also unsaved
-    ones, as a frozen package builds them)."""
-    content: str | list = user_message(task, case, response)
-    if images is not None:
-        content = [{"type": "text", "text": content}, *images]
-    req = LLMRequest(
-        model=config.model,
-        messages=[{"role": "system", "content": grader_instructions(rubric, task.family)},
-                  {"role": "user", "content": content}],
-        json_schema=output_json_schema(rubric, task.family), schema_name="grade",
-        temperature=config.temperature, seed=config.seed, max_tokens=config.max_tokens)
-    digest = request_hash(req, {"config_hash": config.config_hash, "base_url": config.base_url})
-    return GradeItem(response.response_id, task.family, req, digest)
+    return grade_request(config, rubric, task, case, response, images)
 
 
 def select_items(s: Session, config: GraderConfig, items: str, limit: int | None) -> list[Response]:
@@ -154,16 +105,6 @@ def _prepare_all(s: Session, config: GraderConfig, rubric: Rubric,
     cases = {c.case_id: c for c in fetch_in(s, Case.case_id, (t.case_id for t in tasks.values()))}
     return [prepare(s, config, rubric, r, task=tasks[r.task_id],
                     case=cases[tasks[r.task_id].case_id]) for r in responses]
-
-
-def api_key_for(base_url: str | None, api_key: str | None) -> str:
-    """`api_key`, else OPENAI_API_KEY; local servers (a base URL) may do without."""
-    key = api_key or os.environ.get("OPENAI_API_KEY")
-    if not key:
-        if base_url is None:
-            raise UserError("OPENAI_API_KEY is not set (or give --base-url of a local server)")
-        key = "not-needed"  # local OpenAI-compatible servers ignore it
-    return key
 
 
 class _Recorder:
@@ -299,11 +240,9 @@ def grade(
     limit: int | None = None, batch: bool = False, api_key: str | None = None,
     timeout: float = 60.0, poll_interval: float = 10.0, max_reasks: int = 2, max_retries: int = 5,
     progress: Callable[[int, int], None] | None = None, actor: str | None = None,
-    sender: "Sender | None" = None,
 ) -> RunSummary:
-    """Grade every selected response without a valid grade under the config, sending from this
-    process or through `sender` (a started `calibration.sender.Sender`, as `nmb grade` does;
-    not used with `batch`)."""
+    """Grade every selected response without a valid grade under the config, through the
+    Batch API with `batch`, else with bounded concurrency from this process."""
     if concurrency < 1:
         raise UserError(f"--concurrency must be at least 1, got {concurrency}")
     config = get_config(s, config_id)
@@ -344,8 +283,6 @@ def grade(
             asyncio.run(store.flushing(_batches(
                 client, rubric, to_send, store_all, poll_interval=poll_interval,
                 max_reasks=max_reasks, prices=job.prices)))
-        elif to_send and sender is not None:
-            sender.run(job, store_all, store.flush, store.COMMIT_EVERY)
         elif to_send:
             asyncio.run(store.flushing(send(job, on_done=store_all)))
         run.status = "finished"

@@ -32,8 +32,7 @@ from typing import Any
 
 from sqlmodel import Session, select
 
-from calibration.grader import api_key_for, build_item
-from calibration.grader_calls import GradeItem, SendJob, send
+from calibration.request import GradeItem, SendJob, api_key_for, grade_request, send
 from calibration.grader_config import get_config
 from calibration.llm import CallResult, load_prices
 from db.audit import record
@@ -230,7 +229,7 @@ def request_for(pkg: Package, response: Response) -> GradeItem:
         raise UserError(f"response {response.response_id}: task {response.task_id!r} is not "
                         "in the package")
     task, case = pkg.tasks[response.task_id]
-    return build_item(pkg.config, pkg.rubric, task, case, response)
+    return grade_request(pkg.config, pkg.rubric, task, case, response)
 
 
 def _send(pkg: Package, work: list[GradeItem], *, base_url: str | None, api_key: str | None,

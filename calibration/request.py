@@ -1,0 +1,124 @@
+"""The grader's requests, built and sent without a database: the one place that decides what the
+grader is sent.
+
+The study (`calibration.grader`), frozen packages (`calibration.package`) and the Batch API all
+build with `grade_request` and send with `send`, so a package cannot build another prompt than
+the study did. `user_message` keeps every mapping (test scores, the reference answer) in its
+stored order: reordering a case's scores changes the prompt and so the request hash.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from calibration.llm import CallResult, LLMRequest, call_structured, request_hash, run_bounded
+from db.cases import reference_fields
+from db.models import Case, GraderConfig, Response, Task
+from errors import UserError
+from rubric import Rubric
+from rubric.render import grader_instructions, output_json_schema, parse_grader_output
+
+
+@dataclass
+class GradeItem:
+    """One response's request and its cache key."""
+
+    response_id: str
+    family: str
+    request: LLMRequest
+    request_hash: str
+
+
+def user_message(task: Task, case: Case, response: Response) -> str:
+    """The case material, the reference answer and the response, in a fixed layout."""
+    parts = [
+        f"# Task ({task.family}, level {task.level})", task.prompt,
+        "# Clinical record", case.ehr,
+    ]
+    if case.scores:
+        parts += ["# Test scores", "\n".join(f"- {k}: {v}" for k, v in case.scores.items())]
+    parts += [
+        "# Reference answer",
+        "\n".join(f"{label}: {text}" for label, text in reference_fields(case.ground_truth)),
+        "# Response to grade", response.text,
+    ]
+    for i, stage in enumerate(task.stages or []):
+        turns = response.turns or []
+        parts += [f"## Stage {i + 2} revealed", stage,
+                  f"## Answer after stage {i + 2}", turns[i] if i < len(turns) else "(no answer)"]
+    return "\n\n".join(parts)
+
+
+def grade_request(config: GraderConfig, rubric: Rubric, task: Task, case: Case,
+                  response: Response, images: list[dict] | None = None) -> GradeItem:
+    """The exact request for one response (rows saved or not) and its cache key, the hash of
+    (config hash, base URL, request body)."""
+    content: str | list = user_message(task, case, response)
+    if images is not None:
+        content = [{"type": "text", "text": content}, *images]
+    req = LLMRequest(
+        model=config.model,
+        messages=[{"role": "system", "content": grader_instructions(rubric, task.family)},
+                  {"role": "user", "content": content}],
+        json_schema=output_json_schema(rubric, task.family), schema_name="grade",
+        temperature=config.temperature, seed=config.seed, max_tokens=config.max_tokens)
+    digest = request_hash(req, {"config_hash": config.config_hash, "base_url": config.base_url})
+    return GradeItem(response.response_id, task.family, req, digest)
+
+
+def api_key_for(base_url: str | None, api_key: str | None) -> str:
+    """`api_key`, else OPENAI_API_KEY; local servers (a base URL) may do without."""
+    key = api_key or os.environ.get("OPENAI_API_KEY")
+    if not key:
+        if base_url is None:
+            raise UserError("OPENAI_API_KEY is not set (or give --base-url of a local server)")
+        key = "not-needed"  # local OpenAI-compatible servers ignore it
+    return key
+
+
+@dataclass
+class SendJob:
+    """Requests to send and how."""
+
+    items: list[GradeItem]
+    rubric: Rubric
+    base_url: str | None
+    api_key: str | None = field(repr=False)  # never printed; None when nothing is to be sent
+    concurrency: int = 8
+    timeout: float = 60.0
+    max_reasks: int = 2
+    max_retries: int = 5
+    prices: dict | None = None
+
+
+def make_client(base_url: str | None, key: str, timeout: float):
+    """Made only when something is sent: a run answered from the cache needs no client.
+    Retries are ours (calibration.llm), so the SDK's are off."""
+    from openai import AsyncOpenAI
+
+    return AsyncOpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=timeout)
+
+
+def grader_call(client, rubric: Rubric, *, timeout: float, prices: dict | None,
+                max_reasks: int = 2,
+                max_retries: int = 5) -> Callable[[GradeItem], Awaitable[CallResult]]:
+    """One item's call: its request, validated against the rubric for its task family."""
+    async def one(w: GradeItem) -> CallResult:
+        return await call_structured(
+            client, w.request, validate=lambda d, f=w.family: parse_grader_output(rubric, d, f),
+            max_reasks=max_reasks, max_retries=max_retries, timeout=timeout, prices=prices)
+
+    return one
+
+
+async def send(job: SendJob,
+               on_done: Callable[[GradeItem, CallResult], Any] | None = None) -> list[CallResult]:
+    """Every request of `job`, at most `job.concurrency` at once; `on_done(item, result)` as
+    each ends (see `run_bounded`); the results in item order."""
+    client = make_client(job.base_url, job.api_key, job.timeout)
+    one = grader_call(client, job.rubric, timeout=job.timeout, prices=job.prices,
+                      max_reasks=job.max_reasks, max_retries=job.max_retries)
+    return await run_bounded(job.items, one, job.concurrency, on_done=on_done)
