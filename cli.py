@@ -219,27 +219,76 @@ def cmd_grade(args: argparse.Namespace) -> None:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> None:
-    from calibration import report
+    from calibration import calibrate
+    from calibration.protocol import Statistics, gate_from_args
 
-    thresholds = {"pearson_min": args.pearson_min, "icc2_min": args.icc_min,
-                  "alt_test_epsilon": args.epsilon}
+    if args.check is not None:
+        with _study() as s:
+            result = calibrate.check(s, report_id=args.check)
+        _print_json(result.__dict__)
+        if not result.matches:
+            raise SystemExit(1)
+        return
+    if args.config is None:
+        raise UserError("nmb calibrate: --config is required (or --check REPORT_ID)")
+    flags = {"pearson_min": args.pearson_min, "icc2_min": args.icc_min,
+             "alt_test_epsilon": args.epsilon}
+    gate = gate_from_args(**flags) if any(v is not None for v in flags.values()) else None
+    stats = None
+    if args.bootstrap is not None or args.seed is not None:
+        stats = Statistics(**{k: v for k, v in (("bootstrap", args.bootstrap),
+                                                ("seed", args.seed)) if v is not None})
+    if args.out:
+        from calibration.html import prepare_out
+
+        prepare_out(Path(args.out))  # before any report is saved
     with _study() as s:
-        data = report.collect(s, config_id=args.config, part=args.part)
-        results = report.build(data, thresholds=thresholds, bootstrap=args.bootstrap,
-                               seed=args.seed)
-        row = report.save(s, config_id=args.config, part=args.part, results=results,
-                          run_id=args.run, actor="cli")
+        out = calibrate.run(s, config_id=args.config, part=args.part, gate=gate,
+                            statistics=stats, run_id=args.run, actor="cli")
+    report, row = out.report, out.row
     if args.out:
         from calibration.html import export
 
-        export(data, results, Path(args.out),
-               title=f"Calibration report {row.id}: grader config {args.config}, {args.part} part")
-    gate = results["gate"]
-    _print_json({"report_id": row.id, "part": args.part, "n_items": results["n_items"],
-                 "passed": results["passed"],
-                 "gate": {k: v["passed"] for k, v in gate.items()},
-                 "pearson": gate["pearson"]["value"], "icc2": gate["icc2"]["value"],
-                 "alt_test_winning_rate": gate["alt_test"]["winning_rate"]})
+        export(Path(args.out), report, row.html or "", out.figures)
+    _print_json({"report_id": row.id, "part": report.part, "n_items": report.n_items,
+                 "passed": report.passed, "validates": report.validates,
+                 "decided_earlier": not out.fresh, "protocol_id": report.protocol_id,
+                 "gate": {g.name: g.passed for g in report.gate},
+                 "values": {g.name: g.value for g in report.gate},
+                 "why_failed": report.why_failed(), "heldout_looks": len(report.heldout_looks),
+                 "data_sha256": report.data_hash})
+
+
+def cmd_revoke(args: argparse.Namespace) -> None:
+    from calibration.calibrate import revoke
+
+    with _study() as s:
+        look = revoke(s, config_id=args.config, reason=args.reason, actor="cli")
+    print(f"validation of grader config {look.config_id} revoked (report {look.report_id})")
+
+
+def cmd_protocol_show(args: argparse.Namespace) -> None:
+    from calibration import protocol
+
+    with _study() as s:
+        proto = protocol.current(s)
+    if proto is None:
+        raise UserError("no calibration protocol is registered (nmb protocol register)")
+    _print_json({"id": proto.id, "sha256": proto.content_hash, **proto.content()})
+
+
+def cmd_protocol_register(args: argparse.Namespace) -> None:
+    from calibration import protocol
+
+    gate = protocol.gate_from_args(pearson_min=args.pearson_min, icc2_min=args.icc_min,
+                                   alt_test_epsilon=args.epsilon, alt_test_q=args.q,
+                                   required=args.require)
+    stats = protocol.Statistics(bootstrap=args.bootstrap, seed=args.seed,
+                                pearson_ci=args.pearson_ci, alt_test_min_items=args.min_items)
+    with _study() as s:
+        proto = protocol.register(s, gate=gate, statistics=stats, actor="cli")
+        s.commit()
+    print(f"{proto.label()} is in force")
 
 
 def cmd_package_freeze(args: argparse.Namespace) -> None:
@@ -252,28 +301,55 @@ def cmd_package_freeze(args: argparse.Namespace) -> None:
                  "canary_items": row.canary["items"]})
 
 
-def cmd_package_grade(args: argparse.Namespace) -> None:
-    from calibration.package import grade_responses, load, read_responses
+def _verified(args: argparse.Namespace):
+    """The package named on the command line, verified (and its digest printed) before use."""
+    from calibration.package import verify
 
-    pkg = load(Path(args.package))
+    pkg = verify(Path(args.package), sha256=args.sha256)
+    print(f"nmb: verified {args.package} (sha256 {pkg.sha256})", file=sys.stderr)
+    return pkg
+
+
+def cmd_package_verify(args: argparse.Namespace) -> None:
+    pkg = _verified(args)
+    report = pkg.report
+    _print_json({"ok": True, "sha256": pkg.sha256, "format": pkg.manifest["format"],
+                 "tool_version": pkg.manifest["tool_version"], "model": pkg.config.model,
+                 "config_hash": pkg.config.config_hash, "rubric_hash": pkg.rubric.content_hash,
+                 "tasks": len(pkg.tasks), "canary_items": len(pkg.canary),
+                 "protocol_sha256": report.protocol_hash, "report_data_sha256": report.data_hash,
+                 "gate": {g.name: g.value for g in report.gate},
+                 "heldout_looks": len(pkg.manifest["heldout_looks"])})
+
+
+def cmd_package_grade(args: argparse.Namespace) -> None:
+    from calibration.package import grade_responses, read_responses, summary, summary_markdown
+
+    pkg = _verified(args)
     responses = read_responses(Path(args.responses))
+    out = Path(args.out)
     try:  # before any request is paid for
-        out = open(args.out, "w")
+        fh = open(out, "w")
     except OSError as e:
         raise UserError(f"cannot write {args.out}: {e.strerror}") from None
-    with out:
+    with fh:
         rows = grade_responses(pkg, responses, base_url=args.base_url,
                                concurrency=args.concurrency, timeout=args.timeout)
-        out.write("".join(json.dumps(row) + "\n" for row in rows))
-    _print_json({"items": len(rows), "graded": sum(r["ok"] for r in rows),
-                 "failed": sum(not r["ok"] for r in rows), "out": args.out})
+        fh.write("".join(json.dumps(row) + "\n" for row in rows))
+    result = summary(pkg, rows, ks=tuple(args.k))
+    md = summary_markdown(result)
+    out.with_suffix(".summary.json").write_text(json.dumps(result, indent=1))
+    out.with_suffix(".summary.md").write_text(md)
+    print(md)
+    _print_json({"items": len(rows), "graded": result["graded"], "failed": result["failed"],
+                 "out": args.out, "summary": str(out.with_suffix(".summary.json"))})
 
 
 def cmd_package_canary(args: argparse.Namespace) -> None:
-    from calibration.package import canary, load
+    from calibration.package import canary
 
-    result = canary(load(Path(args.package)), base_url=args.base_url,
-                    concurrency=args.concurrency, timeout=args.timeout)
+    result = canary(_verified(args), base_url=args.base_url, concurrency=args.concurrency,
+                    timeout=args.timeout)
     _print_json(result)
     if result["drift"]:
         raise SystemExit(1)
@@ -378,17 +454,43 @@ def build_parser() -> argparse.ArgumentParser:
     gp.add_argument("--json", action="store_true")
 
     cp = add("calibrate", cmd_calibrate, "calibration report: grader vs experts, and the gate")
-    cp.add_argument("--config", type=int, required=True, help="grader config id")
+    cp.add_argument("--config", type=int, help="grader config id")
+    cp.add_argument("--check", type=int, metavar="REPORT_ID",
+                    help="recompute a stored report from the database; exit 1 if it differs")
     cp.add_argument("--run", type=int, help="grader run to record (default: the config's latest)")
-    cp.add_argument("--part", choices=["heldout", "dev", "all"], default="heldout")
+    cp.add_argument("--part", choices=["heldout", "dev", "all"], default="heldout",
+                    help="heldout: the config's one look, under the registered protocol")
     cp.add_argument("--out", help="folder for report.html, report.json and the figures")
-    cp.add_argument("--bootstrap", type=int, default=2000)
-    cp.add_argument("--seed", type=int, default=0)
-    cp.add_argument("--pearson-min", type=float, default=0.90)
-    cp.add_argument("--icc-min", type=float, default=0.75)
-    cp.add_argument("--epsilon", type=float, default=0.2, help="Alternative Annotator Test margin")
+    dev = cp.add_argument_group("exploration on --part dev or all (the held-out part refuses them)")
+    dev.add_argument("--bootstrap", type=int)
+    dev.add_argument("--seed", type=int)
+    dev.add_argument("--pearson-min", type=float)
+    dev.add_argument("--icc-min", type=float)
+    dev.add_argument("--epsilon", type=float, help="Alternative Annotator Test margin")
 
-    pp = sub.add_parser("package", help="frozen grader packages: freeze, grade, canary")
+    rv = add("revoke", cmd_revoke, "withdraw a config's validation (audited; it cannot be frozen)")
+    rv.add_argument("--config", type=int, required=True)
+    rv.add_argument("--reason", required=True)
+
+    pr = sub.add_parser("protocol", help="the calibration protocol, registered before the "
+                        "held-out look")
+    prsub = pr.add_subparsers(dest="protocol_command", required=True, parser_class=_Parser)
+    prsub.add_parser("show", help="the protocol in force (JSON)").set_defaults(fn=cmd_protocol_show)
+    prr = prsub.add_parser("register", help="register the gate for the drawn calibration subset; "
+                           "refused once a held-out report exists")
+    prr.add_argument("--pearson-min", type=float, default=0.90)
+    prr.add_argument("--icc-min", type=float, default=0.75)
+    prr.add_argument("--epsilon", type=float, default=0.2, help="Alt-Test margin, in (0, 1)")
+    prr.add_argument("--q", type=float, default=0.05, help="Alt-Test FDR level, in (0, 1)")
+    prr.add_argument("--require", nargs="+", choices=["pearson", "icc2", "alt_test"],
+                     default=["pearson", "icc2", "alt_test"], help="checks that must pass")
+    prr.add_argument("--bootstrap", type=int, default=2000)
+    prr.add_argument("--seed", type=int, default=0)
+    prr.add_argument("--pearson-ci", choices=["bootstrap", "fisher"], default="bootstrap")
+    prr.add_argument("--min-items", type=int, default=30, help="Alt-Test items per expert")
+    prr.set_defaults(fn=cmd_protocol_register)
+
+    pp = sub.add_parser("package", help="frozen grader packages: freeze, verify, grade, canary")
     psub = pp.add_subparsers(dest="package_command", required=True, parser_class=_Parser)
     pf = psub.add_parser("freeze", help="write a validated config as a package (.zip)")
     pf.add_argument("--config", type=int, required=True)
@@ -397,22 +499,29 @@ def build_parser() -> argparse.ArgumentParser:
     pf.add_argument("--seed", type=int, default=0)
     pf.set_defaults(fn=cmd_package_freeze)
     for name, fn, help in (
+            ("verify", cmd_package_verify, "check a package offline: members, hashes, evidence"),
             ("grade", cmd_package_grade, "grade responses (JSONL) with a package, no study needed"),
             ("canary", cmd_package_canary, "re-send the canary; exit 1 when the answers drifted")):
         sp = psub.add_parser(name, help=help, description=help)
         sp.add_argument("package")
+        sp.add_argument("--sha256", help="the package digest the authors published")
+        sp.set_defaults(fn=fn)
+        if name == "verify":
+            continue
         if name == "grade":
             sp.add_argument("responses", help="JSONL: response_id, task_id, text[, turns, model]")
-            sp.add_argument("--out", required=True, help="JSONL of scores")
-        sp.add_argument("--base-url", help="another endpoint for the same model")
+            sp.add_argument("--out", required=True, help="JSONL of scores (a .summary.json and "
+                            ".summary.md are written beside it)")
+            sp.add_argument("--k", type=int, nargs="+", default=[1], help="pass@k for these k")
+        sp.add_argument("--base-url", help="the endpoint to send to (default: the official API "
+                        "or OPENAI_BASE_URL; never an address from the package)")
         sp.add_argument("--concurrency", type=int, default=8)
         sp.add_argument("--timeout", type=float, default=60.0)
-        sp.set_defaults(fn=fn)
 
     lb = add("leaderboard", cmd_leaderboard, "pass@k and mean score per model and human group")
     lb.add_argument("--config", type=int, required=True, help="the grader config whose grades count")
     lb.add_argument("--k", type=int, nargs="+", default=[1], help="pass@k for these k (default 1)")
-    lb.add_argument("--by", choices=["family", "level"], help="one row per task family or level")
+    lb.add_argument("--by", help="rows per family, level or family,level")
     lb.add_argument("--json", action="store_true")
 
     ag = add("agreement", cmd_agreement, "agreement statistics of a long-format CSV (item,rater,score)")

@@ -681,6 +681,7 @@ def compare_to_experts(
     epsilon: float = 0.2,
     clusters: np.ndarray | None = None,
     min_alt_items: int = 30,
+    alt_q: float = 0.05,
 ) -> dict:
     """Everything a calibration report needs for one numeric criterion.
 
@@ -709,7 +710,7 @@ def compare_to_experts(
         "ceiling": ceiling(g, e, domain=domain, weights=weights, clusters=clusters)
         if several
         else None,
-        "alt_test": alt_test(g, e, epsilon=epsilon, min_items=min_alt_items) if several else None,
+        "alt_test": alt_test(g, e, epsilon=epsilon, q=alt_q, min_items=min_alt_items) if several else None,
         "bootstrap": {
             "resamples": bootstrap,
             "seed": seed,

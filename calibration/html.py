@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from calibration.plots import all_figures
-from calibration.report import CalibrationData
+from calibration.report import STAT_HEADER, TAG_HEADER, Report, StatRow, TagRow
+from errors import UserError
 
 
 def fmt(x: Any, digits: int = 3) -> str:
@@ -23,62 +23,54 @@ def fmt(x: Any, digits: int = 3) -> str:
     return html.escape(str(x))
 
 
+def stat_cells(row: StatRow) -> list[Any]:
+    return [row.name, row.n, row.pearson, row.pearson_ci, row.icc2, row.alpha_interval,
+            row.weighted_kappa, row.bias, row.limits, row.mae, row.within_one]
+
+
+def tag_cells(row: TagRow) -> list[Any]:
+    return [row.name, row.prevalence, row.kappa, row.kappa_ci, row.ac1, row.ac1_ci, row.f1,
+            row.ceiling_ac1, row.alpha_experts, row.alpha_with_grader]
+
+
+GATE_HEADER = ["gate", "value", "threshold", "required", "verdict", "why"]
+
+
+def gate_cells(report: Report) -> list[list[Any]]:
+    return [[g.label, g.value, g.threshold, "yes" if g.required else "no", g.passed,
+             g.reason or ""] for g in report.gate]
+
+
+LOOK_HEADER = ["config", "report", "decided", "revoked", "at"]
+
+
+def look_cells(report: Report) -> list[list[Any]]:
+    return [[f"#{x.config_id} {x.config}", x.report_id, "passed" if x.passed else "failed",
+             "revoked" if x.revoked else "", x.at] for x in report.heldout_looks]
+
+
 def _table(header: list[str], rows: list[list[Any]]) -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
     body = "".join("<tr>" + "".join(f"<td>{fmt(v)}</td>" for v in row) + "</tr>" for row in rows)
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
-def _stats_row(name: str, res: dict) -> list[Any]:
-    ba = res["bland_altman"]
-    return [name, res["n_items"], res["pearson"]["r"], res["pearson"].get("ci95_bootstrap"),
-            (res["icc"].get("ICC2") or {}).get("icc"), res["krippendorff_alpha"].get("interval"),
-            res["weighted_kappa"], ba["bias"], ba["loa"], res["mae"], res["within_one"]]
-
-
-def stat_rows(results: dict) -> list[list[Any]]:
-    """One row of agreement statistics for the overall score, then one per criterion."""
-    return [_stats_row("overall", results["overall"]),
-            *(_stats_row(k, v) for k, v in results["criteria"].items())]
-
-
-STAT_HEADER = ["", "n", "Pearson r", "r 95% CI (bootstrap)", "ICC2", "alpha (interval)",
-               "weighted kappa", "bias", "limits of agreement", "MAE", "within one"]
-
-
-TAG_HEADER = ["error class", "prevalence", "kappa", "kappa 95% CI", "AC1", "AC1 95% CI", "F1",
-              "experts' AC1 (ceiling)", "alpha, experts", "alpha, experts + grader"]
-
-
-def tag_rows(results: dict) -> list[list[Any]]:
-    """One row per error class: the grader against the experts' majority (with bootstrap
-    intervals), the experts' own agreement, and Krippendorff's nominal alpha without and with
-    the grader."""
-    rows = []
-    for c, v in results["error_tags"]["classes"].items():
-        g, ci = v["grader"], v["grader"].get("ci95") or {}
-        rows.append([c, v["prevalence"], g["kappa"], ci.get("kappa"), g["ac1"], ci.get("ac1"),
-                     g["f1"], (v["ceiling_mean"] or {}).get("ac1"), v["alpha_experts"],
-                     v["alpha_with_grader"]])
-    return rows
-
-
-def render(results: dict, figures: dict[str, bytes], *, title: str) -> str:
-    gate = results["gate"]
+def render(report: Report, figures: dict[str, bytes], *, title: str) -> str:
+    verdict = "PASSED" if report.passed else "FAILED"
+    kind = ("held-out look under " + (f"protocol {report.protocol_id} (sha256 "
+            f"{report.protocol_hash})") if report.validates else
+            f"{report.part} part: exploration, never validates")
     parts = [f"<h1>{html.escape(title)}</h1>",
-             f"<p>{results['n_items']} items, {results['n_experts']} experts. "
-             f"Gate: <b>{'PASSED' if results['passed'] else 'FAILED'}</b></p>"]
-    parts += [f"<p class=flag>{html.escape(f)}</p>" for f in results["flags"]]
-    parts.append(_table(["gate", "value", "threshold", "verdict"], [
-        ["Pearson r", gate["pearson"]["value"], gate["pearson"]["threshold"],
-         gate["pearson"]["passed"]],
-        ["ICC2 (absolute agreement)", gate["icc2"]["value"], gate["icc2"]["threshold"],
-         gate["icc2"]["passed"]],
-        ["Alternative Annotator Test winning rate", gate["alt_test"]["winning_rate"], 0.5,
-         gate["alt_test"]["passed"]]]))
+             f"<p>{report.n_items} items, {report.n_experts} experts; {html.escape(kind)}. "
+             f"Gate: <b>{verdict}</b></p>",
+             f"<p>Data sha256 {report.data_hash} (nmb calibrate --check recomputes it).</p>"]
+    parts += [f"<p class=flag>{html.escape(f)}</p>" for f in report.flags]
+    parts.append(_table(GATE_HEADER, gate_cells(report)))
+    parts.append(f"<h2>Held-out looks ({len(report.heldout_looks)} configs)</h2>")
+    parts.append(_table(LOOK_HEADER, look_cells(report)))
     parts.append("<h2>Overall score and criteria (rubric points)</h2>")
-    parts.append(_table(STAT_HEADER, stat_rows(results)))
-    ceiling = results["overall"].get("ceiling")
+    parts.append(_table(STAT_HEADER, [stat_cells(r) for r in report.stat_rows()]))
+    ceiling = report.overall.get("ceiling")
     if ceiling:
         parts.append("<h2>Human ceiling</h2>")
         keys = list(ceiling["experts_mean"])
@@ -87,17 +79,20 @@ def render(results: dict, figures: dict[str, bytes], *, title: str) -> str:
             ["grader vs the same experts (mean)", *ceiling["grader_mean"].values()],
             ["grader vs all experts", *ceiling["grader_vs_all"].values()]]))
     parts.append("<h2>Error classes</h2>")
-    parts.append(_table(TAG_HEADER, tag_rows(results)))
+    parts.append(_table(TAG_HEADER, [tag_cells(r) for r in report.tag_rows()]))
     parts.append("<h2>Breakdowns</h2>")
-    for key, groups in results["breakdown"].items():
+    for key, groups in report.breakdown.items():
         parts.append(f"<h3>by {html.escape(key)}</h3>")
         parts.append(_table([key, "n", "Pearson r", "ICC2", "bias", "MAE"], [
             [g, v.get("n_items"), v.get("pearson"), v.get("icc2"), v.get("bias"), v.get("mae")]
             for g, v in groups.items()]))
+    parts.append("<h2>Protocol and statistics</h2>")
+    settings = {"gate": report.gate_settings, "statistics": report.statistics}
+    parts.append(f"<pre>{html.escape(json.dumps(settings, indent=1))}</pre>")
     parts.append("<h2>Figures</h2>")
     for name, png in figures.items():
         data = base64.b64encode(png).decode()
-        parts.append(f'<img alt="{name}" src="data:image/png;base64,{data}">')
+        parts.append(f'<img alt="{html.escape(name)}" src="data:image/png;base64,{data}">')
     style = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto}"
              "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;"
              "padding:3px 8px;text-align:right}.flag{color:#a60}img{margin:8px}")
@@ -105,13 +100,24 @@ def render(results: dict, figures: dict[str, bytes], *, title: str) -> str:
             f"</title><style>{style}</style></head><body>{''.join(parts)}</body></html>")
 
 
-def export(data: CalibrationData, results: dict, out: Path, *, title: str) -> list[Path]:
+def prepare_out(out: Path) -> Path:
+    """Create the output folder, or refuse in one line, before any report is saved."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".nmb-write-test"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as e:
+        raise UserError(f"cannot write the report to {out}: {e.strerror or e}") from None
+    return out
+
+
+def export(out: Path, report: Report, page: str, figures: dict[str, bytes]) -> list[Path]:
     """Write report.html, report.json and one PNG per figure into `out`."""
-    out.mkdir(parents=True, exist_ok=True)
-    figures = all_figures(data, results)
+    prepare_out(out)
     written = [out / "report.html", out / "report.json"]
-    written[0].write_text(render(results, figures, title=title))
-    written[1].write_text(json.dumps(results, indent=1))
+    written[0].write_text(page)
+    written[1].write_text(json.dumps(report.to_json(), indent=1))
     for name, png in figures.items():
         (out / f"{name}.png").write_bytes(png)
         written.append(out / f"{name}.png")

@@ -38,7 +38,7 @@ import random
 import time
 import tomllib
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -126,9 +126,6 @@ class CallResult:
     attempts: int = 0
     reasks: int = 0
     cost_usd: float | None = None
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 # ---------------------------------------------------------------- prices

@@ -1,44 +1,63 @@
 """Frozen grader packages: grade new models without clinicians, and notice when the API drifts.
 
-`freeze` writes one zip from a config that passed the held-out gate (`validated_report_id`):
+`freeze` writes one zip from a config whose held-out look passed under the registered protocol
+(and was not revoked):
 
-    manifest.json  format, config (every field, its hash), rubric hash, the validating report's
-                   gate, the canary summary, and the sha256 of every other member
-    rubric.toml    the rubric's source (its content hash is checked on load)
-    tasks.jsonl    every task with what the grader reads of its case (record, scores, reference)
+    manifest.json  format, tool version, config (every field and its hash), rubric hash, the
+                   validating report's gate, every held-out look, canary settings, and the
+                   sha256 of every other member
+    rubric.toml    the rubric's source
+    tasks.jsonl    every task with what the grader reads of its case (record, scores in their
+                   stored order, reference answer)
     canary.jsonl   held-out items graded under the config: the response, the request hash and
                    the frozen answer (scores, model name returned, system fingerprint)
+    protocol.json  the registered calibration protocol the look was judged under
+    report.json    the validating calibration report; report.html the same with its figures
 
-`grade_responses` builds the grader's exact requests from the package alone (the same
-`calibration.grader.build_item`, so a frozen request is byte-identical to the study's) and
-`canary` sends the canary requests again and compares the answers with the frozen ones. At
-temperature 0 with a fixed seed a model that has not changed answers nearly the same; OpenAI
-documents `seed` as best-effort determinism and `system_fingerprint` as the backend
-configuration that affects it, so both a changed fingerprint and changed scores are reported.
-Vision configs are not packaged: the package would need the images.
+`verify` checks a package offline (no study, no network) before anything else uses it: exactly
+these members, each matching its sha256, the rubric and config hashes recomputed from their
+content, the report and protocol consistent with the manifest, every canary request rebuilt
+byte-identical (the same `calibration.request.grade_request` as the study) and, given the
+digest the authors published, the file's own sha256. Members are read under size caps.
+
+`grade_responses` builds the grader's exact requests from the package alone; `canary` sends the
+canary requests again and compares the answers with the frozen ones. At temperature 0 with a
+fixed seed a model that has not changed answers nearly the same; OpenAI documents `seed` as
+best-effort determinism and `system_fingerprint` as the backend configuration that affects it,
+so both a changed fingerprint and changed scores are reported. A package is untrusted input:
+requests go to the official API (or the user's OPENAI_BASE_URL), or to `--base-url` given on
+the command line, never to an address the package names. Vision configs are not packaged.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import io
 import json
+import math
 import os
 import random
+import re
 import zipfile
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from sqlmodel import Session, select
 
-from calibration.request import GradeItem, SendJob, api_key_for, grade_request, send
-from calibration.grader_config import get_config
+from calibration.calibrate import frozen_look, looks
+from calibration.grader_config import GraderSettings, config_hash, get_config
+from calibration.leaderboard import Judgment, summarize
 from calibration.llm import CallResult, load_prices
+from calibration.report import Report
+from calibration.request import GradeItem, SendJob, api_key_for, grade_request, send
 from db.audit import record
 from db.bundle_images import sha256_file
 from db.models import (
     CalibrationItem,
+    CalibrationProtocol,
     CalibrationReport,
     Case,
     FrozenPackage,
@@ -52,15 +71,23 @@ from db.rubrics import rubric_by_hash
 from errors import UserError
 from rubric import Rubric
 from rubric.loader import loads_rubric
+from rubric.schema import canonical_json
 
-FORMAT = "nmb-package-1"
-CONFIG_FIELDS = ("config_hash", "name", "model", "base_url", "temperature", "seed", "max_tokens",
-                 "prompt_version", "rubric_hash", "vision")
+FORMAT = "nmb-package-2"
+CONFIG_FIELDS = {"config_hash": str, "name": str, "model": str, "base_url": (str, type(None)),
+                 "temperature": (int, float), "seed": (int, type(None)), "max_tokens": int,
+                 "prompt_version": str, "rubric_hash": str, "vision": bool}
 CASE_FIELDS = ("case_id", "title", "ehr", "scores", "ground_truth")
 TASK_FIELDS = ("task_id", "case_id", "family", "level", "prompt", "stages")
 FROZEN_FIELDS = ("criteria", "correct_diagnosis", "error_tags", "overall")
-MEMBERS = ("rubric.toml", "tasks.jsonl", "canary.jsonl")
+MEMBERS = ("rubric.toml", "tasks.jsonl", "canary.jsonl", "protocol.json", "report.json",
+           "report.html")
+MANIFEST_KEYS = {"format", "created_at", "tool_version", "config", "rubric", "report",
+                 "heldout_looks", "canary", "sha256"}
 DRIFT_LIMITS = {"criteria_agreement_min": 0.9, "overall_mad_max": 0.05}
+MAX_PACKAGE_BYTES = 512 * 2**20
+MAX_MEMBER_BYTES = {"manifest.json": 2**20, "rubric.toml": 2**20}  # others: MAX_PACKAGE_BYTES
+_HEX64 = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclass
@@ -70,6 +97,15 @@ class Package:
     rubric: Rubric
     tasks: dict[str, tuple[Task, Case]]
     canary: list[dict[str, Any]]
+    report: Report
+    sha256: str  # of the package file, as checked
+
+
+def tool_version() -> str:
+    try:
+        return metadata.version("neural-medbench-studio")
+    except metadata.PackageNotFoundError:
+        return "unknown"
 
 
 # ---------------------------------------------------------------- freeze
@@ -92,16 +128,21 @@ def _canary_items(s: Session, config: GraderConfig, size: int, seed: int) -> lis
 
 
 def _jsonl(rows: list[dict]) -> bytes:
-    return "".join(json.dumps(row, sort_keys=True) + "\n" for row in rows).encode()
+    """One JSON object per line, keys in their stored order: a case's test scores are listed in
+    the prompt in this order, so sorting them would change the requests."""
+    return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows).encode()
+
+
+def _gate_summary(report: Report) -> dict[str, Any]:
+    return {g.name: {"value": g.value, "threshold": g.threshold, "passed": g.passed,
+                     "required": g.required} for g in report.gate}
 
 
 def freeze(s: Session, *, config_id: int, out: Path, canary_size: int = 20, seed: int = 0,
            actor: str | None = None) -> FrozenPackage:
     """Write the package of a validated config to `out` (a new .zip) and record it."""
     config = get_config(s, config_id)
-    if config.validated_report_id is None:
-        raise UserError(f"grader config {config_id} is not validated: pass the gate on the "
-                        f"held-out part first (nmb calibrate --config {config_id})")
+    look = frozen_look(s, config_id=config_id)
     if config.vision:
         raise UserError(f"grader config {config_id} sends images; vision configs cannot be "
                         "packaged yet")
@@ -111,7 +152,9 @@ def freeze(s: Session, *, config_id: int, out: Path, canary_size: int = 20, seed
         raise UserError(f"{out} exists; give a new file name")
     if out.suffix != ".zip":
         raise UserError(f"{out}: a package is a .zip file")
-    report = s.get(CalibrationReport, config.validated_report_id)
+    row = s.get(CalibrationReport, look.report_id)
+    report = Report.from_json(row.results)
+    proto = s.get(CalibrationProtocol, look.protocol_id)
     canary = _canary_items(s, config, canary_size, seed)
     if not canary:
         raise UserError(f"grader config {config_id} has no graded held-out items for a canary")
@@ -121,13 +164,20 @@ def freeze(s: Session, *, config_id: int, out: Path, canary_size: int = 20, seed
               "case": {k: getattr(cases[t.case_id], k) for k in CASE_FIELDS}}
              for t in s.exec(select(Task).order_by(Task.task_id))]
     members = {"rubric.toml": rubric.source_text.encode(), "tasks.jsonl": _jsonl(tasks),
-               "canary.jsonl": _jsonl(canary)}
+               "canary.jsonl": _jsonl(canary),
+               "protocol.json": json.dumps({"id": proto.id, "sha256": proto.content_hash,
+                                            "content": proto.content}, indent=1).encode(),
+               "report.json": json.dumps({"id": row.id, **report.to_json()}, indent=1).encode(),
+               "report.html": (row.html or "").encode()}
     manifest = {
-        "format": FORMAT, "created_at": utcnow().isoformat(),
+        "format": FORMAT, "created_at": utcnow().isoformat(), "tool_version": tool_version(),
         "config": {k: getattr(config, k) for k in CONFIG_FIELDS},
         "rubric": {"id": rubric.id, "version": rubric.version, "hash": rubric.content_hash},
-        "report": {"id": report.id, "part": report.part, "thresholds": report.thresholds,
-                   "gate": report.results.get("gate", {})},
+        "report": {"id": row.id, "part": row.part, "protocol_id": proto.id,
+                   "protocol_sha256": proto.content_hash, "data_sha256": row.data_hash,
+                   "passed": report.passed, "gate": _gate_summary(report)},
+        "heldout_looks": [{"config_id": x.config_id, "passed": x.passed, "revoked": x.revoked}
+                          for x in looks(s)],
         "canary": {"items": len(canary), "seed": seed, "drift_limits": DRIFT_LIMITS},
         "sha256": {name: hashlib.sha256(data).hexdigest() for name, data in members.items()},
     }
@@ -135,16 +185,15 @@ def freeze(s: Session, *, config_id: int, out: Path, canary_size: int = 20, seed
     partial = out.with_name(f".{out.name}.partial")
     try:
         with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as zf:
-            zf.writestr("manifest.json", json.dumps(manifest, indent=2, sort_keys=True,
-                                                    default=str))
+            zf.writestr("manifest.json", json.dumps(manifest, indent=2, default=str))
             for name, data in members.items():
                 zf.writestr(name, data)
         digest = sha256_file(partial)
-        row = FrozenPackage(config_id=config.id, report_id=report.id, sha256=digest,
-                            path=str(out.resolve()), canary=manifest["canary"])
-        s.add(row)
+        frozen = FrozenPackage(config_id=config.id, report_id=row.id, sha256=digest,
+                               path=str(out.resolve()), canary=manifest["canary"])
+        s.add(frozen)
         s.flush()
-        record(s, "package.freeze", actor=actor, config=config.id, package=row.id,
+        record(s, "package.freeze", actor=actor, config=config.id, package=frozen.id,
                sha256=digest)
         os.replace(partial, out)
         s.commit()
@@ -153,73 +202,258 @@ def freeze(s: Session, *, config_id: int, out: Path, canary_size: int = 20, seed
         for leftover in (partial, out):
             leftover.unlink(missing_ok=True)
         raise
+    return frozen
+
+
+# ---------------------------------------------------------------- verify
+
+
+def _refuse(path: Path, what: str) -> UserError:
+    return UserError(f"{path}: {what}")
+
+
+def _read_members(path: Path, zf: zipfile.ZipFile) -> dict[str, bytes]:
+    """Every member, each read under its size cap (headers can lie: the cap holds while reading)."""
+    names = [i.filename for i in zf.infolist()]
+    if len(names) != len(set(names)):
+        raise _refuse(path, "a member name occurs twice")
+    expected = {"manifest.json", *MEMBERS}
+    extra, absent = sorted(set(names) - expected), sorted(expected - set(names))
+    if extra:
+        raise _refuse(path, f"member {extra[0]!r} is not part of a package")
+    if absent:
+        raise _refuse(path, f"member {absent[0]!r} is missing")
+    out = {}
+    for info in zf.infolist():
+        cap = MAX_MEMBER_BYTES.get(info.filename, MAX_PACKAGE_BYTES)
+        if info.file_size > cap:
+            raise _refuse(path, f"{info.filename} is larger than {cap} bytes")
+        with zf.open(info) as fh:
+            data = fh.read(cap + 1)
+        if len(data) > cap:
+            raise _refuse(path, f"{info.filename} inflates beyond {cap} bytes")
+        out[info.filename] = data
+    return out
+
+
+def _json(path: Path, name: str, data: bytes) -> Any:
+    try:
+        return json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise _refuse(path, f"{name} is not valid JSON ({type(e).__name__})") from None
+
+
+def _object(path: Path, where: str, value: Any, keys: tuple[str, ...] | set[str]) -> dict:
+    if not isinstance(value, dict):
+        raise _refuse(path, f"{where} must be a JSON object")
+    missing = [k for k in keys if k not in value]
+    if missing:
+        raise _refuse(path, f"{where} lacks {missing[0]!r}")
+    return value
+
+
+def _config(path: Path, manifest: dict) -> GraderConfig:
+    cfg = _object(path, "manifest.json config", manifest["config"], tuple(CONFIG_FIELDS))
+    for key, types in CONFIG_FIELDS.items():
+        kinds = types if isinstance(types, tuple) else (types,)
+        if not isinstance(cfg[key], kinds) or (isinstance(cfg[key], bool) and bool not in kinds):
+            raise _refuse(path, f"manifest.json config.{key} has the wrong type")
+    if set(cfg) != set(CONFIG_FIELDS):
+        raise _refuse(path, f"manifest.json config has unknown field "
+                      f"{sorted(set(cfg) - set(CONFIG_FIELDS))[0]!r}")
+    if not math.isfinite(cfg["temperature"]):
+        raise _refuse(path, "manifest.json config.temperature is not a finite number")
+    settings = GraderSettings(model=cfg["model"], base_url=cfg["base_url"],
+                              temperature=cfg["temperature"], seed=cfg["seed"],
+                              max_tokens=cfg["max_tokens"], prompt_version=cfg["prompt_version"],
+                              vision=cfg["vision"])
+    if config_hash(settings, cfg["rubric_hash"]) != cfg["config_hash"]:
+        raise _refuse(path, "manifest.json config does not match its config_hash")
+    return GraderConfig(**cfg)
+
+
+def _lines(path: Path, name: str, data: bytes) -> list[dict]:
+    rows = []
+    for n, line in enumerate(data.decode("utf-8", errors="strict").splitlines(), 1):
+        try:
+            row = json.loads(line)
+        except (ValueError, RecursionError):
+            raise _refuse(path, f"{name} line {n} is not valid JSON") from None
+        if not isinstance(row, dict):
+            raise _refuse(path, f"{name} line {n} must be a JSON object")
+        rows.append(row)
+    return rows
+
+
+def _task(path: Path, n: int, row: dict) -> tuple[Task, Case]:
+    where = f"tasks.jsonl line {n}"
+    _object(path, where, row, (*TASK_FIELDS, "case"))
+    case = _object(path, f"{where} case", row["case"], CASE_FIELDS)
+    ok = (all(isinstance(row[k], str) for k in ("task_id", "case_id", "family", "prompt"))
+          and isinstance(row["level"], int)
+          and (row["stages"] is None or (isinstance(row["stages"], list)
+                                         and all(isinstance(x, str) for x in row["stages"])))
+          and all(isinstance(case[k], str) for k in ("case_id", "title", "ehr"))
+          and isinstance(case["scores"], dict | None) and isinstance(case["ground_truth"], dict))
+    if not ok:
+        raise _refuse(path, f"{where} has a field of the wrong type")
+    return Task(**{k: row[k] for k in TASK_FIELDS}), Case(**case)
+
+
+def _canary_row(path: Path, n: int, row: dict) -> dict:
+    where = f"canary.jsonl line {n}"
+    _object(path, where, row, ("response_id", "task_id", "text", "turns", "request_hash",
+                               "frozen", "model_returned", "system_fingerprint"))
+    frozen = _object(path, f"{where} frozen", row["frozen"], FROZEN_FIELDS)
+    ok = (all(isinstance(row[k], str) for k in ("response_id", "task_id", "text", "request_hash"))
+          and isinstance(row["turns"], list | None) and isinstance(frozen["criteria"], dict)
+          and isinstance(frozen["overall"], int | float))
+    if not ok:
+        raise _refuse(path, f"{where} has a field of the wrong type")
     return row
 
 
-# ---------------------------------------------------------------- load
-
-
-def load(path: Path) -> Package:
-    """Open a package, checking its format, every member's sha256 and the rubric's hash."""
+def verify(path: Path, *, sha256: str | None = None) -> Package:
+    """Open and check a package offline (see the module docstring); one-line refusals."""
+    if sha256 is not None and not _HEX64.fullmatch(sha256.lower()):
+        raise UserError(f"--sha256 must be 64 hexadecimal digits, got {sha256!r}")
     try:
-        zf = zipfile.ZipFile(path)
-    except (OSError, zipfile.BadZipFile) as exc:
-        raise UserError(f"{path}: not a readable package ({exc})") from None
-    with zf:
-        try:
-            manifest = json.loads(zf.read("manifest.json"))
-            members = {name: zf.read(name) for name in manifest["sha256"]}
-        except (KeyError, ValueError) as exc:
-            raise UserError(f"{path}: not a package ({exc})") from None
-    if manifest.get("format") != FORMAT:
-        raise UserError(f"{path}: format {manifest.get('format')!r}, expected {FORMAT!r}")
-    if set(members) != set(MEMBERS):
-        raise UserError(f"{path}: members {sorted(members)}, expected {list(MEMBERS)}")
-    for name, data in members.items():
-        if hashlib.sha256(data).hexdigest() != manifest["sha256"][name]:
-            raise UserError(f"{path}: {name} does not match its sha256 in manifest.json")
-    rubric = loads_rubric(members["rubric.toml"].decode(), source=f"{path}:rubric.toml")
-    if rubric.content_hash != manifest["config"]["rubric_hash"]:
-        raise UserError(f"{path}: rubric.toml is not the rubric the config was validated with")
-    tasks = {}
-    for line in members["tasks.jsonl"].decode().splitlines():
-        row = json.loads(line)
-        tasks[row["task_id"]] = (Task(**{k: row[k] for k in TASK_FIELDS}), Case(**row["case"]))
-    canary = [json.loads(line) for line in members["canary.jsonl"].decode().splitlines()]
-    return Package(manifest, GraderConfig(**manifest["config"]), rubric, tasks, canary)
+        size = path.stat().st_size
+    except OSError as e:
+        raise _refuse(path, f"cannot read ({e.strerror})") from None
+    if size > MAX_PACKAGE_BYTES:
+        raise _refuse(path, f"larger than {MAX_PACKAGE_BYTES} bytes: not a package")
+    raw = path.read_bytes()
+    digest = hashlib.sha256(raw).hexdigest()
+    if sha256 is not None and digest != sha256.lower():
+        raise _refuse(path, f"sha256 is {digest}, not the published {sha256.lower()}")
+    try:
+        with zipfile.ZipFile(io.BytesIO(raw)) as zf:
+            members = _read_members(path, zf)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, OSError, EOFError,
+            ValueError) as e:
+        raise _refuse(path, f"not a readable package ({type(e).__name__})") from None
+    manifest = _object(path, "manifest.json", _json(path, "manifest.json",
+                                                    members["manifest.json"]), MANIFEST_KEYS)
+    if manifest["format"] != FORMAT:
+        raise _refuse(path, f"format {str(manifest['format'])[:40]!r}, expected {FORMAT!r}")
+    hashes = _object(path, "manifest.json sha256", manifest["sha256"], MEMBERS)
+    if set(hashes) != set(MEMBERS):
+        raise _refuse(path, "manifest.json sha256 does not list exactly the package's members")
+    for name in MEMBERS:
+        if hashlib.sha256(members[name]).hexdigest() != hashes[name]:
+            raise _refuse(path, f"{name} does not match its sha256 in manifest.json")
+    config = _config(path, manifest)
+    try:
+        rubric_text = members["rubric.toml"].decode("utf-8")
+    except UnicodeDecodeError:
+        raise _refuse(path, "rubric.toml is not UTF-8 text") from None
+    rubric = loads_rubric(rubric_text, source=f"{path}:rubric.toml")
+    if rubric.content_hash != config.rubric_hash:
+        raise _refuse(path, "rubric.toml is not the rubric the config was validated with")
+    rubric_info = _object(path, "manifest.json rubric", manifest["rubric"], ("hash",))
+    if rubric_info["hash"] != rubric.content_hash:
+        raise _refuse(path, "manifest.json rubric.hash differs from rubric.toml's")
+    report = _report(path, manifest, members, config)
+    try:
+        tasks = {}
+        for n, row in enumerate(_lines(path, "tasks.jsonl", members["tasks.jsonl"]), 1):
+            task, case = _task(path, n, row)
+            tasks[task.task_id] = (task, case)
+        canary = [_canary_row(path, n, row) for n, row in
+                  enumerate(_lines(path, "canary.jsonl", members["canary.jsonl"]), 1)]
+    except UnicodeDecodeError:
+        raise _refuse(path, "a JSONL member is not UTF-8 text") from None
+    limits = _object(path, "manifest.json canary", manifest["canary"], ("drift_limits",))
+    _drift_limits(path, limits["drift_limits"])
+    pkg = Package(manifest, config, rubric, tasks, canary, report, digest)
+    for c in canary:
+        item = request_for(pkg, Response(response_id=c["response_id"], task_id=c["task_id"],
+                                         text=c["text"], turns=c["turns"]))
+        if item.request_hash != c["request_hash"]:
+            raise _refuse(path, f"canary item {c['response_id']}: the request this tool builds "
+                          "differs from the one that was validated")
+    return pkg
+
+
+def _report(path: Path, manifest: dict, members: dict[str, bytes],
+            config: GraderConfig) -> Report:
+    """The validating report and its protocol, consistent with the manifest and the config."""
+    summary = _object(path, "manifest.json report", manifest["report"],
+                      ("id", "protocol_sha256", "data_sha256", "passed", "gate"))
+    proto = _object(path, "protocol.json", _json(path, "protocol.json", members["protocol.json"]),
+                    ("sha256", "content"))
+    if hashlib.sha256(canonical_json(proto["content"]).encode()).hexdigest() != proto["sha256"]:
+        raise _refuse(path, "protocol.json does not match its sha256")
+    data = _object(path, "report.json", _json(path, "report.json", members["report.json"]),
+                   ("id", "protocol_hash", "data_hash", "passed", "validates", "gate"))
+    try:
+        report = Report.from_json({k: v for k, v in data.items() if k != "id"})
+    except (TypeError, KeyError, ValueError):
+        raise _refuse(path, "report.json is not a calibration report") from None
+    facts = [(data["id"], summary["id"], "id"), (report.protocol_hash, proto["sha256"], "protocol"),
+             (report.protocol_hash, summary["protocol_sha256"], "protocol"),
+             (report.data_hash, summary["data_sha256"], "data sha256"),
+             (report.passed, summary["passed"], "verdict"),
+             (_gate_summary(report), summary["gate"], "gate"),
+             (report.config_id is not None, True, "config")]
+    for got, want, what in facts:
+        if got != want:
+            raise _refuse(path, f"report.json and manifest.json disagree on the {what}")
+    if not (report.passed and report.validates):
+        raise _refuse(path, "report.json is not a passing held-out look")
+    return report
+
+
+def _drift_limits(path: Path, limits: Any) -> None:
+    ranges = {"criteria_agreement_min": (0.5, 1.0), "overall_mad_max": (0.0, 0.5)}
+    _object(path, "manifest.json canary.drift_limits", limits, tuple(ranges))
+    for key, (lo, hi) in ranges.items():
+        v = limits[key]
+        if isinstance(v, bool) or not isinstance(v, int | float) or not lo <= v <= hi:
+            raise _refuse(path, f"manifest.json canary.drift_limits.{key} must be in "
+                          f"[{lo:g}, {hi:g}]")
 
 
 # ---------------------------------------------------------------- grade and canary
 
 
-def read_responses(path: Path) -> list[Response]:
+def read_responses(path: Path, *, max_bytes: int = 256 * 2**20) -> list[Response]:
     """Responses to grade from JSONL: `response_id`, `task_id`, `text` (str), optional `turns`
-    (list of str, the later stages' answers) and `model` (str, copied to the output)."""
+    (list of str, the later stages' answers) and `model` (str, copied to the output); other
+    fields are ignored, so `nmb export responses --format jsonl` is valid input."""
     try:
-        lines = path.read_text().splitlines()
+        if path.stat().st_size > max_bytes:
+            raise UserError(f"{path}: larger than {max_bytes} bytes")
+        lines = path.read_bytes().decode("utf-8").splitlines()
     except OSError as exc:
         raise UserError(f"cannot read {path}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: not UTF-8 text") from None
     responses, seen = [], set()
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
             row = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             raise UserError(f"{path} line {n}: not JSON") from None
         if not isinstance(row, dict):
             raise UserError(f"{path} line {n}: expected a JSON object")
         for key in ("response_id", "task_id", "text"):
             if not isinstance(row.get(key), str) or not row[key]:
                 raise UserError(f"{path} line {n}: {key!r} must be non-empty text")
-        turns = row.get("turns", [])
+        turns = row.get("turns") or []  # absent or null: a one-stage answer
         if not isinstance(turns, list) or not all(isinstance(x, str) for x in turns):
             raise UserError(f"{path} line {n}: 'turns' must be a list of text")
+        model = row.get("model")
+        if model is not None and not isinstance(model, str):
+            raise UserError(f"{path} line {n}: 'model' must be text")
         if row["response_id"] in seen:
             raise UserError(f"{path} line {n}: response_id {row['response_id']!r} repeated")
         seen.add(row["response_id"])
         responses.append(Response(response_id=row["response_id"], task_id=row["task_id"],
-                                  text=row["text"], turns=turns, model=row.get("model")))
+                                  text=row["text"], turns=turns, model=model))
     return responses
 
 
@@ -234,12 +468,15 @@ def request_for(pkg: Package, response: Response) -> GradeItem:
 
 def _send(pkg: Package, work: list[GradeItem], *, base_url: str | None, api_key: str | None,
           concurrency: int, timeout: float) -> list[CallResult]:
-    """Send every request once (no cache: a canary must reach the model)."""
+    """Send every request once (no cache: a canary must reach the model). `base_url` comes from
+    the user, never from the package: without it the client uses the official API (or the
+    user's OPENAI_BASE_URL)."""
     if concurrency < 1:
         raise UserError(f"--concurrency must be at least 1, got {concurrency}")
-    url = base_url or pkg.config.base_url
-    job = SendJob(work, pkg.rubric, url, api_key_for(url, api_key), concurrency=concurrency,
-                  timeout=timeout, prices=load_prices())
+    if not (math.isfinite(timeout) and timeout > 0):
+        raise UserError(f"--timeout must be a positive number of seconds, got {timeout}")
+    job = SendJob(work, pkg.rubric, base_url, api_key_for(base_url, api_key),
+                  concurrency=concurrency, timeout=timeout, prices=load_prices())
     return asyncio.run(send(job))
 
 
@@ -258,6 +495,49 @@ def grade_responses(pkg: Package, responses: list[Response], *, base_url: str | 
             for w, r, res in zip(work, responses, results, strict=True)]
 
 
+def summary(pkg: Package, rows: list[dict], *, ks: tuple[int, ...] = (1,)) -> dict[str, Any]:
+    """What `nmb package grade` reports besides its rows: per model, overall and per family x
+    level cell, the study's own `summarize` (pass@k with intervals, the mean rubric score with
+    its interval, error classes among wrong responses)."""
+    judged = []
+    for r in rows:
+        if r["ok"]:
+            task, _ = pkg.tasks[r["task_id"]]
+            judged.append(Judgment(r["model"] or "unnamed model", True, task.task_id,
+                                   task.family, task.level, bool(r["correct_diagnosis"]),
+                                   r["overall"], tuple(r["error_tags"])))
+    return {"package_sha256": pkg.sha256, "graded": len(judged),
+            "failed": sum(not r["ok"] for r in rows),
+            "overall": summarize(judged, ks=ks),
+            "by_family_level": summarize(judged, ks=ks, by=("family", "level"))}
+
+
+def summary_markdown(data: dict[str, Any]) -> str:
+    """The summary as Markdown tables (model names escaped: they come from the input file)."""
+    def cell(v: Any) -> str:
+        if isinstance(v, float):
+            return f"{v:.3f}"
+        if isinstance(v, list):
+            return "[" + ", ".join(cell(x) for x in v) + "]"
+        if isinstance(v, dict):
+            return ", ".join(f"{k} {cell(x)}" for k, x in v.items()) or "–"
+        text = "–" if v is None else str(v)
+        return re.sub(r"([\\`*_\[\]<>|#!])", r"\\\1", text)  # no links, images, HTML
+
+    out = [f"Package sha256 {data['package_sha256']}: {data['graded']} graded, "
+           f"{data['failed']} failed.", ""]
+    for title, rows in (("Overall", data["overall"]), ("By family x level", data["by_family_level"])):
+        out.append(f"### {title}")
+        if not rows:
+            out += ["(no graded responses)", ""]
+            continue
+        keys = [k for k in rows[0] if k != "group"]
+        out += ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+        out += ["| " + " | ".join(cell(r[k]) for k in keys) + " |" for r in rows]
+        out.append("")
+    return "\n".join(out)
+
+
 def canary(pkg: Package, *, base_url: str | None = None, api_key: str | None = None,
            concurrency: int = 8, timeout: float = 60.0,
            limits: dict[str, float] | None = None) -> dict[str, Any]:
@@ -266,17 +546,13 @@ def canary(pkg: Package, *, base_url: str | None = None, api_key: str | None = N
     Drift when an item fails, when fewer than `criteria_agreement_min` of the (item, criterion)
     levels are identical, or when the mean absolute difference of the overall score (0-1)
     exceeds `overall_mad_max` (the limits frozen in the manifest, unless `limits` overrides
-    them). A new model name or system fingerprint is reported as well.
+    them). A new model name or system fingerprint is reported as well. `verify` has already
+    checked that every canary request rebuilds byte-identical.
     """
     limits = {**pkg.manifest["canary"]["drift_limits"], **(limits or {})}
     responses = [Response(response_id=c["response_id"], task_id=c["task_id"], text=c["text"],
                           turns=c["turns"]) for c in pkg.canary]
     work = [request_for(pkg, r) for r in responses]
-    changed = [c["response_id"] for c, w in zip(pkg.canary, work, strict=True)
-               if w.request_hash != c["request_hash"]]
-    if changed:
-        raise UserError(f"the package rebuilds different requests for {', '.join(changed)}: "
-                        "it does not match this version of the tool")
     results = _send(pkg, work, base_url=base_url, api_key=api_key, concurrency=concurrency,
                     timeout=timeout)
     same = total = 0
@@ -301,7 +577,7 @@ def canary(pkg: Package, *, base_url: str | None = None, api_key: str | None = N
                     - {c["system_fingerprint"] for c in pkg.canary})
     drift = (failed > 0 or agreement < limits["criteria_agreement_min"]
              or (mad is not None and mad > limits["overall_mad_max"]))
-    return {"drift": drift, "items": len(items), "failed": failed,
+    return {"package_sha256": pkg.sha256, "drift": drift, "items": len(items), "failed": failed,
             "criteria_agreement": round(agreement, 4),
             "overall_mad": None if mad is None else round(mad, 4), "limits": limits,
             "new_models_returned": models, "new_system_fingerprints": prints,

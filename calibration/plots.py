@@ -8,7 +8,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from calibration.report import CalibrationData  # noqa: E402
+from calibration.report import CalibrationData, Report  # noqa: E402
 
 
 def _png(fig) -> bytes:
@@ -36,11 +36,11 @@ def scatter(data: CalibrationData) -> bytes:
     return _png(fig)
 
 
-def bland_altman(data: CalibrationData, results: dict) -> bytes:
+def bland_altman(data: CalibrationData, report: Report) -> bytes:
     """Difference (grader - expert mean) against the mean of the two, bias and limits."""
     g, e = data.overall
     m = _expert_mean(e)
-    ba = results["overall"]["bland_altman"]
+    ba = report.overall["bland_altman"]
     fig, ax = plt.subplots(figsize=(5, 3.6))
     ax.scatter((g + m) / 2, g - m, s=14, alpha=0.6)
     ax.axhline(ba["bias"], color="C1", label=f"bias {ba['bias']:.2f}")
@@ -53,9 +53,9 @@ def bland_altman(data: CalibrationData, results: dict) -> bytes:
     return _png(fig)
 
 
-def tag_agreement(results: dict) -> bytes:
+def tag_agreement(report: Report) -> bytes:
     """Per error class: Gwet's AC1 of the grader and of the experts (ceiling)."""
-    classes = results["error_tags"]["classes"]
+    classes = report.error_tags["classes"]
     names = list(classes)
     grader = [classes[c]["grader"]["ac1"] or 0 for c in names]
     ceiling = [((classes[c]["ceiling_mean"] or {}).get("ac1")) or 0 for c in names]
@@ -70,9 +70,9 @@ def tag_agreement(results: dict) -> bytes:
     return _png(fig)
 
 
-def ceiling(results: dict) -> bytes:
+def ceiling(report: Report) -> bytes:
     """Each expert and the grader against the other experts: Pearson r and MAE."""
-    rows = results["overall"]["ceiling"]["per_expert"]
+    rows = report.overall["ceiling"]["per_expert"]
     labels = [f"expert {r['expert'] + 1}" for r in rows]
     expert_r = [r["expert_vs_others"]["pearson"]["r"] or 0 for r in rows]
     grader_r = [r["grader_vs_others"]["pearson"]["r"] or 0 for r in rows]
@@ -86,9 +86,9 @@ def ceiling(results: dict) -> bytes:
     return _png(fig)
 
 
-def all_figures(data: CalibrationData, results: dict) -> dict[str, bytes]:
-    figs = {"scatter": scatter(data), "bland_altman": bland_altman(data, results),
-            "error_tags": tag_agreement(results)}
-    if results["overall"].get("ceiling"):
-        figs["ceiling"] = ceiling(results)
+def all_figures(data: CalibrationData, report: Report) -> dict[str, bytes]:
+    figs = {"scatter": scatter(data), "bland_altman": bland_altman(data, report),
+            "error_tags": tag_agreement(report)}
+    if report.overall.get("ceiling"):
+        figs["ceiling"] = ceiling(report)
     return figs

@@ -2,10 +2,13 @@
 
 The overall score is compared on the rubric's point scale (overall x (max - min) + min), so
 a bias of 1.0 reads "one rubric point"; each criterion on its own levels. Statistics come
-from `calibration.agreement`; this module only gathers the scores and applies the gate.
+from `calibration.agreement`; this module gathers the scores (`collect`), hashes exactly what
+a report is computed on (`data_hash`) and builds the typed `Report` with the gate's verdict
+(`build`). Which thresholds apply, and the one held-out look, are `calibration.calibrate`'s.
 """
 
-from dataclasses import dataclass, field
+import hashlib
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -13,11 +16,10 @@ from sqlmodel import Session, select
 
 from calibration.agreement import compare_tags, compare_to_experts
 from calibration.grader_config import get_config, is_dated_snapshot
-from db.audit import record
+from calibration.protocol import Gate, Statistics
 from db.models import (
     Assignment,
     CalibrationItem,
-    CalibrationReport,
     ExpertScore,
     GraderRun,
     GraderScore,
@@ -26,9 +28,9 @@ from db.models import (
 )
 from db.rubrics import rubric_by_hash
 from errors import UserError
+from rubric.schema import canonical_json
 
 PARTS = ("heldout", "dev", "all")
-DEFAULT_THRESHOLDS = {"pearson_min": 0.90, "icc2_min": 0.75, "alt_test_epsilon": 0.2}
 
 
 @dataclass
@@ -120,10 +122,159 @@ def collect(s: Session, *, config_id: int, part: str) -> CalibrationData:
         domain=list(range(lo, hi + 1)), flags=flags)
 
 
-def _breakdown(data: CalibrationData) -> dict[str, dict[str, Any]]:
+
+def data_hash(data: CalibrationData) -> str:
+    """sha256 of exactly the scores a report is computed on: items, raters, the grader's and
+    every expert's overall score, criterion levels and error tags (missing as null)."""
+    def plain(a: np.ndarray) -> Any:
+        return [plain(x) for x in a] if isinstance(a, np.ndarray) and a.ndim else (
+            None if not np.isfinite(a) else float(a))
+
+    content = {"items": data.items, "raters": data.raters,
+               "overall": [plain(x) for x in data.overall],
+               "criteria": {k: [plain(x) for x in v] for k, v in data.criteria.items()},
+               "tags": [plain(data.tags[0].astype(float)), plain(data.tags[1])],
+               "tag_names": data.tag_names}
+    return hashlib.sha256(canonical_json(content).encode()).hexdigest()
+
+
+@dataclass
+class GateCheck:
+    """One check of the gate: the value, its threshold, and in plain words why it failed."""
+
+    name: str
+    label: str
+    value: float | None
+    threshold: float
+    passed: bool
+    required: bool
+    interval: list[float | None] | None = None
+    reason: str | None = None
+
+
+@dataclass
+class Look:
+    """A config's held-out look, as every report and package discloses it."""
+
+    config_id: int
+    config: str
+    report_id: int
+    passed: bool
+    revoked: bool
+    at: str
+
+
+@dataclass
+class StatRow:
+    """Agreement of the grader with the experts' mean on one criterion (or overall)."""
+
+    name: str
+    n: int
+    pearson: float | None
+    pearson_ci: list[float | None] | None
+    icc2: float | None
+    alpha_interval: float | None
+    weighted_kappa: float | None
+    bias: float | None
+    limits: list[float | None] | None
+    mae: float | None
+    within_one: float | None
+
+
+STAT_HEADER = ["", "n", "Pearson r", "r 95% CI", "ICC2", "alpha (interval)", "weighted kappa",
+               "bias", "limits of agreement", "MAE", "within one"]
+
+
+@dataclass
+class TagRow:
+    """One error class: the grader against the experts' majority, and the experts' own
+    agreement."""
+
+    name: str
+    prevalence: float | None
+    kappa: float | None
+    kappa_ci: list[float | None] | None
+    ac1: float | None
+    ac1_ci: list[float | None] | None
+    f1: float | None
+    ceiling_ac1: float | None
+    alpha_experts: float | None
+    alpha_with_grader: float | None
+
+
+TAG_HEADER = ["error class", "prevalence", "kappa", "kappa 95% CI", "AC1", "AC1 95% CI", "F1",
+              "experts' AC1 (ceiling)", "alpha, experts", "alpha, experts + grader"]
+
+
+@dataclass
+class Report:
+    """A calibration report: what it was computed on, the gate's verdict, the statistics.
+
+    `validates` is true only for a held-out look judged under the registered protocol;
+    `protocol_hash` is None for a dev report run with thresholds of the moment.
+    """
+
+    config_id: int
+    part: str
+    n_items: int
+    n_experts: int
+    data_hash: str
+    protocol_id: int | None
+    protocol_hash: str | None
+    gate_settings: dict[str, Any]
+    statistics: dict[str, Any]
+    gate: list[GateCheck]
+    passed: bool
+    validates: bool
+    flags: list[str]
+    overall: dict[str, Any]
+    criteria: dict[str, dict[str, Any]]
+    error_tags: dict[str, Any]
+    breakdown: dict[str, dict[str, dict[str, Any]]]
+    heldout_looks: list[Look] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "Report":
+        return cls(**{**d, "gate": [GateCheck(**g) for g in d["gate"]],
+                      "heldout_looks": [Look(**x) for x in d.get("heldout_looks", [])]})
+
+    def check(self, name: str) -> GateCheck:
+        return next(g for g in self.gate if g.name == name)
+
+    def why_failed(self) -> list[str]:
+        """The reasons of the required checks that failed."""
+        return [f"{g.label}: {g.reason}" for g in self.gate if g.required and not g.passed]
+
+    def stat_rows(self) -> list[StatRow]:
+        """The overall score, then each criterion."""
+        return [_stat_row("overall", self.overall),
+                *(_stat_row(k, v) for k, v in self.criteria.items())]
+
+    def tag_rows(self) -> list[TagRow]:
+        rows = []
+        for c, v in self.error_tags["classes"].items():
+            g, ci = v["grader"], v["grader"].get("ci95") or {}
+            rows.append(TagRow(c, v["prevalence"], g["kappa"], ci.get("kappa"), g["ac1"],
+                               ci.get("ac1"), g["f1"], (v["ceiling_mean"] or {}).get("ac1"),
+                               v["alpha_experts"], v["alpha_with_grader"]))
+        return rows
+
+
+def _stat_row(name: str, res: dict[str, Any]) -> StatRow:
+    ba, p = res["bland_altman"], res["pearson"]
+    return StatRow(name, res["n_items"], p["r"], p.get("ci95_bootstrap") or p.get("ci95_fisher"),
+                   (res["icc"].get("ICC2") or {}).get("icc"),
+                   res["krippendorff_alpha"].get("interval"), res["weighted_kappa"], ba["bias"],
+                   ba["loa"], res["mae"], res["within_one"])
+
+
+def _breakdown(data: CalibrationData) -> dict[str, dict[str, dict[str, Any]]]:
     """Pearson r, ICC2, bias and MAE of the overall score within each family, level, source."""
     g, e = data.overall
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, dict[str, dict[str, Any]]] = {}
     for key, labels in data.strata.items():
         groups = {}
         for value in sorted(set(labels), key=str):
@@ -139,64 +290,63 @@ def _breakdown(data: CalibrationData) -> dict[str, dict[str, Any]]:
     return out
 
 
-def build(data: CalibrationData, *, thresholds: dict[str, float] | None = None,
-          bootstrap: int = 2000, seed: int = 0) -> dict[str, Any]:
-    """The report: statistics, breakdowns and the gate's verdict (JSON-ready)."""
-    th = {**DEFAULT_THRESHOLDS, **(thresholds or {})}
-    g, e = data.overall
-    _, clusters = np.unique(data.cases, return_inverse=True)
-    overall = compare_to_experts(g, e, domain=data.domain, bootstrap=bootstrap, seed=seed,
-                                 epsilon=th["alt_test_epsilon"], clusters=clusters)
-    criteria = {k: compare_to_experts(cg, ce, domain=data.domain, bootstrap=0, seed=seed,
-                                      epsilon=th["alt_test_epsilon"])
-                for k, (cg, ce) in data.criteria.items()}
-    r = overall["pearson"]
+def _gate(gate: Gate, overall: dict[str, Any], pearson_ci: list | None,
+          min_items: int) -> list[GateCheck]:
+    r = overall["pearson"]["r"]
     icc2 = (overall["icc"].get("ICC2") or {}).get("icc")
     alt = overall.get("alt_test") or {}
-    gate = {
-        "pearson": {"value": r["r"], "ci95_bootstrap": r.get("ci95_bootstrap"),
-                    "ci95_fisher": r.get("ci95_fisher"),
-                    "threshold": th["pearson_min"],
-                    "passed": r["r"] is not None and r["r"] >= th["pearson_min"]},
-        "icc2": {"value": icc2, "threshold": th["icc2_min"],
-                 "passed": icc2 is not None and icc2 >= th["icc2_min"]},
-        "alt_test": {"winning_rate": alt.get("winning_rate"), "epsilon": th["alt_test_epsilon"],
-                     "passed": bool(alt.get("passed"))},
-    }
-    return {
-        "n_items": len(data.items), "n_experts": len(data.raters), "flags": data.flags,
-        "thresholds": th, "gate": gate, "passed": all(v["passed"] for v in gate.values()),
-        "overall": overall, "criteria": criteria,
-        "error_tags": compare_tags(*data.tags, data.tag_names, bootstrap=bootstrap, seed=seed,
-                                   clusters=clusters),
-        "breakdown": _breakdown(data),
-    }
+    rate = alt.get("winning_rate")
+
+    def below(value: float | None, threshold: float, undefined: str) -> str | None:
+        if value is None:
+            return undefined
+        return None if value >= threshold else f"{value:.3f} is below {threshold:g}"
+
+    alt_reason = None
+    if not alt:
+        alt_reason = "needs at least two experts"
+    elif not alt.get("passed"):
+        alt_reason = (f"winning rate {rate:.2f} is below 0.5" if rate is not None else
+                      f"no expert has {min_items} items shared with another expert")
+    checks = [
+        GateCheck("pearson", "Pearson r", r, gate.pearson_min,
+                  r is not None and r >= gate.pearson_min, "pearson" in gate.required,
+                  pearson_ci, below(r, gate.pearson_min, "undefined (no variance)")),
+        GateCheck("icc2", "ICC(2,1), absolute agreement", icc2, gate.icc2_min,
+                  icc2 is not None and icc2 >= gate.icc2_min, "icc2" in gate.required, None,
+                  below(icc2, gate.icc2_min, "undefined")),
+        GateCheck("alt_test", f"Alt-Test winning rate (epsilon {gate.alt_test_epsilon:g}, "
+                  f"q {gate.alt_test_q:g})", rate, 0.5, bool(alt.get("passed")),
+                  "alt_test" in gate.required, None, alt_reason),
+    ]
+    return checks
 
 
-def save(s: Session, *, config_id: int, part: str, results: dict[str, Any],
-         run_id: int | None = None, actor: str | None = None) -> CalibrationReport:
-    """Store a report; a passing held-out report makes its config validated.
-
-    The report covers every valid grade of the config (a re-run that finishes failures adds
-    grades under a new run); `run_id` names the run it is filed under, by default the latest.
-    """
-    if run_id is not None:
-        run = s.get(GraderRun, run_id)
-        if run is None or run.config_id != config_id:
-            raise UserError(f"grader run {run_id} is not a run of config {config_id}")
-    else:
-        run = s.exec(select(GraderRun).where(GraderRun.config_id == config_id)
-                     .order_by(GraderRun.id.desc())).first()
-    row = CalibrationReport(config_id=config_id, run_id=run.id if run else None, part=part,
-                            thresholds=results["thresholds"], results=results,
-                            passed=results["passed"])
-    s.add(row)
-    s.flush()
-    if part == "heldout" and results["passed"]:
-        config = get_config(s, config_id)
-        config.validated_report_id = row.id
-        s.add(config)
-    record(s, "calibration.report", actor=actor, config=config_id, part=part, report=row.id,
-           passed=results["passed"])
-    s.commit()
-    return row
+def build(data: CalibrationData, *, config_id: int, part: str, gate: Gate,
+          statistics: Statistics, protocol_id: int | None = None,
+          protocol_hash: str | None = None, looks: list[Look] | None = None) -> Report:
+    """The report of `data` under `gate` and `statistics`; `validates` when a held-out report is
+    judged under a registered protocol."""
+    st = statistics
+    g, e = data.overall
+    _, clusters = np.unique(data.cases, return_inverse=True)
+    boot = st.bootstrap if st.pearson_ci == "bootstrap" else 0
+    options = {"domain": data.domain, "seed": st.seed, "epsilon": gate.alt_test_epsilon,
+               "alt_q": gate.alt_test_q, "min_alt_items": st.alt_test_min_items}
+    overall = compare_to_experts(g, e, bootstrap=boot, clusters=clusters, **options)
+    criteria = {k: compare_to_experts(cg, ce, bootstrap=0, **options)
+                for k, (cg, ce) in data.criteria.items()}
+    p = overall["pearson"]
+    checks = _gate(gate, overall, p.get("ci95_bootstrap") or p.get("ci95_fisher"),
+                   st.alt_test_min_items)
+    passed = all(c.passed for c in checks if c.required)
+    return Report(
+        config_id=config_id, part=part, n_items=len(data.items), n_experts=len(data.raters),
+        data_hash=data_hash(data), protocol_id=protocol_id, protocol_hash=protocol_hash,
+        gate_settings={**asdict(gate), "required": list(gate.required)},
+        statistics=asdict(st), gate=checks, passed=passed,
+        validates=part == "heldout" and protocol_hash is not None,
+        flags=data.flags, overall=overall, criteria=criteria,
+        error_tags=compare_tags(*data.tags, data.tag_names, bootstrap=st.bootstrap,
+                                seed=st.seed, clusters=clusters),
+        breakdown=_breakdown(data), heldout_looks=looks or [])

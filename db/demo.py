@@ -3,11 +3,11 @@
 It imports the synthetic bundle (db.demo_bundle), adds the demo accounts (password `demo`),
 the rubric, a calibration subset assigned to the three demo experts, and synthetic expert
 scores (marked synthetic) so the calibration pages have something to show; `demo-expert1`
-keeps some items unscored to try. Nothing here is patient data.
+keeps some dev items unscored to try (the held-out part is complete, so its
+one look can be taken). Nothing here is patient data.
 """
 
 import tempfile
-from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +21,7 @@ from db.engine import session, upgrade
 from db.exams import ensure_exam
 from db.models import (
     Assignment,
+    CalibrationItem,
     Case,
     GraderRun,
     GraderScore,
@@ -84,6 +85,9 @@ def _demo_study(s: Session, seed: int) -> None:
     n = min(CALIBRATION_ITEMS, len(s.exec(select(Response.response_id)).all()))
     draw_calibration(s, n=n, seed=seed, actor="demo")
     s.flush()
+    from calibration.protocol import register  # the demo pre-registers the default gate
+
+    register(s, actor="demo")
     assign(s, rubric_hash=rubric.content_hash, raters=EXPERTS, overlap=3,
            selection="calibration", seed=seed, actor="demo")
     s.flush()
@@ -111,10 +115,12 @@ def _synthetic_expert_scores(s: Session, rubric: Rubric, seed: int) -> None:
                   .join(Response, Response.response_id == Assignment.response_id)
                   .join(Task, Task.task_id == Response.task_id)
                   .order_by(Assignment.rater_id, Assignment.position)).all()
-    left = {raters["demo-expert1"].id: LEFT_FOR_EXPERT1}
-    queue_len = Counter(a.rater_id for a, _ in rows)
+    dev = set(s.exec(select(CalibrationItem.response_id).where(CalibrationItem.part == "dev")))
+    mine = [a.id for a, _ in rows if a.rater_id == raters["demo-expert1"].id
+            and a.response_id in dev]
+    left = set(mine[-LEFT_FOR_EXPERT1:])  # dev items only: the held-out part is complete
     for a, family in rows:
-        if a.position >= queue_len[a.rater_id] - left.get(a.rater_id, 0):
+        if a.id in left:
             continue  # left for the user to score
         rng = np.random.default_rng([seed, a.rater_id, a.id])
         t = truth.get(a.response_id, {"correct": True, "error_tags": []})
@@ -129,21 +135,25 @@ def _synthetic_expert_scores(s: Session, rubric: Rubric, seed: int) -> None:
 
 
 def _synthetic_grader_run(s: Session, rubric: Rubric, seed: int) -> None:
-    """A recorded grader run whose grades are synthesized (no model was called)."""
+    """A recorded grader run whose grades are synthesized (no model was called), each filed
+    under the hash of the request the config would have sent, as a real run files it."""
     from calibration.grader_config import GraderSettings, store_config
+    from calibration.request import grade_request
 
     config = store_config(s, GraderSettings(
         model=DEMO_GRADER_MODEL, base_url="synthetic://demo", rubric=rubric.id,
         name="Synthetic demo grader (no model was called)"), actor="demo")
     truth = demo_truth(seed)
-    rows = s.exec(select(Response.response_id, Task.family)
-                  .join(Task, Task.task_id == Response.task_id)
+    rows = s.exec(select(Response, Task).join(Task, Task.task_id == Response.task_id)
                   .order_by(Response.response_id)).all()
+    cases = {c.case_id: c for c in s.exec(select(Case))}
     run = GraderRun(config_id=config.id, items="all", status="finished", n_items=len(rows),
                     graded=len(rows), synthetic=True, finished_at=utcnow())
     s.add(run)
     s.flush()
-    for rid, family in rows:
+    for response, task in rows:
+        rid, family = response.response_id, task.family
+        request = grade_request(config, rubric, task, cases[task.case_id], response)
         rng = np.random.default_rng([seed, 7, int.from_bytes(rid.encode()[-4:], "big")])
         t = truth.get(rid, {"correct": True, "error_tags": []})
         tags = [tag for tag in t["error_tags"] if rng.random() > 0.2]
@@ -152,7 +162,7 @@ def _synthetic_grader_run(s: Session, rubric: Rubric, seed: int) -> None:
                                        "error_tags": tags, "comment": SYNTHETIC_GRADE},
                                       family=family)
         s.add(GraderScore(
-            config_id=config.id, response_id=rid, run_id=run.id, request_hash="synthetic",
+            config_id=config.id, response_id=rid, run_id=run.id, request_hash=request.request_hash,
             criteria=clean["criteria"], correct_diagnosis=clean["correct_diagnosis"],
             error_tags=clean["error_tags"], overall=clean["overall"],
             justification=SYNTHETIC_GRADE,

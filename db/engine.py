@@ -15,7 +15,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session, create_engine
 
 MIGRATIONS = Path(__file__).parent / "migrations"
-HEAD_REVISION = "0002"  # the newest migration (a test checks it against db/migrations)
+HEAD_REVISION = "0003"  # the newest migration (a test checks it against db/migrations)
 
 
 def nmb_home() -> Path:

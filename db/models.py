@@ -324,15 +324,44 @@ class CalibrationItem(SQLModel, table=True):
     seed: int
 
 
+class CalibrationProtocol(SQLModel, table=True):
+    """The pre-registered gate: thresholds, statistics settings and the calibration subset,
+    content-hashed. The newest row is the protocol in force; none is added once a held-out
+    report exists (`calibration.protocol`)."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    content_hash: str = Field(unique=True, max_length=64)
+    content: dict[str, Any] = _json()
+    created_by: str | None = Field(default=None, max_length=64)
+    created_at: datetime = _when()
+
+
 class CalibrationReport(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     config_id: int = Field(foreign_key="graderconfig.id", index=True)
     run_id: int | None = Field(default=None, foreign_key="graderrun.id")
     part: str = Field(max_length=8)  # "dev" | "heldout" | "all"
+    protocol_id: int | None = Field(default=None, foreign_key="calibrationprotocol.id")
+    data_hash: str = Field(default="", max_length=64)  # of the scores the report was computed on
     thresholds: dict[str, Any] = _json()
     results: dict[str, Any] = _json()
+    html: str | None = Field(default=None, sa_type=Text)  # as shown when it was computed
     passed: bool = False
     created_at: datetime = _when()
+
+
+class HeldoutLook(SQLModel, table=True):
+    """The one look of a config at the held-out part: its first held-out report decides, for
+    good. An admin may revoke a validation (audited, with a reason); it is never restored."""
+
+    config_id: int = Field(foreign_key="graderconfig.id", primary_key=True)
+    report_id: int = Field(foreign_key="calibrationreport.id", unique=True)
+    protocol_id: int = Field(foreign_key="calibrationprotocol.id")
+    passed: bool
+    created_at: datetime = _when()
+    revoked_at: datetime | None = Field(default=None, sa_type=DateTime(timezone=True))
+    revoked_by: str | None = Field(default=None, max_length=64)
+    revoke_reason: str | None = Field(default=None, sa_type=Text)
 
 
 class FrozenPackage(SQLModel, table=True):

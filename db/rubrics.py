@@ -39,10 +39,3 @@ def rubric_by_hash(s: Session, content_hash: str) -> Rubric:
     if row is None:
         raise UserError(f"no rubric with hash {content_hash[:12]}")
     return _parse(row.source_text)
-
-
-def latest_rubric_hash(s: Session) -> str:
-    row = s.exec(select(RubricRow).order_by(RubricRow.id.desc())).first()
-    if row is None:
-        raise UserError("no rubric stored yet: run `nmb assign` or `nmb demo` first")
-    return row.content_hash

@@ -21,7 +21,7 @@ from db.engine import database_url, nmb_home, session
 from db.models import utcnow
 from errors import UserError
 from ui.auth import require_role
-from ui.calibration_report import report_section
+from ui.calibration_report import report_section, revoke_section
 
 user = require_role("admin")
 st.title("Grader calibration")
@@ -144,16 +144,18 @@ with package_tab:
     with session() as s:
         validated = config_labels(s, validated_only=True)
         frozen = [{"package": p.id, "config": p.config_id, "report": p.report_id,
-                   "canary items": p.canary.get("items"), "sha256": p.sha256[:16],
+                   "canary items": p.canary.get("items"), "sha256": p.sha256,
                    "file": p.path, "frozen at": p.created_at} for p in packages(s)]
     st.caption("A package holds a validated config, its rubric and prompt, the tasks and a "
                "canary set: `nmb package grade` scores new models with it, `nmb package canary` "
                "checks the model behind the API has not drifted (docs/package.md).")
     if not validated:
-        st.info("A config can be frozen once its held-out report passes the gate.")
+        st.info("A config can be frozen once its held-out look passes the registered gate "
+                "(and is not revoked).")
     else:
         c1, c2 = st.columns(2)
-        freeze_id = c1.selectbox("Validated config", list(validated), format_func=validated.get)
+        freeze_id = c1.selectbox("Validated config", list(validated), format_func=validated.get,
+                                 key="freeze_config")
         canary_size = c2.number_input("Canary items (held-out)", 1, 500, 20)
         if st.button("Freeze package", type="primary"):
             out = nmb_home() / "packages" / f"grader-{freeze_id}-{utcnow():%Y%m%dT%H%M%S}.zip"
@@ -164,8 +166,12 @@ with package_tab:
             except UserError as e:
                 st.error(str(e))
             else:
-                st.success(f"Package {row.id} frozen: {out.name} (sha256 {row.sha256[:16]}…).")
+                st.success(f"Package {row.id} frozen: {out.name}.")
+                st.markdown("Publish this sha256 with the package; recipients check it with "
+                            "`nmb package verify PACKAGE --sha256 HEX`:")
+                st.code(row.sha256, language=None)
                 st.download_button("Download package", out.read_bytes(), file_name=out.name,
                                    mime="application/zip")
     if frozen:
         st.dataframe(pd.DataFrame(frozen), hide_index=True)
+    revoke_section(user.name)

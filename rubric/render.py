@@ -220,20 +220,6 @@ def output_json_schema(rubric: Rubric, family: str | None = None) -> dict[str, A
     }
 
 
-def response_format(rubric: Rubric, family: str | None = None) -> dict[str, Any]:
-    """The `response_format` argument of the OpenAI chat completions API (strict mode)."""
-    suffix = f"_{family}" if family else ""
-    name = "".join(ch if ch.isalnum() or ch in "_-" else "_" for ch in rubric.id + suffix)
-    return {
-        "type": "json_schema",
-        "json_schema": {
-            "name": f"grade_{name}"[:64],
-            "strict": True,
-            "schema": output_json_schema(rubric, family),
-        },
-    }
-
-
 def parse_grader_output(rubric: Rubric, data: Any, family: str) -> dict[str, Any]:
     """The grader's answer as a normalized score (the shape `validate_score` returns).
 

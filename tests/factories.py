@@ -36,3 +36,39 @@ def make_study(s: Session, *, n_tasks: int = 6, samples: int = 1, experts: int =
         add_user(s, name=f"expert{e}", role="expert", password="pw")
     s.commit()
     return rids
+
+
+def validated_config(s: Session, base_url: str, *, api_key: str = "sk-test") -> int:
+    """A config graded by the server at `base_url` whose held-out look passed under a registered
+    protocol: 24 responses, all in the calibration subset; three experts whose scores copy the
+    grader's (so the gate passes; the gate itself is tested in tests/calibration/test_report).
+    The Alt-Test needs 30 items per expert, so this protocol requires r and ICC only."""
+    from sqlmodel import select
+
+    from calibration import calibrate, protocol
+    from calibration.grader import grade
+    from calibration.grader_config import GraderSettings, store_config
+    from db.assignments import assign, draw_calibration
+    from db.models import Assignment, GraderScore
+    from db.rubrics import ensure_rubric
+    from db.scoring import submit
+
+    make_study(s, n_tasks=12, samples=1, experts=3)
+    rubric = ensure_rubric(s, "neurology-v1")
+    draw_calibration(s, n=24, seed=0)
+    assign(s, rubric_hash=rubric.content_hash, raters=["expert1", "expert2", "expert3"],
+           overlap=3, selection="calibration", seed=0)
+    protocol.register(s, gate=protocol.Gate(required=("pearson", "icc2")),
+                      statistics=protocol.Statistics(bootstrap=200))
+    config = store_config(s, GraderSettings(base_url=base_url))
+    s.commit()
+    assert grade(s, config_id=config.id, api_key=api_key).failed == 0
+    grades = {g.response_id: g for g in s.exec(select(GraderScore))}
+    for a in s.exec(select(Assignment)).all():
+        g = grades[a.response_id]
+        submit(s, rater_id=a.rater_id, assignment_id=a.id,
+               values={"criteria": g.criteria, "correct_diagnosis": g.correct_diagnosis,
+                       "error_tags": g.error_tags, "comment": "As the grader.", "confidence": 3})
+    outcome = calibrate.run(s, config_id=config.id, part="heldout")
+    assert outcome.report.passed, outcome.report.why_failed()
+    return config.id

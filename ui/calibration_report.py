@@ -1,12 +1,23 @@
-"""The calibration report in the app: compute, show the gate, the tables and the figures."""
+"""The calibration report in the app: the registered protocol, the held-out looks, a report's
+gate with the reasons it failed, its tables and figures."""
+
+import json
 
 import pandas as pd
 import streamlit as st
 
-from calibration import report
+from calibration import calibrate, protocol, report
 from calibration.grader import config_labels
-from calibration.html import STAT_HEADER, TAG_HEADER, fmt, render, stat_rows, tag_rows
-from calibration.plots import all_figures
+from calibration.html import (
+    GATE_HEADER,
+    LOOK_HEADER,
+    fmt,
+    gate_cells,
+    look_cells,
+    stat_cells,
+    tag_cells,
+)
+from calibration.protocol import Statistics
 from db.engine import session
 from errors import UserError
 
@@ -17,7 +28,53 @@ def _table(header: list[str], rows: list[list]) -> None:
                  hide_index=True)
 
 
+def protocol_section() -> None:
+    with session() as s:
+        proto = protocol.current(s)
+        looked = calibrate.looks(s)
+    if proto is None:
+        st.warning("No calibration protocol is registered: the held-out part cannot be looked "
+                   "at until one is (`nmb protocol register`).")
+        return
+    g = proto.gate
+    st.markdown(f"**Registered {proto.label()}**: Pearson r ≥ {g.pearson_min}, ICC(2,1) ≥ "
+                f"{g.icc2_min}, Alt-Test ε = {g.alt_test_epsilon}, q = {g.alt_test_q}; "
+                f"required: {', '.join(g.required)}; {proto.statistics.bootstrap} bootstrap "
+                f"resamples over cases. Subset: {proto.subset.n_dev} dev + "
+                f"{proto.subset.n_heldout} held-out items.")
+    with st.expander("Protocol (JSON)"):
+        st.code(json.dumps(proto.content(), indent=1), language="json")
+    st.caption(f"Held-out looks so far: {len(looked)} config(s). Each config looks once; the "
+               "first held-out report decides and is disclosed in every report and package.")
+
+
+def _show(rep: report.Report, row, figures: dict[str, bytes], fresh: bool) -> None:
+    for flag in rep.flags:
+        st.warning(flag)
+    verdict = "passed" if rep.passed else "failed"
+    what = "held-out look" if rep.validates else f"{rep.part} part (exploration, never validates)"
+    st.subheader(f"Report {row.id}: gate {verdict} · {what} · {rep.n_items} items")
+    if not fresh:
+        st.info(f"This config already took its held-out look on {row.created_at:%Y-%m-%d %H:%M} "
+                "UTC; this is that decision.")
+    for reason in rep.why_failed():
+        st.error(reason)
+    _table(GATE_HEADER, gate_cells(rep))
+    _table(["criterion", *report.STAT_HEADER[1:]], [stat_cells(r) for r in rep.stat_rows()])
+    _table(report.TAG_HEADER, [tag_cells(r) for r in rep.tag_rows()])
+    if rep.heldout_looks:
+        st.markdown("**Held-out looks of every config**")
+        _table(LOOK_HEADER, look_cells(rep))
+    cols = st.columns(2)
+    for i, png in enumerate(figures.values()):
+        cols[i % 2].image(png, output_format="PNG")
+    if row.html:
+        st.download_button("Download HTML report", row.html,
+                           file_name=f"calibration-report-{row.id}.html", mime="text/html")
+
+
 def report_section(actor: str) -> None:
+    protocol_section()
     with session() as s:
         names = config_labels(s)
     if not names:
@@ -26,39 +83,43 @@ def report_section(actor: str) -> None:
     c1, c2, c3 = st.columns(3)
     config_id = c1.selectbox("Grader config ", list(names), format_func=names.get)
     part = c2.selectbox("Part", report.PARTS,
-                        help="The gate is judged on the held-out part; tune prompts on dev.")
-    boot = c3.number_input("Bootstrap resamples", 200, 10000, 2000, step=200)
-    if not st.button("Compute report", type="primary"):
+                        help="Held-out: the config's one look, under the registered protocol. "
+                             "Dev: explore freely; it never validates.")
+    with session() as s:
+        status = calibrate.validation_status(s, config_id=config_id)
+    c1.caption(f"Status: {status}")
+    boot = None
+    if part != "heldout":
+        boot = c3.number_input("Bootstrap resamples", 200, 10000, 2000, step=200)
+    label = "Take the held-out look" if part == "heldout" else "Compute report"
+    if not st.button(label, type="primary"):
         return
+    stats = None if boot is None else Statistics(bootstrap=int(boot))
     try:
         with session() as s:
-            data = report.collect(s, config_id=config_id, part=part)
-            results = report.build(data, bootstrap=int(boot))
-            row = report.save(s, config_id=config_id, part=part, results=results, actor=actor)
+            out = calibrate.run(s, config_id=config_id, part=part, statistics=stats, actor=actor)
     except UserError as e:
         st.error(str(e))
         return
-    for flag in results["flags"]:
-        st.warning(flag)
-    gate = results["gate"]
-    verdict = "passed" if results["passed"] else "failed"
-    st.subheader(f"Report {row.id}: gate {verdict} on {results['n_items']} {part} items")
-    cols = st.columns(3)
-    for col, (label, key, value, threshold) in zip(cols, [
-        ("Pearson r", "pearson", gate["pearson"]["value"], f"≥ {gate['pearson']['threshold']}"),
-        ("ICC2 (absolute agreement)", "icc2", gate["icc2"]["value"],
-         f"≥ {gate['icc2']['threshold']}"),
-        ("Alt-test winning rate", "alt_test", gate["alt_test"]["winning_rate"],
-         f"≥ 0.5 at ε = {gate['alt_test']['epsilon']}"),
-    ], strict=True):
-        verdict = "pass" if gate[key]["passed"] else "fail"
-        col.metric(f"{label} ({threshold})", f"{fmt(value)} · {verdict}")
-    _table(["criterion", *STAT_HEADER[1:]], stat_rows(results))
-    _table(TAG_HEADER, tag_rows(results))
-    figures = all_figures(data, results)
-    cols = st.columns(2)
-    for i, png in enumerate(figures.values()):
-        cols[i % 2].image(png, output_format="PNG")
-    page = render(results, figures, title=f"Calibration report {row.id}")  # figures made once
-    st.download_button("Download HTML report", page, file_name=f"calibration-report-{row.id}.html",
-                       mime="text/html")
+    _show(out.report, out.row, out.figures, out.fresh)
+
+
+def revoke_section(actor: str) -> None:
+    """Withdraw a validation, with a reason (audited)."""
+    with session() as s:
+        validated = config_labels(s, validated_only=True)
+    if not validated:
+        return
+    with st.expander("Revoke a validation"):
+        with st.form("revoke"):
+            config_id = st.selectbox("Validated config", list(validated),
+                                     format_func=validated.get)
+            reason = st.text_input("Reason (kept in the audit log)", max_chars=2000)
+            if st.form_submit_button("Revoke"):
+                try:
+                    with session() as s:
+                        calibrate.revoke(s, config_id=config_id, reason=reason, actor=actor)
+                except UserError as e:
+                    st.error(str(e))
+                else:
+                    st.success(f"Validation of config {config_id} revoked.")

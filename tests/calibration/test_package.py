@@ -1,5 +1,6 @@
-"""Frozen grader packages against the local OpenAI-compatible server: freeze, grade, canary."""
+"""Frozen grader packages: freeze, verify, grade, canary; the package is the grader that passed."""
 
+import hashlib
 import json
 import os
 import subprocess
@@ -11,19 +12,26 @@ import pytest
 from sqlalchemy import func
 from sqlmodel import Session, select
 
-from calibration.grader import grade
+from calibration import calibrate
+from calibration.grader import prepare
 from calibration.grader_config import GraderSettings, store_config
-from calibration.package import canary, freeze, grade_responses, load, read_responses
-from db.engine import session, upgrade
-from db.models import (
-    CalibrationItem,
-    CalibrationReport,
-    FrozenPackage,
-    GraderScore,
-    Response,
+from calibration.leaderboard import leaderboard
+from calibration.package import (
+    _jsonl,
+    canary,
+    freeze,
+    grade_responses,
+    read_responses,
+    request_for,
+    summary,
+    verify,
 )
+from cli import main
+from db.engine import engine_for, session, upgrade
+from db.models import Case, FrozenPackage, GraderScore, Response, Task
+from db.rubrics import rubric_by_hash
 from errors import UserError
-from tests.factories import make_study
+from tests.factories import validated_config
 from tests.openai_server import OpenAIServer, _schema_of, sample_document
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,102 +44,274 @@ def server():
         yield srv
 
 
-def _graded_study(s: Session, srv: OpenAIServer, *, validated: bool = True) -> int:
-    """12 responses graded by the server, 8 of them held-out calibration items; the config is
-    marked validated by a passing report row (the gate itself: tests/calibration/test_report)."""
-    rids = make_study(s, n_tasks=6, samples=1, experts=0)
-    for i, rid in enumerate(rids):
-        s.add(CalibrationItem(response_id=rid, part="heldout" if i < 8 else "dev", seed=0))
-    config = store_config(s, GraderSettings(base_url=srv.base_url))
-    s.commit()
-    assert grade(s, config_id=config.id, api_key=KEY).graded == 12
-    if validated:
-        report = CalibrationReport(config_id=config.id, part="heldout", thresholds={},
-                                   results={"gate": {"pearson": {"passed": True}}}, passed=True)
-        s.add(report)
-        s.flush()
-        config.validated_report_id = report.id
-        s.add(config)
-        s.commit()
-    return config.id
-
-
-def test_freeze_grade_and_canary(sqlite_url: str, server: OpenAIServer, tmp_path: Path) -> None:
-    from db.engine import engine_for
-
+def _frozen(sqlite_url: str, server: OpenAIServer, out: Path, **options) -> int:
     with Session(engine_for(sqlite_url), expire_on_commit=False) as s:
-        cid = _graded_study(s, server)
-        row = freeze(s, config_id=cid, out=tmp_path / "grader.zip", canary_size=5)
-        assert s.exec(select(FrozenPackage)).one().id == row.id
-        study_bodies = {g.response_id: g.request_hash for g in s.exec(select(GraderScore))}
+        cid = validated_config(s, server.base_url, api_key=KEY)
+        freeze(s, config_id=cid, out=out, **options)
+    return cid
+
+
+def test_freeze_verify_grade_and_canary(sqlite_url: str, server: OpenAIServer,
+                                        tmp_path: Path) -> None:
+    _frozen(sqlite_url, server, tmp_path / "grader.zip", canary_size=5)
+    with Session(engine_for(sqlite_url)) as s:
+        row = s.exec(select(FrozenPackage)).one()
+        study = {g.response_id: g for g in s.exec(select(GraderScore))}
         responses = list(s.exec(select(Response).order_by(Response.response_id)))
-    pkg = load(tmp_path / "grader.zip")
-    assert len(pkg.canary) == 5 and len(pkg.tasks) == 6
-    assert all(c["request_hash"] == study_bodies[c["response_id"]] for c in pkg.canary)
+    pkg = verify(tmp_path / "grader.zip", sha256=row.sha256)
+    assert pkg.sha256 == row.sha256
+    assert len(pkg.canary) == 5 and len(pkg.tasks) == 12
+    assert pkg.report.validates and pkg.report.passed
+    assert pkg.manifest["heldout_looks"] == [{"config_id": 1, "passed": True, "revoked": False}]
+    assert all(c["request_hash"] == study[c["response_id"]].request_hash for c in pkg.canary)
 
     sent = len(server.chat_requests())
-    same = canary(pkg, api_key=KEY)
+    same = canary(pkg, base_url=server.base_url, api_key=KEY)
     assert len(server.chat_requests()) == sent + 5  # no cache: every canary item is sent
     assert not same["drift"] and same["criteria_agreement"] == 1.0 and same["overall_mad"] == 0
     assert same["new_models_returned"] == [] and same["new_system_fingerprints"] == []
 
     server.model_alias = {pkg.config.model: "gpt-4o-2099-01-01"}  # a new snapshot, same scores
-    renamed = canary(pkg, api_key=KEY)
+    renamed = canary(pkg, base_url=server.base_url, api_key=KEY)
     assert not renamed["drift"] and renamed["new_models_returned"] == ["gpt-4o-2099-01-01"]
 
     server.answer = lambda body: json.dumps(sample_document(_schema_of(body), 12345))
-    drifted = canary(pkg, api_key=KEY)
+    drifted = canary(pkg, base_url=server.base_url, api_key=KEY)
     assert drifted["drift"] and drifted["criteria_agreement"] < 0.9
 
     server.answer = None  # the frozen grader scores new responses as the study's run did
-    rows = grade_responses(pkg, responses[:3], api_key=KEY)
+    rows = grade_responses(pkg, responses[:3], base_url=server.base_url, api_key=KEY)
+    for r in rows:
+        assert r["ok"] and r["overall"] == study[r["response_id"]].overall
+
+
+def test_package_grade_summarizes_like_the_study(sqlite_url: str, server: OpenAIServer,
+                                                 tmp_path: Path) -> None:
+    """The same grader answers give the same leaderboard, through the study or a package."""
+    cid = _frozen(sqlite_url, server, tmp_path / "g.zip")
     with Session(engine_for(sqlite_url)) as s:
-        study = {g.response_id: g for g in s.exec(select(GraderScore))}
-    for row in rows:
-        assert row["ok"] and row["overall"] == study[row["response_id"]].overall
+        responses = list(s.exec(select(Response).order_by(Response.response_id)))
+        study_overall = leaderboard(s, config_id=cid)
+        study_cells = leaderboard(s, config_id=cid, by="family,level")
+    pkg = verify(tmp_path / "g.zip")
+    rows = grade_responses(pkg, responses, base_url=server.base_url, api_key=KEY)
+    got = summary(pkg, rows)
+    assert got["graded"] == len(responses) and got["failed"] == 0
+    assert got["overall"] == study_overall
+    assert got["by_family_level"] == study_cells
+    assert {(r["family"], r["level"]) for r in got["by_family_level"]} == {
+        ("differential", 1), ("lesion", 2), ("rationale", 3)}
 
 
-def test_freeze_refuses_and_writes_nothing(sqlite_url: str, server: OpenAIServer,
-                                          tmp_path: Path) -> None:
-    from db.engine import engine_for
-
+def test_freeze_refuses_unvalidated_and_revoked_configs(sqlite_url: str, server: OpenAIServer,
+                                                        tmp_path: Path) -> None:
     with Session(engine_for(sqlite_url), expire_on_commit=False) as s:
-        cid = _graded_study(s, server, validated=False)
+        cid = validated_config(s, server.base_url, api_key=KEY)
+        other = store_config(s, GraderSettings(base_url=server.base_url, temperature=0.5))
+        s.commit()
         with pytest.raises(UserError, match="not validated"):
-            freeze(s, config_id=cid, out=tmp_path / "out" / "p.zip")
+            freeze(s, config_id=other.id, out=tmp_path / "out" / "p.zip")
         with pytest.raises(UserError, match="no grader config"):
-            freeze(s, config_id=cid + 1, out=tmp_path / "out" / "p.zip")
+            freeze(s, config_id=cid + 5, out=tmp_path / "out" / "p.zip")
+        with pytest.raises(UserError, match="needs a reason"):
+            calibrate.revoke(s, config_id=cid, reason="  ", actor="admin")
+        calibrate.revoke(s, config_id=cid, reason="expert scores revised", actor="admin")
+        with pytest.raises(UserError, match="revoked"):
+            freeze(s, config_id=cid, out=tmp_path / "out" / "p.zip")
         assert s.exec(select(func.count()).select_from(FrozenPackage)).one() == 0
     assert not (tmp_path / "out").exists()
 
 
-def test_tampered_package_and_bad_responses_are_refused(sqlite_url: str, server: OpenAIServer,
-                                                        tmp_path: Path) -> None:
-    from db.engine import engine_for
+def _rewrite(src: Path, dst: Path, *, change: dict[str, bytes | None] | None = None,
+             add: dict[str, bytes] | None = None, rehash: bool = True) -> Path:
+    """A copy of package `src` with members replaced (None: removed) or added; with `rehash`
+    the manifest's sha256 entries follow the new content (a careful forger)."""
+    change, add = change or {}, add or {}
+    with zipfile.ZipFile(src) as zf:
+        members = {n: zf.read(n) for n in zf.namelist()}
+    manifest = json.loads(members["manifest.json"])
+    for name, data in change.items():
+        if data is None:
+            members.pop(name)
+        else:
+            members[name] = data
+            if rehash and name in manifest["sha256"]:
+                manifest["sha256"][name] = hashlib.sha256(data).hexdigest()
+    if "manifest.json" not in change:
+        members["manifest.json"] = json.dumps(manifest).encode()
+    members.update(add)
+    with zipfile.ZipFile(dst, "w") as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    return dst
 
-    with Session(engine_for(sqlite_url), expire_on_commit=False) as s:
-        freeze(s, config_id=_graded_study(s, server), out=tmp_path / "p.zip", canary_size=3)
-    with zipfile.ZipFile(tmp_path / "p.zip") as src, \
-            zipfile.ZipFile(tmp_path / "bad.zip", "w") as dst:
-        for name in src.namelist():
-            data = src.read(name)
-            dst.writestr(name, data.replace(b"Prompt 1", b"Prompt X") if name == "tasks.jsonl"
-                         else data)
-    with pytest.raises(UserError, match="tasks.jsonl does not match its sha256"):
-        load(tmp_path / "bad.zip")
-    lines = tmp_path / "r.jsonl"
-    lines.write_text('{"response_id": "n1", "task_id": "task0", "text": "MS."}\n{"task_id": 3}\n')
-    with pytest.raises(UserError, match=r"r.jsonl line 2: 'response_id' must be non-empty text"):
-        read_responses(lines)
-    lines.write_text('{"response_id": "n1", "task_id": "task99", "text": "MS."}\n')
-    with pytest.raises(UserError, match="task 'task99' is not in the package"):
-        grade_responses(load(tmp_path / "p.zip"), read_responses(lines), api_key=KEY)
+
+def _manifest(pkg: Path) -> dict:
+    with zipfile.ZipFile(pkg) as zf:
+        return json.loads(zf.read("manifest.json"))
+
+
+def _verify_cli(pkg: Path, capsys, *extra: str) -> tuple[int, str]:
+    code = main(["package", "verify", str(pkg), *extra])
+    err = capsys.readouterr().err
+    return code, err
+
+
+def test_verify_refuses_every_tampering_in_one_line(sqlite_url: str, server: OpenAIServer,
+                                                    tmp_path: Path, capsys) -> None:
+    good = tmp_path / "good.zip"
+    _frozen(sqlite_url, server, good, canary_size=3)
+    assert _verify_cli(good, capsys)[0] == 0
+    with zipfile.ZipFile(good) as zf:
+        names = zf.namelist()
+    cases: dict[str, tuple[Path, str]] = {}
+    for name in names:  # a byte changed in any member, the manifest's hash left as it was
+        with zipfile.ZipFile(good) as zf:
+            data = bytearray(zf.read(name))
+        data[len(data) // 2] ^= 0x01
+        cases[f"flip {name}"] = (_rewrite(good, tmp_path / f"flip-{name}.zip",
+                                          change={name: bytes(data)}, rehash=False),
+                                 "" if name == "manifest.json" else name)
+    cases["removed"] = (_rewrite(good, tmp_path / "rm.zip", change={"report.html": None}),
+                        "report.html")
+    cases["added"] = (_rewrite(good, tmp_path / "add.zip", add={"notes.txt": b"hi"}), "notes.txt")
+    m = _manifest(good)
+    m["config"]["temperature"] = 0.7
+    cases["config edit"] = (_rewrite(good, tmp_path / "cfg.zip",
+                                     change={"manifest.json": json.dumps(m).encode()}),
+                            "config_hash")
+    m = _manifest(good)
+    m["config"]["base_url"] = "http://attacker.example/v1"
+    cases["base_url edit"] = (_rewrite(good, tmp_path / "url.zip",
+                                       change={"manifest.json": json.dumps(m).encode()}),
+                              "config_hash")
+    m = _manifest(good)
+    m["report"]["gate"]["pearson"]["value"] = 0.99
+    cases["gate edit"] = (_rewrite(good, tmp_path / "gate.zip",
+                                   change={"manifest.json": json.dumps(m).encode()}), "gate")
+    m = _manifest(good)
+    m["canary"]["drift_limits"]["overall_mad_max"] = 1e9
+    cases["drift limits"] = (_rewrite(good, tmp_path / "drift.zip",
+                                      change={"manifest.json": json.dumps(m).encode()}),
+                             "drift_limits")
+    with zipfile.ZipFile(good) as zf:
+        report = json.loads(zf.read("report.json"))
+    report["gate"][0]["value"] = 0.99  # the report's r, rehashed: the manifest disagrees
+    cases["report edit"] = (_rewrite(good, tmp_path / "rep.zip",
+                                     change={"report.json": json.dumps(report).encode()}), "gate")
+    with zipfile.ZipFile(good) as zf:
+        tasks = zf.read("tasks.jsonl").replace(b"Synthetic record.", b"Another record.")
+    cases["reference edit, rehashed"] = (_rewrite(good, tmp_path / "ref.zip",
+                                                  change={"tasks.jsonl": tasks}), "canary item")
+    for what, (pkg, needle) in cases.items():
+        code, err = _verify_cli(pkg, capsys)
+        assert code == 2, what
+        assert err.count("\n") == 1 and "Traceback" not in err, (what, err)
+        assert needle in err, (what, err)
+    # A consistent forgery passes the internal checks; the published digest does not match.
+    code, err = _verify_cli(good, capsys, "--sha256", "0" * 64)
+    assert code == 2 and "not the published" in err
+
+
+def test_malformed_packages_are_one_line(tmp_path: Path, capsys) -> None:
+    def zipped(name: str, members: dict[str, bytes]) -> Path:
+        path = tmp_path / name
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+            for member, data in members.items():
+                zf.writestr(member, data)
+        return path
+
+    full = {"rubric.toml": b"", "tasks.jsonl": b"", "canary.jsonl": b"", "protocol.json": b"{}",
+            "report.json": b"{}", "report.html": b""}
+    sha = {n: hashlib.sha256(d).hexdigest() for n, d in full.items()}
+    base = {"format": "nmb-package-2", "created_at": "", "tool_version": "", "rubric": {},
+            "report": {}, "heldout_looks": [], "canary": {}, "sha256": sha}
+    bad = {
+        "list": zipped("list.zip", {**full, "manifest.json": b"[1, 2]"}),
+        "no config": zipped("nocfg.zip", {**full, "manifest.json": json.dumps(base).encode()}),
+        "deep": zipped("deep.zip", {**full, "manifest.json": b"[" * 100000 + b"]" * 100000}),
+        "not a zip": tmp_path / "plain.zip",
+        "missing file": tmp_path / "absent.zip",
+    }
+    (tmp_path / "plain.zip").write_bytes(b"PK\x03\x04 not really")
+    bomb = tmp_path / "bomb.zip"
+    with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in full.items():
+            zf.writestr(name, data)
+        with zf.open("manifest.json", "w") as fh:  # 1 GiB of zeros, about 1 MB compressed
+            chunk = b" " * 2**24
+            for _ in range(64):
+                fh.write(chunk)
+    assert bomb.stat().st_size < 4 * 2**20
+    bad["bomb"] = bomb
+    for what, path in bad.items():
+        code, err = _verify_cli(path, capsys)
+        assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, (what, err)
+
+
+def test_jsonl_keeps_the_stored_order() -> None:
+    """Test scores are listed in the prompt in stored order: sorting keys would change it."""
+    row = {"scores": {"MoCA": 22, "ACE-III": 81, "EDSS": 3.5}}
+    assert json.loads(_jsonl([row]))["scores"] == row["scores"]
+    assert list(json.loads(_jsonl([row]))["scores"]) == ["MoCA", "ACE-III", "EDSS"]
+
+
+def test_the_demo_package_rebuilds_the_validated_requests(demo_study: Path,
+                                                          tmp_path: Path) -> None:
+    """Every request the validating run filed, rebuilt from the package, is byte-identical
+    (same hash of the canonical body), on every demo case (several test scores and series,
+    multi-turn tasks); and the canary of an untouched package never refuses, seeds 0-9."""
+    with session() as s:
+        calibrate.run(s, config_id=1, part="heldout")
+        freeze(s, config_id=1, out=tmp_path / "demo.zip")
+        grades = list(s.exec(select(GraderScore).where(GraderScore.config_id == 1)))
+        responses = {r.response_id: r for r in s.exec(select(Response))}
+        config = calibrate.get_config(s, 1)
+        rubric = rubric_by_hash(s, config.rubric_hash)
+        study = {g.response_id: prepare(s, config, rubric, responses[g.response_id]).request_hash
+                 for g in grades}
+        cases = list(s.exec(select(Case)))
+        multi_turn = s.exec(select(func.count()).select_from(Task).where(Task.level == 3)).one()
+        for seed in range(10):
+            freeze(s, config_id=1, out=tmp_path / f"seed{seed}.zip", seed=seed)
+    assert multi_turn > 0
+    assert any(list(c.scores or {}) != sorted(c.scores or {}) for c in cases)  # order matters
+    pkg = verify(tmp_path / "demo.zip")
+    assert len(grades) == len(responses)
+    for g in grades:
+        rebuilt = request_for(pkg, responses[g.response_id]).request_hash
+        assert rebuilt == g.request_hash == study[g.response_id], g.response_id
+    for seed in range(10):
+        assert verify(tmp_path / f"seed{seed}.zip").canary  # rebuilds every canary request
+
+
+def test_no_request_reaches_an_address_the_package_names(sqlite_url: str, tmp_path: Path,
+                                                         monkeypatch) -> None:
+    """The package's config names the server it was graded on; grading with the package sends
+    to the user's endpoint (here OPENAI_BASE_URL, standing in for the official API), never to
+    the package's, unless --base-url names it on the command line."""
+    with OpenAIServer() as named, OpenAIServer() as official:
+        _frozen(sqlite_url, named, tmp_path / "g.zip")
+        before = len(named.chat_requests())
+        lines = tmp_path / "new.jsonl"
+        lines.write_text('{"response_id": "m1", "task_id": "task2", "text": "Glioma."}\n')
+        monkeypatch.setenv("OPENAI_BASE_URL", official.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", KEY)
+        assert main(["package", "grade", str(tmp_path / "g.zip"), str(lines),
+                     "--out", str(tmp_path / "s.jsonl")]) == 0
+        assert main(["package", "canary", str(tmp_path / "g.zip")]) == 0
+        assert len(named.chat_requests()) == before
+        assert official.chat_requests() and all(
+            r.headers.get("authorization") == f"Bearer {KEY}" for r in official.chat_requests())
+        assert main(["package", "grade", str(tmp_path / "g.zip"), str(lines), "--out",
+                     str(tmp_path / "t.jsonl"), "--base-url", named.base_url]) == 0
+        assert len(named.chat_requests()) == before + 1
 
 
 def test_cli_package_commands(nmb_home: Path, server: OpenAIServer, tmp_path: Path) -> None:
     upgrade()
     with session() as s:
-        cid = _graded_study(s, server)
+        cid = validated_config(s, server.base_url, api_key=KEY)
     env = {**os.environ, "OPENAI_API_KEY": KEY}
 
     def nmb(*args: str) -> subprocess.CompletedProcess:
@@ -140,25 +320,49 @@ def test_cli_package_commands(nmb_home: Path, server: OpenAIServer, tmp_path: Pa
 
     out = nmb("freeze", "--config", str(cid), "--out", str(tmp_path / "g.zip"), "--canary", "4")
     assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout)["canary_items"] == 4
+    frozen = json.loads(out.stdout)
+    assert frozen["canary_items"] == 4
+    assert frozen["sha256"] == hashlib.sha256((tmp_path / "g.zip").read_bytes()).hexdigest()
     again = nmb("freeze", "--config", str(cid), "--out", str(tmp_path / "g.zip"))
     assert again.returncode == 2 and again.stderr.count("\n") == 1 and "exists" in again.stderr
-    ok = nmb("canary", str(tmp_path / "g.zip"))
+    ok = nmb("verify", str(tmp_path / "g.zip"), "--sha256", frozen["sha256"])
+    assert ok.returncode == 0 and json.loads(ok.stdout)["ok"], ok.stderr
+    ok = nmb("canary", str(tmp_path / "g.zip"), "--base-url", server.base_url)
     assert ok.returncode == 0, ok.stderr
+    assert f"sha256 {frozen['sha256']}" in ok.stderr  # the digest it checked, printed
     assert json.loads(ok.stdout)["drift"] is False
     responses = tmp_path / "new.jsonl"
     responses.write_text('{"response_id": "m1", "task_id": "task2", "text": "Glioma.", '
                          '"model": "new-model"}\n')
     sent = len(server.chat_requests())
     nowhere = nmb("grade", str(tmp_path / "g.zip"), str(responses), "--out",
-                  str(tmp_path / "missing" / "s.jsonl"))
+                  str(tmp_path / "missing" / "s.jsonl"), "--base-url", server.base_url)
     assert nowhere.returncode == 2 and "cannot write" in nowhere.stderr
     assert len(server.chat_requests()) == sent  # refused before any request was paid for
-    scored = nmb("grade", str(tmp_path / "g.zip"), str(responses), "--out", str(tmp_path / "s.jsonl"))
+    scored = nmb("grade", str(tmp_path / "g.zip"), str(responses), "--out",
+                 str(tmp_path / "s.jsonl"), "--base-url", server.base_url)
     assert scored.returncode == 0, scored.stderr
     (row,) = [json.loads(x) for x in (tmp_path / "s.jsonl").read_text().splitlines()]
     assert row["ok"] and row["model"] == "new-model" and 0 <= row["overall"] <= 1
+    assert "### By family x level" in scored.stdout and "| new-model |" in scored.stdout
+    result = json.loads((tmp_path / "s.summary.json").read_text())
+    assert result["overall"][0]["who"] == "new-model" and result["graded"] == 1
     assert KEY not in (tmp_path / "s.jsonl").read_text() + scored.stdout + scored.stderr
+
+
+def test_bad_response_files_are_refused(sqlite_url: str, server: OpenAIServer,
+                                        tmp_path: Path) -> None:
+    _frozen(sqlite_url, server, tmp_path / "p.zip", canary_size=3)
+    lines = tmp_path / "r.jsonl"
+    lines.write_text('{"response_id": "n1", "task_id": "task0", "text": "MS."}\n{"task_id": 3}\n')
+    with pytest.raises(UserError, match=r"r.jsonl line 2: 'response_id' must be non-empty text"):
+        read_responses(lines)
+    lines.write_bytes(b'{"response_id": "n1", "task_id": "task0", "text": "\xff"}\n')
+    with pytest.raises(UserError, match="not UTF-8"):
+        read_responses(lines)
+    lines.write_text('{"response_id": "n1", "task_id": "task99", "text": "MS."}\n')
+    with pytest.raises(UserError, match="task 'task99' is not in the package"):
+        grade_responses(verify(tmp_path / "p.zip"), read_responses(lines), api_key=KEY)
 
 
 def test_calibrate_page_freezes_a_validated_config(nmb_home: Path, server: OpenAIServer) -> None:
@@ -166,12 +370,13 @@ def test_calibrate_page_freezes_a_validated_config(nmb_home: Path, server: OpenA
 
     upgrade()
     with session() as s:
-        _graded_study(s, server)
+        validated_config(s, server.base_url, api_key=KEY)
     at = page("pages/calibrate.py", make_user("admin1", "admin")).run()
     next(b for b in at.button if b.label == "Freeze package").click().run(timeout=60)
     assert not at.exception, at.exception
     assert any("frozen" in m.value for m in at.success), [e.value for e in at.error]
     with session() as s:
         (row,) = s.exec(select(FrozenPackage)).all()
+    assert any(c.value == row.sha256 for c in at.code)  # the digest to publish, shown in full
     assert Path(row.path).parent == nmb_home / "packages"
-    assert load(Path(row.path)).manifest["canary"]["items"] == 8  # every held-out item
+    assert verify(Path(row.path)).manifest["canary"]["items"] == 12  # every held-out item

@@ -1,0 +1,263 @@
+"""Calibrating a grader config: reports under the registered protocol, one held-out look per
+config, recomputation (`check`) and revocation.
+
+- The dev part (and "all") is for exploration: any thresholds, never validates.
+- The held-out part is looked at once per config, under the protocol in force, and only when
+  every held-out item has a valid grade from the config and all its planned expert scores (no
+  peeking at a half-scored part). The first held-out report decides; asking again returns it.
+- Every report discloses every config's held-out look and what it decided, so a reader knows
+  how many graders were tried on the held-out part (the "garden of forking paths", Gelman &
+  Loken 2014).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from sqlalchemy import func
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, select
+
+from calibration import protocol
+from calibration.grader_config import get_config
+from calibration.protocol import Gate, Statistics
+from calibration.report import Look, Report, build, collect
+from db.audit import record
+from db.models import (
+    Assignment,
+    CalibrationItem,
+    CalibrationReport,
+    ExpertScore,
+    GraderConfig,
+    GraderRun,
+    GraderScore,
+    HeldoutLook,
+    utcnow,
+)
+from errors import UserError
+
+if TYPE_CHECKING:
+    from calibration.report import CalibrationData
+
+
+@dataclass
+class Outcome:
+    """A report as computed now (`fresh`) or as stored by the held-out look that decided."""
+
+    report: Report
+    row: CalibrationReport
+    fresh: bool
+    figures: dict[str, bytes]
+
+
+def looks(s: Session) -> list[Look]:
+    """Every config's held-out look, oldest first."""
+    rows = s.exec(select(HeldoutLook, GraderConfig.name)
+                  .join(GraderConfig, GraderConfig.id == HeldoutLook.config_id)
+                  .order_by(HeldoutLook.created_at, HeldoutLook.config_id)).all()
+    return [Look(x.config_id, name, x.report_id, x.passed, x.revoked_at is not None,
+                 x.created_at.isoformat(timespec="seconds")) for x, name in rows]
+
+
+def missing_heldout(s: Session, *, config_id: int) -> list[str]:
+    """What the held-out part still lacks for this config, as counts in words (empty: complete)."""
+    held = select(CalibrationItem.response_id).where(CalibrationItem.part == "heldout")
+    n_items = s.exec(select(func.count()).where(CalibrationItem.part == "heldout")).one()
+    graded = s.exec(select(func.count()).select_from(GraderScore).where(
+        GraderScore.config_id == config_id, GraderScore.response_id.in_(held))).one()
+    planned = s.exec(select(func.count()).select_from(Assignment)
+                     .where(Assignment.response_id.in_(held))).one()
+    submitted = s.exec(select(func.count()).select_from(Assignment)
+                       .join(ExpertScore, ExpertScore.assignment_id == Assignment.id)
+                       .where(Assignment.response_id.in_(held),
+                              ExpertScore.status == "submitted")).one()
+    unassigned = s.exec(select(func.count()).where(
+        CalibrationItem.part == "heldout",
+        CalibrationItem.response_id.not_in(select(Assignment.response_id)))).one()
+    out = []
+    if graded < n_items:
+        out.append(f"{n_items - graded} of {n_items} items have no valid grade from config "
+                   f"{config_id}")
+    if submitted < planned:
+        out.append(f"{planned - submitted} of {planned} planned expert scores are not submitted")
+    if unassigned:
+        out.append(f"{unassigned} of {n_items} items are not assigned to any expert")
+    return out
+
+
+def _figures(data: CalibrationData, report: Report) -> dict[str, bytes]:
+    from calibration.plots import all_figures  # matplotlib: only when a report is drawn
+
+    return all_figures(data, report)
+
+
+def title(row: CalibrationReport) -> str:
+    return f"Calibration report {row.id}: grader config {row.config_id}, {row.part} part"
+
+
+def _save(s: Session, report: Report, data: CalibrationData, *, run_id: int | None,
+          actor: str | None) -> tuple[CalibrationReport, dict[str, bytes]]:
+    from calibration.html import render
+
+    if run_id is not None:
+        run = s.get(GraderRun, run_id)
+        if run is None or run.config_id != report.config_id:
+            raise UserError(f"grader run {run_id} is not a run of config {report.config_id}")
+    else:
+        run = s.exec(select(GraderRun).where(GraderRun.config_id == report.config_id)
+                     .order_by(GraderRun.id.desc())).first()
+    row = CalibrationReport(config_id=report.config_id, run_id=run.id if run else None,
+                            part=report.part, protocol_id=report.protocol_id,
+                            data_hash=report.data_hash, thresholds=report.gate_settings,
+                            results={}, passed=report.passed)
+    s.add(row)
+    s.flush()
+    if report.validates:
+        s.add(HeldoutLook(config_id=report.config_id, report_id=row.id,
+                          protocol_id=report.protocol_id, passed=report.passed))
+        s.flush()
+        report.heldout_looks = looks(s)
+        if report.passed:
+            config = get_config(s, report.config_id)
+            config.validated_report_id = row.id
+            s.add(config)
+    figures = _figures(data, report)
+    row.results = report.to_json()
+    row.html = render(report, figures, title=title(row))
+    s.add(row)
+    record(s, "calibration.report", actor=actor, config=report.config_id, part=report.part,
+           report=row.id, passed=report.passed, protocol=report.protocol_id,
+           data_sha256=report.data_hash)
+    s.commit()
+    return row, figures
+
+
+def run(s: Session, *, config_id: int, part: str, gate: Gate | None = None,
+        statistics: Statistics | None = None, run_id: int | None = None,
+        actor: str | None = None) -> Outcome:
+    """Compute and store a report of `part`; on the held-out part, the config's one look.
+
+    `gate` and `statistics` are for the dev part only: the held-out part is judged by the
+    registered protocol, and a second held-out request returns the first look's report.
+    """
+    get_config(s, config_id)
+    proto = protocol.current(s)
+    if part == "heldout":
+        if gate is not None or statistics is not None:
+            where = proto.label() if proto else "a registered protocol (nmb protocol register)"
+            raise UserError(f"the held-out part is judged only under {where}; threshold and "
+                            "statistics options apply to --part dev")
+        look = s.get(HeldoutLook, config_id)
+        if look is not None:
+            row = s.get(CalibrationReport, look.report_id)
+            return Outcome(Report.from_json(row.results), row, fresh=False, figures={})
+        if proto is None:
+            raise UserError("no calibration protocol is registered: register the gate before "
+                            "the held-out look (nmb protocol register)")
+        subset = protocol.subset_now(s)
+        if subset is None or subset.sha256 != proto.subset.sha256:
+            raise UserError(f"the calibration subset is not the one {proto.label()} was "
+                            "registered for")
+        missing = missing_heldout(s, config_id=config_id)
+        if missing:
+            raise UserError(f"the held-out part is not complete for config {config_id}: "
+                            f"{'; '.join(missing)}")
+        gate, statistics = proto.gate, proto.statistics
+    else:
+        gate = gate or (proto.gate if proto else Gate())
+        statistics = statistics or (proto.statistics if proto else Statistics())
+        protocol.check_values(gate, statistics)
+    data = collect(s, config_id=config_id, part=part)
+    validating = part == "heldout"
+    report = build(data, config_id=config_id, part=part, gate=gate, statistics=statistics,
+                   protocol_id=proto.id if validating else None,
+                   protocol_hash=proto.content_hash if validating else None, looks=looks(s))
+    try:
+        row, figures = _save(s, report, data, run_id=run_id, actor=actor)
+    except IntegrityError:  # another session took this config's look meanwhile: its look stands
+        s.rollback()
+        return run(s, config_id=config_id, part=part, actor=actor)
+    return Outcome(report, row, fresh=True, figures=figures)
+
+
+@dataclass
+class CheckResult:
+    report_id: int
+    matches: bool
+    data_hash_stored: str
+    data_hash_now: str | None
+    differences: list[str]
+
+
+def check(s: Session, *, report_id: int) -> CheckResult:
+    """Recompute a stored report from the database under its own settings: does it still hold?
+    (It does not when, say, an expert revised a held-out score after the look.)"""
+    row = s.get(CalibrationReport, report_id)
+    if row is None:
+        raise UserError(f"no calibration report {report_id}")
+    stored = Report.from_json(row.results)
+    try:
+        data = collect(s, config_id=row.config_id, part=row.part)
+    except UserError as e:
+        return CheckResult(report_id, False, row.data_hash, None, [f"cannot recompute: {e}"])
+    gate = Gate(**{**stored.gate_settings, "required": tuple(stored.gate_settings["required"])})
+    now = build(data, config_id=row.config_id, part=row.part, gate=gate,
+                statistics=Statistics(**stored.statistics), protocol_id=stored.protocol_id,
+                protocol_hash=stored.protocol_hash)
+    diffs = []
+    if now.data_hash != row.data_hash:
+        diffs.append(f"the scores differ: {now.n_items} items now, {stored.n_items} then")
+    for then, g in zip(stored.gate, now.gate, strict=True):
+        if (then.value, then.passed) != (g.value, g.passed):
+            diffs.append(f"{g.label}: {then.value} ({'pass' if then.passed else 'fail'}) then, "
+                         f"{g.value} ({'pass' if g.passed else 'fail'}) now")
+    return CheckResult(report_id, not diffs, row.data_hash, now.data_hash, diffs)
+
+
+def revoke(s: Session, *, config_id: int, reason: str, actor: str | None) -> HeldoutLook:
+    """Withdraw a config's validation for good (it can no longer be frozen), with a reason."""
+    reason = reason.strip()
+    if not reason:
+        raise UserError("a revocation needs a reason")
+    look = s.get(HeldoutLook, config_id)
+    if look is None or not look.passed:
+        raise UserError(f"grader config {config_id} has no passing held-out look to revoke")
+    if look.revoked_at is not None:
+        raise UserError(f"grader config {config_id}'s validation was already revoked")
+    look.revoked_at, look.revoked_by, look.revoke_reason = utcnow(), actor, reason[:2000]
+    config = get_config(s, config_id)
+    config.validated_report_id = None
+    s.add_all([look, config])
+    record(s, "calibration.revoke", actor=actor, config=config_id, report=look.report_id,
+           reason=reason[:2000])
+    s.commit()
+    return look
+
+
+def validation_status(s: Session, *, config_id: int) -> str:
+    """In words, where a config stands with the gate."""
+    look = s.get(HeldoutLook, config_id)
+    if look is not None:
+        if look.revoked_at is not None:
+            return f"validation revoked ({look.revoke_reason})"
+        verdict = "passed" if look.passed else "failed"
+        return f"{verdict} its held-out look (report {look.report_id})"
+    dev = s.exec(select(CalibrationReport).where(CalibrationReport.config_id == config_id,
+                                                 CalibrationReport.part != "heldout")
+                 .order_by(CalibrationReport.id.desc())).first()
+    if dev is not None and dev.passed:
+        return "passed on dev only: never held-out tested"
+    return "not held-out tested"
+
+
+def frozen_look(s: Session, *, config_id: int) -> HeldoutLook:
+    """The passing, unrevoked held-out look a package needs, or a one-line refusal."""
+    look = s.get(HeldoutLook, config_id)
+    if look is None or not look.passed:
+        raise UserError(f"grader config {config_id} is not validated: its held-out look under "
+                        f"the registered protocol must pass (nmb calibrate --config {config_id})")
+    if look.revoked_at is not None:
+        raise UserError(f"grader config {config_id}'s validation was revoked "
+                        f"({look.revoke_reason}); it cannot be frozen")
+    return look

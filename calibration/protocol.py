@@ -1,0 +1,177 @@
+"""The calibration protocol: the gate, registered before anyone looks at the held-out part.
+
+A protocol holds the gate (thresholds for Pearson r, ICC(2,1) and the Alternative Annotator
+Test's epsilon and q, and which of them must pass), the statistics' settings (bootstrap
+resamples and seed, the interval of r, the Alt-Test's minimum items per expert) and the
+calibration subset it applies to (the sha256 of its response ids and dev/held-out split, with
+the draw's seed). It is stored as canonical JSON under its sha256 and audited; the newest
+protocol is the one in force, and none can be registered once any held-out report exists.
+This is pre-registration as in clinical trials (ICH E9, section 5.1; the protocol fixes the
+analysis before the data are seen): a held-out verdict is judged only by thresholds chosen
+before that look.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import asdict, dataclass, fields
+
+from sqlmodel import Session, select
+
+from db.audit import record
+from db.models import CalibrationItem, CalibrationProtocol, HeldoutLook
+from errors import UserError
+from rubric.schema import canonical_json
+
+FORMAT = "nmb-protocol-1"
+CHECKS = ("pearson", "icc2", "alt_test")
+
+
+@dataclass(frozen=True)
+class Gate:
+    """What a held-out report must show. `required`: the checks that must pass (all three by
+    default; a check not required is reported but does not decide)."""
+
+    pearson_min: float = 0.90
+    icc2_min: float = 0.75
+    alt_test_epsilon: float = 0.2
+    alt_test_q: float = 0.05
+    required: tuple[str, ...] = CHECKS
+
+
+@dataclass(frozen=True)
+class Statistics:
+    """How the report's statistics are computed. The interval of r resamples whole cases."""
+
+    bootstrap: int = 2000
+    seed: int = 0
+    pearson_ci: str = "bootstrap"
+    alt_test_min_items: int = 30
+
+
+@dataclass(frozen=True)
+class Subset:
+    """The calibration subset the protocol applies to."""
+
+    n_dev: int
+    n_heldout: int
+    seed: int
+    sha256: str
+
+
+@dataclass(frozen=True)
+class Protocol:
+    gate: Gate
+    statistics: Statistics
+    subset: Subset
+    id: int | None = None
+    content_hash: str = ""
+
+    def content(self) -> dict:
+        return {"format": FORMAT, "gate": {**asdict(self.gate), "required": list(self.gate.required)},
+                "statistics": asdict(self.statistics), "subset": asdict(self.subset)}
+
+    @classmethod
+    def from_row(cls, row: CalibrationProtocol) -> Protocol:
+        c = row.content
+        gate = {**c["gate"], "required": tuple(c["gate"]["required"])}
+        return cls(Gate(**gate), Statistics(**c["statistics"]), Subset(**c["subset"]),
+                   id=row.id, content_hash=row.content_hash)
+
+    def label(self) -> str:
+        return f"protocol {self.id} (sha256 {self.content_hash[:12]})"
+
+
+def subset_now(s: Session) -> Subset | None:
+    """The calibration subset as drawn (None before the draw), with its sha256 over the sorted
+    "response_id part" lines."""
+    rows = sorted(s.exec(select(CalibrationItem.response_id, CalibrationItem.part,
+                                CalibrationItem.seed)).all())
+    if not rows:
+        return None
+    digest = hashlib.sha256("".join(f"{rid} {part}\n" for rid, part, _ in rows).encode())
+    return Subset(n_dev=sum(p == "dev" for _, p, _ in rows),
+                  n_heldout=sum(p == "heldout" for _, p, _ in rows), seed=rows[0][2],
+                  sha256=digest.hexdigest())
+
+
+def check_values(gate: Gate, stats: Statistics) -> None:
+    """Refuse values outside their meaningful range (one line naming the value)."""
+    def unit(name: str, value: float, lo_open: bool, hi_open: bool) -> None:
+        ok = math.isfinite(value) and (0 < value if lo_open else 0 <= value) and (
+            value < 1 if hi_open else value <= 1)
+        if not ok:
+            span = f"{'(' if lo_open else '['}0, 1{')' if hi_open else ']'}"
+            raise UserError(f"protocol: {name} must be in {span}, got {value!r}")
+
+    unit("pearson_min", gate.pearson_min, False, False)
+    unit("icc2_min", gate.icc2_min, False, False)
+    unit("alt_test_epsilon", gate.alt_test_epsilon, True, True)
+    unit("alt_test_q", gate.alt_test_q, True, True)
+    unknown = set(gate.required) - set(CHECKS)
+    if unknown or not gate.required:
+        raise UserError(f"protocol: required checks must be a non-empty choice of "
+                        f"{', '.join(CHECKS)}, got {', '.join(gate.required) or 'none'}")
+    if not 200 <= stats.bootstrap <= 100_000:
+        raise UserError(f"protocol: bootstrap must be 200 to 100000 resamples, got {stats.bootstrap}")
+    if not 3 <= stats.alt_test_min_items <= 10_000:
+        raise UserError(f"protocol: alt_test_min_items must be 3 to 10000, got "
+                        f"{stats.alt_test_min_items}")
+    if stats.pearson_ci not in ("bootstrap", "fisher"):
+        raise UserError(f"protocol: pearson_ci must be bootstrap or fisher, got {stats.pearson_ci!r}")
+
+
+def current(s: Session) -> Protocol | None:
+    row = s.exec(select(CalibrationProtocol).order_by(CalibrationProtocol.id.desc())).first()
+    return Protocol.from_row(row) if row else None
+
+
+def get(s: Session, protocol_id: int) -> Protocol:
+    row = s.get(CalibrationProtocol, protocol_id)
+    if row is None:
+        raise UserError(f"no calibration protocol {protocol_id}")
+    return Protocol.from_row(row)
+
+
+def register(s: Session, *, gate: Gate | None = None, statistics: Statistics | None = None,
+             actor: str | None = None) -> Protocol:
+    """Register `gate` and `statistics` (defaults where None) for the drawn calibration subset;
+    refused once any config has looked at the held-out part. Registering the protocol in force
+    again returns it unchanged."""
+    gate, statistics = gate or Gate(), statistics or Statistics()
+    looked = s.exec(select(HeldoutLook)).first()
+    if looked is not None:
+        raise UserError(f"a held-out report exists (report {looked.report_id}, config "
+                        f"{looked.config_id}): the protocol can no longer change")
+    check_values(gate, statistics)
+    subset = subset_now(s)
+    if subset is None:
+        raise UserError("no calibration subset drawn yet (nmb assign --calibration N)")
+    if subset.n_heldout < 3:
+        raise UserError(f"the held-out part has {subset.n_heldout} items; at least 3 are needed")
+    proto = Protocol(gate, statistics, subset)
+    content = proto.content()
+    digest = hashlib.sha256(canonical_json(content).encode()).hexdigest()
+    latest = current(s)
+    if latest is not None and latest.content_hash == digest:
+        return latest
+    row = s.exec(select(CalibrationProtocol)
+                 .where(CalibrationProtocol.content_hash == digest)).first()
+    if row is not None:  # the newest protocol is the one in force: no going back silently
+        raise UserError(f"this protocol was registered before as protocol {row.id}, replaced "
+                        f"by protocol {latest.id}; change a value to register it again")
+    row = CalibrationProtocol(content_hash=digest, content=content, created_by=actor)
+    s.add(row)
+    s.flush()
+    record(s, "calibration.protocol", actor=actor, protocol=row.id, sha256=digest)
+    return Protocol.from_row(row)
+
+
+def gate_from_args(**values: object) -> Gate:
+    """A `Gate` from command-line values (None: the default)."""
+    given = {k: v for k, v in values.items() if v is not None}
+    if "required" in given:
+        given["required"] = tuple(given["required"])  # type: ignore[arg-type]
+    names = {f.name for f in fields(Gate)}
+    return Gate(**{k: v for k, v in given.items() if k in names})  # type: ignore[arg-type]
