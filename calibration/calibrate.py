@@ -196,7 +196,11 @@ def check(s: Session, *, report_id: int) -> CheckResult:
     row = s.get(CalibrationReport, report_id)
     if row is None:
         raise UserError(f"no calibration report {report_id}")
-    stored = Report.from_json(row.results)
+    try:
+        stored = Report.from_json(row.results)
+    except (TypeError, KeyError):
+        raise UserError(f"report {report_id} predates typed reports (database revision 0003) "
+                        "and cannot be recomputed") from None
     try:
         data = collect(s, config_id=row.config_id, part=row.part)
     except UserError as e:

@@ -126,15 +126,14 @@ def collect(s: Session, *, config_id: int, part: str) -> CalibrationData:
 def data_hash(data: CalibrationData) -> str:
     """sha256 of exactly the scores a report is computed on: items, raters, the grader's and
     every expert's overall score, criterion levels and error tags (missing as null)."""
-    def plain(a: np.ndarray) -> Any:
-        return [plain(x) for x in a] if isinstance(a, np.ndarray) and a.ndim else (
-            None if not np.isfinite(a) else float(a))
+    def plain(a: np.ndarray) -> list:
+        a = np.asarray(a, dtype=float)
+        return np.where(np.isfinite(a), a, None).tolist()
 
     content = {"items": data.items, "raters": data.raters,
                "overall": [plain(x) for x in data.overall],
                "criteria": {k: [plain(x) for x in v] for k, v in data.criteria.items()},
-               "tags": [plain(data.tags[0].astype(float)), plain(data.tags[1])],
-               "tag_names": data.tag_names}
+               "tags": [plain(x) for x in data.tags], "tag_names": data.tag_names}
     return hashlib.sha256(canonical_json(content).encode()).hexdigest()
 
 

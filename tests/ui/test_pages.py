@@ -81,14 +81,21 @@ def test_admin_and_calibrate_pages_render(demo_study: Path) -> None:
 def test_calibration_report_renders_in_the_app(demo_study: Path) -> None:
     admin = _login("demo-admin")
     at = page("pages/calibrate.py", admin).run()
-    button = next(b for b in at.button if b.label == "Compute report")
+    assert any("Registered protocol 1" in m.value for m in at.markdown)
+    assert any("not held-out tested" in c.value for c in at.caption)
+    button = next(b for b in at.button if b.label == "Take the held-out look")
     button.click().run(timeout=120)
     assert not at.exception, at.exception
-    assert any("gate passed" in s.value for s in at.subheader), [s.value for s in at.subheader]
+    assert any("gate passed · held-out look" in s.value for s in at.subheader), [
+        s.value for s in at.subheader]
     assert any("synthetic" in w.value for w in at.warning)
     tags = next(df.value for df in at.dataframe if "error class" in df.value.columns)
     assert len(tags) == 5 and "alpha, experts + grader" in tags.columns
     assert tags["AC1 95% CI"].str.startswith("[0.").all()  # computed, with the report's bootstrap
+    looks = next(df.value for df in at.dataframe if "decided" in df.value.columns)
+    assert list(looks["decided"]) == ["passed"]
+    next(b for b in at.button if b.label == "Take the held-out look").click().run(timeout=120)
+    assert any("already took its held-out look" in i.value for i in at.info)
 
 
 def test_calibrate_page_runs_the_grader_against_a_local_server(demo_study: Path) -> None:
