@@ -131,7 +131,7 @@ def cmd_import(args: argparse.Namespace) -> None:
 
 
 def cmd_demo(args: argparse.Namespace) -> None:
-    from db.demo import load_demo
+    from demo.study import load_demo
 
     print(load_demo(if_empty=args.if_empty, resolution_mm=args.resolution))
 

@@ -42,7 +42,7 @@ def _timed(fn, *args) -> float:
 
 
 def main() -> None:
-    from db.demo_bundle import write_scale_bundle
+    from demo.bundle import write_scale_bundle
 
     with tempfile.TemporaryDirectory(prefix="nmb-bench-import-") as tmp:
         tmp_path = Path(tmp)

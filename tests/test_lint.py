@@ -18,3 +18,12 @@ def test_packages_never_import_streamlit() -> None:
                  for p in (ROOT / pkg).rglob("*.py")
                  if "import streamlit" in p.read_text() or "from streamlit" in p.read_text()]
     assert offenders == []
+
+
+def test_only_the_cli_imports_the_demo() -> None:
+    """demo/ sits on top of db and calibration: no package imports it (cli.py and tests do)."""
+    files = [ROOT / "app.py", *(p for pkg in ("db", "rubric", "imaging", "calibration", "ui", "pages")
+                                for p in (ROOT / pkg).rglob("*.py"))]
+    offenders = [str(p.relative_to(ROOT)) for p in files
+                 if "import demo" in p.read_text() or "from demo" in p.read_text()]
+    assert offenders == []

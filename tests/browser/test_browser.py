@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from db.demo_bundle import MODELS
+from demo.bundle import MODELS
 from tests.browser.conftest import login
 
 pytestmark = pytest.mark.browser

@@ -5,10 +5,10 @@ from pathlib import Path
 
 from sqlmodel import select
 
-from db.demo_bundle import MODELS
 from db.engine import session
 from db.models import Case, GraderScore, Response, User
 from db.scoring import queue
+from demo.bundle import MODELS
 from tests.apptest import page, page_payload
 from ui.auth import LoggedIn
 

@@ -1,8 +1,8 @@
 """Write the offline synthetic demo bundle (`nmb-bundle/1`) and a large bundle for benchmarks.
 
-The demo has ten synthetic cases on the MNI152 template (see `db.demo_images`), twelve tasks
+The demo has ten synthetic cases on the MNI152 template (see `demo.images`), twelve tasks
 covering the three families at the three levels, and responses from four fictional models with
-five samples each, built from the answer variants in `db.demo_content` with seeded choices.
+five samples each, built from the answer variants in `demo.content` with seeded choices.
 `demo_truth()` records which responses were written to be correct and which error classes
 each one shows, so demo expert and grader scores can be synthesised. No patient data anywhere.
 """
@@ -19,8 +19,8 @@ from pathlib import Path
 import nibabel as nib
 import numpy as np
 
-from db.demo_content import CASES, ERROR_TAGS, MODEL_PROFILES, MODEL_STYLES, TASKS, DemoTask
-from db.demo_images import SYNTHETIC_DESCRIP, Canvas, load_template, render_case, save_series
+from demo.content import CASES, ERROR_TAGS, MODEL_PROFILES, MODEL_STYLES, TASKS, DemoTask
+from demo.images import SYNTHETIC_DESCRIP, Canvas, load_template, render_case, save_series
 from errors import UserError
 
 BUNDLE_FORMAT = "nmb-bundle/1"

@@ -2,7 +2,7 @@
 
 Every record, case title and answer is invented for the demo. Each task carries a bank of
 answer variants: correct ones and ones written to show one error class of the Neural-MedBench
-taxonomy (perceptual, reasoning, knowledge, grounding, hallucination). `db.demo_bundle`
+taxonomy (perceptual, reasoning, knowledge, grounding, hallucination). `demo.bundle`
 turns the variants into model responses with seeded choices.
 """
 
@@ -17,7 +17,7 @@ ERROR_TAGS = ("perceptual", "reasoning", "knowledge", "grounding", "hallucinatio
 @dataclass(frozen=True)
 class DemoCase:
     case_id: str
-    kind: str  # key of db.demo_images.PAINTERS
+    kind: str  # key of demo.images.PAINTERS
     title: str
     sequences: tuple[str, ...]
     ehr: str

@@ -10,7 +10,7 @@ import nibabel as nib
 import numpy as np
 import pytest
 
-from db.demo_bundle import (
+from demo.bundle import (
     MARKER,
     MODELS,
     demo_truth,

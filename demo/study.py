@@ -1,6 +1,6 @@
 """`nmb demo`: the synthetic demo study, offline, for trying every screen.
 
-It imports the synthetic bundle (db.demo_bundle), adds the demo accounts (password `demo`),
+It imports the synthetic bundle (demo.bundle), adds the demo accounts (password `demo`),
 the rubric, a calibration subset assigned to the three demo experts, and synthetic expert
 scores (marked synthetic) so the calibration pages have something to show; `demo-expert1`
 keeps some dev items unscored to try (the held-out part is complete, so its
@@ -13,10 +13,12 @@ from pathlib import Path
 import numpy as np
 from sqlmodel import Session, select
 
+from calibration.grader_config import GraderSettings, store_config
+from calibration.protocol import register
+from calibration.request import grade_request
 from db.assignments import assign, draw_calibration
 from db.audit import record
 from db.bundle import import_bundle
-from db.demo_bundle import demo_truth, write_demo_bundle
 from db.engine import session, upgrade
 from db.exams import ensure_exam
 from db.models import (
@@ -34,6 +36,7 @@ from db.models import (
 from db.rubrics import ensure_rubric
 from db.scoring import record_submission
 from db.users import add_user
+from demo.bundle import demo_truth, write_demo_bundle
 from rubric import Rubric
 
 DEMO_PASSWORD = "demo"
@@ -85,9 +88,7 @@ def _demo_study(s: Session, seed: int) -> None:
     n = min(CALIBRATION_ITEMS, len(s.exec(select(Response.response_id)).all()))
     draw_calibration(s, n=n, seed=seed, actor="demo")
     s.flush()
-    from calibration.protocol import register  # the demo pre-registers the default gate
-
-    register(s, actor="demo")
+    register(s, actor="demo")  # the demo pre-registers the default gate
     assign(s, rubric_hash=rubric.content_hash, raters=EXPERTS, overlap=3,
            selection="calibration", seed=seed, actor="demo")
     s.flush()
@@ -137,9 +138,6 @@ def _synthetic_expert_scores(s: Session, rubric: Rubric, seed: int) -> None:
 def _synthetic_grader_run(s: Session, rubric: Rubric, seed: int) -> None:
     """A recorded grader run whose grades are synthesized (no model was called), each filed
     under the hash of the request the config would have sent, as a real run files it."""
-    from calibration.grader_config import GraderSettings, store_config
-    from calibration.request import grade_request
-
     config = store_config(s, GraderSettings(
         model=DEMO_GRADER_MODEL, base_url="synthetic://demo", rubric=rubric.id,
         name="Synthetic demo grader (no model was called)"), actor="demo")
