@@ -2,6 +2,7 @@
 
 import json
 
+import krippendorff
 import numpy as np
 import pandas as pd
 import pingouin as pg
@@ -65,13 +66,44 @@ def test_krippendorff_alpha_reproduces_worked_example():
     assert res["ordinal"] == pytest.approx(0.815, abs=5e-4)
 
 
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_krippendorff_alpha_matches_the_package_with_missing_ratings(seed):
+    rng = np.random.default_rng(seed)
+    codes = rng.integers(0, 7, (80, 5)).astype(float)
+    codes[rng.random(codes.shape) < 0.3] = NAN
+    ours = A.krippendorff_alpha(codes, domain=range(7))
+    for level in A.ALPHA_LEVELS:
+        ref = krippendorff.alpha(reliability_data=codes.T, value_domain=list(range(7)),
+                                 level_of_measurement=level)
+        assert ours[level] == pytest.approx(ref, abs=1e-13), level
+    scores = np.round(rng.random((60, 4)), 4)  # continuous: every distinct value a "level"
+    scores[rng.random(scores.shape) < 0.2] = NAN
+    ours = A.krippendorff_alpha(scores, domain=None)
+    values = np.unique(scores[np.isfinite(scores)])
+    for level in ("interval", "ordinal"):
+        ref = krippendorff.alpha(reliability_data=scores.T, value_domain=values,
+                                 level_of_measurement=level)
+        assert ours[level] == pytest.approx(ref, abs=1e-13), level
+    assert ours["nominal"] is None and ours["reasons"]["nominal"] == A.CONTINUOUS
+
+
+def test_krippendorff_alpha_is_null_with_reason_when_undefined():
+    flat = A.krippendorff_alpha(np.full((4, 3), 2.0), domain=None)
+    assert flat["interval"] is None and flat["reasons"]["interval"].startswith("0/0")
+    lonely = A.krippendorff_alpha(np.array([[1.0, NAN], [NAN, 2.0]]), domain=[1, 2])
+    assert lonely["ordinal"] is None and lonely["reasons"]["ordinal"] == "no item has two ratings"
+
+
 def test_bland_altman_reproduces_pefr_example():
     res = A.bland_altman(WRIGHT, MINI)
     assert res["n"] == 17
     assert round(res["bias"], 1) == -2.1
     assert round(res["sd"], 1) == 38.8
-    assert res["loa"] == pytest.approx([res["bias"] - 1.96 * res["sd"], res["bias"] + 1.96 * res["sd"]],
-                                       abs=0.01)
+    # the limits use the normal quantile 1.959964 (Bland & Altman 1999), the CIs t(0.975, n - 1)
+    z, t = stats.norm.ppf(0.975), stats.t.ppf(0.975, 16)
+    assert res["loa"] == pytest.approx([res["bias"] - z * res["sd"], res["bias"] + z * res["sd"]],
+                                       abs=1e-12)
+    assert res["bias_ci95"][1] - res["bias"] == pytest.approx(t * res["sd"] / np.sqrt(17))
     lo, hi = res["bias_ci95"]
     assert lo < res["bias"] < hi
     assert res["loa_lower_ci95"][0] < res["loa"][0] < res["loa_lower_ci95"][1]
@@ -109,6 +141,97 @@ def test_icc_drops_incomplete_items():
     assert A.icc(x)["n_items"] == 6
 
 
+def _pingouin_icc(x: np.ndarray) -> pd.DataFrame:
+    long = pd.DataFrame(x).reset_index().melt(id_vars="index")
+    return pg.intraclass_corr(long, targets="index", raters="variable", ratings="value",
+                              nan_policy="omit")
+
+
+def _textbook_icc_cis(x: np.ndarray) -> dict:
+    """The F-bound CIs as printed in McGraw & Wong (1996, Table 7), F = MS ratio directly."""
+    n, k = x.shape
+    grand = x.mean()
+    ss_r = k * ((x.mean(axis=1) - grand) ** 2).sum()
+    ss_c = n * ((x.mean(axis=0) - grand) ** 2).sum()
+    ss_e = ((x - grand) ** 2).sum() - ss_r - ss_c
+    df_r, df_e, df_w = n - 1, (n - 1) * (k - 1), n * (k - 1)
+    msr, msc, mse, msw = ss_r / df_r, ss_c / (k - 1), ss_e / df_e, (ss_c + ss_e) / df_w
+    f = stats.f.ppf
+    out = {}
+    for form, ms, df in (("1", msw, df_w), ("3", mse, df_e)):
+        fl, fu = msr / ms / f(0.975, df_r, df), msr / ms * f(0.975, df, df_r)
+        out[f"ICC{form}"] = [(fl - 1) / (fl + k - 1), (fu - 1) / (fu + k - 1)]
+        out[f"ICC{form}k"] = [1 - 1 / fl, 1 - 1 / fu]
+    icc2 = (msr - mse) / (msr + (k - 1) * mse + k * (msc - mse) / n)
+    fj = msc / mse
+    b = n * (1 + (k - 1) * icc2) - k * icc2
+    v = df_e * (k * icc2 * fj + b) ** 2 / (df_r * k**2 * icc2**2 * fj**2 + b**2)
+    fu, fl = f(0.975, df_r, v), f(0.975, v, df_r)
+    lo = n * (msr - fu * mse) / (fu * (k * msc + (k * n - k - n) * mse) + n * msr)
+    hi = n * (fl * msr - mse) / (k * msc + (k * n - k - n) * mse + n * fl * msr)
+    out["ICC2"] = [lo, hi]
+    out["ICC2k"] = [lo * k / (1 + lo * (k - 1)), hi * k / (1 + hi * (k - 1))]
+    return out
+
+
+def test_icc_intervals_match_the_textbook_f_bounds():
+    rng = np.random.default_rng(9)
+    x = rng.normal(size=(25, 1)) + rng.normal(size=(25, 3)) + np.array([0, 0.4, -0.2])
+    ours, textbook = A.icc(x), _textbook_icc_cis(x)
+    for name in A.ICC_FORMS:
+        assert ours[name]["ci95"] == pytest.approx(textbook[name], abs=1e-12), name
+
+
+def test_icc_leaves_out_a_rater_without_scores_as_pingouin_does():
+    rng = np.random.default_rng(10)
+    x = rng.normal(size=(30, 1)) + rng.normal(size=(30, 4))
+    x[rng.random(x.shape) < 0.05] = NAN
+    x[:, 2] = NAN
+    ours = A.icc(x, raters=["ana", "ben", "cleo", "dev"])
+    assert ours["left_out"] == ["cleo"] and ours["n_raters"] == 3
+    assert ours["notes"] == ["rater 'cleo' has no score and is left out"]
+    ref = _pingouin_icc(x)
+    for name, (_, row) in zip(A.ICC_FORMS, ref.iterrows(), strict=True):
+        assert ours[name]["icc"] == pytest.approx(row["ICC"], abs=1e-12), name
+        assert ours[name]["F"] == pytest.approx(row["F"], rel=1e-9), name
+    assert ours["ICC2"]["icc"] == pytest.approx(A.icc(np.delete(x, 2, axis=1))["ICC2"]["icc"])
+    grader = x[:, 0] + rng.normal(0, 0.3, 30)
+    res = A.compare_to_experts(grader, x, domain=None, bootstrap=0, expert_names=list("abcd"))
+    assert res["icc"]["notes"] == ["rater 'c' has no score and is left out"]
+    assert res["icc"]["ICC2"]["icc"] is not None
+
+
+def test_icc_undefined_forms_are_null_with_the_reason():
+    row = np.array([0.1234, 0.5678, 0.9012, 0.3456, 0.7891, 0.2345])
+    twins = A.icc(np.vstack([row, row]))  # items do not differ, no residual: ICC3 is 0/0
+    for name in ("ICC3", "ICC3k"):
+        assert twins[name] is None
+        assert twins["reasons"][name].startswith("0/0")
+    assert twins["ICC1k"] is None and twins["reasons"]["ICC1k"].startswith("division by 0")
+    assert twins["ICC2"]["icc"] == 0 and twins["ICC2"]["ci95"] is None
+    assert "F = 0" in twins["reasons"]["ICC2"]
+    flat = A.icc(np.full((5, 3), 2.0))
+    assert all(flat[name] is None for name in A.ICC_FORMS)
+    assert set(flat["reasons"].values()) == {"0/0: every score is the same"}
+    one = A.icc(np.array([[1.0, 2.0]]))
+    assert one["ICC2"] is None and "found 1" in one["reasons"]["ICC2"]
+
+
+def test_icc_intervals_agree_across_forms_when_raters_agree():
+    rng = np.random.default_rng(11)
+    same = np.repeat(rng.random((12, 1)), 4, axis=1)
+    res = A.icc(same)
+    for name in A.ICC_FORMS:
+        assert res[name]["icc"] == 1 and res[name]["ci95"] == [1, 1], name
+    shifted = rng.random((12, 1)) + np.array([0, 0.1, 0.2, 0.3])  # consistent, not absolute
+    res = A.icc(shifted)
+    for name in ("ICC3", "ICC3k"):
+        assert res[name]["ci95"] == pytest.approx([1, 1]), name
+    for name in ("ICC1", "ICC2", "ICC1k", "ICC2k"):
+        lo, hi = res[name]["ci95"]
+        assert lo < res[name]["icc"] < hi <= 1, name
+
+
 def test_correlations_match_scipy_and_pingouin():
     rng = np.random.default_rng(4)
     x = rng.normal(size=120)
@@ -126,15 +249,27 @@ def test_correlations_match_scipy_and_pingouin():
     assert A.kendall(x, y)["tau_b"] == pytest.approx(tau, abs=1e-12)
 
 
-def test_weighted_kappa_matches_sklearn():
+@pytest.mark.parametrize("weights", ["quadratic", "linear"])
+def test_weighted_kappa_matches_sklearn(weights):
     rng = np.random.default_rng(5)
     a = rng.integers(0, 5, 300)
     b = np.clip(a + rng.integers(-2, 3, 300), 0, 4)
-    expected = cohen_kappa_score(a, b, weights="quadratic", labels=[0, 1, 2, 3, 4])
-    assert A.weighted_kappa(a, b, domain=[0, 1, 2, 3, 4]) == pytest.approx(expected, abs=1e-12)
+    expected = cohen_kappa_score(a, b, weights=weights, labels=[0, 1, 2, 3, 4])
+    kappa = A.weighted_kappa(a, b, domain=[0, 1, 2, 3, 4], weights=weights)
+    assert kappa == pytest.approx(expected, abs=1e-12)
     # non-integer grader means are snapped to the nearest rubric code first
-    assert A.weighted_kappa(a + 0.3, b, domain=[0, 1, 2, 3, 4]) == pytest.approx(expected)
+    assert A.weighted_kappa(a + 0.3, b, domain=[0, 1, 2, 3, 4], weights=weights) == pytest.approx(
+        expected)
     assert A.cohen_kappa(a, b) == pytest.approx(cohen_kappa_score(a, b), abs=1e-12)
+
+
+def test_snap_to_domain_takes_the_nearest_level_and_the_lower_on_ties():
+    v = np.array([-3, 0.5, 1.5, 2.49, 2.51, 9, 1e300, NAN])
+    assert np.array_equal(A.snap_to_domain(v, [4, 0, 1, 2, 3]),
+                          [0, 0, 1, 2, 3, 4, 4, NAN], equal_nan=True)
+    rng = np.random.default_rng(6)
+    v, d = rng.normal(2, 2, 500), np.array([0.0, 0.5, 2, 3.5])
+    assert np.array_equal(A.snap_to_domain(v, d), d[np.abs(v[:, None] - d).argmin(axis=1)])
 
 
 def test_absolute_agreement_counts_levels():
@@ -146,10 +281,39 @@ def test_absolute_agreement_counts_levels():
 # ------------------------------------------------------------------ bootstrap
 
 
-def test_bootstrap_ci_covers_true_r_in_93_to_97_percent():
-    # 500 simulated studies of 150 items from a bivariate normal with rho = 0.5; each gets its
-    # own 1,000 item resamples (sharing one set would correlate the Monte Carlo error).
-    rho, n, draws = 0.5, 150, 500
+def _delta_se(x: np.ndarray, y: np.ndarray, units: np.ndarray) -> tuple[float, float]:
+    """r and its nonparametric delta-method SE, written out: influence x~y~ - r(x~^2 + y~^2)/2
+    per item (scores standardized with the 1/n SD), summed per unit, sqrt(sum L^2) / n."""
+    xs, ys = (x - x.mean()) / x.std(), (y - y.mean()) / y.std()
+    r = float(np.mean(xs * ys))
+    influence = np.bincount(units, xs * ys - r / 2 * (xs**2 + ys**2))
+    return r, float(np.sqrt(np.sum(influence**2)) / len(x))
+
+
+@pytest.mark.parametrize("clustered", [False, True])
+def test_studentized_resamples_match_the_one_sample_formulas(clustered):
+    rng = np.random.default_rng(7)
+    n = 40
+    x = rng.normal(size=n)
+    y = 0.7 * x + rng.normal(size=n)
+    units = np.arange(n) // 4 if clustered else np.arange(n)
+    moments = A._unit_moments(x, y, np.ones(n, bool), units, units.max() + 1)
+    first = np.unique(units, return_index=True)[1]
+    weights = A.bootstrap_weights(n, 15, seed=3, clusters=units if clustered else None)
+    w = weights[:, first]
+    rb, se_b = A._r_and_se(w @ moments, moments, w)
+    for b in range(15):
+        draws = [np.flatnonzero(units == u) for u in range(len(first)) for _ in range(int(w[b, u]))]
+        drawn = np.concatenate(draws)  # a unit drawn twice counts as two units
+        r, se = _delta_se(x[drawn], y[drawn], np.repeat(np.arange(len(draws)), [len(d) for d in draws]))
+        assert rb[b] == pytest.approx(r, abs=1e-12)
+        assert se_b[b] == pytest.approx(se, abs=1e-12)
+
+
+def test_bootstrap_ci_of_r_covers_rho_09_with_60_items():
+    # The gate's regime: rho = 0.9, 60 cases, 300 simulated studies with their own 1,000
+    # resamples each; benchmarks/bench_pearson_coverage.py runs 1,000 studies and prints it.
+    rho, n, draws = 0.9, 60, 300
     rng = np.random.default_rng(2)
     z = rng.standard_normal((draws, 2, n))
     xs, ys = z[:, 0], rho * z[:, 0] + np.sqrt(1 - rho**2) * z[:, 1]
@@ -158,6 +322,22 @@ def test_bootstrap_ci_covers_true_r_in_93_to_97_percent():
         lo, hi = A.pearson(xs[d], ys[d], bootstrap=1000, seed=d)["ci95_bootstrap"]
         hits += lo <= rho <= hi
     assert 0.93 <= hits / draws <= 0.97
+
+
+def test_ci_method_selects_the_interval():
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=60)
+    y = 0.9 * x + 0.4 * rng.normal(size=60)
+    stud = A.pearson(x, y, bootstrap=500, seed=1)["ci95_bootstrap"]
+    bca = A.pearson(x, y, bootstrap=500, seed=1, ci_method="bca")["ci95_bootstrap"]
+    assert stud != bca
+    for lo, hi in (stud, bca):
+        assert lo < np.corrcoef(x, y)[0, 1] < hi
+    with pytest.raises(ValueError, match="ci_method"):
+        A.pearson(x, y, ci_method="percentile")
+    res = A.compare_to_experts(y, x[:, None], domain=None, bootstrap=100, ci_method="bca")
+    assert res["bootstrap"]["interval"] == "bca"
+    assert A.pearson(x, x, bootstrap=100)["ci95_bootstrap"] == [1, 1]
 
 
 def test_cluster_bootstrap_resamples_cases_not_items():
