@@ -4,9 +4,16 @@ Ours: `calibration.agreement.compare_to_experts` (vectorized bootstrap, one matr
 CI) and `agreement_from_csv` end to end. Baseline, in the same run: the same statistics with
 pingouin (corr, intraclass_corr), sklearn's kappa, the krippendorff package, a Python-loop
 bootstrap (np.corrcoef per resample) and a per-item loop alt-test.
+
+Then `nmb agreement --reference` on a continuous file, 2,000 items x 6 raters with 0-1 scores
+of 4 decimals, as a separate process: wall time and peak memory (max RSS) from /usr/bin/time -v
+(the issue's limits: 5 s, 500 MB).
 """
 
 import csv
+import re
+import subprocess
+import sys
 import tempfile
 import warnings
 from pathlib import Path
@@ -38,6 +45,29 @@ def write_csv(path: Path, grader: np.ndarray, experts: np.ndarray) -> None:
             for j in range(N_EXPERTS):
                 v = experts[i, j]
                 w.writerow([f"item{i}", f"expert{j}", "" if np.isnan(v) else int(v)])
+
+
+def write_continuous_csv(path: Path, n_items: int = 2000, n_raters: int = 6) -> None:
+    """0-1 scores with 4 decimals: a true score per item plus each rater's noise."""
+    rng = np.random.default_rng(1)
+    truth = rng.random((n_items, 1))
+    scores = np.clip(truth + rng.normal(0, 0.1, (n_items, n_raters)), 0, 1)
+    with path.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["item", "rater", "score"])
+        for i in range(n_items):
+            for j in range(n_raters):
+                w.writerow([f"item{i}", f"rater{j}", f"{scores[i, j]:.4f}"])
+
+
+def measure_cli(args: list[str]) -> tuple[float, float]:
+    """Wall seconds and max RSS (MB) of `nmb ARGS` in a fresh process, by /usr/bin/time -v."""
+    run = subprocess.run(["/usr/bin/time", "-v", sys.executable, "-m", "cli", *args],
+                         capture_output=True, text=True, check=True)
+    wall = re.search(r"Elapsed \(wall clock\) time.*: (?:(\d+):)?(\d+):([\d.]+)", run.stderr)
+    rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", run.stderr)
+    h, m, sec = wall.groups()  # type: ignore[union-attr]
+    return int(h or 0) * 3600 + int(m) * 60 + float(sec), int(rss.group(1)) / 1024  # type: ignore[union-attr]
 
 
 def baseline_report(grader: np.ndarray, experts: np.ndarray, seed: int = 0) -> dict:
@@ -150,6 +180,19 @@ def main() -> None:
     print(f"baseline pingouin + loop bootstrap median {t_base:.3f} s")
     print(f"ratio baseline / ours: {t_base / t_ours:.1f}x (report), "
           f"{t_base / t_csv:.1f}x (CSV end to end)")
+
+    if not Path("/usr/bin/time").exists():
+        print("continuous CSV: /usr/bin/time missing, not measured")
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "continuous.csv"
+        write_continuous_csv(path)
+        runs = [measure_cli(["agreement", str(path), "--reference", "rater0"]) for _ in range(3)]
+    wall = sorted(r[0] for r in runs)[1]
+    rss = max(r[1] for r in runs)
+    print(f"nmb agreement --reference, 2,000 items x 6 raters, 0-1 scores (4 decimals), "
+          f"1,000 resamples: median wall {wall:.2f} s, max RSS {rss:.0f} MB "
+          f"(limits 5 s, 500 MB)")
 
 
 if __name__ == "__main__":

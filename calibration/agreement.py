@@ -208,9 +208,12 @@ def _studentized_z_interval(
 def _bootstrap_ci(r: float, units: np.ndarray, sums: np.ndarray, w: np.ndarray, method: str,
                   confidence: float) -> tuple[float, float]:
     """The `method` interval of r from the unit moment sums and their resampled totals."""
+    present = units[:, 0] > 0
+    if not present.all():  # units without items of this pair add nothing
+        units, w = units[present], w[:, present]
     if method == "bca":
         rb = _r_from_sums(sums)
-        r_jack = _r_from_sums(units.sum(axis=0) - units[units[:, 0] > 0])
+        r_jack = _r_from_sums(units.sum(axis=0) - units)
         rb, r_jack = rb[np.isfinite(rb)], r_jack[np.isfinite(r_jack)]
         if rb.size and r_jack.size >= 2:
             return _bca_interval(r, rb, r_jack, confidence)
