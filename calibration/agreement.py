@@ -133,15 +133,24 @@ def _r_from_sums(s: np.ndarray) -> np.ndarray:
         return (n * sxy - sx * sy) / np.sqrt((n * sxx - sx * sx) * (n * syy - sy * sy))
 
 
-def _r_and_se(sums: np.ndarray, units: np.ndarray, w: np.ndarray | None = None
-              ) -> tuple[np.ndarray, np.ndarray]:
+_ROW, _COL = np.triu_indices(6)  # the 21 distinct products of two moment sums
+_TWICE_OFF_DIAGONAL = np.where(_ROW == _COL, 1.0, 2.0)
+
+
+def _moment_products(units: np.ndarray) -> np.ndarray:
+    """(G, 21): for each unit, the distinct products of two of its six moment sums."""
+    return units[:, _ROW] * units[:, _COL]
+
+
+def _r_and_se(sums: np.ndarray, products: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Pearson r and its nonparametric delta-method standard error, from weighted moment sums.
 
-    `units`: (G, 6) per-unit moment sums (`_unit_moments`); `sums`: (..., 6) their totals under
-    unit weights `w` (..., G) (None: each unit once). The influence value of item j is
-    x~ y~ - r (x~^2 + y~^2) / 2 on the scores standardized in that sample (Devlin, Gnanadesikan &
-    Kettenring 1975); a unit's value L_u is the sum over its items, a quadratic in its moment
-    sums, and se^2 = sum_u w_u L_u^2 / N^2 (Davison & Hinkley 1997, sec. 2.7.2 and 3.8).
+    `sums` (..., 6): the unit moment sums (`_unit_moments`) totalled with each unit's weight
+    (its count in a resample); `products` (..., 21): the same for `_moment_products`. The
+    influence value of item j is x~ y~ - r (x~^2 + y~^2) / 2 on the scores standardized in that
+    sample (Devlin, Gnanadesikan & Kettenring 1975); a unit's value L_u, the sum over its items,
+    is c . U_u, linear in its moment sums U_u, so se^2 = sum_u w_u L_u^2 / N^2 (Davison &
+    Hinkley 1997, sec. 2.7.2 and 3.8) = c' (sum_u w_u U_u U_u') c / N^2 needs only the totals.
     """
     n, sx, sy, sxx, sxy, syy = np.moveaxis(sums, -1, 0)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -149,13 +158,14 @@ def _r_and_se(sums: np.ndarray, units: np.ndarray, w: np.ndarray | None = None
         vx, vy = sxx / n - mx * mx, syy / n - my * my
         sd = np.sqrt(vx * vy)
         r = (sxy / n - mx * my) / sd
-        coef = np.stack([mx * my / sd - r / 2 * (mx * mx / vx + my * my / vy),
-                         r * mx / vx - my / sd, r * my / vy - mx / sd,
-                         -r / (2 * vx), 1 / sd, -r / (2 * vy)], axis=-1)
-        influence_sq = (coef @ units.T) ** 2
-        if w is not None:
-            influence_sq *= w
-        return r, np.sqrt(influence_sq.sum(axis=-1)) / n
+        c = np.stack([mx * my / sd - r / 2 * (mx * mx / vx + my * my / vy),
+                      r * mx / vx - my / sd, r * my / vy - mx / sd,
+                      -r / (2 * vx), 1 / sd, -r / (2 * vy)], axis=-1)
+        quad = (_TWICE_OFF_DIAGONAL * c[..., _ROW] * c[..., _COL] * products).sum(axis=-1)
+        return r, np.sqrt(quad) / n
+
+
+_BLOCK_FLOATS = 4_000_000  # pairs share one matrix product up to ~32 MB of columns or sums
 
 
 def _resample_sums(weights: np.ndarray, cols: np.ndarray) -> np.ndarray:
@@ -205,21 +215,19 @@ def _studentized_z_interval(
     return (math.tanh(z - t_hi * se_z), math.tanh(z - t_lo * se_z))
 
 
-def _bootstrap_ci(r: float, units: np.ndarray, sums: np.ndarray, w: np.ndarray, method: str,
+def _bootstrap_ci(r: float, units: np.ndarray, sums: np.ndarray, method: str,
                   confidence: float) -> tuple[float, float]:
-    """The `method` interval of r from the unit moment sums and their resampled totals."""
-    present = units[:, 0] > 0
-    if not present.all():  # units without items of this pair add nothing
-        units, w = units[present], w[:, present]
+    """The `method` interval of r from the unit moment sums (G, 6) and, per resample, their
+    totals (B, 6), followed for "studentized_z" by the totals of their products (B, 21)."""
     if method == "bca":
         rb = _r_from_sums(sums)
-        r_jack = _r_from_sums(units.sum(axis=0) - units)
+        r_jack = _r_from_sums(units.sum(axis=0) - units[units[:, 0] > 0])
         rb, r_jack = rb[np.isfinite(rb)], r_jack[np.isfinite(r_jack)]
         if rb.size and r_jack.size >= 2:
             return _bca_interval(r, rb, r_jack, confidence)
         return (math.nan, math.nan)
-    rb, se_b = _r_and_se(sums, units, w)
-    se = float(_r_and_se(units.sum(axis=0), units)[1])
+    rb, se_b = _r_and_se(sums[:, :6], sums[:, 6:])
+    se = float(_r_and_se(units.sum(axis=0), _moment_products(units).sum(axis=0))[1])
     return _studentized_z_interval(r, se, rb, se_b, confidence)
 
 
@@ -232,7 +240,8 @@ def pearson_many(
     ci_method: str = "studentized_z",
 ) -> list[dict]:
     """`pearson` for several (x, y) pairs over the same items, sharing one set of resamples:
-    the resampled moment sums of all pairs come from a single matrix product."""
+    the resampled moment sums of all pairs come from one matrix product (per block of pairs,
+    so that memory stays bounded with many raters)."""
     if ci_method not in CI_METHODS:
         raise ValueError(f"unknown ci_method {ci_method!r}; choose from {', '.join(CI_METHODS)}")
     prepared = []
@@ -257,11 +266,17 @@ def pearson_many(
         w = weights[:, first]  # every item of a unit is drawn as often as its unit
         if clusters is not None and not np.array_equal(w[:, units], weights):
             raise ValueError("bootstrap weights were not drawn by the given clusters")
-        moments = [_unit_moments(*prepared[i][:3], units, len(first)) for i in todo]
-        sums = _resample_sums(w, np.concatenate(moments, axis=1))  # (B, 6 * len(todo))
-        for k, i in enumerate(todo):
-            boots[i] = _bootstrap_ci(prepared[i][4], moments[k], sums[:, 6 * k: 6 * k + 6], w,
-                                     ci_method, confidence)
+        width = 6 if ci_method == "bca" else 27
+        block = max(1, _BLOCK_FLOATS // (width * max(w.shape)))  # pairs per matrix product
+        for start in range(0, len(todo), block):
+            chunk = todo[start: start + block]
+            moments = [_unit_moments(*prepared[i][:3], units, len(first)) for i in chunk]
+            cols = [m if width == 6 else np.hstack([m, _moment_products(m)]) for m in moments]
+            sums = _resample_sums(w, np.concatenate(cols, axis=1))  # (B, width * len(chunk))
+            for k, i in enumerate(chunk):
+                boots[i] = _bootstrap_ci(prepared[i][4], moments[k],
+                                         sums[:, width * k: width * (k + 1)], ci_method,
+                                         confidence)
     return [
         _clean({"r": r, "n": n, "ci95_fisher": list(fisher_ci(r, n, confidence)),
                 "ci95_bootstrap": list(boot)})

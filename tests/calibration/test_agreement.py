@@ -301,7 +301,7 @@ def test_studentized_resamples_match_the_one_sample_formulas(clustered):
     first = np.unique(units, return_index=True)[1]
     weights = A.bootstrap_weights(n, 15, seed=3, clusters=units if clustered else None)
     w = weights[:, first]
-    rb, se_b = A._r_and_se(w @ moments, moments, w)
+    rb, se_b = A._r_and_se(w @ moments, w @ A._moment_products(moments))
     for b in range(15):
         draws = [np.flatnonzero(units == u) for u in range(len(first)) for _ in range(int(w[b, u]))]
         drawn = np.concatenate(draws)  # a unit drawn twice counts as two units
