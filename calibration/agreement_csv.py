@@ -15,6 +15,7 @@ from errors import UserError, one_line
 REQUIRED = ("item", "rater", "score")
 MISSING = {"", "na", "nan", "null", "none"}
 MAX_BYTES = 64 * 2**20  # a 2,000 x 6 panel is 0.2 MB
+MAX_ROWS = 1_000_000  # rows read into memory before the matrix is built
 MAX_CELLS = 10_000_000  # items x raters, the dense matrix the statistics work on (80 MB)
 MAX_ABS_SCORE = 1e15  # beyond this, doubles no longer hold every integer (2^53 ~ 9.0e15)
 MAX_LEVELS = 21  # integer scores spanning at most this many levels form a rating scale
@@ -74,8 +75,10 @@ def read_ratings(path: Path) -> tuple[list[str], list[str], np.ndarray]:
             raise UserError(f"{path}: missing column {', '.join(repr(c) for c in missing)} "
                             f"(need item,rater,score; found {found})")
         reader.fieldnames = header
-        for row in reader:
+        for count, row in enumerate(reader, 1):
             line = reader.line_num
+            if count > MAX_ROWS:
+                raise UserError(f"{path}: line {line}: more than {MAX_ROWS:,} rows")
             item, rater = (row.get("item") or "").strip(), (row.get("rater") or "").strip()
             raw = (row.get("score") or "").strip()
             if not item or not rater:

@@ -103,6 +103,18 @@ def test_bad_csv_gives_one_line_user_error(tmp_path, header, rows, reference, ne
         assert str(path) in message
 
 
+@pytest.mark.parametrize(("limit", "value", "needle"),
+                         [("MAX_BYTES", 100, "bytes, more than"), ("MAX_ROWS", 10, "more than 10 rows"),
+                          ("MAX_CELLS", 20, "more than 20 cells")])
+def test_size_limits_are_one_line_errors(tmp_path, monkeypatch, limit, value, needle):
+    from calibration import agreement_csv
+
+    path, _ = _panel_csv(tmp_path / "panel.csv", n=8)  # 32 rows, 8 items x 4 raters
+    monkeypatch.setattr(agreement_csv, limit, value)
+    with pytest.raises(UserError, match=needle):
+        agreement_from_csv(path)
+
+
 def test_missing_file_is_a_user_error(tmp_path):
     with pytest.raises(UserError, match="cannot read"):
         agreement_from_csv(tmp_path / "nope.csv")
