@@ -137,6 +137,8 @@ def _remove_dead(workspace: Path, home: Path, engine: Engine) -> None:
             dest = home / rel
             dest.unlink(missing_ok=True)
             _partial(dest, workspace.name).unlink(missing_ok=True)
+            if not any(dest.parent.iterdir()):
+                dest.parent.rmdir()
     shutil.rmtree(workspace) if workspace.is_dir() else workspace.unlink()
 
 

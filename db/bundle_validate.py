@@ -306,8 +306,11 @@ def read_json(path: Path, rel: str, problems: list[Problem]) -> Any:
     return value
 
 
-def read_jsonl(path: Path, rel: str, problems: list[Problem]) -> list[tuple[int, Any]]:
-    """(line number, parsed value) of every non-blank line; bad lines become problems."""
+def read_jsonl(path: Path, rel: str, problems: list[Problem]
+               ) -> list[tuple[int, Any, str | None]]:
+    """(line number, parsed value, why it cannot be stored or None) of every non-blank line
+    that parses; lines that do not become problems. An unstorable row still names its id, so
+    rows that refer to it are not reported as well."""
     text = _read_text(path, rel, problems)
     if text is None:
         return []
@@ -320,10 +323,7 @@ def read_jsonl(path: Path, rel: str, problems: list[Problem]) -> list[tuple[int,
         except ValueError as e:
             problems.append(Problem(rel, n, _syntax(e).replace(" (line 1, column", " (column")))
             continue
-        if why := unstorable(value):
-            problems.append(Problem(rel, n, why))
-        else:
-            rows.append((n, value))
+        rows.append((n, value, unstorable(value)))
     return rows
 
 
@@ -401,15 +401,19 @@ def _parse_case(root: Path, case_dir: Path, problems: list[Problem]) -> tuple[di
 
 
 def _parse_tasks(root: Path, case_ids: set[str], all_case_dirs: set[str],
-                 problems: list[Problem], where: dict) -> list[dict]:
+                 problems: list[Problem], where: dict) -> tuple[list[dict], bool]:
+    """The valid tasks, and whether every line could be read (so every task id is known)."""
     rel = "tasks.jsonl"
     if not (root / rel).is_file():
         problems.append(Problem(rel, None, "file is missing"))
-        return []
+        return [], False
     tasks = []
-    for n, obj in read_jsonl(root / rel, rel, problems):
-        msgs = check_fields(obj, TASK_SPEC)
-        if isinstance(obj, dict):
+    before = len(problems)
+    rows = read_jsonl(root / rel, rel, problems)
+    complete = len(problems) == before
+    for n, obj, why in rows:
+        msgs = [why] if why else check_fields(obj, TASK_SPEC)
+        if isinstance(obj, dict) and not why:
             tid, level, stages = obj.get("task_id"), obj.get("level"), obj.get("stages")
             if isinstance(tid, str) and ("task", tid) in where:
                 first = where["task", tid][1]
@@ -433,27 +437,29 @@ def _parse_tasks(root: Path, case_ids: set[str], all_case_dirs: set[str],
         tasks.append({"task_id": obj["task_id"], "case_id": obj["case_id"],
                       "family": obj["family"], "level": obj["level"], "prompt": obj["prompt"],
                       "stages": list(obj.get("stages") or [])})
-    return tasks
+    return tasks, complete
 
 
 def _parse_responses(root: Path, tasks: dict[str, dict], problems: list[Problem],
-                     where: dict) -> list[dict]:
+                     where: dict, all_task_ids_known: bool) -> list[dict]:
     rel = "responses.jsonl"
     if not (root / rel).exists():
         return []
     out, keys = [], {}
-    for n, obj in read_jsonl(root / rel, rel, problems):
-        msgs = check_fields(obj, RESPONSE_SPEC)
-        if isinstance(obj, dict):
+    for n, obj, why in read_jsonl(root / rel, rel, problems):
+        msgs = [why] if why else check_fields(obj, RESPONSE_SPEC)
+        if isinstance(obj, dict) and not why:
             rid, tid = obj.get("response_id"), obj.get("task_id")
-            if isinstance(rid, str) and ("response", rid) in where:
+            twice = isinstance(rid, str) and ("response", rid) in where
+            if twice:
                 first = where["response", rid][1]
                 msgs.append(f"response_id {_show(rid)} is used twice (first on line {first})")
-            if isinstance(tid, str) and tid not in tasks and ("task", tid) not in where:
+            if (all_task_ids_known and isinstance(tid, str) and tid not in tasks
+                    and ("task", tid) not in where):
                 msgs.append(f"task_id {_show(tid)} is not a task of this bundle")
             key = (tid, obj.get("model"), obj.get("sample"))
             if all(isinstance(k, str | int) for k in key) and not isinstance(key[2], bool):
-                if key in keys:
+                if key in keys and not twice:  # a repeated line: said once above
                     msgs.append(f"model {_show(key[1])} has two responses with sample {key[2]} "
                                 f"for task {_show(tid)} (first on line {keys[key]})")
                 keys.setdefault(key, n)
@@ -540,9 +546,10 @@ def _validate_open(root: Path, label: str, progress: Progress | None,
             cases.append(row)
     where: dict[tuple[str, str], tuple[str, int | None]] = {
         ("case", c["case_id"]): (f"cases/{c['case_id']}/case.json", None) for c in cases}
-    tasks = _parse_tasks(root, {c["case_id"] for c in cases}, {d.name for d in case_dirs},
-                         problems, where)
-    responses = _parse_responses(root, {t["task_id"]: t for t in tasks}, problems, where)
+    tasks, complete = _parse_tasks(root, {c["case_id"] for c in cases},
+                                   {d.name for d in case_dirs}, problems, where)
+    responses = _parse_responses(root, {t["task_id"]: t for t in tasks}, problems, where,
+                                 complete)
     timings["parse"] = time.perf_counter() - t0
     t1 = time.perf_counter()
     inspected = _check_images(files, problems, progress, timings, known)
