@@ -120,6 +120,14 @@ def _integer(v: Any) -> str | None:
     return None if isinstance(v, int) and not isinstance(v, bool) else "is not an integer"
 
 
+def _sample(v: Any) -> str | None:
+    if why := _integer(v):
+        return why
+    if v < 0:
+        return "is negative"
+    return f"is larger than {MAX_SAMPLE}" if v > MAX_SAMPLE else None
+
+
 def _number(v: Any) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
 
@@ -194,8 +202,7 @@ RESPONSE_SPEC: Spec = {
     "response_id": (True, _identifier),
     "task_id": (True, _identifier),
     "model": (True, _string(empty=False, max_len=128)),
-    "sample": (True, lambda v: _integer(v) or ("is negative" if v < 0 else None if
-                                               v <= MAX_SAMPLE else f"is larger than {MAX_SAMPLE}")),
+    "sample": (True, _sample),
     "text": (True, _string()),
     "turns": (False, _string_list()),
 }

@@ -8,6 +8,7 @@ import streamlit as st
 
 from db.assignments import assign, below_overlap, draw_calibration, rater_progress
 from db.bundle import BundleInvalid, import_bundle
+from db.bundle_store import Workspace
 from db.cases import case_list, case_view, task_list
 from db.engine import session
 from db.exams import ensure_exam
@@ -58,8 +59,8 @@ with study:
     dry_run = st.checkbox("Dry run (validate only)")
     if st.button("Import", type="primary", disabled=not (upload or server_path)):
         if upload is not None:
-            with tempfile.TemporaryDirectory() as tmp:
-                path = Path(tmp) / "bundle.zip"
+            with Workspace("upload") as upload_area:  # NMB_HOME/tmp, swept if the server dies
+                path = upload_area.path / "bundle.zip"
                 path.write_bytes(upload.getvalue())
                 run_import(path, dry_run)
         else:
