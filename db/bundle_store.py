@@ -71,7 +71,11 @@ class Workspace:
         self._fd = _lock(fcntl.LOCK_SH)  # waits while a sweep runs
         self.engine = engine
         self.home = nmb_home()
-        self.path = Path(tempfile.mkdtemp(prefix=f"{kind}-", dir=self.home / TEMP_AREA))
+        try:
+            self.path = Path(tempfile.mkdtemp(prefix=f"{kind}-", dir=self.home / TEMP_AREA))
+        except BaseException:
+            os.close(self._fd)
+            raise
         self._added = 0
 
     def store_image(self, source: Path, sha256: str, suffix: str) -> bool:
