@@ -242,7 +242,7 @@ def _import(s: Session, path: Path, ws: Workspace, *, dry_run: bool, actor: str 
         return summary
     t = time.perf_counter()
     for i, sf in enumerate([] if dry_run else plan.series, start=1):
-        if ws.store_image(sf.source, sf.sha256, sf.suffix):
+        if ws.store_image(sf.source, sf.sha256, sf.suffix, name=sf.file):
             summary.images_copied += 1
         else:
             summary.images_already_stored += 1

@@ -78,8 +78,9 @@ class Workspace:
             raise
         self._added = 0
 
-    def store_image(self, source: Path, sha256: str, suffix: str) -> bool:
-        """Copy `source` into the store; False when that content is already there.
+    def store_image(self, source: Path, sha256: str, suffix: str, *, name: str = "") -> bool:
+        """Copy `source` (called `name` in messages) into the store; False when that content is
+        already there.
 
         The copy is hashed as it is written and must match `sha256` (taken during validation:
         the bundle may not change in between).
@@ -93,13 +94,17 @@ class Workspace:
         dest.parent.mkdir(parents=True, exist_ok=True)
         partial = _partial(dest, self.path.name)
         h = hashlib.sha256()
-        with open(source, "rb") as src, open(partial, "wb") as out:
-            while chunk := src.read(1 << 20):
-                h.update(chunk)
-                out.write(chunk)
-        if h.hexdigest() != sha256:
-            raise UserError(f"{source.name} changed while it was being imported; import again")
-        os.replace(partial, dest)
+        try:
+            with open(source, "rb") as src, open(partial, "wb") as out:
+                while chunk := src.read(1 << 20):
+                    h.update(chunk)
+                    out.write(chunk)
+            if h.hexdigest() != sha256:
+                raise UserError(f"{name or source.name} changed while it was being imported; "
+                                "import again")
+            os.replace(partial, dest)
+        finally:
+            partial.unlink(missing_ok=True)
         return True
 
     def keep_images(self) -> None:
