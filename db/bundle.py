@@ -10,6 +10,7 @@ import added are swept. A dry run is the same import, rolled back at the end (im
 copied), so it refuses exactly what the import refuses.
 """
 
+import contextlib
 import secrets
 import time
 from collections.abc import Callable
@@ -203,16 +204,19 @@ def _insert(s: Session, plan: _Plan, progress: Progress | None) -> None:
 
 
 def import_bundle(s: Session, path: Path, *, dry_run: bool = False, actor: str | None = None,
-                  progress: Progress | None = None) -> ImportSummary:
+                  progress: Progress | None = None,
+                  workspace: Workspace | None = None) -> ImportSummary:
     """Validate the bundle at `path` (folder or .zip) and import it in one transaction of `s`.
 
     Raises BundleInvalid listing every problem (files and conflicts with the study) before
     anything is written. With `dry_run`, runs the same import up to the last statement, rolls
     it back and reports what would be imported. Commits `s` at the end; rolls it back on any
-    error (and after a dry run).
+    error (and after a dry run). Works in `workspace` (e.g. the one holding an uploaded zip;
+    the caller closes it) or in a workspace of its own.
     """
     started = time.perf_counter()
-    with Workspace(engine=s.get_bind()) as ws:
+    own = Workspace(engine=s.get_bind()) if workspace is None else contextlib.nullcontext(workspace)
+    with own as ws:
         try:
             summary = _import(s, Path(path), ws, dry_run=dry_run, actor=actor, progress=progress)
         except BaseException:

@@ -8,8 +8,9 @@
   is written). Nothing goes to the system temp folder.
 
 Every workspace holds a shared `flock` on `NMB_HOME/tmp/.lock` for its whole life; the kernel
-drops it when the process dies, even on SIGKILL. `sweep()` (at start: `db.engine.upgrade`, and
-after a failed import) takes that lock exclusively without waiting. If it gets it, no import is
+drops it when the process dies, even on SIGKILL. `sweep()` (at start: `db.engine.upgrade`;
+before a workspace is made, so a long-running server catches up at its next import; after a
+failed import) takes that lock exclusively without waiting. If it gets it, no import is
 running, so every workspace left is a dead one: the images it added that no `Series` row
 references are deleted (with their temporary names), then the workspace. If an import is
 running, the sweep does nothing and the next one catches up. `NMB_HOME` belongs to one study
@@ -68,6 +69,7 @@ class Workspace:
     """
 
     def __init__(self, kind: str = "import", *, engine: Engine | None = None) -> None:
+        sweep(engine)
         self._fd = _lock(fcntl.LOCK_SH)  # waits while a sweep runs
         self.engine = engine
         self.home = nmb_home()

@@ -33,6 +33,8 @@ INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 #: `Response.sample` is an INTEGER column: 32 bits on PostgreSQL.
 MAX_SAMPLE = 2**31 - 1
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")  # NUL (PostgreSQL text), lone surrogates (UTF-8)
+# In JSON text from valid UTF-8, NUL and surrogates only come from these `\u` escapes.
+_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
 Progress = Callable[[float, str], None]
 #: Given sha256s, the (shape, voxel sizes) of those the study already holds (checked before).
 KnownImages = Callable[[set[str]], dict[str, Facts]]
@@ -238,9 +240,10 @@ def _constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
-def _loads(text: str) -> Any:
+def _loads(text: str, parse_int: Callable[[str], int] = int) -> Any:
     try:
-        return json.loads(text, object_pairs_hook=_pairs, parse_constant=_constant)
+        return json.loads(text, object_pairs_hook=_pairs, parse_constant=_constant,
+                          parse_int=parse_int)
     except RecursionError:  # the C decoder's own depth guard, far beyond MAX_JSON_DEPTH
         raise ValueError(f"nesting is deeper than {MAX_JSON_DEPTH} levels") from None
 
@@ -268,6 +271,25 @@ def unstorable(value: Any) -> str | None:
         elif isinstance(v, int) and not INT64_MIN <= v <= INT64_MAX:
             return f"{where or 'integer'} {_show(v)} does not fit in 64 bits"
     return None
+
+
+def _parse(text: str, escapes: bool = True) -> tuple[Any, str | None]:
+    """The JSON value of `text` and why it cannot be stored (None when it can); ValueError on
+    bad syntax. The walk of `unstorable` runs only when the text may hold such a value: an
+    integer of 19 digits or more, more than MAX_JSON_DEPTH brackets, or (unless `escapes` is
+    False: its file has none) a NUL or surrogate escape.
+    """
+    long_ints = []
+
+    def integer(digits: str) -> int:
+        if len(digits) > 18:
+            long_ints.append(digits)
+        return int(digits)
+
+    value = _loads(text, integer)
+    suspect = (long_ints or text.count("[") + text.count("{") > MAX_JSON_DEPTH
+               or (escapes and _ESCAPE.search(text)))
+    return value, unstorable(value) if suspect else None
 
 
 def _syntax(e: ValueError) -> str:
@@ -303,11 +325,11 @@ def read_json(path: Path, rel: str, problems: list[Problem]) -> Any:
     if text is None:
         return None
     try:
-        value = _loads(text)
+        value, why = _parse(text)
     except ValueError as e:
         problems.append(Problem(rel, None, _syntax(e)))
         return None
-    if why := unstorable(value):
+    if why:
         problems.append(Problem(rel, None, why))
         return None
     return value
@@ -322,15 +344,14 @@ def read_jsonl(path: Path, rel: str, problems: list[Problem]
     if text is None:
         return []
     rows = []
+    escapes = _ESCAPE.search(text) is not None
     for n, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:
-            value = _loads(line)
+            rows.append((n, *_parse(line, escapes)))
         except ValueError as e:
             problems.append(Problem(rel, n, _syntax(e).replace(" (line 1, column", " (column")))
-            continue
-        rows.append((n, value, unstorable(value)))
     return rows
 
 

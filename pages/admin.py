@@ -32,12 +32,13 @@ study, cases, people, raters, exports = st.tabs(
     ["Import a bundle", "Cases", "Users", "Assignments", "Export"])
 
 
-def run_import(path: Path, dry_run: bool) -> None:
+def run_import(path: Path, dry_run: bool, workspace: Workspace | None = None) -> None:
     bar = st.progress(0.0, text="validating")
     try:
         with session() as s:
             summary = import_bundle(s, path, dry_run=dry_run, actor=user.name,
-                                    progress=lambda f, what: bar.progress(min(f, 1.0), text=what))
+                                    progress=lambda f, what: bar.progress(min(f, 1.0), text=what),
+                                    workspace=workspace)
     except BundleInvalid as e:
         bar.empty()
         st.error(str(e))
@@ -62,7 +63,7 @@ with study:
             with Workspace("upload") as upload_area:  # NMB_HOME/tmp, swept if the server dies
                 path = upload_area.path / "bundle.zip"
                 path.write_bytes(upload.getvalue())
-                run_import(path, dry_run)
+                run_import(path, dry_run, upload_area)
         else:
             run_import(Path(server_path.strip()), dry_run)
 

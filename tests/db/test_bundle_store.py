@@ -1,8 +1,11 @@
 """The image store's workspaces and the sweep: what dead imports left goes, nothing else."""
 
 import hashlib
+import shutil
 from pathlib import Path
 
+import pytest
+from sqlalchemy import event
 from sqlmodel import Session
 
 from db.bundle import import_bundle
@@ -43,12 +46,47 @@ def test_sweep_removes_dead_workspaces_and_their_unreferenced_images(
 
 def test_sweep_leaves_everything_while_an_import_runs(sqlite_url: str, nmb_home: Path) -> None:
     orphan = image_path("cd" * 32, ".nii").as_posix()
-    dead = _dead_workspace(nmb_home, "import-dead", [orphan])
     with Workspace(engine=engine_for(sqlite_url)) as live:
+        dead = _dead_workspace(nmb_home, "import-dead", [orphan])
         assert sweep(engine_for(sqlite_url)) == 0
         assert live.path.is_dir() and dead.is_dir() and (nmb_home / orphan).exists()
     assert sweep(engine_for(sqlite_url)) == 1
     assert not dead.exists() and not (nmb_home / orphan).exists()
+
+
+def test_a_new_workspace_first_sweeps_what_dead_ones_left(sqlite_url: str,
+                                                         nmb_home: Path) -> None:
+    """A server that runs for weeks catches up at its next import, not only at its start."""
+    orphan = image_path("ef" * 32, ".nii").as_posix()
+    dead = _dead_workspace(nmb_home, "import-dead", [orphan])
+    with Workspace(engine=engine_for(sqlite_url)) as live:
+        assert not dead.exists() and not (nmb_home / orphan).exists()
+        assert sorted(p.name for p in (nmb_home / "tmp").iterdir()) == [".lock", live.path.name]
+
+
+def test_an_upload_workspace_holds_the_import_and_its_leftovers(sqlite_url: str, nmb_home: Path,
+                                                                 tmp_path: Path) -> None:
+    """The admin page's upload: the zip and its extraction share one workspace, and images a
+    failed import stored are swept when the page closes it."""
+    write_bundle(tmp_path / "study")
+    engine = engine_for(sqlite_url)
+
+    def fail(conn, cursor, statement, *args) -> None:
+        if statement.lstrip().upper().startswith("INSERT INTO TASK"):
+            raise RuntimeError("injected")
+
+    with Workspace("upload", engine=engine) as upload:
+        archive = shutil.make_archive(str(upload.path / "bundle"), "zip", tmp_path, "study")
+        event.listen(engine, "after_cursor_execute", fail)
+        try:
+            with Session(engine) as s, pytest.raises(RuntimeError):
+                import_bundle(s, Path(archive), workspace=upload)
+        finally:
+            event.remove(engine, "after_cursor_execute", fail)
+        assert (upload.path / "bundle" / "study" / "bundle.json").is_file()
+        assert len(list((nmb_home / "images").rglob("*.nii*"))) == 3  # stored, not committed
+    assert not list((nmb_home / "images").rglob("*"))
+    assert [p.name for p in (nmb_home / "tmp").iterdir()] == [".lock"]
 
 
 def test_an_import_that_fails_after_storing_removes_its_images(sqlite_url: str, nmb_home: Path,
