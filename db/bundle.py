@@ -4,13 +4,13 @@ The rules are in `db.bundle_validate` and docs/bundle-format.md. The import is a
 nothing on SQLite and PostgreSQL: rows are written in the caller's session and committed
 once at the end; any error rolls the session back. Re-importing is idempotent: rows that
 already exist with identical content are skipped, an existing id with different content is
-a problem (bundles never overwrite study data). Images are copied into
-`NMB_HOME/images/<sha256[:2]>/<sha256><suffix>`; they are content-addressed, so a blob left
-behind by a failed transaction is harmless and reused by the next import.
+a problem (bundles never overwrite study data). Images are copied into the content-addressed
+store `NMB_HOME/images/` through a workspace (`db.bundle_store`): images a failed or killed
+import added are swept. A dry run is the same import, rolled back at the end (images are not
+copied), so it refuses exactly what the import refuses.
 """
 
-import hashlib
-import os
+import contextlib
 import secrets
 import time
 from collections.abc import Callable
@@ -23,6 +23,7 @@ from sqlmodel import Session, select
 
 from db.audit import record
 from db.bundle_errors import BundleInvalid, Problem
+from db.bundle_store import Workspace, image_path
 from db.bundle_validate import (
     FORMAT,
     SeriesFile,
@@ -33,7 +34,6 @@ from db.bundle_validate import (
 from db.engine import nmb_home
 from db.models import Case, Response, Series, Task, utcnow
 from db.queries import chunks, fetch_in
-from errors import UserError
 
 __all__ = ["FORMAT", "BundleInvalid", "ImportSummary", "Problem", "ValidBundle", "image_path",
            "import_bundle", "validate_bundle"]
@@ -73,11 +73,6 @@ class ImportSummary:
                 f"{self.new_tasks} tasks, {self.new_responses} responses; unchanged "
                 f"{self.unchanged_cases} cases, {self.unchanged_tasks} tasks, "
                 f"{self.unchanged_responses} responses")
-
-
-def image_path(sha256: str, suffix: str) -> Path:
-    """Where an image with this content lives, relative to NMB_HOME."""
-    return Path("images") / sha256[:2] / f"{sha256}{suffix}"
 
 
 def _differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
@@ -173,31 +168,6 @@ def _stored_images(s: Session, shas: set[str]) -> dict[str, tuple[list[int], lis
     return out
 
 
-def _store_image(sf: SeriesFile, home: Path) -> bool:
-    """Copy one image into the content-addressed store; False when it is already there.
-
-    The copy is hashed as it is written and must match the hash taken during validation
-    (the bundle may not change in between); it lands under a temporary name, then os.replace.
-    """
-    dest = home / image_path(sf.sha256, sf.suffix)
-    if dest.exists():
-        return False
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(f".{dest.name}.{secrets.token_hex(4)}.tmp")
-    h = hashlib.sha256()
-    try:
-        with open(sf.source, "rb") as src, open(tmp, "wb") as out:
-            while chunk := src.read(1 << 20):
-                h.update(chunk)
-                out.write(chunk)
-        if h.hexdigest() != sf.sha256:
-            raise UserError(f"{sf.file} changed while it was being imported; import again")
-        os.replace(tmp, dest)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return True
-
-
 def new_blind_codes(s: Session, n: int) -> list[str]:
     """`n` new random, opaque, unique codes ("R-" + 10 hex digits); unrelated to any id or model."""
     used = set(s.exec(select(Response.blind_code)).all())
@@ -234,56 +204,70 @@ def _insert(s: Session, plan: _Plan, progress: Progress | None) -> None:
 
 
 def import_bundle(s: Session, path: Path, *, dry_run: bool = False, actor: str | None = None,
-                  progress: Progress | None = None) -> ImportSummary:
+                  progress: Progress | None = None,
+                  workspace: Workspace | None = None) -> ImportSummary:
     """Validate the bundle at `path` (folder or .zip) and import it in one transaction of `s`.
 
     Raises BundleInvalid listing every problem (files and conflicts with the study) before
-    anything is written. With `dry_run`, reports what would be imported and writes nothing.
-    Commits `s` at the end; rolls it back on any error (and after a dry run).
+    anything is written. With `dry_run`, runs the same import up to the last statement, rolls
+    it back and reports what would be imported. Commits `s` at the end; rolls it back on any
+    error (and after a dry run). Works in `workspace` (e.g. the one holding an uploaded zip;
+    the caller closes it) or in a workspace of its own.
     """
     started = time.perf_counter()
-    try:
-        vb, problems = open_and_validate(Path(path), progress=progress,
-                                         known_images=lambda shas: _stored_images(s, shas))
-        with vb:
-            summary = ImportSummary(bundle=vb.name, dry_run=dry_run)
-            timings = summary.timings
-            timings.update(vb.timings)
-            t = time.perf_counter()
-            plan = _plan(s, vb, summary) if not problems else _Plan()
-            plan.bundle = vb.name
-            timings["db_check"] = time.perf_counter() - t
-            if problems or plan.problems:
-                raise BundleInvalid(vb.label, problems + plan.problems)
-            summary.new_cases, summary.new_series = len(plan.cases), len(plan.series)
-            summary.new_tasks, summary.new_responses = len(plan.tasks), len(plan.responses)
-            summary.images_inspected = vb.images_inspected
-            if dry_run or not summary.changed:
-                s.rollback()
-                return _finish(summary, started, progress)
-            t = time.perf_counter()
-            home = nmb_home()
-            for i, sf in enumerate(plan.series, start=1):
-                if _store_image(sf, home):
-                    summary.images_copied += 1
-                else:
-                    summary.images_already_stored += 1
-                if progress:
-                    progress(0.7 + 0.1 * i / len(plan.series), f"stored {i} images")
-            timings["copy"] = time.perf_counter() - t
-            t = time.perf_counter()
-            _insert(s, plan, progress)
-            record(s, "bundle.import", actor=actor, bundle=vb.name, source=Path(path).name,
-                   cases=summary.new_cases, series=summary.new_series, tasks=summary.new_tasks,
-                   responses=summary.new_responses)
-            timings["db_insert"] = time.perf_counter() - t
-            t = time.perf_counter()
-            s.commit()
-            timings["commit"] = time.perf_counter() - t
-    except BaseException:
-        s.rollback()
-        raise
+    own = Workspace(engine=s.get_bind()) if workspace is None else contextlib.nullcontext(workspace)
+    with own as ws:
+        try:
+            summary = _import(s, Path(path), ws, dry_run=dry_run, actor=actor, progress=progress)
+        except BaseException:
+            s.rollback()  # before the workspace's sweep reads the study
+            raise
     return _finish(summary, started, progress)
+
+
+def _import(s: Session, path: Path, ws: Workspace, *, dry_run: bool, actor: str | None,
+            progress: Progress | None) -> ImportSummary:
+    vb, problems = open_and_validate(path, workspace=ws, progress=progress,
+                                     known_images=lambda shas: _stored_images(s, shas))
+    summary = ImportSummary(bundle=vb.name, dry_run=dry_run)
+    timings = summary.timings
+    timings.update(vb.timings)
+    t = time.perf_counter()
+    plan = _plan(s, vb, summary) if not problems else _Plan()
+    plan.bundle = vb.name
+    timings["db_check"] = time.perf_counter() - t
+    if problems or plan.problems:
+        raise BundleInvalid(vb.label, problems + plan.problems)
+    summary.new_cases, summary.new_series = len(plan.cases), len(plan.series)
+    summary.new_tasks, summary.new_responses = len(plan.tasks), len(plan.responses)
+    summary.images_inspected = vb.images_inspected
+    if not summary.changed:
+        s.rollback()
+        return summary
+    t = time.perf_counter()
+    for i, sf in enumerate([] if dry_run else plan.series, start=1):
+        if ws.store_image(sf.source, sf.sha256, sf.suffix, name=sf.file):
+            summary.images_copied += 1
+        else:
+            summary.images_already_stored += 1
+        if progress:
+            progress(0.7 + 0.1 * i / len(plan.series), f"stored {i} images")
+    timings["copy"] = time.perf_counter() - t
+    t = time.perf_counter()
+    _insert(s, plan, progress)
+    record(s, "bundle.import", actor=actor, bundle=vb.name, source=path.name,
+           cases=summary.new_cases, series=summary.new_series, tasks=summary.new_tasks,
+           responses=summary.new_responses)
+    s.flush()
+    timings["db_insert"] = time.perf_counter() - t
+    if dry_run:
+        s.rollback()
+        return summary
+    t = time.perf_counter()
+    s.commit()
+    ws.keep_images()
+    timings["commit"] = time.perf_counter() - t
+    return summary
 
 
 def _finish(summary: ImportSummary, started: float, progress: Progress | None) -> ImportSummary:

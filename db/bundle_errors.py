@@ -13,6 +13,11 @@ class Problem:
     line: int | None
     message: str
 
+    def __post_init__(self) -> None:  # a file name may hold bytes that are not UTF-8
+        for name in ("file", "message"):
+            text = getattr(self, name).encode("utf-8", "backslashreplace").decode("utf-8")
+            object.__setattr__(self, name, text)
+
     def __str__(self) -> str:
         where = self.file if self.line is None else f"{self.file}:{self.line}"
         return f"{where}: {self.message}"

@@ -3,9 +3,10 @@
 Hashing (sha256) runs in threads: hashlib releases the GIL and the files are read once more
 from the page cache by the inspection. Inspection (`imaging.inspect_image`, which opens each
 image and reads every voxel) holds the GIL for much of its work, so many images are inspected
-in worker processes (one per core); a few are inspected in-process. Images whose content is
-already in the study (same sha256) were fully checked when first imported and are not read
-again: their shape and voxel sizes come from the study.
+in worker processes (one per core); a few are inspected in-process. Workers exit when their
+parent does, even if it is killed (SIGKILL gives it no chance to stop them). Images whose
+content is already in the study (same sha256) were fully checked when first imported and are
+not read again: their shape and voxel sizes come from the study.
 """
 
 import contextlib
@@ -74,7 +75,8 @@ def inspect_all(paths: Sequence[Path], progress: Progress | None = None,
         return results
     # "spawn": never fork a process that may be running threads (Streamlit, thread pools).
     ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=exit_with_parent,
+                             initargs=(os.getpid(),)) as pool:
         with _workers_skip_main():  # map() submits every chunk, so every worker starts here
             chunks = pool.map(inspect_file, paths, chunksize=4)
         results = []
@@ -83,6 +85,21 @@ def inspect_all(paths: Sequence[Path], progress: Progress | None = None,
             if progress:
                 progress(start + span * i / n, f"checked {i}/{n} images")
         return results
+
+
+def exit_with_parent(parent: int, every: float = 0.2) -> None:
+    """In a worker: exit as soon as the process `parent` is gone (checked `every` seconds).
+
+    A killed parent cannot stop its pool, and a spawned worker waiting for work never notices
+    (it holds its queue's write end itself), nor does the resource tracker it keeps alive.
+    """
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(every)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
 
 
 _main_lock = threading.Lock()

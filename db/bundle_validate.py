@@ -1,13 +1,16 @@
 """Validate a bundle (`nmb-bundle/1`, see docs/bundle-format.md) before anything is written.
 
 Every rule is checked and every problem is collected, so the user sees them all at once:
-JSON/JSONL syntax, required fields and types, families and levels, unique ids, references,
-case folders, stages, image paths (no escape from the bundle) and the images themselves
-(`imaging.inspect_image` opens and reads each one fully), which are hashed (sha256) as well.
+JSON/JSONL syntax, values the database can store (64-bit integers, text that encodes as UTF-8
+without NUL, bounded nesting), required fields and types, families and levels, unique ids,
+references, case folders, stages, image paths (no escape from the bundle) and the images
+themselves (`imaging.inspect_image` opens and reads each one fully), which are hashed (sha256)
+as well.
 """
 
 import json
 import math
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,11 +19,22 @@ from typing import Any
 
 from db.bundle_errors import BundleInvalid, Problem
 from db.bundle_images import Facts, hash_all, inspect_all, timed
-from db.bundle_zip import MAX_UNZIPPED_BYTES, OpenedBundle
+from db.bundle_store import Workspace
+from db.bundle_zip import MAX_UNZIPPED_BYTES, open_bundle
 from db.models import FAMILIES, LEVELS
 
 FORMAT = "nmb-bundle/1"
 IMAGE_SUFFIXES = (".nii.gz", ".nii", ".mgz")
+#: A JSON or JSONL file larger than this is refused before it is read.
+MAX_TEXT_FILE_BYTES = 512 * 2**20
+#: Nesting of objects and lists in one JSON value (the format itself needs 3).
+MAX_JSON_DEPTH = 16
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+#: `Response.sample` is an INTEGER column: 32 bits on PostgreSQL.
+MAX_SAMPLE = 2**31 - 1
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")  # NUL (PostgreSQL text), lone surrogates (UTF-8)
+# In JSON text from valid UTF-8, NUL and surrogates only come from these `\u` escapes.
+_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
 Progress = Callable[[float, str], None]
 #: Given sha256s, the (shape, voxel sizes) of those the study already holds (checked before).
 KnownImages = Callable[[set[str]], dict[str, Facts]]
@@ -46,7 +60,8 @@ class SeriesFile:
 
 @dataclass
 class ValidBundle:
-    """A bundle's parsed content; images stay in `root` until imported (`close()` frees a zip)."""
+    """A bundle's parsed content; images stay in `root` until imported (`close()` frees a zip
+    extracted into its own workspace)."""
 
     label: str
     root: Path
@@ -59,11 +74,11 @@ class ValidBundle:
     where: dict[tuple[str, str], tuple[str, int | None]]  # (kind, id) -> (file, line)
     timings: dict[str, float]
     images_inspected: int = 0
-    _opened: OpenedBundle | None = None
+    _workspace: Workspace | None = None
 
     def close(self) -> None:
-        if self._opened is not None:
-            self._opened.close()
+        if self._workspace is not None:
+            self._workspace.close()
 
     def __enter__(self) -> "ValidBundle":
         return self
@@ -105,6 +120,14 @@ def _identifier(v: Any) -> str | None:
 
 def _integer(v: Any) -> str | None:
     return None if isinstance(v, int) and not isinstance(v, bool) else "is not an integer"
+
+
+def _sample(v: Any) -> str | None:
+    if why := _integer(v):
+        return why
+    if v < 0:
+        return "is negative"
+    return f"is larger than {MAX_SAMPLE}" if v > MAX_SAMPLE else None
 
 
 def _number(v: Any) -> bool:
@@ -181,7 +204,7 @@ RESPONSE_SPEC: Spec = {
     "response_id": (True, _identifier),
     "task_id": (True, _identifier),
     "model": (True, _string(empty=False, max_len=128)),
-    "sample": (True, lambda v: _integer(v) or (None if v >= 0 else "is negative")),
+    "sample": (True, _sample),
     "text": (True, _string()),
     "turns": (False, _string_list()),
 }
@@ -217,8 +240,56 @@ def _constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
-def _loads(text: str) -> Any:
-    return json.loads(text, object_pairs_hook=_pairs, parse_constant=_constant)
+def _loads(text: str, parse_int: Callable[[str], int] = int) -> Any:
+    try:
+        return json.loads(text, object_pairs_hook=_pairs, parse_constant=_constant,
+                          parse_int=parse_int)
+    except RecursionError:  # the C decoder's own depth guard, far beyond MAX_JSON_DEPTH
+        raise ValueError(f"nesting is deeper than {MAX_JSON_DEPTH} levels") from None
+
+
+def unstorable(value: Any) -> str | None:
+    """Why a parsed JSON value cannot be stored as it is, or None.
+
+    Integers must fit in 64 bits (SQLite and PostgreSQL), text must encode as UTF-8 (no lone
+    surrogate from a `\\ud800` escape) and hold no NUL (PostgreSQL text), nesting is bounded.
+    """
+    stack: list[tuple[Any, int, str]] = [(value, 1, "")]
+    while stack:
+        v, depth, where = stack.pop()
+        if isinstance(v, dict | list):
+            if depth > MAX_JSON_DEPTH:
+                return f"{where or 'value'} is nested deeper than {MAX_JSON_DEPTH} levels"
+            pairs = v.items() if isinstance(v, dict) else enumerate(v)
+            for k, x in pairs:
+                inner = f"{where}[{k}]" if isinstance(k, int) else f"{where}.{k}" if where else k
+                stack += [(k, depth, f"a key of {where or 'the record'}"), (x, depth + 1, inner)]
+        elif isinstance(v, str) and (bad := _UNSTORABLE.search(v)):
+            what = "a NUL character" if bad.group() == "\x00" else "an unpaired surrogate"
+            return (f"{where or 'text'} contains {what} (\\u{ord(bad.group()):04x}) "
+                    f"at character {bad.start()}, which cannot be stored")
+        elif isinstance(v, int) and not INT64_MIN <= v <= INT64_MAX:
+            return f"{where or 'integer'} {_show(v)} does not fit in 64 bits"
+    return None
+
+
+def _parse(text: str, escapes: bool = True) -> tuple[Any, str | None]:
+    """The JSON value of `text` and why it cannot be stored (None when it can); ValueError on
+    bad syntax. The walk of `unstorable` runs only when the text may hold such a value: an
+    integer of 19 digits or more, more than MAX_JSON_DEPTH brackets, or (unless `escapes` is
+    False: its file has none) a NUL or surrogate escape.
+    """
+    long_ints = []
+
+    def integer(digits: str) -> int:
+        if len(digits) > 18:
+            long_ints.append(digits)
+        return int(digits)
+
+    value = _loads(text, integer)
+    suspect = (long_ints or text.count("[") + text.count("{") > MAX_JSON_DEPTH
+               or (escapes and _ESCAPE.search(text)))
+    return value, unstorable(value) if suspect else None
 
 
 def _syntax(e: ValueError) -> str:
@@ -229,6 +300,11 @@ def _syntax(e: ValueError) -> str:
 
 def _read_text(path: Path, rel: str, problems: list[Problem]) -> str | None:
     try:
+        size = path.stat().st_size
+        if size > MAX_TEXT_FILE_BYTES:
+            problems.append(Problem(rel, None, f"is {size:,} bytes, more than the limit of "
+                                               f"{MAX_TEXT_FILE_BYTES:,}"))
+            return None
         data = path.read_bytes()
     except OSError as e:
         problems.append(Problem(rel, None, f"cannot read: {e.strerror or e}"))
@@ -249,23 +325,31 @@ def read_json(path: Path, rel: str, problems: list[Problem]) -> Any:
     if text is None:
         return None
     try:
-        return _loads(text)
+        value, why = _parse(text)
     except ValueError as e:
         problems.append(Problem(rel, None, _syntax(e)))
         return None
+    if why:
+        problems.append(Problem(rel, None, why))
+        return None
+    return value
 
 
-def read_jsonl(path: Path, rel: str, problems: list[Problem]) -> list[tuple[int, Any]]:
-    """(line number, parsed value) of every non-blank line; bad lines become problems."""
+def read_jsonl(path: Path, rel: str, problems: list[Problem]
+               ) -> list[tuple[int, Any, str | None]]:
+    """(line number, parsed value, why it cannot be stored or None) of every non-blank line
+    that parses; lines that do not become problems. An unstorable row still names its id, so
+    rows that refer to it are not reported as well."""
     text = _read_text(path, rel, problems)
     if text is None:
         return []
     rows = []
+    escapes = _ESCAPE.search(text) is not None
     for n, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:
-            rows.append((n, _loads(line)))
+            rows.append((n, *_parse(line, escapes)))
         except ValueError as e:
             problems.append(Problem(rel, n, _syntax(e).replace(" (line 1, column", " (column")))
     return rows
@@ -345,15 +429,19 @@ def _parse_case(root: Path, case_dir: Path, problems: list[Problem]) -> tuple[di
 
 
 def _parse_tasks(root: Path, case_ids: set[str], all_case_dirs: set[str],
-                 problems: list[Problem], where: dict) -> list[dict]:
+                 problems: list[Problem], where: dict) -> tuple[list[dict], bool]:
+    """The valid tasks, and whether every line could be read (so every task id is known)."""
     rel = "tasks.jsonl"
     if not (root / rel).is_file():
         problems.append(Problem(rel, None, "file is missing"))
-        return []
+        return [], False
     tasks = []
-    for n, obj in read_jsonl(root / rel, rel, problems):
-        msgs = check_fields(obj, TASK_SPEC)
-        if isinstance(obj, dict):
+    before = len(problems)
+    rows = read_jsonl(root / rel, rel, problems)
+    complete = len(problems) == before
+    for n, obj, why in rows:
+        msgs = [why] if why else check_fields(obj, TASK_SPEC)
+        if isinstance(obj, dict) and not why:
             tid, level, stages = obj.get("task_id"), obj.get("level"), obj.get("stages")
             if isinstance(tid, str) and ("task", tid) in where:
                 first = where["task", tid][1]
@@ -377,27 +465,29 @@ def _parse_tasks(root: Path, case_ids: set[str], all_case_dirs: set[str],
         tasks.append({"task_id": obj["task_id"], "case_id": obj["case_id"],
                       "family": obj["family"], "level": obj["level"], "prompt": obj["prompt"],
                       "stages": list(obj.get("stages") or [])})
-    return tasks
+    return tasks, complete
 
 
 def _parse_responses(root: Path, tasks: dict[str, dict], problems: list[Problem],
-                     where: dict) -> list[dict]:
+                     where: dict, all_task_ids_known: bool) -> list[dict]:
     rel = "responses.jsonl"
     if not (root / rel).exists():
         return []
     out, keys = [], {}
-    for n, obj in read_jsonl(root / rel, rel, problems):
-        msgs = check_fields(obj, RESPONSE_SPEC)
-        if isinstance(obj, dict):
+    for n, obj, why in read_jsonl(root / rel, rel, problems):
+        msgs = [why] if why else check_fields(obj, RESPONSE_SPEC)
+        if isinstance(obj, dict) and not why:
             rid, tid = obj.get("response_id"), obj.get("task_id")
-            if isinstance(rid, str) and ("response", rid) in where:
+            twice = isinstance(rid, str) and ("response", rid) in where
+            if twice:
                 first = where["response", rid][1]
                 msgs.append(f"response_id {_show(rid)} is used twice (first on line {first})")
-            if isinstance(tid, str) and tid not in tasks and ("task", tid) not in where:
+            if (all_task_ids_known and isinstance(tid, str) and tid not in tasks
+                    and ("task", tid) not in where):
                 msgs.append(f"task_id {_show(tid)} is not a task of this bundle")
             key = (tid, obj.get("model"), obj.get("sample"))
             if all(isinstance(k, str | int) for k in key) and not isinstance(key[2], bool):
-                if key in keys:
+                if key in keys and not twice:  # a repeated line: said once above
                     msgs.append(f"model {_show(key[1])} has two responses with sample {key[2]} "
                                 f"for task {_show(tid)} (first on line {keys[key]})")
                 keys.setdefault(key, n)
@@ -484,9 +574,10 @@ def _validate_open(root: Path, label: str, progress: Progress | None,
             cases.append(row)
     where: dict[tuple[str, str], tuple[str, int | None]] = {
         ("case", c["case_id"]): (f"cases/{c['case_id']}/case.json", None) for c in cases}
-    tasks = _parse_tasks(root, {c["case_id"] for c in cases}, {d.name for d in case_dirs},
-                         problems, where)
-    responses = _parse_responses(root, {t["task_id"]: t for t in tasks}, problems, where)
+    tasks, complete = _parse_tasks(root, {c["case_id"] for c in cases},
+                                   {d.name for d in case_dirs}, problems, where)
+    responses = _parse_responses(root, {t["task_id"]: t for t in tasks}, problems, where,
+                                 complete)
     timings["parse"] = time.perf_counter() - t0
     t1 = time.perf_counter()
     inspected = _check_images(files, problems, progress, timings, known)
@@ -499,31 +590,33 @@ def _validate_open(root: Path, label: str, progress: Progress | None,
     return vb, problems
 
 
-def open_and_validate(path: Path, *, progress: Progress | None = None,
+def open_and_validate(path: Path, *, workspace: Workspace | None = None,
+                      progress: Progress | None = None,
                       max_unzipped_bytes: int = MAX_UNZIPPED_BYTES,
                       known_images: KnownImages | None = None
                       ) -> tuple[ValidBundle, list[Problem]]:
     """Parse and check everything; return the bundle and its problems (empty when valid).
 
-    `known_images` lets the importer skip re-reading images the study already holds.
-    The returned bundle owns the extracted zip (if any): close it when done.
+    A zip is extracted into `workspace` (or a workspace of its own, which the returned bundle
+    owns: close it when done). `known_images` lets the importer skip re-reading images the
+    study already holds.
     """
     path = Path(path)
-    opened = OpenedBundle(path, max_unzipped_bytes=max_unzipped_bytes)
-    t0 = time.perf_counter()
-    root = opened.__enter__()
-    unzip = time.perf_counter() - t0
+    ws = workspace or Workspace("validate")
     try:
+        t0 = time.perf_counter()
+        root = open_bundle(path, ws.path / "bundle", max_unzipped_bytes=max_unzipped_bytes)
+        unzip = time.perf_counter() - t0
         vb, problems = _validate_open(root, path.name, progress, known_images)
     except BaseException:
-        opened.close()
+        if workspace is None:
+            ws.close()
         raise
-    vb._opened = opened
+    if workspace is None:
+        vb._workspace = ws
     if unzip > 0.001:
         vb.timings["unzip"] = unzip
     return vb, problems
-
-
 def validate_bundle(path: Path, *, progress: Progress | None = None,
                     max_unzipped_bytes: int = MAX_UNZIPPED_BYTES) -> ValidBundle:
     """The parsed, checked bundle at `path` (folder or .zip); raises BundleInvalid with all problems.

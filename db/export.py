@@ -4,6 +4,11 @@ Exports are for admins and scripts, and the one place where model names and blin
 meet. Raters and examinees appear as pseudonyms (`rater-<user id>`, `user-<user id>`) unless
 `reveal_raters`. Nested values (criteria, turns, tags) are JSON text in CSV, JSON in JSONL;
 in Parquet, lists stay lists and objects become JSON text.
+
+CSV is opened in spreadsheets, which run a cell starting with `=`, `+`, `-`, `@`, tab or
+carriage return as a formula (`=HYPERLINK(...)`, `=cmd|...`): such text cells get a leading
+single quote (the OWASP "CSV injection" rule). Only text is touched: numbers stay numbers, so a
+negative score is still `-1.5`. JSONL and Parquet keep the text as it is.
 """
 
 import json
@@ -32,6 +37,7 @@ from db.models import (
 from errors import UserError
 
 FORMATS = ("csv", "jsonl", "parquet")
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def _who(prefix: str, user_id: int | None, name: str | None, reveal: bool) -> str | None:
@@ -139,6 +145,11 @@ def _to_json(v: Any) -> Any:
     return json.dumps(v, ensure_ascii=False) if isinstance(v, dict | list) else v
 
 
+def neutralise(v: Any) -> Any:
+    """A text cell a spreadsheet would run as a formula, quoted ("'=1+1"); anything else as is."""
+    return "'" + v if isinstance(v, str) and v.startswith(FORMULA_START) else v
+
+
 def _frame(rows: list[dict[str, Any]], columns: tuple[str, ...], fmt: str) -> pd.DataFrame:
     df = pd.DataFrame(rows, columns=list(columns))
     if fmt == "jsonl":
@@ -147,12 +158,14 @@ def _frame(rows: list[dict[str, Any]], columns: tuple[str, ...], fmt: str) -> pd
     for name in df.columns:
         if df[name].dtype == object and any(isinstance(v, nested) for v in df[name]):
             df[name] = df[name].map(_to_json)
+        if fmt == "csv" and (df[name].dtype == object or isinstance(df[name].dtype, pd.StringDtype)):
+            df[name] = df[name].map(neutralise)  # text columns only: numbers stay numbers
     return df
 
 
 def _write(df: pd.DataFrame, fmt: str, out: Path) -> None:
-    if fmt == "csv":
-        df.to_csv(out, index=False)
+    if fmt == "csv":  # RFC 4180 line ends: a CR or LF inside a cell then gets it quoted
+        df.to_csv(out, index=False, lineterminator="\r\n")
     elif fmt == "jsonl":
         df.to_json(out, orient="records", lines=True, date_format="iso", force_ascii=False)
     else:

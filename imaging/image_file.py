@@ -1,46 +1,71 @@
 """Open an image file with nibabel, refusing what the viewer cannot show, and inspect it.
 
-Every refusal is a `UserError` with one line naming the file: not an image, CIFTI, 2-D or
-more than 4-D, non-finite or singular affine, header claiming more data than the file holds,
+Every refusal is a `UserError` with one line naming the file: not an image (any error nibabel
+raises while parsing the file, named), CIFTI, 2-D or more than 4-D, RGB/complex/structured
+voxels, more memory than `NMB_MAX_IMAGE_BYTES` (checked from the header, before any voxel is
+read), non-finite or singular affine, header claiming more data than the file holds,
 truncated or corrupt data.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
-import struct
-import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import nibabel as nib
 import numpy as np
-from nibabel.filebasedimages import ImageFileError
-from nibabel.spatialimages import HeaderDataError, ImageDataError, SpatialImage
+from nibabel.spatialimages import SpatialImage
 
 from errors import UserError, one_line
 
-# Exceptions nibabel, zlib, indexed_gzip and numpy raise on files that are not readable images.
-READ_ERRORS: tuple[type[BaseException], ...] = (
-    ImageFileError,
-    HeaderDataError,
-    ImageDataError,
-    OSError,  # includes indexed_gzip.ZranError and "Expected N bytes, got M" from nibabel
-    EOFError,
-    ValueError,
-    zlib.error,
-    struct.error,
-    ImportError,  # e.g. MINC2 needs h5py
-)
-try:  # PAR/REC errors derive from Exception only
-    from nibabel.parrec import PARRECError
-
-    READ_ERRORS += (PARRECError,)
-except ImportError:  # pragma: no cover
-    pass
-
-MAX_VOXELS = 2**31
+MAX_IMAGE_BYTES_ENV = "NMB_MAX_IMAGE_BYTES"
+DEFAULT_MAX_IMAGE_BYTES = 2**30  # 1 GiB
 COMPRESSED_MAGIC = (b"\x1f\x8b", b"BZh", b"\x28\xb5\x2f\xfd")  # gzip, bzip2, zstd
+
+# nibabel prints its header fixes ("sizeof_hdr should be 348...") on stderr through this logger;
+# a file it cannot read raises as well, and that is what we report (on one line).
+logging.getLogger("nibabel.global").setLevel(logging.CRITICAL + 1)
+
+
+def max_image_bytes() -> int:
+    """The memory bound of one image in bytes: `NMB_MAX_IMAGE_BYTES` (default 1 GiB)."""
+    raw = os.environ.get(MAX_IMAGE_BYTES_ENV, "").strip()
+    if not raw:
+        return DEFAULT_MAX_IMAGE_BYTES
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise UserError(f"{MAX_IMAGE_BYTES_ENV}={raw!r} is not a positive whole number of bytes")
+    return value
+
+
+@contextlib.contextmanager
+def reading(name: str, what: str) -> Iterator[None]:
+    """Turn any error nibabel (or zlib, gzip, numpy under it) raises on the file into one line.
+
+    nibabel parses untrusted bytes and raises many unrelated types on bad files (MGHError,
+    ImageFileError, HeaderDataError, struct.error, EOFError, zlib.error, KeyError, TypeError,
+    ...): every exception from inside this block is a property of the file, not of our code.
+    numpy's floating-point warnings on nonsense header values are silenced likewise.
+    """
+    try:
+        with np.errstate(all="ignore"):
+            yield
+    except UserError:
+        raise
+    except MemoryError:
+        raise UserError(f"{name}: image is too large to read into memory") from None
+    except Exception as exc:
+        detail = one_line(str(exc), 160)
+        kind = type(exc).__name__
+        raise UserError(f"{name}: {what} ({kind}: {detail})" if detail else
+                        f"{name}: {what} ({kind})") from None
 
 
 @dataclass(frozen=True)
@@ -51,10 +76,6 @@ class ImageInfo:
     voxel_sizes: tuple[float, float, float]
     n_volumes: int
     dtype: str
-
-
-def _one_line(exc: BaseException) -> str:
-    return one_line(str(exc), 160) or type(exc).__name__
 
 
 def spatial_shape(img: SpatialImage, name: str) -> tuple[tuple[int, int, int], int]:
@@ -90,32 +111,64 @@ def _check_size_on_disk(img: SpatialImage, name: str) -> None:
         )
 
 
+def _check_voxel_type(img: SpatialImage, name: str) -> np.dtype:
+    """The voxel dtype, if it is one number per voxel (not RGB, complex or a record)."""
+    dtype = np.dtype(img.get_data_dtype())
+    if dtype.names and set(dtype.names) <= {"R", "G", "B", "A"}:
+        raise UserError(f"{name}: RGB colour voxels ({dtype.name}) cannot be shown as greyscale "
+                        "slices; convert the image to one intensity per voxel")
+    if dtype.kind == "c":
+        raise UserError(f"{name}: complex-valued voxels ({dtype.name}) are not supported; "
+                        "store the magnitude image")
+    if dtype.kind not in "biuf":
+        raise UserError(f"{name}: voxels of type {dtype.name} are not numbers the viewer can show")
+    return dtype
+
+
+def decoded_bytes(shape: tuple[int, int, int], n_volumes: int, dtype: np.dtype) -> int:
+    """Memory of the whole image decoded: every voxel as float32, or its own type if wider."""
+    x, y, z = shape
+    return x * y * z * n_volumes * max(4, dtype.itemsize)
+
+
+def _check_memory(img: SpatialImage, name: str) -> None:
+    """Refuse, from the header alone, an image whose voxels would need more than the bound."""
+    (x, y, z), n_volumes = spatial_shape(img, name)
+    need = decoded_bytes((x, y, z), n_volumes, _check_voxel_type(img, name))
+    limit = max_image_bytes()
+    if need > limit:
+        dims = "x".join(str(n) for n in (x, y, z, n_volumes)[: 4 if n_volumes > 1 else 3])
+        raise UserError(f"{name}: {dims} voxels need {need / 2**20:,.0f} MiB of memory, more "
+                        f"than the limit of {limit / 2**20:,.0f} MiB ({MAX_IMAGE_BYTES_ENV})")
+
+
+def _check_affine(img: SpatialImage, name: str) -> None:
+    """A finite affine whose three voxel axes map to three distinct world directions."""
+    affine = img.affine
+    if affine is None or not np.all(np.isfinite(affine)):
+        raise UserError(f"{name}: the image affine (voxel-to-world matrix) is not finite")
+    singular = abs(np.linalg.det(np.asarray(affine)[:3, :3])) < 1e-12
+    if singular or np.isnan(nib.orientations.io_orientation(affine)).any():
+        raise UserError(f"{name}: the image affine (voxel-to-world matrix) is singular")
+
+
 def open_image(path: Path) -> SpatialImage:
     """Load `path` with nibabel (lazily: no voxel data is read) or raise UserError."""
     path = Path(path)
     name = path.name
     if not path.is_file():
         raise UserError(f"{name}: file not found ({path})")
-    try:
+    with reading(name, "not an image nibabel can read"):
         img = nib.load(path)
-    except READ_ERRORS as exc:
-        raise UserError(f"{name}: not an image nibabel can read ({_one_line(exc)})") from None
-    if isinstance(img, nib.Cifti2Image) or _is_cifti_nifti(img):
-        raise UserError(f"{name}: CIFTI files (surface/grayordinate data) cannot be shown as slices")
-    if not isinstance(img, SpatialImage):
-        raise UserError(f"{name}: {type(img).__name__} is not a volume image")
-    (x, y, z), n_volumes = spatial_shape(img, name)
-    if x * y * z * n_volumes > MAX_VOXELS:
-        raise UserError(f"{name}: {x * y * z * n_volumes} voxels is too large to view")
-    affine = img.affine
-    if affine is None or not np.all(np.isfinite(affine)):
-        raise UserError(f"{name}: the image affine (voxel-to-world matrix) is not finite")
-    if abs(np.linalg.det(np.asarray(affine)[:3, :3])) < 1e-12:
-        raise UserError(f"{name}: the image affine (voxel-to-world matrix) is singular")
-    try:
+        if isinstance(img, nib.Cifti2Image) or _is_cifti_nifti(img):
+            raise UserError(f"{name}: CIFTI files (surface/grayordinate data) cannot be shown "
+                            "as slices")
+        if not isinstance(img, SpatialImage):
+            raise UserError(f"{name}: {type(img).__name__} is not a volume image")
+        _check_memory(img, name)
+        _check_affine(img, name)
+    with reading(name, "cannot read the image data"):
         _check_size_on_disk(img, name)
-    except OSError as exc:
-        raise UserError(f"{name}: cannot read the image data ({_one_line(exc)})") from None
     return img
 
 
@@ -127,23 +180,17 @@ def _is_cifti_nifti(img: SpatialImage) -> bool:
     return 3000 <= int(header["intent_code"]) <= 3099
 
 
-def read_error(name: str, exc: BaseException) -> UserError:
-    """The UserError for voxel data that could not be read."""
-    return UserError(f"{name}: image data is truncated or corrupt ({_one_line(exc)})")
+CORRUPT = "image data is truncated or corrupt"
 
 
 def check_readable(img: SpatialImage, name: str) -> None:
     """Read every voxel once (raw dtype, no float copy) to prove the data is complete."""
     proxy = img.dataobj
-    try:
+    with reading(name, CORRUPT):
         if hasattr(proxy, "get_unscaled"):
             proxy.get_unscaled()
         else:
             np.asarray(proxy)
-    except MemoryError:
-        raise UserError(f"{name}: image is too large to read into memory") from None
-    except READ_ERRORS as exc:
-        raise read_error(name, exc) from None
 
 
 def inspect_image(path: Path) -> ImageInfo:

@@ -18,7 +18,7 @@ import numpy as np
 
 from errors import UserError
 from imaging.cache import ByteBoundedLRU, cache_budget_bytes
-from imaging.image_file import READ_ERRORS, open_image, read_error, spatial_shape
+from imaging.image_file import CORRUPT, open_image, reading, spatial_shape
 from imaging.window import IntensityStats, intensity_stats
 
 
@@ -77,14 +77,10 @@ def decode_volume(path: Path, volume: int = 0) -> Volume:
         raise UserError(f"{path.name}: volume {volume} out of range 0..{n_volumes - 1}")
     extra = len(img.shape) - 3
     slicer = (slice(None),) * 3 + ((volume,) + (0,) * (extra - 1) if extra else ())
-    try:
+    with reading(path.name, CORRUPT):
         raw = np.asarray(img.dataobj[slicer], dtype=np.float32)
         if raw.base is not None:  # a view of a memory-mapped file: take a private copy
             raw = np.array(raw)
-    except MemoryError:
-        raise UserError(f"{path.name}: image is too large to read into memory") from None
-    except READ_ERRORS as exc:
-        raise read_error(path.name, exc) from None
     ornt = nib.orientations.io_orientation(img.affine)
     data = nib.orientations.apply_orientation(raw, ornt)
     affine = img.affine @ nib.orientations.inv_ornt_aff(ornt, raw.shape)

@@ -8,6 +8,7 @@ import streamlit as st
 
 from db.assignments import assign, below_overlap, draw_calibration, rater_progress
 from db.bundle import BundleInvalid, import_bundle
+from db.bundle_store import Workspace
 from db.cases import case_list, case_view, task_list
 from db.engine import session
 from db.exams import ensure_exam
@@ -31,12 +32,13 @@ study, cases, people, raters, exports = st.tabs(
     ["Import a bundle", "Cases", "Users", "Assignments", "Export"])
 
 
-def run_import(path: Path, dry_run: bool) -> None:
+def run_import(path: Path, dry_run: bool, workspace: Workspace | None = None) -> None:
     bar = st.progress(0.0, text="validating")
     try:
         with session() as s:
             summary = import_bundle(s, path, dry_run=dry_run, actor=user.name,
-                                    progress=lambda f, what: bar.progress(min(f, 1.0), text=what))
+                                    progress=lambda f, what: bar.progress(min(f, 1.0), text=what),
+                                    workspace=workspace)
     except BundleInvalid as e:
         bar.empty()
         st.error(str(e))
@@ -58,10 +60,10 @@ with study:
     dry_run = st.checkbox("Dry run (validate only)")
     if st.button("Import", type="primary", disabled=not (upload or server_path)):
         if upload is not None:
-            with tempfile.TemporaryDirectory() as tmp:
-                path = Path(tmp) / "bundle.zip"
+            with Workspace("upload") as upload_area:  # NMB_HOME/tmp, swept if the server dies
+                path = upload_area.path / "bundle.zip"
                 path.write_bytes(upload.getvalue())
-                run_import(path, dry_run)
+                run_import(path, dry_run, upload_area)
         else:
             run_import(Path(server_path.strip()), dry_run)
 

@@ -8,10 +8,15 @@ The viewer runs inside `st.fragment`, so moving the slider reruns only the viewe
 volumes come from `imaging`'s process-wide cache, shared by every session. Positions are world
 (scanner mm) points: every series shows the slice nearest to the same anatomy through its own
 affine. Widget keys are `{key}-...` plus a series' position in `series`, nothing else.
+
+A series that cannot be shown (an unreadable file, or any failure while rendering it) gets an
+error in its own cell; the other series and the rest of the page (the rubric form and its
+Submit button) keep working.
 """
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +36,7 @@ from imaging import (
 )
 from imaging.geometry import NORMAL_AXIS, voxel_to_world
 
+_log = logging.getLogger(__name__)
 AXIS_NAMES = ("R-L", "A-P", "S-I")  # RAS+ axes 0, 1, 2
 WINDOW_CHOICES = (*PRESETS, "manual")
 
@@ -85,8 +91,8 @@ def _viewer(key: str, series: list[tuple[str, Path]]) -> None:
     for i in chosen:
         try:
             volumes[i] = load_volume(series[i][1], int(st.session_state.get(f"{key}-volume-{i}", 0)))
-        except UserError as exc:
-            failures[i] = str(exc)
+        except Exception as exc:  # one series must not take the page down (module docstring)
+            failures[i] = _series_error(names[i], exc)
     if not chosen:
         st.info("Choose at least one series.")
         return
@@ -113,11 +119,22 @@ def _viewer(key: str, series: list[tuple[str, Path]]) -> None:
             cells = st.columns(per_row)
             for cell, i in zip(cells, chosen[start : start + per_row], strict=False):
                 with cell:
+                    if i not in failures:
+                        try:
+                            _series_cell(key, i, names[i], volumes[i], plane, position,
+                                         crosshair, radiological)
+                        except Exception as exc:  # as above
+                            failures[i] = _series_error(names[i], exc)
                     if i in failures:
                         st.error(failures[i])
-                    else:
-                        _series_cell(key, i, names[i], volumes[i], plane, position, crosshair,
-                                     radiological)
+
+
+def _series_error(name: str, exc: Exception) -> str:
+    """The one line shown in place of a series: the user error, or a pointer to the log."""
+    if isinstance(exc, UserError):
+        return str(exc)
+    _log.error("series %s cannot be shown", name, exc_info=exc)
+    return f"{name}: this series cannot be shown ({type(exc).__name__}; details in the server log)"
 
 
 def _reference(volumes: dict[int, Volume]) -> Volume | None:

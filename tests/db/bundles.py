@@ -72,7 +72,8 @@ def write_bundle(dest: Path, *, name: str = "tiny", with_responses: list[dict] |
 
 
 def snapshot(url: str) -> dict[str, list]:
-    """Every row of every table, and every file under NMB_HOME/images: 'unchanged' means equal."""
+    """Every row of every table, every file under NMB_HOME/images and everything in the temp
+    area NMB_HOME/tmp but its lock file: 'unchanged' means equal."""
     from sqlmodel import SQLModel, select
 
     from db.engine import engine_for, nmb_home
@@ -83,4 +84,7 @@ def snapshot(url: str) -> dict[str, list]:
     images = nmb_home() / "images"
     rows["files"] = sorted(str(p.relative_to(images)) for p in images.rglob("*")) \
         if images.exists() else []
+    temp = nmb_home() / "tmp"
+    rows["temp"] = sorted(str(p.relative_to(temp)) for p in temp.rglob("*")
+                          if p.name != ".lock") if temp.exists() else []
     return rows

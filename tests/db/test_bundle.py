@@ -122,6 +122,18 @@ def test_dry_run_writes_nothing(sqlite_url: str, tmp_path: Path) -> None:
     assert snapshot(sqlite_url) == before
 
 
+def test_dry_run_runs_the_inserts_then_rolls_back(sqlite_url: str, tmp_path: Path) -> None:
+    """What only the database would refuse, the dry run meets as well."""
+    before = snapshot(sqlite_url)
+    remove = _inject(sqlite_url, "INSERT INTO RESPONSE", _raise)
+    try:
+        with pytest.raises(RuntimeError, match="injected"):
+            _import(sqlite_url, write_bundle(tmp_path / "b"), dry_run=True)
+    finally:
+        remove()
+    assert snapshot(sqlite_url) == before
+
+
 def test_zip_of_the_bundle_folder(sqlite_url: str, tmp_path: Path) -> None:
     folder = write_bundle(tmp_path / "study-2026")
     archive = Path(shutil.make_archive(str(tmp_path / "study"), "zip", tmp_path, "study-2026"))
@@ -141,6 +153,27 @@ def test_zip_entry_leaving_the_bundle_is_refused(tmp_path: Path, entry: str) -> 
         validate_bundle(archive)
     assert str(info.value.problems[0]).startswith(f"{entry}: zip entry")
     assert not (tmp_path.parent / "evil.txt").exists()
+
+
+def test_zip_is_extracted_into_the_temp_area_and_removed(sqlite_url: str, tmp_path: Path,
+                                                         nmb_home: Path) -> None:
+    write_bundle(tmp_path / "study")
+    archive = Path(shutil.make_archive(str(tmp_path / "study"), "zip", tmp_path, "study"))
+    with validate_bundle(archive) as vb:
+        assert vb.root.is_relative_to(nmb_home / "tmp") and (vb.root / "bundle.json").is_file()
+    assert [p.name for p in (nmb_home / "tmp").iterdir()] == [".lock"]
+
+
+def test_oversized_json_file_is_refused_before_it_is_read(tmp_path: Path, monkeypatch) -> None:
+    import db.bundle_validate
+
+    bundle = write_bundle(tmp_path / "b")
+    size = (bundle / "responses.jsonl").stat().st_size
+    monkeypatch.setattr(db.bundle_validate, "MAX_TEXT_FILE_BYTES", size - 1)
+    with pytest.raises(BundleInvalid) as info:
+        validate_bundle(bundle)
+    assert [str(p) for p in info.value.problems] == [
+        f"responses.jsonl: is {size:,} bytes, more than the limit of {size - 1:,}"]
 
 
 def test_zip_bomb_is_refused(tmp_path: Path) -> None:
@@ -236,9 +269,7 @@ def test_failure_half_way_leaves_no_rows(database_url: str, tmp_path: Path, when
             _import(database_url, write_bundle(tmp_path / "b"))
     finally:
         remove()
-    after = snapshot(database_url)
-    after["files"] = before["files"]  # content-addressed blobs may stay; they are harmless
-    assert after == before
+    assert snapshot(database_url) == before  # the images it had stored are swept as well
     with engine_for(database_url).connect() as conn:
         assert conn.execute(text("SELECT count(*) FROM response")).scalar() == 0
     assert _import(database_url, write_bundle(tmp_path / "b")).new_responses == 12

