@@ -486,7 +486,8 @@ def build_parser() -> argparse.ArgumentParser:
                      default=["pearson", "icc2", "alt_test"], help="checks that must pass")
     prr.add_argument("--bootstrap", type=int, default=2000)
     prr.add_argument("--seed", type=int, default=0)
-    prr.add_argument("--pearson-ci", choices=["bootstrap", "fisher"], default="bootstrap")
+    prr.add_argument("--pearson-ci", choices=["studentized_z", "bca", "fisher"],
+                     default="studentized_z", help="the interval of r (docs/agreement.md)")
     prr.add_argument("--min-items", type=int, default=30, help="Alt-Test items per expert")
     prr.set_defaults(fn=cmd_protocol_register)
 

@@ -25,7 +25,7 @@ def fmt(x: Any, digits: int = 3) -> str:
 
 def stat_cells(row: StatRow) -> list[Any]:
     return [row.name, row.n, row.pearson, row.pearson_ci, row.icc2, row.alpha_interval,
-            row.weighted_kappa, row.bias, row.limits, row.mae, row.within_one]
+            row.kappa_linear, row.kappa_quadratic, row.bias, row.limits, row.mae, row.within_one]
 
 
 def tag_cells(row: TagRow) -> list[Any]:

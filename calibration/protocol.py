@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, fields
 
 from sqlmodel import Session, select
 
+from calibration.agreement import CI_METHODS
 from db.audit import record
 from db.models import CalibrationItem, CalibrationProtocol, HeldoutLook
 from errors import UserError
@@ -42,11 +43,13 @@ class Gate:
 
 @dataclass(frozen=True)
 class Statistics:
-    """How the report's statistics are computed. The interval of r resamples whole cases."""
+    """How the report's statistics are computed. The bootstrap interval of r (`pearson_ci`:
+    "studentized_z", "bca", or "fisher" for Fisher's z without resampling) resamples whole
+    cases; see docs/agreement.md for its simulated coverage."""
 
     bootstrap: int = 2000
     seed: int = 0
-    pearson_ci: str = "bootstrap"
+    pearson_ci: str = "studentized_z"  # a calibration.agreement CI method, or "fisher"
     alt_test_min_items: int = 30
 
 
@@ -118,8 +121,9 @@ def check_values(gate: Gate, stats: Statistics) -> None:
     if not 3 <= stats.alt_test_min_items <= 10_000:
         raise UserError(f"protocol: alt_test_min_items must be 3 to 10000, got "
                         f"{stats.alt_test_min_items}")
-    if stats.pearson_ci not in ("bootstrap", "fisher"):
-        raise UserError(f"protocol: pearson_ci must be bootstrap or fisher, got {stats.pearson_ci!r}")
+    if stats.pearson_ci not in (*CI_METHODS, "fisher"):
+        raise UserError(f"protocol: pearson_ci must be one of {', '.join((*CI_METHODS, 'fisher'))}"
+                        f", got {stats.pearson_ci!r}")
 
 
 def current(s: Session) -> Protocol | None:

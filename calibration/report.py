@@ -173,15 +173,16 @@ class StatRow:
     pearson_ci: list[float | None] | None
     icc2: float | None
     alpha_interval: float | None
-    weighted_kappa: float | None
+    kappa_linear: float | None
+    kappa_quadratic: float | None
     bias: float | None
     limits: list[float | None] | None
     mae: float | None
     within_one: float | None
 
 
-STAT_HEADER = ["", "n", "Pearson r", "r 95% CI", "ICC2", "alpha (interval)", "weighted kappa",
-               "bias", "limits of agreement", "MAE", "within one"]
+STAT_HEADER = ["", "n", "Pearson r", "r 95% CI", "ICC2", "alpha (interval)", "kappa (linear)",
+               "kappa (quadratic)", "bias", "limits of agreement", "MAE", "within one"]
 
 
 @dataclass
@@ -266,7 +267,8 @@ def _stat_row(name: str, res: dict[str, Any]) -> StatRow:
     ba, p = res["bland_altman"], res["pearson"]
     return StatRow(name, res["n_items"], p["r"], p.get("ci95_bootstrap") or p.get("ci95_fisher"),
                    (res["icc"].get("ICC2") or {}).get("icc"),
-                   res["krippendorff_alpha"].get("interval"), res["weighted_kappa"], ba["bias"],
+                   res["krippendorff_alpha"].get("interval"), res.get("weighted_kappa_linear"),
+                   res["weighted_kappa"], ba["bias"],
                    ba["loa"], res["mae"], res["within_one"])
 
 
@@ -329,10 +331,12 @@ def build(data: CalibrationData, *, config_id: int, part: str, gate: Gate,
     st = statistics
     g, e = data.overall
     _, clusters = np.unique(data.cases, return_inverse=True)
-    boot = st.bootstrap if st.pearson_ci == "bootstrap" else 0
+    fisher = st.pearson_ci == "fisher"
     options = {"domain": data.domain, "seed": st.seed, "epsilon": gate.alt_test_epsilon,
                "alt_q": gate.alt_test_q, "min_alt_items": st.alt_test_min_items}
-    overall = compare_to_experts(g, e, bootstrap=boot, clusters=clusters, **options)
+    overall = compare_to_experts(g, e, bootstrap=0 if fisher else st.bootstrap,
+                                 clusters=clusters, ci_method="bca" if fisher else st.pearson_ci,
+                                 **options)
     criteria = {k: compare_to_experts(cg, ce, bootstrap=0, **options)
                 for k, (cg, ce) in data.criteria.items()}
     p = overall["pearson"]
