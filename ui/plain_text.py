@@ -12,9 +12,9 @@ import re
 
 import streamlit as st
 
-# CommonMark lets a backslash escape any ASCII punctuation; Streamlit's own syntax (":red[x]",
-# ":material/icon:", "$math$") uses punctuation too.
-_PUNCTUATION = re.compile(r"""([!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~])""")
+# The characters of markdown's and Streamlit's syntax (":red[x]", ":material/icon:", "$math$");
+# CommonMark lets a backslash escape any ASCII punctuation.
+_SYNTAX = re.compile(r"""([\\`*_{}\[\]()#+\-.!|<>~$:&])""")
 
 
 def untrusted_text(body: str, *, empty: str = "(empty)") -> None:
@@ -28,4 +28,4 @@ def untrusted_text(body: str, *, empty: str = "(empty)") -> None:
 
 def escape_markdown(value: str) -> str:
     """`value` as literal text inside markdown, on one line."""
-    return _PUNCTUATION.sub(r"\\\1", " ".join(value.split()))
+    return _SYNTAX.sub(r"\\\1", " ".join(value.split()))
