@@ -36,7 +36,7 @@ from imaging import (
     take_slice,
 )
 from imaging.geometry import NORMAL_AXIS, voxel_to_world
-from ui.plain_text import escape_markdown, untrusted_text
+from ui.plain_text import untrusted_heading, untrusted_text
 
 _log = logging.getLogger(__name__)
 AXIS_NAMES = ("R-L", "A-P", "S-I")  # RAS+ axes 0, 1, 2
@@ -52,7 +52,7 @@ def case_panel(
     series: list[tuple[str, Path]],
 ) -> None:
     """Show one case: viewer of `series` (name, stored image path), record and scores."""
-    st.subheader(escape_markdown(title))
+    untrusted_heading(title)
     viewer, record = st.columns([3, 2], gap="medium")
     with viewer:
         _viewer(key, [(name, Path(path)) for name, path in series])

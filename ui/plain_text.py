@@ -4,10 +4,12 @@ Every field from a bundle, a response, a rater or an exam taker is untrusted: re
 markdown, `![](http://host/x)` would make the rater's browser fetch that URL (a beacon), and
 its headings or bold could pose as the page's own labels ("**Reference answer:**").
 `untrusted_text` shows such a field as plain text (line breaks kept, long lines wrapped) in a
-bordered box that marks where it begins and ends; `escape_markdown` makes a short value safe
-inside the page's own markdown (a title, an error message that quotes a value).
+bordered box that marks where it begins and ends; `untrusted_heading` shows one (a case title)
+as a heading, as written; `escape_markdown` makes a short value safe inside the page's own
+markdown (an error message that quotes a value; markdown still turns "->" into an arrow).
 """
 
+import html
 import re
 
 import streamlit as st
@@ -24,6 +26,11 @@ def untrusted_text(body: str, *, empty: str = "(empty)") -> None:
             st.text(body, width="stretch")
         else:
             st.caption(empty)
+
+
+def untrusted_heading(value: str) -> None:
+    """`value` as a heading, exactly as written (HTML-escaped text, no markdown)."""
+    st.html(f"<h3>{html.escape(' '.join(value.split()))}</h3>")
 
 
 def escape_markdown(value: str) -> str:
