@@ -112,6 +112,17 @@ def _wait(condition, what: str, timeout: float = 30.0) -> None:
         time.sleep(0.1)
 
 
+def _idle(page) -> None:
+    """Wait until no script run is in flight (a text typed during one may be reset by it)."""
+    page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]').wait_for(
+        timeout=30_000)
+
+
+def _log_out(page) -> None:
+    page.get_by_role("button", name="Log out").click()
+    page.get_by_role("textbox", name="Password").wait_for(timeout=30_000)
+
+
 def _shows(page, text: str) -> bool:
     return text in page.locator("body").inner_text()
 
@@ -131,13 +142,13 @@ def test_markdown_images_in_untrusted_fields_fetch_nothing(browser, hostile: Hos
     for field in seen:  # shown, as written
         _wait(lambda f=field: _shows(page, hostile.fields[f]), f"{field} not shown as written")
 
-    page.get_by_role("button", name="Log out").click()
+    _log_out(page)
     login(page, hostile.url, "sec-student")  # the exam taker: their answer, the next stage
     page.get_by_role("heading", name="Exam").wait_for(timeout=30_000)
     for field in ("answer", "stage", "prompt", "ehr"):
         _wait(lambda f=field: _shows(page, hostile.fields[f]), f"{field} not shown in the exam")
 
-    page.get_by_role("button", name="Log out").click()
+    _log_out(page)
     login(page, hostile.url, "demo-admin")  # the admin reviewing a flagged response
     page.get_by_role("tab", name="Model names").click()
     page.get_by_text("names: GPT-4o").first.click()
@@ -167,6 +178,7 @@ def test_a_disabled_raters_open_page_cannot_save(browser, hostile: HostileStudy)
     comment.fill("saved while active")
     comment.press("Tab")  # the text area commits on blur: on_change saves the draft
     _wait(lambda: _draft_of(hostile.home, "sec-2") == "saved while active", "no draft saved")
+    _idle(page)
 
     with _db(hostile.home) as s:
         disable_user(s, name="sec-2", actor="admin")
@@ -175,7 +187,7 @@ def test_a_disabled_raters_open_page_cannot_save(browser, hostile: HostileStudy)
     comment.press("Tab")
     page.get_by_role("textbox", name="Password").wait_for(timeout=30_000)  # the session ended
     assert _draft_of(hostile.home, "sec-2") == "saved while active"
-    assert page.get_by_role("button", name="Submit").count() == 0
+    page.get_by_role("button", name="Submit").wait_for(state="detached", timeout=30_000)
     ctx.close()
 
 
@@ -197,10 +209,10 @@ def test_a_copied_cookie_and_its_open_page_stop_working_after_logout(
     stolen.goto(hostile.url)
     stolen.get_by_role("heading", name="Exam").wait_for(timeout=30_000)  # it works, for now
 
-    page.get_by_role("button", name="Log out").click()
-    page.get_by_role("textbox", name="Password").wait_for(timeout=30_000)
+    _log_out(page)
 
     box = stolen.locator("textarea").first  # the page left open with the copy
+    _idle(stolen)
     box.fill("typed after the owner logged out")
     box.press("Tab")
     stolen.get_by_role("textbox", name="Password").wait_for(timeout=30_000)
