@@ -3,9 +3,9 @@ left alone, and the demo study's realistic texts unflagged."""
 
 import pytest
 
-from db.demo_bundle import _demo_written
-from db.demo_content import CASES, TASKS
 from db.model_names import REDACTED, NameFinder
+from demo.bundle import _demo_written
+from demo.content import CASES, TASKS
 
 STUDY = ["meridian-med-2", "openai/gpt-4o-2024-08-06"]
 

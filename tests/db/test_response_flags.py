@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session, select
 
-from calibration.grader import user_message
+from calibration.request import user_message
 from db.assignments import assign
 from db.bundle import import_bundle
 from db.engine import engine_for
