@@ -20,31 +20,17 @@ from collections.abc import Iterable
 
 REDACTED = "[name removed]"
 
-# (label, pattern) in lower case; the whole-word rule is added around each pattern.
+# (spelling, condition): a name as written (any case), and a regex that must follow it there.
 COMMON_NAMES: tuple[tuple[str, str], ...] = (
-    ("OpenAI", r"open\s?ai"),
-    ("ChatGPT", r"chat\s?gpt"),
-    ("GPT-n", r"gpt-?\d(?:\w|\.\d)*"),
-    ("Anthropic", r"anthropic"),
-    ("Claude", r"claude(?!['’]?s?[\s-]+(?:syndrome|bernard))"),
-    ("Gemini", r"gemini"),
-    ("Gemma", r"(?:med)?gemma"),
-    ("Google", r"google"),
-    ("DeepMind", r"deep\s?mind"),
-    ("Bard", r"bard"),
-    ("Med-PaLM", r"med-?palm"),
-    ("Llama", r"llama"),
-    ("Meta", r"meta(?!-(?!llama)[a-z]|\s+analy)"),
-    ("Mistral", r"mistral|mixtral|pixtral"),
-    ("Qwen", r"qwen"),
-    ("DeepSeek", r"deep\s?seek"),
-    ("Microsoft", r"microsoft|copilot"),
-    ("Phi-n", r"phi-\d"),
-    ("Grok", r"grok|xai"),
-    ("LLaVA", r"llava"),
-    ("InternVL", r"intern\s?vl"),
-    ("MiniCPM", r"minicpm"),
-    ("Meditron", r"meditron"),
+    ("openai", ""), ("open ai", ""), ("chatgpt", ""), ("chat gpt", ""),
+    ("gpt", r"(?=-?\d)"),  # only with a version: a bare GPT is the liver enzyme (ALT)
+    ("anthropic", ""), ("claude", r"(?!['’]?s?[\s-]+(?:syndrome|bernard))"),
+    ("gemini", ""), ("gemma", ""), ("medgemma", ""), ("google", ""), ("deepmind", ""),
+    ("deep mind", ""), ("bard", ""), ("med-palm", ""), ("medpalm", ""), ("llama", ""),
+    ("meta", r"(?!-(?!llama)[a-z]|\s+analy)"), ("mistral", ""), ("mixtral", ""), ("pixtral", ""),
+    ("qwen", ""), ("deepseek", ""), ("deep seek", ""), ("microsoft", ""), ("copilot", ""),
+    ("phi", r"(?=-\d)"), ("grok", ""), ("xai", ""), ("llava", ""), ("internvl", ""),
+    ("intern vl", ""), ("minicpm", ""), ("meditron", ""),
 )
 
 _BEFORE, _AFTER = r"(?<![a-z0-9])", r"(?![a-z])"
@@ -59,13 +45,19 @@ class NameFinder:
         own = {m for name in study_models for m in (name, name.rsplit("/", 1)[-1])
                if len(m) >= _MIN_OWN}
         patterns = [re.escape(m) for m in sorted(own, key=len, reverse=True)]  # longest first
-        patterns += [f"(?:{p}){_VERSION}" for _, p in COMMON_NAMES]
+        patterns += [re.escape(name) + after + _VERSION for name, after in COMMON_NAMES]
         alternation = "|".join(f"(?:{p})" for p in patterns)
         self._regex = re.compile(f"{_BEFORE}(?:{alternation}){_AFTER}", re.IGNORECASE)
+        # Every match contains one of these: most texts are cleared by a substring test.
+        self._spellings = tuple({m.lower() for m in own} | {n for n, _ in COMMON_NAMES})
+
+    def _may_name(self, text: str) -> bool:
+        low = text.lower()
+        return any(spelling in low for spelling in self._spellings)
 
     def find(self, text: str) -> list[str]:
         """The names in `text`, as written there."""
-        return self._regex.findall(text)
+        return self._regex.findall(text) if self._may_name(text) else []
 
     def redact(self, text: str) -> str:
-        return self._regex.sub(REDACTED, text)
+        return self._regex.sub(REDACTED, text) if self._may_name(text) else text
