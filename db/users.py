@@ -31,11 +31,11 @@ from errors import UserError
 LOGIN_HOURS = 12
 MAX_NAME = 64  # characters; the column's size on both databases
 MAX_PASSWORD = 1024
-_NAME_RULE = re.compile(rf"[A-Za-z0-9._-]{{1,{MAX_NAME}}}")
 LOCKOUT_MINUTES = 15
 NAME_FAILURES = 5
 CLIENT_FAILURES = 20
 
+_NAME_RULE = re.compile(rf"[A-Za-z0-9._-]{{1,{MAX_NAME}}}")
 _N, _R, _P = 2**14, 8, 1
 # A well-formed hash no password matches: verified against when there is no account to check.
 _DUMMY_HASH = (f"scrypt${_N}${_R}${_P}${base64.b64encode(bytes(16)).decode()}$"
@@ -86,8 +86,9 @@ def list_users(s: Session) -> list[User]:
 
 
 def get_user(s: Session, *, name: str) -> User:
-    user = s.exec(select(User).where(User.name == name)).first() if _NAME_RULE.fullmatch(name) \
-        else None  # checked before the query: a longer name is an error on PostgreSQL
+    # Checked before the query: on PostgreSQL a name longer than the column is an error.
+    valid = _NAME_RULE.fullmatch(name)
+    user = s.exec(select(User).where(User.name == name)).first() if valid else None
     if user is None:
         raise UserError(f"no user named {name[:MAX_NAME]!r}")
     return user
@@ -177,8 +178,7 @@ def authenticate(s: Session, *, name: str, password: str, client: str | None = N
     if until is not None:
         record(s, "login.refused", actor=key, client=client, until=until.isoformat())
         s.commit()
-        raise UserError("Too many failed logins: try again after "
-                        f"{until:%H:%M} UTC.")
+        raise UserError(f"Too many failed logins: try again after {until:%H:%M} UTC.")
     possible = bool(_NAME_RULE.fullmatch(name)) and len(password) <= MAX_PASSWORD
     user = s.exec(select(User).where(User.name == name)).first() if possible else None
     matches = verify_password(password if possible else "", user.password_hash if user else

@@ -18,7 +18,7 @@ from db.rubrics import ensure_rubric
 from db.status import counts
 from db.users import add_user, disable_user, list_users
 from errors import UserError
-from ui.actions import run_write
+from ui.actions import run_write, show_error
 from ui.auth import require_role
 from ui.case_panel import case_panel
 from ui.flag_review import flag_review
@@ -44,12 +44,12 @@ def run_import(path: Path, dry_run: bool, workspace: Workspace | None = None) ->
                                     workspace=workspace)
     except BundleInvalid as e:
         bar.empty()
-        st.error(escape_markdown(str(e)))
+        show_error(e)
         st.dataframe(pd.DataFrame([{"file": p.file, "line": p.line, "problem": p.message}
                                    for p in e.problems]), hide_index=True)
     except UserError as e:
         bar.empty()
-        st.error(escape_markdown(str(e)))
+        show_error(e)
     else:
         bar.progress(1.0, text="done")
         st.success(escape_markdown(("Valid; nothing written (dry run): " if dry_run

@@ -7,9 +7,9 @@ import streamlit as st
 from db.engine import session
 from db.exams import answer_stage, attempt_for, exam_tasks, exams, finish, save_draft
 from errors import UserError
+from ui.actions import show_error
 from ui.auth import require_role, while_signed_in
 from ui.case_panel import case_panel
-from ui.plain_text import escape_markdown
 from ui.response_view import FAMILY_NAMES, response_view
 
 user = require_role("physician", "student")
@@ -69,7 +69,7 @@ with right:
                     answer_stage(s, attempt=attempt, task_id=task.task_id, text=text,
                                  seconds=time.monotonic() - started)
             except UserError as e:
-                st.error(escape_markdown(str(e)))
+                show_error(e)
             else:
                 st.rerun()
 

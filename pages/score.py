@@ -10,9 +10,10 @@ from db.rubrics import rubric_by_hash
 from db.scoring import load_item, queue, save_draft, submit
 from errors import UserError
 from rubric.render import form_spec
+from ui.actions import show_error
 from ui.auth import require_role, while_signed_in
 from ui.case_panel import case_panel
-from ui.plain_text import escape_markdown, untrusted_text
+from ui.plain_text import untrusted_text
 from ui.response_view import response_view
 from ui.rubric_form import rubric_form
 
@@ -91,7 +92,7 @@ with right:
                 submit(s, rater_id=user.id, assignment_id=aid, values=values,
                        active_seconds=active_seconds(), actor=user.name)
         except UserError as e:
-            st.error(escape_markdown(str(e)))
+            show_error(e)
         else:
             st.session_state["score_advance"] = True
             st.rerun()

@@ -18,6 +18,11 @@ def run_write(write: Callable[[Session], str]) -> None:
             message = write(s)
             s.commit()
     except UserError as e:
-        st.error(escape_markdown(str(e)))
+        show_error(e)
     else:
         st.success(escape_markdown(message))
+
+
+def show_error(e: UserError) -> None:
+    """A user's mistake as one error line; its message may quote typed or imported values."""
+    st.error(escape_markdown(str(e)))

@@ -27,6 +27,7 @@ from db.users import (
     user_for_login,
 )
 from errors import UserError
+from ui.plain_text import escape_markdown
 
 COOKIE = "nmb_login"
 
@@ -151,7 +152,8 @@ def login_page() -> None:
                 user = user_by_email(s, email=st.user.email)
             if user is not None:
                 _sign_in(user)
-            st.error(f"No active account for {st.user.email}; ask an admin to add it.")
+            st.error(f"No active account for {escape_markdown(st.user.email)}; ask an admin "
+                     "to add it.")
         st.button("Log in with single sign-on", on_click=st.login)
     with st.form("login"):
         name = st.text_input("Username", max_chars=MAX_NAME)
