@@ -4,6 +4,7 @@ import streamlit as st
 
 from db.engine import upgrade
 from ui.auth import PAGES, current_user, demo_active, login_page, logout, restore_login, write_cookie
+from ui.plain_text import escape_markdown
 
 st.set_page_config(page_title="Neural-MedBench Studio", page_icon=":brain:", layout="wide")
 
@@ -23,7 +24,7 @@ if user is None:
 else:
     pages = [st.Page(f, title=t, url_path=u, icon=i) for f, t, u, i in PAGES[user.role]]
     with st.sidebar:
-        st.markdown(f"**{user.name}** · {user.role}")
+        st.markdown(f"**{escape_markdown(user.name)}** · {user.role}")
         st.button("Log out", on_click=logout)
     if demo_active():
         st.warning("Demo data: every case, record, response and score here is synthetic.",

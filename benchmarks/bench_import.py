@@ -88,6 +88,7 @@ def _run(bundle: Path, files: list[Path]) -> None:
                        ("image_hash", "sha256 of every image (threads)"),
                        ("image_inspect", "open + fully read new images (worker processes)"),
                        ("db_check", "compare with the study (existing ids)"),
+                       ("model_names", "search new responses for model names"),
                        ("copy", "copy images into NMB_HOME (hash-verified)"),
                        ("db_insert", "insert rows (executemany)"),
                        ("commit", "commit")]:

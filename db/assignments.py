@@ -16,6 +16,7 @@ from db.models import (
     Task,
     User,
 )
+from db.response_flags import held
 from errors import UserError
 
 
@@ -52,7 +53,10 @@ def assign(
     s: Session, *, rubric_hash: str, raters: list[str], overlap: int = 3,
     selection: str = "all", seed: int = 0, actor: str | None = None,
 ) -> AssignmentDesign:
-    """Assign each not-yet-assigned item of `selection` to `overlap` raters (balanced design)."""
+    """Assign each not-yet-assigned item of `selection` to `overlap` raters (balanced design).
+
+    Responses that name a model and are not reviewed yet (db.response_flags) wait: a later
+    call assigns them once reviewed."""
     users = {u.name: u for u in s.exec(select(User).where(User.name.in_(raters)))}
     for name in raters:
         user = users.get(name)
@@ -66,10 +70,11 @@ def assign(
         query = select(CalibrationItem.response_id)
     else:
         raise UserError(f"selection {selection!r} is not 'all' or 'calibration'")
-    assigned = set(s.exec(select(Assignment.response_id).distinct()))
-    items = sorted(r for r in s.exec(query) if r not in assigned)
+    assigned, on_hold = set(s.exec(select(Assignment.response_id).distinct())), held(s)
+    items = sorted(r for r in s.exec(query) if r not in assigned and r not in on_hold)
     if not items:
-        raise UserError(f"every item of {selection!r} is already assigned")
+        raise UserError(f"every item of {selection!r} is already assigned or waits for review "
+                        "on /admin")
     design = AssignmentDesign(rubric_hash=rubric_hash, selection=selection, overlap=overlap,
                               seed=seed, created_by=actor)
     s.add(design)

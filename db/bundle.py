@@ -34,6 +34,7 @@ from db.bundle_validate import (
 from db.engine import nmb_home
 from db.models import Case, Response, Series, Task, utcnow
 from db.queries import chunks, fetch_in
+from db.response_flags import as_created, flag_new
 
 __all__ = ["FORMAT", "BundleInvalid", "ImportSummary", "Problem", "ValidBundle", "image_path",
            "import_bundle", "validate_bundle"]
@@ -55,6 +56,7 @@ class ImportSummary:
     unchanged_cases: int = 0
     unchanged_tasks: int = 0
     unchanged_responses: int = 0
+    flagged_responses: int = 0  # name a model: redacted, held for review (db.response_flags)
     images_inspected: int = 0
     images_copied: int = 0
     images_already_stored: int = 0
@@ -72,7 +74,9 @@ class ImportSummary:
         return (f"{self.bundle}: {verb} {self.new_cases} cases, {self.new_series} series, "
                 f"{self.new_tasks} tasks, {self.new_responses} responses; unchanged "
                 f"{self.unchanged_cases} cases, {self.unchanged_tasks} tasks, "
-                f"{self.unchanged_responses} responses")
+                f"{self.unchanged_responses} responses"
+                + (f"; {self.flagged_responses} responses name a model: redacted and held "
+                   "for review on /admin" if self.flagged_responses else ""))
 
 
 def _differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
@@ -133,13 +137,15 @@ def _plan(s: Session, vb: ValidBundle, summary: ImportSummary) -> _Plan:
 
     old_resp = {r.response_id: r for r in
                 fetch_in(s, Response.response_id, (r["response_id"] for r in vb.responses))}
+    created = as_created(s, old_resp)  # compared as the bundle had them, before redaction
     taken = {(r.task_id, r.model, r.sample): r.response_id
              for r in fetch_in(s, Response.task_id, (r["task_id"] for r in vb.responses))}
     for r in vb.responses:
         rid = r["response_id"]
         old = old_resp.get(rid)
         if old is not None:
-            diff = _differences(old.model_dump(), {**r, "source": "model"})
+            diff = _differences({**old.model_dump(), **created.get(rid, {})},
+                                {**r, "source": "model"})
             if diff:
                 problem("response", rid, f"response {rid} already exists with different "
                                          f"content ({', '.join(diff)})")
@@ -240,6 +246,10 @@ def _import(s: Session, path: Path, ws: Workspace, *, dry_run: bool, actor: str 
         raise BundleInvalid(vb.label, problems + plan.problems)
     summary.new_cases, summary.new_series = len(plan.cases), len(plan.series)
     summary.new_tasks, summary.new_responses = len(plan.tasks), len(plan.responses)
+    t = time.perf_counter()
+    flags = flag_new(s, plan.responses)
+    summary.flagged_responses = len(flags)
+    timings["model_names"] = time.perf_counter() - t
     summary.images_inspected = vb.images_inspected
     if not summary.changed:
         s.rollback()
@@ -255,9 +265,10 @@ def _import(s: Session, path: Path, ws: Workspace, *, dry_run: bool, actor: str 
     timings["copy"] = time.perf_counter() - t
     t = time.perf_counter()
     _insert(s, plan, progress)
+    s.add_all(flags)
     record(s, "bundle.import", actor=actor, bundle=vb.name, source=path.name,
            cases=summary.new_cases, series=summary.new_series, tasks=summary.new_tasks,
-           responses=summary.new_responses)
+           responses=summary.new_responses, flagged=summary.flagged_responses)
     s.flush()
     timings["db_insert"] = time.perf_counter() - t
     if dry_run:

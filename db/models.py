@@ -48,6 +48,9 @@ class User(SQLModel, table=True):
     email: str | None = Field(default=None, unique=True, max_length=256)
     disabled: bool = False
     demo: bool = False
+    # Bumped by logout and disabling: every open session of the user, which keeps the epoch it
+    # logged in with, ends at its next page run (ui.auth.current_user).
+    session_epoch: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
     created_at: datetime = _when()
 
     __table_args__ = (
@@ -64,6 +67,15 @@ class LoginToken(SQLModel, table=True):
     user_id: int = Field(foreign_key="user.id", index=True)
     created_at: datetime = _when()
     expires_at: datetime = Field(sa_type=DateTime(timezone=True), index=True)
+
+
+class LoginFailure(SQLModel, table=True):
+    """A failed password login, kept while it counts towards a lockout (db.users)."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(max_length=64, index=True)
+    client: str | None = Field(default=None, max_length=64, index=True)
+    at: datetime = Field(default_factory=utcnow, sa_type=DateTime(timezone=True), index=True)
 
 
 class Case(SQLModel, table=True):
@@ -126,6 +138,21 @@ class Response(SQLModel, table=True):
         UniqueConstraint("task_id", "model", "sample"),
         CheckConstraint("sample >= 0", name="ck_response_sample"),
     )
+
+
+class ResponseFlag(SQLModel, table=True):
+    """A response whose text names a model or its maker (db.model_names), held from assignment
+    until an admin reviews it. From import on, `Response.text` and `turns` hold the redacted
+    text that raters and the grader see; the original stays here, for the audit."""
+
+    response_id: str = Field(foreign_key="response.response_id", primary_key=True,
+                             max_length=128)
+    names: list[str] = _json()  # the spans found, as written
+    original_text: str = _text()
+    original_turns: list[str] | None = _json(nullable=True)
+    created_at: datetime = _when()
+    reviewed_by: str | None = Field(default=None, max_length=64)
+    reviewed_at: datetime | None = Field(default=None, sa_type=DateTime(timezone=True))
 
 
 class Rubric(SQLModel, table=True):

@@ -22,6 +22,7 @@ from db.models import (
     Response,
     ScoreRevision,
     Task,
+    User,
     utcnow,
 )
 from db.rubrics import rubric_by_hash
@@ -81,6 +82,9 @@ def _assignment(s: Session, rater_id: int, assignment_id: int) -> Assignment:
     a = s.get(Assignment, assignment_id)
     if a is None or a.rater_id != rater_id:
         raise UserError(f"assignment {assignment_id} is not in your queue")
+    rater = s.get(User, rater_id)
+    if rater is None or rater.disabled:
+        raise UserError("this account is disabled")
     return a
 
 

@@ -1,9 +1,18 @@
-"""Accounts, roles and passwords.
+"""Accounts, roles, passwords, logins and the sessions they open.
 
 Passwords are hashed with scrypt (RFC 7914; n=2**14, r=8, p=1, 16-byte salt), a memory-hard
 KDF from the standard library; they are never stored or logged in clear. A password login
 survives page reloads through a login token: 256 random bits in the browser's cookie, only
 their sha256 in the database, valid for `LOGIN_HOURS` unless the user logs out or is disabled.
+
+Every open session keeps the account's `session_epoch` from its login; logout and disabling
+bump it and delete the account's tokens, so every session of that account, in any browser,
+ends at its next page run (`session_user`). Failed logins are throttled (OWASP Authentication
+Cheat Sheet, "Protect against automated attacks"): `NAME_FAILURES` failures for a user name, or
+`CLIENT_FAILURES` from a client address, within `LOCKOUT_MINUTES` lock further attempts out
+until the oldest of them is `LOCKOUT_MINUTES` old; the lockout is audited. A login always
+computes exactly one scrypt, against a dummy hash when the name is unknown, too long or
+disabled, so its time does not tell which names exist.
 """
 
 import base64
@@ -11,17 +20,26 @@ import hashlib
 import hmac
 import re
 import secrets
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 from sqlmodel import Session, delete, select
 
 from db.audit import record
-from db.models import ROLES, LoginToken, User, utcnow
+from db.models import ROLES, LoginFailure, LoginToken, User, utcnow
 from errors import UserError
 
 LOGIN_HOURS = 12
+MAX_NAME = 64  # characters; the column's size on both databases
+MAX_PASSWORD = 1024
+LOCKOUT_MINUTES = 15
+NAME_FAILURES = 5
+CLIENT_FAILURES = 20
 
+_NAME_RULE = re.compile(rf"[A-Za-z0-9._-]{{1,{MAX_NAME}}}")
 _N, _R, _P = 2**14, 8, 1
+# A well-formed hash no password matches: verified against when there is no account to check.
+_DUMMY_HASH = (f"scrypt${_N}${_R}${_P}${base64.b64encode(bytes(16)).decode()}$"
+               f"{base64.b64encode(bytes(32)).decode()}")
 
 
 def hash_password(password: str) -> str:
@@ -50,10 +68,11 @@ def add_user(
 ) -> User:
     if role not in ROLES:
         raise UserError(f"role {role!r} is not one of {', '.join(ROLES)}")
-    if not re.fullmatch(r"[A-Za-z0-9._-]{1,64}", name):
-        raise UserError(f"user name {name!r} must be 1-64 letters, digits, '-', '_' or '.'")
-    if not password:
-        raise UserError("the password is empty")
+    if not _NAME_RULE.fullmatch(name):
+        raise UserError(f"user name {name[:MAX_NAME]!r} must be 1-{MAX_NAME} letters, digits, "
+                        "'-', '_' or '.'")
+    if not password or len(password) > MAX_PASSWORD:
+        raise UserError(f"the password must be 1-{MAX_PASSWORD} characters")
     if s.exec(select(User).where(User.name == name)).first():
         raise UserError(f"user {name!r} already exists")
     user = User(name=name, role=role, password_hash=hash_password(password), email=email, demo=demo)
@@ -67,31 +86,117 @@ def list_users(s: Session) -> list[User]:
 
 
 def get_user(s: Session, *, name: str) -> User:
-    user = s.exec(select(User).where(User.name == name)).first()
+    # Checked before the query: on PostgreSQL a name longer than the column is an error.
+    valid = _NAME_RULE.fullmatch(name)
+    user = s.exec(select(User).where(User.name == name)).first() if valid else None
     if user is None:
-        raise UserError(f"no user named {name!r}")
+        raise UserError(f"no user named {name[:MAX_NAME]!r}")
     return user
 
 
+def _end_sessions(s: Session, user: User) -> None:
+    """Every open session and login token of `user` ends (in the caller's transaction)."""
+    user.session_epoch += 1
+    s.add(user)
+    s.exec(delete(LoginToken).where(LoginToken.user_id == user.id))
+
+
 def disable_user(s: Session, *, name: str, actor: str | None = None) -> User:
+    """Disable the account and end its sessions, including the ones open now."""
     user = get_user(s, name=name)
     user.disabled = True
-    s.add(user)
+    _end_sessions(s, user)
     record(s, "user.disable", actor=actor, user=name)
     return user
 
 
-def authenticate(s: Session, *, name: str, password: str) -> User | None:
-    """The active user with this name and password, or None; both outcomes are audited."""
-    user = s.exec(select(User).where(User.name == name)).first()
-    ok = user is not None and not user.disabled and verify_password(password, user.password_hash)
-    record(s, "login" if ok else "login.failed", actor=name)
+def log_out(s: Session, *, user_id: int) -> None:
+    """Logout: every session of the user ends, in every browser, whatever the browser keeps."""
+    user = s.get(User, user_id)
+    if user is not None:
+        _end_sessions(s, user)
+        record(s, "logout", actor=user.name)
     s.commit()
-    return user if ok else None
+
+
+def session_user(s: Session, *, user_id: int, epoch: int, role: str,
+                 token: str | None = None) -> User | None:
+    """The account of an open session, if the session may go on: the account exists, is
+    enabled, has the role and the session epoch the session logged in with, and the session's
+    login token (password logins) is live."""
+    user = s.get(User, user_id)
+    if user is None or user.disabled or user.role != role or user.session_epoch != epoch:
+        return None
+    if token is not None and getattr(user_for_login(s, token), "id", None) != user.id:
+        return None
+    return user
+
+
+def _aware(at: datetime) -> datetime:
+    return at if at.tzinfo is not None else at.replace(tzinfo=UTC)  # SQLite drops the zone
+
+
+def locked_until(s: Session, *, name: str, client: str | None) -> datetime | None:
+    """When the lockout of this user name or client ends, or None if neither is locked."""
+    window = timedelta(minutes=LOCKOUT_MINUTES)
+    ends = []
+    for column, value, limit in ((LoginFailure.name, name, NAME_FAILURES),
+                                 (LoginFailure.client, client, CLIENT_FAILURES)):
+        if value is None:
+            continue
+        recent = s.exec(select(LoginFailure.at).where(column == value,
+                                                      LoginFailure.at > utcnow() - window)
+                        .order_by(LoginFailure.at.desc()).limit(limit)).all()
+        if len(recent) >= limit:
+            ends.append(_aware(recent[-1]) + window)
+    return max(ends, default=None)
+
+
+def _failed(s: Session, name: str, client: str | None, detail: dict) -> None:
+    """Count a failed login; audit it, and the lockout it starts, if any."""
+    s.exec(delete(LoginFailure).where(
+        LoginFailure.at <= utcnow() - timedelta(minutes=LOCKOUT_MINUTES)))
+    s.add(LoginFailure(name=name, client=client))
+    s.flush()
+    record(s, "login.failed", actor=name, client=client, **detail)
+    until = locked_until(s, name=name, client=client)
+    if until is not None:
+        record(s, "login.lockout", actor=name, client=client, until=until.isoformat())
+
+
+def authenticate(s: Session, *, name: str, password: str, client: str | None = None
+                 ) -> User | None:
+    """The active user with this name and password, or None; every attempt is audited.
+
+    `client` is the address the attempt came from (for the per-client throttle). Raises
+    UserError, without checking the password, while the name or the client is locked out.
+    """
+    # What is counted and audited: bounded and printable, whatever was typed.
+    key = "".join(c if c.isprintable() else "?" for c in name[:MAX_NAME])
+    client = client[:64] if client else None
+    until = locked_until(s, name=key, client=client)
+    if until is not None:
+        record(s, "login.refused", actor=key, client=client, until=until.isoformat())
+        s.commit()
+        raise UserError(f"Too many failed logins: try again after {until:%H:%M} UTC.")
+    possible = bool(_NAME_RULE.fullmatch(name)) and len(password) <= MAX_PASSWORD
+    user = s.exec(select(User).where(User.name == name)).first() if possible else None
+    matches = verify_password(password if possible else "", user.password_hash if user else
+                              _DUMMY_HASH)  # one scrypt whatever the name: equal time
+    if matches and user is not None and not user.disabled:
+        s.exec(delete(LoginFailure).where(LoginFailure.name == key))
+        record(s, "login", actor=key, client=client)
+        s.commit()
+        return user
+    _failed(s, key, client, {} if possible else {"name_length": len(name)})
+    s.commit()
+    return None
 
 
 def user_by_email(s: Session, *, email: str) -> User | None:
     """The active account matched to an OIDC identity by e-mail."""
+    if len(email) > 256:
+        return None
     user = s.exec(select(User).where(User.email == email)).first()
     return user if user is not None and not user.disabled else None
 
@@ -118,7 +223,3 @@ def user_for_login(s: Session, token: str) -> User | None:
     return user if user is not None and not user.disabled else None
 
 
-def close_login(s: Session, token: str) -> None:
-    """Logout: the token stops working, whatever the browser keeps."""
-    s.exec(delete(LoginToken).where(LoginToken.token_hash == _token_hash(token)))
-    s.commit()

@@ -50,18 +50,19 @@ class DemoTask:
 
 def _record(*, age: int, sex: str, complaint: str, history: str, exam: str, labs: str,
             other: str = "") -> str:
-    """A synthetic health record in markdown, marked as synthetic at the top and bottom."""
+    """A synthetic health record in plain text (shown as written), marked as synthetic at the
+    top and bottom."""
     parts = [
-        f"**{SYNTHETIC_BANNER}.** Invented for the Neural-MedBench Studio demo.",
-        f"**Age / sex:** {age} / {sex}",
-        f"**Presenting complaint:** {complaint}",
-        f"**History:** {history}",
-        f"**Examination:** {exam}",
-        f"**Laboratory:** {labs}",
+        f"{SYNTHETIC_BANNER}. Invented for the Neural-MedBench Studio demo.",
+        f"Age / sex: {age} / {sex}",
+        f"Presenting complaint: {complaint}",
+        f"History: {history}",
+        f"Examination: {exam}",
+        f"Laboratory: {labs}",
     ]
     if other:
         parts.append(other)
-    parts.append(f"_{SYNTHETIC_BANNER}; any resemblance to a real person is coincidental._")
+    parts.append(f"{SYNTHETIC_BANNER}; any resemblance to a real person is coincidental.")
     return "\n\n".join(parts)
 
 
@@ -87,7 +88,7 @@ CASES: tuple[DemoCase, ...] = (
             exam="BP 168/92, irregular pulse. Global aphasia, right facial weakness, right arm "
                  "0/5, right leg 3/5, right hemisensory loss, left gaze preference. NIHSS 14.",
             labs="Glucose 7.8 mmol/L, platelets 245 ×10⁹/L, INR 1.0, creatinine 78 µmol/L.",
-            other="**Imaging:** MRI brain 07:05 (T1, DWI b=1000, ADC, FLAIR).",
+            other="Imaging: MRI brain 07:05 (T1, DWI b=1000, ADC, FLAIR).",
         ),
         {"NIHSS": 14, "mRS (pre-stroke)": 0},
         _truth(
@@ -116,7 +117,7 @@ CASES: tuple[DemoCase, ...] = (
             exam="Reduced vibration and pinprick in the right leg to T10, brisk reflexes on the "
                  "right, extensor right plantar, mild gait ataxia. Visual acuity 6/6 both eyes.",
             labs="FBC, CRP, B12, ANA and syphilis serology normal or negative.",
-            other="**Imaging:** MRI brain without contrast (T1, T2, FLAIR).",
+            other="Imaging: MRI brain without contrast (T1, T2, FLAIR).",
         ),
         {"EDSS": 2.0, "SDMT": 52},
         _truth(
@@ -144,8 +145,8 @@ CASES: tuple[DemoCase, ...] = (
                     "fumbling and dystonic posturing of the left hand; postictal dysphasia absent.",
             exam="Normal neurological examination.",
             labs="Levetiracetam and lamotrigine levels therapeutic.",
-            other="**EEG:** interictal sharp waves over the right anterior temporal region "
-                  "(F8/T8). **Imaging:** epilepsy-protocol MRI (T1, T2, FLAIR).",
+            other="EEG: interictal sharp waves over the right anterior temporal region "
+                  "(F8/T8). Imaging: epilepsy-protocol MRI (T1, T2, FLAIR).",
         ),
         {"MoCA": 26, "Verbal memory (z)": -0.4, "Visual memory (z)": -1.8},
         _truth(
@@ -170,7 +171,7 @@ CASES: tuple[DemoCase, ...] = (
             exam="Temperature 38.6 °C. GCS 13 (E4 V3 M6), disoriented, word-finding "
                  "difficulty; no neck stiffness, no focal weakness.",
             labs="WBC 11.2 ×10⁹/L, CRP 24 mg/L, sodium 131 mmol/L.",
-            other="**Imaging:** MRI brain (T1, FLAIR, DWI).",
+            other="Imaging: MRI brain (T1, FLAIR, DWI).",
         ),
         {"GCS": 13},
         _truth(
@@ -196,7 +197,7 @@ CASES: tuple[DemoCase, ...] = (
             exam="Mild left pronator drift, abulia, left grasp reflex. Fundi: early "
                  "papilloedema.",
             labs="Normal blood count, CRP 3 mg/L. Chest CT normal.",
-            other="**Imaging:** MRI brain (T1, T1 post-gadolinium, FLAIR).",
+            other="Imaging: MRI brain (T1, T1 post-gadolinium, FLAIR).",
         ),
         {"MoCA": 22, "KPS": 70},
         _truth(
@@ -221,7 +222,7 @@ CASES: tuple[DemoCase, ...] = (
                     "No mood disorder, no alcohol excess.",
             exam="Normal neurological examination apart from impaired delayed recall.",
             labs="B12, folate, TSH, calcium and syphilis serology normal.",
-            other="**Neuropsychology:** delayed recall 0/5 (not helped by cues), clock drawing "
+            other="Neuropsychology: delayed recall 0/5 (not helped by cues), clock drawing "
                   "mildly impaired, CDR 1.",
         ),
         {"MMSE": 21, "MoCA": 17, "CDR": 1},
@@ -246,7 +247,7 @@ CASES: tuple[DemoCase, ...] = (
                     "Depression. Normotensive, non-smoker, no diabetes.",
             exam="Mild left pyramidal signs, slowed processing speed.",
             labs="Lipids, HbA1c, thrombophilia screen normal.",
-            other="**Imaging:** MRI brain (T1, T2, FLAIR).",
+            other="Imaging: MRI brain (T1, T2, FLAIR).",
         ),
         {"MoCA": 22, "Trail Making B (s)": 145},
         _truth(
@@ -272,7 +273,7 @@ CASES: tuple[DemoCase, ...] = (
                     "last cycle four months ago. No fever.",
             exam="Left homonymous hemianopia, left visual neglect, no weakness.",
             labs="Lymphocytes 0.4 ×10⁹/L, CD4 180/µL, IgG 4.1 g/L.",
-            other="**Imaging:** MRI brain (T1, FLAIR, DWI).",
+            other="Imaging: MRI brain (T1, FLAIR, DWI).",
         ),
         {"MoCA": 24},
         _truth(
@@ -297,7 +298,7 @@ CASES: tuple[DemoCase, ...] = (
             history="Mild hypertension. No anticoagulants; takes aspirin for 'prevention'.",
             exam="Normal neurological examination between spells.",
             labs="Normal blood count, INR 1.0, platelets 210 ×10⁹/L.",
-            other="**Imaging:** MRI brain (T1, SWI, FLAIR).",
+            other="Imaging: MRI brain (T1, SWI, FLAIR).",
         ),
         {"MoCA": 24},
         _truth(
@@ -323,7 +324,7 @@ CASES: tuple[DemoCase, ...] = (
             exam="Magnetic gait, short steps, turns in seven steps; no rigidity or tremor in "
                  "the arms; normal fundi.",
             labs="Normal blood count, glucose, B12 and TSH.",
-            other="**Imaging:** MRI brain (T1, FLAIR, T2).",
+            other="Imaging: MRI brain (T1, FLAIR, T2).",
         ),
         {"MoCA": 23, "Timed Up and Go (s)": 19},
         _truth(

@@ -18,9 +18,11 @@ from db.rubrics import ensure_rubric
 from db.status import counts
 from db.users import add_user, disable_user, list_users
 from errors import UserError
-from ui.actions import run_write
+from ui.actions import run_write, show_error
 from ui.auth import require_role
 from ui.case_panel import case_panel
+from ui.flag_review import flag_review
+from ui.plain_text import escape_markdown
 
 user = require_role("admin")
 st.title("Data and users")
@@ -28,8 +30,8 @@ st.title("Data and users")
 with session() as s:
     st.dataframe(pd.DataFrame([counts(s)]), hide_index=True)
 
-study, cases, people, raters, exports = st.tabs(
-    ["Import a bundle", "Cases", "Users", "Assignments", "Export"])
+study, flagged, cases, people, raters, exports = st.tabs(
+    ["Import a bundle", "Model names", "Cases", "Users", "Assignments", "Export"])
 
 
 def run_import(path: Path, dry_run: bool, workspace: Workspace | None = None) -> None:
@@ -37,19 +39,21 @@ def run_import(path: Path, dry_run: bool, workspace: Workspace | None = None) ->
     try:
         with session() as s:
             summary = import_bundle(s, path, dry_run=dry_run, actor=user.name,
-                                    progress=lambda f, what: bar.progress(min(f, 1.0), text=what),
+                                    progress=lambda f, what: bar.progress(
+                                        min(f, 1.0), text=escape_markdown(what)),
                                     workspace=workspace)
     except BundleInvalid as e:
         bar.empty()
-        st.error(str(e))
+        show_error(e)
         st.dataframe(pd.DataFrame([{"file": p.file, "line": p.line, "problem": p.message}
                                    for p in e.problems]), hide_index=True)
     except UserError as e:
         bar.empty()
-        st.error(str(e))
+        show_error(e)
     else:
         bar.progress(1.0, text="done")
-        st.success(("Valid; nothing written (dry run): " if dry_run else "Imported: ") + str(summary))
+        st.success(escape_markdown(("Valid; nothing written (dry run): " if dry_run
+                                    else "Imported: ") + str(summary)))
 
 
 with study:
@@ -66,6 +70,9 @@ with study:
                 run_import(path, dry_run, upload_area)
         else:
             run_import(Path(server_path.strip()), dry_run)
+
+with flagged:
+    flag_review(user.name)
 
 with cases:
     with session() as s:

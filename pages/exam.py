@@ -7,9 +7,10 @@ import streamlit as st
 from db.engine import session
 from db.exams import answer_stage, attempt_for, exam_tasks, exams, finish, save_draft
 from errors import UserError
-from ui.auth import require_role
+from ui.actions import show_error
+from ui.auth import require_role, while_signed_in
 from ui.case_panel import case_panel
-from ui.response_view import FAMILY_NAMES, LEVEL_NAMES
+from ui.response_view import FAMILY_NAMES, response_view
 
 user = require_role("physician", "student")
 st.title("Exam")
@@ -43,17 +44,9 @@ with left:
     case_panel(key=f"case-{task.task_id}", title=task.case_title, ehr=task.ehr,
                scores=task.scores, series=task.series)
 with right:
-    st.caption(f"{FAMILY_NAMES[task.family]} · level {task.level} ({LEVEL_NAMES[task.level]})")
-    st.markdown(f"**Task.** {task.prompt}")
-    for k, answer in enumerate(task.answers):
-        if k > 0:
-            st.markdown(f"**Stage {k + 1} revealed.** {task.revealed_stages[k - 1]}")
-        with st.container(border=True):
-            st.markdown(answer)
+    response_view(task.family, task.level, task.prompt, task.revealed_stages, task.answers)
     if not task.done:
         stage = len(task.answers)
-        if stage > 0:
-            st.markdown(f"**Stage {stage + 1} revealed.** {task.revealed_stages[stage - 1]}")
         st.session_state.setdefault(f"exam_started_{task.task_id}_{stage}", time.monotonic())
         key = f"exam_answer_{task.task_id}_{stage}"
         if key not in st.session_state:  # a reopened tab finds the answer being written
@@ -64,7 +57,7 @@ with right:
                 save_draft(s, attempt=attempt, task_id=task.task_id, text=st.session_state[key])
 
         text = st.text_area("Your answer" + (" (after the new information)" if stage else ""),
-                            key=key, height=200, on_change=keep_draft)
+                            key=key, height=200, on_change=while_signed_in(keep_draft))
         note = "Answers cannot be changed once recorded."
         if task.n_stages > 1:
             note += " More information is revealed after each answer."
@@ -76,7 +69,7 @@ with right:
                     answer_stage(s, attempt=attempt, task_id=task.task_id, text=text,
                                  seconds=time.monotonic() - started)
             except UserError as e:
-                st.error(str(e))
+                show_error(e)
             else:
                 st.rerun()
 

@@ -10,8 +10,10 @@ from db.rubrics import rubric_by_hash
 from db.scoring import load_item, queue, save_draft, submit
 from errors import UserError
 from rubric.render import form_spec
-from ui.auth import require_role
+from ui.actions import show_error
+from ui.auth import require_role, while_signed_in
 from ui.case_panel import case_panel
+from ui.plain_text import untrusted_text
 from ui.response_view import response_view
 from ui.rubric_form import rubric_form
 
@@ -73,22 +75,24 @@ with left:
     case_panel(key=f"case-{item.case_id}", title=item.case_title, ehr=item.ehr,
                scores=item.scores, series=item.series)
 with right:
-    response_view(item.family, item.level, item.prompt, item.stages, item.text, item.turns)
+    response_view(item.family, item.level, item.prompt, item.stages, [item.text, *item.turns],
+                  missing="No answer given for this stage.")
     with st.expander("Reference answer"):
         for label, text in reference_fields(item.reference):
             if text:
-                st.markdown(f"**{label}:** {text}")
+                st.markdown(f"**{label}**")
+                untrusted_text(text)
     st.subheader("Rubric")
     if item.status == "submitted":
         st.caption(f"Submitted (revision {item.revision}); changes here are a new revision.")
-    values = rubric_form(f"a{aid}", spec, item.values, on_change=save)
+    values = rubric_form(f"a{aid}", spec, item.values, on_change=while_signed_in(save))
     if st.button("Submit", type="primary"):
         try:
             with session() as s:
                 submit(s, rater_id=user.id, assignment_id=aid, values=values,
                        active_seconds=active_seconds(), actor=user.name)
         except UserError as e:
-            st.error(str(e))
+            show_error(e)
         else:
             st.session_state["score_advance"] = True
             st.rerun()

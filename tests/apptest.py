@@ -15,7 +15,7 @@ def make_user(name: str, role: str, password: str = "pw") -> LoggedIn:
     with session() as s:
         u = add_user(s, name=name, role=role, password=password)
         s.commit()
-        return LoggedIn(id=u.id, name=u.name, role=u.role, demo=u.demo)
+        return LoggedIn.of(u)
 
 
 def app(user: LoggedIn | None = None, timeout: float = 30) -> AppTest:

@@ -1,16 +1,33 @@
-"""Login, logout and the server-side role check every page makes.
+"""Login, logout and the server-side session and role check every page run makes.
 
 A password login keeps a login token (`db.users.open_login`) in the `nmb_login` cookie, so a
-page reload, which starts a new Streamlit session, logs the user in again; logout deletes the
-token. Single sign-on keeps its own cookie (`st.login`)."""
+page reload, which starts a new Streamlit session, logs the user in again. Single sign-on
+keeps its own cookie (`st.login`). Every page run, and every widget callback that writes,
+re-checks the account in the database (`current_user`): a disabled account, a changed role, a
+logout in any browser or an expired token ends the session at once.
+"""
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import streamlit as st
 
 from db.engine import session
-from db.models import Setting
-from db.users import LOGIN_HOURS, authenticate, close_login, open_login, user_by_email, user_for_login
+from db.models import Setting, User
+from db.users import (
+    LOGIN_HOURS,
+    MAX_NAME,
+    authenticate,
+    log_out,
+    open_login,
+    session_user,
+    user_by_email,
+    user_for_login,
+)
+from errors import UserError
+from ui.plain_text import escape_markdown
 
 COOKIE = "nmb_login"
 
@@ -32,19 +49,55 @@ class LoggedIn:
     name: str
     role: str
     demo: bool
+    epoch: int = 0  # the account's session epoch at login (db.users.session_user)
+
+    @classmethod
+    def of(cls, user: User) -> "LoggedIn":
+        return cls(id=user.id, name=user.name, role=user.role, demo=user.demo,
+                   epoch=user.session_epoch)
 
 
 def current_user() -> LoggedIn | None:
-    return st.session_state.get("user")
+    """The session's user if the account still allows this session; otherwise the session
+    ends here (state and login cookie cleared) and None."""
+    user: LoggedIn | None = st.session_state.get("user")
+    if user is None:
+        return None
+    with session() as s:
+        still = session_user(s, user_id=user.id, epoch=user.epoch, role=user.role,
+                             token=st.session_state.get("login_token"))
+    if still is None:
+        _forget()
+        return None
+    return user
 
 
-def _remember(user, token: str | None = None) -> None:
-    st.session_state["user"] = LoggedIn(id=user.id, name=user.name, role=user.role, demo=user.demo)
+def while_signed_in(callback: Callable[..., Any]) -> Callable[..., Any]:
+    """A widget callback (which runs before the page script) that does nothing once the
+    session has ended: a disabled or logged-out user's open page cannot write."""
+
+    @functools.wraps(callback)
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        return callback(*args, **kwargs) if current_user() is not None else None
+
+    return guarded
+
+
+def _remember(user: User, token: str | None = None) -> None:
+    st.session_state["user"] = LoggedIn.of(user)
     if token is not None:
         st.session_state["login_token"] = token
 
 
-def _sign_in(user, *, keep: bool = False) -> None:
+def _forget() -> None:
+    """End this browser session: state, login cookie and single sign-on."""
+    st.session_state.clear()
+    st.session_state["cookie"] = _cookie_script("", 0)
+    if getattr(st.user, "is_logged_in", False):
+        st.logout()
+
+
+def _sign_in(user: User, *, keep: bool = False) -> None:
     """Log `user` in; with `keep` (password logins), also across page reloads."""
     token = None
     if keep:
@@ -65,12 +118,14 @@ def _cookie_script(value: str, max_age: int) -> str:
 def restore_login() -> None:
     """After a page reload: the user of a live login cookie, logged in again."""
     token = st.context.cookies.get(COOKIE)
-    if current_user() is not None or not isinstance(token, str) or not token:
+    if "user" in st.session_state or not isinstance(token, str) or not token:
         return  # (AppTest's context gives a mock, not a str)
     with session() as s:
         user = user_for_login(s, token)
     if user is not None:
         _remember(user, token)
+    else:  # logged out, disabled or expired: the browser need not keep it
+        st.session_state["cookie"] = _cookie_script("", 0)
 
 
 def write_cookie() -> None:
@@ -97,15 +152,22 @@ def login_page() -> None:
                 user = user_by_email(s, email=st.user.email)
             if user is not None:
                 _sign_in(user)
-            st.error(f"No active account for {st.user.email}; ask an admin to add it.")
+            st.error(f"No active account for {escape_markdown(st.user.email)}; ask an admin "
+                     "to add it.")
         st.button("Log in with single sign-on", on_click=st.login)
     with st.form("login"):
-        name = st.text_input("Username")
+        name = st.text_input("Username", max_chars=MAX_NAME)
         password = st.text_input("Password", type="password")
         submitted = st.form_submit_button("Log in")
     if submitted:
-        with session() as s:
-            user = authenticate(s, name=name.strip(), password=password)
+        client = st.context.ip_address
+        try:
+            with session() as s:
+                user = authenticate(s, name=name.strip(), password=password,
+                                    client=client if isinstance(client, str) else None)
+        except UserError as e:  # locked out
+            st.error(str(e))
+            return
         if user is None:
             st.error("Unknown user name or wrong password.")
         else:
@@ -116,14 +178,12 @@ def login_page() -> None:
 
 
 def logout() -> None:
-    token = st.session_state.get("login_token")
-    if token:
+    """Log out: every session of this user ends, in this browser and any other."""
+    user = st.session_state.get("user")
+    if user is not None:
         with session() as s:
-            close_login(s, token)
-    st.session_state.clear()
-    st.session_state["cookie"] = _cookie_script("", 0)
-    if getattr(st.user, "is_logged_in", False):
-        st.logout()
+            log_out(s, user_id=user.id)
+    _forget()
     st.rerun()
 
 

@@ -2,7 +2,8 @@
 
 Layout (the same for every case): title; on the left the viewer (a grid of the chosen series,
 one position slider that moves them all, a window preset per series); on the right the
-health record (markdown) and the neuropsychological scores table.
+health record (plain text, as the bundle wrote it: `ui.plain_text`) and the
+neuropsychological scores table.
 
 The viewer runs inside `st.fragment`, so moving the slider reruns only the viewer. Decoded
 volumes come from `imaging`'s process-wide cache, shared by every session. Positions are world
@@ -35,6 +36,7 @@ from imaging import (
     take_slice,
 )
 from imaging.geometry import NORMAL_AXIS, voxel_to_world
+from ui.plain_text import untrusted_heading, untrusted_text
 
 _log = logging.getLogger(__name__)
 AXIS_NAMES = ("R-L", "A-P", "S-I")  # RAS+ axes 0, 1, 2
@@ -50,13 +52,13 @@ def case_panel(
     series: list[tuple[str, Path]],
 ) -> None:
     """Show one case: viewer of `series` (name, stored image path), record and scores."""
-    st.subheader(title)
+    untrusted_heading(title)
     viewer, record = st.columns([3, 2], gap="medium")
     with viewer:
         _viewer(key, [(name, Path(path)) for name, path in series])
     with record:
         st.markdown("##### Health record")
-        st.markdown(ehr or "_No health record._")
+        untrusted_text(ehr, empty="No health record.")
         st.markdown("##### Neuropsychological scores")
         if scores:
             table = pd.DataFrame({"test": list(scores), "score": list(scores.values())})

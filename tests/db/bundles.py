@@ -29,7 +29,7 @@ def responses(models=MODELS, samples=(0, 1)) -> list[dict]:
         for t in TASKS:
             for k in samples:
                 r = {"response_id": f"{model}-{t['task_id']}-{k}", "task_id": t["task_id"],
-                     "model": model, "sample": k, "text": f"{model} answer {k} to {t['task_id']}"}
+                     "model": model, "sample": k, "text": f"answer {k} to {t['task_id']}"}
                 if t["level"] == 3:
                     r["turns"] = [f"turn {i}" for i in range(len(t["stages"]))]
                 out.append(r)

@@ -127,3 +127,19 @@ def test_progress_and_calibration_draw(database_url: str) -> None:
         assert counts == {"dev": 3, "heldout": 3}
         with pytest.raises(UserError, match="already drawn"):
             draw_calibration(s, n=6, seed=2)
+
+
+def test_a_disabled_rater_can_no_longer_write(database_url: str) -> None:
+    from db.users import disable_user
+
+    eng, rubric, rater = _setup(database_url)
+    with Session(eng, expire_on_commit=False) as s:
+        first = queue(s, rater_id=rater.id)[0].assignment_id
+        values = _valid(rubric, load_item(s, rater_id=rater.id, assignment_id=first).family)
+        disable_user(s, name="expert1")
+        s.commit()
+        for write in (save_draft, submit):
+            with pytest.raises(UserError, match="disabled"):
+                write(s, rater_id=rater.id, assignment_id=first, values=values)
+        s.rollback()
+        assert s.exec(select(func.count()).select_from(ExpertScore)).one() == 0

@@ -1,28 +1,52 @@
-"""Accounts and login tokens on SQLite and PostgreSQL."""
+"""Accounts, login tokens, sessions and the login throttle on SQLite and PostgreSQL."""
 
+import hashlib
 from datetime import timedelta
 
+import pytest
 from sqlmodel import Session, select
 
 from db.engine import engine_for
-from db.models import LoginToken, utcnow
-from db.users import add_user, authenticate, close_login, disable_user, open_login, user_for_login
+from db.models import AuditLog, LoginFailure, LoginToken, User, utcnow
+from db.users import (
+    CLIENT_FAILURES,
+    LOCKOUT_MINUTES,
+    NAME_FAILURES,
+    add_user,
+    authenticate,
+    disable_user,
+    get_user,
+    log_out,
+    open_login,
+    session_user,
+    user_for_login,
+)
+from errors import UserError
+
+
+def _session(url: str) -> Session:
+    return Session(engine_for(url), expire_on_commit=False)
+
+
+def _actions(s: Session, action: str) -> list[AuditLog]:
+    return list(s.exec(select(AuditLog).where(AuditLog.action == action).order_by(AuditLog.id)))
 
 
 def test_a_login_token_lasts_until_logout_expiry_or_disabling(database_url: str) -> None:
-    with Session(engine_for(database_url), expire_on_commit=False) as s:
+    with _session(database_url) as s:
         ann = add_user(s, name="ann", role="expert", password="pw")
         bob = add_user(s, name="bob", role="student", password="pw")
         s.commit()
         assert authenticate(s, name="ann", password="pw").id == ann.id
-        token, other = open_login(s, ann), open_login(s, bob)
+        token, second, other = open_login(s, ann), open_login(s, ann), open_login(s, bob)
         assert user_for_login(s, token).id == ann.id
         assert user_for_login(s, token + "x") is None
         stored = {row.token_hash for row in s.exec(select(LoginToken))}
-        assert token not in stored and other not in stored and len(stored) == 2
+        assert token not in stored and other not in stored and len(stored) == 3
 
-        close_login(s, token)  # logout
-        assert user_for_login(s, token) is None and user_for_login(s, other).id == bob.id
+        log_out(s, user_id=ann.id)  # in one browser: ann's logins in every browser end
+        assert user_for_login(s, token) is None and user_for_login(s, second) is None
+        assert user_for_login(s, other).id == bob.id
 
         disable_user(s, name="bob")
         s.commit()
@@ -36,3 +60,115 @@ def test_a_login_token_lasts_until_logout_expiry_or_disabling(database_url: str)
         assert user_for_login(s, late) is None
         open_login(s, ann)  # a new login sweeps expired tokens away
         assert len(s.exec(select(LoginToken).where(LoginToken.user_id == ann.id)).all()) == 1
+
+
+def test_an_open_session_ends_on_logout_disabling_or_a_new_role(database_url: str) -> None:
+    with _session(database_url) as s:
+        ann = add_user(s, name="ann", role="expert", password="pw")
+        s.commit()
+        token = open_login(s, ann)
+
+        def alive(epoch: int = 0, role: str = "expert", tok: str | None = token) -> bool:
+            return session_user(s, user_id=ann.id, epoch=epoch, role=role, token=tok) is not None
+
+        assert alive() and alive(tok=None)  # a password session; a single sign-on one
+        assert not alive(role="admin") and not alive(epoch=1) and not alive(tok=token + "x")
+        log_out(s, user_id=ann.id)
+        assert not alive() and not alive(tok=None)  # every session that logged in before
+        assert ann.session_epoch == 1
+        fresh = open_login(s, ann)
+        assert alive(epoch=1, tok=fresh)
+        disable_user(s, name="ann")
+        s.commit()
+        assert not alive(epoch=1, tok=fresh) and not alive(epoch=2, tok=None)
+        assert session_user(s, user_id=9999, epoch=0, role="expert") is None
+        assert [a.actor for a in _actions(s, "logout")] == ["ann"]
+
+
+def _age_failures(s: Session, minutes: float) -> None:
+    """Make every counted failure `minutes` older (as if that time had passed)."""
+    for row in s.exec(select(LoginFailure)):
+        row.at -= timedelta(minutes=minutes)
+        s.add(row)
+    s.commit()
+
+
+def test_failed_logins_lock_the_name_out_and_the_lockout_is_audited(database_url: str) -> None:
+    with _session(database_url) as s:
+        add_user(s, name="ann", role="expert", password="right")
+        s.commit()
+        for _ in range(NAME_FAILURES):
+            assert authenticate(s, name="ann", password="wrong", client="10.0.0.1") is None
+        with pytest.raises(UserError, match="Too many failed logins"):
+            authenticate(s, name="ann", password="right", client="10.0.0.2")  # even the right one
+        with pytest.raises(UserError):
+            authenticate(s, name="ann", password="right")  # from anywhere
+        assert authenticate(s, name="bob", password="x", client="10.0.0.1") is None  # other names
+        assert len(_actions(s, "login.failed")) == NAME_FAILURES + 1
+        lockouts = _actions(s, "login.lockout")
+        assert [(a.actor, a.detail["client"]) for a in lockouts] == [("ann", "10.0.0.1")]
+        assert len(_actions(s, "login.refused")) == 2
+
+        _age_failures(s, LOCKOUT_MINUTES + 1)
+        assert authenticate(s, name="ann", password="right", client="10.0.0.2") is not None
+        assert not s.exec(select(LoginFailure).where(LoginFailure.name == "ann")).all()
+
+
+def test_failed_logins_from_one_client_lock_that_client_out(database_url: str) -> None:
+    with _session(database_url) as s:
+        add_user(s, name="ann", role="expert", password="right")
+        s.commit()
+        for i in range(CLIENT_FAILURES):  # a different name each time: no name is locked
+            assert authenticate(s, name=f"guess{i}", password="x", client="10.0.0.9") is None
+        with pytest.raises(UserError, match="Too many failed logins"):
+            authenticate(s, name="ann", password="right", client="10.0.0.9")
+        assert authenticate(s, name="ann", password="right", client="10.0.0.10") is not None
+        assert [a.detail["client"] for a in _actions(s, "login.lockout")] == ["10.0.0.9"]
+
+
+@pytest.fixture
+def scrypt_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The cost parameter `n` of every scrypt computed (the real scrypt still runs)."""
+    calls: list[int] = []
+    real = hashlib.scrypt
+
+    def counting(password: bytes, **kw):
+        calls.append(kw["n"])
+        return real(password, **kw)
+
+    monkeypatch.setattr(hashlib, "scrypt", counting)
+    return calls
+
+
+def test_every_login_costs_one_scrypt_whether_or_not_the_name_exists(
+        database_url: str, scrypt_calls: list[int]) -> None:
+    with _session(database_url) as s:
+        add_user(s, name="ann", role="expert", password="right")
+        add_user(s, name="gone", role="expert", password="right")
+        disable_user(s, name="gone")
+        s.commit()
+        attempts = [("ann", "right"), ("ann", "wrong"), ("nobody", "right"), ("gone", "right"),
+                    ("x" * 65, "right"), ("nul\x00", "right"), ("ann", "p" * 5000)]
+        for name, password in attempts:
+            scrypt_calls.clear()
+            authenticate(s, name=name, password=password)
+            assert scrypt_calls == [2**14], name[:10]  # the same work: an account's or the dummy
+
+
+def test_long_names_are_refused_before_any_query(database_url: str) -> None:
+    """A 65-character name raised StringDataRightTruncation on PostgreSQL; a 5 MB one went
+    into the audit log whole."""
+    with _session(database_url) as s:
+        add_user(s, name="a" * 64, role="expert", password="pw")
+        s.commit()
+        assert authenticate(s, name="a" * 64, password="pw") is not None
+        for name in ("a" * 65, "b" * 5_000_000, "c\x00d"):
+            assert authenticate(s, name=name, password="pw") is None
+            with pytest.raises(UserError, match="no user named"):
+                get_user(s, name=name)
+            with pytest.raises(UserError, match="must be 1-64"):
+                add_user(s, name=name, role="expert", password="pw")
+        failed = _actions(s, "login.failed")
+        assert [len(a.actor) for a in failed] == [64, 64, 3]
+        assert [a.detail.get("name_length") for a in failed] == [65, 5_000_000, 3]
+        assert [u.name for u in s.exec(select(User))] == ["a" * 64]

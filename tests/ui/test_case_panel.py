@@ -51,7 +51,9 @@ def test_case_panel_renders_both_series_and_slider_moves_them(two_series):
     assert before[0][1] == "T1 · axial 13/24"
     assert before[1][1] == "FLAIR · axial 7/12"
     assert any("MMSE" in str(df.value) for df in at.dataframe)
-    assert "memory complaints" in " ".join(md.value for md in at.markdown)
+    ehr = "**History**: 54-year-old with progressive memory complaints."
+    assert [t.value for t in at.text] == [ehr]  # as written: plain text, not markdown
+    assert ehr not in " ".join(md.value for md in at.markdown)
     slider = at.slider(key="case-pos-2")
     assert slider.label == "Axial slice"
     slider.set_value(slider.value + 4).run()

@@ -1,0 +1,129 @@
+"""Blinding by content: a response that names its model is flagged at import, redacted, held
+from assignment until an admin reviews it, and reaches the rater's page and the grader's
+request without the name; the original stays for the audit."""
+
+from pathlib import Path
+
+import pytest
+from sqlmodel import Session, select
+
+from calibration.request import user_message
+from db.assignments import assign
+from db.bundle import import_bundle
+from db.engine import engine_for
+from db.model_names import NameFinder
+from db.models import (
+    Assignment,
+    AuditLog,
+    Case,
+    GraderConfig,
+    GraderRun,
+    GraderScore,
+    Response,
+    ResponseFlag,
+    Task,
+)
+from db.response_flags import pending, review
+from db.rubrics import ensure_rubric
+from db.scoring import load_item
+from db.users import add_user
+from errors import UserError
+from tests.db.bundles import MODELS, responses, write_bundle
+
+NAMING = "As GPT-4o, a model developed by OpenAI, I think this is a left MCA stroke."
+TURN = "Claude syndrome is unlikely; as model-a I now favour multiple sclerosis."
+
+
+def _bundle(tmp_path: Path) -> Path:
+    rows = responses()
+    by_id = {r["response_id"]: r for r in rows}
+    by_id["model-a-t1-0"]["text"] = NAMING
+    by_id["model-a-t3-0"]["turns"] = ["turn 0", TURN]  # the study's own name, in a turn
+    return write_bundle(tmp_path / "b", with_responses=rows)
+
+
+def _assign(s: Session, raters: list[str]) -> set[str]:
+    rubric = ensure_rubric(s, "neurology-v1")
+    assign(s, rubric_hash=rubric.content_hash, raters=raters, overlap=1, seed=0)
+    s.commit()
+    return set(s.exec(select(Assignment.response_id)))
+
+
+def test_a_response_naming_its_model_is_held_then_reaches_rater_and_grader_redacted(
+        database_url: str, tmp_path: Path) -> None:
+    bundle = _bundle(tmp_path)
+    with Session(engine_for(database_url), expire_on_commit=False) as s:
+        dry = import_bundle(s, bundle, dry_run=True)
+        assert dry.flagged_responses == 2 and not s.exec(select(ResponseFlag)).all()
+        summary = import_bundle(s, bundle, actor="admin")
+        assert summary.flagged_responses == 2
+        assert "2 responses name a model: redacted and held for review" in str(summary)
+        flags = {f.response_id: f for f in pending(s)}
+        assert {k: f.names for k, f in flags.items()} == {
+            "model-a-t1-0": ["GPT-4o", "OpenAI"], "model-a-t3-0": ["model-a"]}
+        assert s.get(Response, "model-a-t1-0").text == (
+            "As [name removed], a model developed by [name removed], I think this is a left "
+            "MCA stroke.")
+        assert s.get(Response, "model-a-t3-0").turns[1] == (
+            "Claude syndrome is unlikely; as [name removed] I now favour multiple sclerosis.")
+        assert import_bundle(s, bundle).new_responses == 0  # re-import: compared as imported
+
+        for name in ("e1", "e2"):
+            add_user(s, name=name, role="expert", password="pw")
+        assigned = _assign(s, ["e1", "e2"])
+        assert len(assigned) == 10 and not assigned & set(flags)  # held until reviewed
+
+        review(s, response_id="model-a-t1-0", texts=flags["model-a-t1-0"].shown, actor="admin")
+        edited = [*flags["model-a-t3-0"].shown]
+        edited[2] = "Claude syndrome is unlikely; I now favour multiple sclerosis."
+        review(s, response_id="model-a-t3-0", texts=edited, actor="admin")
+        s.commit()
+        assert not pending(s)
+        with pytest.raises(UserError, match="not waiting for review"):
+            review(s, response_id="model-a-t3-0", texts=edited)
+        assert _assign(s, ["e1", "e2"]) == assigned | set(flags)  # released
+
+        finder = NameFinder(MODELS)
+        for rid in flags:
+            a = s.exec(select(Assignment).where(Assignment.response_id == rid)).one()
+            item = load_item(s, rater_id=a.rater_id, assignment_id=a.id)  # the scoring page's
+            response = s.get(Response, rid)
+            task = s.get(Task, response.task_id)
+            request = user_message(task, s.get(Case, task.case_id), response)  # the grader's
+            for seen in (item.text, *item.turns, request):
+                assert finder.find(seen) == [], (rid, seen)
+                assert "GPT-4o" not in seen and "OpenAI" not in seen and "model-a" not in seen
+        kept = s.get(ResponseFlag, "model-a-t1-0")
+        assert kept.original_text == NAMING and kept.reviewed_by == "admin"
+        audit = s.exec(select(AuditLog).where(AuditLog.action == "response.review")).all()
+        assert [(a.detail["response"], a.detail["changed"]) for a in audit] == [
+            ("model-a-t1-0", False), ("model-a-t3-0", True)]
+
+
+def test_restoring_a_false_alarm_drops_the_grades_of_the_redacted_text(
+        database_url: str, tmp_path: Path) -> None:
+    with Session(engine_for(database_url), expire_on_commit=False) as s:
+        import_bundle(s, _bundle(tmp_path))
+        rubric = ensure_rubric(s, "neurology-v1")
+        config = GraderConfig(config_hash="h", name="g", model="m", prompt_version="v1",
+                              rubric_hash=rubric.content_hash)
+        s.add(config)
+        s.flush()
+        run = GraderRun(config_id=config.id, items="all")
+        s.add(run)
+        s.flush()
+        for rid in ("model-a-t1-0", "model-b-t1-0"):
+            s.add(GraderScore(config_id=config.id, response_id=rid, run_id=run.id,
+                              request_hash=rid, criteria={}, correct_diagnosis=True,
+                              error_tags=[], overall=0.5))
+        s.commit()
+        flag = next(f for f in pending(s) if f.response_id == "model-a-t1-0")
+        with pytest.raises(UserError, match="has 1 texts, got 2"):
+            review(s, response_id=flag.response_id, texts=[NAMING, "extra"])
+        review(s, response_id=flag.response_id, texts=flag.original, actor="admin")
+        s.commit()
+        assert s.get(Response, "model-a-t1-0").text == NAMING
+        graded = set(s.exec(select(GraderScore.response_id)))
+        assert graded == {"model-b-t1-0"}  # regraded at the next run, on the text it now has
+        entry = s.exec(select(AuditLog).where(AuditLog.action == "response.review")).one()
+        assert entry.detail["kept_original"] and entry.detail["grader_scores_dropped"] == 1

@@ -1,0 +1,80 @@
+"""Sessions in AppTest: every page run re-checks the account, so disabling it, a changed role
+or a logout in another browser ends an open session, and its page can no longer write; a run
+of wrong passwords locks the login out."""
+
+from sqlmodel import select
+
+from db.assignments import assign
+from db.engine import session
+from db.models import ExpertScore, User
+from db.rubrics import ensure_rubric
+from db.users import NAME_FAILURES, disable_user
+from tests.apptest import app, make_user, page
+from tests.factories import make_study
+
+
+def _ended(at) -> bool:
+    """The session is over: no user in it, and the page it was on refuses to render (AppTest
+    reruns that page; in a browser the router shows the login form, tested in Chromium)."""
+    return "user" not in at.session_state and not at.title and \
+        any("do not have access" in e.value for e in at.error)
+
+
+def test_disabling_an_account_ends_its_open_session(sqlite_url: str) -> None:
+    at = app(make_user("ann", "student")).run()
+    assert not _ended(at) and at.title
+    with session() as s:
+        disable_user(s, name="ann", actor="admin")
+        s.commit()
+    at.run()
+    assert _ended(at) and not at.exception
+
+
+def test_a_changed_role_ends_the_open_session(sqlite_url: str) -> None:
+    at = app(make_user("ann", "student")).run()
+    with session() as s:
+        s.exec(select(User).where(User.name == "ann")).one().role = "admin"
+        s.commit()
+    at.run()
+    assert _ended(at)
+
+
+def test_logout_ends_the_sessions_of_the_user_in_other_browsers(sqlite_url: str) -> None:
+    ann, bob = make_user("ann", "student"), make_user("bob", "student")
+    here, there, other = app(ann).run(), app(ann).run(), app(bob).run()
+    next(b for b in here.button if b.label == "Log out").click().run()
+    assert "user" not in here.session_state
+    there.run()
+    other.run()
+    assert _ended(there) and not _ended(other)
+
+
+def test_a_disabled_raters_open_page_saves_nothing(sqlite_url: str) -> None:
+    with session() as s:
+        make_study(s, experts=1)
+        rubric = ensure_rubric(s, "neurology-v1")
+        assign(s, rubric_hash=rubric.content_hash, raters=["expert1"], overlap=1)
+        s.commit()
+        expert = s.exec(select(User).where(User.name == "expert1")).one()
+    from ui.auth import LoggedIn
+
+    at = page("pages/score.py", LoggedIn.of(expert)).run()
+    assert at.text_area, "the rubric form is shown"
+    with session() as s:
+        disable_user(s, name="expert1")
+        s.commit()
+    at.text_area[0].input("written after disabling").run()  # the draft-saving callback
+    assert any("do not have access" in e.value for e in at.error)
+    with session() as s:
+        assert s.exec(select(ExpertScore)).all() == []
+
+
+def test_wrong_passwords_lock_the_login_out(sqlite_url: str) -> None:
+    make_user("ann", "expert", password="right")
+    at = app().run()
+    for password in ["wrong"] * NAME_FAILURES + ["right"]:
+        at.text_input[0].input("ann")
+        at.text_input[1].input(password)
+        at.get("form_submit_button")[0].click().run()
+    assert any("Too many failed logins" in e.value for e in at.error)
+    assert "user" not in at.session_state

@@ -1,0 +1,51 @@
+"""/admin's review of responses that name a model: the names found, the original beside the
+redacted text, which the admin keeps, edits or restores (db.response_flags)."""
+
+import streamlit as st
+
+from db.engine import session
+from db.response_flags import Flagged, pending, review
+from ui.actions import run_write
+from ui.plain_text import escape_markdown, untrusted_text
+
+SHOWN = 20  # flags on the page at once; the next ones appear as these are reviewed
+
+
+def flag_review(actor: str) -> None:
+    with session() as s:
+        flags = pending(s)
+    if not flags:
+        st.info("No response waits for review: none names a model or its maker.")
+        return
+    st.caption(f"{len(flags)} responses name a model or its maker. Raters and the grader see "
+               "them redacted; they are assigned to raters once reviewed here. Keep or edit "
+               "the redaction, or restore the original when the name was a false alarm.")
+    for flag in flags[:SHOWN]:
+        with st.expander(escape_markdown(f"{flag.response_id} · {flag.model} · names: "
+                                         f"{', '.join(flag.names)}")):
+            _one(flag, actor)
+
+
+def _one(flag: Flagged, actor: str) -> None:
+    with st.form(f"flag-{flag.response_id}"):
+        edited = []
+        for i, (original, shown) in enumerate(zip(flag.original, flag.shown, strict=True)):
+            label = "Answer" if i == 0 else f"Answer after stage {i + 1}"
+            left, right = st.columns(2)
+            with left:
+                st.markdown(f"**{label}, as imported**")
+                untrusted_text(original)
+            edited.append(right.text_area(f"{label}, as raters and the grader read it", shown,
+                                          height=200, key=f"flag-{flag.response_id}-{i}"))
+        keep = st.form_submit_button("Save and release", type="primary",
+                                     key=f"flag-keep-{flag.response_id}")
+        restore = st.form_submit_button("Restore the original (false alarm) and release",
+                                        key=f"flag-restore-{flag.response_id}")
+    if keep or restore:
+        texts = flag.original if restore else edited
+
+        def write(s) -> str:
+            review(s, response_id=flag.response_id, texts=texts, actor=actor)
+            return f"Response {flag.response_id} reviewed; it can be assigned now."
+
+        run_write(write)
