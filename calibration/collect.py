@@ -141,7 +141,6 @@ class _Turn:
     key: str
     result: CallResult
     cached: bool
-    images: int
 
 
 @dataclass
@@ -358,7 +357,7 @@ class _Sender:
                                          max_retries=self.max_retries,
                                          max_resends=self.max_resends, prices=self.prices)
                 self.store.sent(key, req, result)
-            conv.turns.append(_Turn(key, result, cached, req.image_count))
+            conv.turns.append(_Turn(key, result, cached))
         self.store.finish(conv)
         return conv
 
@@ -380,7 +379,7 @@ class _Sender:
                     if hit is None:
                         lines[f"i{n}"] = (conv, req, key)
                         break
-                    conv.turns.append(_Turn(key, hit, True, req.image_count))
+                    conv.turns.append(_Turn(key, hit, True))
                 if conv.done:
                     self.store.finish(conv)
             if not lines:
@@ -400,13 +399,14 @@ class _Sender:
                     result.reasks += verdict == "bad"
                     pending.append(conv)
                     continue
-                if verdict != "ok" and whole_failed:
-                    detail = f"{detail}; batch {batch.id} {batch.status}"
-                settle_batch(result, req, verdict == "ok", detail if verdict == "ok" else None,
-                             None if verdict == "ok" else detail, start, self.prices,
-                             self.client)
+                ok = verdict == "ok"
+                if not ok:
+                    gone = f"; batch {batch.id} {batch.status}" if whole_failed else ""
+                    detail = f"{detail}{gone} (after {result.attempts} attempts)"
+                settle_batch(result, req, ok, detail if ok else None, None if ok else detail,
+                             start, self.prices, self.client)
                 self.store.sent(key, req, result)
-                conv.turns.append(_Turn(key, result, False, req.image_count))
+                conv.turns.append(_Turn(key, result, False))
                 if conv.done:
                     self.store.finish(conv)
                 else:

@@ -4,6 +4,8 @@ server (real sockets), real database, real NIfTI images rendered by `imaging`.""
 import hashlib
 import io
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -203,9 +205,26 @@ def _count(model: str = MODEL) -> int:
                       .where(Response.model == model)).one()
 
 
-def test_killed_run_resumes_without_duplicates(nmb_home: Path) -> None:
-    """SIGKILL of a real `nmb collect` in the middle: what it committed stays, a re-run
-    collects the rest and nothing twice."""
+def _stop_when_collected(cmd: list[str], n: int, sig: int) -> tuple[int, str]:
+    """Start `nmb collect`, send `sig` once `n` answers are stored; (return code, stderr)."""
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while _count() < n and time.monotonic() < deadline:
+            time.sleep(0.05)
+        os.killpg(proc.pid, sig)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+        proc.wait()
+    return proc.returncode, err
+
+
+def test_interrupted_and_killed_runs_resume_without_duplicates(nmb_home: Path) -> None:
+    """Ctrl-C (SIGINT to the process group, as a terminal sends it), then SIGKILL, of a real
+    `nmb collect` in the middle: what each committed stays, a re-run collects the rest and
+    nothing twice."""
     from db.engine import upgrade
 
     upgrade()
@@ -214,17 +233,13 @@ def test_killed_run_resumes_without_duplicates(nmb_home: Path) -> None:
     with OpenAIServer(latency=0.3) as srv:
         cmd = [sys.executable, "-m", "cli", "collect", "--model", MODEL, "--base-url",
                srv.base_url, "--samples", "3", "--concurrency", "2", "--images", "none", "--json"]
-        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL, start_new_session=True)
-        try:
-            deadline = time.monotonic() + 60
-            while _count() < 4 and time.monotonic() < deadline:
-                time.sleep(0.05)
-        finally:
-            proc.kill()
-            proc.wait()
+        code, err = _stop_when_collected(cmd, 3, signal.SIGINT)
+        assert code == 130 and "Traceback" not in err, err
+        after_ctrl_c = _count()
+        code, _ = _stop_when_collected(cmd, after_ctrl_c + 3, signal.SIGKILL)
+        assert code == -signal.SIGKILL
         kept = _count()
-        assert 4 <= kept < 24
+        assert 3 <= after_ctrl_c < kept < 24
         before = len(srv.chat_requests())
         out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
         assert out.returncode == 0, out.stderr
@@ -238,7 +253,7 @@ def test_killed_run_resumes_without_duplicates(nmb_home: Path) -> None:
                           .where(Response.model == MODEL)).all()
             assert len(rows) == len(set(rows)) == 24
             assert s.exec(select(func.count()).select_from(CollectedResponse)).one() == 24
-            assert [r.status for r in runs(s)] == ["finished", "running"]  # the killed one
+            assert [r.status for r in runs(s)] == ["finished", "running", "interrupted"]
 
 
 BAD_OPTIONS = [
