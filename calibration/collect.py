@@ -191,15 +191,33 @@ class _Store:
         self.done = 0
         self.last_commit = time.monotonic()
 
+    def preload(self, keys: list[str]) -> None:
+        """Read the cached answers among `keys` in a few queries (then `cached` needs none)."""
+        for hit in fetch_in(self.s, ModelCache.request_hash, keys):
+            self.answers[hit.request_hash] = self._result(hit)
+        self.s.commit()  # ends the read: no lock is held while requests are out
+
     def cached(self, key: str) -> CallResult | None:
-        """The stored answer to the request with this key, if any (ends the read at once, so
-        no lock is held while requests are out)."""
+        """The stored answer to the request with this key, if any (the read ends at once)."""
         if key in self.answers:
             return self.answers[key]
         hit = self.s.get(ModelCache, key)
         self.s.commit()  # nothing is pending between commits: this only ends the read
-        if hit is None:
-            return None
+        return None if hit is None else self._result(hit)
+
+    def replay(self, conv: _Conversation) -> bool:
+        """Answer the conversation's next turns from the cache while it can; True when that
+        finished it."""
+        while not conv.done:
+            req, key = conv.next_request()
+            hit = self.cached(key)
+            if hit is None:
+                return False
+            conv.turns.append(_Turn(key, hit, True))
+        self.finish(conv)
+        return True
+
+    def _result(self, hit: ModelCache) -> CallResult:
         return CallResult(ok=True, data={"text": hit.text}, raw=hit.text,
                           model_returned=hit.model_returned,
                           system_fingerprint=hit.system_fingerprint,
@@ -347,7 +365,7 @@ class _Sender:
     prices: dict
 
     async def converse(self, conv: _Conversation) -> _Conversation:
-        """Every turn of one item, each from the cache or sent, in order."""
+        """The remaining turns of one item, each from the cache or sent, in order."""
         while not conv.done:
             req, key = conv.next_request()
             result = self.store.cached(key)
@@ -371,17 +389,9 @@ class _Sender:
         api = self.client.with_options(max_retries=5)
         pending, tries = list(convs), {}
         while pending:
-            lines: dict[str, tuple[_Conversation, ChatRequest, str]] = {}
-            for n, conv in enumerate(pending):
-                while not conv.done:
-                    req, key = conv.next_request()
-                    hit = self.store.cached(key)
-                    if hit is None:
-                        lines[f"i{n}"] = (conv, req, key)
-                        break
-                    conv.turns.append(_Turn(key, hit, True))
-                if conv.done:
-                    self.store.finish(conv)
+            lines: dict[str, tuple[_Conversation, ChatRequest, str]] = {
+                f"i{n}": (conv, *conv.next_request()) for n, conv in enumerate(pending)
+                if not self.store.replay(conv)}
             if not lines:
                 return
             body = "".join(batch_line(cid, req.body()) for cid, (_, req, _) in lines.items())
@@ -487,7 +497,9 @@ def collect(
     store = _Store(s, run, progress)
     convs = [_Conversation(item, settings) for item in items]
     try:
-        if convs:
+        store.preload([conv.next_request()[1] for conv in convs])
+        convs = [conv for conv in convs if not store.replay(conv)]
+        if convs:  # a run answered from the cache needs no client (nor the openai import)
             sender = _Sender(store, make_client(settings.base_url, key, timeout), timeout,
                              max_retries, max_resends, load_prices())
             work = (sender.batches(convs, poll_interval) if batch
