@@ -27,31 +27,14 @@ def api_key() -> str | None:
         return os.environ.get("OPENAI_API_KEY")
 
 
-c1, c2 = st.columns(2)
-model = c1.text_input("Model", placeholder="gpt-4o-2024-08-06", key="collect_model")
-base_url = c2.text_input("Base URL (empty: OpenAI)", key="collect_base_url")
-c1, c2, c3, c4, c5 = st.columns(5)
-samples = c1.number_input("Samples per task", 1, 100, 1)
-images = c2.selectbox("Images", IMAGES, format_func={"key": "key slices",
-                                                     "none": "none (text only)"}.get)
-temperature = c3.number_input("Temperature", 0.0, 2.0, 1.0, step=0.1)
-max_tokens = c4.number_input("Max tokens", 1, 1_000_000, 2048)
-concurrency = c5.number_input("Concurrent items", 1, 64, 4)
-c1, c2 = st.columns(2)
-families = c1.multiselect("Families (none: all)", FAMILIES)
-levels = c2.multiselect("Levels (none: all)", LEVELS)
-
-if model.strip():
-    settings = CollectSettings(model=model.strip(), base_url=base_url.strip() or None,
-                               samples=int(samples), images=images,
-                               temperature=float(temperature), max_tokens=int(max_tokens))
-    selection = Selection(families=tuple(families), levels=tuple(levels))
+def run_section(settings: CollectSettings, selection: Selection, concurrency: int) -> None:
+    """Estimate, preflight and run; a mistake is shown and ends the section."""
     try:
         with session() as s:
             plan = estimate(s, settings, selection)
     except UserError as e:
         st.error(str(e))
-        st.stop()
+        return
     cost = "unknown price" if plan["cost_usd"] is None else f"≈ ${plan['cost_usd']:.2f}"
     st.markdown(f"**{plan['items']}** answers to collect over {plan['tasks']} tasks: "
                 f"{plan['requests']} requests, {plan['images']} images, "
@@ -75,7 +58,7 @@ if model.strip():
         bar = st.progress(0.0, text="collecting")
         try:
             with session() as s:
-                out = collect(s, settings, selection, concurrency=int(concurrency),
+                out = collect(s, settings, selection, concurrency=concurrency,
                               api_key=api_key(), actor=user.name,
                               progress=lambda d, n: bar.progress(d / max(n, 1), text=f"{d}/{n}"))
         except UserError as e:
@@ -84,6 +67,26 @@ if model.strip():
             spent = "unknown cost" if out.cost_usd is None else f"${out.cost_usd:.4f}"
             st.success(f"Run {out.run_id}: {out.collected} collected ({out.from_cache} from "
                        f"cache), {out.failed} failed; {spent}.")
+
+
+c1, c2 = st.columns(2)
+model = c1.text_input("Model", placeholder="gpt-4o-2024-08-06", key="collect_model")
+base_url = c2.text_input("Base URL (empty: OpenAI)", key="collect_base_url")
+c1, c2, c3, c4, c5 = st.columns(5)
+samples = c1.number_input("Samples per task", 1, 100, 1)
+images = c2.selectbox("Images", IMAGES, format_func={"key": "key slices",
+                                                     "none": "none (text only)"}.get)
+temperature = c3.number_input("Temperature", 0.0, 2.0, 1.0, step=0.1)
+max_tokens = c4.number_input("Max tokens", 1, 1_000_000, 2048)
+concurrency = c5.number_input("Concurrent items", 1, 64, 4)
+c1, c2 = st.columns(2)
+families = c1.multiselect("Families (none: all)", FAMILIES)
+levels = c2.multiselect("Levels (none: all)", LEVELS)
+if model.strip():
+    run_section(CollectSettings(model=model.strip(), base_url=base_url.strip() or None,
+                                samples=int(samples), images=images,
+                                temperature=float(temperature), max_tokens=int(max_tokens)),
+                Selection(families=tuple(families), levels=tuple(levels)), int(concurrency))
 
 with session() as s:
     history = runs(s)
