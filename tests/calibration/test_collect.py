@@ -199,6 +199,36 @@ def test_batch_api_in_rounds(sqlite_url: str) -> None:
         assert [len(r.turns or []) for r in multi if r.model == MODEL] == [1]
 
 
+def test_two_concurrent_runs_store_each_item_once(database_url: str) -> None:
+    import threading
+
+    eng = engine_for(database_url)
+    with OpenAIServer(latency=0.2) as srv, Session(eng, expire_on_commit=False) as s:
+        make_study(s, n_tasks=6)
+        settings = CollectSettings(model=MODEL, base_url=srv.base_url, samples=2,
+                                   images="none")
+        results, errors = [], []
+
+        def run() -> None:
+            try:
+                with Session(eng, expire_on_commit=False) as own:
+                    results.append(collect(own, settings, concurrency=4))
+            except BaseException as e:  # noqa: BLE001 - reported below
+                errors.append(e)
+
+        threads = [threading.Thread(target=run) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert not errors, errors
+        rows = s.exec(select(Response.task_id, Response.sample)
+                      .where(Response.model == MODEL)).all()
+        assert len(rows) == len(set(rows)) == 12
+        assert sum(r.collected for r in results) == 12  # each counted by the run that kept it
+        assert s.exec(select(func.count()).select_from(CollectedResponse)).one() == 12
+
+
 def _count(model: str = MODEL) -> int:
     with session() as s:
         return s.exec(select(func.count()).select_from(Response)
