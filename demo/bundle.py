@@ -38,7 +38,7 @@ _SUMMARY_LEADS = ("In summary: ", "Overall: ", "My conclusion: ", "Bottom line: 
 _CLOSERS = ("", "", "Confidence: moderate.", "Confidence: high.",
             "Correlate with the full clinical picture.")
 _TURN_LEADS = ("", "Updated assessment: ", "With this result: ", "Revised answer: ")
-# Key slices a curator would pick (world mm of the lesion centre; db.demo_images): the other
+# Key slices a curator would pick (world mm of the lesion centre; demo.images): the other
 # cases show models the default slices through the centre of each series.
 KEY_POINTS: dict[str, tuple[tuple[str, str, tuple[float, float, float]], ...]] = {
     "syn-05": (("T1C", "axial", (30, 28, 22)), ("FLAIR", "axial", (30, 28, 22)),
