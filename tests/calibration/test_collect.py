@@ -394,16 +394,25 @@ def test_grader_vision_sees_the_same_key_slices(demo_study: Path, server: OpenAI
         assert server.chat_requests()[0].images == _expected_pngs(s, case)
 
 
-def test_cli_summary_is_the_last_stdout_line(nmb_home: Path, server: OpenAIServer) -> None:
+def test_cli_summary_is_the_last_stdout_line_and_the_key_is_kept_out(
+        nmb_home: Path, server: OpenAIServer) -> None:
     from db.engine import upgrade
 
     upgrade()
     with session() as s:
         make_study(s, n_tasks=2)
+    secret = "sk-test-DO-NOT-LEAK-1234567890"
     out = subprocess.run([sys.executable, "-m", "cli", "collect", "--model", MODEL,
                           "--base-url", server.base_url, "--samples", "2"], cwd=ROOT,
+                         env={**os.environ, "OPENAI_API_KEY": secret},
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
+    assert secret not in out.stdout + out.stderr
+    assert all(r.headers.get("authorization") == f"Bearer {secret}"
+               for r in server.chat_requests())
+    for path in nmb_home.rglob("*"):
+        if path.is_file():
+            assert secret.encode() not in path.read_bytes(), path
     lines = out.stdout.strip().splitlines()
     assert lines[0].startswith("run 1 (") and len(lines) == 2
     summary = json.loads(lines[-1])
