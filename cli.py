@@ -218,6 +218,40 @@ def cmd_grade(args: argparse.Namespace) -> None:
               f"${summary.cost_usd:.4f}")
 
 
+def cmd_collect(args: argparse.Namespace) -> None:
+    from calibration.collect import Selection, collect
+    from calibration.grader_config import is_dated_snapshot
+    from calibration.model_request import CollectSettings
+
+    settings = CollectSettings(model=args.model, base_url=args.base_url, samples=args.samples,
+                               images=args.images, temperature=args.temperature,
+                               max_tokens=args.max_tokens).check()
+    if settings.base_url is None and not is_dated_snapshot(settings.model):
+        print(f"nmb: warning: {settings.model!r} is an undated alias: the model behind it may "
+              "change", file=sys.stderr)
+    selection = Selection(tuple(args.tasks or ()), tuple(args.families or ()),
+                          tuple(args.levels or ()))
+    with _study() as s, _progress_bar("collecting") as bar:
+        def progress(done: int, total: int) -> None:
+            if bar is not None:
+                bar.total = total
+                bar.update(done - bar.n)
+
+        summary = collect(s, settings, selection, concurrency=args.concurrency,
+                          batch=args.batch, timeout=args.timeout,
+                          poll_interval=args.poll_interval, progress=progress, actor="cli")
+    for f in summary.failures:
+        print(f"nmb: failed: task {f['task_id']} sample {f['sample']}: {f['reason']}",
+              file=sys.stderr)
+    if not args.json:
+        cost = "unknown cost" if summary.cost_usd is None else f"${summary.cost_usd:.4f}"
+        print(f"run {summary.run_id} ({summary.model}): {summary.collected} collected "
+              f"({summary.from_cache} from cache), {summary.failed} failed of {summary.items}; "
+              f"{summary.already_collected} collected before; {summary.prompt_tokens}+"
+              f"{summary.completion_tokens} tokens, {summary.image_count} images, {cost}")
+    _print_json(summary.as_dict())
+
+
 def cmd_calibrate(args: argparse.Namespace) -> None:
     from calibration import calibrate
     from calibration.protocol import Statistics, gate_from_args
@@ -452,6 +486,29 @@ def build_parser() -> argparse.ArgumentParser:
     gp.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
     gp.add_argument("--batch", action="store_true", help="use the OpenAI Batch API")
     gp.add_argument("--json", action="store_true")
+
+    co = add("collect", cmd_collect, "send the tasks to a model (OpenAI-compatible API) and "
+             "store its answers as responses (docs/collect.md)")
+    co.add_argument("--model", required=True, help="the model name sent and stored")
+    co.add_argument("--base-url", help="an OpenAI-compatible server, e.g. "
+                    "http://127.0.0.1:8000/v1 (default: the official OpenAI API)")
+    co.add_argument("--samples", type=int, default=1, help="answers per task (pass@k)")
+    pick = co.add_mutually_exclusive_group()
+    pick.add_argument("--tasks", nargs="+", metavar="TASK_ID")
+    pick.add_argument("--families", nargs="+", metavar="FAMILY",
+                      help="differential, lesion, rationale")
+    co.add_argument("--levels", nargs="+", type=int, metavar="LEVEL", help="1, 2, 3")
+    co.add_argument("--images", choices=["key", "none"], default="key",
+                    help="key: the cases' key slices as PNG images; none: text only")
+    co.add_argument("--concurrency", type=int, default=4, help="items in flight at once")
+    co.add_argument("--temperature", type=float, default=1.0)
+    co.add_argument("--max-tokens", type=int, default=2048, help="per answer")
+    co.add_argument("--timeout", type=float, default=120.0,
+                    help="seconds each request may take in all")
+    co.add_argument("--batch", action="store_true", help="use the OpenAI Batch API (rounds of "
+                    "batches: one per turn of the multi-turn tasks)")
+    co.add_argument("--poll-interval", type=float, default=10.0, help="seconds between batch polls")
+    co.add_argument("--json", action="store_true", help="print only the JSON summary")
 
     cp = add("calibrate", cmd_calibrate, "calibration report: grader vs experts, and the gate")
     cp.add_argument("--config", type=int, help="grader config id")

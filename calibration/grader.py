@@ -8,7 +8,6 @@ cached by the hash of (config, exact request), so an identical request is never 
 """
 
 import asyncio
-import base64
 import contextlib
 import json
 import time
@@ -23,8 +22,6 @@ from calibration.grader_config import get_config
 from calibration.llm import CallResult, estimate_cost, load_prices, run_batch
 from calibration.request import GradeItem, SendJob, api_key_for, grade_request, make_client, send
 from db.audit import record
-from db.cases import case_series
-from db.engine import nmb_home
 from db.models import (
     CalibrationItem,
     Case,
@@ -60,19 +57,11 @@ class RunSummary:
 
 
 def _key_slices(s: Session, case_id: str) -> list[dict]:
-    """For vision-capable graders: the middle axial slice of each sequence, as PNG data URLs."""
-    from imaging import render_to_file  # lazy: imaging is not needed for text-only grading
+    """For vision-capable graders: the case's key slices, as the models under test see them."""
+    from calibration.key_images import key_images  # lazy: imaging is not needed otherwise
+    from calibration.model_request import image_parts
 
-    parts = []
-    for sequence, path in case_series(s, case_id):
-        out = nmb_home() / "thumbnails" / f"{path.stem}.png"
-        if not out.exists():
-            out.parent.mkdir(parents=True, exist_ok=True)
-            render_to_file(path, plane="axial", out=out)
-        data = base64.b64encode(out.read_bytes()).decode()
-        parts += [{"type": "text", "text": f"{sequence}, axial, middle slice:"},
-                  {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{data}"}}]
-    return parts
+    return image_parts(key_images(s, s.get(Case, case_id)))
 
 
 def prepare(s: Session, config: GraderConfig, rubric: Rubric, response: Response, *,

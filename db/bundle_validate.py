@@ -19,6 +19,7 @@ from typing import Any
 
 from db.bundle_errors import BundleInvalid, Problem
 from db.bundle_images import Facts, hash_all, inspect_all, timed
+from db.bundle_key_slices import key_slice_messages, key_slice_range_problems
 from db.bundle_store import Workspace
 from db.bundle_zip import MAX_UNZIPPED_BYTES, open_bundle
 from db.models import FAMILIES, LEVELS
@@ -181,6 +182,7 @@ CASE_SPEC: Spec = {
     "scores": (False, _scores),
     "series": (True, _list),
     "ground_truth": (True, _object),
+    "key_slices": (False, _list),  # db.bundle_key_slices
 }
 SERIES_SPEC: Spec = {
     "sequence": (True, _string(empty=False, max_len=32)),
@@ -420,11 +422,15 @@ def _parse_case(root: Path, case_dir: Path, problems: list[Problem]) -> tuple[di
                 file=f"cases/{case_dir.name}/{PurePosixPath(item['file'])}",
                 source=case_dir / item["file"], suffix=image_suffix(item["file"]) or "",
             ))
+    if isinstance(obj, dict) and isinstance(obj.get("series"), list):
+        sequences = [s.get("sequence") for s in obj["series"] if isinstance(s, dict)]
+        msgs += key_slice_messages(obj.get("key_slices", []), sequences)
     problems += [Problem(rel, None, m) for m in msgs]
     if msgs:
         return None, files
     row = {"case_id": obj["case_id"], "title": obj["title"], "ehr": obj["ehr"],
-           "scores": obj.get("scores", {}), "ground_truth": obj["ground_truth"]}
+           "scores": obj.get("scores", {}), "ground_truth": obj["ground_truth"],
+           "key_slices": obj.get("key_slices")}
     return row, files
 
 
@@ -581,6 +587,8 @@ def _validate_open(root: Path, label: str, progress: Progress | None,
     timings["parse"] = time.perf_counter() - t0
     t1 = time.perf_counter()
     inspected = _check_images(files, problems, progress, timings, known)
+    problems += key_slice_range_problems(
+        cases, {(f.case_id, f.sequence): (f.file, f.source) for f in files if f.shape})
     timings["images"] = time.perf_counter() - t1
     description = meta.get("description", "")
     vb = ValidBundle(label=label, root=root, name=name,

@@ -85,6 +85,8 @@ class Case(SQLModel, table=True):
     scores: dict[str, float] = _json()
     ground_truth: dict[str, Any] = _json()
     bundle: str = Field(max_length=256)
+    # [{"series", "plane", "index"}]: the slices a model is shown (imaging.key_slices), or None
+    key_slices: list[dict[str, Any]] | None = _json(nullable=True)
     created_at: datetime = _when()
 
 
@@ -336,6 +338,79 @@ class GraderCache(SQLModel, table=True):
 
     request_hash: str = Field(primary_key=True, max_length=64)
     raw: str = _text()
+    model_returned: str | None = Field(default=None, max_length=128)
+    system_fingerprint: str | None = Field(default=None, max_length=128)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    created_at: datetime = _when()
+
+
+class CollectionRun(SQLModel, table=True):
+    """One call of `nmb collect`: a model's answers to the selected tasks (calibration.collect).
+
+    `settings` holds what shaped the requests (samples, images, temperature, max tokens, the
+    task selection); `template_version`/`template_hash` name the prompt template sent."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    model: str = Field(max_length=128, index=True)
+    base_url: str | None = Field(default=None, max_length=512)
+    settings: dict[str, Any] = _json()
+    template_version: str = Field(max_length=32)
+    template_hash: str = Field(max_length=64)
+    batch: bool = False
+    status: str = Field(default="running", max_length=16)  # running | finished | interrupted
+    n_items: int = 0
+    collected: int = 0
+    failed: int = 0
+    from_cache: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    image_count: int = 0
+    cost_usd: float | None = None  # None while no request of a priced model was sent
+    started_at: datetime = _when()
+    finished_at: datetime | None = Field(default=None, sa_type=DateTime(timezone=True))
+
+
+class CollectedResponse(SQLModel, table=True):
+    """How a collected response was obtained: its run, the template and every request sent."""
+
+    response_id: str = Field(foreign_key="response.response_id", primary_key=True,
+                             max_length=128)
+    run_id: int = Field(foreign_key="collectionrun.id", index=True)
+    template_version: str = Field(max_length=32)
+    template_hash: str = Field(max_length=64)
+    request_hashes: list[str] = _json()  # one per turn
+    image_sha256: list[str] = _json()  # the PNGs shown, in order
+    model_returned: str | None = Field(default=None, max_length=128)
+    system_fingerprint: str | None = Field(default=None, max_length=128)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    cost_usd: float | None = None
+    created_at: datetime = _when()
+
+
+class CollectionFailure(SQLModel, table=True):
+    """The latest failure to collect a (model, task, sample); removed once it is collected."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: int = Field(foreign_key="collectionrun.id")
+    model: str = Field(max_length=128)
+    task_id: str = Field(foreign_key="task.task_id", max_length=128)
+    sample: int
+    reason: str = _text()
+    attempts: int = 0
+    created_at: datetime = _when()
+
+    __table_args__ = (UniqueConstraint("model", "task_id", "sample"),)
+
+
+class ModelCache(SQLModel, table=True):
+    """Answers of models under test, keyed by the hash of (endpoint, sample, exact request);
+    an identical request is never sent twice."""
+
+    request_hash: str = Field(primary_key=True, max_length=64)
+    text: str = _text()
     model_returned: str | None = Field(default=None, max_length=128)
     system_fingerprint: str | None = Field(default=None, max_length=128)
     prompt_tokens: int = 0

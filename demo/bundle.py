@@ -38,6 +38,12 @@ _SUMMARY_LEADS = ("In summary: ", "Overall: ", "My conclusion: ", "Bottom line: 
 _CLOSERS = ("", "", "Confidence: moderate.", "Confidence: high.",
             "Correlate with the full clinical picture.")
 _TURN_LEADS = ("", "Updated assessment: ", "With this result: ", "Revised answer: ")
+# Key slices a curator would pick (world mm of the lesion centre; demo.images): the other
+# cases show models the default slices through the centre of each series.
+KEY_POINTS: dict[str, tuple[tuple[str, str, tuple[float, float, float]], ...]] = {
+    "syn-05": (("T1C", "axial", (30, 28, 22)), ("FLAIR", "axial", (30, 28, 22)),
+               ("T1C", "coronal", (30, 28, 22)), ("T1C", "sagittal", (30, 28, 22))),
+}
 
 
 @dataclass(frozen=True)
@@ -141,6 +147,18 @@ def _task_row(task: DemoTask, *, task_id: str | None = None, case_id: str | None
     return row
 
 
+def _key_slices(folder: Path, points: Iterable[tuple[str, str, tuple[float, float, float]]]
+                ) -> list[dict[str, object]]:
+    """`key_slices` through world points, on each written series' own RAS+ grid."""
+    from imaging.slicing import slice_index
+    from imaging.volume import decode_volume
+
+    return [{"series": seq, "plane": plane,
+             "index": slice_index(decode_volume(folder / f"{seq.lower()}.nii.gz"), plane,
+                                  np.asarray(point, dtype=float))}
+            for seq, plane, point in points]
+
+
 def _prepare(dest: Path) -> Path:
     dest = Path(dest)
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
@@ -174,9 +192,11 @@ def write_demo_bundle(dest: Path, *, resolution_mm: int = 2, seed: int = 0) -> P
             name = f"{seq.lower()}.nii.gz"
             save_series(series[seq], affine, folder / name, sequence=seq)
             entries.append({"sequence": seq, "file": name})
+        extra = {"key_slices": _key_slices(folder, KEY_POINTS[case.case_id])} if (
+            case.case_id in KEY_POINTS) else {}
         (folder / "case.json").write_text(json.dumps({
             "case_id": case.case_id, "title": case.title, "ehr": case.ehr,
-            "scores": case.scores, "series": entries, "ground_truth": case.ground_truth,
+            "scores": case.scores, "series": entries, "ground_truth": case.ground_truth, **extra,
         }, indent=2, ensure_ascii=False), encoding="utf-8")
     _write_jsonl(dest / "tasks.jsonl", (_task_row(t) for t in TASKS))
     _write_jsonl(dest / "responses.jsonl", (w.response for w in _demo_written(seed)))

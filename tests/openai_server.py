@@ -3,13 +3,17 @@
 The real `openai` client talks to it; nothing is mocked. It serves
 
 - POST /v1/chat/completions (non-streaming): with a `json_schema` response format the answer is a
-  JSON document generated deterministically from the schema (it validates against it);
+  JSON document generated deterministically from the schema (it validates against it), without
+  one a short text naming the turn and the images seen; `image_url` content parts must be
+  base64 data URLs of PNG or JPEG images (else 400, as the real API refuses them) and are kept
+  decoded in `Recorded.images`;
 - GET /v1/models;
 - the Batch API: POST /v1/files (multipart, purpose=batch), GET /v1/files/{id}[/content],
   POST /v1/batches, GET /v1/batches/{id} (completes after `batch_polls` polls), POST .../cancel.
 
 Fault injection (`inject`, `inject_when`): "429" (with `Retry-After`), "500", "400", "truncated"
-(cut JSON), "badschema" (valid JSON that breaks the schema), "slow" (sleeps before answering).
+(cut JSON), "badschema" (valid JSON that breaks the schema), "slow" (sleeps before answering),
+"empty" (an empty answer), "length" (half the answer, finish_reason "length").
 A fault is a `Fault` or a string "kind" / "kind:value" ("429:0.2" = Retry-After 0.2 s,
 "slow:2" = sleep 2 s). Queued faults are consumed in order by the next chat completions (batch
 lines included); keyed faults apply to every chat completion whose body contains a substring.
@@ -21,6 +25,7 @@ line on stdout is the base URL.
 from __future__ import annotations
 
 import argparse
+import base64
 import copy
 import email.parser
 import email.policy
@@ -32,11 +37,12 @@ import threading
 import time
 from collections import Counter, deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-FAULT_KINDS = ("429", "500", "400", "truncated", "badschema", "slow")
+FAULT_KINDS = ("429", "500", "400", "truncated", "badschema", "slow", "empty", "length")
+IMAGE_MAGIC = {"image/png": b"\x89PNG\r\n\x1a\n", "image/jpeg": b"\xff\xd8\xff"}
 SYSTEM_FINGERPRINT = "fp_test1"
 
 
@@ -78,6 +84,7 @@ class Recorded:
     fault: str | None = None
     answered: float | None = None  # when the server began sending its answer
     status: int | None = None
+    images: list[bytes] = field(default_factory=list)  # decoded image_url parts, in order
 
 
 # ---------------------------------------------------------------- schema -> document
@@ -288,6 +295,11 @@ class OpenAIServer:
         with self._lock:
             return [r.body for r in self.requests if r.path == "batch:/v1/chat/completions"]
 
+    def batch_records(self) -> list[Recorded]:
+        """Recorded batch lines (with their decoded images)."""
+        with self._lock:
+            return [r for r in self.requests if r.path == "batch:/v1/chat/completions"]
+
     def _record(self, rec: Recorded) -> None:
         with self._lock:
             self.requests.append(rec)
@@ -312,19 +324,23 @@ class OpenAIServer:
             return 500, _error("The server had an error (test server).", "server_error"), {}
         if fault is not None and fault.kind == "400":
             return 400, _error("Invalid request (test server).", "invalid_request_error"), {}
-        content = self._content(body)
+        content, finish = self._content(body), "stop"
         if fault is not None and fault.kind == "truncated":
             content = content[: max(1, len(content) // 2)]
         elif fault is not None and fault.kind == "badschema":
             content = self._bad_content(body, content)
-        return 200, self._completion_body(body, content), {}
+        elif fault is not None and fault.kind == "empty":
+            content = ""
+        elif fault is not None and fault.kind == "length":
+            content, finish = content[: max(1, len(content) // 2)], "length"
+        return 200, self._completion_body(body, content, finish), {}
 
     def _content(self, body: dict) -> str:
         if self.answer is not None:
             return self.answer(body)
         schema = _schema_of(body)
         if schema is None:
-            return "OK (test server)"
+            return _text_answer(body)
         seed = int(hashlib.sha256(_canonical(body).encode()).hexdigest()[:8], 16)
         return json.dumps(sample_document(schema, seed))
 
@@ -341,7 +357,7 @@ class OpenAIServer:
                 return json.dumps(broken)
         return json.dumps({"unexpected": True})
 
-    def _completion_body(self, body: dict, content: str) -> dict:
+    def _completion_body(self, body: dict, content: str, finish: str = "stop") -> dict:
         model = body.get("model", "test-model")
         prompt_tokens = max(1, len(json.dumps(body.get("messages", []))) // 4)
         completion_tokens = max(1, len(content) // 4)
@@ -356,7 +372,7 @@ class OpenAIServer:
                     "index": 0,
                     "message": {"role": "assistant", "content": content, "refusal": None},
                     "logprobs": None,
-                    "finish_reason": "stop",
+                    "finish_reason": finish,
                 }
             ],
             "usage": {
@@ -378,7 +394,11 @@ class OpenAIServer:
             line = json.loads(raw)
             cid = line.get("custom_id")
             line_body = line.get("body", {})
-            fault = self._take_fault(json.dumps(line_body))
+            try:
+                images, bad_image = decode_images(line_body), None
+            except ValueError as e:
+                images, bad_image = [], str(e)
+            fault = None if bad_image else self._take_fault(json.dumps(line_body))
             self._record(
                 Recorded(
                     "POST",
@@ -387,6 +407,7 @@ class OpenAIServer:
                     line_body,
                     time.monotonic(),
                     fault.kind if fault else None,
+                    images=images,
                 )
             )
             entry_id = self._new_id("batch_req")
@@ -394,7 +415,10 @@ class OpenAIServer:
                 error = {"code": "batch_expired", "message": "Not executed before the window expired."}
                 err_lines.append({"id": entry_id, "custom_id": cid, "response": None, "error": error})
                 continue
-            status, resp_body, _ = self.completion(line_body, fault)
+            if bad_image:
+                status, resp_body = 400, _error(bad_image, "invalid_image_format")
+            else:
+                status, resp_body, _ = self.completion(line_body, fault)
             entry = {
                 "id": entry_id,
                 "custom_id": cid,
@@ -431,6 +455,39 @@ class OpenAIServer:
         with self._lock:
             self.files[meta["id"]] = {**meta, "content": data}
         return meta
+
+
+def _text_answer(body: dict) -> str:
+    """A free-text answer that names what it answers: the turn and the images seen."""
+    messages = body.get("messages", [])
+    turn = sum(1 for m in messages if m.get("role") == "user")
+    images = sum(1 for m in messages if isinstance(m.get("content"), list)
+                 for part in m["content"] if part.get("type") == "image_url")
+    digest = hashlib.sha256(_canonical(body).encode()).hexdigest()[:8]
+    return f"Test-server answer {digest}: turn {turn}, {images} images seen."
+
+
+def decode_images(body: dict) -> list[bytes]:
+    """The images of every `image_url` part, decoded; ValueError naming the first bad one."""
+    out = []
+    for m in body.get("messages", []):
+        parts = m.get("content") if isinstance(m, dict) else None
+        for part in parts if isinstance(parts, list) else []:
+            if part.get("type") != "image_url":
+                continue
+            url = str((part.get("image_url") or {}).get("url", ""))
+            kind, sep, data = url.removeprefix("data:").partition(";base64,")
+            if not url.startswith("data:") or not sep or kind not in IMAGE_MAGIC:
+                raise ValueError(f"Invalid image URL {url[:40]!r}: expected a base64 data URL "
+                                 "of a PNG or JPEG image (the test server fetches nothing).")
+            try:
+                raw = base64.b64decode(data, validate=True)
+            except ValueError:
+                raise ValueError("Invalid image: the data URL is not base64.") from None
+            if not raw.startswith(IMAGE_MAGIC[kind]):
+                raise ValueError(f"Invalid image: the data is not {kind}.")
+            out.append(raw)
+    return out
 
 
 def _error(message: str, code: str) -> dict:
@@ -559,9 +616,16 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             self._send(400, _error("Body is not JSON.", "invalid_request_error"))
             return
+        try:
+            images = decode_images(body)
+        except ValueError as e:
+            state._record(Recorded("POST", "/v1/chat/completions", headers, body, arrived,
+                                   status=400))
+            self._send(400, _error(str(e), "invalid_image_format"))
+            return
         fault = state._take_fault(raw.decode("utf-8", "replace"))
         rec = Recorded("POST", "/v1/chat/completions", headers, body, arrived,
-                       fault.kind if fault else None)
+                       fault.kind if fault else None, images=images)
         state._record(rec)
         with state._lock:
             state.in_flight += 1

@@ -1,0 +1,111 @@
+"""/models: send the benchmark to a model under test and keep its answers (admin)."""
+
+import os
+
+import pandas as pd
+import streamlit as st
+
+from calibration.collect import Selection, collect, estimate, failures, preflight, runs
+from calibration.model_request import IMAGES, CollectSettings
+from db.engine import session
+from db.models import FAMILIES, LEVELS
+from errors import UserError
+from ui.auth import require_role
+
+user = require_role("admin")
+st.title("Models")
+st.caption("Each selected task goes to the model as the exam shows it to people: the record, "
+           "the scores, the case's key slices as images, and for multi-turn tasks one stage "
+           "after each answer. Answers are stored as responses of the model, with blind codes, "
+           "for scoring and grading (docs/collect.md).")
+
+
+def api_key() -> str | None:
+    try:
+        return st.secrets.get("OPENAI_API_KEY") or os.environ.get("OPENAI_API_KEY")
+    except Exception:  # no secrets file
+        return os.environ.get("OPENAI_API_KEY")
+
+
+def run_section(settings: CollectSettings, selection: Selection, concurrency: int) -> None:
+    """Estimate, preflight and run; a mistake is shown and ends the section."""
+    try:
+        with session() as s:
+            plan = estimate(s, settings, selection)
+    except UserError as e:
+        st.error(str(e))
+        return
+    cost = "unknown price" if plan["cost_usd"] is None else f"≈ ${plan['cost_usd']:.2f}"
+    st.markdown(f"**{plan['items']}** answers to collect over {plan['tasks']} tasks: "
+                f"{plan['requests']} requests, {plan['images']} images, "
+                f"≈ {plan['prompt_tokens']:,} prompt tokens, {cost} (estimate).")
+    left, right = st.columns(2)
+    if left.button("Preflight (one request)"):
+        try:
+            with session() as s:
+                got = preflight(s, settings, selection, api_key=api_key())
+        except UserError as e:
+            st.error(str(e))
+        else:
+            if got["ok"]:
+                st.success(f"{got['model_returned']} answered task {got['task_id']} "
+                           f"({got['images']} images) in {got['latency_s']} s, "
+                           f"{got['prompt_tokens']}+{got['completion_tokens']} tokens.")
+                st.code(got["answer"], language=None, wrap_lines=True)  # plain text
+            else:
+                st.error(f"Preflight failed: {got['reason']}")
+    if right.button("Collect", type="primary", disabled=plan["items"] == 0):
+        bar = st.progress(0.0, text="collecting")
+        try:
+            with session() as s:
+                out = collect(s, settings, selection, concurrency=concurrency,
+                              api_key=api_key(), actor=user.name,
+                              progress=lambda d, n: bar.progress(d / max(n, 1), text=f"{d}/{n}"))
+        except UserError as e:
+            st.error(str(e))
+        else:
+            spent = "unknown cost" if out.cost_usd is None else f"${out.cost_usd:.4f}"
+            st.success(f"Run {out.run_id}: {out.collected} collected ({out.from_cache} from "
+                       f"cache), {out.failed} failed; {spent}.")
+
+
+c1, c2 = st.columns(2)
+model = c1.text_input("Model", placeholder="gpt-4o-2024-08-06", key="collect_model")
+base_url = c2.text_input("Base URL (empty: OpenAI)", key="collect_base_url")
+c1, c2, c3, c4, c5 = st.columns(5)
+samples = c1.number_input("Samples per task", 1, 100, 1)
+images = c2.selectbox("Images", IMAGES, format_func={"key": "key slices",
+                                                     "none": "none (text only)"}.get)
+temperature = c3.number_input("Temperature", 0.0, 2.0, 1.0, step=0.1)
+max_tokens = c4.number_input("Max tokens", 1, 1_000_000, 2048)
+concurrency = c5.number_input("Concurrent items", 1, 64, 4)
+c1, c2 = st.columns(2)
+families = c1.multiselect("Families (none: all)", FAMILIES)
+levels = c2.multiselect("Levels (none: all)", LEVELS)
+if model.strip():
+    run_section(CollectSettings(model=model.strip(), base_url=base_url.strip() or None,
+                                samples=int(samples), images=images,
+                                temperature=float(temperature), max_tokens=int(max_tokens)),
+                Selection(families=tuple(families), levels=tuple(levels)), int(concurrency))
+
+with session() as s:
+    history = runs(s)
+    failed = failures(s)
+st.subheader("Collection runs")
+if history:
+    st.dataframe(pd.DataFrame([{
+        "run": r.id, "model": r.model, "status": r.status, "items": r.n_items,
+        "collected": r.collected, "failed": r.failed, "from cache": r.from_cache,
+        "tokens": r.prompt_tokens + r.completion_tokens, "images": r.image_count,
+        "cost (USD)": r.cost_usd, "samples": r.settings.get("samples"),
+        "images shown": r.settings.get("images"), "batch": r.batch,
+        "template": f"{r.template_version} · {r.template_hash[:12]}",
+        "endpoint": r.base_url or "OpenAI", "started": r.started_at,
+        "finished": r.finished_at} for r in history]), hide_index=True)
+else:
+    st.info("No model has been run yet.")
+if failed:
+    st.markdown(f"**{len(failed)} failures** (collect again to retry them)")
+    st.dataframe(pd.DataFrame([{"model": f.model, "task": f.task_id, "sample": f.sample,
+                                "reason": f.reason, "attempts": f.attempts, "run": f.run_id}
+                               for f in failed]), hide_index=True)

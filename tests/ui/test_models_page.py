@@ -1,0 +1,39 @@
+"""/models on the demo study: preflight sends one request and stores nothing, a run collects
+the selected tasks and shows in the history."""
+
+from pathlib import Path
+
+from sqlmodel import select
+
+from db.engine import session
+from db.models import CollectionRun, Response, Task, User
+from tests.apptest import page
+from tests.openai_server import OpenAIServer
+from ui.auth import LoggedIn
+
+
+def test_preflight_then_collect(demo_study: Path) -> None:
+    with session() as s:
+        u = s.exec(select(User).where(User.name == "demo-admin")).one()
+        level1 = len(s.exec(select(Task).where(Task.level == 1)).all())
+    admin = LoggedIn(id=u.id, name=u.name, role=u.role, demo=u.demo)
+    with OpenAIServer() as srv:
+        at = page("pages/models.py", admin, timeout=120).run()
+        assert not at.exception and any("No model" in i.value for i in at.info)
+        at.text_input(key="collect_model").input("local-vlm")
+        at.text_input(key="collect_base_url").input(srv.base_url)
+        at.multiselect[1].select(1).run()
+        assert any(f"**{level1}** answers to collect" in m.value for m in at.markdown)
+        next(b for b in at.button if b.label.startswith("Preflight")).click().run()
+        assert not at.exception and not at.error, [e.value for e in at.error]
+        assert any("answered task" in m.value for m in at.success)
+        assert len(srv.chat_requests()) == 1
+        with session() as s:
+            assert s.exec(select(CollectionRun)).first() is None
+        next(b for b in at.button if b.label == "Collect").click().run()
+        assert not at.exception and not at.error, [e.value for e in at.error]
+        assert any(m.value.startswith(f"Run 1: {level1} collected") for m in at.success)
+        assert at.dataframe[0].value["run"].tolist() == [1]
+    with session() as s:
+        got = s.exec(select(Response).where(Response.model == "local-vlm")).all()
+    assert len(got) == level1
