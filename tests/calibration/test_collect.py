@@ -422,3 +422,21 @@ def test_cli_summary_is_the_last_stdout_line_and_the_key_is_kept_out(
                        "completion_tokens": summary["completion_tokens"], "image_count": 0,
                        "cost_usd": None}
     assert summary["prompt_tokens"] > 0 and summary["completion_tokens"] > 0
+
+
+def test_a_collected_answer_naming_its_model_is_flagged_and_redacted(sqlite_url: str,
+                                                                     server: OpenAIServer) -> None:
+    """As at import: raters and the grader read `[name removed]`; the original is kept, and the
+    response is not assigned until an admin has reviewed it."""
+    from db.models import ResponseFlag
+
+    server.answer = lambda body: "As GPT-4o, a model developed by OpenAI, I favour MS."
+    with Session(engine_for(sqlite_url), expire_on_commit=False) as s:
+        make_study(s, n_tasks=1, experts=0)
+        out = collect(s, CollectSettings(model=MODEL, base_url=server.base_url, images="none"))
+        assert out.collected == 1
+        response = s.exec(select(Response).where(Response.model == MODEL)).one()
+        flag = s.get(ResponseFlag, response.response_id)
+    assert "GPT" not in response.text and "OpenAI" not in response.text
+    assert "[name removed]" in response.text
+    assert flag is not None and "GPT-4o" in flag.original_text
