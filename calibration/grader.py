@@ -259,8 +259,8 @@ def _gone(owner: dict) -> bool:
 
 def mark_abandoned(s: Session, *, actor: str | None = None) -> list[int]:
     """Mark "interrupted" the runs still "running" whose process is gone (killed, or its machine
-    rebooted); runs of live processes, of other hosts and without a recorded owner are left
-    alone. Returns the ids marked."""
+    rebooted), in the session's transaction; runs of live processes, of other hosts and without
+    a recorded owner are left alone. Returns the ids marked."""
     running = s.exec(select(GraderRun.id).where(GraderRun.status == "running")).all()
     if not running:
         return []
@@ -276,7 +276,6 @@ def mark_abandoned(s: Session, *, actor: str | None = None) -> list[int]:
                 record(s, "grader.run.interrupted", actor=actor, run=owner["run"],
                        reason="its process is gone", **{k: owner[k] for k in ("host", "pid")})
                 marked.append(owner["run"])
-    s.commit()
     return marked
 
 
@@ -302,12 +301,12 @@ def grade(
         raise UserError(f"--concurrency must be at least 1, got {concurrency}")
     if not (math.isfinite(timeout) and timeout > 0):
         raise UserError(f"--timeout must be a positive number of seconds, got {timeout}")
-    mark_abandoned(s, actor=actor)
     config = get_config(s, config_id)
     rubric = rubric_by_hash(s, config.rubric_hash)
     responses = select_items(s, config, items, limit)
     key = api_key_for(config.base_url, api_key) if responses else None  # a missing key fails before any work
     work = _prepare_all(s, config, rubric, responses)
+    mark_abandoned(s, actor=actor)
     run = GraderRun(config_id=config.id, items=items, n_items=len(work))
     s.add(run)
     s.flush()

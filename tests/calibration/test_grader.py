@@ -207,6 +207,7 @@ def test_a_run_whose_process_is_gone_is_marked_interrupted(database_url: str) ->
                 runs[name] = run.id
             s.commit()
             assert sorted(mark_abandoned(s)) == sorted([runs["ended"], runs["pid reused"]])
+            s.commit()
             assert mark_abandoned(s) == []
             status = dict(s.exec(select(GraderRun.id, GraderRun.status)).all())
     finally:
