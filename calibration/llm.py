@@ -281,7 +281,7 @@ async def call_structured(
     in all), re-ask malformed/invalid answers (at most `max_reasks`); never raise for API trouble.
     `timeout` bounds each HTTP request as a whole (connect, send, wait, read), however slowly the
     server sends its bytes."""
-    sender = client if (client.max_retries, client.timeout) == (0, timeout) else (
+    api = client if (client.max_retries, client.timeout) == (0, timeout) else (
         client.with_options(max_retries=0, timeout=timeout))  # a copy per call: avoid when we can
     redact = _redactor(client)
     result = CallResult(ok=False)
@@ -305,7 +305,7 @@ async def call_structured(
         result.attempts += 1
         try:
             async with asyncio.timeout(timeout):  # the whole attempt: the SDK's timeout is per read
-                completion = await sender.chat.completions.create(**req.body(messages))
+                completion = await api.chat.completions.create(**req.body(messages))
         except (openai.APIError, TimeoutError) as exc:
             transient, what, wait = _transient(exc)
             if not transient:
