@@ -244,7 +244,7 @@ def _gone(owner: dict) -> bool:
     """True when the process `owner` names has ended. Only a process of this host can be
     seen: a run owned elsewhere is never judged gone from here."""
     pid = owner.get("pid")
-    if owner.get("host") != socket.gethostname() or not isinstance(pid, int):
+    if owner.get("host") != socket.gethostname() or not isinstance(pid, int) or pid < 1:
         return False
     if owner.get("pid_start") is not None:
         return _process_start(pid) != owner["pid_start"]
