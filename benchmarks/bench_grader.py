@@ -12,10 +12,11 @@ requests so that the start-up of either (interpreter, imports) is amortised:
 
 They alternate `PAIRS` times (which one goes first alternates too, so drift on a shared machine
 hits both alike). Printed: each pair, the medians, the ratio bare time / nmb time (the goal is at
-least 0.9) and the tool's overhead per request in ms. Then the last study's grades are deleted
-(the request cache kept) and `nmb grade` re-run: every item comes from the cache; and a no-op run
-(nothing left to grade) gives the fixed cost of a process start. Figures are printed, never
-asserted.
+least 0.9) and the tool's overhead per request in ms, in wall time and in CPU time (user + sys of
+the process, which moves less than wall time when others load the machine). Then the last
+study's grades are deleted (the request cache kept) and `nmb grade` re-run: every item comes from
+the cache; and a no-op run (nothing left to grade) gives the fixed cost of a process start.
+Figures are printed, never asserted.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -87,27 +89,32 @@ print(json.dumps(item.request.body()))
     return json.loads(out.stdout)
 
 
-def _timed(cmd: list[str], home: Path) -> tuple[float, str]:
-    """Wall seconds of one process, start to exit, and its stdout."""
-    start = time.perf_counter()
+def _cpu_of_children() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _timed(cmd: list[str], home: Path) -> tuple[float, float, str]:
+    """Wall seconds of one process, start to exit, its CPU seconds, and its stdout."""
+    cpu, start = _cpu_of_children(), time.perf_counter()
     out = subprocess.run(cmd, cwd=ROOT, env=_env(home), capture_output=True, text=True,
                          timeout=900)
-    elapsed = time.perf_counter() - start
+    elapsed, cpu = time.perf_counter() - start, _cpu_of_children() - cpu
     if out.returncode != 0:
         raise RuntimeError(f"{cmd[1:3]} exited {out.returncode}: {out.stderr.strip()[-500:]}")
-    return elapsed, out.stdout
+    return elapsed, cpu, out.stdout
 
 
-def _nmb_grade(home: Path, url: str, graded: int, from_cache: int) -> float:
+def _nmb_grade(home: Path, url: str, graded: int, from_cache: int) -> tuple[float, float]:
     cmd = [sys.executable, "-m", "cli", "grade", "--base-url", url,
            "--concurrency", str(CONCURRENCY), "--json"]
-    elapsed, stdout = _timed(cmd, home)
+    elapsed, cpu, stdout = _timed(cmd, home)
     summary = json.loads(stdout.strip().splitlines()[-1])
     got = (summary["graded"], summary["from_cache"], summary["failed"])
     if got != (graded, from_cache, 0):
         raise RuntimeError(f"nmb grade: (graded, from_cache, failed) = {got}, "
                            f"expected {(graded, from_cache, 0)}")
-    return elapsed
+    return elapsed, cpu
 
 
 def _forget_grades(home: Path) -> None:
@@ -124,7 +131,7 @@ with session() as s:
 
 
 def main() -> None:
-    nmb_s, bare_s, cached_s, noop_s = [], [], [], []
+    nmb, bare_runs, cached_s, noop_s = [], [], [], []  # (wall, cpu) of each nmb / bare run
     with tempfile.TemporaryDirectory(prefix="nmb-bench-grader-") as tmp, \
             server_process(LATENCY) as url:
         template = Path(tmp) / "template"
@@ -141,23 +148,28 @@ def main() -> None:
             shutil.copytree(template, home)
             for nmb_turn in (True, False) if pair % 2 == 0 else (False, True):
                 if nmb_turn:
-                    nmb_s.append(_nmb_grade(home, url, N, 0))
+                    nmb.append(_nmb_grade(home, url, N, 0))
                 else:
-                    bare_s.append(_timed(bare, home)[0])
-            print(f"  nmb grade {nmb_s[-1]:6.2f} s   bare loop {bare_s[-1]:6.2f} s   "
-                  f"ratio {bare_s[-1] / nmb_s[-1]:.3f}", flush=True)
+                    bare_runs.append(_timed(bare, home)[:2])
+            (wall, cpu), (bare_wall, bare_cpu) = nmb[-1], bare_runs[-1]
+            print(f"  nmb grade {wall:6.2f} s (cpu {cpu:5.2f} s)   bare loop {bare_wall:6.2f} s "
+                  f"(cpu {bare_cpu:5.2f} s)   ratio {bare_wall / wall:.3f}", flush=True)
         for _ in range(CACHED_RUNS):
-            noop_s.append(_nmb_grade(home, url, 0, 0))
+            noop_s.append(_nmb_grade(home, url, 0, 0)[0])
             _forget_grades(home)
-            cached_s.append(_nmb_grade(home, url, N, N))
+            cached_s.append(_nmb_grade(home, url, N, N)[0])
 
-    nmb_med, bare_med = statistics.median(nmb_s), statistics.median(bare_s)
+    nmb_med, nmb_cpu = (statistics.median(column) for column in zip(*nmb, strict=True))
+    bare_med, bare_cpu = (statistics.median(column) for column in zip(*bare_runs, strict=True))
     ratio = bare_med / nmb_med  # = throughput(nmb grade) / throughput(bare loop)
-    print(f"nmb grade (whole process)        median {nmb_med:6.2f} s  {N / nmb_med:6.1f} req/s")
-    print(f"bare AsyncOpenAI loop (process)  median {bare_med:6.2f} s  {N / bare_med:6.1f} req/s")
+    print(f"nmb grade (whole process)        median {nmb_med:6.2f} s  {N / nmb_med:6.1f} req/s  "
+          f"cpu {nmb_cpu:5.2f} s")
+    print(f"bare AsyncOpenAI loop (process)  median {bare_med:6.2f} s  {N / bare_med:6.1f} req/s  "
+          f"cpu {bare_cpu:5.2f} s")
     print(f"ratio bare / nmb grade = {ratio:.3f}  "
-          f"(goal >= {RATIO_GOAL}: {'MET' if ratio >= RATIO_GOAL else 'NOT MET'}); "
-          f"overhead {(nmb_med - bare_med) / N * 1000:.2f} ms per request")
+          f"(goal >= {RATIO_GOAL}: {'MET' if ratio >= RATIO_GOAL else 'NOT MET'}); overhead per "
+          f"request {(nmb_med - bare_med) / N * 1000:.2f} ms wall, "
+          f"{(nmb_cpu - bare_cpu) / N * 1000:.2f} ms cpu")
     print(f"fully cached re-run ({N} items from cache)  median "
           f"{statistics.median(cached_s):5.2f} s")
     print(f"no-op run (nothing to grade; process start-up)  median "
