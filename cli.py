@@ -8,6 +8,7 @@ import argparse
 import contextlib
 import getpass
 import json
+import math
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -188,12 +189,30 @@ def cmd_exam_add(args: argparse.Namespace) -> None:
     print(f"exam {exam.id} {exam.name!r}: {len(exam.task_ids)} tasks")
 
 
+def _positive(kind: type[int] | type[float], most: float) -> Callable[[str], int | float]:
+    """An argparse type: a finite `kind` in (0, most]."""
+    def parse(text: str) -> int | float:
+        try:
+            value = kind(text)
+        except ValueError:
+            value = math.nan
+        if not (math.isfinite(value) and 0 < value <= most):
+            what = "integer" if kind is int else "number"
+            limit = "" if math.isinf(most) else f" at most {most:g}"
+            raise argparse.ArgumentTypeError(f"expected a positive {what}{limit}, got {text!r}")
+        return value
+
+    return parse
+
+
 def cmd_grade(args: argparse.Namespace) -> None:
     from calibration.grader import grade, summary_dict
     from calibration.grader_config import is_dated_snapshot, load_settings, store_config
+    from calibration.request import check_base_url
 
     settings = load_settings(Path(args.config) if args.config else None, model=args.model,
                              base_url=args.base_url)
+    check_base_url(settings.base_url)  # before the config is stored
     if not is_dated_snapshot(settings.model):
         print(f"nmb: warning: {settings.model!r} is an undated alias; reports flag it",
               file=sys.stderr)
@@ -481,9 +500,11 @@ def build_parser() -> argparse.ArgumentParser:
     gp.add_argument("--model")
     gp.add_argument("--base-url", help="an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1")
     gp.add_argument("--items", choices=["pending", "calibration", "all"], default="pending")
-    gp.add_argument("--concurrency", type=int, default=8)
-    gp.add_argument("--limit", type=int)
-    gp.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
+    gp.add_argument("--concurrency", type=_positive(int, 1000), default=8,
+                    help="requests out at once (at most 1000, the SDK's connection pool)")
+    gp.add_argument("--limit", type=_positive(int, math.inf), help="grade at most N responses")
+    gp.add_argument("--timeout", type=_positive(float, 86400), default=60.0,
+                    help="seconds each request may take in all (connect, wait and read)")
     gp.add_argument("--batch", action="store_true", help="use the OpenAI Batch API")
     gp.add_argument("--json", action="store_true")
 

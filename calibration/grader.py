@@ -5,24 +5,31 @@ user message carries the task, the case record, the reference answer and the res
 Runs are resumable: finished items are committed in groups at least every 0.25 s and on
 Ctrl-C, a re-run grades only what has no valid grade under the config, and answers are
 cached by the hash of (config, exact request), so an identical request is never sent twice.
+A run records which process owns it (host, pid, the pid's start); a run left "running" by a
+process that is gone is marked "interrupted" when the next run starts.
 """
 
 import asyncio
 import contextlib
 import json
+import math
+import os
+import socket
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 from sqlalchemy import func, insert
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session, delete, select
+from sqlmodel import Session, delete, select, update
 
 from calibration.grader_config import get_config
 from calibration.llm import CallResult, estimate_cost, load_prices, run_batch
 from calibration.request import GradeItem, SendJob, api_key_for, grade_request, make_client, send
 from db.audit import record
 from db.models import (
+    AuditLog,
     CalibrationItem,
     Case,
     GraderCache,
@@ -77,6 +84,8 @@ def prepare(s: Session, config: GraderConfig, rubric: Rubric, response: Response
 def select_items(s: Session, config: GraderConfig, items: str, limit: int | None) -> list[Response]:
     if items not in ITEMS:
         raise UserError(f"--items {items!r} is not one of {', '.join(ITEMS)}")
+    if limit is not None and limit < 1:
+        raise UserError(f"--limit must be at least 1, got {limit}")
     query = select(Response).order_by(Response.response_id)
     if items == "calibration":
         query = query.join(CalibrationItem, CalibrationItem.response_id == Response.response_id)
@@ -214,6 +223,62 @@ class _Recorder:
             return False
 
 
+def _process_start(pid: int) -> str | None:
+    """The boot and the start time of process `pid` (Linux /proc), so that a pid reused by a
+    later process is not mistaken for it; None when it is gone (or a zombie) or /proc is absent."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        state, *rest = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return None if state in ("Z", "X") else f"{boot}:{rest[18]}"  # field 22: starttime
+
+
+def _owner() -> dict:
+    """This process, as a run records it (in its "grader.run" audit entry)."""
+    return {"host": socket.gethostname(), "pid": os.getpid(),
+            "pid_start": _process_start(os.getpid())}
+
+
+def _gone(owner: dict) -> bool:
+    """True when the process `owner` names has ended. Only a process of this host can be
+    seen: a run owned elsewhere is never judged gone from here."""
+    pid = owner.get("pid")
+    if owner.get("host") != socket.gethostname() or not isinstance(pid, int) or pid < 1:
+        return False
+    if owner.get("pid_start") is not None:
+        return _process_start(pid) != owner["pid_start"]
+    try:  # no /proc where the run started: the pid alone
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, another user's
+        return False
+    return False
+
+
+def mark_abandoned(s: Session, *, actor: str | None = None) -> list[int]:
+    """Mark "interrupted" the runs still "running" whose process is gone (killed, or its machine
+    rebooted), in the session's transaction; runs of live processes, of other hosts and without
+    a recorded owner are left alone. Returns the ids marked."""
+    running = s.exec(select(GraderRun.id).where(GraderRun.status == "running")).all()
+    if not running:
+        return []
+    starts = s.exec(select(AuditLog.detail).where(
+        AuditLog.action == "grader.run", AuditLog.detail["run"].as_integer().in_(running))).all()
+    marked = []
+    for owner in starts:
+        if _gone(owner):
+            done = s.exec(update(GraderRun)
+                          .where(GraderRun.id == owner["run"], GraderRun.status == "running")
+                          .values(status="interrupted", finished_at=utcnow()))
+            if done.rowcount:  # not already marked by a run starting at the same time
+                record(s, "grader.run.interrupted", actor=actor, run=owner["run"],
+                       reason="its process is gone", **{k: owner[k] for k in ("host", "pid")})
+                marked.append(owner["run"])
+    return marked
+
+
 def _from_cache(rubric: Rubric, item: GradeItem, hit: GraderCache) -> CallResult | None:
     try:
         data = parse_grader_output(rubric, json.loads(hit.raw), item.family)
@@ -234,14 +299,19 @@ def grade(
     Batch API with `batch`, else with bounded concurrency from this process."""
     if concurrency < 1:
         raise UserError(f"--concurrency must be at least 1, got {concurrency}")
+    if not (math.isfinite(timeout) and timeout > 0):
+        raise UserError(f"--timeout must be a positive number of seconds, got {timeout}")
     config = get_config(s, config_id)
     rubric = rubric_by_hash(s, config.rubric_hash)
     responses = select_items(s, config, items, limit)
     key = api_key_for(config.base_url, api_key) if responses else None  # a missing key fails before any work
     work = _prepare_all(s, config, rubric, responses)
+    mark_abandoned(s, actor=actor)
     run = GraderRun(config_id=config.id, items=items, n_items=len(work))
     s.add(run)
-    record(s, "grader.run", actor=actor, config=config.id, items=items, n=len(work))
+    s.flush()
+    record(s, "grader.run", actor=actor, run=run.id, config=config.id, items=items, n=len(work),
+           **_owner())
     s.commit()
     hits = {h.request_hash: h for h in
             fetch_in(s, GraderCache.request_hash, (w.request_hash for w in work))}
@@ -275,7 +345,7 @@ def grade(
         elif to_send:
             asyncio.run(store.flushing(send(job, on_done=store_all)))
         run.status = "finished"
-    except (KeyboardInterrupt, asyncio.CancelledError):
+    except BaseException:  # Ctrl-C, a page's rerun, an error: this process leaves the run
         run.status = "interrupted"
         raise
     finally:

@@ -8,6 +8,9 @@ passes the JSON schema and a `validate(data) -> data` callback that raises `Valu
 Policy, in one place:
 - Structured Outputs: `response_format={"type": "json_schema", "json_schema": {..., "strict": true}}`
   on the Chat Completions API (supported by OpenAI and by local servers such as vLLM, llama.cpp).
+- Each HTTP request has a total deadline (`timeout`: connect, send, wait and read together,
+  enforced with `asyncio.timeout`; httpx's own timeouts are per read, so a server trickling one
+  byte at a time would hold them forever).
 - Transient failures (429, 408, 409, 5xx, timeouts, connection errors) are retried by this module,
   not by the SDK (the client is used with `max_retries=0`), so every retry is counted in
   `attempts`. The wait is the server's `retry-after-ms` / `Retry-After` (seconds, fractional
@@ -245,7 +248,7 @@ def _transient(exc: Exception) -> tuple[bool, str, float | None]:
     """(is transient, short description, server-requested wait)."""
     import openai
 
-    if isinstance(exc, openai.APITimeoutError):
+    if isinstance(exc, openai.APITimeoutError | TimeoutError):
         return True, "timeout", None
     if isinstance(exc, openai.APIConnectionError):
         return True, f"connection error: {exc}", None
@@ -276,8 +279,9 @@ async def call_structured(
 ) -> CallResult:
     """Send `req` with strict Structured Outputs; retry transient errors (at most `max_retries`
     in all), re-ask malformed/invalid answers (at most `max_reasks`); never raise for API trouble.
-    `timeout` is per HTTP request."""
-    sender = client if (client.max_retries, client.timeout) == (0, timeout) else (
+    `timeout` bounds each HTTP request as a whole (connect, send, wait, read), however slowly the
+    server sends its bytes."""
+    api = client if (client.max_retries, client.timeout) == (0, timeout) else (
         client.with_options(max_retries=0, timeout=timeout))  # a copy per call: avoid when we can
     redact = _redactor(client)
     result = CallResult(ok=False)
@@ -300,8 +304,9 @@ async def call_structured(
     while True:
         result.attempts += 1
         try:
-            completion = await sender.chat.completions.create(**req.body(messages))
-        except openai.APIError as exc:
+            async with asyncio.timeout(timeout):  # the whole attempt: the SDK's timeout is per read
+                completion = await api.chat.completions.create(**req.body(messages))
+        except (openai.APIError, TimeoutError) as exc:
             transient, what, wait = _transient(exc)
             if not transient:
                 return finish(False, reason=what)

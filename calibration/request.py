@@ -10,6 +10,7 @@ stored order: reordering a case's scores changes the prompt and so the request h
 from __future__ import annotations
 
 import os
+import urllib.parse
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -69,8 +70,27 @@ def grade_request(config: GraderConfig, rubric: Rubric, task: Task, case: Case,
     return GradeItem(response.response_id, task.family, req, digest)
 
 
+def check_base_url(url: str | None) -> None:
+    """Refuse a base URL that is not http(s)://host[:port][/path], or that holds credentials or
+    blanks (they would be stored with the config), in one line naming it."""
+    if url is None:
+        return
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port  # raises for a port out of range or not a number
+    except ValueError as e:
+        raise UserError(f"base URL {url!r} is not a URL: {e}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname or port == 0:
+        raise UserError(f"base URL {url!r}: expected http:// or https:// and a host, "
+                        "e.g. http://127.0.0.1:8000/v1")
+    if parts.username is not None or any(c.isspace() or not c.isprintable() for c in url):
+        raise UserError(f"base URL {url!r}: no credentials, blanks or control characters")
+
+
 def api_key_for(base_url: str | None, api_key: str | None) -> str:
-    """`api_key`, else OPENAI_API_KEY; local servers (a base URL) may do without."""
+    """`api_key`, else OPENAI_API_KEY; local servers (a base URL) may do without. The base URL
+    is checked first: nothing is ever sent to a malformed one."""
+    check_base_url(base_url)
     key = api_key or os.environ.get("OPENAI_API_KEY")
     if not key:
         if base_url is None:

@@ -13,10 +13,13 @@ The real `openai` client talks to it; nothing is mocked. It serves
 
 Fault injection (`inject`, `inject_when`): "429" (with `Retry-After`), "500", "400", "truncated"
 (cut JSON), "badschema" (valid JSON that breaks the schema), "slow" (sleeps before answering),
-"empty" (an empty answer), "length" (half the answer, finish_reason "length").
-A fault is a `Fault` or a string "kind" / "kind:value" ("429:0.2" = Retry-After 0.2 s,
-"slow:2" = sleep 2 s). Queued faults are consumed in order by the next chat completions (batch
-lines included); keyed faults apply to every chat completion whose body contains a substring.
+"empty" (an empty answer), "length" (half the answer, finish_reason "length"), "trickle" (sends
+the whole answer, status line and headers included, one byte at a time, spread over the given
+seconds: every read gets a byte long before a per-read timeout, the answer does not end for that
+long). A fault is a `Fault` or a string "kind" / "kind:value" ("429:0.2" = Retry-After 0.2 s,
+"slow:2" = sleep 2 s, "trickle:60" = one answer over 60 s). Queued faults are consumed in order
+by the next chat completions (batch lines included); keyed faults apply to every chat completion
+whose body contains a substring.
 
 Run standalone for benchmarks: `python -m tests.openai_server --port 0 --latency 1.0`; the first
 line on stdout is the base URL.
@@ -41,14 +44,15 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-FAULT_KINDS = ("429", "500", "400", "truncated", "badschema", "slow", "empty", "length")
+FAULT_KINDS = ("429", "500", "400", "truncated", "badschema", "slow", "empty", "length", "trickle")
 IMAGE_MAGIC = {"image/png": b"\x89PNG\r\n\x1a\n", "image/jpeg": b"\xff\xd8\xff"}
 SYSTEM_FINGERPRINT = "fp_test1"
 
 
 @dataclass(frozen=True)
 class Fault:
-    """One injected fault. `value`: Retry-After seconds for "429", sleep seconds for "slow"."""
+    """One injected fault. `value`: Retry-After seconds for "429", sleep seconds for "slow",
+    seconds one answer takes for "trickle"."""
 
     kind: str
     value: float | None = None
@@ -206,7 +210,7 @@ class OpenAIServer:
         self.batch_polls = batch_polls
         self.api_key = api_key
         self.port = port
-        self.slow_seconds = slow_seconds
+        self.slow_seconds = slow_seconds  # also the default of "trickle"
         self.retry_after = retry_after
         self.requests: list[Recorded] = []
         self.counts: Counter[str] = Counter()
@@ -545,6 +549,22 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
             self.close_connection = True
 
+    def _trickle(self, status: int, payload: dict, seconds: float) -> None:
+        """The answer, one byte at a time, over `seconds` (ends early if the client leaves)."""
+        data = json.dumps(payload).encode()
+        raw = (f"HTTP/1.1 {status} {self.responses[status][0]}\r\n"
+               f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n"
+               ).encode() + data
+        gap = seconds / len(raw)
+        try:
+            for i in range(len(raw)):
+                if self.server_state._closing.wait(gap):
+                    break
+                self.wfile.write(raw[i:i + 1])
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up: the point
+            pass
+        self.close_connection = True
+
     def _authorized(self) -> bool:
         key = self.server_state.api_key
         if key is None or self.headers.get("Authorization") == f"Bearer {key}":
@@ -640,7 +660,11 @@ class _Handler(BaseHTTPRequestHandler):
                 state._closing.wait(state.latency)
             status, payload, extra = state.completion(body, fault)
             rec.status, rec.answered = status, time.monotonic()
-            self._send(status, payload, extra)
+            if fault is not None and fault.kind == "trickle":
+                self._trickle(status, payload, state.slow_seconds if fault.value is None
+                              else fault.value)
+            else:
+                self._send(status, payload, extra)
         finally:
             with state._lock:
                 state.in_flight -= 1

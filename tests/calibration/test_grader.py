@@ -10,10 +10,12 @@ import pytest
 from sqlalchemy import func
 from sqlmodel import Session, select
 
-from calibration.grader import estimate, grade, grades_key
+from calibration.grader import _owner, _process_start, estimate, grade, grades_key, mark_abandoned
 from calibration.grader_config import GraderSettings, load_settings, store_config
+from cli import main as nmb
+from db.audit import record
 from db.engine import engine_for
-from db.models import GraderCache, GraderFailure, GraderScore, Response
+from db.models import GraderCache, GraderConfig, GraderFailure, GraderRun, GraderScore, Response
 from errors import UserError
 from tests.factories import make_study
 from tests.openai_server import OpenAIServer
@@ -109,11 +111,13 @@ def test_identical_requests_in_one_run_are_sent_once(sqlite_url: str, server: Op
         assert len(server.chat_requests()) == 3
 
 
-def test_timeouts_end_as_failures(sqlite_url: str, server: OpenAIServer) -> None:
+@pytest.mark.parametrize("fault", ["slow:1", "trickle:60"])
+def test_timeouts_end_as_failures(sqlite_url: str, server: OpenAIServer, fault: str) -> None:
+    """`timeout` bounds each request as a whole, also when the server trickles its answer."""
     with Session(engine_for(sqlite_url), expire_on_commit=False) as s:
         make_study(s, n_tasks=1)
         cid = _config(s, server)
-        server.inject_when("Prompt 0", "slow:1")
+        server.inject_when("Prompt 0", fault)
         out = grade(s, config_id=cid, api_key=SECRET, timeout=0.3, max_retries=1)
         assert out.failed == 2 and out.graded == 0
         reason = s.exec(select(GraderFailure.reason)).first()
@@ -153,6 +157,65 @@ def test_cli_grade_json_summary_and_no_key_leak(nmb_home: Path, server: OpenAISe
         if path.is_file():
             assert SECRET.encode() not in path.read_bytes(), path
     assert all(r.headers.get("authorization") == f"Bearer {SECRET}" for r in server.chat_requests())
+
+
+@pytest.mark.parametrize("argv", [
+    ["--timeout", "nan"], ["--timeout", "-5"], ["--timeout", "inf"], ["--timeout", "0"],
+    ["--concurrency", "0"], ["--concurrency", "1.5"], ["--limit", "-1"], ["--limit", "0"],
+    ["--base-url", "http://[::1"], ["--base-url", "ftp://127.0.0.1/v1"],
+    ["--base-url", "127.0.0.1:8000"], ["--base-url", "http:///v1"],
+    ["--base-url", "http://127.0.0.1:99999/v1"], ["--base-url", "http://user:pw@host/v1"],
+    ["--config", "bad-url.toml"]])
+def test_bad_grade_options_are_one_line_and_change_nothing(
+        sqlite_url: str, server: OpenAIServer, tmp_path: Path, capsys, monkeypatch,
+        argv: list[str]) -> None:
+    (tmp_path / "bad-url.toml").write_text('base_url = "http://[::1"\n')
+    monkeypatch.chdir(tmp_path)
+    with Session(engine_for(sqlite_url)) as s:
+        make_study(s, n_tasks=1)
+    assert nmb(["grade", *argv]) == 2
+    err = capsys.readouterr().err
+    named = "http://[::1" if argv[0] == "--config" else argv[-1]  # the value, wherever from
+    assert err.count("\n") == 1 and "Traceback" not in err and named in err
+    with Session(engine_for(sqlite_url)) as s:
+        assert _count(s, GraderConfig) == _count(s, GraderRun) == 0
+    assert not server.requests
+
+
+def test_a_run_whose_process_is_gone_is_marked_interrupted(database_url: str) -> None:
+    """Only runs of this host whose process has ended are marked: not a live process's (nor a
+    live process that reuses a dead run's pid), nor another host's, nor one with no owner."""
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    alive = subprocess.Popen(["sleep", "60"])
+    here = _owner()
+    owners = {"this process": here,
+              "ended": {**here, "pid": ended.pid},
+              "alive": {**here, "pid": alive.pid, "pid_start": _process_start(alive.pid)},
+              "pid reused": {**here, "pid": alive.pid},
+              "other host": {**here, "host": "elsewhere", "pid": ended.pid},
+              "no owner": {}}
+    try:
+        with Session(engine_for(database_url)) as s:
+            config = store_config(s, GraderSettings())
+            runs = {}
+            for name, owner in owners.items():
+                run = GraderRun(config_id=config.id, items="all")
+                s.add(run)
+                s.flush()
+                record(s, "grader.run", actor=None, run=run.id, **owner)
+                runs[name] = run.id
+            s.commit()
+            assert sorted(mark_abandoned(s)) == sorted([runs["ended"], runs["pid reused"]])
+            s.commit()
+            assert mark_abandoned(s) == []
+            status = dict(s.exec(select(GraderRun.id, GraderRun.status)).all())
+    finally:
+        alive.kill()
+        alive.wait()
+    assert {name: status[i] for name, i in runs.items()} == {
+        "this process": "running", "ended": "interrupted", "alive": "running",
+        "pid reused": "interrupted", "other host": "running", "no owner": "running"}
 
 
 def test_config_is_content_addressed(sqlite_url: str, tmp_path: Path) -> None:
@@ -218,8 +281,9 @@ def test_interrupted_run_resumes_without_duplicates(nmb_home: Path) -> None:
 
 
 def test_finished_items_are_committed_while_a_slow_request_is_out(nmb_home: Path) -> None:
-    """A hard kill loses at most `COMMIT_EVERY` of work, even when nothing else finishes, and
-    leaves no process behind."""
+    """A hard kill (SIGKILL) loses at most `COMMIT_EVERY` of work, even when nothing else
+    finishes, and leaves no process behind; the next `nmb grade` marks the killed run
+    "interrupted" and grades the rest."""
     import time
 
     from db.engine import session, upgrade
@@ -249,7 +313,16 @@ def test_finished_items_are_committed_while_a_slow_request_is_out(nmb_home: Path
         while _alive_in_group(proc.pid) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert _alive_in_group(proc.pid) == []
-    assert kept == 4
+        assert kept == 4
+        with session() as s:
+            assert s.exec(select(GraderRun.status)).all() == ["running"]
+        srv.clear_faults()
+        out = subprocess.run(cmd, cwd=ROOT, env={**os.environ, "OPENAI_API_KEY": SECRET},
+                             capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+    with session() as s:
+        runs = s.exec(select(GraderRun.status, GraderRun.graded).order_by(GraderRun.id)).all()
+    assert runs == [("interrupted", 4), ("finished", 2)]
 
 
 def test_two_concurrent_runs_store_each_item_once(database_url: str) -> None:

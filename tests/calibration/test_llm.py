@@ -184,6 +184,14 @@ def test_always_slow_ends_as_timeout_failure(srv):
     assert not result.ok and result.attempts == 2 and result.reason.startswith("timeout")
 
 
+def test_a_trickling_answer_ends_at_the_total_deadline(srv):
+    """One byte every few milliseconds never trips a per-read timeout; the deadline is total."""
+    srv.inject_when("case-trickle", "trickle:60")
+    result = call(srv, request("case-trickle"), timeout=0.5, max_retries=1)
+    assert not result.ok and result.attempts == 2 and result.reason.startswith("timeout")
+    assert [r.fault for r in srv.chat_requests()] == ["trickle", "trickle"]
+
+
 def test_api_key_never_in_logs_output_or_results(srv, caplog, capsys, monkeypatch):
     caplog.set_level(logging.DEBUG)
     monkeypatch.setenv("OPENAI_API_KEY", KEY)

@@ -32,18 +32,6 @@ def test_status_json_counts_on_empty_study(nmb_home: Path) -> None:
         assert got[key] == 0
 
 
-def test_main_in_process_leaves_the_collector_on(nmb_home: Path) -> None:
-    """`main` switches garbage collection off for start-up; a caller gets it back on every path."""
-    import gc
-
-    from cli import main
-
-    assert main(["status", "--json"]) == 0
-    assert gc.isenabled()
-    assert main(["grade", "--concurrency", "many"]) == 2  # a user mistake, before any work
-    assert gc.isenabled()
-
-
 def test_users_add_list_disable(nmb_home: Path, tmp_path: Path) -> None:
     pw = tmp_path / "pw"
     pw.write_text("correct horse\n")
