@@ -591,15 +591,17 @@ def build_parser() -> argparse.ArgumentParser:
             sp.add_argument("responses", help="JSONL: response_id, task_id, text[, turns, model]")
             sp.add_argument("--out", required=True, help="JSONL of scores (a .summary.json and "
                             ".summary.md are written beside it)")
-            sp.add_argument("--k", type=int, nargs="+", default=[1], help="pass@k for these k")
+            sp.add_argument("--k", type=_positive(int, 1000), nargs="+", default=[1],
+                            help="pass@k for these k")
         sp.add_argument("--base-url", help="the endpoint to send to (default: the official API "
                         "or OPENAI_BASE_URL; never an address from the package)")
-        sp.add_argument("--concurrency", type=int, default=8)
-        sp.add_argument("--timeout", type=float, default=60.0)
+        sp.add_argument("--concurrency", type=_positive(int, 1000), default=8)
+        sp.add_argument("--timeout", type=_positive(float, 86400), default=60.0)
 
     lb = add("leaderboard", cmd_leaderboard, "pass@k and mean score per model and human group")
     lb.add_argument("--config", type=int, required=True, help="the grader config whose grades count")
-    lb.add_argument("--k", type=int, nargs="+", default=[1], help="pass@k for these k (default 1)")
+    lb.add_argument("--k", type=_positive(int, 1000), nargs="+", default=[1],
+                    help="pass@k for these k (default 1)")
     lb.add_argument("--by", help="rows per family, level or family,level")
     lb.add_argument("--json", action="store_true")
 
