@@ -46,7 +46,6 @@ from db.rubrics import rubric_by_hash
 from db.status import count_query
 from errors import UserError
 from rubric import Rubric
-from rubric.render import parse_grader_output
 
 ITEMS = ("pending", "calibration", "all")
 
@@ -177,6 +176,7 @@ class _Recorder:
                 "request_hash": item.request_hash, "criteria": r.data["criteria"],
                 "correct_diagnosis": r.data["correct_diagnosis"],
                 "error_tags": r.data["error_tags"], "justification": r.data["comment"],
+                "diagnosis_rank": r.data.get("diagnosis_rank"), "stages": r.data.get("stages"),
                 "overall": r.data["overall"], "model_returned": r.model_returned,
                 "system_fingerprint": r.system_fingerprint, "prompt_tokens": r.prompt_tokens,
                 "completion_tokens": r.completion_tokens, "latency_s": r.latency_s,
@@ -281,7 +281,7 @@ def mark_abandoned(s: Session, *, actor: str | None = None) -> list[int]:
 
 def _from_cache(rubric: Rubric, item: GradeItem, hit: GraderCache) -> CallResult | None:
     try:
-        data = parse_grader_output(rubric, json.loads(hit.raw), item.family)
+        data = item.parse(rubric, json.loads(hit.raw))
     except ValueError:
         return None
     return CallResult(ok=True, data=data, raw=hit.raw, model_returned=hit.model_returned,
@@ -356,12 +356,13 @@ def grade(
 
 
 async def _batches(client, rubric: Rubric, work: list[GradeItem], store, **options) -> None:
-    """One Batch API job per task family (each family has its own output schema)."""
-    for family in sorted({w.family for w in work}):
-        group = [w for w in work if w.family == family]
+    """One Batch API job per output schema (task family, and what the request asks for)."""
+    for family, asked in sorted({(w.family, w.asked) for w in work},
+                                key=lambda k: (k[0], k[1].rank, k[1].stages)):
+        group = [w for w in work if (w.family, w.asked) == (family, asked)]
         results = await run_batch(
             client, {w.response_id: w.request for w in group},
-            validate=lambda d, f=family: parse_grader_output(rubric, d, f), **options)
+            validate=lambda d, g=group[0]: g.parse(rubric, d), **options)
         for w in group:
             store(w, results[w.response_id])
 

@@ -17,9 +17,10 @@ from db.audit import record
 from db.models import GraderConfig
 from db.rubrics import ensure_rubric
 from errors import UserError
+from rubric.render import PROMPT_V2, PROMPTS
 from rubric.schema import canonical_json
 
-PROMPT_VERSION = "nmb-grader-1"  # bump whenever calibration.prompt changes what it sends
+PROMPT_VERSION = PROMPT_V2  # rubric.render.PROMPTS: add a version whenever the prompt changes
 DEFAULT_MODEL = "gpt-4o-2024-08-06"
 _DATED = re.compile(r"\d{4}-\d{2}-\d{2}$")
 
@@ -61,6 +62,9 @@ def load_settings(path: Path | None = None, *, model: str | None = None,
                 raise UserError(f"{path}: {key} must be a number, got {value!r}")
             if key in ("max_tokens",) and not isinstance(value, int):
                 raise UserError(f"{path}: {key} must be an integer, got {value!r}")
+            if key == "prompt_version" and value not in PROMPTS:
+                raise UserError(f"{path}: prompt_version {value!r} is not one of "
+                                f"{', '.join(PROMPTS)}")
     if model:
         data["model"] = model
     if base_url:

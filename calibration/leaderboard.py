@@ -1,31 +1,40 @@
-"""pass@k leaderboard from one grader config's correct-diagnosis judgments.
+"""pass@k, top-k and the mean rubric score per model and human group, from judgments.
 
-For a task with n graded samples of which c are judged correct, pass@k is the unbiased
-estimator of Chen et al. 2021 ("Evaluating Large Language Models Trained on Code", eq. 1),
+For a task with n judged samples of which c are correct, pass@k is the unbiased estimator of
+Chen et al. 2021 ("Evaluating Large Language Models Trained on Code", eq. 1),
 1 - C(n-c, k) / C(n, k), computed as a product so no large binomial is formed. A model's pass@k
-is its mean over tasks, reported only when every task it answered has at least k graded samples
-(so every k averages the same tasks). Human groups (physicians, students: one answer per person
-and task) get pass@1 only: the share of correct answers per task, averaged over tasks. The mean
-overall rubric score (0-1) is the mean over tasks of each task's mean score. Intervals are
-percentile bootstrap intervals over tasks (Efron & Tibshirani 1993, ch. 13). `summarize` works on
-judgments from anywhere: the study's grades (`leaderboard`) or a package's (`nmb package grade`).
+is its mean over tasks, reported only when every task it answered has at least k judged samples
+(so every k averages the same tasks). Top-k differential accuracy is the share of responses
+whose differential holds the reference diagnosis among its first k entries (the grader's
+`diagnosis_rank`), on the differential tasks whose grader was asked for the rank; a model's is
+the mean over tasks of its per-task share. Human groups (physicians, students: one answer per
+person and task) get pass@1 and top-k as the mean over people of each person's share, the mean
+rubric score (0-1) likewise; a model's is the mean over tasks of each task's mean score.
+Intervals: `calibration.resample` (tasks resampled for a model; people, then their tasks, for a
+human group). `cells` works on judgments from anywhere: the study's grades (`leaderboard`), the
+counted judgments of `nmb results`, or a package's grades (`nmb package grade`); `summarize`
+gives its rows as the dicts the leaderboard and packages print.
 """
 
 import math
-from collections import defaultdict
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
-from sqlmodel import Session, select
+from sqlmodel import Session
 
-from calibration.agreement import bootstrap_weights, percentile_ci
-from calibration.grader_config import get_config
-from db.models import GraderScore, Response, Task
+from calibration import resample
+from calibration.judgments import Judgment, grader_judgments
+from calibration.resample import NONE, Estimate
 from errors import UserError
 
+__all__ = ["BY", "Cell", "Judgment", "cells", "leaderboard", "parse_by", "pass_at_k",
+           "summarize", "top_k"]
+
 BY = ("family", "level")
-RESAMPLES = 2000
+RESAMPLES = resample.RESAMPLES
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -38,32 +47,10 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return 1.0 - math.prod(1.0 - k / i for i in range(n - c + 1, n + 1))
 
 
-@dataclass(frozen=True)
-class Judgment:
-    """One judged response: who answered, the task's cell, and the judgment."""
-
-    who: str  # the model, or the human group ("physician", "student")
-    is_model: bool
-    task_id: str
-    family: str
-    level: int
-    correct: bool
-    overall: float
-    error_tags: tuple[str, ...] = ()
-
-
-def judgments(s: Session, *, config_id: int) -> list[Judgment]:
-    """The config's grades as judgments."""
-    get_config(s, config_id)
-    rows = s.exec(select(Response.source, Response.model, Task.task_id, Task.family, Task.level,
-                         GraderScore.correct_diagnosis, GraderScore.overall,
-                         GraderScore.error_tags)
-                  .join(GraderScore, GraderScore.response_id == Response.response_id)
-                  .join(Task, Task.task_id == Response.task_id)
-                  .where(GraderScore.config_id == config_id))
-    return [Judgment(model if source == "model" else source, source == "model", task_id, family,
-                     level, bool(correct), overall, tuple(tags or ()))
-            for source, model, task_id, family, level, correct, overall, tags in rows]
+def top_k(rank: int | None, k: int) -> float | None:
+    """1.0 when the reference diagnosis is among the first k entries of the differential, 0.0
+    when it is not, None when the rank was not asked for."""
+    return None if rank is None else float(1 <= rank <= k)
 
 
 def parse_by(by: str | None) -> tuple[str, ...]:
@@ -74,55 +61,129 @@ def parse_by(by: str | None) -> tuple[str, ...]:
     return keys
 
 
-def summarize(rows: Iterable[Judgment], *, ks: tuple[int, ...] = (1,),
-              by: tuple[str, ...] = ()) -> list[dict]:
-    """One row per model and human group (and per cell of `by`), models first, each part sorted
-    by pass@ks[0] (then mean overall score), best first. Each row: tasks, min_samples, the mean
-    overall score with its 95% interval, pass@k with its interval (tasks resampled, percentile
-    bootstrap), and the error classes among the wrong responses (share of wrong responses
-    tagged with each class; a response may carry several)."""
+@dataclass
+class Cell:
+    """One row of a results table: a model, a human group or one person, in one cell (`keys`:
+    family and/or level; empty for overall)."""
+
+    who: str
+    group: str  # "model", "human" (a group of people) or "person"
+    keys: dict[str, Any]
+    tasks: int
+    people: int | None
+    min_samples: int
+    score: Estimate
+    pass_at: dict[int, Estimate]
+    top: dict[int, Estimate]
+    top_tasks: int  # tasks behind top-k (differential tasks whose rank was asked)
+    wrong: int
+    errors_among_wrong: dict[str, float]
+    sources: dict[str, int] = field(default_factory=dict)  # responses decided by each source
+
+    def row(self) -> dict[str, Any]:
+        """The row as the leaderboard and `nmb package grade` print it."""
+        out: dict[str, Any] = {"who": self.who, "group": self.group, **self.keys,
+                               "tasks": self.tasks, "people": self.people,
+                               "min_samples": self.min_samples,
+                               "overall_mean": self.score.value,
+                               "overall_mean 95% CI": self.score.ci}
+        for name, estimates in (("pass", self.pass_at), ("top", self.top)):
+            for k, e in estimates.items():
+                out[f"{name}@{k}"], out[f"{name}@{k} 95% CI"] = e.value, e.ci
+        out.update({"top_tasks": self.top_tasks, "wrong": self.wrong,
+                    "errors among wrong": self.errors_among_wrong, "sources": self.sources})
+        return out
+
+
+class _Rows:
+    """The judgments of one row, and its estimator: over tasks (a model, one person) or over
+    people and their tasks (a human group; an answer without a person is its own person)."""
+
+    def __init__(self, js: list[Judgment], by_person: bool) -> None:
+        self.by_person = by_person
+        self.js = sorted(js, key=lambda j: (j.task_id, j.person or "", j.response_id))
+        self.tasks: dict[str, list[Judgment]] = defaultdict(list)
+        for j in self.js:
+            self.tasks[j.task_id].append(j)
+
+    def mean(self, value: Callable[[Judgment], float | None]) -> Estimate:
+        """The row's estimate of a per-response value (responses where it is None left out)."""
+        kept = [(j, v) for j in self.js if (v := value(j)) is not None]
+        if not self.by_person:
+            per_task: dict[str, list[float]] = defaultdict(list)
+            for j, v in kept:
+                per_task[j.task_id].append(v)
+            return resample.over_tasks(np.array([np.mean(v) for v in per_task.values()]))
+        people = [j.person if j.person is not None else f"#{i}" for i, (j, _) in enumerate(kept)]
+        return resample.over_people(np.array(people, dtype=object),
+                                    np.array([v for _, v in kept]))
+
+    def per_task(self, value: Callable[[list[Judgment]], float]) -> Estimate:
+        """The mean over tasks of a per-task value (a model's pass@k), tasks resampled."""
+        return resample.over_tasks(np.array([value(v) for v in self.tasks.values()]))
+
+
+def _cell(who: str, group: str, keys: dict[str, Any], js: list[Judgment],
+          ks: tuple[int, ...]) -> Cell:
+    rows = _Rows(js, by_person=group == "human")
+    min_samples = min(len(v) for v in rows.tasks.values())
+    pass_at = {}
+    for k in ks:
+        if k > min_samples or (group != "model" and k > 1):
+            pass_at[k] = NONE
+        elif k == 1:
+            pass_at[k] = rows.mean(lambda j: float(j.correct))
+        else:
+            pass_at[k] = rows.per_task(
+                lambda v, k=k: pass_at_k(len(v), sum(j.correct for j in v), k))
+    top = {k: rows.mean(lambda j, k=k: top_k(j.rank, k)) for k in ks}
+    wrong = [j for j in rows.js if not j.correct]
+    tags = sorted({t for j in wrong for t in j.error_tags})
+    return Cell(
+        who=who, group=group, keys=keys, tasks=len(rows.tasks),
+        people=len({j.person for j in js}) if group != "model" else None,
+        min_samples=min_samples, score=rows.mean(lambda j: j.overall), pass_at=pass_at,
+        top=top, top_tasks=len({j.task_id for j in js if j.rank is not None}),
+        wrong=len(wrong),
+        errors_among_wrong={t: round(sum(t in j.error_tags for j in wrong) / len(wrong), 4)
+                            for t in tags},
+        sources=dict(sorted(Counter(j.source for j in js).items())))
+
+
+def cells(rows: Iterable[Judgment], *, ks: tuple[int, ...] = (1,),
+          by: tuple[str, ...] = (), people: bool = False) -> list[Cell]:
+    """One cell per model and human group (and per cell of `by`), models first, each part
+    sorted by pass@ks[0] (then mean overall score), best first. With `people`, one cell per
+    person instead of per human group (models as usual)."""
     if not ks or min(ks) < 1:
         raise UserError(f"--k must be at least 1, got {list(ks)}")
-    groups: dict[tuple, dict[str, list[Judgment]]] = defaultdict(lambda: defaultdict(list))
+    groups: dict[tuple, list[Judgment]] = defaultdict(list)
     for j in rows:
-        cell = tuple(getattr(j, k) for k in by)
-        groups[(j.is_model, j.who, cell)][j.task_id].append(j)
-    out = []
-    for (is_model, who, cell), by_task in groups.items():
-        tasks = dict(sorted(by_task.items()))  # resampled in task order, whatever the input's
-        min_samples = min(len(v) for v in tasks.values())
-        weights = bootstrap_weights(len(tasks), RESAMPLES)
-        per_task_score = np.array([np.mean([j.overall for j in v]) for v in tasks.values()])
-        row: dict = {"who": who, "group": "model" if is_model else "human",
-                     **dict(zip(by, cell, strict=True)), "tasks": len(tasks),
-                     "min_samples": min_samples,
-                     "overall_mean": round(float(per_task_score.mean()), 4),
-                     "overall_mean 95% CI": _ci(weights @ per_task_score / len(tasks))}
-        for k in ks:
-            row[f"pass@{k}"] = row[f"pass@{k} 95% CI"] = None
-            if k <= min_samples and (is_model or k == 1):
-                per_task = np.array([pass_at_k(len(v), sum(j.correct for j in v), k)
-                                     for v in tasks.values()])
-                row[f"pass@{k}"] = round(float(per_task.mean()), 4)
-                row[f"pass@{k} 95% CI"] = _ci(weights @ per_task / len(per_task))
-        wrong = [j for v in tasks.values() for j in v if not j.correct]
-        tags = sorted({t for j in wrong for t in j.error_tags})
-        row["wrong"] = len(wrong)
-        row["errors among wrong"] = {t: round(sum(t in j.error_tags for j in wrong) / len(wrong), 4)
-                                     for t in tags}
-        out.append(row)
-    first = f"pass@{ks[0]}"
-    out.sort(key=lambda r: (r["group"] != "model", tuple(str(r[k]) for k in by),
-                            -(r[first] if r[first] is not None else -1), -r["overall_mean"]))
-    return out
+        group = "model" if j.is_model else ("person" if people else "human")
+        who = j.person if group == "person" and j.person is not None else j.who
+        groups[(group, who, tuple(getattr(j, k) for k in by))].append(j)
+    out = [_cell(who, group, dict(zip(by, cell, strict=True)), js, ks)
+           for (group, who, cell), js in groups.items()]
+    first = ks[0]
+
+    def order(c: Cell) -> tuple:
+        best = c.pass_at[first].value
+        return (c.group != "model", tuple(str(v) for v in c.keys.values()),
+                -(best if best is not None else -1), -(c.score.value or 0), c.who)
+
+    return sorted(out, key=order)
 
 
-def _ci(resampled: np.ndarray) -> list[float] | None:
-    ci = percentile_ci(resampled)
-    return None if ci is None else [round(q, 4) for q in ci]
+def summarize(rows: Iterable[Judgment], *, ks: tuple[int, ...] = (1,),
+              by: tuple[str, ...] = ()) -> list[dict]:
+    """`cells` as rows: who, group, the cell keys, tasks, people, min_samples, the mean overall
+    score, pass@k and top@k with their 95% intervals, the tasks behind top-k, the error classes
+    among the wrong responses (share of wrong responses tagged with each; a response may carry
+    several) and the number of responses each source decided."""
+    return [c.row() for c in cells(rows, ks=ks, by=by)]
 
 
 def leaderboard(s: Session, *, config_id: int, ks: tuple[int, ...] = (1,),
                 by: str | None = None) -> list[dict]:
     """`summarize` of the config's grades."""
-    return summarize(judgments(s, config_id=config_id), ks=ks, by=parse_by(by))
+    return summarize(grader_judgments(s, config_id=config_id), ks=ks, by=parse_by(by))

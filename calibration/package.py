@@ -49,7 +49,8 @@ from sqlmodel import Session, select
 
 from calibration.calibrate import frozen_look, looks
 from calibration.grader_config import GraderSettings, config_hash, get_config
-from calibration.leaderboard import Judgment, summarize
+from calibration.judgments import grade_judgment
+from calibration.leaderboard import summarize
 from calibration.llm import CallResult, load_prices
 from calibration.report import Report
 from calibration.request import GradeItem, SendJob, api_key_for, grade_request, send
@@ -71,6 +72,7 @@ from db.rubrics import rubric_by_hash
 from errors import UserError
 from rubric import Rubric
 from rubric.loader import loads_rubric
+from rubric.render import Asked
 from rubric.schema import canonical_json
 
 FORMAT = "nmb-package-2"
@@ -488,7 +490,7 @@ def grade_responses(pkg: Package, responses: list[Response], *, base_url: str | 
     results = _send(pkg, work, base_url=base_url, api_key=api_key, concurrency=concurrency,
                     timeout=timeout)
     return [{"response_id": w.response_id, "task_id": r.task_id, "model": r.model, "ok": res.ok,
-             **({k: res.data[k] for k in (*FROZEN_FIELDS, "comment")} if res.ok
+             **({k: res.data[k] for k in (*FROZEN_FIELDS, "comment", *w.asked.extra)} if res.ok
                 else {"reason": res.reason}),
              "model_returned": res.model_returned, "system_fingerprint": res.system_fingerprint,
              "cost_usd": res.cost_usd}
@@ -503,9 +505,12 @@ def summary(pkg: Package, rows: list[dict], *, ks: tuple[int, ...] = (1,)) -> di
     for r in rows:
         if r["ok"]:
             task, _ = pkg.tasks[r["task_id"]]
-            judged.append(Judgment(r["model"] or "unnamed model", True, task.task_id,
-                                   task.family, task.level, bool(r["correct_diagnosis"]),
-                                   r["overall"], tuple(r["error_tags"])))
+            asked = Asked.of(pkg.config.prompt_version, task.family, len(task.stages or []))
+            judged.append(grade_judgment(
+                who=r["model"] or "unnamed model", is_model=True, task=task,
+                correct=r["correct_diagnosis"], overall=r["overall"], error_tags=r["error_tags"],
+                asked=asked, rank=r.get("diagnosis_rank"), stages=r.get("stages"),
+                response_id=r["response_id"]))
     return {"package_sha256": pkg.sha256, "graded": len(judged),
             "failed": sum(not r["ok"] for r in rows),
             "overall": summarize(judged, ks=ks),

@@ -20,17 +20,28 @@ from db.cases import reference_fields
 from db.models import Case, GraderConfig, Response, Task
 from errors import UserError
 from rubric import Rubric
-from rubric.render import grader_instructions, output_json_schema, parse_grader_output
+from rubric.render import (
+    NOT_ASKED,
+    Asked,
+    grader_instructions,
+    output_json_schema,
+    parse_grader_output,
+)
 
 
 @dataclass
 class GradeItem:
-    """One response's request and its cache key."""
+    """One response's request, its cache key, and what it asks for beyond the score."""
 
     response_id: str
     family: str
     request: LLMRequest
     request_hash: str
+    asked: Asked = NOT_ASKED
+
+    def parse(self, rubric: Rubric, data: Any) -> dict[str, Any]:
+        """The grader's answer to this request, validated (ValueError otherwise)."""
+        return parse_grader_output(rubric, data, self.family, self.asked)
 
 
 def user_message(task: Task, case: Case, response: Response) -> str:
@@ -56,18 +67,20 @@ def user_message(task: Task, case: Case, response: Response) -> str:
 def grade_request(config: GraderConfig, rubric: Rubric, task: Task, case: Case,
                   response: Response, images: list[dict] | None = None) -> GradeItem:
     """The exact request for one response (rows saved or not) and its cache key, the hash of
-    (config hash, base URL, request body)."""
+    (config hash, base URL, request body); the config's prompt version decides what it asks."""
+    asked = Asked.of(config.prompt_version, task.family, len(task.stages or []))
     content: str | list = user_message(task, case, response)
     if images is not None:
         content = [{"type": "text", "text": content}, *images]
     req = LLMRequest(
         model=config.model,
-        messages=[{"role": "system", "content": grader_instructions(rubric, task.family)},
+        messages=[{"role": "system",
+                   "content": grader_instructions(rubric, task.family, asked)},
                   {"role": "user", "content": content}],
-        json_schema=output_json_schema(rubric, task.family), schema_name="grade",
+        json_schema=output_json_schema(rubric, task.family, asked), schema_name="grade",
         temperature=config.temperature, seed=config.seed, max_tokens=config.max_tokens)
     digest = request_hash(req, {"config_hash": config.config_hash, "base_url": config.base_url})
-    return GradeItem(response.response_id, task.family, req, digest)
+    return GradeItem(response.response_id, task.family, req, digest, asked)
 
 
 def check_base_url(url: str | None) -> None:
@@ -128,7 +141,7 @@ def grader_call(client, rubric: Rubric, *, timeout: float, prices: dict | None,
     """One item's call: its request, validated against the rubric for its task family."""
     async def one(w: GradeItem) -> CallResult:
         return await call_structured(
-            client, w.request, validate=lambda d, f=w.family: parse_grader_output(rubric, d, f),
+            client, w.request, validate=lambda d, w=w: w.parse(rubric, d),
             max_reasks=max_reasks, max_retries=max_retries, timeout=timeout, prices=prices)
 
     return one

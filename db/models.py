@@ -133,6 +133,8 @@ class Response(SQLModel, table=True):
     sample: int = 0
     text: str = _text()
     turns: list[str] | None = _json(nullable=True)
+    # {"prompt_tokens", "completion_tokens", "images", "cost_usd"} as far as known, or None
+    usage: dict[str, Any] | None = _json(nullable=True)
     blind_code: str = Field(unique=True, max_length=32)
     created_at: datetime = _when()
 
@@ -308,6 +310,10 @@ class GraderScore(SQLModel, table=True):
     error_tags: list[str] = _json()
     justification: str = Field(default="", sa_type=Text)
     overall: float
+    # prompt nmb-grader-2 on: the reference diagnosis's rank in a differential task's answer
+    # (None: absent), and on multi-turn tasks [{"leading_diagnosis", "correct", "changed"}]
+    diagnosis_rank: int | None = None
+    stages: list[dict[str, Any]] | None = _json(nullable=True)
     model_returned: str | None = Field(default=None, max_length=128)
     system_fingerprint: str | None = Field(default=None, max_length=128)
     prompt_tokens: int = 0

@@ -2,6 +2,13 @@
 
 Nothing here restates a criterion: every text comes from the `Rubric` object, so the expert's
 form and the LLM grader always read the same anchors.
+
+The grader's prompt is versioned (`PROMPTS`; a config names its version, and every version
+stays byte-identical, so old cache keys and packages still rebuild): `nmb-grader-1` asks for
+the rubric's score; `nmb-grader-2` also asks, on differential tasks, for the rank of the
+reference diagnosis in the response's differential (`diagnosis_rank`) and, on multi-turn
+tasks, for the leading answer and its correctness at every stage (`stages`). `Asked` is what
+one request asks for beyond the score.
 """
 
 from __future__ import annotations
@@ -14,6 +21,40 @@ from rubric.schema import Rubric
 from rubric.scoring import validate_score
 
 GRADER_FIELDS = ("justification", "criteria", "correct_diagnosis", "error_tags")
+PROMPT_V1, PROMPT_V2 = "nmb-grader-1", "nmb-grader-2"
+PROMPTS = (PROMPT_V1, PROMPT_V2)
+MAX_RANK = 10  # ranks beyond the tenth entry of a differential are reported as absent
+RANKED_FAMILY = "differential"  # the family whose task asks for a ranked differential
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What one grading request asks for beyond the rubric's score: the rank of the reference
+    diagnosis in the differential, and `stages` stage judgments (0: none)."""
+
+    rank: bool = False
+    stages: int = 0
+
+    @classmethod
+    def of(cls, version: str, family: str, n_stages: int) -> Asked:
+        """What prompt `version` asks of a task of `family` with `n_stages` revealed stages."""
+        if version not in PROMPTS:
+            raise UserError(f"prompt_version {version!r} is not one of {', '.join(PROMPTS)}")
+        if version == PROMPT_V1:
+            return cls()
+        return cls(rank=family == RANKED_FAMILY, stages=1 + n_stages if n_stages else 0)
+
+    @property
+    def extra(self) -> tuple[str, ...]:
+        """The answer's fields beyond the score."""
+        return (*(("diagnosis_rank",) if self.rank else ()), *(("stages",) if self.stages else ()))
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        return (*GRADER_FIELDS, *self.extra)
+
+
+NOT_ASKED = Asked()  # the score only (every task under nmb-grader-1)
 
 
 # --- rater's form ----------------------------------------------------------------------
@@ -103,8 +144,10 @@ def form_spec(rubric: Rubric, family: str) -> FormSpec:
 # --- grader's prompt -------------------------------------------------------------------
 
 
-def grader_instructions(rubric: Rubric, family: str | None = None) -> str:
-    """The grader's system prompt: criteria with anchors, the judgment, error classes, rules.
+def grader_instructions(rubric: Rubric, family: str | None = None,
+                        asked: Asked = NOT_ASKED) -> str:
+    """The grader's system prompt: criteria with anchors, the judgment, error classes, rules
+    (and what `asked` adds: the differential rank, the stage judgments).
 
     With `family`, only that family's criteria are listed; without, every criterion with the
     families it applies to (the user message then names the task's family).
@@ -160,9 +203,24 @@ def grader_instructions(rubric: Rubric, family: str | None = None) -> str:
         "null only where N/A is allowed or the criterion does not apply to the task's family.",
         "- correct_diagnosis: true or false, as defined above.",
         "- error_tags: the keys of the error classes present, or an empty list.",
-        "Judge only against the case material and the reference answer. Do not reward "
-        "length, hedging or confident tone.",
     ]
+    if asked.rank:
+        out.append(
+            "- diagnosis_rank: the position of the reference diagnosis in the response's "
+            "differential, in the order the response ranks it (1 = its leading diagnosis; a "
+            f"recognised synonym counts), or null when it is not among the first {MAX_RANK} "
+            "entries or the response gives no differential.")
+    if asked.stages:
+        out.append(
+            f"- stages: for each of the {asked.stages} answers in order (the first answer, then "
+            "the answer after each revealed stage): leading_diagnosis, the diagnosis (for a "
+            "lesion task, the principal lesion) that answer commits to, in a few words; correct, "
+            "whether it matches the reference answer, judged as correct_diagnosis but on that "
+            "answer alone; and, from the second answer on, changed, whether its leading "
+            "diagnosis differs in substance from the previous answer's (a synonym or added "
+            "detail is no change).")
+    out.append("Judge only against the case material and the reference answer. Do not reward "
+               "length, hedging or confident tone.")
     return "\n".join(out)
 
 
@@ -176,14 +234,37 @@ def _level_schema(rubric: Rubric, description: str, nullable: bool) -> dict[str,
     return {"anyOf": [levels, {"type": "null"}], "description": description}
 
 
-def output_json_schema(rubric: Rubric, family: str | None = None) -> dict[str, Any]:
+def _stages_schema(n: int) -> dict[str, Any]:
+    """One object per answer (`stage_1` .. `stage_n`): a fixed length without minItems, which
+    strict mode does not accept."""
+    def stage(k: int) -> dict[str, Any]:
+        props: dict[str, Any] = {
+            "leading_diagnosis": {"type": "string",
+                                  "description": f"What answer {k} commits to, in a few words."},
+            "correct": {"type": "boolean",
+                        "description": f"Whether answer {k} matches the reference answer."}}
+        if k > 1:
+            props["changed"] = {"type": "boolean", "description": f"Whether answer {k}'s "
+                                "leading diagnosis differs in substance from answer {k - 1}'s."}
+        return {"type": "object", "properties": props, "required": list(props),
+                "additionalProperties": False}
+
+    props = {f"stage_{k}": stage(k) for k in range(1, n + 1)}
+    return {"type": "object", "properties": props, "required": list(props),
+            "additionalProperties": False,
+            "description": "The leading answer at each stage, first answer first."}
+
+
+def output_json_schema(rubric: Rubric, family: str | None = None,
+                       asked: Asked = NOT_ASKED) -> dict[str, Any]:
     """JSON Schema of the grader's answer, valid for OpenAI Structured Outputs strict mode.
 
     Every object lists all its properties in `required` and sets `additionalProperties:
     false`; levels are integer enums (strict mode has no minimum/maximum). With `family`,
     only its criteria appear, nullable where N/A is allowed; without, every criterion
     appears and those that do not apply to all families are nullable too.
-    `justification` comes first so the model writes its reasoning before the levels.
+    `justification` comes first so the model writes its reasoning before the levels; `asked`
+    adds `diagnosis_rank` (an integer enum 1..MAX_RANK or null) and `stages`.
     """
     criteria = rubric.applicable_criteria(family) if family else list(rubric.criteria)
     props: dict[str, Any] = {}
@@ -191,7 +272,7 @@ def output_json_schema(rubric: Rubric, family: str | None = None) -> dict[str, A
         nullable = c.na_allowed or (family is None and c.families is not None)
         props[c.key] = _level_schema(rubric, c.name, nullable)
     tags = rubric.error_class_keys
-    return {
+    schema: dict[str, Any] = {
         "type": "object",
         "properties": {
             "justification": {
@@ -215,13 +296,53 @@ def output_json_schema(rubric: Rubric, family: str | None = None) -> dict[str, A
                 "description": "Error classes present in the response; empty if none.",
             },
         },
-        "required": list(GRADER_FIELDS),
-        "additionalProperties": False,
     }
+    if asked.rank:
+        schema["properties"]["diagnosis_rank"] = {
+            "anyOf": [{"type": "integer", "enum": list(range(1, MAX_RANK + 1))},
+                      {"type": "null"}],
+            "description": "Position of the reference diagnosis in the response's differential "
+                           "(1 = leading), or null when absent."}
+    if asked.stages:
+        schema["properties"]["stages"] = _stages_schema(asked.stages)
+    return {**schema, "required": list(asked.fields), "additionalProperties": False}
 
 
-def parse_grader_output(rubric: Rubric, data: Any, family: str) -> dict[str, Any]:
-    """The grader's answer as a normalized score (the shape `validate_score` returns).
+def _rank(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_RANK:
+        raise ValueError(f"diagnosis_rank: expected an integer 1-{MAX_RANK} or null, got {value!r}")
+    return value
+
+
+def _stages(value: Any, n: int) -> list[dict[str, Any]]:
+    """The stage judgments as a list, first answer first: {leading_diagnosis, correct, changed}
+    (changed is False for the first answer)."""
+    keys = [f"stage_{k}" for k in range(1, n + 1)]
+    if not isinstance(value, dict) or sorted(value) != sorted(keys):
+        raise ValueError(f"stages: expected an object with {', '.join(keys)}")
+    out = []
+    for k, key in enumerate(keys, 1):
+        stage = value[key]
+        want = ("leading_diagnosis", "correct", *(("changed",) if k > 1 else ()))
+        if not isinstance(stage, dict) or sorted(stage) != sorted(want):
+            raise ValueError(f"stages.{key}: expected an object with {', '.join(want)}")
+        leading = stage["leading_diagnosis"]
+        if not isinstance(leading, str) or not leading.strip():
+            raise ValueError(f"stages.{key}.leading_diagnosis: expected non-empty text")
+        flags = {f: stage.get(f, False) for f in ("correct", "changed")}
+        for f, v in flags.items():
+            if not isinstance(v, bool):
+                raise ValueError(f"stages.{key}.{f}: expected true or false, got {v!r}")
+        out.append({"leading_diagnosis": leading.strip()[:200], **flags})
+    return out
+
+
+def parse_grader_output(rubric: Rubric, data: Any, family: str,
+                        asked: Asked = NOT_ASKED) -> dict[str, Any]:
+    """The grader's answer as a normalized score (the shape `validate_score` returns, plus
+    `diagnosis_rank` and `stages` when `asked` asks for them).
 
     The justification becomes the score's "comment"; confidence is None. Raises
     ValueError with a reason (the caller may re-ask the model).
@@ -229,10 +350,10 @@ def parse_grader_output(rubric: Rubric, data: Any, family: str) -> dict[str, Any
     rubric.family(family)  # an unknown family is the caller's mistake, not the model's
     if not isinstance(data, dict):
         raise ValueError(f"expected a JSON object, got {type(data).__name__}")
-    missing = [k for k in GRADER_FIELDS if k not in data]
+    missing = [k for k in asked.fields if k not in data]
     if missing:
         raise ValueError(f"missing field(s): {', '.join(missing)}")
-    extra = [k for k in data if k not in GRADER_FIELDS]
+    extra = [k for k in data if k not in asked.fields]
     if extra:
         raise ValueError(f"unexpected field(s): {', '.join(map(str, extra))}")
     justification = data["justification"]
@@ -246,6 +367,11 @@ def parse_grader_output(rubric: Rubric, data: Any, family: str) -> dict[str, Any
         "confidence": None,
     }
     try:
-        return validate_score(rubric, score, family=family, require_confidence=False)
+        clean = validate_score(rubric, score, family=family, require_confidence=False)
     except UserError as exc:
         raise ValueError(str(exc)) from None
+    if asked.rank:
+        clean["diagnosis_rank"] = _rank(data["diagnosis_rank"])
+    if asked.stages:
+        clean["stages"] = _stages(data["stages"], asked.stages)
+    return clean

@@ -1,11 +1,17 @@
 """One rubric, three renderings: form spec, grader prompt, strict JSON schema."""
 
+import hashlib
+import json
 from typing import Any
 
 import pytest
 
+from errors import UserError
 from rubric import load_rubric
 from rubric.render import (
+    PROMPT_V1,
+    PROMPT_V2,
+    Asked,
     form_spec,
     grader_instructions,
     output_json_schema,
@@ -121,3 +127,71 @@ def test_form_spec_for_a_family() -> None:
     assert spec.rubric_hash == R.content_hash
     assert R.correct_diagnosis.families["lesion"] in spec.judgment_help
     assert spec.comment_required_when == "any_error_tag"
+
+
+def test_prompt_v1_is_byte_identical_to_the_unversioned_prompt() -> None:
+    """nmb-grader-1 must never change: old cache keys and frozen packages rebuild from it. The
+    digest was taken from the prompt and schema as they were before prompts were versioned."""
+    h = hashlib.sha256()
+    for family in (None, "differential", "lesion", "rationale"):
+        asked = Asked.of(PROMPT_V1, family or "differential", 3)
+        h.update(grader_instructions(R, family, asked).encode())
+        h.update(json.dumps(output_json_schema(R, family, asked)).encode())
+    assert h.hexdigest() == "e9e3223124cedc3d2a5d42b2cf6426ae79bcff403ec44721560d1f8de566d314"
+
+
+def test_prompt_v2_asks_the_rank_on_differential_tasks_and_stages_on_multi_turn_ones() -> None:
+    assert Asked.of(PROMPT_V2, "differential", 0) == Asked(rank=True, stages=0)
+    assert Asked.of(PROMPT_V2, "lesion", 2) == Asked(rank=False, stages=3)
+    assert Asked.of(PROMPT_V1, "differential", 2) == Asked()
+    with pytest.raises(UserError, match="prompt_version 'nmb-grader-9'"):
+        Asked.of("nmb-grader-9", "lesion", 0)
+    asked = Asked(rank=True, stages=3)
+    schema = output_json_schema(R, "differential", asked)
+    assert_strict(schema)
+    assert schema["required"][-2:] == ["diagnosis_rank", "stages"]
+    assert list(schema["properties"]["stages"]["properties"]) == ["stage_1", "stage_2", "stage_3"]
+    assert "changed" not in schema["properties"]["stages"]["properties"]["stage_1"]["properties"]
+    text = grader_instructions(R, "differential", asked)
+    assert "diagnosis_rank" in text and "for each of the 3 answers" in text
+    assert "diagnosis_rank" not in grader_instructions(R, "differential")
+
+
+def _staged_answer() -> dict:
+    return {**grader_answer(), "diagnosis_rank": 2, "stages": {
+        "stage_1": {"leading_diagnosis": "CIS", "correct": False},
+        "stage_2": {"leading_diagnosis": "MS", "correct": True, "changed": True}}}
+
+
+def test_a_v2_answer_parses_with_its_rank_and_stages() -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    asked = Asked(rank=True, stages=2)
+    answer = _staged_answer()
+    jsonschema.validate(answer, output_json_schema(R, "rationale", asked))
+    out = parse_grader_output(R, answer, "rationale", asked)
+    assert out["diagnosis_rank"] == 2
+    assert out["stages"] == [{"leading_diagnosis": "CIS", "correct": False, "changed": False},
+                             {"leading_diagnosis": "MS", "correct": True, "changed": True}]
+    assert parse_grader_output(R, {**answer, "diagnosis_rank": None}, "rationale",
+                               asked)["diagnosis_rank"] is None
+
+
+@pytest.mark.parametrize(("change", "reason"), [
+    ({"diagnosis_rank": 0}, "diagnosis_rank"),
+    ({"diagnosis_rank": True}, "diagnosis_rank"),
+    ({"stages": {"stage_1": {"leading_diagnosis": "CIS", "correct": False}}}, "stage_2"),
+    ({"stages": {"stage_1": {"leading_diagnosis": "CIS", "correct": False, "changed": False},
+                 "stage_2": {"leading_diagnosis": "MS", "correct": True, "changed": True}}},
+     "stages.stage_1"),
+    ({"stages": {"stage_1": {"leading_diagnosis": " ", "correct": False},
+                 "stage_2": {"leading_diagnosis": "MS", "correct": True, "changed": True}}},
+     "leading_diagnosis"),
+    ({"stages": {"stage_1": {"leading_diagnosis": "CIS", "correct": "no"},
+                 "stage_2": {"leading_diagnosis": "MS", "correct": True, "changed": True}}},
+     "correct"),
+])
+def test_invalid_v2_answers_raise_value_error(change: dict, reason: str) -> None:
+    with pytest.raises(ValueError, match=reason):
+        parse_grader_output(R, _staged_answer() | change, "rationale", Asked(rank=True, stages=2))
+    with pytest.raises(ValueError, match="unexpected field"):  # v1 does not take them
+        parse_grader_output(R, _staged_answer(), "rationale")

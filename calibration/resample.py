@@ -1,0 +1,94 @@
+"""A group's mean with a 95% percentile bootstrap interval: over tasks for a model, over people
+and then their tasks for a human group.
+
+A model answers every task (several samples each): its estimate is the mean over tasks of a
+per-task value, and the interval resamples tasks (Efron & Tibshirani 1993, ch. 6 and 13).
+
+A human group is two-stage data, people and the tasks each answered (one answer per task): the
+estimate is the mean over people of each person's mean over their tasks, and the interval comes
+from the two-stage bootstrap that draws people with replacement and then, for every person
+drawn, that person's tasks with replacement (Davison & Hinkley 1997, sec. 3.8, strategy 2;
+Field & Welsh 2007, JRSS B 69:369-390), so it carries the spread between people as well as
+between tasks. The people of a group answer the same exam, a crossed design; redrawing tasks
+within each person treats task difficulty as varying per person, which can make the interval
+narrower than a crossed (pigeonhole) bootstrap would (Owen 2007, Ann. Appl. Stat. 1:386-411).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from calibration.agreement import bootstrap_weights, percentile_ci
+
+RESAMPLES = 2000
+DIGITS = 4
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A point estimate with its 95% interval (None where undefined)."""
+
+    value: float | None
+    ci: list[float] | None = None
+
+    @classmethod
+    def of(cls, value: float, resampled: np.ndarray) -> Estimate:
+        ci = percentile_ci(resampled)
+        return cls(round(float(value), DIGITS),
+                   None if ci is None else [round(q, DIGITS) for q in ci])
+
+
+NONE = Estimate(None)
+
+
+def over_tasks(per_task: np.ndarray, *, resamples: int = RESAMPLES, seed: int = 0) -> Estimate:
+    """The mean of per-task values, tasks resampled."""
+    per_task = np.asarray(per_task, dtype=float)
+    if per_task.size == 0:
+        return NONE
+    weights = bootstrap_weights(per_task.size, resamples, seed)
+    return Estimate.of(per_task.mean(), weights @ per_task / per_task.size)
+
+
+def two_level_weights(person: np.ndarray, *, resamples: int = RESAMPLES,
+                      seed: int = 0) -> np.ndarray:
+    """Resampling counts of the rows (one per answer), shape (resamples, rows): people drawn
+    with replacement, then for each person drawn as many rows of theirs with replacement as
+    they have. A person drawn k times gets k x n_p draws among their n_p rows (the sum of k
+    independent multinomials is one multinomial of the summed draws)."""
+    person = np.asarray(person)
+    _, unit = np.unique(person, return_inverse=True)
+    n_people = int(unit.max()) + 1 if unit.size else 0
+    rng = np.random.default_rng(seed)
+    copies = np.zeros((resamples, n_people), dtype=np.int64)
+    np.add.at(copies, (np.arange(resamples)[:, None],
+                       rng.integers(0, n_people, size=(resamples, n_people))), 1)
+    weights = np.zeros((resamples, person.size))
+    for p in range(n_people):
+        rows = np.flatnonzero(unit == p)
+        weights[:, rows] = rng.multinomial(copies[:, p] * rows.size,
+                                           np.full(rows.size, 1 / rows.size))
+    return weights
+
+
+def person_means(person: np.ndarray, values: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Per resample (a row of `weights`), the mean over people drawn of each one's mean:
+    sum over people of (their weighted row sum / their row count), over the number of people."""
+    person, values = np.asarray(person), np.asarray(values, dtype=float)
+    _, unit = np.unique(person, return_inverse=True)
+    n_rows = np.bincount(unit)
+    return (weights * (values / n_rows[unit])).sum(axis=1) / n_rows.size
+
+
+def over_people(person: np.ndarray, values: np.ndarray, *, resamples: int = RESAMPLES,
+                seed: int = 0) -> Estimate:
+    """The mean over people of each person's mean value, with the two-stage interval."""
+    values = np.asarray(values, dtype=float)
+    if values.size == 0:
+        return NONE
+    point = person_means(person, values, np.ones((1, values.size)))[0]
+    return Estimate.of(point, person_means(person, values,
+                                           two_level_weights(person, resamples=resamples,
+                                                             seed=seed)))
