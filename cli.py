@@ -421,6 +421,25 @@ def cmd_leaderboard(args: argparse.Namespace) -> None:
     print(pd.DataFrame(rows).to_string(index=False) if rows else "no graded responses")
 
 
+def cmd_results(args: argparse.Namespace) -> None:
+    from calibration import results
+    from calibration.leaderboard import parse_by
+    from calibration.results_export import as_text, export, prepare_out
+
+    by = parse_by(args.by)
+    if args.out:
+        prepare_out(Path(args.out))  # before anything is computed
+    with _study() as s:
+        res = results.build(s, config_id=args.config, by=by, ks=tuple(args.k),
+                            reveal=args.reveal, grader_only=args.grader_only)
+    if args.out:
+        from calibration.results_plots import all_figures
+
+        written = export(Path(args.out), res, all_figures(res))
+        print(f"nmb: wrote {len(written)} files to {args.out}", file=sys.stderr)
+    print(as_text(res, args.format))
+
+
 # --- the parser ----------------------------------------------------------------------------
 
 
@@ -604,6 +623,19 @@ def build_parser() -> argparse.ArgumentParser:
                     help="pass@k for these k (default 1)")
     lb.add_argument("--by", help="rows per family, level or family,level")
     lb.add_argument("--json", action="store_true")
+
+    rs = add("results", cmd_results, "the paper's tables: pass@k, top-k, rubric score per model, "
+             "human group, person and family x level cell; errors, revision, cost")
+    rs.add_argument("--config", type=int, help="the grader config whose grades count where no "
+                    "expert scored (default: the newest validated one)")
+    rs.add_argument("--by", default="family,level", help="cells: family, level or family,level "
+                    "(empty: overall only)")
+    rs.add_argument("--k", type=int, nargs="+", default=[1, 5], help="pass@k and top-k for these k")
+    rs.add_argument("--format", choices=["json", "md", "csv", "latex"], default="md")
+    rs.add_argument("--out", help="folder for results.html, .json, .md, .tex, CSVs and figures")
+    rs.add_argument("--reveal", action="store_true", help="people's names, not pseudonyms")
+    rs.add_argument("--grader-only", action="store_true",
+                    help="the grader's judgments everywhere (as the leaderboard shows them)")
 
     ag = add("agreement", cmd_agreement, "agreement statistics of a long-format CSV (item,rater,score)")
     ag.add_argument("file")

@@ -64,7 +64,7 @@ def parse_by(by: str | None) -> tuple[str, ...]:
 @dataclass
 class Cell:
     """One row of a results table: a model, a human group or one person, in one cell (`keys`:
-    family and/or level; empty for overall)."""
+    family and/or level, empty for overall; a person's also names their group as `role`)."""
 
     who: str
     group: str  # "model", "human" (a group of people) or "person"
@@ -109,14 +109,8 @@ class _Rows:
     def mean(self, value: Callable[[Judgment], float | None]) -> Estimate:
         """The row's estimate of a per-response value (responses where it is None left out)."""
         kept = [(j, v) for j in self.js if (v := value(j)) is not None]
-        if not self.by_person:
-            per_task: dict[str, list[float]] = defaultdict(list)
-            for j, v in kept:
-                per_task[j.task_id].append(v)
-            return resample.over_tasks(np.array([np.mean(v) for v in per_task.values()]))
-        people = [j.person if j.person is not None else f"#{i}" for i, (j, _) in enumerate(kept)]
-        return resample.over_people(np.array(people, dtype=object),
-                                    np.array([v for _, v in kept]))
+        return resample.group_mean([j.task_id for j, _ in kept], [v for _, v in kept],
+                                   [j.person for j, _ in kept] if self.by_person else None)
 
     def per_task(self, value: Callable[[list[Judgment]], float]) -> Estimate:
         """The mean over tasks of a per-task value (a model's pass@k), tasks resampled."""
@@ -160,10 +154,10 @@ def cells(rows: Iterable[Judgment], *, ks: tuple[int, ...] = (1,),
     groups: dict[tuple, list[Judgment]] = defaultdict(list)
     for j in rows:
         group = "model" if j.is_model else ("person" if people else "human")
+        keys = (("role", j.who),) if group == "person" else ()
         who = j.person if group == "person" and j.person is not None else j.who
-        groups[(group, who, tuple(getattr(j, k) for k in by))].append(j)
-    out = [_cell(who, group, dict(zip(by, cell, strict=True)), js, ks)
-           for (group, who, cell), js in groups.items()]
+        groups[(group, who, keys + tuple((k, getattr(j, k)) for k in by))].append(j)
+    out = [_cell(who, group, dict(keys), js, ks) for (group, who, keys), js in groups.items()]
     first = ks[0]
 
     def order(c: Cell) -> tuple:

@@ -11,7 +11,7 @@ import numpy as np  # noqa: E402
 from calibration.report import CalibrationData, Report  # noqa: E402
 
 
-def _png(fig) -> bytes:
+def png(fig) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
     plt.close(fig)
@@ -33,7 +33,7 @@ def scatter(data: CalibrationData) -> bytes:
     ax.set(xlim=(lo - 0.2, hi + 0.2), ylim=(lo - 0.2, hi + 0.2), xlabel="expert mean (points)",
            ylabel="grader (points)", title="Overall score")
     ax.legend(loc="upper left", frameon=False)
-    return _png(fig)
+    return png(fig)
 
 
 def bland_altman(data: CalibrationData, report: Report) -> bytes:
@@ -50,7 +50,7 @@ def bland_altman(data: CalibrationData, report: Report) -> bytes:
     ax.set(xlabel="mean of grader and experts (points)", ylabel="grader - experts (points)",
            title="Bland-Altman")
     ax.legend(frameon=False)
-    return _png(fig)
+    return png(fig)
 
 
 def tag_agreement(report: Report) -> bytes:
@@ -67,7 +67,7 @@ def tag_agreement(report: Report) -> bytes:
     ax.set(ylim=(min(0, *grader, *ceiling) - 0.05, 1), ylabel="Gwet's AC1",
            title="Error-class agreement")
     ax.legend(frameon=False, fontsize=8)
-    return _png(fig)
+    return png(fig)
 
 
 def ceiling(report: Report) -> bytes:
@@ -83,7 +83,7 @@ def ceiling(report: Report) -> bytes:
     ax.set_xticks(x, labels)
     ax.set(ylim=(0, 1), ylabel="Pearson r", title="Human ceiling")
     ax.legend(frameon=False, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2)
-    return _png(fig)
+    return png(fig)
 
 
 def all_figures(data: CalibrationData, report: Report) -> dict[str, bytes]:

@@ -16,6 +16,8 @@ narrower than a crossed (pigeonhole) bootstrap would (Owen 2007, Ann. Appl. Stat
 
 from __future__ import annotations
 
+from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,8 +36,10 @@ class Estimate:
     ci: list[float] | None = None
 
     @classmethod
-    def of(cls, value: float, resampled: np.ndarray) -> Estimate:
-        ci = percentile_ci(resampled)
+    def of(cls, value: float, resampled: np.ndarray, units: int = 2) -> Estimate:
+        """`value` and the percentile interval of its resamples; no interval from fewer than
+        two resampling units (one task, or one person, has no spread to resample)."""
+        ci = percentile_ci(resampled) if units >= 2 else None
         return cls(round(float(value), DIGITS),
                    None if ci is None else [round(q, DIGITS) for q in ci])
 
@@ -49,7 +53,7 @@ def over_tasks(per_task: np.ndarray, *, resamples: int = RESAMPLES, seed: int = 
     if per_task.size == 0:
         return NONE
     weights = bootstrap_weights(per_task.size, resamples, seed)
-    return Estimate.of(per_task.mean(), weights @ per_task / per_task.size)
+    return Estimate.of(per_task.mean(), weights @ per_task / per_task.size, per_task.size)
 
 
 def two_level_weights(person: np.ndarray, *, resamples: int = RESAMPLES,
@@ -91,4 +95,21 @@ def over_people(person: np.ndarray, values: np.ndarray, *, resamples: int = RESA
     point = person_means(person, values, np.ones((1, values.size)))[0]
     return Estimate.of(point, person_means(person, values,
                                            two_level_weights(person, resamples=resamples,
-                                                             seed=seed)))
+                                                             seed=seed)),
+                       len(set(person)))
+
+
+def group_mean(tasks: Sequence[str], values: Sequence[float],
+               people: Sequence[str | None] | None = None, *, resamples: int = RESAMPLES,
+               seed: int = 0) -> Estimate:
+    """A row's estimate of per-response values: without `people` (a model, or one person), the
+    mean over tasks of each task's mean (`over_tasks`); with them (a human group), the mean over
+    people of each person's mean (`over_people`; a response without a person is its own)."""
+    if people is None:
+        per_task: dict[str, list[float]] = defaultdict(list)
+        for task, v in zip(tasks, values, strict=True):
+            per_task[task].append(v)
+        return over_tasks(np.array([np.mean(v) for v in per_task.values()]),
+                          resamples=resamples, seed=seed)
+    who = np.array([p if p is not None else f"#{i}" for i, p in enumerate(people)], dtype=object)
+    return over_people(who, np.array(values, dtype=float), resamples=resamples, seed=seed)

@@ -160,6 +160,25 @@ def _scores(v: Any) -> str | None:
     return None
 
 
+USAGE_COUNTS = ("prompt_tokens", "completion_tokens", "images")
+
+
+def _usage(v: Any) -> str | None:
+    """What answering cost: token and image counts (integers >= 0), `cost_usd` (>= 0)."""
+    if not isinstance(v, dict) or not v:
+        return "is not an object with prompt_tokens, completion_tokens, images or cost_usd"
+    for key, x in v.items():
+        if key in USAGE_COUNTS:
+            if _integer(x) is not None or x < 0:
+                return f"has {key} {_show(x)}, not an integer >= 0"
+        elif key == "cost_usd":
+            if not _number(x) or x < 0:
+                return f"has cost_usd {_show(x)}, not a number >= 0"
+        else:
+            return f"has unknown field {_show(key)} (known: {', '.join(USAGE_COUNTS)}, cost_usd)"
+    return None
+
+
 def _object(v: Any) -> str | None:
     return None if isinstance(v, dict) else "is not an object"
 
@@ -209,6 +228,7 @@ RESPONSE_SPEC: Spec = {
     "sample": (True, _sample),
     "text": (True, _string()),
     "turns": (False, _string_list()),
+    "usage": (False, _usage),
 }
 
 
@@ -512,7 +532,7 @@ def _parse_responses(root: Path, tasks: dict[str, dict], problems: list[Problem]
             continue
         out.append({"response_id": obj["response_id"], "task_id": obj["task_id"],
                     "model": obj["model"], "sample": obj["sample"], "text": obj["text"],
-                    "turns": obj.get("turns")})
+                    "turns": obj.get("turns"), "usage": obj.get("usage")})
     return out
 
 

@@ -19,7 +19,15 @@ from pathlib import Path
 import nibabel as nib
 import numpy as np
 
-from demo.content import CASES, ERROR_TAGS, MODEL_PROFILES, MODEL_STYLES, TASKS, DemoTask
+from demo.content import (
+    CASES,
+    ERROR_TAGS,
+    MODEL_PROFILES,
+    MODEL_STYLES,
+    MODEL_USAGE,
+    TASKS,
+    DemoTask,
+)
 from demo.images import SYNTHETIC_DESCRIP, Canvas, load_template, render_case, save_series
 from errors import UserError
 
@@ -51,6 +59,7 @@ class _Written:
     response: dict[str, object]
     correct: bool
     tags: tuple[str, ...]
+    variant: str
 
 
 def _compose(task: DemoTask, key: str, style: str, rng: random.Random) -> tuple[str, list[str]]:
@@ -72,27 +81,50 @@ def _compose(task: DemoTask, key: str, style: str, rng: random.Random) -> tuple[
     return text, turns
 
 
-def _pick(task: DemoTask, model: str, rng: random.Random) -> str:
-    """A variant key drawn from the model's profile (correct answers in two phrasings)."""
-    kinds, weights = zip(*MODEL_PROFILES[model].items(), strict=True)
+def pick(profile: dict[str, float], rng: random.Random) -> str:
+    """A variant key drawn from a profile of answer kinds (correct answers in two phrasings)."""
+    kinds, weights = zip(*profile.items(), strict=True)
     kind = rng.choices(kinds, weights=weights)[0]
     if kind == "correct":
         return rng.choice(("correct", "correct_brief"))
     return kind
 
 
+def compose(task: DemoTask, key: str, styles: tuple[str, ...],
+            rng: random.Random) -> tuple[str, list[str]]:
+    """The text and stage answers of variant `key` in one of `styles`."""
+    return _compose(task, key, rng.choice(styles), rng)
+
+
+_CASE_RECORDS = {c.case_id: c for c in CASES}
+
+
+def _usage(task: DemoTask, model: str, text: str, turns: list[str]) -> dict[str, object]:
+    """Synthetic usage: one key slice per series shown, every turn resending the context, at
+    the fictional model's image tokens and prices (demo.content.MODEL_USAGE)."""
+    case, rate = _CASE_RECORDS[task.case_id], MODEL_USAGE[model]
+    images = len(case.sequences)
+    context = 400 + (len(case.ehr) + len(task.prompt)) // 4 + int(images * rate["image_tokens"])
+    prompt = sum(context + sum(len(s) for s in task.stages[:i]) // 4
+                 for i in range(1 + len(turns)))
+    completion = (len(text) + sum(len(x) for x in turns)) // 4
+    cost = (prompt * rate["input"] + completion * rate["output"]) / 1_000_000
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "images": images,
+            "cost_usd": round(cost, 6)}
+
+
 def _response(task: DemoTask, model: str, sample: int, key: str, rng: random.Random,
               response_id: str | None = None) -> _Written:
-    style = rng.choice(MODEL_STYLES[model])
-    text, turns = _compose(task, key, style, rng)
+    text, turns = compose(task, key, MODEL_STYLES[model], rng)
     rec: dict[str, object] = {
         "response_id": response_id or f"{task.task_id}-{model}-s{sample}",
         "task_id": task.task_id, "model": model, "sample": sample, "text": text,
     }
     if task.level == 3:
         rec["turns"] = turns
+    rec["usage"] = _usage(task, model, text, turns)
     v = task.variants[key]
-    return _Written(rec, v.correct, v.tags)
+    return _Written(rec, v.correct, v.tags, key)
 
 
 def _demo_written(seed: int) -> list[_Written]:
@@ -102,7 +134,7 @@ def _demo_written(seed: int) -> list[_Written]:
         for model in MODELS:
             for sample in range(SAMPLES_PER_MODEL):
                 rng = random.Random(f"{seed}|{task.task_id}|{model}|{sample}")
-                out.append(_response(task, model, sample, _pick(task, model, rng), rng))
+                out.append(_response(task, model, sample, pick(MODEL_PROFILES[model], rng), rng))
     # Guarantee coverage whatever the seed: overwrite a fixed slot for any missing class.
     per_task = len(MODELS) * SAMPLES_PER_MODEL
     for k, kind in enumerate(("correct", *ERROR_TAGS)):
@@ -117,14 +149,20 @@ def _demo_written(seed: int) -> list[_Written]:
     return out
 
 
-def demo_truth(seed: int = 0) -> dict[str, dict[str, object]]:
-    """For each demo response id: was it written to be correct, and which error classes it shows.
+def variant_truth(task: DemoTask, key: str) -> dict[str, object]:
+    """What variant `key` of `task` was written to be: correct or not, the error classes it
+    shows (neurology-v1 keys; a correct answer may still carry a grounding or hallucination
+    tag), and the variant itself."""
+    v = task.variants[key]
+    return {"correct": v.correct, "error_tags": [RUBRIC_TAGS[t] for t in v.tags],
+            "variant": key}
 
-    Tags are the error-class keys of the neurology-v1 rubric; a correct answer may still
-    carry a grounding or hallucination tag.
-    """
-    return {str(w.response["response_id"]): {"correct": w.correct,
-                                             "error_tags": [RUBRIC_TAGS[t] for t in w.tags]}
+
+def demo_truth(seed: int = 0) -> dict[str, dict[str, object]]:
+    """For each demo response id: `variant_truth` of the variant it was written from."""
+    tasks = {t.task_id: t for t in TASKS}
+    return {str(w.response["response_id"]): variant_truth(tasks[str(w.response["task_id"])],
+                                                          w.variant)
             for w in _demo_written(seed)}
 
 
@@ -285,7 +323,7 @@ def write_scale_bundle(dest: Path, *, n_cases: int = 120, n_sequences: int = 3,
             model = MODELS[(r // len(tasks)) % len(MODELS)]
             sample = r // (len(tasks) * len(MODELS))
             prng = random.Random(f"{seed}|scale|{r}")
-            written = _response(task, model, sample, _pick(task, model, prng), prng,
+            written = _response(task, model, sample, pick(MODEL_PROFILES[model], prng), prng,
                                 response_id=f"{task_id}-{model}-s{sample}")
             yield {**written.response, "task_id": task_id}
 

@@ -1165,3 +1165,69 @@ MODEL_STYLES: dict[str, tuple[str, ...]] = {
     "nimbus-vision-pro": ("impression", "prose"),
     "aurora-vl-7b": ("prose", "structured"),
 }
+
+# What a fictional model spends per answer: tokens per image shown and an invented price in USD
+# per 1M input / output tokens (not any real system's).
+MODEL_USAGE: dict[str, dict[str, float]] = {
+    "meridian-med-2": {"image_tokens": 1105, "input": 2.0, "output": 8.0},
+    "cortex-lm-34b": {"image_tokens": 256, "input": 0.3, "output": 0.6},
+    "nimbus-vision-pro": {"image_tokens": 1700, "input": 3.0, "output": 12.0},
+    "aurora-vl-7b": {"image_tokens": 576, "input": 0.1, "output": 0.2},
+}
+
+# Synthetic exam takers: a mix of answer variants per role (students err more in reasoning and
+# knowledge, physicians less); each person's share of correct answers is scaled by a skill.
+HUMAN_PROFILES: dict[str, dict[str, float]] = {
+    "student": {"correct": 0.45, "reasoning": 0.2, "knowledge": 0.2, "perceptual": 0.1,
+                "grounding": 0.05},
+    "physician": {"correct": 0.7, "reasoning": 0.1, "knowledge": 0.05, "perceptual": 0.1,
+                  "grounding": 0.05},
+}
+HUMAN_SKILLS: dict[str, tuple[float, ...]] = {
+    "student": (0.7, 0.85, 1.0, 1.1, 1.25),
+    "physician": (0.8, 0.95, 1.05, 1.2),
+}
+
+# The rank of the reference diagnosis in a differential answer of each variant (None: absent),
+# as the synthetic grader reports it.
+VARIANT_RANKS: dict[str, int | None] = {
+    "correct": 1, "correct_brief": 1, "reasoning": 2, "knowledge": 3, "grounding": 2,
+    "perceptual": None, "hallucination": None,
+}
+
+# The leading answer of each level-3 variant at each stage (first answer, then after each
+# revealed stage) and whether it matches the reference answer, read off the texts above.
+_F, _T = False, True
+STAGE_ANSWERS: dict[str, dict[str, tuple[tuple[str, bool], ...]]] = {
+    "syn-t04": {  # reference: multiple sclerosis (once the CSF bands substitute for DIT)
+        "correct": (("CIS", _F), ("CIS", _F), ("relapsing-remitting MS", _T)),
+        "correct_brief": (("CIS", _F), ("CIS", _F), ("MS", _T)),
+        "perceptual": (("CIS", _F), ("CIS", _F), ("CIS", _F)),
+        "reasoning": (("possible MS", _F), ("MS", _T), ("MS", _T)),
+        "knowledge": (("CIS", _F), ("CIS", _F), ("CIS", _F)),
+        "grounding": (("relapsing-remitting MS", _T), ("MS", _T), ("MS", _T)),
+        "hallucination": (("CIS", _F), ("CIS", _F), ("MS", _T)),
+    },
+    "syn-t06": {  # reference: HSV-1 encephalitis
+        "correct": (("HSV encephalitis", _T),) * 4,
+        "correct_brief": (("HSV encephalitis", _T),) * 4,
+        "perceptual": (("septic encephalopathy", _F), ("focal encephalitis", _F),
+                       ("viral encephalitis", _F), ("HSV-1 encephalitis", _T)),
+        "reasoning": (("HSV encephalitis", _T), ("HSV encephalitis", _T), ("glioma", _F),
+                      ("HSV encephalitis", _T)),
+        "knowledge": (("HSV encephalitis", _T),) * 4,
+        "grounding": (("HSV encephalitis", _T),) * 4,
+        "hallucination": (("HSV encephalitis", _T),) * 4,
+    },
+    "syn-t09": {  # reference: CADASIL
+        "correct": (("CADASIL", _T),) * 3,
+        "correct_brief": (("CADASIL", _T),) * 3,
+        "perceptual": (("sporadic small-vessel disease", _F),) * 3,
+        "reasoning": (("multiple sclerosis", _F),) * 3,
+        "knowledge": (("hypertensive small-vessel disease", _F), ("CADASIL", _T),
+                      ("CARASIL", _F)),
+        "grounding": (("CADASIL", _T),) * 3,
+        "hallucination": (("hereditary CAA", _F), ("hereditary CAA", _F),
+                          ("CAA or CADASIL", _F)),
+    },
+}

@@ -37,7 +37,10 @@ from db.rubrics import ensure_rubric
 from db.scoring import record_submission
 from db.users import add_user
 from demo.bundle import demo_truth, write_demo_bundle
+from demo.content import STAGE_ANSWERS, VARIANT_RANKS
+from demo.exam_takers import take_exam
 from rubric import Rubric
+from rubric.render import Asked
 
 DEMO_PASSWORD = "demo"
 DEMO_USERS = [("demo-admin", "admin"), ("demo-expert1", "expert"), ("demo-expert2", "expert"),
@@ -79,10 +82,11 @@ def _demo_study(s: Session, seed: int) -> None:
     for name, role in DEMO_USERS:
         if s.exec(select(User).where(User.name == name)).first() is None:
             add_user(s, name=name, role=role, password=DEMO_PASSWORD, demo=True, actor="demo")
-    s.merge(Setting(key="demo", value="1"))
     rubric = ensure_rubric(s, "neurology-v1", actor="demo")
-    ensure_exam(s, name=DEMO_EXAM, actor="demo")
+    exam = ensure_exam(s, name=DEMO_EXAM, actor="demo")
     s.flush()
+    truth = {**demo_truth(seed), **take_exam(s, exam=exam, password=DEMO_PASSWORD, seed=seed)}
+    s.merge(Setting(key="demo", value="1"))
     if s.exec(select(Assignment)).first() is not None:
         return
     n = min(CALIBRATION_ITEMS, len(s.exec(select(Response.response_id)).all()))
@@ -92,8 +96,8 @@ def _demo_study(s: Session, seed: int) -> None:
     assign(s, rubric_hash=rubric.content_hash, raters=EXPERTS, overlap=3,
            selection="calibration", seed=seed, actor="demo")
     s.flush()
-    _synthetic_expert_scores(s, rubric, seed)
-    _synthetic_grader_run(s, rubric, seed)
+    _synthetic_expert_scores(s, rubric, truth, seed)
+    _synthetic_grader_run(s, rubric, truth, seed)
     record(s, "demo.load", actor="demo")
 
 
@@ -109,8 +113,8 @@ def synthetic_levels(
             for c in rubric.applicable_criteria(family)}
 
 
-def _synthetic_expert_scores(s: Session, rubric: Rubric, seed: int) -> None:
-    truth = demo_truth(seed)
+def _synthetic_expert_scores(s: Session, rubric: Rubric, truth: dict[str, dict],
+                             seed: int) -> None:
     raters = {u.name: u for u in s.exec(select(User).where(User.name.in_(EXPERTS)))}
     rows = s.exec(select(Assignment, Task.family)
                   .join(Response, Response.response_id == Assignment.response_id)
@@ -135,13 +139,26 @@ def _synthetic_expert_scores(s: Session, rubric: Rubric, seed: int) -> None:
                           active_seconds=float(rng.integers(60, 300)))
 
 
-def _synthetic_grader_run(s: Session, rubric: Rubric, seed: int) -> None:
+def synthetic_extras(task: Task, variant: str, asked: Asked) -> dict:
+    """The differential rank and stage judgments the synthetic grader reports for an answer
+    written from `variant` (demo.content.VARIANT_RANKS, STAGE_ANSWERS), where `asked`."""
+    out: dict = {"diagnosis_rank": VARIANT_RANKS[variant] if asked.rank else None,
+                 "stages": None}
+    if asked.stages:
+        answers = STAGE_ANSWERS[task.task_id][variant]
+        out["stages"] = [{"leading_diagnosis": label, "correct": correct,
+                          "changed": i > 0 and label != answers[i - 1][0]}
+                         for i, (label, correct) in enumerate(answers)]
+    return out
+
+
+def _synthetic_grader_run(s: Session, rubric: Rubric, truth: dict[str, dict],
+                          seed: int) -> None:
     """A recorded grader run whose grades are synthesized (no model was called), each filed
     under the hash of the request the config would have sent, as a real run files it."""
     config = store_config(s, GraderSettings(
         model=DEMO_GRADER_MODEL, base_url="synthetic://demo", rubric=rubric.id,
         name="Synthetic demo grader (no model was called)"), actor="demo")
-    truth = demo_truth(seed)
     rows = s.exec(select(Response, Task).join(Task, Task.task_id == Response.task_id)
                   .order_by(Response.response_id)).all()
     cases = {c.case_id: c for c in s.exec(select(Case))}
@@ -153,7 +170,7 @@ def _synthetic_grader_run(s: Session, rubric: Rubric, seed: int) -> None:
         rid, family = response.response_id, task.family
         request = grade_request(config, rubric, task, cases[task.case_id], response)
         rng = np.random.default_rng([seed, 7, int.from_bytes(rid.encode()[-4:], "big")])
-        t = truth.get(rid, {"correct": True, "error_tags": []})
+        t = truth.get(rid, {"correct": True, "error_tags": [], "variant": "correct"})
         tags = [tag for tag in t["error_tags"] if rng.random() > 0.2]
         criteria = synthetic_levels(rubric, family, bool(t["correct"]), tags, rng, noise=0.5)
         clean = rubric.validate_score({"criteria": criteria, "correct_diagnosis": t["correct"],
@@ -163,5 +180,5 @@ def _synthetic_grader_run(s: Session, rubric: Rubric, seed: int) -> None:
             config_id=config.id, response_id=rid, run_id=run.id, request_hash=request.request_hash,
             criteria=clean["criteria"], correct_diagnosis=clean["correct_diagnosis"],
             error_tags=clean["error_tags"], overall=clean["overall"],
-            justification=SYNTHETIC_GRADE,
+            **synthetic_extras(task, t["variant"], request.asked), justification=SYNTHETIC_GRADE,
             model_returned=DEMO_GRADER_MODEL, system_fingerprint="synthetic"))

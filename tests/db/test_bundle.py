@@ -288,3 +288,5 @@ def test_the_documented_example_is_valid(tmp_path: Path) -> None:
         write_image(tmp_path / "cases" / "c001" / image)
     with validate_bundle(tmp_path) as vb:
         assert (len(vb.cases), len(vb.series), len(vb.tasks), len(vb.responses)) == (1, 2, 3, 2)
+        assert vb.responses[0]["usage"] == {"prompt_tokens": 1830, "completion_tokens": 41,
+                                            "images": 2}

@@ -297,6 +297,12 @@ CORPUS: dict[str, Malformed] = {
         _resp(3, _set(task_id="t99")), ("responses.jsonl:3", 't99')),
     "response_turns_count": Malformed(
         _resp(5, _set(turns=["only one"])), ("responses.jsonl:5", "turns", "2 stages")),
+    "response_usage_negative_tokens": Malformed(
+        _resp(1, _set(usage={"prompt_tokens": -3})), ("responses.jsonl:1", "prompt_tokens -3")),
+    "response_usage_unknown_field": Malformed(
+        _resp(2, _set(usage={"images": 2, "tokens": 9})), ("responses.jsonl:2", '"tokens"')),
+    "response_usage_cost_text": Malformed(
+        _resp(3, _set(usage={"cost_usd": "0.1"})), ("responses.jsonl:3", 'cost_usd "0.1"')),
     "response_not_utf8": Malformed(
         lambda r: (r / "responses.jsonl").write_bytes(
             (r / "responses.jsonl").read_bytes() + b'{"text": "caf\xe9"}\n'),

@@ -1,0 +1,75 @@
+"""/results: the study's results as a paper reports them (admin)."""
+
+import pandas as pd
+import streamlit as st
+
+from calibration import results
+from calibration.grader import config_labels
+from calibration.judgments import default_config
+from calibration.results_export import as_text, render_html
+from calibration.results_plots import all_figures
+from calibration.results_tables import fmt, tables
+from db.engine import database_url, session
+from errors import UserError
+from ui.auth import require_role
+
+user = require_role("admin")
+st.title("Results")
+
+BY = {"family,level": "family x level", "family": "family", "level": "level", "": "overall only"}
+
+
+@st.cache_data(max_entries=16, show_spinner="Computing the results…")
+def cached(database: str, config_id: int, by: str, ks: tuple, reveal: bool, grader_only: bool,
+           key: tuple) -> tuple[results.Results, dict[str, bytes]]:
+    with session() as s:
+        res = results.build(s, config_id=config_id, by=tuple(b for b in by.split(",") if b),
+                            ks=ks, reveal=reveal, grader_only=grader_only)
+    return res, all_figures(res)
+
+
+with session() as s:
+    graders = config_labels(s)
+    try:
+        default = default_config(s, None).id
+    except UserError as e:
+        st.info(str(e))
+        st.stop()
+c1, c2, c3 = st.columns(3)
+config_id = c1.selectbox("Grader config", list(graders), format_func=graders.get,
+                         index=list(graders).index(default))
+by = c2.selectbox("Cells", list(BY), format_func=BY.get)
+ks = tuple(sorted(c3.multiselect("pass@k and top-k", [1, 3, 5, 10], default=[1, 5]))) or (1,)
+c1, c2 = st.columns(2)
+grader_only = c1.toggle("The grader's judgments only (as the leaderboard)", value=False)
+reveal = c2.toggle("Show people's names (not pseudonyms)", value=False)
+with session() as s:  # closed before the cached function opens its own (SQLite write lock)
+    key = results.results_key(s, config_id=config_id)
+res, figures = cached(database_url(), config_id, by, ks, reveal, grader_only, key)
+
+for flag in res.flags:
+    st.warning(flag)
+st.caption(f"Judgments: {res.judged_by}. {res.sources['experts']} responses decided by the "
+           f"experts' consensus (ties: {res.expert_ties}, counted not correct), "
+           f"{res.sources['grader']} by the grader, {res.unjudged} not judged. Intervals: 95% "
+           "percentile bootstrap over tasks; for human groups over people, then their tasks "
+           "(docs/results.md).")
+ts = tables(res)
+for t in ts:
+    st.subheader(t.title)
+    st.dataframe(pd.DataFrame([[fmt(v) for v in row] for row in t.rows], columns=t.header),
+                 hide_index=True)
+    if t.note:
+        st.caption(t.note)
+st.subheader("Figures")
+for name, data in figures.items():
+    st.image(data, caption=name.replace("_", " "))
+st.subheader("Download")
+cols = st.columns(5)
+for col, (label, fmt_, mime, ext) in zip(cols, (
+        ("JSON", "json", "application/json", "json"), ("Markdown", "md", "text/markdown", "md"),
+        ("LaTeX", "latex", "application/x-tex", "tex"), ("CSV (cells)", "csv", "text/csv", "csv")),
+        strict=False):
+    col.download_button(label, as_text(res, fmt_, ts), file_name=f"results.{ext}", mime=mime)
+cols[4].download_button("HTML report", render_html(res, figures, ts), file_name="results.html",
+                        mime="text/html")

@@ -1,0 +1,36 @@
+"""The Results page on the demo study: admins only, every table, pseudonyms unless revealed."""
+
+from pathlib import Path
+
+from sqlmodel import select
+
+from db.engine import session
+from db.models import User
+from tests.apptest import page, page_payload
+from ui.auth import LoggedIn
+
+
+def _login(name: str) -> LoggedIn:
+    with session() as s:
+        u = s.exec(select(User).where(User.name == name)).one()
+    return LoggedIn(id=u.id, name=u.name, role=u.role, demo=u.demo)
+
+
+def test_results_page_shows_every_table_to_admins_only(demo_study: Path) -> None:
+    at = page("pages/results.py", _login("demo-admin")).run(timeout=120)
+    assert not at.exception, at.exception
+    assert [s.value for s in at.subheader][:7] == [
+        "Overall, per model and human group", "pass@1 per family x level",
+        "Per family x level", "One row per person", "Error classes among wrong responses",
+        "Revision on multi-turn (level-3) tasks", "Cost and size per model, and the grader's cost"]
+    overall = at.dataframe[0].value
+    assert set(overall["group"]) == {"model", "human"} and len(overall) == 6
+    assert any("synthetic demo exam takers" in w.value for w in at.warning)
+    people = at.dataframe[3].value
+    assert len(people) == 9 and people["person"].str.startswith("user-").all()
+    assert "synthetic-student-1" not in page_payload(at)
+    at.toggle[1].set_value(True).run(timeout=120)  # reveal
+    assert "synthetic-student-1" in set(at.dataframe[3].value["person"])
+
+    student = page("pages/results.py", _login("demo-student")).run()
+    assert [e.value for e in student.error] == ["You do not have access to this page."]
