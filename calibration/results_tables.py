@@ -3,7 +3,8 @@
 `tables(results)` is the one place that decides what each table shows; every format, the page
 and the HTML report render those tables. An `Estimate` cell reads "0.600 [0.517, 0.700]" (the
 95% interval in brackets); in CSV it becomes three columns (value, low, high) so a script can
-read it. Text from the study (model names, people's names) is escaped for each format.
+read it. Text from the study (model names, people's names) is escaped for each format (in CSV,
+a leading formula character is defused).
 """
 
 from __future__ import annotations
@@ -142,6 +143,14 @@ def markdown(ts: list[Table], results: Results) -> str:
     return "\n".join(out) + "\n"
 
 
+def _csv_cell(v: Any) -> Any:
+    """Text that a spreadsheet would run as a formula gets a leading apostrophe (OWASP, CSV
+    injection): model names come from bundles."""
+    if v is None:
+        return ""
+    return "'" + v if isinstance(v, str) and v[:1] in ("=", "+", "-", "@", "\t", "\r") else v
+
+
 def csv_text(t: Table) -> str:
     """One table as CSV; each estimate as value, low, high."""
     estimate = [any(isinstance(row[i], Estimate) for row in t.rows) for i in range(len(t.header))]
@@ -159,12 +168,13 @@ def csv_text(t: Table) -> str:
                 cells += [e.value, *(e.ci or [None, None])]
             else:
                 cells.append(v)
-        w.writerow(["" if v is None else v for v in cells])
+        w.writerow([_csv_cell(v) for v in cells])
     return buf.getvalue()
 
 
 _TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-        "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+        "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+        "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}"}
 
 
 def _tex(text: str) -> str:

@@ -215,3 +215,32 @@ def test_demo_results_tell_the_whole_story(demo_study: Path, tmp_path: Path) -> 
         bad = _nmb("results", *args)
         assert bad.returncode == 2 and bad.stderr.startswith(message), bad.stderr
         assert len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_every_format_renders_text_from_a_bundle_as_text(sqlite_url: str) -> None:
+    from calibration.results_export import as_text, render_html
+    from calibration.results_tables import tables
+    from db.models import GraderRun
+
+    hostile = "=1+2|<img src=x>_$\\textbf{x}"
+    with Session(engine_for(sqlite_url)) as s:
+        make_study(s, n_tasks=3, experts=0)
+        config = store_config(s, GraderSettings(model="test-grader-2024-01-01"))
+        run = GraderRun(config_id=config.id, items="all")
+        s.add(run)
+        s.flush()
+        for r in s.exec(select(Response)).all():
+            r.model = hostile if r.model == "model-alpha" else r.model
+            s.add(GraderScore(config_id=config.id, response_id=r.response_id, run_id=run.id,
+                              request_hash="x", criteria={}, correct_diagnosis=True,
+                              error_tags=[], overall=0.5))
+        s.commit()
+        res = results.build(s, config_id=config.id)
+    ts = tables(res)
+    md, tex, csv = (as_text(res, f, ts) for f in ("md", "latex", "csv"))
+    page = render_html(res, {}, ts)
+    assert hostile not in md and "=1+2\\|\\<img src=x\\>\\_$\\\\textbf{x}" in md
+    assert "<img src=x>" not in page and "&lt;img src=x&gt;" in page
+    assert (r"=1+2\textbar{}\textless{}img src=x\textgreater{}\_\$\textbackslash{}textbf\{x\}"
+            in tex)
+    assert "'=1+2|<img src=x>" in csv and "\n=1+2" not in csv
