@@ -17,8 +17,9 @@ narrower than a crossed (pigeonhole) bootstrap would (Owen 2007, Ann. Appl. Stat
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -47,33 +48,50 @@ class Estimate:
 NONE = Estimate(None)
 
 
+@lru_cache(maxsize=16)
+def _task_weights(n: int, resamples: int, seed: int) -> np.ndarray:
+    """`bootstrap_weights` shared by every measure of the same number of tasks (read-only)."""
+    weights = bootstrap_weights(n, resamples, seed)
+    weights.flags.writeable = False
+    return weights
+
+
 def over_tasks(per_task: np.ndarray, *, resamples: int = RESAMPLES, seed: int = 0) -> Estimate:
     """The mean of per-task values, tasks resampled."""
     per_task = np.asarray(per_task, dtype=float)
     if per_task.size == 0:
         return NONE
-    weights = bootstrap_weights(per_task.size, resamples, seed)
+    weights = _task_weights(per_task.size, resamples, seed)
     return Estimate.of(per_task.mean(), weights @ per_task / per_task.size, per_task.size)
+
+
+def _two_level_draws(person: np.ndarray, resamples: int,
+                     seed: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """For each person, their rows and the rows' resampling counts (resamples, n_p): people
+    drawn with replacement, then, for each person drawn, as many of their rows as they have,
+    with replacement (a person drawn k times gets k x n_p draws among their n_p rows)."""
+    _, unit = np.unique(np.asarray(person), return_inverse=True)
+    n_people = int(unit.max()) + 1 if unit.size else 0
+    rng = np.random.default_rng(seed)
+    picks = rng.integers(0, n_people, size=(resamples, n_people))
+    picks += (np.arange(resamples) * n_people)[:, None]  # row b counts in b*P .. b*P+P-1
+    copies = np.bincount(picks.ravel(), minlength=resamples * n_people).reshape(
+        resamples, n_people)
+    for p in range(n_people):
+        rows = np.flatnonzero(unit == p)
+        which = np.repeat(np.arange(resamples), copies[:, p] * rows.size) * rows.size
+        which += rng.integers(0, rows.size, size=which.size)
+        yield rows, np.bincount(which, minlength=resamples * rows.size).reshape(resamples,
+                                                                                rows.size)
 
 
 def two_level_weights(person: np.ndarray, *, resamples: int = RESAMPLES,
                       seed: int = 0) -> np.ndarray:
-    """Resampling counts of the rows (one per answer), shape (resamples, rows): people drawn
-    with replacement, then for each person drawn as many rows of theirs with replacement as
-    they have. A person drawn k times gets k x n_p draws among their n_p rows (the sum of k
-    independent multinomials is one multinomial of the summed draws)."""
-    person = np.asarray(person)
-    _, unit = np.unique(person, return_inverse=True)
-    n_people = int(unit.max()) + 1 if unit.size else 0
-    rng = np.random.default_rng(seed)
-    copies = np.zeros((resamples, n_people), dtype=np.int64)
-    np.add.at(copies, (np.arange(resamples)[:, None],
-                       rng.integers(0, n_people, size=(resamples, n_people))), 1)
-    weights = np.zeros((resamples, person.size))
-    for p in range(n_people):
-        rows = np.flatnonzero(unit == p)
-        weights[:, rows] = rng.multinomial(copies[:, p] * rows.size,
-                                           np.full(rows.size, 1 / rows.size))
+    """Resampling counts of the rows (one per answer), shape (resamples, rows), of the
+    two-stage bootstrap (`_two_level_draws`)."""
+    weights = np.zeros((resamples, np.asarray(person).size))
+    for rows, counts in _two_level_draws(person, resamples, seed):
+        weights[:, rows] = counts
     return weights
 
 
@@ -83,20 +101,22 @@ def person_means(person: np.ndarray, values: np.ndarray, weights: np.ndarray) ->
     person, values = np.asarray(person), np.asarray(values, dtype=float)
     _, unit = np.unique(person, return_inverse=True)
     n_rows = np.bincount(unit)
-    return (weights * (values / n_rows[unit])).sum(axis=1) / n_rows.size
+    return weights @ (values / n_rows[unit]) / n_rows.size
 
 
 def over_people(person: np.ndarray, values: np.ndarray, *, resamples: int = RESAMPLES,
                 seed: int = 0) -> Estimate:
-    """The mean over people of each person's mean value, with the two-stage interval."""
+    """The mean over people of each person's mean value, with the two-stage interval
+    (`person_means` of `two_level_weights`, a person at a time)."""
     values = np.asarray(values, dtype=float)
     if values.size == 0:
         return NONE
+    n_people = len(set(person))
+    resampled = np.zeros(resamples)
+    for rows, counts in _two_level_draws(person, resamples, seed):
+        resampled += counts @ values[rows] / rows.size
     point = person_means(person, values, np.ones((1, values.size)))[0]
-    return Estimate.of(point, person_means(person, values,
-                                           two_level_weights(person, resamples=resamples,
-                                                             seed=seed)),
-                       len(set(person)))
+    return Estimate.of(point, resampled / n_people, n_people)
 
 
 def group_mean(tasks: Sequence[str], values: Sequence[float],
@@ -109,7 +129,7 @@ def group_mean(tasks: Sequence[str], values: Sequence[float],
         per_task: dict[str, list[float]] = defaultdict(list)
         for task, v in zip(tasks, values, strict=True):
             per_task[task].append(v)
-        return over_tasks(np.array([np.mean(v) for v in per_task.values()]),
+        return over_tasks(np.array([sum(v) / len(v) for v in per_task.values()]),
                           resamples=resamples, seed=seed)
     who = np.array([p if p is not None else f"#{i}" for i, p in enumerate(people)], dtype=object)
     return over_people(who, np.array(values, dtype=float), resamples=resamples, seed=seed)

@@ -8,6 +8,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
+from calibration.agreement import percentile_ci
 from calibration.error_distribution import UNTAGGED, allocation, error_rows, shares
 from calibration.judgments import ABSENT, EXPERTS, GRADER, Judgment, consensus
 from calibration.leaderboard import cells, top_k
@@ -55,6 +56,14 @@ def test_two_level_bootstrap_matches_its_exact_distribution() -> None:
     tv = 0.5 * sum(abs(exact[k] - empirical[k] / drawn.size) for k in exact | empirical)
     assert tv < 0.02  # total variation distance between the sampled and exact distributions
     assert drawn.mean() == pytest.approx(sum(k * p for k, p in exact.items()), abs=0.01)
+
+
+def test_the_human_interval_is_the_two_level_bootstrap_of_person_means() -> None:
+    person = np.array(["a", "a", "b", "c", "c", "c"])
+    values = np.array([1.0, 0.0, 1.0, 0.2, 0.4, 0.9])
+    drawn = person_means(person, values, two_level_weights(person, resamples=500, seed=2))
+    est = over_people(person, values, resamples=500, seed=2)
+    assert est.ci == [round(q, 4) for q in percentile_ci(drawn)]
 
 
 def test_the_human_estimate_is_the_mean_of_person_means() -> None:
