@@ -357,8 +357,7 @@ def grade(
 
 async def _batches(client, rubric: Rubric, work: list[GradeItem], store, **options) -> None:
     """One Batch API job per output schema (task family, and what the request asks for)."""
-    for family, asked in sorted({(w.family, w.asked) for w in work},
-                                key=lambda k: (k[0], k[1].rank, k[1].stages)):
+    for family, asked in sorted({(w.family, w.asked) for w in work}):
         group = [w for w in work if (w.family, w.asked) == (family, asked)]
         results = await run_batch(
             client, {w.response_id: w.request for w in group},

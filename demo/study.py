@@ -139,7 +139,7 @@ def _synthetic_expert_scores(s: Session, rubric: Rubric, truth: dict[str, dict],
                           active_seconds=float(rng.integers(60, 300)))
 
 
-def synthetic_extras(task: Task, variant: str, asked: Asked) -> dict:
+def _synthetic_extras(task: Task, variant: str, asked: Asked) -> dict:
     """The differential rank and stage judgments the synthetic grader reports for an answer
     written from `variant` (demo.content.VARIANT_RANKS, STAGE_ANSWERS), where `asked`."""
     out: dict = {"diagnosis_rank": VARIANT_RANKS[variant] if asked.rank else None,
@@ -180,5 +180,5 @@ def _synthetic_grader_run(s: Session, rubric: Rubric, truth: dict[str, dict],
             config_id=config.id, response_id=rid, run_id=run.id, request_hash=request.request_hash,
             criteria=clean["criteria"], correct_diagnosis=clean["correct_diagnosis"],
             error_tags=clean["error_tags"], overall=clean["overall"],
-            **synthetic_extras(task, t["variant"], request.asked), justification=SYNTHETIC_GRADE,
+            **_synthetic_extras(task, t["variant"], request.asked), justification=SYNTHETIC_GRADE,
             model_returned=DEMO_GRADER_MODEL, system_fingerprint="synthetic"))

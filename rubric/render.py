@@ -27,7 +27,7 @@ MAX_RANK = 10  # ranks beyond the tenth entry of a differential are reported as 
 RANKED_FAMILY = "differential"  # the family whose task asks for a ranked differential
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, order=True)
 class Asked:
     """What one grading request asks for beyond the rubric's score: the rank of the reference
     diagnosis in the differential, and `stages` stage judgments (0: none)."""
