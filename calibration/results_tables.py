@@ -4,7 +4,7 @@
 and the HTML report render those tables. An `Estimate` cell reads "0.600 [0.517, 0.700]" (the
 95% interval in brackets); in CSV it becomes three columns (value, low, high) so a script can
 read it. Text from the study (model names, people's names) is escaped for each format (in CSV,
-a leading formula character is defused).
+text a spreadsheet would run as a formula is quoted, as `nmb export` does).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from calibration.leaderboard import Cell
 from calibration.resample import Estimate
 from calibration.results import Results
 from calibration.revision import MEASURES
+from db.export import neutralise
 
 SOURCE_COLUMNS = ["from experts", "from grader"]
 
@@ -143,14 +144,6 @@ def markdown(ts: list[Table], results: Results) -> str:
     return "\n".join(out) + "\n"
 
 
-def _csv_cell(v: Any) -> Any:
-    """Text that a spreadsheet would run as a formula gets a leading apostrophe (OWASP, CSV
-    injection): model names come from bundles."""
-    if v is None:
-        return ""
-    return "'" + v if isinstance(v, str) and v[:1] in ("=", "+", "-", "@", "\t", "\r") else v
-
-
 def csv_text(t: Table) -> str:
     """One table as CSV; each estimate as value, low, high."""
     estimate = [any(isinstance(row[i], Estimate) for row in t.rows) for i in range(len(t.header))]
@@ -168,7 +161,7 @@ def csv_text(t: Table) -> str:
                 cells += [e.value, *(e.ci or [None, None])]
             else:
                 cells.append(v)
-        w.writerow([_csv_cell(v) for v in cells])
+        w.writerow(["" if v is None else neutralise(v) for v in cells])
     return buf.getvalue()
 
 
