@@ -2,12 +2,14 @@
 the grader's USD per graded response.
 
 A response's usage is what its bundle gave (`usage`: prompt_tokens, completion_tokens, images,
-cost_usd; docs/bundle-format.md). Its cost is `cost_usd` when given, else the tokens priced by
-`calibration/prices.toml` when the model is in that table, else unknown (never 0). Means are
-over the responses where the value is known, and each row says how many those are. A model's
-cost per task is its mean cost per response times its responses per task (the samples drawn for
-pass@k each cost a response). The grader's cost per graded response is the mean over its grades
-whose request was sent and priced (answers from the cache cost nothing again).
+cost_usd; docs/bundle-format.md) or, for a response `nmb collect` obtained, what its collection
+recorded (tokens over its turns, the images shown, the cost). Its cost is `cost_usd` when
+given, else the tokens priced by `calibration/prices.toml` when the model is in that table,
+else unknown (never 0). Means are over the responses where the value is known, and each row
+says how many those are. A model's cost per task is its mean cost per response times its
+responses per task (the samples drawn for pass@k each cost a response). The grader's cost per
+graded response is the mean over its grades whose request was sent and priced (answers from the
+cache cost nothing again).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from dataclasses import dataclass
 from sqlmodel import Session, select
 
 from calibration.llm import estimate_cost, load_prices
-from db.models import GraderScore, Response
+from db.models import CollectedResponse, GraderScore, Response
 
 DIGITS = 6
 
@@ -62,13 +64,24 @@ def response_cost(model: str | None, usage: dict | None, prices: dict) -> float 
     return None
 
 
+def collected_usage(c: CollectedResponse) -> dict:
+    """A collected response's provenance as a usage."""
+    usage = {"prompt_tokens": c.prompt_tokens, "completion_tokens": c.completion_tokens,
+             "images": len(c.image_sha256 or [])}
+    return usage if c.cost_usd is None else {**usage, "cost_usd": c.cost_usd}
+
+
 def model_costs(s: Session, prices: dict | None = None) -> list[ModelCost]:
     """One row per model that has responses, by name."""
     prices = load_prices() if prices is None else prices
     by_model: dict[str, list[tuple[str, dict | None]]] = defaultdict(list)
-    for model, task_id, usage in s.exec(select(Response.model, Response.task_id, Response.usage)
-                                        .where(Response.source == "model")):
-        by_model[model].append((task_id, usage))
+    for model, task_id, usage, collected in s.exec(
+            select(Response.model, Response.task_id, Response.usage, CollectedResponse)
+            .join(CollectedResponse, CollectedResponse.response_id == Response.response_id,
+                  isouter=True)
+            .where(Response.source == "model")):
+        by_model[model].append(
+            (task_id, usage or (collected_usage(collected) if collected else None)))
     out = []
     for model, rows in sorted(by_model.items()):
         usages = [u for _, u in rows if u]

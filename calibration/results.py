@@ -32,6 +32,7 @@ from calibration.judgments import (
 from calibration.leaderboard import Cell, cells
 from calibration.revision import RevisionRow, revision_rows
 from db.models import ExpertScore, GraderRun, Response, User
+from db.response_flags import held
 from db.rubrics import rubric_by_hash
 from rubric.render import PROMPT_V1
 
@@ -73,6 +74,9 @@ def _flags(s: Session, config, validated: bool) -> list[str]:
         flags.append("synthetic demo expert scores")
     if s.exec(select(Response).join(User, User.id == Response.user_id).where(User.demo)).first():
         flags.append("synthetic demo exam takers (students and physicians)")
+    if waiting := len(held(s)):
+        flags.append(f"{waiting} responses name a model and await an admin's review (judged as "
+                     "redacted; a changed text drops their grades)")
     return flags
 
 

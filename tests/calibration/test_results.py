@@ -19,7 +19,14 @@ from calibration.leaderboard import leaderboard
 from calibration.package import freeze, grade_responses, summary, verify
 from db.assignments import assign
 from db.engine import engine_for
-from db.models import Assignment, GraderScore, Response, Task
+from db.models import (
+    Assignment,
+    CollectedResponse,
+    CollectionRun,
+    GraderScore,
+    Response,
+    Task,
+)
 from db.rubrics import ensure_rubric
 from db.scoring import submit
 from errors import UserError
@@ -150,13 +157,23 @@ def test_cost_from_usage_or_the_price_table(sqlite_url: str) -> None:
                              {"prompt_tokens": 100}, None), strict=True):
             r.usage = usage
             s.add(r)
+        run = CollectionRun(model="model-beta", settings={}, template_version="t",
+                            template_hash="h")
+        s.add(run)
+        s.flush()
+        s.add(CollectedResponse(response_id="r0-model-beta-0", run_id=run.id, template_version="t",
+                                template_hash="h", request_hashes=["x"],
+                                image_sha256=["a", "b", "c"], prompt_tokens=200,
+                                completion_tokens=20, cost_usd=0.004))
         s.commit()
         alpha, beta = model_costs(s, prices)
     assert (alpha.model, alpha.responses, alpha.tasks, alpha.with_usage, alpha.priced) == (
         "model-alpha", 4, 2, 3, 2)
     assert (alpha.images, alpha.prompt_tokens, alpha.cost_per_response) == (3.0, 100.0, 0.02)
     assert alpha.cost_per_task == 0.04  # two responses per task
-    assert (beta.with_usage, beta.cost_per_response, beta.cost_per_task) == (0, None, None)
+    # model-beta: one response collected by nmb collect (its provenance is its usage)
+    assert (beta.with_usage, beta.images, beta.prompt_tokens) == (1, 3.0, 200.0)
+    assert (beta.cost_per_response, beta.cost_per_task) == (0.004, 0.008)
 
 
 def _nmb(*args: str) -> subprocess.CompletedProcess:
