@@ -3,7 +3,7 @@
 Additive only: grades made before prompt nmb-grader-2 keep `diagnosis_rank` and `stages` NULL
 (top-k and revision measures are then unknown for them); responses without `usage` keep NULL.
 
-Revision ID: 0009
+Revision ID: 0006
 Revises: 0005
 Create Date: 2026-12-03 09:00:00.000000
 """
@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = '0009'
+revision: str = '0006'
 down_revision: str | None = '0005'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
