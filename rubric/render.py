@@ -18,7 +18,7 @@ from typing import Any
 
 from errors import UserError
 from rubric.schema import Rubric
-from rubric.scoring import validate_score
+from rubric.scoring import MissingFields, validate_score
 
 GRADER_FIELDS = ("justification", "criteria", "correct_diagnosis", "error_tags")
 PROMPT_V1, PROMPT_V2 = "nmb-grader-1", "nmb-grader-2"
@@ -368,6 +368,8 @@ def parse_grader_output(rubric: Rubric, data: Any, family: str,
     }
     try:
         clean = validate_score(rubric, score, family=family, require_confidence=False)
+    except MissingFields as exc:  # the grader answers in field keys, not in the form's words
+        raise ValueError(f"missing: {', '.join(exc.fields)}") from None
     except UserError as exc:
         raise ValueError(str(exc)) from None
     if asked.rank:

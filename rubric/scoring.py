@@ -25,6 +25,45 @@ if TYPE_CHECKING:
 SCORE_FIELDS = ("criteria", "correct_diagnosis", "error_tags", "comment", "confidence", "overall")
 
 
+class MissingFields(UserError):
+    """Every field a rater still has to answer, each in the rubric's own words.
+
+    `fields` maps a form field ("criteria.<key>", "correct_diagnosis", "comment",
+    "confidence") to its message, in form order, so the form can show each next to its field.
+    """
+
+    def __init__(self, fields: dict[str, str]) -> None:
+        self.fields = fields
+        super().__init__("Still to answer: " + "; ".join(fields.values()))
+
+
+def missing_fields(
+    rubric: Rubric, score: dict[str, Any], *, family: str, require_confidence: bool | None = None
+) -> dict[str, str]:
+    """The unanswered fields of `score` (see `MissingFields`); wrong values are not checked."""
+    out: dict[str, str] = {}
+    criteria = score.get("criteria")
+    if isinstance(criteria, dict):
+        for c in rubric.applicable_criteria(family):
+            if c.key not in criteria:
+                out[f"criteria.{c.key}"] = f"“{c.name}”: choose a level" + (
+                    " or N/A" if c.na_allowed else "")
+    if score.get("correct_diagnosis") is None:
+        out["correct_diagnosis"] = f"“{rubric.correct_diagnosis.question}”: answer Yes or No"
+    tags = score.get("error_tags") or []
+    comment = score.get("comment") or ""
+    rule = rubric.comment.required_when
+    if isinstance(comment, str) and not comment.strip() and (
+            rule == "always" or (rule == "any_error_tag" and tags)):
+        why = "always required" if rule == "always" else "required when an error class is chosen"
+        out["comment"] = f"“{rubric.comment.prompt}”: {why}"
+    conf = rubric.confidence
+    required = conf.required if require_confidence is None else require_confidence
+    if score.get("confidence") is None and required:
+        out["confidence"] = f"“{conf.question}”: choose {conf.min}-{conf.max}"
+    return out
+
+
 def check_criteria(
     rubric: Rubric, criteria: Any, family: str
 ) -> dict[str, int | None]:
@@ -102,11 +141,12 @@ def validate_score(
             raise UserError(f"score.{key}: unknown field (expected {', '.join(SCORE_FIELDS)})")
     if "criteria" not in score:
         raise UserError("criteria: missing")
+    if missing := missing_fields(rubric, score, family=family,
+                                 require_confidence=require_confidence):
+        raise MissingFields(missing)
     criteria = check_criteria(rubric, score["criteria"], family)
 
-    if "correct_diagnosis" not in score or score["correct_diagnosis"] is None:
-        raise UserError(f"correct_diagnosis: missing ({rubric.correct_diagnosis.question})")
-    correct = score["correct_diagnosis"]
+    correct = score["correct_diagnosis"]  # present: missing_fields checked
     if not isinstance(correct, bool):
         raise UserError(f"correct_diagnosis: expected true or false, got {correct!r}")
 
@@ -125,19 +165,11 @@ def validate_score(
     if not isinstance(comment, str):
         raise UserError(f"comment: expected text, got {comment!r}")
     comment = comment.strip()
-    rule = rubric.comment.required_when
-    if not comment and (rule == "always" or (rule == "any_error_tag" and error_tags)):
-        why = "a comment is always required" if rule == "always" else (
-            f"error tags are set ({', '.join(error_tags)})"
-        )
-        raise UserError(f"comment: required because {why}")
 
     confidence = score.get("confidence")
     conf = rubric.confidence
-    if confidence is None:
-        required = conf.required if require_confidence is None else require_confidence
-        if required:
-            raise UserError(f"confidence: missing (choose {conf.min}-{conf.max})")
+    if confidence is None:  # allowed: a required one is in missing_fields
+        pass
     elif isinstance(confidence, bool) or not isinstance(confidence, int):
         raise UserError(f"confidence: expected an integer {conf.min}-{conf.max}, got {confidence!r}")
     elif not conf.min <= confidence <= conf.max:

@@ -10,6 +10,7 @@ from typing import Any
 import streamlit as st
 
 from rubric.render import FormSpec
+from ui.plain_text import escape_markdown
 
 NA = "N/A"
 
@@ -53,11 +54,21 @@ def current_values(prefix: str, spec: FormSpec) -> dict[str, Any]:
     }
 
 
+def _still_missing(missing: dict[str, str], field: str, answered: bool) -> None:
+    """The message of a field a failed Submit named, under it, until it is answered."""
+    if field in missing and not answered:
+        st.error(escape_markdown(missing[field]), icon=":material/arrow_upward:")
+
+
 def rubric_form(
-    prefix: str, spec: FormSpec, values: dict[str, Any], on_change: Callable[[dict], None]
+    prefix: str, spec: FormSpec, values: dict[str, Any], on_change: Callable[[dict], None],
+    missing: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Draw the form (seeded with `values`) and return what it holds now."""
+    """Draw the form (seeded with `values`) and return what it holds now; `missing`
+    (`rubric.scoring.MissingFields.fields`) puts each message under its field."""
     _seed_state(prefix, spec, values)
+    missing = missing or {}
+    state = st.session_state
 
     def changed() -> None:
         on_change(current_values(prefix, spec))
@@ -68,8 +79,10 @@ def rubric_form(
         captions = [text for _, text in c.anchors] + ([c.na_rule or ""] if c.na_allowed else [])
         st.radio(c.name, options, index=None, key=_key(prefix, c.key), captions=captions,
                  help=c.description, on_change=changed)
+        _still_missing(missing, f"criteria.{c.key}", state.get(_key(prefix, c.key)) is not None)
     st.radio(spec.judgment_question, ["Yes", "No"], index=None, horizontal=True,
              key=_key(prefix, "correct"), help=spec.judgment_help, on_change=changed)
+    _still_missing(missing, "correct_diagnosis", state.get(_key(prefix, "correct")) is not None)
     names = {t.key: t.name for t in spec.tags}
     st.multiselect(
         "Error classes", [t.key for t in spec.tags], key=_key(prefix, "tags"),
@@ -80,8 +93,10 @@ def rubric_form(
         spec.comment_required_when == "any_error_tag" and st.session_state.get(_key(prefix, "tags")))
     st.text_area(spec.comment_prompt + (" (required)" if required else ""),
                  key=_key(prefix, "comment"), on_change=changed)
+    _still_missing(missing, "comment", bool((state.get(_key(prefix, "comment")) or "").strip()))
     labels = dict(spec.confidence)
     st.radio(spec.confidence_question, list(labels), index=None, horizontal=True,
              format_func=lambda v: f"{v} · {labels[v]}", key=_key(prefix, "confidence"),
              on_change=changed)
+    _still_missing(missing, "confidence", state.get(_key(prefix, "confidence")) is not None)
     return current_values(prefix, spec)

@@ -4,6 +4,7 @@ import pytest
 
 from errors import UserError
 from rubric import load_rubric
+from rubric.scoring import MissingFields
 
 R = load_rubric("neurology-v1")
 
@@ -68,8 +69,9 @@ def test_level_must_be_an_integer(level: object) -> None:
 def test_missing_unknown_and_inapplicable_criteria() -> None:
     score = differential_score()
     del score["criteria"]["coherence"]
-    with pytest.raises(UserError, match="criteria.coherence: missing"):
+    with pytest.raises(MissingFields, match="Still to answer: “Coherence") as e:
         R.validate_score(score, family="differential")
+    assert list(e.value.fields) == ["criteria.coherence"]
     score = differential_score()
     score["criteria"]["empathy"] = 3
     with pytest.raises(UserError, match="criteria.empathy: unknown criterion"):
@@ -111,9 +113,9 @@ def test_error_tags_known_and_deduplicated_in_rubric_order() -> None:
 
 
 def test_comment_required_when_a_tag_is_set() -> None:
-    with pytest.raises(UserError, match="comment: required because error tags are set"):
+    with pytest.raises(MissingFields, match="required when an error class is chosen"):
         R.validate_score(differential_score(error_tags=["knowledge_gap"]), family="differential")
-    with pytest.raises(UserError, match="comment: required"):
+    with pytest.raises(MissingFields, match="required when an error class is chosen"):
         R.validate_score(
             differential_score(error_tags=["knowledge_gap"], comment="   "), family="differential"
         )
@@ -121,7 +123,7 @@ def test_comment_required_when_a_tag_is_set() -> None:
 
 
 def test_judgment_confidence_and_unknown_fields() -> None:
-    with pytest.raises(UserError, match="correct_diagnosis: missing"):
+    with pytest.raises(MissingFields, match="answer Yes or No"):
         R.validate_score(differential_score(correct_diagnosis=None), family="differential")
     with pytest.raises(UserError, match="correct_diagnosis: expected true or false, got 'yes'"):
         R.validate_score(differential_score(correct_diagnosis="yes"), family="differential")
@@ -133,3 +135,16 @@ def test_judgment_confidence_and_unknown_fields() -> None:
         R.validate_score(differential_score(score=3), family="differential")
     with pytest.raises(UserError, match="family: unknown task family 'ddx'"):
         R.validate_score(differential_score(), family="ddx")
+
+
+def test_a_blank_form_names_every_missing_field_in_the_rubrics_words() -> None:
+    family = "differential"
+    with pytest.raises(MissingFields) as e:
+        R.validate_score({"criteria": {}, "error_tags": ["knowledge_gap"]}, family=family)
+    applicable = R.applicable_criteria(family)
+    assert list(e.value.fields) == [f"criteria.{c.key}" for c in applicable] + [
+        "correct_diagnosis", "comment"]
+    for c in applicable:
+        assert c.name in str(e.value)
+    assert R.correct_diagnosis.question in str(e.value)
+    assert R.comment.prompt in str(e.value)

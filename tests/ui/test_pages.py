@@ -7,7 +7,8 @@ from sqlmodel import select
 
 from db.engine import session
 from db.models import Case, GraderScore, Response, User
-from db.scoring import queue
+from db.rubrics import rubric_by_hash
+from db.scoring import load_item, queue
 from demo.bundle import MODELS
 from tests.apptest import page, page_payload
 from ui.auth import LoggedIn
@@ -51,6 +52,28 @@ def test_scoring_page_saves_a_draft_on_change(demo_study: Path) -> None:
     assert again.text_area[0].value == "first impressions"
 
 
+def test_submitting_a_blank_form_names_every_missing_field_next_to_it(demo_study: Path) -> None:
+    expert = _login("demo-expert1")
+    at = page("pages/score.py", expert).run()
+    aid = at.session_state["score_current"]
+    with session() as s:
+        item = load_item(s, rater_id=expert.id, assignment_id=aid)
+        rubric = rubric_by_hash(s, item.rubric_hash)
+    next(b for b in at.button if b.label == "Submit").click().run()
+    assert not at.exception
+    errors = [e.value for e in at.error]
+    criteria = rubric.applicable_criteria(item.family)
+    for c in criteria:  # one message per field, in the rubric's words, next to the field
+        assert sum(c.name in e for e in errors) == 2, (c.name, errors)  # and in the summary
+    assert any(rubric.correct_diagnosis.question in e for e in errors)
+    assert any(e.startswith("Still to answer") for e in errors)
+    first = at.radio(key=f"a{aid}-{criteria[0].key}")
+    first.set_value(first.options[0]).run()  # answered: its message goes
+    assert sum(criteria[0].name in e.value for e in at.error) == 0, [e.value for e in at.error]
+    with session() as s:
+        assert load_item(s, rater_id=expert.id, assignment_id=aid).status != "submitted"
+
+
 def test_exam_page_hides_reference_and_other_answers(demo_study: Path) -> None:
     student = _login("demo-student")
     with session() as s:
@@ -66,6 +89,8 @@ def test_exam_page_hides_reference_and_other_answers(demo_study: Path) -> None:
     assert reopened.text_area[0].value == "Left MCA infarct."
     next(b for b in at.button if b.label == "Record answer").click().run()
     assert not at.exception
+    assert any(m.value.startswith("Answer recorded for task 1") for m in at.success)
+    at.selectbox(key="exam_task").set_value(0).run()  # the page moved on to the next task
     assert "Left MCA infarct." in page_payload(at)
 
 
