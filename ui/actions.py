@@ -26,3 +26,15 @@ def run_write(write: Callable[[Session], str]) -> None:
 def show_error(e: UserError) -> None:
     """A user's mistake as one error line; its message may quote typed or imported values."""
     st.error(escape_markdown(str(e)))
+
+
+def scroll_to_top() -> None:
+    """Scroll the page back to its top once this run has drawn (the next item opens at its
+    beginning, not where the rater left the previous one). The counter makes each call a new
+    element, so the browser runs it again."""
+    n = st.session_state["_scroll_to_top"] = st.session_state.get("_scroll_to_top", 0) + 1
+    st.html(
+        f"<script>/* {n} */ setTimeout(() => {{ for (const el of document.querySelectorAll("
+        "'[data-testid=\"stMain\"], [data-testid=\"stAppViewContainer\"]')) el.scrollTo(0, 0);"
+        " window.scrollTo(0, 0); }, 50);</script>",
+        unsafe_allow_javascript=True)
