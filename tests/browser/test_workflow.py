@@ -2,7 +2,9 @@
 item after Submit opens at its top with a confirmation, a finished queue says so, and a
 multi-turn exam task labels its stages "Stage k of n" in order and asks before finishing."""
 
+import re
 import shutil
+import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,11 +19,33 @@ MAIN = '[data-testid="stMain"]'
 
 
 @pytest.fixture(scope="module")
-def url(demo_template: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def home(demo_template: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     home = tmp_path_factory.mktemp("workflow-home")
     shutil.copytree(demo_template, home, dirs_exist_ok=True)
+    return home
+
+
+@pytest.fixture(scope="module")
+def url(home: Path) -> Iterator[str]:
     with streamlit_app(home) as u:
         yield u
+
+
+def _draft(home: Path) -> str | None:
+    db = sqlite3.connect(home / "study.db")
+    try:
+        rows = db.execute("SELECT drafts FROM examattempt").fetchall()
+        return " ".join(str(r[0]) for r in rows)
+    finally:
+        db.close()
+
+
+def _count(home: Path, sql: str) -> int:
+    db = sqlite3.connect(home / "study.db")
+    try:
+        return db.execute(sql).fetchone()[0]
+    finally:
+        db.close()
 
 
 def _until(condition, what: str, timeout: float = 30.0) -> None:
@@ -55,4 +79,48 @@ def test_a_finished_queue_says_so(browser, url) -> None:
     page = browser.new_page()
     login(page, url, "demo-expert2")  # the demo completes every other expert's queue
     page.get_by_text("your queue is complete").wait_for(timeout=30_000)
+    page.close()
+
+
+def test_an_exam_labels_stages_in_order_and_asks_before_finishing(browser, url, home) -> None:
+    page = browser.new_page(viewport={"width": 1600, "height": 1000})
+    login(page, url, "demo-physician")
+    page.get_by_role("button", name="Record answer").wait_for(timeout=30_000)
+    answers = "SELECT count(*) FROM stageanswer"
+    multi_turn_seen = False
+    for n in range(200):
+        record = page.get_by_role("button", name="Record answer")
+        finish = page.get_by_role("button", name="Finish the exam")
+        record.or_(finish).first.wait_for(timeout=30_000)
+        if record.count() == 0:
+            break
+        before = _count(home, answers)
+        progress = re.search(r"\d+ of \d+ tasks answered", page.locator(MAIN).inner_text())[0]
+        typed = f"answer {n} -> plain"
+        box = page.locator("textarea").first
+        box.fill(typed)
+        box.press("Control+Enter")  # commits the text (and saves it as a draft)
+        _until(lambda: typed in (_draft(home) or ""), "the draft saved")  # noqa: B023
+        record.click()
+        _until(lambda: _count(home, answers) > before, "the answer recorded")  # noqa: B023
+
+        def redrawn() -> bool:
+            main = page.locator(MAIN).inner_text()
+            return typed in main or progress not in main  # noqa: B023
+
+        _until(redrawn, "the page redrawn after the answer")
+        main = page.locator(MAIN).inner_text()
+        labels = [int(k) for k, _ in re.findall(r"Stage (\d+) of (\d+)", main)]
+        if typed in main:  # a stage of a multi-turn task: its answer shown as typed
+            multi_turn_seen = True
+            assert labels == sorted(labels) and labels[0] == 1 and len(labels) > 1, labels
+            assert "Answer recorded for task" in main
+    assert multi_turn_seen, f"no multi-turn task met in {n} answers"
+    page.get_by_role("button", name="Finish the exam").click()
+    page.get_by_text("Finish the exam now?").wait_for(timeout=30_000)
+    finished = "SELECT count(*) FROM examattempt WHERE finished_at IS NOT NULL"
+    assert _count(home, finished) == 0  # asked first: nothing finished yet
+    page.get_by_role("button", name="Yes, finish the exam").click()
+    page.get_by_text("You have finished this exam").wait_for(timeout=30_000)
+    assert _count(home, finished) == 1
     page.close()
