@@ -1,4 +1,5 @@
 VENV := .venv
+PORT ?= 8501
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
@@ -15,7 +16,7 @@ $(STAMP): pyproject.toml
 run: install
 	$(VENV)/bin/nmb db upgrade
 	$(VENV)/bin/nmb demo --if-empty
-	$(VENV)/bin/streamlit run app.py --server.address 127.0.0.1 --server.port 8501 --server.headless true
+	$(VENV)/bin/streamlit run app.py --server.address 127.0.0.1 --server.port $(PORT) --server.headless true
 
 test: install
 	$(VENV)/bin/python -m pytest -q
