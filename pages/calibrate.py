@@ -22,6 +22,7 @@ from db.models import utcnow
 from errors import UserError
 from ui.auth import require_role
 from ui.calibration_report import report_section, revoke_section
+from ui.run_outcome import run_outcome
 
 user = require_role("admin")
 st.title("Grader calibration")
@@ -106,8 +107,9 @@ with grader_tab:
                 out = grade(s, config_id=config_id, items=items or "calibration",
                             concurrency=int(concurrency), api_key=api_key(), actor=user.name,
                             progress=lambda d, n: bar.progress(d / max(n, 1), text=f"{d}/{n}"))
-            st.success(f"Run {out.run_id}: {out.graded} graded ({out.from_cache} from cache), "
-                       f"{out.failed} failed; ${out.cost_usd:.4f}.")
+            show = getattr(st, run_outcome(out.graded, out.failed))
+            show(f"Run {out.run_id}: {out.graded} graded ({out.from_cache} from cache), "
+                 f"{out.failed} failed; ${out.cost_usd:.4f}.")
         except UserError as e:
             st.error(str(e))
     with session() as s:
