@@ -141,7 +141,8 @@ def test_calibrate_page_runs_the_grader_against_a_local_server(demo_study: Path)
         assert any("items to grade" in m.value for m in at.markdown), "no cost estimate shown"
         next(b for b in at.button if b.label == "Run grader").click().run(timeout=120)
         assert not at.exception, at.exception
-        assert any("graded" in m.value for m in at.success), [e.value for e in at.error]
+        # one item failed, the others were graded: shown as a warning, not a success
+        assert any("graded" in m.value for m in at.warning), [e.value for e in at.error]
         assert 0 < len(srv.chat_requests()) <= 120  # identical requests are sent once
         with session() as s:
             failed = s.exec(select(GraderFailure).where(GraderFailure.config_id == config.id)).all()
