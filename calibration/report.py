@@ -263,9 +263,15 @@ class Report:
         return rows
 
 
+def _r_interval(p: dict[str, Any]) -> list[float | None] | None:
+    """The bootstrap interval of r where one was computed, else Fisher's z interval."""
+    boot = p.get("ci95_bootstrap")
+    return boot if boot and None not in boot else p.get("ci95_fisher")
+
+
 def _stat_row(name: str, res: dict[str, Any]) -> StatRow:
     ba, p = res["bland_altman"], res["pearson"]
-    return StatRow(name, res["n_items"], p["r"], p.get("ci95_bootstrap") or p.get("ci95_fisher"),
+    return StatRow(name, res["n_items"], p["r"], _r_interval(p),
                    (res["icc"].get("ICC2") or {}).get("icc"),
                    res["krippendorff_alpha"].get("interval"), res.get("weighted_kappa_linear"),
                    res["weighted_kappa"], ba["bias"],
@@ -340,7 +346,7 @@ def build(data: CalibrationData, *, config_id: int, part: str, gate: Gate,
     criteria = {k: compare_to_experts(cg, ce, bootstrap=0, **options)
                 for k, (cg, ce) in data.criteria.items()}
     p = overall["pearson"]
-    checks = _gate(gate, overall, p.get("ci95_bootstrap") or p.get("ci95_fisher"),
+    checks = _gate(gate, overall, _r_interval(p),
                    st.alt_test_min_items)
     passed = all(c.passed for c in checks if c.required)
     return Report(

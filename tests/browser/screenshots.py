@@ -2,7 +2,7 @@
 
 `make screenshots` (or `.venv/bin/python -m tests.browser.screenshots [OUT_DIR]`, default
 `docs/img`): loads the synthetic demo into a temporary NMB_HOME, starts Streamlit on a loopback
-port, logs in as `demo-admin`, computes the held-out calibration report on `/calibrate` and
+port, logs in as `demo-admin`, takes the grader's held-out look on `/calibrate` and
 saves `calibrate.png` (the top 1500 px). No patient data: the demo is synthetic and says so.
 `score.png` and `exam.png` were taken by hand from the same demo.
 """
@@ -34,7 +34,7 @@ def take(out: Path) -> Path:
             login(page, url, "demo-admin")
             page.get_by_role("link", name="Grader calibration").click()
             page.get_by_role("tab", name="Calibration report").click(timeout=60_000)
-            page.get_by_role("button", name="Compute report").click(timeout=60_000)
+            page.get_by_role("button", name="Take the held-out look").click(timeout=60_000)
             page.get_by_text("gate passed").wait_for(timeout=180_000)
             page.get_by_text("alpha, experts + grader").first.wait_for(state="attached",
                                                                        timeout=60_000)
