@@ -14,11 +14,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import math
-import urllib.parse
 from dataclasses import asdict, dataclass
 from functools import cached_property
 from typing import Any
 
+from calibration.request import check_base_url
 from db.models import Case, Task
 from errors import UserError
 from imaging.key_slices import RENDER_VERSION
@@ -91,23 +91,6 @@ def image_parts(images: list[KeyImage]) -> list[dict]:
 
 
 # ---------------------------------------------------------------- settings
-
-
-def check_base_url(url: str | None) -> None:
-    """Refuse a base URL that is not http(s)://host[:port][/path] or that holds credentials or
-    blanks, in one line naming it."""
-    if url is None:
-        return
-    try:
-        parts = urllib.parse.urlsplit(url)
-        port = parts.port  # raises for a port out of range or not a number
-    except ValueError as e:
-        raise UserError(f"--base-url {url!r} is not a URL: {e}") from None
-    if parts.scheme not in ("http", "https") or not parts.hostname or port == 0:
-        raise UserError(f"--base-url {url!r}: expected http:// or https:// and a host, "
-                        "e.g. http://127.0.0.1:8000/v1")
-    if parts.username is not None or any(c.isspace() or not c.isprintable() for c in url):
-        raise UserError(f"--base-url {url!r}: no credentials, blanks or control characters")
 
 
 def _count(name: str, value: Any, most: int) -> None:
