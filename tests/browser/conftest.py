@@ -33,7 +33,7 @@ def streamlit_app(home: Path) -> Iterator[str]:
     env = {**os.environ, "NMB_HOME": str(home)}
     env.pop("NMB_DATABASE_URL", None)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1",
+        [sys.executable, "-m", "streamlit", "run", "serve.py", "--server.address", "127.0.0.1",
          "--server.port", str(port), "--server.headless", "true",
          "--browser.gatherUsageStats", "false"],
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
