@@ -1,4 +1,5 @@
-"""AppTest of the case panel: a synthetic two-series case renders, and the slider moves both."""
+"""AppTest of the case panel: the in-browser viewer receives labels and volume URLs only; the
+PNG viewer (static mode, the fallback) renders a two-series case and its slider moves both."""
 
 from pathlib import Path
 
@@ -7,19 +8,26 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.apptest import viewer_args
+from ui.case_panel import NO_WEBGL2_KEY, VIEWER_MODE_KEY
+from ui.volume_server import browser_copy
+
 
 def _app(t1: str, flair: str) -> None:
     from pathlib import Path
 
+    import streamlit as st
+
     from ui.case_panel import case_panel
 
-    case_panel(
+    with case_panel(
         key="case",
         title="Case 1",
         ehr="**History**: 54-year-old with progressive memory complaints.",
         scores={"MMSE": 24.0, "MoCA": 19.0},
         series=[("T1", Path(t1)), ("FLAIR", Path(flair))],
-    )
+    ):
+        st.button("Submit")
 
 
 @pytest.fixture
@@ -41,8 +49,52 @@ def _images(at: AppTest) -> list[tuple[str, str]]:
     return [(img.url, img.caption) for element in at.get("image") for img in element.proto.imgs]
 
 
-def test_case_panel_renders_both_series_and_slider_moves_them(two_series):
+def _static(*paths: Path) -> AppTest:
+    at = AppTest.from_function(_app, args=tuple(str(p) for p in paths), default_timeout=30)
+    at.session_state[VIEWER_MODE_KEY] = "Static"
+    return at
+
+
+def test_viewer_receives_labels_and_urls_of_served_copies_only(two_series, tmp_path):
     at = AppTest.from_function(_app, args=tuple(str(p) for p in two_series), default_timeout=30)
+    at.run()
+    assert not at.exception
+    assert not _images(at) and not at.slider  # no PNG viewer beside it
+    [args] = viewer_args(at)
+    assert set(args) == {"series", "masks", "height", "key", "default"}
+    assert [s["label"] for s in args["series"]] == ["T1", "FLAIR"] and args["masks"] == []
+    for s, path in zip(args["series"], two_series, strict=True):
+        assert set(s) == {"label", "url"}
+        sha = s["url"].removeprefix("/nmb/volumes/").removesuffix(".nii")
+        copy = browser_copy(sha)  # what the route serves for this URL
+        assert np.array_equal(nib.load(copy).get_fdata(), nib.load(path).get_fdata())
+    assert "memory complaints" in " ".join(md.value for md in at.markdown)
+    at.button[0].click().run()  # a rerun (a rubric click) sends the same few strings again
+    assert viewer_args(at) == [args]
+
+
+def test_missing_series_is_reported_and_the_others_still_reach_the_viewer(two_series, tmp_path):
+    at = AppTest.from_function(_app, args=(str(two_series[0]), str(tmp_path / "gone.nii.gz")),
+                               default_timeout=30)
+    at.run()
+    assert not at.exception
+    assert "FLAIR" in at.error[0].value
+    assert [s["label"] for s in viewer_args(at)[0]["series"]] == ["T1"]
+    assert [b.label for b in at.button] == ["Submit"]
+
+
+def test_without_webgl2_the_png_viewer_is_used_and_the_page_says_so(two_series):
+    at = AppTest.from_function(_app, args=tuple(str(p) for p in two_series), default_timeout=30)
+    at.session_state[NO_WEBGL2_KEY] = True
+    at.run()
+    assert not at.exception
+    assert viewer_args(at) == []
+    assert "WebGL2" in at.info[0].value
+    assert [caption for _, caption in _images(at)] == ["T1 · axial 13/24", "FLAIR · axial 7/12"]
+
+
+def test_case_panel_renders_both_series_and_slider_moves_them(two_series):
+    at = _static(*two_series)
     at.run()
     assert not at.exception
     before = _images(at)
@@ -66,7 +118,7 @@ def test_case_panel_renders_both_series_and_slider_moves_them(two_series):
 def test_unreadable_series_is_reported_and_others_still_show(two_series, tmp_path):
     broken = tmp_path / "broken.nii.gz"
     broken.write_bytes(b"not an image")
-    at = AppTest.from_function(_app, args=(str(two_series[0]), str(broken)), default_timeout=30)
+    at = _static(two_series[0], broken)
     at.run()
     assert not at.exception
     assert [caption for _, caption in _images(at)] == ["T1 · axial 13/24"]
