@@ -24,7 +24,7 @@ test: install
 bench: install
 	$(VENV)/bin/python -m benchmarks
 
-screenshots: install  # docs/img/calibrate.png from the running demo (needs /usr/bin/chromium)
+screenshots: install  # docs/img/{score,exam,calibrate}.png from the running demo (needs /usr/bin/chromium)
 	$(VENV)/bin/python -m tests.browser.screenshots
 
 lint: install

@@ -16,6 +16,8 @@ from tests.services import free_port, require
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("NMB_CHROMIUM", "/usr/bin/chromium")
+#: Chromium with software WebGL2 (SwiftShader), for the in-browser volume viewer.
+SOFTWARE_WEBGL = ["--no-sandbox", "--use-angle=swiftshader", "--enable-unsafe-swiftshader"]
 
 
 @pytest.fixture(scope="session")

@@ -22,30 +22,31 @@ import pytest
 from PIL import Image
 from playwright.sync_api import Error as PlaywrightError
 
-from tests.browser.conftest import CHROMIUM, login
+from tests.browser.conftest import CHROMIUM, SOFTWARE_WEBGL, login
 from tests.services import require
 
 pytestmark = pytest.mark.browser
 
-SOFTWARE_WEBGL = ["--no-sandbox", "--use-angle=swiftshader", "--enable-unsafe-swiftshader"]
 NO_WEBGL = ["--no-sandbox", "--disable-webgl", "--disable-3d-apis"]
 STROKE = "syn-01"  # T1, DWI, ADC, FLAIR; DWI and ADC on a grid twice as coarse
 
 
-def _launch(args: list[str]) -> Iterator:
+@pytest.fixture(scope="module")
+def playwright() -> Iterator:
+    """One Playwright for the module (its sync API cannot be started twice at once)."""
     require(Path(CHROMIUM).exists() or shutil.which("chromium") is not None,
             f"Chromium not found at {CHROMIUM} (apt-get install chromium)")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=args)
-        yield b
-        b.close()
+        yield pw
 
 
 @pytest.fixture(scope="module")
-def webgl_browser():
-    yield from _launch(SOFTWARE_WEBGL)
+def webgl_browser(playwright):
+    b = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=SOFTWARE_WEBGL)
+    yield b
+    b.close()
 
 
 def _stroke_item(home: Path, rater: str) -> tuple[int, dict[str, Path]]:
@@ -190,11 +191,14 @@ def test_viewer_draws_scrolls_links_grids_and_survives_reruns(webgl_browser, app
     assert refused.value.code == 404  # only images a page has shown are served
 
 
-def test_without_webgl2_the_page_shows_slice_images(app_url: str) -> None:
-    for browser in _launch(NO_WEBGL):
+def test_without_webgl2_the_page_shows_slice_images(playwright, app_url: str) -> None:
+    browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=NO_WEBGL)
+    try:
         page = browser.new_page(viewport={"width": 1280, "height": 800})
         login(page, app_url, "demo-student")
         page.get_by_text("no WebGL2").first.wait_for(timeout=60_000)
         images = page.locator('[data-testid="stImage"] img')
         images.first.wait_for(timeout=60_000)
         assert images.count() >= 2
+    finally:
+        browser.close()
