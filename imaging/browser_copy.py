@@ -18,7 +18,7 @@ from pathlib import Path
 import nibabel as nib
 import numpy as np
 
-from imaging.image_file import READ_ERRORS, open_image, read_error, spatial_shape
+from imaging.image_file import CORRUPT, open_image, reading, spatial_shape
 from imaging.window import intensity_stats, preset_window
 
 #: Voxel types NiiVue draws as they are; anything else is sent as float32 in real units.
@@ -37,12 +37,10 @@ def write_browser_copy(src: Path, dst: Path) -> Path:
     proxy = img.dataobj
     slope = float(getattr(proxy, "slope", 1.0))
     inter = float(getattr(proxy, "inter", 0.0))
-    try:
+    with reading(name, CORRUPT):
         raw = np.asanyarray(proxy.get_unscaled() if hasattr(proxy, "get_unscaled") else proxy)
         if raw.dtype not in BROWSER_DTYPES or not np.isfinite([slope, inter]).all():
             raw, slope, inter = np.asanyarray(img.dataobj, dtype=np.float32), 1.0, 0.0
-    except READ_ERRORS as exc:
-        raise read_error(name, exc) from None
     data = raw.reshape(shape)
     if data.dtype.kind == "f" and not np.isfinite(data).all():
         data = np.nan_to_num(data, nan=0.0, posinf=0.0, neginf=0.0)

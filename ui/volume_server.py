@@ -22,6 +22,7 @@ from pathlib import Path
 
 from db.engine import nmb_home
 from imaging.browser_copy import write_browser_copy
+from imaging.image_file import open_image
 
 ROUTE = "/nmb/volumes/{name}"
 COPY_VERSION = "v1"  # bump when the browser copy changes: new files, new URLs
@@ -35,7 +36,9 @@ _prefetch = ThreadPoolExecutor(max_workers=2, thread_name_prefix="nmb-volume-cop
 
 
 @functools.lru_cache(maxsize=4096)
-def _sha256(path: Path, mtime_ns: int, size: int) -> str:
+def _checked_sha256(path: Path, mtime_ns: int, size: int) -> str:
+    """sha256 of an image the viewer can show (its header is checked first: UserError if not)."""
+    open_image(path)
     h = hashlib.sha256()
     with open(path, "rb") as f:
         while chunk := f.read(1 << 20):
@@ -44,10 +47,16 @@ def _sha256(path: Path, mtime_ns: int, size: int) -> str:
 
 
 def publish(path: Path) -> str:
-    """Allow the route to serve image `path`; return its URL path. Raises OSError if unreadable."""
+    """Allow the route to serve image `path`; return its URL path.
+
+    Raises UserError (one line naming the file) if it is missing or cannot be shown."""
     path = Path(path).resolve()
-    st = path.stat()
-    sha = _sha256(path, st.st_mtime_ns, st.st_size)
+    try:
+        st = path.stat()
+    except OSError:
+        open_image(path)  # the file-not-found line
+        raise
+    sha = _checked_sha256(path, st.st_mtime_ns, st.st_size)
     with _registry_lock:
         known = _published.get(sha) == path
         _published[sha] = path

@@ -18,6 +18,7 @@ from typing import Any
 
 import streamlit.components.v1 as components
 
+from errors import UserError
 from ui.volume_server import publish
 
 BUNDLE = Path(__file__).parent / "viewer_frontend" / "bundle"
@@ -31,13 +32,13 @@ def viewer_args(series: list[tuple[str, Path]], masks: list[tuple[str, Path]] = 
     for i, (label, path) in enumerate(series):
         try:
             shown.append({"label": label, "url": publish(path)})
-        except OSError as exc:
-            failures[i] = f"{label}: the image file cannot be read ({exc.strerror or exc})"
+        except (UserError, OSError) as exc:
+            failures[i] = str(exc)
     overlays = []
     for label, path in masks:
         try:
             overlays.append({"label": label, "url": publish(path)})
-        except OSError:
+        except (UserError, OSError):
             continue  # a missing mask hides nothing but itself
     return {"series": shown, "masks": overlays, "height": height}, failures
 

@@ -68,7 +68,6 @@ def test_viewer_receives_labels_and_urls_of_served_copies_only(two_series, tmp_p
         sha = s["url"].removeprefix("/nmb/volumes/").removesuffix(".nii")
         copy = browser_copy(sha)  # what the route serves for this URL
         assert np.array_equal(nib.load(copy).get_fdata(), nib.load(path).get_fdata())
-    assert "memory complaints" in " ".join(md.value for md in at.markdown)
     at.button[0].click().run()  # a rerun (a rubric click) sends the same few strings again
     assert viewer_args(at) == [args]
 
@@ -78,7 +77,7 @@ def test_missing_series_is_reported_and_the_others_still_reach_the_viewer(two_se
                                default_timeout=30)
     at.run()
     assert not at.exception
-    assert "FLAIR" in at.error[0].value
+    assert "gone.nii.gz: file not found" in at.error[0].value
     assert [s["label"] for s in viewer_args(at)[0]["series"]] == ["T1"]
     assert [b.label for b in at.button] == ["Submit"]
 
@@ -140,20 +139,25 @@ def _app_with_submit(t1: str, other: str) -> None:
     st.button("Submit", key="submit")
 
 
+@pytest.mark.parametrize("mode", ["Interactive", "Static"])
 @pytest.mark.parametrize(("dtype", "message"), [
     (np.dtype([("R", "u1"), ("G", "u1"), ("B", "u1")]), "RGB colour voxels"),
     (np.complex64, "complex-valued voxels"),
 ])
 def test_series_that_cannot_be_shown_leaves_the_page_and_submit_working(two_series, tmp_path,
-                                                                        dtype, message):
+                                                                        dtype, message, mode):
     """An RGB or complex series (imported before import refused them) gets its own error."""
     odd = tmp_path / "odd.nii.gz"
     nib.save(nib.Nifti1Image(np.zeros((6, 6, 6), dtype), np.eye(4)), odd)
     at = AppTest.from_function(_app_with_submit, args=(str(two_series[0]), str(odd)),
                                default_timeout=30)
+    at.session_state[VIEWER_MODE_KEY] = mode
     at.run()
     assert not at.exception
-    assert [caption for _, caption in _images(at)] == ["T1 · axial 13/24"]
+    if mode == "Static":
+        assert [caption for _, caption in _images(at)] == ["T1 · axial 13/24"]
+    else:
+        assert [s["label"] for s in viewer_args(at)[0]["series"]] == ["T1"]
     assert [e.value.split(":")[0] for e in at.error] == ["odd.nii.gz"]
     assert message in at.error[0].value
     at.button(key="submit").click().run()
