@@ -180,8 +180,7 @@ def main() -> None:
             print(f"  reload (volumes from the browser cache):         {_ms(warm)}"
                   "   target <= 1500 ms", flush=True)
 
-            page = fresh_page()
-            page.goto(url + "/score")
+            page = fresh_page()  # on /score (a reopened /score may keep a "page not found" box)
             frame, _ = _viewer_frame(page)
             page.wait_for_timeout(3000)  # every series loaded
             wheel = frame.evaluate(_WHEEL, [40])
