@@ -42,7 +42,7 @@ from imaging import (
 )
 from imaging.geometry import NORMAL_AXIS, voxel_to_world
 from ui.plain_text import untrusted_heading, untrusted_text
-from ui.volume_viewer import cannot_show, viewer_args, volume_viewer
+from ui.volume_viewer import NO_WEBGL2, NOT_LOADED, cannot_show, viewer_args, volume_viewer
 
 _log = logging.getLogger(__name__)
 AXIS_NAMES = ("R-L", "A-P", "S-I")  # RAS+ axes 0, 1, 2
@@ -98,11 +98,13 @@ def case_images(key: str, series: list[tuple[str, Path]],
         if not series:
             st.info("This case has no image series.")
         return
-    note = cannot_show(st.session_state.get(f"{key}-volumes"))
-    if note and "WebGL2" in note:
-        st.session_state[NO_WEBGL2_KEY] = True
-    if mode == "Interactive" and st.session_state.get(NO_WEBGL2_KEY):
-        note = cannot_show({"webgl2": False})
+    # What the viewer reported is kept for the session: once the PNG viewer replaces it, the
+    # component is not drawn again, and its own state would be gone at the next rerun.
+    reported = cannot_show(st.session_state.get(f"{key}-volumes"))
+    if reported:
+        st.session_state[NO_WEBGL2_KEY if reported == NO_WEBGL2 else f"{key}-not-loaded"] = True
+    note = (NO_WEBGL2 if st.session_state.get(NO_WEBGL2_KEY) else
+            NOT_LOADED if st.session_state.get(f"{key}-not-loaded") else None)
     if mode == "Interactive" and note is None:
         args, failures = viewer_args(series, list(masks))
         for message in failures.values():
@@ -111,7 +113,7 @@ def case_images(key: str, series: list[tuple[str, Path]],
             st.html(_STICKY_CSS)
             volume_viewer(args, key=f"{key}-volumes")
         return
-    if note:
+    if note and mode == "Interactive":
         st.info(note)
     _viewer(key, series)
 

@@ -48,12 +48,14 @@ def volume_viewer(args: dict[str, Any], *, key: str) -> dict[str, Any] | None:
     return _component(**args, key=key, default=None)
 
 
+NO_WEBGL2 = "This browser has no WebGL2, so the interactive viewer is off: showing slice images."
+NOT_LOADED = "The interactive viewer could not load this case's volumes: showing slice images."
+
+
 def cannot_show(reported: Any) -> str | None:
-    """Why the viewer fell back, from what it reported; None if it did not."""
+    """Why the viewer fell back (NO_WEBGL2 or NOT_LOADED), from what it reported; else None."""
     if not isinstance(reported, dict):
         return None
     if reported.get("webgl2") is False:
-        return "This browser has no WebGL2, so the interactive viewer is off: showing slice images."
-    if reported.get("failed"):
-        return "The interactive viewer could not load this case's volumes: showing slice images."
-    return None
+        return NO_WEBGL2
+    return NOT_LOADED if reported.get("failed") else None
