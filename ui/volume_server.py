@@ -14,12 +14,12 @@ background so that it is usually ready when the browser asks. No Streamlit impor
 from __future__ import annotations
 
 import functools
-import hashlib
 import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from db.bundle_images import sha256_file
 from db.engine import nmb_home
 from imaging.browser_copy import write_browser_copy
 from imaging.image_file import open_image
@@ -39,11 +39,7 @@ _prefetch = ThreadPoolExecutor(max_workers=2, thread_name_prefix="nmb-volume-cop
 def _checked_sha256(path: Path, mtime_ns: int, size: int) -> str:
     """sha256 of an image the viewer can show (its header is checked first: UserError if not)."""
     open_image(path)
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
+    return sha256_file(path)
 
 
 def publish(path: Path) -> str:

@@ -30,7 +30,8 @@ def demo_home(demo_template: Path, tmp_path_factory: pytest.TempPathFactory) -> 
 
 @contextlib.contextmanager
 def streamlit_app(home: Path) -> Iterator[str]:
-    """`streamlit run app.py` on a free loopback port with NMB_HOME = `home`; yields its URL."""
+    """`streamlit run serve.py` (the app and its volume route) on a free loopback port with
+    NMB_HOME = `home`; yields its URL."""
     port = free_port()
     env = {**os.environ, "NMB_HOME": str(home)}
     env.pop("NMB_DATABASE_URL", None)

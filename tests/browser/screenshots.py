@@ -19,8 +19,9 @@ from playwright.sync_api import sync_playwright
 from tests.browser.conftest import CHROMIUM, ROOT, SOFTWARE_WEBGL, login, streamlit_app
 
 
-def _viewer_page(browser, url: str, user: str, path: Path) -> Path:
-    """`user`'s first page at 1280x800, once the viewer has drawn every series."""
+def _viewer_page(browser, url: str, user: str, path: Path, scroll: int) -> Path:
+    """`user`'s first page at 1280x800, once the viewer has drawn every series, scrolled by
+    `scroll` px (the viewer stays in view, the text beside it moves)."""
     page = browser.new_page(viewport={"width": 1280, "height": 800})
     login(page, url, user)
     for _ in range(600):
@@ -29,7 +30,9 @@ def _viewer_page(browser, url: str, user: str, path: Path) -> Path:
                                           "window.nmbViewer.state().ready"):
             break
         page.wait_for_timeout(200)
-    page.wait_for_timeout(1000)
+    page.mouse.move(1000, 600)
+    page.mouse.wheel(0, scroll)
+    page.wait_for_timeout(1500)
     page.screenshot(path=path)
     page.close()
     return path
@@ -47,8 +50,8 @@ def take(out: Path) -> list[Path]:
         with streamlit_app(Path(tmp)) as url, sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
                                          args=SOFTWARE_WEBGL)
-            shots = [_viewer_page(browser, url, "demo-expert1", out / "score.png"),
-                     _viewer_page(browser, url, "demo-student", out / "exam.png")]
+            shots = [_viewer_page(browser, url, "demo-expert1", out / "score.png", 900),
+                     _viewer_page(browser, url, "demo-student", out / "exam.png", 700)]
             page = browser.new_page(viewport={"width": 1600, "height": 1500})
             login(page, url, "demo-admin")
             page.get_by_role("link", name="Grader calibration").click()
