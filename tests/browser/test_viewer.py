@@ -65,7 +65,7 @@ def _stroke_item(home: Path, rater: str) -> tuple[int, dict[str, Path]]:
 
 
 def _open_item(page, position: int) -> None:
-    box = page.get_by_label("Item")
+    box = page.get_by_role("combobox", name="Item")
     box.click()
     page.keyboard.type(f"{position + 1}. R-")
     page.keyboard.press("Enter")

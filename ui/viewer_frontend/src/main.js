@@ -110,7 +110,10 @@ function build(series, masks) {
   const downloads = state.tiles.map((t) => fetchVolume(t.url));
   for (const d of downloads) d.catch(() => {}); // a failure is reported by its tile
   (async () => {
-    for (const [i, t] of state.tiles.entries()) await load(t, downloads[i]);
+    for (const [i, t] of state.tiles.entries()) {
+      await idle(); // the page shares this thread: let it finish drawing itself first
+      await load(t, downloads[i]);
+    }
     report();
   })();
 }
@@ -140,6 +143,13 @@ function tile(s, masks) {
   canvas.addEventListener("wheel", (e) => zoomWheel(t, e), { capture: true, passive: false });
   canvas.addEventListener("dblclick", () => resetView());
   return t;
+}
+
+/** Resolves when the browser's main thread is idle (or after a second at most). */
+function idle() {
+  return new Promise((done) =>
+    window.requestIdleCallback ? requestIdleCallback(() => done(), { timeout: 1000 }) : setTimeout(done, 50),
+  );
 }
 
 async function fetchVolume(url) {
