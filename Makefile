@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 run: install
 	$(VENV)/bin/nmb db upgrade
 	$(VENV)/bin/nmb demo --if-empty
-	$(VENV)/bin/streamlit run app.py --server.address 127.0.0.1 --server.port $(PORT) --server.headless true
+	$(VENV)/bin/streamlit run serve.py --server.address 127.0.0.1 --server.port $(PORT) --server.headless true
 
 test: install
 	$(VENV)/bin/python -m pytest -q
@@ -24,7 +24,7 @@ test: install
 bench: install
 	$(VENV)/bin/python -m benchmarks
 
-screenshots: install  # docs/img/calibrate.png from the running demo (needs /usr/bin/chromium)
+screenshots: install  # docs/img/{score,exam,calibrate}.png from the running demo (needs /usr/bin/chromium)
 	$(VENV)/bin/python -m tests.browser.screenshots
 
 lint: install

@@ -28,7 +28,14 @@ from demo.content import (
     TASKS,
     DemoTask,
 )
-from demo.images import SYNTHETIC_DESCRIP, Canvas, load_template, render_case, save_series
+from demo.images import (
+    SYNTHETIC_DESCRIP,
+    Canvas,
+    coarsen,
+    load_template,
+    render_case,
+    save_series,
+)
 from errors import UserError
 
 BUNDLE_FORMAT = "nmb-bundle/1"
@@ -228,7 +235,8 @@ def write_demo_bundle(dest: Path, *, resolution_mm: int = 2, seed: int = 0) -> P
         entries = []
         for seq in case.sequences:
             name = f"{seq.lower()}.nii.gz"
-            save_series(series[seq], affine, folder / name, sequence=seq)
+            data, grid = coarsen(series[seq], affine) if seq in case.coarse else (series[seq], affine)
+            save_series(data, grid, folder / name, sequence=seq)
             entries.append({"sequence": seq, "file": name})
         extra = {"key_slices": _key_slices(folder, KEY_POINTS[case.case_id])} if (
             case.case_id in KEY_POINTS) else {}

@@ -23,6 +23,7 @@ class DemoCase:
     ehr: str
     scores: dict[str, float]
     ground_truth: dict[str, object]
+    coarse: tuple[str, ...] = ()  # sequences stored at twice the voxel size (another grid)
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,7 @@ CASES: tuple[DemoCase, ...] = (
             "(WAKE-UP trial), so IV thrombolysis is an option despite unknown onset; AF makes "
             "cardioembolism likely and vessel imaging for thrombectomy is indicated.",
         ),
+        coarse=("DWI", "ADC"),
     ),
     DemoCase(
         "syn-02", "ms", _title("29-year-old woman with numbness of the right leg for ten days"),

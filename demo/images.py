@@ -104,6 +104,16 @@ def _downsample(a: np.ndarray, r: int) -> np.ndarray:
     return np.ascontiguousarray(a[::r, ::r, ::r])
 
 
+def coarsen(data: np.ndarray, affine: np.ndarray, factor: int = 2) -> tuple[np.ndarray, np.ndarray]:
+    """A series on a grid `factor` times coarser (as DWI is often acquired), with its affine.
+
+    Voxel 0 keeps its world position, so both grids cover the same anatomy with other voxels.
+    """
+    coarse = affine.copy()
+    coarse[:3, :3] *= factor
+    return _downsample(data, factor), coarse
+
+
 @functools.lru_cache(maxsize=4)
 def load_template(resolution_mm: int = 2) -> Template:
     """The MNI152 template and its tissue fractions at an integer resolution in mm."""

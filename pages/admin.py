@@ -82,11 +82,8 @@ with cases:
         chosen_case = st.selectbox("Case", list(titles), format_func=titles.get)
         with session() as s:
             view = case_view(s, case_id=chosen_case)
-        left, right = st.columns([3, 2])
-        with left:
-            case_panel(key=f"admin-{view.case_id}", title=view.title, ehr=view.ehr,
-                       scores=view.scores, series=view.series)
-        with right:
+        with case_panel(key=f"admin-{view.case_id}", title=view.title, ehr=view.ehr,
+                        scores=view.scores, series=view.series):
             st.markdown("**Ground truth**")
             st.json(view.ground_truth)
     else:

@@ -83,11 +83,8 @@ go.button("Next task", on_click=next_task, disabled=not [j for j in pending if j
           use_container_width=True)
 task = tasks[i]
 
-left, right = st.columns([3, 2])
-with left:
-    case_panel(key=f"case-{task.task_id}", title=task.case_title, ehr=task.ehr,
-               scores=task.scores, series=task.series)
-with right:
+with case_panel(key=f"case-{task.task_id}", title=task.case_title, ehr=task.ehr,
+                scores=task.scores, series=task.series):
     response_view(task.family, task.level, task.prompt, task.revealed_stages, task.answers,
                   n_stages=task.n_stages)
     if not task.done:

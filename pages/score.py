@@ -104,11 +104,8 @@ def save(values: dict) -> None:
 
 
 st.session_state.setdefault("score_last_touch", time.monotonic())
-left, right = st.columns([3, 2])
-with left:
-    case_panel(key=f"case-{item.case_id}", title=item.case_title, ehr=item.ehr,
-               scores=item.scores, series=item.series)
-with right:
+with case_panel(key=f"case-{item.case_id}", title=item.case_title, ehr=item.ehr,
+                scores=item.scores, series=item.series):
     response_view(item.family, item.level, item.prompt, item.stages, [item.text, *item.turns],
                   missing="No answer given for this stage.")
     with st.expander("Reference answer"):

@@ -1,5 +1,6 @@
 """Helpers for AppTest page tests: a logged-in session on any page."""
 
+import json
 from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
@@ -37,3 +38,9 @@ def page_payload(at: AppTest) -> str:
     """Every element message the page sent to the browser (labels, texts, options, widget
     ids and keys), as text: what a blinding check must search."""
     return "\n".join(str(node.proto) for node in at._tree if getattr(node, "proto", None))
+
+
+def viewer_args(at: AppTest) -> list[dict]:
+    """The arguments the in-browser volume viewer received, one dict per viewer on the page."""
+    return [json.loads(e.proto.json_args) for e in at.get("component_instance")
+            if e.proto.component_name.endswith("nmb_volume_viewer")]

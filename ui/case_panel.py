@@ -1,28 +1,33 @@
-"""The case panel shown by every page that shows a case: MRI viewer, health record, scores.
+"""The case panel shown by every page that shows a case: images, title, record and scores.
 
-Layout (the same for every case): title; on the left the viewer (a grid of the chosen series,
-one position slider that moves them all, a window preset per series); on the right the
-health record (plain text, as the bundle wrote it: `ui.plain_text`) and the
-neuropsychological scores table.
+Layout (the same for every case): on the left the images, kept in view (sticky, one screen
+high) while the page scrolls; on the right the title, the health record (plain text, as the
+bundle wrote it: `ui.plain_text`) and the neuropsychological scores table, then whatever the
+page adds (`case_panel` returns that column: `with case_panel(...): ...`).
 
-The viewer runs inside `st.fragment`, so moving the slider reruns only the viewer. Decoded
-volumes come from `imaging`'s process-wide cache, shared by every session. Positions are world
-(scanner mm) points: every series shows the slice nearest to the same anatomy through its own
-affine. Widget keys are `{key}-...` plus a series' position in `series`, nothing else.
+The images are the in-browser volume viewer (`ui.volume_viewer`, NiiVue) by default. The PNG
+viewer below is the fallback where WebGL2 is missing or the volumes cannot be loaded, and a
+choice of the user ("Static"). It runs inside `st.fragment`, so moving its slider reruns only
+the viewer. Decoded volumes come from `imaging`'s process-wide cache, shared by every session.
+Positions are world (scanner mm) points: every series shows the slice nearest to the same
+anatomy through its own affine. Widget keys are `{key}-...` plus a series' position in
+`series`, nothing else.
 
 A series that cannot be shown (an unreadable file, or any failure while rendering it) gets an
-error in its own cell; the other series and the rest of the page (the rubric form and its
-Submit button) keep working.
+error of its own; the other series and the rest of the page (the rubric form and its Submit
+button) keep working.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from errors import UserError
 from imaging import (
@@ -37,10 +42,22 @@ from imaging import (
 )
 from imaging.geometry import NORMAL_AXIS, voxel_to_world
 from ui.plain_text import untrusted_heading, untrusted_text
+from ui.volume_viewer import NO_WEBGL2, NOT_LOADED, cannot_show, viewer_args, volume_viewer
 
 _log = logging.getLogger(__name__)
 AXIS_NAMES = ("R-L", "A-P", "S-I")  # RAS+ axes 0, 1, 2
 WINDOW_CHOICES = (*PRESETS, "manual")
+VIEWER_MODES = ("Interactive", "Static", "Hidden")
+VIEWER_MODE_KEY = "viewer-mode"  # one choice per session, kept from case to case
+NO_WEBGL2_KEY = "viewer-no-webgl2"
+# From 1280x700 up, the interactive viewer stays in view while the page scrolls beside it.
+_STICKY_CSS = """<style>
+@media (min-width: 1280px) and (min-height: 700px) {
+  div[data-testid="stLayoutWrapper"]:has(> [class*="st-key-nmb-images-"]) {
+    position: sticky; top: 3.75rem; z-index: 2;
+  }
+}
+</style>"""
 
 
 def case_panel(
@@ -50,13 +67,15 @@ def case_panel(
     ehr: str,
     scores: dict[str, float],
     series: list[tuple[str, Path]],
-) -> None:
-    """Show one case: viewer of `series` (name, stored image path), record and scores."""
-    untrusted_heading(title)
-    viewer, record = st.columns([3, 2], gap="medium")
-    with viewer:
-        _viewer(key, [(name, Path(path)) for name, path in series])
-    with record:
+    masks: Sequence[tuple[str, Path]] = (),
+) -> DeltaGenerator:
+    """Show one case: images of `series` (name, stored image path) with optional `masks` as
+    overlays, then title, record and scores; return the right-hand column."""
+    images, beside = st.columns([11, 9], gap="medium")
+    with images:
+        case_images(key, [(name, Path(path)) for name, path in series], masks)
+    with beside:
+        untrusted_heading(title)
         st.markdown("##### Health record")
         untrusted_text(ehr, empty="No health record.")
         st.markdown("##### Neuropsychological scores")
@@ -65,6 +84,38 @@ def case_panel(
             st.dataframe(table, hide_index=True, width="stretch")
         else:
             st.caption("No scores.")
+    return beside
+
+
+def case_images(key: str, series: list[tuple[str, Path]],
+                masks: Sequence[tuple[str, Path]] = ()) -> None:
+    """The interactive viewer, or the PNG viewer where it cannot run or is not wanted."""
+    mode = st.segmented_control(
+        "Images", VIEWER_MODES, default=VIEWER_MODES[0], key=VIEWER_MODE_KEY,
+        help="Interactive: volumes in the browser (WebGL2). Static: slice images drawn on the "
+             "server. Hidden: no images.") or VIEWER_MODES[0]
+    if mode == "Hidden" or not series:
+        if not series:
+            st.info("This case has no image series.")
+        return
+    # What the viewer reported is kept for the session: once the PNG viewer replaces it, the
+    # component is not drawn again, and its own state would be gone at the next rerun.
+    reported = cannot_show(st.session_state.get(f"{key}-volumes"))
+    if reported:
+        st.session_state[NO_WEBGL2_KEY if reported == NO_WEBGL2 else f"{key}-not-loaded"] = True
+    note = (NO_WEBGL2 if st.session_state.get(NO_WEBGL2_KEY) else
+            NOT_LOADED if st.session_state.get(f"{key}-not-loaded") else None)
+    if mode == "Interactive" and note is None:
+        args, failures = viewer_args(series, list(masks))
+        for message in failures.values():
+            st.error(message)
+        with st.container(key=f"nmb-images-{key}"):
+            st.html(_STICKY_CSS)
+            volume_viewer(args, key=f"{key}-volumes")
+        return
+    if note and mode == "Interactive":
+        st.info(note)
+    _viewer(key, series)
 
 
 @st.fragment

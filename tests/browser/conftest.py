@@ -16,6 +16,8 @@ from tests.services import free_port, require
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("NMB_CHROMIUM", "/usr/bin/chromium")
+#: Chromium with software WebGL2 (SwiftShader), for the in-browser volume viewer.
+SOFTWARE_WEBGL = ["--no-sandbox", "--use-angle=swiftshader", "--enable-unsafe-swiftshader"]
 
 
 @pytest.fixture(scope="session")
@@ -28,12 +30,13 @@ def demo_home(demo_template: Path, tmp_path_factory: pytest.TempPathFactory) -> 
 
 @contextlib.contextmanager
 def streamlit_app(home: Path) -> Iterator[str]:
-    """`streamlit run app.py` on a free loopback port with NMB_HOME = `home`; yields its URL."""
+    """`streamlit run serve.py` (the app and its volume route) on a free loopback port with
+    NMB_HOME = `home`; yields its URL."""
     port = free_port()
     env = {**os.environ, "NMB_HOME": str(home)}
     env.pop("NMB_DATABASE_URL", None)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1",
+        [sys.executable, "-m", "streamlit", "run", "serve.py", "--server.address", "127.0.0.1",
          "--server.port", str(port), "--server.headless", "true",
          "--browser.gatherUsageStats", "false"],
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -69,7 +72,7 @@ def browser():
 
     with sync_playwright() as pw:
         b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+            *SOFTWARE_WEBGL, "--disable-quic", "--no-first-run",
             "--disable-background-networking", "--disable-component-update", "--disable-sync"])
         yield b
         b.close()

@@ -1,10 +1,11 @@
-"""The calibration report screenshot in the docs, taken from the running app in system Chromium.
+"""The screenshots in the docs, taken from the running app in system Chromium.
 
 `make screenshots` (or `.venv/bin/python -m tests.browser.screenshots [OUT_DIR]`, default
-`docs/img`): loads the synthetic demo into a temporary NMB_HOME, starts Streamlit on a loopback
-port, logs in as `demo-admin`, takes the grader's held-out look on `/calibrate` and
-saves `calibrate.png` (the top 1500 px). No patient data: the demo is synthetic and says so.
-`score.png` and `exam.png` were taken by hand from the same demo.
+`docs/img`): loads the synthetic demo into a temporary NMB_HOME, starts the server
+(`serve.py`) on a loopback port and saves `score.png` (`demo-expert1` on `/score`) and
+`exam.png` (`demo-student` on `/exam`) at 1280x800 with the in-browser viewer (software
+WebGL2), and `calibrate.png` (`demo-admin` takes the grader's held-out look on `/calibrate`;
+the top 1500 px at 1600 wide). No patient data: the demo is synthetic and says so.
 """
 
 import os
@@ -15,11 +16,30 @@ from pathlib import Path
 
 from playwright.sync_api import sync_playwright
 
-from tests.browser.conftest import CHROMIUM, ROOT, login, streamlit_app
+from tests.browser.conftest import CHROMIUM, ROOT, SOFTWARE_WEBGL, login, streamlit_app
 
 
-def take(out: Path) -> Path:
-    """Saves and returns `out/calibrate.png`."""
+def _viewer_page(browser, url: str, user: str, path: Path, scroll: int) -> Path:
+    """`user`'s first page at 1280x800, once the viewer has drawn every series, scrolled by
+    `scroll` px (the viewer stays in view, the text beside it moves)."""
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    login(page, url, user)
+    for _ in range(600):
+        frames = [f for f in page.frames if "nmb_volume_viewer" in f.url]
+        if frames and frames[-1].evaluate("() => !!window.nmbViewer && "
+                                          "window.nmbViewer.state().ready"):
+            break
+        page.wait_for_timeout(200)
+    page.mouse.move(1000, 600)
+    page.mouse.wheel(0, scroll)
+    page.wait_for_timeout(1500)
+    page.screenshot(path=path)
+    page.close()
+    return path
+
+
+def take(out: Path) -> list[Path]:
+    """Saves and returns `out/score.png`, `out/exam.png` and `out/calibrate.png`."""
     out.mkdir(parents=True, exist_ok=True)
     path = out / "calibrate.png"
     with tempfile.TemporaryDirectory(prefix="nmb-screenshots-") as tmp:
@@ -29,7 +49,9 @@ def take(out: Path) -> Path:
                        stdout=subprocess.DEVNULL)
         with streamlit_app(Path(tmp)) as url, sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                         args=["--no-sandbox", "--disable-gpu"])
+                                         args=SOFTWARE_WEBGL)
+            shots = [_viewer_page(browser, url, "demo-expert1", out / "score.png", 900),
+                     _viewer_page(browser, url, "demo-student", out / "exam.png", 700)]
             page = browser.new_page(viewport={"width": 1600, "height": 1500})
             login(page, url, "demo-admin")
             page.get_by_role("link", name="Grader calibration").click()
@@ -41,7 +63,7 @@ def take(out: Path) -> Path:
             page.wait_for_timeout(3000)  # the figures are images: let them load
             page.screenshot(path=path)  # Streamlit scrolls inside: the viewport is the page
             browser.close()
-    return path
+    return [*shots, path]
 
 
 if __name__ == "__main__":

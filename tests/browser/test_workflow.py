@@ -72,6 +72,7 @@ def test_after_submit_the_next_item_opens_at_its_top_with_a_confirmation(browser
     page = browser.new_page(viewport={"width": 1600, "height": 1000})
     login(page, url, "demo-expert1")
     page.get_by_role("heading", name="Rubric").wait_for(timeout=30_000)
+    page.locator('[data-testid="stRadio"]').first.wait_for(timeout=30_000)  # radios load lazily
     for radio in page.locator('[data-testid="stRadio"]').all():
         radio.locator('[data-testid="stRadioOption"]').first.click()
         page.wait_for_timeout(300)

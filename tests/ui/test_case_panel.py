@@ -1,4 +1,5 @@
-"""AppTest of the case panel: a synthetic two-series case renders, and the slider moves both."""
+"""AppTest of the case panel: the in-browser viewer receives labels and volume URLs only; the
+PNG viewer (static mode, the fallback) renders a two-series case and its slider moves both."""
 
 from pathlib import Path
 
@@ -7,19 +8,26 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.apptest import viewer_args
+from ui.case_panel import NO_WEBGL2_KEY, VIEWER_MODE_KEY
+from ui.volume_server import browser_copy
+
 
 def _app(t1: str, flair: str) -> None:
     from pathlib import Path
 
+    import streamlit as st
+
     from ui.case_panel import case_panel
 
-    case_panel(
+    with case_panel(
         key="case",
         title="Case 1",
         ehr="**History**: 54-year-old with progressive memory complaints.",
         scores={"MMSE": 24.0, "MoCA": 19.0},
         series=[("T1", Path(t1)), ("FLAIR", Path(flair))],
-    )
+    ):
+        st.button("Submit")
 
 
 @pytest.fixture
@@ -41,8 +49,51 @@ def _images(at: AppTest) -> list[tuple[str, str]]:
     return [(img.url, img.caption) for element in at.get("image") for img in element.proto.imgs]
 
 
-def test_case_panel_renders_both_series_and_slider_moves_them(two_series):
+def _static(*paths: Path) -> AppTest:
+    at = AppTest.from_function(_app, args=tuple(str(p) for p in paths), default_timeout=30)
+    at.session_state[VIEWER_MODE_KEY] = "Static"
+    return at
+
+
+def test_viewer_receives_labels_and_urls_of_served_copies_only(two_series, tmp_path):
     at = AppTest.from_function(_app, args=tuple(str(p) for p in two_series), default_timeout=30)
+    at.run()
+    assert not at.exception
+    assert not _images(at) and not at.slider  # no PNG viewer beside it
+    [args] = viewer_args(at)
+    assert set(args) == {"series", "masks", "height", "key", "default"}
+    assert [s["label"] for s in args["series"]] == ["T1", "FLAIR"] and args["masks"] == []
+    for s, path in zip(args["series"], two_series, strict=True):
+        assert set(s) == {"label", "url"}
+        sha = s["url"].removeprefix("/nmb/volumes/").removesuffix(".nii")
+        copy = browser_copy(sha)  # what the route serves for this URL
+        assert np.array_equal(nib.load(copy).get_fdata(), nib.load(path).get_fdata())
+    at.button[0].click().run()  # a rerun (a rubric click) sends the same few strings again
+    assert viewer_args(at) == [args]
+
+
+def test_missing_series_is_reported_and_the_others_still_reach_the_viewer(two_series, tmp_path):
+    at = AppTest.from_function(_app, args=(str(two_series[0]), str(tmp_path / "gone.nii.gz")),
+                               default_timeout=30)
+    at.run()
+    assert not at.exception
+    assert "gone.nii.gz: file not found" in at.error[0].value
+    assert [s["label"] for s in viewer_args(at)[0]["series"]] == ["T1"]
+    assert [b.label for b in at.button] == ["Submit"]
+
+
+def test_without_webgl2_the_png_viewer_is_used_and_the_page_says_so(two_series):
+    at = AppTest.from_function(_app, args=tuple(str(p) for p in two_series), default_timeout=30)
+    at.session_state[NO_WEBGL2_KEY] = True
+    at.run()
+    assert not at.exception
+    assert viewer_args(at) == []
+    assert "WebGL2" in at.info[0].value
+    assert [caption for _, caption in _images(at)] == ["T1 · axial 13/24", "FLAIR · axial 7/12"]
+
+
+def test_case_panel_renders_both_series_and_slider_moves_them(two_series):
+    at = _static(*two_series)
     at.run()
     assert not at.exception
     before = _images(at)
@@ -66,7 +117,7 @@ def test_case_panel_renders_both_series_and_slider_moves_them(two_series):
 def test_unreadable_series_is_reported_and_others_still_show(two_series, tmp_path):
     broken = tmp_path / "broken.nii.gz"
     broken.write_bytes(b"not an image")
-    at = AppTest.from_function(_app, args=(str(two_series[0]), str(broken)), default_timeout=30)
+    at = _static(two_series[0], broken)
     at.run()
     assert not at.exception
     assert [caption for _, caption in _images(at)] == ["T1 · axial 13/24"]
@@ -88,20 +139,25 @@ def _app_with_submit(t1: str, other: str) -> None:
     st.button("Submit", key="submit")
 
 
+@pytest.mark.parametrize("mode", ["Interactive", "Static"])
 @pytest.mark.parametrize(("dtype", "message"), [
     (np.dtype([("R", "u1"), ("G", "u1"), ("B", "u1")]), "RGB colour voxels"),
     (np.complex64, "complex-valued voxels"),
 ])
 def test_series_that_cannot_be_shown_leaves_the_page_and_submit_working(two_series, tmp_path,
-                                                                        dtype, message):
+                                                                        dtype, message, mode):
     """An RGB or complex series (imported before import refused them) gets its own error."""
     odd = tmp_path / "odd.nii.gz"
     nib.save(nib.Nifti1Image(np.zeros((6, 6, 6), dtype), np.eye(4)), odd)
     at = AppTest.from_function(_app_with_submit, args=(str(two_series[0]), str(odd)),
                                default_timeout=30)
+    at.session_state[VIEWER_MODE_KEY] = mode
     at.run()
     assert not at.exception
-    assert [caption for _, caption in _images(at)] == ["T1 · axial 13/24"]
+    if mode == "Static":
+        assert [caption for _, caption in _images(at)] == ["T1 · axial 13/24"]
+    else:
+        assert [s["label"] for s in viewer_args(at)[0]["series"]] == ["T1"]
     assert [e.value.split(":")[0] for e in at.error] == ["odd.nii.gz"]
     assert message in at.error[0].value
     at.button(key="submit").click().run()

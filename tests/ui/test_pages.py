@@ -1,16 +1,17 @@
 """Every page rendered on the demo study for the role that owns it; blinding checked on what
 the scoring and exam pages actually send to the browser."""
 
+import re
 from pathlib import Path
 
 from sqlmodel import select
 
 from db.engine import session
-from db.models import Case, GraderScore, Response, User
+from db.models import Case, GraderScore, Response, Series, User
 from db.rubrics import rubric_by_hash
 from db.scoring import load_item, queue
 from demo.bundle import MODELS
-from tests.apptest import page, page_payload
+from tests.apptest import page, page_payload, viewer_args
 from ui.auth import LoggedIn
 
 
@@ -20,12 +21,26 @@ def _login(name: str) -> LoggedIn:
     return LoggedIn(id=u.id, name=u.name, role=u.role, demo=u.demo)
 
 
+VOLUME_URL = re.compile(r"/nmb/volumes/[0-9a-f]{64}\.nii")
+
+
+def _viewer_gets_images_and_labels_only(at, sequences: set[str]) -> None:
+    """The viewer component receives sequence labels and volume URLs, nothing else."""
+    [args] = viewer_args(at)
+    assert set(args) == {"series", "masks", "height", "key", "default"}
+    assert args["series"] and args["masks"] == []
+    for s in args["series"]:
+        assert set(s) == {"label", "url"} and s["label"] in sequences
+        assert VOLUME_URL.fullmatch(s["url"]), s["url"]
+
+
 def test_scoring_page_is_blind_for_every_item(demo_study: Path) -> None:
     expert = _login("demo-expert1")
     with session() as s:
         entries = queue(s, rater_id=expert.id)
         justifications = {g.justification for g in s.exec(select(GraderScore))}
         forbidden = [*MODELS, *[u.name for u in s.exec(select(User)) if u.name != expert.name]]
+        sequences = {x.sequence for x in s.exec(select(Series))}
     assert len(entries) == 120
     at = page("pages/score.py", expert)
     for e in entries:
@@ -39,6 +54,7 @@ def test_scoring_page_is_blind_for_every_item(demo_study: Path) -> None:
         for text in justifications:
             assert text not in payload
         assert "synthetic-demo-grader" not in payload
+        _viewer_gets_images_and_labels_only(at, sequences)
 
 
 def test_scoring_page_saves_a_draft_on_change(demo_study: Path) -> None:
@@ -79,11 +95,13 @@ def test_exam_page_hides_reference_and_other_answers(demo_study: Path) -> None:
     with session() as s:
         truths = [c.ground_truth["final_diagnosis"] for c in s.exec(select(Case))]
         texts = [r.text[:60] for r in s.exec(select(Response))]
+        sequences = {x.sequence for x in s.exec(select(Series))}
     at = page("pages/exam.py", student).run()
     assert not at.exception
     payload = page_payload(at)
     for word in [*MODELS, *truths, *texts]:
         assert word not in payload
+    _viewer_gets_images_and_labels_only(at, sequences)
     at.text_area[0].input("Left MCA infarct.").run()
     reopened = page("pages/exam.py", student).run()  # a new session finds the draft
     assert reopened.text_area[0].value == "Left MCA infarct."

@@ -1,0 +1,214 @@
+"""The case viewer measured from the browser: Chromium (software WebGL2, SwiftShader) on the
+1 mm demo study served by `serve.py` on a loopback port.
+
+1. Page open to first volume drawn: from the navigation start of /score (the top page's
+   `performance.timeOrigin`) to the viewer's first drawn volume (its `firstDrawAt`), in a new
+   browser context (empty HTTP cache) and on reload (volumes from the browser cache). The very
+   first view of the case (the server writes the browser copies) is shown once.
+2. Wheel to pixels: a wheel event dispatched on the first series' canvas, until `readPixels`
+   returns changed pixels (every linked series is redrawn by then), and until the next
+   animation frame (on screen).
+3. A rubric click's round trip: from the pointer going down on a rubric level to the end of
+   the page's rerun (`data-test-script-state` back to `notRunning`), with the interactive
+   viewer, with the PNG viewer and with no images ("Hidden"), in the same session.
+4. The PNG viewer's slider to image: an arrow key on the slice slider until the first series'
+   image changes.
+Medians; the machine is shared, so figures vary from run to run.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+_FIRST_DRAW = """() => { const s = window.nmbViewer && window.nmbViewer.state();
+  return s && s.firstDrawAt && s.ready ? s : null; }"""
+
+_WHEEL = """async ([n]) => {
+  const canvas = document.querySelectorAll('canvas')[0];
+  const gl = canvas.getContext('webgl2');
+  const w = gl.drawingBufferWidth, h = gl.drawingBufferHeight;
+  let before = new Uint8Array(w * h * 4), after = new Uint8Array(w * h * 4);
+  const r = canvas.getBoundingClientRect();
+  const wheel = (dy) => canvas.dispatchEvent(new WheelEvent('wheel', {deltaY: dy, bubbles: true,
+    cancelable: true, clientX: r.left + r.width / 2, clientY: r.top + r.height / 2}));
+  const frame = () => new Promise((done) => requestAnimationFrame(() => done()));
+  wheel(100); gl.readPixels(0, 0, w, h, gl.RGBA, gl.UNSIGNED_BYTE, before);
+  const pixels = [], shown = [];
+  let unchanged = 0;
+  for (let k = 0; k < n; k++) {
+    const t0 = performance.now();
+    wheel(k % 20 < 10 ? 100 : -100);
+    gl.readPixels(0, 0, w, h, gl.RGBA, gl.UNSIGNED_BYTE, after);
+    const t1 = performance.now();
+    let same = true;
+    for (let i = 0; i < after.length; i += 4) if (after[i] !== before[i]) { same = false; break; }
+    if (same) unchanged++; else pixels.push(t1 - t0);
+    await frame();
+    shown.push(performance.now() - t0);
+    [before, after] = [after, before];
+    await new Promise((done) => setTimeout(done, 20));
+  }
+  return {pixels, shown, unchanged};
+}"""
+
+_ARM_RERUN = """() => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  const t = window.nmbRerun = {};
+  document.addEventListener('pointerdown', () => { t.start = performance.now(); },
+                            {capture: true, once: true});
+  let running = false;
+  const watch = new MutationObserver(() => {
+    const s = app.getAttribute('data-test-script-state');
+    if (s === 'running') running = true;
+    if (running && s === 'notRunning') { t.end = performance.now(); watch.disconnect(); }
+  });
+  watch.observe(app, {attributes: true});
+}"""
+
+_SLIDER = """([slider]) => new Promise((done) => {
+  const img = document.querySelector('[data-testid="stImage"] img');
+  const src = img.getAttribute('src');
+  const t0 = performance.now();
+  const poll = () => {
+    const now = document.querySelector('[data-testid="stImage"] img');
+    if (now && now.getAttribute('src') !== src) done(performance.now() - t0);
+    else requestAnimationFrame(poll);
+  };
+  slider.dispatchEvent(new KeyboardEvent('keydown', {key: 'ArrowRight', code: 'ArrowRight',
+    keyCode: 39, bubbles: true}));
+  requestAnimationFrame(poll);
+})"""
+
+
+def _ms(values: list[float]) -> str:
+    return f"{statistics.median(values):7.0f} ms (n={len(values)})" if values else "   n/a"
+
+
+def _viewer_frame(page, old=(), timeout: float = 180.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for frame in page.frames:
+            if "nmb_volume_viewer" in frame.url and frame not in old:
+                try:
+                    state = frame.evaluate(_FIRST_DRAW)
+                except Exception:  # a frame being replaced
+                    continue
+                if state:
+                    return frame, state
+        page.wait_for_timeout(50)
+    raise RuntimeError("the viewer did not draw")
+
+
+def _open_to_first_volume(page, url: str) -> tuple[float, dict]:
+    page.goto(url + "/score")
+    frame, state = _viewer_frame(page)
+    origin = page.evaluate("() => performance.timeOrigin")
+    return state["firstDrawAt"] - origin, state
+
+
+def _mode(page, name: str) -> None:
+    page.get_by_role("radio", name=name, exact=True).click()  # the "Images" switch
+    page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]').wait_for()
+    page.wait_for_timeout(1500)
+
+
+def _rubric_clicks(page, n: int) -> list[float]:
+    """Click levels 3 and 4 of the first rubric criterion in turn, after level 0 (so every timed
+    click is a change and reruns the page)."""
+    criteria = page.locator('[data-testid="stRadio"]').filter(  # not the PNG viewer's plane
+        has=page.locator('[data-testid="stRadioOption"]').nth(4))
+    levels = criteria.first.locator('[data-testid="stRadioOption"]')
+    levels.nth(0).click()
+    page.wait_for_timeout(3000)
+    times = []
+    for k in range(n):
+        page.evaluate(_ARM_RERUN)
+        levels.nth(3 + k % 2).click()
+        page.wait_for_function("() => window.nmbRerun.end !== undefined", polling=100,
+                               timeout=60_000)
+        times.append(page.evaluate("() => window.nmbRerun.end - window.nmbRerun.start"))
+        page.wait_for_timeout(300)
+    return times
+
+
+def main() -> None:
+    from playwright.sync_api import sync_playwright
+
+    from tests.browser.conftest import CHROMIUM, SOFTWARE_WEBGL, login, streamlit_app
+
+    with tempfile.TemporaryDirectory(prefix="nmb-bench-viewer-") as home:
+        env = {**os.environ, "NMB_HOME": home}
+        env.pop("NMB_DATABASE_URL", None)
+        subprocess.run([sys.executable, "-m", "cli", "demo", "--resolution", "1"], cwd=ROOT,
+                       env=env, check=True, capture_output=True)
+        with streamlit_app(Path(home)) as url, sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=SOFTWARE_WEBGL)
+
+            def fresh_page():
+                context = browser.new_context(viewport={"width": 1280, "height": 800})
+                page = context.new_page()
+                login(page, url, "demo-expert1")
+                while not any(c["name"] == "nmb_login" for c in context.cookies()):
+                    page.wait_for_timeout(50)  # the login survives page loads once set
+                return page
+
+            shutil.rmtree(Path(home) / "viewer", ignore_errors=True)
+            page = fresh_page()
+            first_ever, state = _open_to_first_volume(page, url)
+            case = ", ".join(f"{t['label']} {'x'.join(map(str, t['dims']))}" for t in state["tiles"])
+            page.context.close()
+            cold, warm = [], []
+            for _ in range(5):
+                page = fresh_page()
+                cold.append(_open_to_first_volume(page, url)[0])
+                for _ in range(2):
+                    warm.append(_open_to_first_volume(page, url)[0])
+                page.context.close()
+            print(f"case: {case} (1 mm demo; Chromium, software WebGL2, 1280x800)")
+            print("page open -> first volume drawn:")
+            print(f"  first view ever (server writes browser copies):  {first_ever:7.0f} ms")
+            print(f"  new browser context (empty HTTP cache):          {_ms(cold)}")
+            print(f"  reload (volumes from the browser cache):         {_ms(warm)}"
+                  "   target <= 1500 ms", flush=True)
+
+            page = fresh_page()  # on /score (a reopened /score may keep a "page not found" box)
+            frame, _ = _viewer_frame(page)
+            page.wait_for_timeout(3000)  # every series loaded
+            wheel = frame.evaluate(_WHEEL, [40])
+            print("wheel -> changed pixels (every linked series redrawn):")
+            print(f"  readPixels shows the new slice:                  {_ms(wheel['pixels'])}"
+                  f"  ({wheel['unchanged']} events left pixels unchanged)")
+            print(f"  next animation frame (on screen):                {_ms(wheel['shown'])}",
+                  flush=True)
+            with_viewer = _rubric_clicks(page, 15)
+            _mode(page, "Hidden")
+            hidden = _rubric_clicks(page, 15)
+            _mode(page, "Static")
+            static = _rubric_clicks(page, 15)
+            slider = page.get_by_role("slider").first.element_handle()
+            png = []
+            for _ in range(15):
+                png.append(page.evaluate(_SLIDER, [slider]))
+                page.wait_for_timeout(400)
+            browser.close()
+
+    print("rubric click -> rerun done:")
+    print(f"  with the interactive viewer:                     {_ms(with_viewer)}")
+    print(f"  without images (Hidden):                         {_ms(hidden)}")
+    print(f"  with the PNG viewer (Static):                    {_ms(static)}")
+    ratio = statistics.median(with_viewer) / statistics.median(hidden)
+    print(f"  interactive / hidden = {ratio:.2f} (target <= 1.2)")
+    print(f"PNG viewer, slider arrow key -> new image:          {_ms(png)}")
+
+
+if __name__ == "__main__":
+    main()

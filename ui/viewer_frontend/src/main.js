@@ -1,0 +1,417 @@
+// The case viewer: every series of a case as a NiiVue volume, one crosshair linked in world (mm)
+// coordinates. A Streamlit (v1) component: it receives only {series: [{label, url}], masks,
+// height}; volumes are fetched by URL (cached by the browser), so a rerun of the page sends
+// nothing but these few strings. Build: `npm ci && npm run build` in ui/viewer_frontend.
+import { DRAG_MODE, MULTIPLANAR_TYPE, Niivue, NVImage, SHOW_RENDER, SLICE_TYPE } from "@niivue/niivue";
+
+const PLANES = {
+  axial: SLICE_TYPE.AXIAL,
+  coronal: SLICE_TYPE.CORONAL,
+  sagittal: SLICE_TYPE.SAGITTAL,
+  multiplanar: SLICE_TYPE.MULTIPLANAR,
+};
+const LEFT_DRAG = { crosshair: DRAG_MODE.crosshair, window: DRAG_MODE.windowing, pan: DRAG_MODE.pan };
+const STEP_KEYS = { ArrowUp: 1, ArrowRight: 1, PageUp: 1, ArrowDown: -1, ArrowLeft: -1, PageDown: -1 };
+const GREEN = [0.25, 0.9, 0.35, 0.9];
+
+const state = {
+  key: null, // the series and masks shown, as JSON: a rerun with the same key changes nothing
+  tiles: [], // {label, nv, el, caption, ready, failed, pointer}
+  mm: null, // the shared crosshair, world (scanner) mm
+  plane: "axial",
+  leftDrag: "crosshair",
+  radiological: true,
+  masks: true,
+  solo: null,
+  hover: null,
+  firstDrawAt: null,
+  height: 600,
+};
+
+// ----- Streamlit component protocol (v1): ready, render, value, frame height ---------------
+function post(type, extra) {
+  window.parent.postMessage({ isStreamlitMessage: true, type, ...extra }, "*");
+}
+function setValue(value) {
+  post("streamlit:setComponentValue", { value, dataType: "json" });
+}
+window.addEventListener("message", (event) => {
+  if (event.data && event.data.type === "streamlit:render") render(event.data.args);
+});
+
+function render(args) {
+  state.height = args.height || 600;
+  fitHeight();
+  const key = JSON.stringify([args.series, args.masks || []]);
+  if (key === state.key) return; // a rerun of the page: the volumes are already here
+  state.key = key;
+  if (!webgl2Available()) {
+    message("This browser has no WebGL2: the page shows the images instead.");
+    setValue({ webgl2: false });
+    return;
+  }
+  build(args.series || [], args.masks || []);
+}
+
+/** Fill the browser window's height (less the page header) when the page lets us measure it. */
+function fitHeight() {
+  let height = state.height;
+  try {
+    height = Math.max(420, Math.min(1400, window.parent.innerHeight - 84));
+  } catch {
+    /* another origin: keep the height asked for */
+  }
+  if (height !== state.frameHeight) {
+    state.frameHeight = height;
+    document.getElementById("viewer").style.height = `${height}px`;
+    post("streamlit:setFrameHeight", { height });
+  }
+}
+try {
+  window.parent.addEventListener("resize", fitHeight);
+} catch {
+  /* another origin */
+}
+
+function webgl2Available() {
+  try {
+    return !!document.createElement("canvas").getContext("webgl2");
+  } catch {
+    return false;
+  }
+}
+
+function message(text) {
+  const grid = document.getElementById("grid");
+  grid.replaceChildren();
+  const p = document.createElement("p");
+  p.className = "message";
+  p.textContent = text;
+  grid.append(p);
+}
+
+// ----- tiles: one NiiVue instance (one canvas) per series ----------------------------------
+function build(series, masks) {
+  for (const t of state.tiles) dispose(t);
+  state.tiles = [];
+  state.mm = null;
+  state.solo = null;
+  const grid = document.getElementById("grid");
+  grid.replaceChildren();
+  if (!series.length) {
+    message("This case has no image series.");
+    return;
+  }
+  state.tiles = series.map((s) => tile(s, masks));
+  layout();
+  renderToolbar(masks.length > 0);
+  // Every download starts now; the tiles then start one after another, so that the first
+  // series is drawn as soon as possible (starting a tile compiles NiiVue's shaders).
+  const downloads = state.tiles.map((t) => fetchVolume(t.url));
+  for (const d of downloads) d.catch(() => {}); // a failure is reported by its tile
+  (async () => {
+    for (const [i, t] of state.tiles.entries()) {
+      await idle(); // the page shares this thread: let it finish drawing itself first
+      await load(t, downloads[i]);
+    }
+    report();
+  })();
+}
+
+function tile(s, masks) {
+  const el = document.createElement("div");
+  el.className = "tile";
+  const canvas = document.createElement("canvas");
+  canvas.setAttribute("aria-label", `${s.label} series`);
+  const caption = document.createElement("button");
+  caption.className = "caption";
+  caption.type = "button";
+  caption.title = "Show this series alone (click again for all)";
+  caption.textContent = `${s.label} · loading…`;
+  el.append(canvas, caption);
+  document.getElementById("grid").append(el);
+  const t = { label: s.label, url: s.url, masks, el, canvas, caption, nv: null, ready: false, failed: null };
+  caption.addEventListener("click", () => {
+    state.solo = state.solo === t ? null : t;
+    layout();
+  });
+  canvas.addEventListener("pointermove", (e) => {
+    state.hover = t;
+    t.pointer = [e.offsetX, e.offsetY];
+  });
+  canvas.addEventListener("pointerup", () => t.ready && link(t));
+  canvas.addEventListener("wheel", (e) => zoomWheel(t, e), { capture: true, passive: false });
+  canvas.addEventListener("dblclick", () => resetView());
+  return t;
+}
+
+/** Resolves when the browser's main thread is idle (or after a second at most). */
+function idle() {
+  return new Promise((done) =>
+    window.requestIdleCallback ? requestIdleCallback(() => done(), { timeout: 1000 }) : setTimeout(done, 50),
+  );
+}
+
+async function fetchVolume(url) {
+  const response = await fetch(url);
+  if (!response.ok) throw new Error(`${response.status} ${await response.text()}`);
+  return response.arrayBuffer();
+}
+
+async function load(t, download) {
+  try {
+    t.nv = new Niivue({
+      backColor: [0, 0, 0, 1],
+      crosshairColor: GREEN,
+      crosshairGap: 6,
+      isRadiologicalConvention: state.radiological,
+      multiplanarShowRender: SHOW_RENDER.NEVER,
+      multiplanarLayout: MULTIPLANAR_TYPE.AUTO,
+      dragAndDropEnabled: false,
+      isResizeCanvas: true,
+      show3Dcrosshair: false,
+      logLevel: "error",
+      loadingText: `loading ${t.label}`,
+    });
+    t.nv.nmbSlicesOnly = true; // no 3-D lighting pass (see build.mjs)
+    const started = performance.now();
+    await t.nv.attachToCanvas(t.canvas);
+    t.timings = { attach: performance.now() - started };
+    t.nv.setSliceType(PLANES[state.plane]);
+    t.nv.setMouseEventConfig(mouseConfig());
+    t.nv.addVolume(await NVImage.loadFromUrl({ url: t.url, name: nameOf(t.url), buffer: await download }));
+    t.timings.load = performance.now() - started;
+    if (state.masks) {
+      for (const m of t.masks) await t.nv.addVolumeFromUrl({ url: m.url, name: nameOf(m.url), colormap: "red", opacity: 0.45 });
+    }
+    t.ready = true;
+    if (state.mm) t.nv.scene.crosshairPos = t.nv.mm2frac(state.mm);
+    t.nv.onLocationChange = () => link(t);
+    t.nv.drawScene();
+    if (state.firstDrawAt === null) {
+      state.firstDrawAt = performance.timeOrigin + performance.now();
+      link(t);
+    } else {
+      caption(t);
+    }
+  } catch (err) {
+    t.failed = String((err && err.message) || err);
+    t.caption.textContent = `${t.label}: cannot be shown`;
+    t.el.classList.add("failed");
+  }
+}
+
+function nameOf(url) {
+  return url.split("/").pop().split("?")[0];
+}
+
+function dispose(t) {
+  try {
+    t.nv?.cleanup?.();
+    t.nv?.gl?.getExtension("WEBGL_lose_context")?.loseContext();
+  } catch {
+    /* already gone */
+  }
+}
+
+function mouseConfig() {
+  return {
+    leftButton: { primary: LEFT_DRAG[state.leftDrag], withShift: DRAG_MODE.pan, withCtrl: DRAG_MODE.windowing },
+    rightButton: DRAG_MODE.windowing,
+    centerButton: DRAG_MODE.pan,
+  };
+}
+
+// ----- one crosshair and one view, linked in world coordinates -----------------------------
+/** Move every other series to `source`'s crosshair (in mm) and zoom/pan. */
+function link(source) {
+  if (state.linking || !source.ready) return;
+  state.linking = true;
+  const mm = source.nv.frac2mm(source.nv.scene.crosshairPos);
+  state.mm = [mm[0], mm[1], mm[2]];
+  for (const t of state.tiles) {
+    if (t !== source && t.ready) {
+      t.nv.scene.crosshairPos = t.nv.mm2frac(state.mm);
+      t.nv.scene.pan2Dxyzmm = source.nv.scene.pan2Dxyzmm.slice();
+      t.nv.drawScene();
+    }
+    caption(t);
+  }
+  document.getElementById("where").textContent =
+    `Crosshair (scanner mm): x ${state.mm[0].toFixed(1)}, y ${state.mm[1].toFixed(1)}, z ${state.mm[2].toFixed(1)}`;
+  state.linking = false;
+}
+
+/** Where the crosshair falls in a series' own grid (RAS voxel indices) and its value there. */
+function position(t) {
+  const vol = t.nv.volumes[0];
+  const vox = Array.from(vol.mm2vox(state.mm));
+  const dims = [vol.dimsRAS[1], vol.dimsRAS[2], vol.dimsRAS[3]];
+  const inside = vox.every((v, i) => v >= 0 && v < dims[i]);
+  const value = inside ? vol.getValue(vox[0], vox[1], vox[2], vol.frame4D) : null;
+  const own = t.nv.frac2mm(t.nv.scene.crosshairPos);
+  return { vox, dims, inside, value, mm: [own[0], own[1], own[2]] };
+}
+
+function caption(t) {
+  if (!t.ready || !state.mm) return;
+  const p = position(t);
+  const where = p.inside ? `${p.vox.map((v) => v + 1).join(",")} = ${Number(p.value.toPrecision(4))}` : "outside this series";
+  t.caption.textContent = `${t.label} · ${where}`;
+}
+
+function zoomWheel(t, e) {
+  if (!t.ready || !(e.ctrlKey || e.metaKey || state.leftDrag === "pan")) return; // plain wheel: slices
+  e.preventDefault();
+  e.stopImmediatePropagation();
+  const pan = t.nv.scene.pan2Dxyzmm;
+  pan[3] = Math.min(12, Math.max(0.5, pan[3] * (e.deltaY < 0 ? 1.15 : 1 / 1.15)));
+  t.nv.drawScene();
+  link(t);
+}
+
+function resetView() {
+  for (const t of state.tiles) {
+    if (!t.ready) continue;
+    t.nv.setPan2Dxyzmm([0, 0, 0, 1]);
+    for (const vol of t.nv.volumes.slice(0, 1)) {
+      vol.cal_min = vol.robust_min;
+      vol.cal_max = vol.robust_max;
+    }
+    t.nv.updateGLVolume();
+  }
+}
+
+window.addEventListener(
+  "keydown",
+  (e) => {
+    const step = STEP_KEYS[e.key];
+    const t = state.hover && state.hover.ready ? state.hover : state.tiles.find((x) => x.ready);
+    if (!step || !t) return;
+    e.preventDefault();
+    e.stopPropagation(); // NiiVue's own arrows change 4-D frames
+    const rect = t.canvas.getBoundingClientRect();
+    const [x, y] = t.pointer || [rect.width / 2, rect.height / 2];
+    t.nv.sliceScroll2D(step, x, y);
+  },
+  true,
+);
+
+// ----- layout and toolbar ------------------------------------------------------------------
+function layout() {
+  const shown = state.solo ? [state.solo] : state.tiles;
+  const n = shown.length;
+  const columns = state.plane === "multiplanar" ? (n <= 2 ? 1 : 2) : n <= 1 ? 1 : n <= 4 ? 2 : 3;
+  const grid = document.getElementById("grid");
+  grid.style.gridTemplateColumns = `repeat(${columns}, minmax(0, 1fr))`;
+  grid.style.gridTemplateRows = `repeat(${Math.ceil(n / columns)}, minmax(0, 1fr))`;
+  for (const t of state.tiles) t.el.hidden = !shown.includes(t);
+  requestAnimationFrame(() => {
+    for (const t of shown) if (t.ready) t.nv.resizeListener();
+  });
+}
+
+function renderToolbar(hasMasks) {
+  const bar = document.getElementById("toolbar");
+  bar.replaceChildren();
+  const group = (label, options, current, onPick) => {
+    const g = document.createElement("div");
+    g.className = "group";
+    g.setAttribute("role", "radiogroup");
+    g.setAttribute("aria-label", label);
+    for (const [value, text, tip] of options) {
+      const b = document.createElement("button");
+      b.type = "button";
+      b.textContent = text;
+      b.title = tip;
+      b.setAttribute("aria-pressed", String(value === current()));
+      b.addEventListener("click", () => {
+        onPick(value);
+        for (const other of g.children) other.setAttribute("aria-pressed", String(other === b));
+      });
+      g.append(b);
+    }
+    bar.append(g);
+  };
+  group(
+    "Plane",
+    [
+      ["axial", "Axial", "Axial slices"],
+      ["coronal", "Coronal", "Coronal slices"],
+      ["sagittal", "Sagittal", "Sagittal slices"],
+      ["multiplanar", "3 planes", "Axial, coronal and sagittal at once"],
+    ],
+    () => state.plane,
+    (p) => {
+      state.plane = p;
+      for (const t of state.tiles) if (t.ready) t.nv.setSliceType(PLANES[p]);
+      layout();
+    },
+  );
+  group(
+    "Left drag",
+    [
+      ["crosshair", "Crosshair", "Left drag moves the crosshair (right drag: window/level)"],
+      ["window", "Window", "Left drag changes window (left-right) and level (up-down)"],
+      ["pan", "Pan/zoom", "Left drag pans, the wheel zooms"],
+    ],
+    () => state.leftDrag,
+    (m) => {
+      state.leftDrag = m;
+      for (const t of state.tiles) if (t.ready) t.nv.setMouseEventConfig(mouseConfig());
+    },
+  );
+  const toggle = (text, tip, value, onChange) => {
+    const label = document.createElement("label");
+    label.title = tip;
+    const box = document.createElement("input");
+    box.type = "checkbox";
+    box.checked = value;
+    box.addEventListener("change", () => onChange(box.checked));
+    label.append(box, ` ${text}`);
+    bar.append(label);
+  };
+  toggle("Radiological", "On: patient's right on screen left. Off: neurological.", state.radiological, (on) => {
+    state.radiological = on;
+    for (const t of state.tiles) if (t.ready) t.nv.setRadiologicalConvention(on);
+  });
+  if (hasMasks) {
+    toggle("Masks", "Show the lesion masks as a red overlay", state.masks, (on) => {
+      state.masks = on;
+      for (const t of state.tiles) {
+        if (!t.ready) continue;
+        for (let i = 1; i < t.nv.volumes.length; i++) t.nv.setOpacity(i, on ? 0.45 : 0);
+      }
+    });
+  }
+  const reset = document.createElement("button");
+  reset.type = "button";
+  reset.textContent = "Reset";
+  reset.title = "Window, zoom and pan as loaded (double-click an image does the same)";
+  reset.addEventListener("click", resetView);
+  bar.append(reset);
+}
+
+// ----- what tests and benchmarks read ------------------------------------------------------
+function report() {
+  const failed = state.tiles.filter((t) => t.failed).map((t) => t.label);
+  if (failed.length === state.tiles.length) setValue({ failed }); // the page falls back to images
+}
+
+window.nmbViewer = {
+  state: () => ({
+    firstDrawAt: state.firstDrawAt,
+    ready: state.tiles.length > 0 && state.tiles.every((t) => t.ready || t.failed),
+    mm: state.mm,
+    plane: state.plane,
+    tiles: state.tiles.map((t) => ({
+      label: t.label,
+      ready: t.ready,
+      failed: t.failed,
+      timings: t.timings,
+      ...(t.ready && state.mm ? position(t) : {}),
+    })),
+  }),
+};
+
+post("streamlit:componentReady", { apiVersion: 1 });
