@@ -11,20 +11,12 @@ given. Every call ends as a `CallResult` with `data={"text": ...}` or a `reason`
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Mapping
 from typing import Any
 
-from calibration.llm import (
-    TRANSIENT_STATUS,
-    CallResult,
-    _redactor,
-    _transient,
-    backoff_seconds,
-    estimate_cost,
-)
+from calibration.llm import TRANSIENT_STATUS, CallResult, _redactor, complete, estimate_cost
 from calibration.model_request import ChatRequest
 from errors import one_line
 
@@ -62,34 +54,14 @@ async def call_text(client: Any, req: ChatRequest, *, timeout: float, max_retrie
                     backoff_cap: float = 30.0, max_retry_after: float = 120.0) -> CallResult:
     """Send `req` (its body, unchanged) until it gives an answer or the limits are reached;
     never raises for API trouble. `client` is an `AsyncOpenAI` with `max_retries=0`."""
-    import openai
-
     redact, result, start = _redactor(client), CallResult(ok=False), time.perf_counter()
-    retries = 0
     while True:
-        result.attempts += 1
-        try:
-            async with asyncio.timeout(timeout):  # the SDK's own timeout is per read
-                completion = await client.chat.completions.create(**req.body())
-        except (openai.APIError, TimeoutError) as exc:
-            transient, what, wait = ((True, "timeout", None) if isinstance(exc, TimeoutError)
-                                     else _transient(exc))
-            if not transient or retries >= max_retries or (wait or 0) > max_retry_after:
-                if transient and retries >= max_retries:
-                    what += f" (gave up after {result.attempts} attempts)"
-                elif transient:
-                    what += f"; Retry-After {wait:g} s exceeds {max_retry_after:g} s"
-                return _settle(result, req, False, None, what, start, prices, False, redact)
-            delay = wait if wait is not None else backoff_seconds(retries, backoff, backoff_cap)
-            retries += 1
-            log.info("%s; retry %d/%d in %.2f s", redact(what), retries, max_retries, delay)
-            await asyncio.sleep(delay)
-            continue
-        result.model_returned = completion.model
-        result.system_fingerprint = completion.system_fingerprint
-        if completion.usage is not None:
-            result.prompt_tokens += completion.usage.prompt_tokens or 0
-            result.completion_tokens += completion.usage.completion_tokens or 0
+        completion, failure = await complete(
+            client, req.body(), result, timeout=timeout, max_retries=max_retries,
+            backoff=backoff, backoff_cap=backoff_cap, max_retry_after=max_retry_after,
+            redact=redact)
+        if completion is None:
+            return _settle(result, req, False, None, failure, start, prices, False, redact)
         if not completion.choices:
             text, problem = None, "response without choices"
         else:

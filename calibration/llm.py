@@ -264,6 +264,44 @@ def _transient(exc: Exception) -> tuple[bool, str, float | None]:
 # ---------------------------------------------------------------- one call
 
 
+async def complete(api: Any, body: dict[str, Any], result: CallResult, *, timeout: float,
+                   max_retries: int, backoff: float, backoff_cap: float,
+                   max_retry_after: float, redact: Callable[[str | None], str | None]
+                   ) -> tuple[Any | None, str | None]:
+    """One chat completion of `body`: (completion, None), or (None, why it failed).
+
+    Transient failures are retried, waiting the server's Retry-After when given, else
+    exponential backoff with jitter; `max_retries` counts over the whole call, re-asks
+    included (the retries so far are the attempts that were neither the first nor a re-ask).
+    `timeout` bounds each attempt as a whole. Attempts, model and tokens go into `result`."""
+    import openai
+
+    while True:
+        result.attempts += 1
+        retries = result.attempts - 1 - result.reasks  # done before this attempt
+        try:
+            async with asyncio.timeout(timeout):  # the whole attempt: the SDK's timeout is per read
+                completion = await api.chat.completions.create(**body)
+        except (openai.APIError, TimeoutError) as exc:
+            transient, what, wait = _transient(exc)
+            if not transient:
+                return None, what
+            if retries >= max_retries:
+                return None, f"{what} (gave up after {result.attempts} attempts)"
+            if wait is not None and wait > max_retry_after:
+                return None, f"{what}; Retry-After {wait:g} s exceeds {max_retry_after:g} s"
+            delay = wait if wait is not None else backoff_seconds(retries, backoff, backoff_cap)
+            log.info("%s; retry %d/%d in %.2f s", redact(what), retries + 1, max_retries, delay)
+            await asyncio.sleep(delay)
+            continue
+        result.model_returned = completion.model
+        result.system_fingerprint = completion.system_fingerprint
+        if completion.usage is not None:
+            result.prompt_tokens += completion.usage.prompt_tokens or 0
+            result.completion_tokens += completion.usage.completion_tokens or 0
+        return completion, None
+
+
 async def call_structured(
     client: AsyncOpenAI,
     req: LLMRequest,
@@ -286,7 +324,6 @@ async def call_structured(
     redact = _redactor(client)
     result = CallResult(ok=False)
     messages = list(req.messages)
-    retries = 0
     start = time.perf_counter()
 
     def finish(ok: bool, data: dict | None = None, reason: str | None = None) -> CallResult:
@@ -299,33 +336,13 @@ async def call_structured(
         )
         return result
 
-    import openai
-
     while True:
-        result.attempts += 1
-        try:
-            async with asyncio.timeout(timeout):  # the whole attempt: the SDK's timeout is per read
-                completion = await api.chat.completions.create(**req.body(messages))
-        except (openai.APIError, TimeoutError) as exc:
-            transient, what, wait = _transient(exc)
-            if not transient:
-                return finish(False, reason=what)
-            if retries >= max_retries:
-                return finish(False, reason=f"{what} (gave up after {result.attempts} attempts)")
-            if wait is not None and wait > max_retry_after:
-                return finish(False, reason=f"{what}; Retry-After {wait:g} s exceeds "
-                              f"{max_retry_after:g} s")
-            delay = wait if wait is not None else backoff_seconds(retries, backoff, backoff_cap)
-            retries += 1
-            log.info("%s; retry %d/%d in %.2f s", redact(what), retries, max_retries, delay)
-            await asyncio.sleep(delay)
-            continue
-
-        result.model_returned = completion.model
-        result.system_fingerprint = completion.system_fingerprint
-        if completion.usage is not None:
-            result.prompt_tokens += completion.usage.prompt_tokens or 0
-            result.completion_tokens += completion.usage.completion_tokens or 0
+        completion, failure = await complete(
+            api, req.body(messages), result, timeout=timeout, max_retries=max_retries,
+            backoff=backoff, backoff_cap=backoff_cap, max_retry_after=max_retry_after,
+            redact=redact)
+        if completion is None:
+            return finish(False, reason=failure)
         if not completion.choices:
             return finish(False, reason="malformed: response without choices")
         choice = completion.choices[0]

@@ -7,7 +7,7 @@ import streamlit as st
 from db.engine import session
 from db.exams import answer_stage, attempt_for, exam_tasks, exams, finish, save_draft
 from errors import UserError
-from ui.actions import scroll_to_top, show_error
+from ui.actions import confirm, show_confirmation, show_error
 from ui.auth import require_role, while_signed_in
 from ui.case_panel import case_panel
 from ui.response_view import FAMILY_NAMES, response_view, stage_label
@@ -31,11 +31,6 @@ st.progress(done / len(tasks), text=f"{done} of {len(tasks)} tasks answered")
 if attempt.finished_at is not None:
     st.success("You have finished this exam. Thank you.")
     st.stop()
-confirmation = st.session_state.pop("exam_confirmation", None)
-if confirmation:
-    st.toast(confirmation, icon=":material/check_circle:")
-    st.success(confirmation)
-    scroll_to_top()
 
 
 def finish_now() -> None:
@@ -82,6 +77,7 @@ i = pick.selectbox("Task", list(labels), format_func=labels.get, key="exam_task"
 go.button("Next task", on_click=next_task, disabled=not [j for j in pending if j != i],
           use_container_width=True)
 task = tasks[i]
+show_confirmation("exam_confirmation", i)
 
 with case_panel(key=f"case-{task.task_id}", title=task.case_title, ehr=task.ehr,
                 scores=task.scores, series=task.series):
@@ -115,8 +111,8 @@ with case_panel(key=f"case-{task.task_id}", title=task.case_title, ehr=task.ehr,
                 show_error(e)
             else:
                 last = stage + 1 == task.n_stages
-                st.session_state["exam_confirmation"] = (
+                confirm("exam_confirmation", (
                     f"Answer recorded for task {i + 1}" + (f", {at.lower()}" if at else "")
-                    + (". Task complete." if last else ". New information is shown below."))
+                    + (". Task complete." if last else ". New information is shown below.")))
                 st.session_state["exam_advance"] = last
                 st.rerun()

@@ -11,7 +11,7 @@ from db.scoring import load_item, queue, save_draft, submit
 from errors import UserError
 from rubric.render import form_spec
 from rubric.scoring import MissingFields
-from ui.actions import scroll_to_top, show_error
+from ui.actions import confirm, show_confirmation, show_error
 from ui.auth import require_role, while_signed_in
 from ui.case_panel import case_panel
 from ui.plain_text import escape_markdown, untrusted_text
@@ -29,11 +29,6 @@ if not entries:
 
 done = sum(e.status == "submitted" for e in entries)
 st.progress(done / len(entries), text=f"{done} of {len(entries)} submitted")
-confirmation = st.session_state.pop("score_confirmation", None)
-if confirmation:
-    st.toast(confirmation, icon=":material/check_circle:")
-    st.success(confirmation)
-    scroll_to_top()
 if done == len(entries):
     st.success(f"All {len(entries)} items are submitted. Thank you: your queue is complete. "
                "You can still reopen any item below; a change is saved as a new revision.",
@@ -83,6 +78,7 @@ unscored.button("Next unscored", on_click=next_unscored, disabled=done == len(en
                 use_container_width=True)
 
 aid = st.session_state["score_current"]
+show_confirmation("score_confirmation", aid)
 with session() as s:
     item = load_item(s, rater_id=user.id, assignment_id=aid)
     spec = form_spec(rubric_by_hash(s, item.rubric_hash), item.family)
@@ -138,6 +134,5 @@ with case_panel(key=f"case-{item.case_id}", title=item.case_title, ehr=item.ehr,
             st.session_state.pop(f"score_missing_{aid}", None)
             position = ids.index(aid) + 1
             st.session_state["score_advance"] = True
-            st.session_state["score_confirmation"] = (
-                f"Item {position} ({item.blind_code}) submitted.")
+            confirm("score_confirmation", f"Item {position} ({item.blind_code}) submitted.")
             st.rerun()

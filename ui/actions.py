@@ -38,3 +38,21 @@ def scroll_to_top() -> None:
         "'[data-testid=\"stMain\"], [data-testid=\"stAppViewContainer\"]')) el.scrollTo(0, 0);"
         " window.scrollTo(0, 0); }, 50);</script>",
         unsafe_allow_javascript=True)
+
+
+def confirm(key: str, message: str) -> None:
+    """Queue `message` for `show_confirmation(key, ...)` on the next run (after st.rerun)."""
+    st.session_state[key] = message
+
+
+def show_confirmation(key: str, item: object) -> None:
+    """The confirmation queued under `key`: once, a toast and a scroll to the top; then an
+    inline message that stays while `item` (the item or task now open) is shown, so a later
+    rerun (a click, a component) does not take it away before it is read."""
+    if fresh := st.session_state.pop(key, None):
+        st.session_state[f"{key}_shown"] = (fresh, item)
+        st.toast(escape_markdown(fresh), icon=":material/check_circle:")
+        scroll_to_top()
+    shown = st.session_state.get(f"{key}_shown")
+    if shown and shown[1] == item:
+        st.success(escape_markdown(shown[0]))

@@ -78,6 +78,23 @@ def browser():
         b.close()
 
 
+def settled(page, timeout: float = 30_000) -> None:
+    """Wait until the app's script run has ended and no stale element is left (what
+    Streamlit's own end-to-end tests wait for). A short pause first lets a rerun that a
+    click just requested begin."""
+    page.wait_for_timeout(200)
+    page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]',
+                           state="attached", timeout=timeout)
+    page.wait_for_function(
+        "!document.querySelector('[data-testid=\"stElementContainer\"][data-stale=\"true\"]')",
+        timeout=timeout)
+
+
+def fresh(page):
+    """The page's current elements only: not those a rerun is about to replace."""
+    return page.locator('[data-testid="stElementContainer"]:not([data-stale="true"])')
+
+
 def login(page, url: str, name: str, password: str = "demo") -> None:
     page.goto(url)
     page.get_by_role("textbox", name="Username").fill(name)
