@@ -349,7 +349,7 @@ def cmd_package_freeze(args: argparse.Namespace) -> None:
 
     with _study() as s:
         row = freeze(s, config_id=args.config, out=Path(args.out), canary_size=args.canary,
-                     seed=args.seed, actor="cli")
+                     seed=args.seed, with_images=args.with_images, actor="cli")
     _print_json({"package_id": row.id, "path": row.path, "sha256": row.sha256,
                  "canary_items": row.canary["items"]})
 
@@ -358,7 +358,8 @@ def _verified(args: argparse.Namespace):
     """The package named on the command line, verified (and its digest printed) before use."""
     from calibration.package import verify
 
-    pkg = verify(Path(args.package), sha256=args.sha256)
+    pkg = verify(Path(args.package), sha256=args.sha256,
+                 images=Path(args.images) if args.images else None)
     print(f"nmb: verified {args.package} (sha256 {pkg.sha256})", file=sys.stderr)
     return pkg
 
@@ -595,6 +596,8 @@ def build_parser() -> argparse.ArgumentParser:
     pf.add_argument("--out", required=True, help="the new .zip file")
     pf.add_argument("--canary", type=int, default=20, help="held-out items kept as the canary")
     pf.add_argument("--seed", type=int, default=0)
+    pf.add_argument("--with-images", action="store_true",
+                    help="vision configs: carry the key slice PNGs (else only their sha256)")
     pf.set_defaults(fn=cmd_package_freeze)
     for name, fn, help in (
             ("verify", cmd_package_verify, "check a package offline: members, hashes, evidence"),
@@ -603,6 +606,8 @@ def build_parser() -> argparse.ArgumentParser:
         sp = psub.add_parser(name, help=help, description=help)
         sp.add_argument("package")
         sp.add_argument("--sha256", help="the package digest the authors published")
+        sp.add_argument("--images", help="vision packages without their images: a folder "
+                        "holding the key slice PNGs (matched by sha256)")
         sp.set_defaults(fn=fn)
         if name == "verify":
             continue

@@ -13,6 +13,10 @@
                    the frozen answer (scores, model name returned, system fingerprint)
     protocol.json  the registered calibration protocol the look was judged under
     report.json    the validating calibration report; report.html the same with its figures
+    images.jsonl   vision configs only: each case's key slices as the grader saw them (caption
+                   and PNG sha256, in order); `--with-images` also carries the PNGs as
+                   images/<sha256>.png, else `--images DIR` supplies them where the package
+                   is used (any PNG files, matched by their sha256)
 
 `verify` checks a package offline (no study, no network) before anything else uses it: exactly
 these members, each matching its sha256, the rubric and config hashes recomputed from their
@@ -26,7 +30,7 @@ fixed seed a model that has not changed answers nearly the same; OpenAI document
 best-effort determinism and `system_fingerprint` as the backend configuration that affects it,
 so both a changed fingerprint and changed scores are reported. A package is untrusted input:
 requests go to the official API (or the user's OPENAI_BASE_URL), or to `--base-url` given on
-the command line, never to an address the package names. Vision configs are not packaged.
+the command line, never to an address the package names.
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ from calibration.grader_config import GraderSettings, config_hash, get_config
 from calibration.judgments import grade_judgment
 from calibration.leaderboard import summarize
 from calibration.llm import CallResult, load_prices
+from calibration.model_request import KeyImage, image_parts
 from calibration.report import Report
 from calibration.request import GradeItem, SendJob, api_key_for, grade_request, send
 from db.audit import record
@@ -89,7 +94,11 @@ MANIFEST_KEYS = {"format", "created_at", "tool_version", "config", "rubric", "re
 DRIFT_LIMITS = {"criteria_agreement_min": 0.9, "overall_mad_max": 0.05}
 MAX_PACKAGE_BYTES = 512 * 2**20
 MAX_MEMBER_BYTES = {"manifest.json": 2**20, "rubric.toml": 2**20}  # others: MAX_PACKAGE_BYTES
+MAX_IMAGE_BYTES = 8 * 2**20  # one key slice's PNG
+MAX_SUPPLIED_IMAGES = 100_000  # PNG files looked at in an --images folder
+IMAGE_LIST = "images.jsonl"
 _HEX64 = re.compile(r"[0-9a-f]{64}")
+_IMAGE_MEMBER = re.compile(r"images/([0-9a-f]{64})\.png")
 
 
 @dataclass
@@ -101,6 +110,7 @@ class Package:
     canary: list[dict[str, Any]]
     report: Report
     sha256: str  # of the package file, as checked
+    images: dict[str, list[KeyImage]]  # vision configs: each case's key slices, else empty
 
 
 def tool_version() -> str:
@@ -140,14 +150,28 @@ def _gate_summary(report: Report) -> dict[str, Any]:
                      "required": g.required} for g in report.gate}
 
 
+def _key_image_members(s: Session, case_ids: list[str], carry: bool) -> dict[str, bytes]:
+    """images.jsonl (each case's key slices: caption and sha256) and, when `carry`, the PNGs."""
+    from calibration.key_images import key_images  # lazy: imaging is needed for vision only
+
+    rows, pngs = [], {}
+    for case_id in case_ids:
+        listed = []
+        for image in key_images(s, s.get(Case, case_id)):
+            digest = hashlib.sha256(image.png).hexdigest()
+            listed.append({"caption": image.caption, "sha256": digest})
+            pngs[f"images/{digest}.png"] = image.png
+        rows.append({"case_id": case_id, "images": listed})
+    return {IMAGE_LIST: _jsonl(rows), **(pngs if carry else {})}
+
+
 def freeze(s: Session, *, config_id: int, out: Path, canary_size: int = 20, seed: int = 0,
-           actor: str | None = None) -> FrozenPackage:
+           with_images: bool = False, actor: str | None = None) -> FrozenPackage:
     """Write the package of a validated config to `out` (a new .zip) and record it."""
     config = get_config(s, config_id)
     look = frozen_look(s, config_id=config_id)
-    if config.vision:
-        raise UserError(f"grader config {config_id} sends images; vision configs cannot be "
-                        "packaged yet")
+    if with_images and not config.vision:
+        raise UserError(f"--with-images: grader config {config_id} sends no images")
     if canary_size < 1:
         raise UserError(f"--canary must be at least 1, got {canary_size}")
     if out.exists():
@@ -171,6 +195,8 @@ def freeze(s: Session, *, config_id: int, out: Path, canary_size: int = 20, seed
                                             "content": proto.content}, indent=1).encode(),
                "report.json": json.dumps({"id": row.id, **report.to_json()}, indent=1).encode(),
                "report.html": (row.html or "").encode()}
+    if config.vision:
+        members |= _key_image_members(s, sorted({t["case_id"] for t in tasks}), with_images)
     manifest = {
         "format": FORMAT, "created_at": utcnow().isoformat(), "tool_version": tool_version(),
         "config": {k: getattr(config, k) for k in CONFIG_FIELDS},
@@ -220,14 +246,16 @@ def _read_members(path: Path, zf: zipfile.ZipFile) -> dict[str, bytes]:
     if len(names) != len(set(names)):
         raise _refuse(path, "a member name occurs twice")
     expected = {"manifest.json", *MEMBERS}
-    extra, absent = sorted(set(names) - expected), sorted(expected - set(names))
+    optional = {n for n in names if n == IMAGE_LIST or _IMAGE_MEMBER.fullmatch(n)}
+    extra, absent = sorted(set(names) - expected - optional), sorted(expected - set(names))
     if extra:
         raise _refuse(path, f"member {extra[0]!r} is not part of a package")
     if absent:
         raise _refuse(path, f"member {absent[0]!r} is missing")
     out = {}
     for info in zf.infolist():
-        cap = MAX_MEMBER_BYTES.get(info.filename, MAX_PACKAGE_BYTES)
+        cap = (MAX_IMAGE_BYTES if _IMAGE_MEMBER.fullmatch(info.filename)
+               else MAX_MEMBER_BYTES.get(info.filename, MAX_PACKAGE_BYTES))
         if info.file_size > cap:
             raise _refuse(path, f"{info.filename} is larger than {cap} bytes")
         with zf.open(info) as fh:
@@ -315,8 +343,9 @@ def _canary_row(path: Path, n: int, row: dict) -> dict:
     return row
 
 
-def verify(path: Path, *, sha256: str | None = None) -> Package:
-    """Open and check a package offline (see the module docstring); one-line refusals."""
+def verify(path: Path, *, sha256: str | None = None, images: Path | None = None) -> Package:
+    """Open and check a package offline (see the module docstring); one-line refusals.
+    `images`: a folder holding the key slice PNGs a vision package lists but does not carry."""
     if sha256 is not None and not _HEX64.fullmatch(sha256.lower()):
         raise UserError(f"--sha256 must be 64 hexadecimal digits, got {sha256!r}")
     try:
@@ -340,9 +369,9 @@ def verify(path: Path, *, sha256: str | None = None) -> Package:
     if manifest["format"] != FORMAT:
         raise _refuse(path, f"format {str(manifest['format'])[:40]!r}, expected {FORMAT!r}")
     hashes = _object(path, "manifest.json sha256", manifest["sha256"], MEMBERS)
-    if set(hashes) != set(MEMBERS):
+    if set(hashes) != set(members) - {"manifest.json"}:
         raise _refuse(path, "manifest.json sha256 does not list exactly the package's members")
-    for name in MEMBERS:
+    for name in hashes:
         if hashlib.sha256(members[name]).hexdigest() != hashes[name]:
             raise _refuse(path, f"{name} does not match its sha256 in manifest.json")
     config = _config(path, manifest)
@@ -368,7 +397,9 @@ def verify(path: Path, *, sha256: str | None = None) -> Package:
         raise _refuse(path, "a JSONL member is not UTF-8 text") from None
     limits = _object(path, "manifest.json canary", manifest["canary"], ("drift_limits",))
     _drift_limits(path, limits["drift_limits"])
-    pkg = Package(manifest, config, rubric, tasks, canary, report, digest)
+    key_images = _case_images(path, members, config, {c.case_id for _, c in tasks.values()},
+                              images)
+    pkg = Package(manifest, config, rubric, tasks, canary, report, digest, key_images)
     for c in canary:
         item = request_for(pkg, Response(response_id=c["response_id"], task_id=c["task_id"],
                                          text=c["text"], turns=c["turns"]))
@@ -376,6 +407,58 @@ def verify(path: Path, *, sha256: str | None = None) -> Package:
             raise _refuse(path, f"canary item {c['response_id']}: the request this tool builds "
                           "differs from the one that was validated")
     return pkg
+
+
+def _supplied_images(folder: Path, wanted: set[str]) -> dict[str, bytes]:
+    """The PNG files in `folder` whose sha256 is in `wanted` (others are ignored)."""
+    found: dict[str, bytes] = {}
+    try:
+        files = sorted(p for p in folder.iterdir() if p.suffix == ".png" and p.is_file())
+    except OSError as e:
+        raise UserError(f"--images {folder}: cannot read ({e.strerror})") from None
+    for png in files[:MAX_SUPPLIED_IMAGES]:
+        if png.stat().st_size <= MAX_IMAGE_BYTES:
+            data = png.read_bytes()
+            if (h := hashlib.sha256(data).hexdigest()) in wanted:
+                found[h] = data
+    return found
+
+
+def _case_images(path: Path, members: dict[str, bytes], config: GraderConfig,
+                 case_ids: set[str], folder: Path | None) -> dict[str, list[KeyImage]]:
+    """A vision package's key slices per case, each PNG carried or supplied and matching its
+    sha256; a text package must hold none."""
+    carried = {m[1]: members[name] for name in members if (m := _IMAGE_MEMBER.fullmatch(name))}
+    if not config.vision:
+        if IMAGE_LIST in members or carried:
+            raise _refuse(path, "holds images, but its grader config sends none")
+        return {}
+    if IMAGE_LIST not in members:
+        raise _refuse(path, f"member {IMAGE_LIST!r} is missing (the config sends images)")
+    listing: dict[str, list[tuple[str, str]]] = {}
+    for n, row in enumerate(_lines(path, IMAGE_LIST, members[IMAGE_LIST]), 1):
+        where = f"{IMAGE_LIST} line {n}"
+        _object(path, where, row, ("case_id", "images"))
+        shown = row["images"]
+        if (row["case_id"] not in case_ids or row["case_id"] in listing
+                or not isinstance(shown, list)
+                or not all(isinstance(i, dict) and isinstance(i.get("caption"), str)
+                           and _HEX64.fullmatch(str(i.get("sha256"))) for i in shown)):
+            raise _refuse(path, f"{where} is not a case of the package with its images")
+        listing[row["case_id"]] = [(i["caption"], i["sha256"]) for i in shown]
+    if absent := sorted(case_ids - set(listing)):
+        raise _refuse(path, f"{IMAGE_LIST} does not list case {absent[0]!r}")
+    wanted = {h for shown in listing.values() for _, h in shown}
+    for h, data in carried.items():
+        if h not in wanted or hashlib.sha256(data).hexdigest() != h:
+            raise _refuse(path, f"images/{h}.png is not a listed image under its sha256")
+    pngs = {**(_supplied_images(folder, wanted - set(carried)) if folder else {}), **carried}
+    if missing := wanted - set(pngs):
+        raise _refuse(path, f"{len(missing)} of {len(wanted)} key images are neither in the "
+                      "package nor in --images DIR (freeze with --with-images, or give the "
+                      "folder that holds them)")
+    return {cid: [KeyImage(caption, pngs[h]) for caption, h in shown]
+            for cid, shown in listing.items()}
 
 
 def _report(path: Path, manifest: dict, members: dict[str, bytes],
@@ -465,7 +548,8 @@ def request_for(pkg: Package, response: Response) -> GradeItem:
         raise UserError(f"response {response.response_id}: task {response.task_id!r} is not "
                         "in the package")
     task, case = pkg.tasks[response.task_id]
-    return grade_request(pkg.config, pkg.rubric, task, case, response)
+    images = image_parts(pkg.images[case.case_id]) if pkg.config.vision else None
+    return grade_request(pkg.config, pkg.rubric, task, case, response, images=images)
 
 
 def _send(pkg: Package, work: list[GradeItem], *, base_url: str | None, api_key: str | None,

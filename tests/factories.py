@@ -38,7 +38,33 @@ def make_study(s: Session, *, n_tasks: int = 6, samples: int = 1, experts: int =
     return rids
 
 
-def validated_config(s: Session, base_url: str, *, api_key: str = "sk-test") -> int:
+def add_series(s: Session, case_ids: list[str]) -> None:
+    """A small synthetic T1 volume (a bright ellipsoid) for each case, in NMB_HOME's image store
+    under its sha256, as an import stores it."""
+    import hashlib
+
+    import nibabel as nib
+    import numpy as np
+
+    from db.engine import nmb_home
+    from db.models import Series
+
+    for n, case_id in enumerate(case_ids):
+        grid = np.indices((24, 28, 20)).astype(np.float32)
+        centre = np.array([12, 14 + n % 3, 10])[:, None, None, None]
+        volume = (100.0 * (((grid - centre) ** 2).sum(axis=0) < 60 + n)).astype(np.int16)
+        data = nib.Nifti1Image(volume, np.diag([2.0, 2.0, 2.0, 1.0])).to_bytes()
+        digest = hashlib.sha256(data).hexdigest()
+        path = nmb_home() / "images" / f"{digest}.nii"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        s.add(Series(case_id=case_id, position=0, sequence="T1", path=f"images/{digest}.nii",
+                     sha256=digest, shape=list(volume.shape), voxel_sizes=[2.0, 2.0, 2.0]))
+    s.commit()
+
+
+def validated_config(s: Session, base_url: str, *, api_key: str = "sk-test",
+                     vision: bool = False) -> int:
     """A config graded by the server at `base_url` whose held-out look passed under a registered
     protocol: 24 responses, all in the calibration subset; three experts whose scores copy the
     grader's (so the gate passes; the gate itself is tested in tests/calibration/test_report).
@@ -54,13 +80,15 @@ def validated_config(s: Session, base_url: str, *, api_key: str = "sk-test") -> 
     from db.scoring import submit
 
     make_study(s, n_tasks=12, samples=1, experts=3)
+    if vision:
+        add_series(s, [f"case{t}" for t in range(12)])
     rubric = ensure_rubric(s, "neurology-v1")
     draw_calibration(s, n=24, seed=0)
     assign(s, rubric_hash=rubric.content_hash, raters=["expert1", "expert2", "expert3"],
            overlap=3, selection="calibration", seed=0)
     protocol.register(s, gate=protocol.Gate(required=("pearson", "icc2")),
                       statistics=protocol.Statistics(bootstrap=200))
-    config = store_config(s, GraderSettings(base_url=base_url))
+    config = store_config(s, GraderSettings(base_url=base_url, vision=vision))
     s.commit()
     assert grade(s, config_id=config.id, api_key=api_key).failed == 0
     grades = {g.response_id: g for g in s.exec(select(GraderScore))}

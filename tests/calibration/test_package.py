@@ -135,7 +135,7 @@ def _rewrite(src: Path, dst: Path, *, change: dict[str, bytes | None] | None = N
             members.pop(name)
         else:
             members[name] = data
-            if rehash and name in manifest["sha256"]:
+            if rehash and name != "manifest.json":
                 manifest["sha256"][name] = hashlib.sha256(data).hexdigest()
     if "manifest.json" not in change:
         members["manifest.json"] = json.dumps(manifest).encode()
@@ -211,6 +211,64 @@ def test_verify_refuses_every_tampering_in_one_line(sqlite_url: str, server: Ope
     # A consistent forgery passes the internal checks; the published digest does not match.
     code, err = _verify_cli(good, capsys, "--sha256", "0" * 64)
     assert code == 2 and "not the published" in err
+
+
+def test_a_vision_config_is_packaged_with_its_key_images(sqlite_url: str, server: OpenAIServer,
+                                                         nmb_home: Path, tmp_path: Path,
+                                                         capsys) -> None:
+    """The package lists each case's key slices by sha256; the requests it rebuilds, images
+    included, are the study's; the PNGs are carried (--with-images) or supplied (--images)."""
+    with Session(engine_for(sqlite_url), expire_on_commit=False) as s:
+        cid = validated_config(s, server.base_url, api_key=KEY, vision=True)
+        study = {g.response_id: g.request_hash for g in s.exec(select(GraderScore))}
+        freeze(s, config_id=cid, out=tmp_path / "listed.zip", canary_size=4)
+        freeze(s, config_id=cid, out=tmp_path / "carried.zip", canary_size=4, with_images=True)
+    with zipfile.ZipFile(tmp_path / "listed.zip") as zf:
+        assert not [n for n in zf.namelist() if n.startswith("images/")]
+        listing = [json.loads(x) for x in zf.read("images.jsonl").splitlines()]
+    assert len(listing) == 12 and all(len(row["images"]) == 3 for row in listing)
+
+    code, err = _verify_cli(tmp_path / "listed.zip", capsys)
+    assert code == 2 and err.count("\n") == 1 and "key images are neither" in err
+    code, err = _verify_cli(tmp_path / "listed.zip", capsys, "--images", str(tmp_path / "none"))
+    assert code == 2 and err.count("\n") == 1 and "cannot read" in err
+    supplied = verify(tmp_path / "listed.zip", images=nmb_home / "key-slices")
+    carried = verify(tmp_path / "carried.zip")
+    for pkg in (supplied, carried):  # verify rebuilt the canary; every request is the study's
+        with Session(engine_for(sqlite_url)) as s:
+            for r in s.exec(select(Response)):
+                assert request_for(pkg, r).request_hash == study[r.response_id]
+    sent = len(server.chat_requests())
+    assert not canary(carried, base_url=server.base_url, api_key=KEY)["drift"]
+    for request in server.chat_requests()[sent:]:
+        parts = request.body["messages"][1]["content"]
+        assert [p["type"] for p in parts] == ["text", *["text", "image_url"] * 3]  # captioned
+
+    with zipfile.ZipFile(tmp_path / "carried.zip") as zf:
+        png = next(n for n in zf.namelist() if n.startswith("images/"))
+        other = zf.read(png)[:-1] + b"\x00"
+    forged = {  # each consistent with the manifest (rehashed): caught by what the name says
+        "image swapped": _rewrite(tmp_path / "carried.zip", tmp_path / "swap.zip",
+                                  change={png: other}),
+        "image added": _rewrite(tmp_path / "carried.zip", tmp_path / "add.zip",
+                                change={f"images/{'0' * 64}.png": b"x"}),
+        "listing removed": _rewrite(tmp_path / "carried.zip", tmp_path / "nolist.zip",
+                                    change={"images.jsonl": None}),
+    }
+    for what, pkg in forged.items():
+        code, err = _verify_cli(pkg, capsys)
+        assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, (what, err)
+
+
+def test_a_text_package_holds_no_images(sqlite_url: str, server: OpenAIServer,
+                                        tmp_path: Path, capsys) -> None:
+    cid = _frozen(sqlite_url, server, tmp_path / "text.zip")
+    with Session(engine_for(sqlite_url)) as s, pytest.raises(UserError, match="sends no images"):
+        freeze(s, config_id=cid, out=tmp_path / "again.zip", with_images=True)
+    pkg = _rewrite(tmp_path / "text.zip", tmp_path / "img.zip",
+                   change={"images.jsonl": b'{"case_id": "case0", "images": []}\n'})
+    code, err = _verify_cli(pkg, capsys)
+    assert code == 2 and "sends none" in err
 
 
 def test_malformed_packages_are_one_line(tmp_path: Path, capsys) -> None:
