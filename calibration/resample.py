@@ -1,23 +1,23 @@
 """A group's mean with a 95% percentile bootstrap interval: over tasks for a model, over people
-and then their tasks for a human group.
+and tasks together for a human group.
 
 A model answers every task (several samples each): its estimate is the mean over tasks of a
 per-task value, and the interval resamples tasks (Efron & Tibshirani 1993, ch. 6 and 13).
 
-A human group is two-stage data, people and the tasks each answered (one answer per task): the
-estimate is the mean over people of each person's mean over their tasks, and the interval comes
-from the two-stage bootstrap that draws people with replacement and then, for every person
-drawn, that person's tasks with replacement (Davison & Hinkley 1997, sec. 3.8, strategy 2;
-Field & Welsh 2007, JRSS B 69:369-390), so it carries the spread between people as well as
-between tasks. The people of a group answer the same exam, a crossed design; redrawing tasks
-within each person treats task difficulty as varying per person, which can make the interval
-narrower than a crossed (pigeonhole) bootstrap would (Owen 2007, Ann. Appl. Stat. 1:386-411).
+A human group's people answer the same exam, so its answers are crossed by person and task:
+the estimate is the mean over people of each person's mean over their tasks, and the interval
+comes from the pigeonhole bootstrap (Owen 2007, Ann. Appl. Stat. 1:386-411), which draws people
+and tasks independently with replacement and keeps the answers of drawn people to drawn tasks
+(as often as both were drawn). It carries the spread between people and between tasks, with
+task difficulty shared by everyone who answered the task; Owen shows it is mildly conservative
+(its variance includes the interaction term more than once), where redrawing tasks within each
+person would understate the task term.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -65,58 +65,40 @@ def over_tasks(per_task: np.ndarray, *, resamples: int = RESAMPLES, seed: int = 
     return Estimate.of(per_task.mean(), weights @ per_task / per_task.size, per_task.size)
 
 
-def _two_level_draws(person: np.ndarray, resamples: int,
-                     seed: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """For each person, their rows and the rows' resampling counts (resamples, n_p): people
-    drawn with replacement, then, for each person drawn, as many of their rows as they have,
-    with replacement (a person drawn k times gets k x n_p draws among their n_p rows)."""
-    _, unit = np.unique(np.asarray(person), return_inverse=True)
-    n_people = int(unit.max()) + 1 if unit.size else 0
+def _counts(rng: np.random.Generator, n: int, resamples: int) -> np.ndarray:
+    """How often each of `n` units is drawn, with replacement, in each resample: (resamples, n)."""
+    draws = rng.integers(0, n, size=(resamples, n)) + (np.arange(resamples) * n)[:, None]
+    return np.bincount(draws.ravel(), minlength=resamples * n).reshape(resamples, n)
+
+
+def pigeonhole(person: Sequence, task: Sequence, values: Sequence[float], *,
+               resamples: int = RESAMPLES, seed: int = 0) -> tuple[float, np.ndarray, int]:
+    """(the mean over people of each person's mean value, its pigeonhole resamples, the number
+    of people); one value per answer. In a resample a person's mean is over the drawn copies of
+    the tasks they answered, and a drawn person none of whose tasks was drawn is left out."""
+    _, p = np.unique(np.asarray(person, dtype=object), return_inverse=True)
+    _, t = np.unique(np.asarray(task, dtype=object), return_inverse=True)
+    total = np.zeros((p.max() + 1, t.max() + 1))
+    answered = np.zeros_like(total)
+    np.add.at(total, (p, t), np.asarray(values, dtype=float))
+    np.add.at(answered, (p, t), 1.0)
     rng = np.random.default_rng(seed)
-    picks = rng.integers(0, n_people, size=(resamples, n_people))
-    picks += (np.arange(resamples) * n_people)[:, None]  # row b counts in b*P .. b*P+P-1
-    copies = np.bincount(picks.ravel(), minlength=resamples * n_people).reshape(
-        resamples, n_people)
-    for p in range(n_people):
-        rows = np.flatnonzero(unit == p)
-        which = np.repeat(np.arange(resamples), copies[:, p] * rows.size) * rows.size
-        which += rng.integers(0, rows.size, size=which.size)
-        yield rows, np.bincount(which, minlength=resamples * rows.size).reshape(resamples,
-                                                                                rows.size)
+    people, tasks = _counts(rng, total.shape[0], resamples), _counts(rng, total.shape[1], resamples)
+    sums, counts = tasks @ total.T, tasks @ answered.T  # (resamples, people)
+    drawn = people * (counts > 0)
+    means = np.divide(sums, counts, out=np.zeros_like(sums), where=counts > 0)
+    with np.errstate(invalid="ignore"):  # no drawn person answered a drawn task: NaN, left out
+        resampled = (drawn * means).sum(axis=1) / drawn.sum(axis=1)
+    return float(np.mean(total.sum(axis=1) / answered.sum(axis=1))), resampled, total.shape[0]
 
 
-def two_level_weights(person: np.ndarray, *, resamples: int = RESAMPLES,
-                      seed: int = 0) -> np.ndarray:
-    """Resampling counts of the rows (one per answer), shape (resamples, rows), of the
-    two-stage bootstrap (`_two_level_draws`)."""
-    weights = np.zeros((resamples, np.asarray(person).size))
-    for rows, counts in _two_level_draws(person, resamples, seed):
-        weights[:, rows] = counts
-    return weights
-
-
-def person_means(person: np.ndarray, values: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """Per resample (a row of `weights`), the mean over people drawn of each one's mean:
-    sum over people of (their weighted row sum / their row count), over the number of people."""
-    person, values = np.asarray(person), np.asarray(values, dtype=float)
-    _, unit = np.unique(person, return_inverse=True)
-    n_rows = np.bincount(unit)
-    return weights @ (values / n_rows[unit]) / n_rows.size
-
-
-def over_people(person: np.ndarray, values: np.ndarray, *, resamples: int = RESAMPLES,
-                seed: int = 0) -> Estimate:
-    """The mean over people of each person's mean value, with the two-stage interval
-    (`person_means` of `two_level_weights`, a person at a time)."""
-    values = np.asarray(values, dtype=float)
-    if values.size == 0:
+def over_people(person: Sequence, task: Sequence, values: Sequence[float], *,
+                resamples: int = RESAMPLES, seed: int = 0) -> Estimate:
+    """The mean over people of each person's mean value, with the pigeonhole interval."""
+    if len(values) == 0:
         return NONE
-    n_people = len(set(person))
-    resampled = np.zeros(resamples)
-    for rows, counts in _two_level_draws(person, resamples, seed):
-        resampled += counts @ values[rows] / rows.size
-    point = person_means(person, values, np.ones((1, values.size)))[0]
-    return Estimate.of(point, resampled / n_people, n_people)
+    point, resampled, n_people = pigeonhole(person, task, values, resamples=resamples, seed=seed)
+    return Estimate.of(point, resampled, n_people)
 
 
 def group_mean(tasks: Sequence[str], values: Sequence[float],
@@ -131,5 +113,5 @@ def group_mean(tasks: Sequence[str], values: Sequence[float],
             per_task[task].append(v)
         return over_tasks(np.array([sum(v) / len(v) for v in per_task.values()]),
                           resamples=resamples, seed=seed)
-    who = np.array([p if p is not None else f"#{i}" for i, p in enumerate(people)], dtype=object)
-    return over_people(who, np.array(values, dtype=float), resamples=resamples, seed=seed)
+    who = [p if p is not None else f"#{i}" for i, p in enumerate(people)]
+    return over_people(who, tasks, values, resamples=resamples, seed=seed)

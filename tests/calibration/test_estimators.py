@@ -12,67 +12,73 @@ from calibration.agreement import percentile_ci
 from calibration.error_distribution import UNTAGGED, allocation, error_rows, shares
 from calibration.judgments import ABSENT, EXPERTS, GRADER, Judgment, consensus
 from calibration.leaderboard import cells, top_k
-from calibration.resample import group_mean, over_people, person_means, two_level_weights
+from calibration.resample import group_mean, over_people, pigeonhole
 from calibration.revision import conversation, revision_rows
 
 
-def test_two_level_weights_draw_whole_people_then_their_tasks() -> None:
-    """Every resample draws P people with replacement (a person drawn k times gets k x n_p of
-    their rows) and, within a drawn person, rows with replacement (rows of one person differ)."""
-    person = np.array(["a", "a", "a", "b", "c", "c"])
-    w = two_level_weights(person, resamples=500, seed=3)
-    assert w.shape == (500, 6) and np.all(w == np.round(w)) and w.min() >= 0
-    n_rows = {"a": 3, "b": 1, "c": 2}
-    copies = np.stack([w[:, person == p].sum(axis=1) / n for p, n in n_rows.items()], axis=1)
-    assert np.all(copies == np.round(copies))  # whole people: k_p x n_p draws each
-    assert np.all(copies.sum(axis=1) == 3)  # P people drawn per resample
-    drawn_a = w[:, :3][copies[:, 0] == 1]
-    assert (drawn_a.max(axis=1) > 1).any()  # a's tasks are redrawn, not copied whole
-    assert set(np.unique(copies[:, 1])) == {0, 1, 2, 3}
-
-
-def _exact_two_level(people: dict[str, list[float]]) -> Counter:
-    """The two-stage bootstrap distribution of the mean of person means, by enumeration: every
-    ordered draw of people, then every ordered draw of each drawn person's values."""
-    names = list(people)
+def _exact_pigeonhole(answers: dict[tuple[str, str], float]) -> Counter:
+    """The pigeonhole bootstrap distribution of the mean of person means, by enumeration: every
+    ordered draw of people and every ordered draw of tasks, each answer kept as often as its
+    person and its task were drawn (undefined draws left out, the rest renormalised)."""
+    people = sorted({p for p, _ in answers})
+    tasks = sorted({t for _, t in answers})
     dist: Counter = Counter()
-    for draw in itertools.product(names, repeat=len(names)):
-        p_draw = len(names) ** -len(names)
-        options = [list(itertools.product(people[p], repeat=len(people[p]))) for p in draw]
-        for inner in itertools.product(*options):
-            p_inner = np.prod([1 / len(o) for o in options])
-            stat = np.mean([np.mean(x) for x in inner])
-            dist[round(float(stat), 9)] += p_draw * p_inner
-    return dist
+    for p_draw in itertools.product(people, repeat=len(people)):
+        for t_draw in itertools.product(tasks, repeat=len(tasks)):
+            means = [np.mean(kept) for p in p_draw
+                     if (kept := [answers[p, t] for t in t_draw if (p, t) in answers])]
+            if means:
+                dist[round(float(np.mean(means)), 9)] += 1
+    total = sum(dist.values())
+    return Counter({k: v / total for k, v in dist.items()})
 
 
-def test_two_level_bootstrap_matches_its_exact_distribution() -> None:
-    people = {"a": [1.0, 0.0], "b": [1.0], "c": [0.0, 0.0, 1.0]}
-    person = np.array([p for p, v in people.items() for _ in v])
-    values = np.array([x for v in people.values() for x in v])
-    exact = _exact_two_level(people)
-    drawn = person_means(person, values, two_level_weights(person, resamples=40000, seed=1))
+def test_the_pigeonhole_bootstrap_matches_its_exact_distribution() -> None:
+    """Unbalanced and crossed: a answered t1, t2, t3; b t1, t2; c t3."""
+    answers = {("a", "t1"): 1.0, ("a", "t2"): 0.0, ("a", "t3"): 1.0, ("b", "t1"): 0.5,
+               ("b", "t2"): 0.0, ("c", "t3"): 1.0}
+    (person, task), values = zip(*answers, strict=True), list(answers.values())
+    point, drawn, n_people = pigeonhole(person, task, values, resamples=60000, seed=1)
+    assert (point, n_people) == (pytest.approx((2 / 3 + 0.25 + 1) / 3), 3)
+    exact = _exact_pigeonhole(answers)
+    drawn = drawn[np.isfinite(drawn)]
     empirical = Counter(np.round(drawn, 9))
     tv = 0.5 * sum(abs(exact[k] - empirical[k] / drawn.size) for k in exact | empirical)
     assert tv < 0.02  # total variation distance between the sampled and exact distributions
     assert drawn.mean() == pytest.approx(sum(k * p for k, p in exact.items()), abs=0.01)
 
 
-def test_the_human_interval_is_the_two_level_bootstrap_of_person_means() -> None:
-    person = np.array(["a", "a", "b", "c", "c", "c"])
-    values = np.array([1.0, 0.0, 1.0, 0.2, 0.4, 0.9])
-    drawn = person_means(person, values, two_level_weights(person, resamples=500, seed=2))
-    est = over_people(person, values, resamples=500, seed=2)
+def test_the_human_interval_is_the_percentile_interval_of_the_pigeonhole_resamples() -> None:
+    person, task = ["a", "a", "b", "c", "c", "c"], ["t1", "t2", "t1", "t1", "t2", "t3"]
+    values = [1.0, 0.0, 1.0, 0.2, 0.4, 0.9]
+    _, drawn, _ = pigeonhole(person, task, values, resamples=500, seed=2)
+    est = over_people(person, task, values, resamples=500, seed=2)
     assert est.ci == [round(q, 4) for q in percentile_ci(drawn)]
+
+
+def test_task_difficulty_shared_by_everyone_widens_the_human_interval() -> None:
+    """When answers depend on the task only, every person's mean is the same and all the
+    uncertainty is in which tasks the exam drew: the group's interval is as wide as the one
+    over tasks (redrawing tasks within each person would shrink it by about sqrt(people))."""
+    rng = np.random.default_rng(0)
+    difficulty = rng.random(30)
+    person = [f"p{p}" for p in range(25) for _ in range(30)]
+    task = [f"t{t}" for _ in range(25) for t in range(30)]
+    values = [difficulty[t] for _ in range(25) for t in range(30)]
+    group = over_people(person, task, values)
+    tasks = group_mean([f"t{t}" for t in range(30)], list(difficulty))
+    width = lambda e: e.ci[1] - e.ci[0]  # noqa: E731
+    assert group.value == pytest.approx(tasks.value, abs=1e-4)
+    assert 0.9 < width(group) / width(tasks) < 1.1
 
 
 def test_the_human_estimate_is_the_mean_of_person_means() -> None:
     # a: two tasks, one correct; b: one task, correct -> (0.5 + 1) / 2, not the pooled 2/3
-    est = over_people(np.array(["a", "a", "b"]), np.array([1.0, 0.0, 1.0]), resamples=4000)
+    est = over_people(["a", "a", "b"], ["t1", "t2", "t1"], [1.0, 0.0, 1.0], resamples=4000)
     assert est.value == 0.75
     low, high = est.ci
     assert 0.0 <= low < 0.75 < high <= 1.0
-    assert over_people(np.array(["a", "a"]), np.array([1.0, 0.0])).ci is None  # one person
+    assert over_people(["a", "a"], ["t1", "t2"], [1.0, 0.0]).ci is None  # one person
     by_task = group_mean(["t1", "t1", "t2"], [1.0, 0.0, 1.0])  # a model: task means 0.5, 1
     assert by_task.value == 0.75
 
