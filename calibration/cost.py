@@ -64,13 +64,6 @@ def response_cost(model: str | None, usage: dict | None, prices: dict) -> float 
     return None
 
 
-def collected_usage(c: CollectedResponse) -> dict:
-    """A collected response's provenance as a usage."""
-    usage = {"prompt_tokens": c.prompt_tokens, "completion_tokens": c.completion_tokens,
-             "images": len(c.image_sha256 or [])}
-    return usage if c.cost_usd is None else {**usage, "cost_usd": c.cost_usd}
-
-
 def model_costs(s: Session, prices: dict | None = None) -> list[ModelCost]:
     """One row per model that has responses, by name."""
     prices = load_prices() if prices is None else prices
@@ -81,7 +74,7 @@ def model_costs(s: Session, prices: dict | None = None) -> list[ModelCost]:
                   isouter=True)
             .where(Response.source == "model")):
         by_model[model].append(
-            (task_id, usage or (collected_usage(collected) if collected else None)))
+            (task_id, usage or (collected.usage() if collected else None)))
     out = []
     for model, rows in sorted(by_model.items()):
         usages = [u for _, u in rows if u]

@@ -2,7 +2,7 @@
 
 Exports are for admins and scripts, and the one place where model names and blind codes
 meet. Raters and examinees appear as pseudonyms (`rater-<user id>`, `user-<user id>`) unless
-`reveal_raters`. Nested values (criteria, turns, tags) are JSON text in CSV, JSON in JSONL;
+`reveal_raters`. Nested values (criteria, turns, tags, usage) are JSON text in CSV, JSON in JSONL;
 in Parquet, lists stay lists and objects become JSON text.
 
 CSV is opened in spreadsheets, which run a cell starting with `=`, `+`, `-`, `@`, tab or
@@ -24,6 +24,7 @@ from sqlmodel import Session, select
 
 from db.models import (
     Assignment,
+    CollectedResponse,
     Exam,
     ExamAttempt,
     ExpertScore,
@@ -48,9 +49,11 @@ def _who(prefix: str, user_id: int | None, name: str | None, reveal: bool) -> st
 
 def _responses(s: Session, reveal: bool) -> list[dict[str, Any]]:
     rows = s.exec(
-        select(Response, Task.case_id, Task.family, Task.level, User.name)
+        select(Response, Task.case_id, Task.family, Task.level, User.name, CollectedResponse)
         .join(Task, Task.task_id == Response.task_id)
         .join(User, User.id == Response.user_id, isouter=True)
+        .join(CollectedResponse, CollectedResponse.response_id == Response.response_id,
+              isouter=True)
         .order_by(Response.task_id, Response.source, Response.model, Response.sample,
                   Response.response_id)
     ).all()
@@ -58,8 +61,9 @@ def _responses(s: Session, reveal: bool) -> list[dict[str, Any]]:
         "response_id": r.response_id, "task_id": r.task_id, "case_id": case_id,
         "family": family, "level": level, "source": r.source, "model": r.model,
         "user": _who("user", r.user_id, name, reveal), "sample": r.sample, "text": r.text,
-        "turns": r.turns, "blind_code": r.blind_code, "created_at": r.created_at,
-    } for r, case_id, family, level, name in rows]
+        "turns": r.turns, "usage": r.usage or (collected.usage() if collected else None),
+        "blind_code": r.blind_code, "created_at": r.created_at,
+    } for r, case_id, family, level, name, collected in rows]
 
 
 def _expert_scores(s: Session, reveal: bool) -> list[dict[str, Any]]:
@@ -120,7 +124,7 @@ def _exam_answers(s: Session, reveal: bool) -> list[dict[str, Any]]:
 
 COLUMNS: dict[str, tuple[str, ...]] = {
     "responses": ("response_id", "task_id", "case_id", "family", "level", "source", "model",
-                  "user", "sample", "text", "turns", "blind_code", "created_at"),
+                  "user", "sample", "text", "turns", "usage", "blind_code", "created_at"),
     "expert-scores": ("score_id", "response_id", "blind_code", "task_id", "source", "model",
                       "rater", "design_id", "rubric_hash", "status", "revision", "criteria",
                       "correct_diagnosis", "error_tags", "comment", "confidence", "overall",

@@ -395,6 +395,13 @@ class CollectedResponse(SQLModel, table=True):
     cost_usd: float | None = None
     created_at: datetime = _when()
 
+    def usage(self) -> dict[str, Any]:
+        """Tokens, images shown and cost, as a bundle's `usage` gives them."""
+        usage = {"prompt_tokens": self.prompt_tokens,
+                 "completion_tokens": self.completion_tokens,
+                 "images": len(self.image_sha256 or [])}
+        return usage if self.cost_usd is None else {**usage, "cost_usd": self.cost_usd}
+
 
 class CollectionFailure(SQLModel, table=True):
     """The latest failure to collect a (model, task, sample); removed once it is collected."""

@@ -12,6 +12,8 @@ from db.engine import engine_for
 from db.export import COLUMNS, export
 from db.models import (
     Assignment,
+    CollectedResponse,
+    CollectionRun,
     AssignmentDesign,
     Exam,
     ExamAttempt,
@@ -67,6 +69,14 @@ def _study(url: str, tmp_path: Path) -> None:
             Response(response_id="human-1", task_id="t1", source="student",
                      user_id=student.id, sample=0, text="stroke", blind_code="H-1"),
         ])
+        collection = CollectionRun(model="model-a", template_version="v1", template_hash="t")
+        s.add(collection)
+        s.flush()
+        s.add(CollectedResponse(response_id="model-a-t1-0", run_id=collection.id,
+                                template_version="v1", template_hash="t", request_hashes=["q"],
+                                image_sha256=["i1", "i2"], prompt_tokens=900,
+                                completion_tokens=120))
+        s.get(Response, "model-b-t2-1").usage = {"prompt_tokens": 10, "cost_usd": 0.5}
         s.commit()
 
 
@@ -96,6 +106,10 @@ def test_every_kind_in_every_format(database_url: str, tmp_path: Path) -> None:
     assert json.loads(resp["csv"].loc["model-a-t3-0", "turns"]) == ["turn 0", "turn 1"]
     assert resp["jsonl"].loc["model-a-t3-0", "turns"] == ["turn 0", "turn 1"]
     assert list(resp["parquet"].loc["model-a-t3-0", "turns"]) == ["turn 0", "turn 1"]
+    assert resp["jsonl"].loc["model-a-t1-0", "usage"] == {  # from its collection
+        "prompt_tokens": 900, "completion_tokens": 120, "images": 2}
+    assert json.loads(resp["csv"].loc["model-b-t2-1", "usage"]) == {  # from its bundle
+        "prompt_tokens": 10, "cost_usd": 0.5}
     human = resp["jsonl"].loc["human-1"]
     assert human["source"] == "student" and human["user"].startswith("user-")
     assert pd.isna(human["model"])
