@@ -14,6 +14,7 @@ from db.models import utcnow
 from errors import UserError
 from ui.auth import require_role
 from ui.calibration_report import report_section, revoke_section
+from ui.leaderboard import chart_png, leaderboard_view
 from ui.preflight import api_key, show_preflight
 from ui.run_outcome import run_outcome
 
@@ -31,9 +32,10 @@ def cached_estimate(database: str, config_id: int, items: str, key: tuple) -> di
 
 @st.cache_data(max_entries=32, show_spinner=False)
 def cached_leaderboard(database: str, config_id: int, ks: tuple, by: str | None,
-                       key: tuple) -> list[dict]:
+                       key: tuple) -> tuple[list[dict], bytes | None]:
     with session() as s:
-        return leaderboard(s, config_id=config_id, ks=ks, by=by)
+        rows = leaderboard(s, config_id=config_id, ks=ks, by=by)
+    return rows, chart_png(rows, ks)
 
 
 def current_key(config_id: int) -> tuple:
@@ -143,13 +145,13 @@ with board_tab:
         ks = c2.multiselect("pass@k", [1, 3, 5, 10], default=[1, 5])
         by = c3.selectbox("Rows", [None, "family", "level"],
                           format_func=lambda b: "per model" if b is None else f"per {b}")
-        rows = cached_leaderboard(database_url(), board_id, tuple(sorted(ks)) or (1,), by,
-                                  current_key(board_id))
+        rows, chart = cached_leaderboard(database_url(), board_id, tuple(sorted(ks)) or (1,),
+                                         by, current_key(board_id))
         st.caption("pass@k: unbiased estimator over each task's graded samples (Chen et al. "
                    "2021), shown when every task has at least k, with a 95% bootstrap interval "
                    "over tasks; human groups get pass@1.")
         if rows:
-            st.dataframe(pd.DataFrame(rows), hide_index=True)
+            leaderboard_view(rows, chart)
         else:
             st.info("No grades under this config yet.")
 
