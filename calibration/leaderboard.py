@@ -185,9 +185,9 @@ def leaderboard(s: Session, *, config_id: int, ks: tuple[int, ...] = (1,),
 
 def display_rows(rows: list[dict]) -> list[dict[str, Any]]:
     """`summarize` rows for reading, one rule for every number: scores and rates (0-1, the
-    rubric's mean) to 2 decimals, their 95% intervals as "[low, high]" to 2 decimals, shares of
-    wrong responses as percentages to 1 decimal, counts as integers, a missing value as "–"
-    where the column holds text."""
+    rubric's mean) as text to 2 decimals, their 95% intervals as "[low, high]" to 2 decimals,
+    shares of wrong responses as percentages to 1 decimal, counts as integers; a missing score
+    or interval as "–", a missing count as None."""
     def cell(key: str, value: Any) -> Any:
         if key.endswith("95% CI"):
             return "–" if value is None else f"[{value[0]:.2f}, {value[1]:.2f}]"
@@ -195,6 +195,8 @@ def display_rows(rows: list[dict]) -> list[dict[str, Any]]:
             return ", ".join(f"{t.replace('_', ' ')} {100 * v:.1f}%" for t, v in value.items())
         if key == "sources":
             return ", ".join(f"{source} {n}" for source, n in value.items())
-        return round(value, 2) if isinstance(value, float) else value
+        if key == "overall_mean" or key.startswith(("pass@", "top@")):
+            return "–" if value is None else f"{value:.2f}"
+        return value
 
     return [{key: cell(key, value) for key, value in row.items()} for row in rows]

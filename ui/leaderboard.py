@@ -12,15 +12,8 @@ def leaderboard_view(rows: list[dict], chart: bytes | None) -> None:
     """The chart (`chart_png`), then the table."""
     if chart is not None:
         st.image(chart, output_format="PNG")
-    table = pd.DataFrame(display_rows(rows))
-    formats = {}
-    for column in table.columns:
-        kinds = {type(v) for v in table[column] if v is not None and not pd.isna(v)}
-        if kinds == {float} or kinds == {float, int}:
-            formats[column] = st.column_config.NumberColumn(format="%.2f")
-        elif kinds == {int}:
-            formats[column] = st.column_config.NumberColumn(format="%d")
-    st.dataframe(table, hide_index=True, column_config=formats)
+    st.dataframe(pd.DataFrame(display_rows(rows)).convert_dtypes(),  # counts stay integers
+                 hide_index=True)
 
 
 def chart_png(rows: list[dict], ks: tuple[int, ...]) -> bytes | None:

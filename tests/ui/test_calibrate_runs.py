@@ -12,10 +12,11 @@ from calibration.grader import grade
 from calibration.grader_config import GraderSettings, store_config
 from db.assignments import draw_calibration
 from db.engine import session
-from db.models import GraderCache, GraderRun, GraderScore
+from db.models import GraderCache, GraderRun, GraderScore, User
 from tests.apptest import make_user, page, page_payload
 from tests.factories import make_study
 from tests.openai_server import OpenAIServer
+from ui.auth import LoggedIn
 
 SECRET = "sk-wrong-DO-NOT-LEAK-0123456789"
 
@@ -138,3 +139,22 @@ def test_history_lists_runs_with_their_counts(database_url: str) -> None:
     assert table["tokens"].gt(0).all()
     assert at.selectbox(key="failures_of_run").value == 2
     assert sorted(at.dataframe[1].value["response"]) == ["r2-model-alpha-0", "r2-model-beta-0"]
+
+
+def test_leaderboard_has_a_chart_and_one_rule_for_decimals(demo_study) -> None:
+    with session() as s:
+        admin = LoggedIn.of(s.exec(select(User).where(User.name == "demo-admin")).one())
+    at = page("pages/calibrate.py", admin, timeout=60).run()
+    assert not at.exception, at.exception
+    table = next(df.value for df in at.dataframe if "pass@1" in df.value.columns)
+    score, interval = r"[01]\.\d\d", r"\[[01]\.\d\d, [01]\.\d\d\]"
+    for column in ("overall_mean", "pass@1", "top@1"):
+        assert table[column].str.fullmatch(score).all(), table[column]
+        assert table[f"{column} 95% CI"].str.fullmatch(interval).all()
+    assert (table["pass@5"] == "–").sum() == 2  # human groups get pass@1 only
+    share = r"[a-z ]+ \d+\.\d%"
+    assert table["errors among wrong"].str.fullmatch(f"{share}(, {share})*").all()
+    assert str(table["tasks"].dtype) == "Int64" and str(table["people"].dtype) == "Int64"
+    assert len(at.get("image")) == 1, "the leaderboard's chart (no report is drawn yet)"
+    history = next(df.value for df in at.dataframe if "status" in df.value.columns)
+    assert history[["status", "synthetic"]].values.tolist()[-1] == ["finished", "yes"]
