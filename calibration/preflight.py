@@ -104,7 +104,7 @@ def plain_reason(reason: str | None, *, model: str, endpoint: str) -> str:
     if reason.startswith("connection error"):
         return f"Could not reach {endpoint}: check the base URL and that the server is running."
     if reason.startswith("timeout"):
-        return f"{endpoint} did not answer within {TIMEOUT:g} s."
+        return f"{endpoint} did not answer in time (a slow model, or a host that drops requests)."
     if reason.startswith(("malformed", "invalid")):
         return (f"{model} answered, but not with the JSON the grader's schema asks for: does "
                 "the server support Structured Outputs (response_format json_schema)?")
