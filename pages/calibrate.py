@@ -107,23 +107,23 @@ with grader_tab:
         st.warning(f"`{config.model}` is an undated alias: the model behind it may change. "
                    "Reports flag it.")
     c1, c2 = st.columns(2)
-    items = c1.segmented_control("Items", ["calibration", "pending"], default="calibration")
+    items = c1.segmented_control("Items", ["calibration", "pending"],
+                                 default="calibration") or "calibration"
     concurrency = c2.number_input("Concurrent requests", 1, 64, 8)
-    plan = cached_estimate(database_url(), config_id, items or "calibration",
+    plan = cached_estimate(database_url(), config_id, items,
                            current_key(config_id))
     cost = "unknown price" if plan["cost_usd"] is None else f"≈ ${plan['cost_usd']:.2f}"
     st.markdown(f"**{plan['items']}** items to grade ({plan['cached']} answered from the cache), "
                 f"≈ {plan['prompt_tokens']:,} prompt tokens, {cost} (estimate).")
     left, right = st.columns(2)
     if left.button("Preflight (one request)", key="grader_preflight"):
-        show_preflight(lambda s: grader_preflight(s, config_id=config_id,
-                                                  items=items or "calibration",
+        show_preflight(lambda s: grader_preflight(s, config_id=config_id, items=items,
                                                   api_key=api_key()))
     if right.button("Run grader", type="primary", disabled=plan["items"] == 0):
         bar = st.progress(0.0, text="grading")
         try:
             with session() as s:
-                out = grade(s, config_id=config_id, items=items or "calibration",
+                out = grade(s, config_id=config_id, items=items,
                             concurrency=int(concurrency), api_key=api_key(), actor=user.name,
                             progress=lambda d, n: bar.progress(d / max(n, 1), text=f"{d}/{n}"))
             show = getattr(st, run_outcome(out.graded, out.failed))
