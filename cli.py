@@ -410,7 +410,7 @@ def cmd_package_canary(args: argparse.Namespace) -> None:
 
 
 def cmd_leaderboard(args: argparse.Namespace) -> None:
-    from calibration.leaderboard import leaderboard
+    from calibration.leaderboard import display_rows, leaderboard
 
     with _study() as s:
         rows = leaderboard(s, config_id=args.config, ks=tuple(args.k), by=args.by)
@@ -419,7 +419,8 @@ def cmd_leaderboard(args: argparse.Namespace) -> None:
         return
     import pandas as pd
 
-    print(pd.DataFrame(rows).to_string(index=False) if rows else "no graded responses")
+    print(pd.DataFrame(display_rows(rows)).convert_dtypes().to_string(index=False) if rows
+          else "no graded responses")
 
 
 def cmd_results(args: argparse.Namespace) -> None:

@@ -557,24 +557,9 @@ def estimate(s: Session, settings: CollectSettings, selection: Selection = Selec
             "cost_usd": estimate_cost(settings.model, prompt, completion)}
 
 
-def preflight(s: Session, settings: CollectSettings, selection: Selection = Selection(), *,
-              api_key: str | None = None, timeout: float = 120.0) -> dict:
-    """Send one request (the first turn of the first selected task, with its images) and
-    report how it went; nothing is stored."""
-    settings.check()
-    check_run_options(concurrency=1, timeout=timeout, poll_interval=1.0)
-    task = select_tasks(s, selection)[0]
-    key = api_key_for(settings.base_url, api_key)
-    item = _items(s, settings, [(task, 0)])[0]
-    req = turn_request(settings, task, item.case, item.images, [])
-    result = asyncio.run(call_text(make_client(settings.base_url, key, timeout), req,
-                                   timeout=timeout, max_retries=1, max_resends=0,
-                                   prices=load_prices()))
-    return {"ok": result.ok, "task_id": task.task_id, "images": req.image_count,
-            "answer": (result.data or {}).get("text"), "reason": result.reason,
-            "model_returned": result.model_returned, "latency_s": round(result.latency_s, 3),
-            "prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens,
-            "cost_usd": result.cost_usd}
+def item_of(s: Session, settings: CollectSettings, task: Task, sample: int = 0) -> Item:
+    """One (task, sample) to collect, with its case's key slices rendered (for a preflight)."""
+    return _items(s, settings, [(task, sample)])[0]
 
 
 def runs(s: Session, *, limit: int = 50) -> list[CollectionRun]:

@@ -30,7 +30,7 @@ from calibration.judgments import Judgment, grader_judgments
 from calibration.resample import NONE, Estimate
 from errors import UserError
 
-__all__ = ["BY", "Cell", "Judgment", "cells", "leaderboard", "parse_by", "pass_at_k",
+__all__ = ["BY", "Cell", "Judgment", "cells", "display_rows", "leaderboard", "parse_by", "pass_at_k",
            "summarize", "top_k"]
 
 BY = ("family", "level")
@@ -181,3 +181,22 @@ def leaderboard(s: Session, *, config_id: int, ks: tuple[int, ...] = (1,),
                 by: str | None = None) -> list[dict]:
     """`summarize` of the config's grades."""
     return summarize(grader_judgments(s, config_id=config_id), ks=ks, by=parse_by(by))
+
+
+def display_rows(rows: list[dict]) -> list[dict[str, Any]]:
+    """`summarize` rows for reading, one rule for every number: scores and rates (0-1, the
+    rubric's mean) as text to 2 decimals, their 95% intervals as "[low, high]" to 2 decimals,
+    shares of wrong responses as percentages to 1 decimal, counts as integers; a missing score
+    or interval as "–", a missing count as None."""
+    def cell(key: str, value: Any) -> Any:
+        if key.endswith("95% CI"):
+            return "–" if value is None else f"[{value[0]:.2f}, {value[1]:.2f}]"
+        if key == "errors among wrong":
+            return ", ".join(f"{t.replace('_', ' ')} {100 * v:.1f}%" for t, v in value.items())
+        if key == "sources":
+            return ", ".join(f"{source} {n}" for source, n in value.items())
+        if key == "overall_mean" or key.startswith(("pass@", "top@")):
+            return "–" if value is None else f"{value:.2f}"
+        return value
+
+    return [{key: cell(key, value) for key, value in row.items()} for row in rows]

@@ -1,38 +1,25 @@
 """/calibrate: run the LLM grader and compare it with the experts (admin)."""
 
-import os
-
 import pandas as pd
 import streamlit as st
 
-from calibration.grader import (
-    config_label,
-    config_labels,
-    configs,
-    estimate,
-    failures,
-    grade,
-    grades_key,
-)
+from calibration.grader import config_label, config_labels, configs, estimate, grade, grades_key
 from calibration.grader_config import GraderSettings, is_dated_snapshot, store_config
+from calibration.grader_runs import history, run_failures
 from calibration.leaderboard import leaderboard
 from calibration.package import freeze, packages
+from calibration.preflight import grader_preflight
 from db.engine import database_url, nmb_home, session
 from db.models import utcnow
 from errors import UserError
 from ui.auth import require_role
 from ui.calibration_report import report_section, revoke_section
+from ui.leaderboard import chart_png, leaderboard_view
+from ui.preflight import api_key, show_preflight
 from ui.run_outcome import run_outcome
 
 user = require_role("admin")
 st.title("Grader calibration")
-
-
-def api_key() -> str | None:
-    try:
-        return st.secrets.get("OPENAI_API_KEY") or os.environ.get("OPENAI_API_KEY")
-    except Exception:  # no secrets file
-        return os.environ.get("OPENAI_API_KEY")
 
 
 # Every tab runs on every rerun of the page: what reads all pending requests or all grades is
@@ -45,14 +32,41 @@ def cached_estimate(database: str, config_id: int, items: str, key: tuple) -> di
 
 @st.cache_data(max_entries=32, show_spinner=False)
 def cached_leaderboard(database: str, config_id: int, ks: tuple, by: str | None,
-                       key: tuple) -> list[dict]:
+                       key: tuple) -> tuple[list[dict], bytes | None]:
     with session() as s:
-        return leaderboard(s, config_id=config_id, ks=ks, by=by)
+        rows = leaderboard(s, config_id=config_id, ks=ks, by=by)
+    return rows, chart_png(rows, ks)
 
 
 def current_key(config_id: int) -> tuple:
     with session() as s:  # closed before a cached function opens its own (SQLite write lock)
         return grades_key(s, config_id=config_id)
+
+
+def runs_section() -> None:
+    """Past runs of every config, and the failures a chosen run left."""
+    with session() as s:
+        past = history(s)
+    st.subheader("Run history")
+    if not past:
+        st.info("No grader run yet.")
+        return
+    st.dataframe(pd.DataFrame([r.row() for r in past]), hide_index=True)
+    failing = {r.run_id: f"run {r.run_id} · {r.config} · {r.failed} failed"
+               for r in past if r.failed}
+    if not failing:
+        return
+    run_id = st.selectbox("Failures of run", list(failing), format_func=failing.get,
+                          key="failures_of_run")
+    with session() as s:
+        left = run_failures(s, run_id=run_id)
+    st.caption("A run's failures as they stand: an item graded since, or failed again by a "
+               "later run, is no longer listed here. Run the grader again to retry them.")
+    if left:
+        st.dataframe(pd.DataFrame([{"response": f.response_id, "error": f.reason,
+                                    "attempts": f.attempts} for f in left]), hide_index=True)
+    else:
+        st.info(f"Every failure of run {run_id} has been retried since.")
 
 
 grader_tab, report_tab, board_tab, package_tab = st.tabs(
@@ -93,18 +107,23 @@ with grader_tab:
         st.warning(f"`{config.model}` is an undated alias: the model behind it may change. "
                    "Reports flag it.")
     c1, c2 = st.columns(2)
-    items = c1.segmented_control("Items", ["calibration", "pending"], default="calibration")
+    items = c1.segmented_control("Items", ["calibration", "pending"],
+                                 default="calibration") or "calibration"
     concurrency = c2.number_input("Concurrent requests", 1, 64, 8)
-    plan = cached_estimate(database_url(), config_id, items or "calibration",
+    plan = cached_estimate(database_url(), config_id, items,
                            current_key(config_id))
     cost = "unknown price" if plan["cost_usd"] is None else f"≈ ${plan['cost_usd']:.2f}"
     st.markdown(f"**{plan['items']}** items to grade ({plan['cached']} answered from the cache), "
                 f"≈ {plan['prompt_tokens']:,} prompt tokens, {cost} (estimate).")
-    if st.button("Run grader", type="primary", disabled=plan["items"] == 0):
+    left, right = st.columns(2)
+    if left.button("Preflight (one request)", key="grader_preflight"):
+        show_preflight(lambda s: grader_preflight(s, config_id=config_id, items=items,
+                                                  api_key=api_key()))
+    if right.button("Run grader", type="primary", disabled=plan["items"] == 0):
         bar = st.progress(0.0, text="grading")
         try:
             with session() as s:
-                out = grade(s, config_id=config_id, items=items or "calibration",
+                out = grade(s, config_id=config_id, items=items,
                             concurrency=int(concurrency), api_key=api_key(), actor=user.name,
                             progress=lambda d, n: bar.progress(d / max(n, 1), text=f"{d}/{n}"))
             show = getattr(st, run_outcome(out.graded, out.failed))
@@ -112,13 +131,7 @@ with grader_tab:
                  f"{out.failed} failed; ${out.cost_usd:.4f}.")
         except UserError as e:
             st.error(str(e))
-    with session() as s:
-        failed = failures(s, config_id=config_id)
-    if failed:
-        st.markdown(f"**{len(failed)} failures** (run the grader again to retry them)")
-        st.dataframe(pd.DataFrame([{"response": f.response_id, "reason": f.reason,
-                                    "attempts": f.attempts, "run": f.run_id} for f in failed]),
-                     hide_index=True)
+    runs_section()
 
 with report_tab:
     report_section(user.name)
@@ -132,13 +145,13 @@ with board_tab:
         ks = c2.multiselect("pass@k", [1, 3, 5, 10], default=[1, 5])
         by = c3.selectbox("Rows", [None, "family", "level"],
                           format_func=lambda b: "per model" if b is None else f"per {b}")
-        rows = cached_leaderboard(database_url(), board_id, tuple(sorted(ks)) or (1,), by,
-                                  current_key(board_id))
+        rows, chart = cached_leaderboard(database_url(), board_id, tuple(sorted(ks)) or (1,),
+                                         by, current_key(board_id))
         st.caption("pass@k: unbiased estimator over each task's graded samples (Chen et al. "
                    "2021), shown when every task has at least k, with a 95% bootstrap interval "
                    "over tasks; human groups get pass@1.")
         if rows:
-            st.dataframe(pd.DataFrame(rows), hide_index=True)
+            leaderboard_view(rows, chart)
         else:
             st.info("No grades under this config yet.")
 

@@ -1,16 +1,16 @@
 """/models: send the benchmark to a model under test and keep its answers (admin)."""
 
-import os
-
 import pandas as pd
 import streamlit as st
 
-from calibration.collect import Selection, collect, estimate, failures, preflight, runs
+from calibration.collect import Selection, collect, estimate, failures, runs
 from calibration.model_request import IMAGES, CollectSettings
+from calibration.preflight import collect_preflight
 from db.engine import session
 from db.models import FAMILIES, LEVELS
 from errors import UserError
 from ui.auth import require_role
+from ui.preflight import api_key, show_preflight
 
 user = require_role("admin")
 st.title("Models")
@@ -18,13 +18,6 @@ st.caption("Each selected task goes to the model as the exam shows it to people:
            "the scores, the case's key slices as images, and for multi-turn tasks one stage "
            "after each answer. Answers are stored as responses of the model, with blind codes, "
            "for scoring and grading (docs/collect.md).")
-
-
-def api_key() -> str | None:
-    try:
-        return st.secrets.get("OPENAI_API_KEY") or os.environ.get("OPENAI_API_KEY")
-    except Exception:  # no secrets file
-        return os.environ.get("OPENAI_API_KEY")
 
 
 def run_section(settings: CollectSettings, selection: Selection, concurrency: int) -> None:
@@ -41,19 +34,7 @@ def run_section(settings: CollectSettings, selection: Selection, concurrency: in
                 f"≈ {plan['prompt_tokens']:,} prompt tokens, {cost} (estimate).")
     left, right = st.columns(2)
     if left.button("Preflight (one request)"):
-        try:
-            with session() as s:
-                got = preflight(s, settings, selection, api_key=api_key())
-        except UserError as e:
-            st.error(str(e))
-        else:
-            if got["ok"]:
-                st.success(f"{got['model_returned']} answered task {got['task_id']} "
-                           f"({got['images']} images) in {got['latency_s']} s, "
-                           f"{got['prompt_tokens']}+{got['completion_tokens']} tokens.")
-                st.code(got["answer"], language=None, wrap_lines=True)  # plain text
-            else:
-                st.error(f"Preflight failed: {got['reason']}")
+        show_preflight(lambda s: collect_preflight(s, settings, selection, api_key=api_key()))
     if right.button("Collect", type="primary", disabled=plan["items"] == 0):
         bar = st.progress(0.0, text="collecting")
         try:

@@ -1,11 +1,17 @@
-"""How a grader run's end is shown: a run that graded nothing but failed is a failure."""
+"""How a grader run's end is shown: the outcome of calibration.grader_runs (the history's
+status column) as the Streamlit call that shows it, so a run that graded nothing but failed is
+red here and "failed" there."""
 
 from typing import Literal
 
+from calibration.grader_runs import Outcome, outcome
 
-def run_outcome(graded: int, failed: int) -> Literal["error", "warning", "success"]:
-    """"error" when items failed and none was graded, "warning" when some failed, else
-    "success" (the name of the Streamlit call that shows it)."""
-    if failed and not graded:
-        return "error"
-    return "warning" if failed else "success"
+Alert = Literal["error", "warning", "success", "info"]
+ALERTS: dict[Outcome, Alert] = {"failed": "error", "partial": "warning",
+                                "interrupted": "warning", "finished": "success",
+                                "running": "info"}
+
+
+def run_outcome(graded: int, failed: int, status: str = "finished") -> Alert:
+    """The name of the Streamlit call that shows a run with these counts."""
+    return ALERTS[outcome(status, graded, failed)]

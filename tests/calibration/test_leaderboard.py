@@ -11,7 +11,7 @@ import pytest
 from sqlmodel import Session, select
 
 from calibration.grader_config import GraderSettings, store_config
-from calibration.leaderboard import leaderboard, pass_at_k
+from calibration.leaderboard import display_rows, leaderboard, pass_at_k
 from db.engine import engine_for, session, upgrade
 from db.models import GraderRun, GraderScore, Response
 from db.users import add_user
@@ -88,3 +88,18 @@ def test_cli_leaderboard(nmb_home: Path) -> None:
                          cwd=ROOT, env=dict(os.environ), capture_output=True, text=True,
                          timeout=120)
     assert bad.returncode == 2 and bad.stderr.strip() == f"nmb: no grader config with id {cid + 9}"
+
+
+def test_display_rows_one_rule_for_decimals() -> None:
+    row = {"who": "m", "group": "model", "tasks": 3, "people": None, "min_samples": 5,
+           "overall_mean": 0.6, "overall_mean 95% CI": [0.475, 0.6111], "pass@1": 0.2,
+           "pass@1 95% CI": [0.0, 1.0], "pass@5": None, "pass@5 95% CI": None, "top_tasks": 1,
+           "wrong": 12, "errors among wrong": {"knowledge_gap": 0.375,
+                                               "visual_hallucination": 0.0833},
+           "sources": {"expert": 2, "grader": 13}}
+    assert display_rows([row]) == [{
+        "who": "m", "group": "model", "tasks": 3, "people": None, "min_samples": 5,
+        "overall_mean": "0.60", "overall_mean 95% CI": "[0.47, 0.61]", "pass@1": "0.20",
+        "pass@1 95% CI": "[0.00, 1.00]", "pass@5": "–", "pass@5 95% CI": "–", "top_tasks": 1,
+        "wrong": 12, "errors among wrong": "knowledge gap 37.5%, visual hallucination 8.3%",
+        "sources": "expert 2, grader 13"}]

@@ -26,7 +26,7 @@ def test_preflight_then_collect(demo_study: Path) -> None:
         assert any(f"**{level1}** answers to collect" in m.value for m in at.markdown)
         next(b for b in at.button if b.label.startswith("Preflight")).click().run()
         assert not at.exception and not at.error, [e.value for e in at.error]
-        assert any("answered task" in m.value for m in at.success)
+        assert any(m.value.startswith("Preflight passed") for m in at.success)
         assert len(srv.chat_requests()) == 1
         with session() as s:
             assert s.exec(select(CollectionRun)).first() is None
@@ -37,3 +37,17 @@ def test_preflight_then_collect(demo_study: Path) -> None:
     with session() as s:
         got = s.exec(select(Response).where(Response.model == "local-vlm")).all()
     assert len(got) == level1
+
+
+def test_preflight_to_a_wrong_base_url_says_so(demo_study: Path) -> None:
+    """The server answers 404 where the API is not (no /v1): the page says what to check."""
+    with session() as s:
+        admin = LoggedIn.of(s.exec(select(User).where(User.name == "demo-admin")).one())
+    with OpenAIServer() as srv:
+        at = page("pages/models.py", admin, timeout=120).run()
+        at.text_input(key="collect_model").input("local-vlm")
+        at.text_input(key="collect_base_url").input(srv.base_url.removesuffix("/v1")).run()
+        next(b for b in at.button if b.label.startswith("Preflight")).click().run()
+    assert not at.exception and not at.success
+    assert [e.value for e in at.error] and "or the base URL is wrong" in at.error[0].value
+    assert any(c.value.startswith("Details: HTTP 404") for c in at.caption)
