@@ -12,9 +12,9 @@ from db.engine import engine_for
 from db.export import COLUMNS, export
 from db.models import (
     Assignment,
+    AssignmentDesign,
     CollectedResponse,
     CollectionRun,
-    AssignmentDesign,
     Exam,
     ExamAttempt,
     ExpertScore,
