@@ -3,7 +3,8 @@
 import streamlit as st
 
 from db.engine import upgrade
-from ui.auth import current_user, demo_active, logout, restore_login, write_cookie
+from ui.auth import current_user, logout, restore_login, write_cookie
+from ui.demo_banner import demo_banner
 from ui.plain_text import escape_markdown
 from ui.router import routes
 
@@ -24,8 +25,6 @@ if user is not None:
     with st.sidebar:
         st.markdown(f"**{escape_markdown(user.name)}** · {user.role}")
         st.button("Log out", on_click=logout)
-    if demo_active():
-        st.warning("Demo data: every case, record, response and score here is synthetic.",
-                   icon=":material/science:")
+    demo_banner()
 st.navigation(routes(None if user is None else user.role),
               position="hidden" if user is None else "sidebar").run()

@@ -4,11 +4,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import func
 from sqlmodel import Session, select
 
 from db.engine import nmb_home
-from db.models import Case, Series, Task
+from db.models import Case, Series, Setting, Task
 from errors import UserError
+
+# The name in the demo bundle's bundle.json (demo.bundle), recorded on each of its cases.
+DEMO_BUNDLE = "Neural-MedBench synthetic demo"
 
 
 @dataclass
@@ -51,3 +55,20 @@ def case_view(s: Session, *, case_id: str) -> CaseView:
         raise UserError(f"no case {case_id!r}")
     return CaseView(case.case_id, case.title, case.ehr, case.scores or {}, case.ground_truth,
                     case_series(s, case_id))
+
+
+@dataclass(frozen=True)
+class DemoShare:
+    demo_cases: int
+    cases: int
+
+
+def demo_share(s: Session) -> DemoShare:
+    """How many of the study's cases are the synthetic demo's: cases of the demo bundle, in a
+    study where `nmb demo` has run (its `demo` setting), so a real bundle that borrows the
+    demo's name does not count, nor does a demo whose cases were deleted."""
+    cases = s.exec(select(func.count()).select_from(Case)).one()
+    flag = s.get(Setting, "demo")
+    demo = (s.exec(select(func.count()).select_from(Case).where(Case.bundle == DEMO_BUNDLE)).one()
+            if flag is not None and flag.value == "1" else 0)
+    return DemoShare(demo, cases)

@@ -19,6 +19,7 @@ from pathlib import Path
 import nibabel as nib
 import numpy as np
 
+from db.cases import DEMO_BUNDLE
 from demo.content import (
     CASES,
     ERROR_TAGS,
@@ -223,7 +224,7 @@ def write_demo_bundle(dest: Path, *, resolution_mm: int = 2, seed: int = 0) -> P
     dest = _prepare(dest)
     (dest / "bundle.json").write_text(json.dumps({
         "format": BUNDLE_FORMAT,
-        "name": "Neural-MedBench synthetic demo",
+        "name": DEMO_BUNDLE,
         "description": "SYNTHETIC demo bundle: invented records and fictional model responses on "
                        "images derived from the MNI152 2009a template bundled with nilearn. "
                        "Not patient data.",

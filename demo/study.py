@@ -19,6 +19,7 @@ from calibration.request import grade_request
 from db.assignments import assign, draw_calibration
 from db.audit import record
 from db.bundle import import_bundle
+from db.cases import DEMO_BUNDLE
 from db.engine import session, upgrade
 from db.exams import ensure_exam
 from db.models import (
@@ -51,7 +52,6 @@ CALIBRATION_ITEMS = 120
 LEFT_FOR_EXPERT1 = 8
 DEMO_GRADER_MODEL = "synthetic-demo-grader-2026-01-01"
 DEMO_EXAM = "Demo exam (synthetic cases)"
-DEMO_BUNDLE = "Neural-MedBench synthetic demo"
 SYNTHETIC_GRADE = "Synthetic demo grade: no model was called."
 
 

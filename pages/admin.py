@@ -1,4 +1,5 @@
-"""/admin: bundles, users, assignments and rater progress (admin)."""
+"""/admin: bundles, flagged responses, the case browser, users, assignments and rater
+progress, exports (admin). One section at a time, kept over reruns and in the URL."""
 
 import tempfile
 from pathlib import Path
@@ -9,20 +10,22 @@ import streamlit as st
 from db.assignments import assign, below_overlap, draw_calibration, rater_progress
 from db.bundle import BundleInvalid, import_bundle
 from db.bundle_store import Workspace
-from db.cases import case_list, case_view, task_list
+from db.cases import case_view, reference_fields, task_list
+from db.catalog import case_rows, response_rows, search, task_rows
 from db.engine import session
 from db.exams import ensure_exam
 from db.export import FORMATS, KINDS, export
 from db.models import ROLES
 from db.rubrics import ensure_rubric
 from db.status import counts
+from db.upload_name import safe_upload_name
 from db.users import add_user, disable_user, list_users
 from errors import UserError
 from ui.actions import run_write, show_error
 from ui.auth import require_role
 from ui.case_panel import case_panel
 from ui.flag_review import flag_review
-from ui.plain_text import escape_markdown
+from ui.plain_text import escape_markdown, untrusted_text
 
 user = require_role("admin")
 st.title("Data and users")
@@ -30,11 +33,10 @@ st.title("Data and users")
 with session() as s:
     st.dataframe(pd.DataFrame([counts(s)]), hide_index=True)
 
-study, flagged, cases, people, raters, exports = st.tabs(
-    ["Import a bundle", "Model names", "Cases", "Users", "Assignments", "Export"])
-
 
 def run_import(path: Path, dry_run: bool, workspace: Workspace | None = None) -> None:
+    """Validate and import the bundle at `path`; messages name it by `path.name` (an upload is
+    stored under its own file name, made safe)."""
     bar = st.progress(0.0, text="validating")
     try:
         with session() as s:
@@ -45,18 +47,19 @@ def run_import(path: Path, dry_run: bool, workspace: Workspace | None = None) ->
     except BundleInvalid as e:
         bar.empty()
         show_error(e)
-        st.dataframe(pd.DataFrame([{"file": p.file, "line": p.line, "problem": p.message}
-                                   for p in e.problems]), hide_index=True)
+        st.dataframe(pd.DataFrame([{"file": p.file, "line": "" if p.line is None else str(p.line),
+                                    "problem": p.message} for p in e.problems]),
+                     hide_index=True)
     except UserError as e:
         bar.empty()
         show_error(e)
     else:
         bar.progress(1.0, text="done")
-        st.success(escape_markdown(("Valid; nothing written (dry run): " if dry_run
-                                    else "Imported: ") + str(summary)))
+        st.success(escape_markdown(f"{path.name}: " + ("valid; nothing written (dry run): "
+                                                       if dry_run else "imported: ") + str(summary)))
 
 
-with study:
+def import_section() -> None:
     st.caption("A bundle is a folder or a .zip in the `nmb-bundle/1` format "
                "(docs/bundle-format.md). It is validated completely before anything is written.")
     upload = st.file_uploader("Bundle (.zip)", type=["zip"])
@@ -65,31 +68,47 @@ with study:
     if st.button("Import", type="primary", disabled=not (upload or server_path)):
         if upload is not None:
             with Workspace("upload") as upload_area:  # NMB_HOME/tmp, swept if the server dies
-                path = upload_area.path / "bundle.zip"
+                path = upload_area.path / safe_upload_name(upload.name)
                 path.write_bytes(upload.getvalue())
                 run_import(path, dry_run, upload_area)
         else:
             run_import(Path(server_path.strip()), dry_run)
 
-with flagged:
+
+def model_names_section() -> None:
     flag_review(user.name)
 
-with cases:
-    with session() as s:
-        loaded = case_list(s)
-    if loaded:
-        titles = {c.case_id: f"{c.case_id} · {c.title}" for c in loaded}
-        chosen_case = st.selectbox("Case", list(titles), format_func=titles.get)
-        with session() as s:
-            view = case_view(s, case_id=chosen_case)
-        with case_panel(key=f"admin-{view.case_id}", title=view.title, ehr=view.ehr,
-                        scores=view.scores, series=view.series):
-            st.markdown("**Ground truth**")
-            st.json(view.ground_truth)
-    else:
-        st.info("No case loaded yet.")
 
-with people:
+def cases_section() -> None:
+    with session() as s:
+        lists = {"Cases": case_rows(s), "Tasks": task_rows(s), "Responses": response_rows(s)}
+    if not lists["Cases"]:
+        st.info("No case loaded yet.")
+        return
+    query = st.text_input("Search cases, tasks and responses", key="browse_query",
+                          placeholder="an id, a title, a bundle, a model, a word of a prompt…")
+    shown: dict[str, None] = {}  # the cases of every row found, in list order
+    for label, rows in lists.items():
+        found = search(rows, query)
+        st.markdown(f"**{label}** · {len(found)} of {len(rows)}")
+        st.dataframe(pd.DataFrame([vars(r) for r in found], columns=list(vars(rows[0]))
+                                  if rows else None), hide_index=True, height=240)
+        shown |= dict.fromkeys(r.case_id for r in found)
+    if not shown:
+        return
+    titles = {r.case_id: f"{r.case_id} · {r.title}" for r in lists["Cases"]}
+    chosen_case = st.selectbox("Open a case", list(shown), key="browse_case", format_func=titles.get)
+    with session() as s:
+        view = case_view(s, case_id=chosen_case)
+    with case_panel(key=f"admin-{view.case_id}", title=view.title, ehr=view.ehr,
+                    scores=view.scores, series=view.series):
+        st.markdown("##### Ground truth")
+        for label, text in reference_fields(view.ground_truth):
+            st.markdown(f"**{label}**")
+            untrusted_text(text)
+
+
+def users_section() -> None:
     with session() as s:
         users = list_users(s)
     st.dataframe(pd.DataFrame([{"name": u.name, "role": u.role, "email": u.email,
@@ -117,7 +136,8 @@ with people:
             s.commit()
         st.rerun()
 
-with raters:
+
+def assignments_section() -> None:
     with session() as s:
         experts = [u.name for u in list_users(s) if u.role == "expert" and not u.disabled]
         progress = rater_progress(s)
@@ -168,7 +188,8 @@ with raters:
 
             run_write(open_exam)
 
-with exports:
+
+def export_section() -> None:
     st.caption("Exports are the one place where model names and blind codes meet.")
     c1, c2, c3 = st.columns(3)
     kind = c1.selectbox("What", list(KINDS))
@@ -179,4 +200,17 @@ with exports:
             out = Path(tmp) / f"{kind}.{fmt}"
             with session() as s:
                 rows = export(s, kind, fmt=fmt, out=out, reveal_raters=reveal)
-            st.download_button(f"Download {rows} rows", out.read_bytes(), file_name=out.name)
+            st.download_button(f"Download {rows} rows", out.read_bytes(), file_name=out.name,
+                               on_click="ignore")
+
+
+SECTIONS = {"Import a bundle": import_section, "Model names": model_names_section,
+            "Cases": cases_section, "Users": users_section, "Assignments": assignments_section,
+            "Export": export_section}
+# Stateful tabs: the open one survives every rerun (a button in it) and sits in the URL
+# (?section=Export), so a reload stays on it; only the open tab's content runs.
+tabs = st.tabs(list(SECTIONS), key="section", on_change="rerun", bind="query-params")
+for tab, draw in zip(tabs, SECTIONS.values(), strict=True):
+    if tab.open:
+        with tab:
+            draw()

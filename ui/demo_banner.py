@@ -1,0 +1,23 @@
+"""The banner that says which data are synthetic, shown on every page while demo data is in
+the study (`db.cases.demo_share`): all of it, some of it, or none (no banner)."""
+
+import streamlit as st
+
+from db.cases import demo_share
+from db.engine import session
+
+ALL_DEMO = "Demo data: every case, record, response and score here is synthetic."
+
+
+def demo_banner() -> None:
+    with session() as s:
+        share = demo_share(s)
+    if share.demo_cases == 0:
+        return
+    if share.demo_cases == share.cases:
+        text = ALL_DEMO
+    else:
+        text = (f"Some cases are synthetic demo data: {share.demo_cases} of {share.cases} cases "
+                "come from the demo bundle, with their records, responses and scores; the other "
+                "cases come from imported bundles.")
+    st.warning(text, icon=":material/science:")
