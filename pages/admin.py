@@ -55,8 +55,8 @@ def run_import(path: Path, dry_run: bool, workspace: Workspace | None = None) ->
         show_error(e)
     else:
         bar.progress(1.0, text="done")
-        st.success(escape_markdown(f"{path.name}: " + ("valid; nothing written (dry run): "
-                                                       if dry_run else "imported: ") + str(summary)))
+        valid = " is valid, nothing was written (dry run)" if dry_run else ""
+        st.success(escape_markdown(f"{path.name}{valid}: {summary}"))
 
 
 def import_section() -> None:

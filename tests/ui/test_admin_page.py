@@ -1,0 +1,122 @@
+"""/admin as an admin uses it: the open section survives a button and a reload, uploads are
+named by their own file name, the case browser lists and searches, and the demo banner follows
+what the study holds."""
+
+import io
+import zipfile
+from pathlib import Path
+
+from sqlmodel import select
+
+from db.bundle import import_bundle
+from db.engine import session
+from db.models import Case, User
+from tests.apptest import app, make_user, page, page_payload
+from tests.factories import make_study
+from ui.auth import LoggedIn
+from ui.demo_banner import ALL_DEMO
+
+SAMPLE = Path(__file__).resolve().parents[2] / "examples" / "sample-bundle"
+
+
+def _zip(folder: Path) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for f in sorted(folder.rglob("*")):
+            zf.write(f, f.relative_to(folder.parent))
+    return buf.getvalue()
+
+
+def _warnings(at) -> list[str]:
+    return [w.value for w in at.warning]
+
+
+def test_the_export_section_stays_open_after_prepare_export(sqlite_url: str) -> None:
+    with session() as s:
+        make_study(s, n_tasks=2)
+    at = page("pages/admin.py", make_user("root", "admin"))
+    at.query_params["section"] = "Export"  # a reload of /admin?section=Export
+    at.run()
+    assert not at.exception, at.exception
+    assert not at.get("file_uploader"), "the import section ran while Export is open"
+    next(b for b in at.button if b.label == "Prepare export").click().run()
+    assert not at.exception, at.exception
+    assert at.session_state["section"] == "Export" and at.query_params["section"] == "Export"
+    [download] = at.get("download_button")
+    assert download.label == "Download 4 rows"  # two tasks, two models
+    assert not at.get("file_uploader")
+
+
+def test_an_upload_is_named_by_its_own_file_name(sqlite_url: str) -> None:
+    at = page("pages/admin.py", make_user("root", "admin")).run()
+    at.get("file_uploader")[0].set_value(("Ward 7 study (v2).zip", b"not a zip",
+                                          "application/zip")).run().run()
+    next(b for b in at.button if b.label == "Import").click().run()
+    assert not at.exception, at.exception
+    assert [e.value for e in at.error] == [r"bundle Ward\_7\_study\_\_v2\.zip has 1 problem"]
+    [problems] = [df.value for df in at.dataframe if "problem" in df.value.columns]
+    assert list(problems["file"]) == ["Ward_7_study__v2.zip"]
+    assert list(problems["line"]) == [""]  # a file-level problem has no line
+    assert "bundle.zip" not in page_payload(at)
+
+    at.get("file_uploader")[0].set_value(("sample.zip", _zip(SAMPLE), "application/zip")).run()
+    next(b for b in at.button if b.label == "Import").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert [m.value for m in at.success] == [
+        r"sample\.zip\: Neural\-MedBench Studio example \(synthetic\)\: imported 2 cases, "
+        r"3 series, 3 tasks, 6 responses; unchanged 0 cases, 0 tasks, 0 responses"]
+    assert at.session_state["section"] == "Import a bundle"
+    with session() as s:
+        assert len(s.exec(select(Case)).all()) == 2
+
+
+def test_case_browser_lists_searches_and_shows_ground_truth_as_fields(sqlite_url: str) -> None:
+    with session() as s:
+        import_bundle(s, SAMPLE)
+    at = page("pages/admin.py", make_user("root", "admin"))
+    at.query_params["section"] = "Cases"
+    at.run()
+    assert not at.exception, at.exception
+    cases, tasks, responses = (df.value for df in at.dataframe[1:4])  # after the counts
+    assert (len(cases), len(tasks), len(responses)) == (2, 3, 6)
+    assert set(responses["author"]) == {"example-model-a", "example-model-b"}
+    labels = [m.value for m in at.markdown]
+    for field in ("**Final diagnosis**", "**Differential**", "**Lesion**", "**Reasoning**"):
+        assert field in labels
+    texts = [t.value for t in at.text]
+    assert "Relapsing-remitting multiple sclerosis" in texts  # example-01, plain text
+    assert not at.json, "ground truth is not a JSON tree"
+
+    next(t for t in at.text_input if t.label.startswith("Search")).input("example-02").run()
+    cases, tasks, responses = (df.value for df in at.dataframe[1:4])
+    assert (len(cases), len(tasks), len(responses)) == (1, 1, 2)
+    assert at.selectbox(key="browse_case").options == ["example-02 · 71-year-old man with "
+                                                      "sudden right weakness and aphasia "
+                                                      "(synthetic example)"]
+    assert "Acute left middle cerebral artery infarct" in [t.value for t in at.text]
+
+
+def _admin(name: str) -> LoggedIn:
+    with session() as s:
+        u = s.exec(select(User).where(User.name == name)).one()
+    return LoggedIn.of(u)
+
+
+def test_demo_banner_while_demo_cases_are_in_the_study(demo_study: Path) -> None:
+    at = app(_admin("demo-admin")).run()
+    assert not at.exception, at.exception
+    assert ALL_DEMO in _warnings(at)
+    with session() as s:
+        import_bundle(s, SAMPLE)  # a bundle of the admin's own beside the demo
+    at.run()
+    assert ALL_DEMO not in _warnings(at)
+    assert any(w.startswith("Some cases are synthetic demo data: 10 of 12 cases")
+               for w in _warnings(at)), _warnings(at)
+
+
+def test_no_banner_in_a_study_without_demo_data(sqlite_url: str) -> None:
+    with session() as s:
+        import_bundle(s, SAMPLE)
+    at = app(make_user("root", "admin")).run()
+    assert not at.exception, at.exception
+    assert not [w for w in _warnings(at) if "demo" in w.lower()]
