@@ -34,10 +34,6 @@ def reference_fields(ground_truth: dict[str, Any]) -> list[tuple[str, str]]:
             ("Reasoning", ground_truth.get("reasoning", ""))]
 
 
-def case_list(s: Session) -> list[Case]:
-    return list(s.exec(select(Case).order_by(Case.case_id)))
-
-
 def task_list(s: Session) -> list[Task]:
     return list(s.exec(select(Task).order_by(Task.task_id)))
 

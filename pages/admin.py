@@ -92,7 +92,7 @@ def cases_section() -> None:
         found = search(rows, query)
         st.markdown(f"**{label}** · {len(found)} of {len(rows)}")
         st.dataframe(pd.DataFrame([vars(r) for r in found], columns=list(vars(rows[0]))
-                                  if rows else None), hide_index=True, height=240)
+                                  if rows else None), hide_index=True)
         shown |= dict.fromkeys(r.case_id for r in found)
     if not shown:
         return
