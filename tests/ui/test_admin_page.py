@@ -102,6 +102,19 @@ def _admin(name: str) -> LoggedIn:
     return LoggedIn.of(u)
 
 
+def test_every_section_renders_on_the_demo_study(demo_study: Path) -> None:
+    admin = _admin("demo-admin")
+    for section in ("Import a bundle", "Model names", "Cases", "Users", "Assignments", "Export"):
+        at = page("pages/admin.py", admin)
+        at.query_params["section"] = section
+        at.run()
+        assert not at.exception, (section, at.exception)
+        assert not at.error, (section, [e.value for e in at.error])
+        assert at.session_state["section"] == section
+        browsed = any(t.key == "browse_query" for t in at.text_input)
+        assert browsed == (section == "Cases")  # only the open section runs
+
+
 def test_demo_banner_while_demo_cases_are_in_the_study(demo_study: Path) -> None:
     at = app(_admin("demo-admin")).run()
     assert not at.exception, at.exception

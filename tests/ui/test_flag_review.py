@@ -19,7 +19,9 @@ def test_admin_reviews_a_flagged_response(sqlite_url: str, tmp_path: Path) -> No
     rows[0]["text"] = NAMING
     with session() as s:
         import_bundle(s, write_bundle(tmp_path / "b", with_responses=rows))
-    at = page("pages/admin.py", make_user("root", "admin")).run()
+    at = page("pages/admin.py", make_user("root", "admin"))
+    at.query_params["section"] = "Model names"
+    at.run()
     assert not at.exception, at.exception
     assert NAMING in [t.value for t in at.text]  # the original, as imported
     box = next(t for t in at.text_area if t.label.startswith("Answer, as raters"))

@@ -172,7 +172,9 @@ def test_calibrate_page_runs_the_grader_against_a_local_server(demo_study: Path)
 def test_admin_form_reports_mistakes_and_writes(demo_study: Path) -> None:
     from db.models import Exam
 
-    at = page("pages/admin.py", _login("demo-admin")).run()
+    at = page("pages/admin.py", _login("demo-admin"))
+    at.query_params["section"] = "Assignments"
+    at.run()
     opener = next(b for b in at.get("form_submit_button") if b.label == "Open exam")
     opener.click().run()
     assert any("needs a name" in e.value for e in at.error)
