@@ -4,9 +4,9 @@ import streamlit as st
 
 from db.engine import upgrade
 from ui.auth import current_user, logout, restore_login, write_cookie
-from ui.demo_banner import demo_banner
 from ui.plain_text import escape_markdown
 from ui.router import routes
+from ui.synthetic_banner import synthetic_data_banner
 
 st.set_page_config(page_title="Neural-MedBench Studio", page_icon=":brain:", layout="wide")
 
@@ -25,6 +25,6 @@ if user is not None:
     with st.sidebar:
         st.markdown(f"**{escape_markdown(user.name)}** · {user.role}")
         st.button("Log out", on_click=logout)
-    demo_banner()
+    synthetic_data_banner()
 st.navigation(routes(None if user is None else user.role),
               position="hidden" if user is None else "sidebar").run()

@@ -59,7 +59,7 @@ class DemoShare:
     cases: int
 
 
-def demo_share(s: Session) -> DemoShare:
+def count_demo_cases(s: Session) -> DemoShare:
     """How many of the study's cases are the synthetic demo's: cases of the demo bundle, in a
     study where `nmb demo` has run (its `demo` setting), so a real bundle that borrows the
     demo's name does not count, nor does a demo whose cases were deleted."""

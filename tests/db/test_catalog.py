@@ -3,7 +3,7 @@ search, the demo share behind the banner, and the safe name of an uploaded bundl
 
 from sqlmodel import Session
 
-from db.cases import DEMO_BUNDLE, DemoShare, demo_share
+from db.cases import DEMO_BUNDLE, DemoShare, count_demo_cases
 from db.catalog import CaseRow, case_rows, excerpt, response_rows, search, task_rows
 from db.engine import engine_for
 from db.exams import answer_stage, attempt_for, ensure_exam, finish
@@ -57,18 +57,18 @@ def test_excerpt_is_one_line_and_capped() -> None:
     assert len(long) == 20 and long.endswith("…")
 
 
-def test_demo_share_counts_the_demo_bundle_only_where_the_demo_was_loaded(
+def test_count_demo_cases_counts_the_demo_bundle_only_where_the_demo_was_loaded(
         sqlite_url: str) -> None:
     with Session(engine_for(sqlite_url)) as s:
-        assert demo_share(s) == DemoShare(0, 0)
+        assert count_demo_cases(s) == DemoShare(0, 0)
         for i, bundle in enumerate([DEMO_BUNDLE, DEMO_BUNDLE, "hospital"]):
             s.add(Case(case_id=f"c{i}", title="t", ehr="", scores={}, ground_truth={},
                        bundle=bundle))
         s.commit()
-        assert demo_share(s) == DemoShare(0, 3)  # a bundle named like the demo, no `nmb demo`
+        assert count_demo_cases(s) == DemoShare(0, 3)  # a bundle named like the demo, no `nmb demo`
         s.add(Setting(key="demo", value="1"))
         s.commit()
-        assert demo_share(s) == DemoShare(2, 3)
+        assert count_demo_cases(s) == DemoShare(2, 3)
 
 
 def test_an_uploaded_name_becomes_a_safe_base_name() -> None:

@@ -14,7 +14,7 @@ from db.models import Case, User
 from tests.apptest import app, make_user, page, page_payload
 from tests.factories import make_study
 from ui.auth import LoggedIn
-from ui.demo_banner import ALL_DEMO
+from ui.synthetic_banner import ALL_DEMO
 
 SAMPLE = Path(__file__).resolve().parents[2] / "examples" / "sample-bundle"
 

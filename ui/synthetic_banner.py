@@ -1,17 +1,17 @@
 """The banner that says which data are synthetic, shown on every page while demo data is in
-the study (`db.cases.demo_share`): all of it, some of it, or none (no banner)."""
+the study (`db.cases.count_demo_cases`): all of it, some of it, or none (no banner)."""
 
 import streamlit as st
 
-from db.cases import demo_share
+from db.cases import count_demo_cases
 from db.engine import session
 
 ALL_DEMO = "Demo data: every case, record, response and score here is synthetic."
 
 
-def demo_banner() -> None:
+def synthetic_data_banner() -> None:
     with session() as s:
-        share = demo_share(s)
+        share = count_demo_cases(s)
     if share.demo_cases == 0:
         return
     if share.demo_cases == share.cases:
