@@ -97,6 +97,24 @@ def response_rows(s: Session) -> list[ResponseRow]:
             for r, case_id, person, held in rows]
 
 
+@dataclass(frozen=True)
+class ResponseDetail:
+    """One response in full, with its task: what `ui.response_view` shows."""
+
+    family: str
+    level: int
+    prompt: str
+    stages: list[str]
+    answers: list[str]  # the text, then one turn per later stage
+
+
+def response_detail(s: Session, *, response_id: str) -> ResponseDetail:
+    r, task = s.exec(select(Response, Task).join(Task, col(Task.task_id) == Response.task_id)
+                     .where(Response.response_id == response_id)).one()
+    return ResponseDetail(task.family, task.level, task.prompt, list(task.stages or []),
+                          [r.text, *(r.turns or [])])
+
+
 Row = TypeVar("Row", CaseRow, TaskRow, ResponseRow)
 
 

@@ -11,7 +11,7 @@ from db.assignments import assign, below_overlap, draw_calibration, rater_progre
 from db.bundle import BundleInvalid, import_bundle
 from db.bundle_store import Workspace
 from db.cases import case_view, reference_fields, task_list
-from db.catalog import case_rows, response_rows, search, task_rows
+from db.catalog import case_rows, response_detail, response_rows, search, task_rows
 from db.engine import session
 from db.exams import ensure_exam
 from db.export import FORMATS, KINDS, export
@@ -26,6 +26,7 @@ from ui.auth import require_role
 from ui.case_panel import case_panel
 from ui.flag_review import flag_review
 from ui.plain_text import escape_markdown, untrusted_text
+from ui.response_view import response_view
 
 user = require_role("admin")
 st.title("Data and users")
@@ -87,17 +88,16 @@ def cases_section() -> None:
         return
     query = st.text_input("Search cases, tasks and responses", key="browse_query",
                           placeholder="an id, a title, a bundle, a model, a word of a prompt…")
-    shown: dict[str, None] = {}  # the cases of every row found, in list order
+    found = {label: search(rows, query) for label, rows in lists.items()}
     for label, rows in lists.items():
-        found = search(rows, query)
-        st.markdown(f"**{label}** · {len(found)} of {len(rows)}")
-        st.dataframe(pd.DataFrame([vars(r) for r in found], columns=list(vars(rows[0]))
+        st.markdown(f"**{label}** · {len(found[label])} of {len(rows)}")
+        st.dataframe(pd.DataFrame([vars(r) for r in found[label]], columns=list(vars(rows[0]))
                                   if rows else None), hide_index=True)
-        shown |= dict.fromkeys(r.case_id for r in found)
+    shown = list(dict.fromkeys(r.case_id for rows in found.values() for r in rows))
     if not shown:
         return
     titles = {r.case_id: f"{r.case_id} · {r.title}" for r in lists["Cases"]}
-    chosen_case = st.selectbox("Open a case", list(shown), key="browse_case", format_func=titles.get)
+    chosen_case = st.selectbox("Open a case", shown, key="browse_case", format_func=titles.get)
     with session() as s:
         view = case_view(s, case_id=chosen_case)
     with case_panel(key=f"admin-{view.case_id}", title=view.title, ehr=view.ehr,
@@ -106,6 +106,17 @@ def cases_section() -> None:
         for label, text in reference_fields(view.ground_truth):
             st.markdown(f"**{label}**")
             untrusted_text(text)
+        responses = [r for r in found["Responses"] if r.case_id == chosen_case]
+        if responses:
+            st.markdown("##### Response")
+            authors = {r.response_id: f"{r.task_id} · {r.author} · sample {r.sample}"
+                       for r in responses}
+            chosen = st.selectbox("Open a response", list(authors), key="browse_response",
+                                  format_func=authors.get)
+            with session() as s:
+                detail = response_detail(s, response_id=chosen)
+            response_view(detail.family, detail.level, detail.prompt, detail.stages,
+                          detail.answers, missing="No answer given for this stage.")
 
 
 def users_section() -> None:

@@ -4,7 +4,16 @@ search, the demo share behind the banner, and the safe name of an uploaded bundl
 from sqlmodel import Session
 
 from db.cases import DEMO_BUNDLE, DemoShare, count_demo_cases
-from db.catalog import CaseRow, case_rows, excerpt, response_rows, search, task_rows
+from db.catalog import (
+    CaseRow,
+    ResponseDetail,
+    case_rows,
+    excerpt,
+    response_detail,
+    response_rows,
+    search,
+    task_rows,
+)
 from db.engine import engine_for
 from db.exams import answer_stage, attempt_for, ensure_exam, finish
 from db.models import Case, ResponseFlag, Setting, utcnow
@@ -38,6 +47,10 @@ def test_lists_hold_every_case_task_and_response_with_its_author(database_url: s
     assert (human.author, human.case_id, human.excerpt) == ("stu", "case1", "Left MCA stroke.")
     assert {r.author for r in responses if r.source == "model"} == set(MODELS)
     assert [r.response_id for r in responses if r.held] == ["r0-model-alpha-0"]
+    with Session(engine_for(database_url)) as s:
+        assert response_detail(s, response_id=human.response_id) == ResponseDetail(
+            "lesion", 2, "Prompt 1", [], ["Left  MCA\n stroke."])  # the text in full
+        assert response_detail(s, response_id="r2-model-beta-0").stages == ["More information."]
 
 
 def test_search_matches_every_word_in_any_field() -> None:

@@ -94,6 +94,20 @@ def test_case_browser_lists_searches_and_shows_ground_truth_as_fields(sqlite_url
                                                       "sudden right weakness and aphasia "
                                                       "(synthetic example)"]
     assert "Acute left middle cerebral artery infarct" in [t.value for t in at.text]
+    assert at.selectbox(key="browse_response").options == [
+        "example-02-where · example-model-a · sample 0",
+        "example-02-where · example-model-b · sample 0"]
+    texts = [t.value for t in at.text]
+    assert "Where is the lesion, and on which sequence do you see it?" in texts
+    assert "Left MCA territory (insula, operculum), bright on DWI." in texts  # as written
+
+    at.text_input(key="browse_query").input("why model-b").run()  # a multi-turn response
+    assert at.selectbox(key="browse_case").value == "example-01"
+    assert [m.value for m in at.markdown if m.value.startswith("**Stage")] == [
+        "**Stage 1 of 3**", "**Stage 2 of 3**", "**Stage 3 of 3**"]
+    texts = [t.value for t in at.text]
+    for answer in ("Probably migraine.", "Still migraine.", "Maybe MS after all."):
+        assert answer in texts
 
 
 def _admin(name: str) -> LoggedIn:
