@@ -4,8 +4,9 @@ On the 2 mm demo study against the test server (`tests.openai_server`, its own p
 latency): `nmb collect --levels 1 2 --samples 8 --concurrency 32` (single-turn tasks, so a bare
 loop does the same work: one request per item, every body with the case's key slices as PNG
 data URLs), timed as a whole process (interpreter start, imports, key slices read from disk,
-request building and hashing, calls, commits), against `bare_loop` sending as many requests of
-the first item's body at the same concurrency, in the same run. Each repeat collects under a
+request building and hashing, calls, commits), against `benchmarks/openai_bare_loop.py`, also a
+whole process, sending as many requests of the first item's body at the same concurrency, in
+the same run (as in `bench_grader`). Each repeat collects under a
 new model name, so nothing is cached. Then one model's responses are deleted (the request cache
 kept) and `nmb collect` is re-run: every item from the cache. Rendering every case's key
 slices once from cold (what the first run of a study pays) is timed in-process. Figures are
@@ -14,7 +15,6 @@ printed, never asserted.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import shutil
@@ -25,13 +25,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.openai_bare_loop import BENCH_KEY, ROOT, bare_loop, server_process
+from benchmarks.bench_grader import KEY, ROOT, server_process
 
 SAMPLES, CONCURRENCY, LATENCY, REPEAT = 8, 32, 1.0, 3
 
 
 def _env(home: Path) -> dict[str, str]:
-    env = {**os.environ, "NMB_HOME": str(home), "OPENAI_API_KEY": BENCH_KEY}
+    env = {**os.environ, "NMB_HOME": str(home), "OPENAI_API_KEY": KEY}
     env.pop("NMB_DATABASE_URL", None)
     return env
 
@@ -109,11 +109,17 @@ def main() -> None:
         shutil.rmtree(home / "key-slices", ignore_errors=True)
         images, render_s = _in_study(home, RENDER_COLD).split()
         body = json.loads(_in_study(home, FIRST_BODY))
+        body_file = Path(tmp) / "body.json"
+        body_file.write_text(json.dumps(body))
         for i in range(REPEAT):  # alternate, so drift on a shared machine hits both alike
             elapsed, summary = _collect(home, url, f"bench-vlm-{i}")
             n, shown = summary["items"], summary["image_count"] // max(summary["items"], 1)
             collect_s.append(elapsed)
-            bare_s.append(asyncio.run(bare_loop(url, n, CONCURRENCY, body)))
+            start = time.perf_counter()
+            subprocess.run([sys.executable, str(ROOT / "benchmarks" / "openai_bare_loop.py"), url,
+                            str(n), str(CONCURRENCY), str(body_file)], env=_env(home),
+                           check=True, timeout=600)
+            bare_s.append(time.perf_counter() - start)
             print(f"  nmb collect {collect_s[-1]:6.2f} s   bare loop {bare_s[-1]:6.2f} s",
                   flush=True)
         for _ in range(REPEAT):
@@ -127,8 +133,8 @@ def main() -> None:
           f"request body {per:,} bytes ({shown} images); "
           f"ideal {-(-n // CONCURRENCY) * LATENCY:.1f} s")
     med_c, med_b = statistics.median(collect_s), statistics.median(bare_s)
-    print(f"nmb collect (whole process) median {med_c:6.2f} s  {n / med_c:6.1f} items/s")
-    print(f"bare AsyncOpenAI loop       median {med_b:6.2f} s  {n / med_b:6.1f} req/s")
+    print(f"nmb collect (whole process)     median {med_c:6.2f} s  {n / med_c:6.1f} items/s")
+    print(f"bare AsyncOpenAI loop (process) median {med_b:6.2f} s  {n / med_b:6.1f} req/s")
     print(f"throughput nmb collect / bare = {med_b / med_c:.3f}")
     print(f"fully cached re-run ({n} items from cache)  median "
           f"{statistics.median(cached_s):5.2f} s")
