@@ -26,13 +26,14 @@ from db.bundle_errors import BundleInvalid, Problem
 from db.bundle_store import Workspace, image_path
 from db.bundle_validate import (
     FORMAT,
+    MaskFile,
     SeriesFile,
     ValidBundle,
     open_and_validate,
     validate_bundle,
 )
 from db.engine import nmb_home
-from db.models import Case, Response, Series, Task, utcnow
+from db.models import Case, Mask, Response, Series, Task, utcnow
 from db.queries import chunks, fetch_in
 from db.response_flags import as_created, flag_new
 
@@ -51,6 +52,7 @@ class ImportSummary:
     dry_run: bool
     new_cases: int = 0
     new_series: int = 0
+    new_masks: int = 0
     new_tasks: int = 0
     new_responses: int = 0
     unchanged_cases: int = 0
@@ -72,7 +74,8 @@ class ImportSummary:
     def __str__(self) -> str:
         verb = "would import" if self.dry_run else "imported"
         return (f"{self.bundle}: {verb} {self.new_cases} cases, {self.new_series} series, "
-                f"{self.new_tasks} tasks, {self.new_responses} responses; unchanged "
+                + (f"{self.new_masks} masks, " if self.new_masks else "")
+                + f"{self.new_tasks} tasks, {self.new_responses} responses; unchanged "
                 f"{self.unchanged_cases} cases, {self.unchanged_tasks} tasks, "
                 f"{self.unchanged_responses} responses"
                 + (f"; {self.flagged_responses} responses name a model: redacted and held "
@@ -87,6 +90,7 @@ def _differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
 class _Plan:
     cases: list[dict] = field(default_factory=list)
     series: list[SeriesFile] = field(default_factory=list)
+    masks: list[MaskFile] = field(default_factory=list)
     tasks: list[dict] = field(default_factory=list)
     responses: list[dict] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
@@ -99,6 +103,9 @@ def _plan(s: Session, vb: ValidBundle, summary: ImportSummary) -> _Plan:
     series_of: dict[str, list[SeriesFile]] = {}
     for sf in vb.series:
         series_of.setdefault(sf.case_id, []).append(sf)
+    masks_of: dict[str, list[MaskFile]] = {}
+    for mf in vb.masks:
+        masks_of.setdefault(mf.case_id, []).append(mf)
 
     def problem(kind: str, key: str, msg: str) -> None:
         file, line = vb.where[kind, key]
@@ -108,16 +115,23 @@ def _plan(s: Session, vb: ValidBundle, summary: ImportSummary) -> _Plan:
     old_series: dict[str, list[tuple]] = {}
     for row in fetch_in(s, Series.case_id, old_cases):
         old_series.setdefault(row.case_id, []).append((row.position, row.sequence, row.sha256))
+    old_masks: dict[str, list[tuple]] = {}
+    for m in fetch_in(s, Mask.case_id, old_cases):
+        old_masks.setdefault(m.case_id, []).append((m.position, m.label, m.series, m.sha256))
     for c in vb.cases:
         cid = c["case_id"]
         mine = sorted((f.position, f.sequence, f.sha256) for f in series_of.get(cid, []))
         if cid not in old_cases:
             plan.cases.append(c)
             plan.series += series_of.get(cid, [])
+            plan.masks += masks_of.get(cid, [])
             continue
         diff = _differences(old_cases[cid].model_dump(), c)
         if sorted(old_series.get(cid, [])) != mine:
             diff.append("series")
+        masks = sorted((m.position, m.label, m.series, m.sha256) for m in masks_of.get(cid, []))
+        if sorted(old_masks.get(cid, []), key=str) != sorted(masks, key=str):
+            diff.append("masks")
         if diff:
             problem("case", cid, f"case {cid} already exists with different content "
                                  f"({', '.join(diff)})")
@@ -197,6 +211,11 @@ def _insert(s: Session, plan: _Plan, progress: Progress | None) -> None:
             {"case_id": f.case_id, "position": f.position, "sequence": f.sequence,
              "path": image_path(f.sha256, f.suffix).as_posix(), "sha256": f.sha256,
              "shape": f.shape, "voxel_sizes": f.voxel_sizes} for f in plan.series])
+    if plan.masks:
+        conn.execute(insert(Mask), [
+            {"case_id": m.case_id, "position": m.position, "label": m.label, "series": m.series,
+             "path": image_path(m.sha256, m.suffix).as_posix(), "sha256": m.sha256,
+             "shape": m.shape, "voxel_sizes": m.voxel_sizes} for m in plan.masks])
     if plan.tasks:
         conn.execute(insert(Task), plan.tasks)
     codes = new_blind_codes(s, len(plan.responses))
@@ -245,6 +264,7 @@ def _import(s: Session, path: Path, ws: Workspace, *, dry_run: bool, actor: str 
     if problems or plan.problems:
         raise BundleInvalid(vb.label, problems + plan.problems)
     summary.new_cases, summary.new_series = len(plan.cases), len(plan.series)
+    summary.new_masks = len(plan.masks)
     summary.new_tasks, summary.new_responses = len(plan.tasks), len(plan.responses)
     t = time.perf_counter()
     flags = flag_new(s, plan.responses)
@@ -255,19 +275,21 @@ def _import(s: Session, path: Path, ws: Workspace, *, dry_run: bool, actor: str 
         s.rollback()
         return summary
     t = time.perf_counter()
-    for i, sf in enumerate([] if dry_run else plan.series, start=1):
+    images = [] if dry_run else [*plan.series, *plan.masks]
+    for i, sf in enumerate(images, start=1):
         if ws.store_image(sf.source, sf.sha256, sf.suffix, name=sf.file):
             summary.images_copied += 1
         else:
             summary.images_already_stored += 1
         if progress:
-            progress(0.7 + 0.1 * i / len(plan.series), f"stored {i} images")
+            progress(0.7 + 0.1 * i / len(images), f"stored {i} images")
     timings["copy"] = time.perf_counter() - t
     t = time.perf_counter()
     _insert(s, plan, progress)
     s.add_all(flags)
     record(s, "bundle.import", actor=actor, bundle=vb.name, source=path.name,
-           cases=summary.new_cases, series=summary.new_series, tasks=summary.new_tasks,
+           cases=summary.new_cases, series=summary.new_series,
+           masks=summary.new_masks, tasks=summary.new_tasks,
            responses=summary.new_responses, flagged=summary.flagged_responses)
     s.flush()
     timings["db_insert"] = time.perf_counter() - t

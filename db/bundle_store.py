@@ -11,8 +11,8 @@ Every workspace holds a shared `flock` on `NMB_HOME/tmp/.lock` for its whole lif
 drops it when the process dies, even on SIGKILL. `sweep()` (at start: `db.engine.upgrade`;
 before a workspace is made, so a long-running server catches up at its next import; after a
 failed import) takes that lock exclusively without waiting. If it gets it, no import is
-running, so every workspace left is a dead one: the images it added that no `Series` row
-references are deleted (with their temporary names), then the workspace. If an import is
+running, so every workspace left is a dead one: the images it added that no `Series` or
+`Mask` row references are deleted (with their temporary names), then the workspace. If an import is
 running, the sweep does nothing and the next one catches up. `NMB_HOME` belongs to one study
 database: the references are checked in that database.
 """
@@ -29,7 +29,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from db.engine import get_engine, nmb_home
-from db.models import Series
+from db.models import Mask, Series
 from db.queries import fetch_in
 from errors import UserError
 
@@ -138,12 +138,13 @@ class Workspace:
 
 
 def _remove_dead(workspace: Path, home: Path, engine: Engine) -> None:
-    """Delete the images a dead workspace added that no Series row references, then it."""
+    """Delete the images a dead workspace added that no Series or Mask row references, then it."""
     added_file = workspace / _ADDED
     added = added_file.read_text().split() if added_file.is_file() else []
     if added:
         with Session(engine) as s:
-            referenced = set(fetch_in(s, Series.path, added, Series.path))
+            referenced = {*fetch_in(s, Series.path, added, Series.path),
+                          *fetch_in(s, Mask.path, added, Mask.path)}
         for rel in set(added) - referenced:
             dest = home / rel
             dest.unlink(missing_ok=True)

@@ -5,7 +5,8 @@ JSON/JSONL syntax, values the database can store (64-bit integers, text that enc
 without NUL, bounded nesting), required fields and types, families and levels, unique ids,
 references, case folders, stages, image paths (no escape from the bundle) and the images
 themselves (`imaging.inspect_image` opens and reads each one fully), which are hashed (sha256)
-as well.
+as well. Lesion masks pass the same checks plus their own (`imaging.inspect_mask`: one 3-D
+volume of whole-number labels >= 0, overlapping its series in world space).
 """
 
 import json
@@ -23,6 +24,8 @@ from db.bundle_key_slices import key_slice_messages, key_slice_range_problems
 from db.bundle_store import Workspace
 from db.bundle_zip import MAX_UNZIPPED_BYTES, open_bundle
 from db.models import FAMILIES, LEVELS
+from errors import UserError
+from imaging import image_box, inspect_mask, overlaps
 
 FORMAT = "nmb-bundle/1"
 IMAGE_SUFFIXES = (".nii.gz", ".nii", ".mgz")
@@ -60,6 +63,23 @@ class SeriesFile:
 
 
 @dataclass
+class MaskFile:
+    """A lesion mask of a case: its label, the series it is drawn on (None: every series) and,
+    as for a series, where it is in the bundle, its hash and header facts."""
+
+    case_id: str
+    position: int
+    label: str
+    series: str | None
+    file: str
+    source: Path
+    suffix: str
+    sha256: str = ""
+    shape: list[int] = field(default_factory=list)
+    voxel_sizes: list[float] = field(default_factory=list)
+
+
+@dataclass
 class ValidBundle:
     """A bundle's parsed content; images stay in `root` until imported (`close()` frees a zip
     extracted into its own workspace)."""
@@ -70,6 +90,7 @@ class ValidBundle:
     description: str
     cases: list[dict[str, Any]]
     series: list[SeriesFile]
+    masks: list[MaskFile]
     tasks: list[dict[str, Any]]
     responses: list[dict[str, Any]]
     where: dict[tuple[str, str], tuple[str, int | None]]  # (kind, id) -> (file, line)
@@ -179,6 +200,10 @@ def _usage(v: Any) -> str | None:
     return None
 
 
+def _boolean(v: Any) -> str | None:
+    return None if isinstance(v, bool) else "is not true or false"
+
+
 def _object(v: Any) -> str | None:
     return None if isinstance(v, dict) else "is not an object"
 
@@ -202,10 +227,16 @@ CASE_SPEC: Spec = {
     "series": (True, _list),
     "ground_truth": (True, _object),
     "key_slices": (False, _list),  # db.bundle_key_slices
+    "masks": (False, _list),
 }
 SERIES_SPEC: Spec = {
     "sequence": (True, _string(empty=False, max_len=32)),
     "file": (True, _string(empty=False)),
+}
+MASK_SPEC: Spec = {
+    "label": (True, _string(empty=False, max_len=32)),
+    "file": (True, _string(empty=False)),
+    "series": (False, _string(empty=False, max_len=32)),
 }
 GROUND_TRUTH_SPEC: Spec = {
     "final_diagnosis": (True, _string(empty=False)),
@@ -220,6 +251,7 @@ TASK_SPEC: Spec = {
     "level": (True, _one_of(LEVELS, "1, 2 or 3")),
     "prompt": (True, _string(empty=False)),
     "stages": (False, _string_list(empty_items=False)),
+    "show_masks": (False, _boolean),
 }
 RESPONSE_SPEC: Spec = {
     "response_id": (True, _identifier),
@@ -408,14 +440,33 @@ def _image_path_problem(root: Path, case_dir: Path, file: str) -> str | None:
 # ---------------------------------------------------------------- the bundle
 
 
-def _parse_case(root: Path, case_dir: Path, problems: list[Problem]) -> tuple[dict | None, list]:
+def _image_entries(root: Path, case_dir: Path, obj: dict, name: str, spec: Spec,
+                   msgs: list[str]) -> list[tuple[int, dict, str]]:
+    """(position, item, file relative to the bundle) of the valid items of case.json's list
+    `name` (series or masks); what is wrong with the others goes to `msgs`."""
+    out = []
+    for i, item in enumerate(obj.get(name) if isinstance(obj.get(name), list) else []):
+        item_msgs = check_fields(item, spec, f"{name}[{i}].")
+        msgs += item_msgs
+        if item_msgs:
+            continue
+        why = _image_path_problem(root, case_dir, item["file"])
+        if why:
+            msgs.append(f"{name}[{i}].file {_show(item['file'])} {why}")
+            continue
+        out.append((i, item, f"cases/{case_dir.name}/{PurePosixPath(item['file'])}"))
+    return out
+
+
+def _parse_case(root: Path, case_dir: Path, problems: list[Problem]
+                ) -> tuple[dict | None, list[SeriesFile], list[MaskFile]]:
     rel = f"cases/{case_dir.name}/case.json"
     if not (case_dir / "case.json").exists():
         problems.append(Problem(f"cases/{case_dir.name}", None, "case folder has no case.json"))
-        return None, []
+        return None, [], []
     obj = read_json(case_dir / "case.json", rel, problems)
     if obj is None:
-        return None, []
+        return None, [], []
     msgs = check_fields(obj, CASE_SPEC)
     if isinstance(obj, dict):
         if isinstance(obj.get("case_id"), str) and obj["case_id"] != case_dir.name:
@@ -427,31 +478,33 @@ def _parse_case(root: Path, case_dir: Path, problems: list[Problem]) -> tuple[di
         if isinstance(series, list) and not series:
             msgs.append("series is empty (a case has at least one image)")
     files: list[SeriesFile] = []
-    if isinstance(obj, dict) and isinstance(obj.get("series"), list):
-        for i, item in enumerate(obj["series"]):
-            item_msgs = check_fields(item, SERIES_SPEC, f"series[{i}].")
-            msgs += item_msgs
-            if item_msgs:
+    masks: list[MaskFile] = []
+    if isinstance(obj, dict):
+        files = [SeriesFile(case_id=case_dir.name, position=i, sequence=item["sequence"],
+                            file=file, source=case_dir / item["file"],
+                            suffix=image_suffix(item["file"]) or "")
+                 for i, item, file in _image_entries(root, case_dir, obj, "series", SERIES_SPEC,
+                                                     msgs)]
+        sequences = [s.get("sequence") for s in obj["series"]
+                     if isinstance(s, dict)] if isinstance(obj.get("series"), list) else None
+        for i, item, file in _image_entries(root, case_dir, obj, "masks", MASK_SPEC, msgs):
+            named = item.get("series")
+            if named is not None and sequences is not None and sequences.count(named) != 1:
+                what = "names two series" if sequences.count(named) > 1 else "is not a series"
+                msgs.append(f"masks[{i}].series {_show(named)} {what} of this case")
                 continue
-            why = _image_path_problem(root, case_dir, item["file"])
-            if why:
-                msgs.append(f"series[{i}].file {_show(item['file'])} {why}")
-                continue
-            files.append(SeriesFile(
-                case_id=case_dir.name, position=i, sequence=item["sequence"],
-                file=f"cases/{case_dir.name}/{PurePosixPath(item['file'])}",
-                source=case_dir / item["file"], suffix=image_suffix(item["file"]) or "",
-            ))
-    if isinstance(obj, dict) and isinstance(obj.get("series"), list):
-        sequences = [s.get("sequence") for s in obj["series"] if isinstance(s, dict)]
-        msgs += key_slice_messages(obj.get("key_slices", []), sequences)
+            masks.append(MaskFile(case_id=case_dir.name, position=i, label=item["label"],
+                                  series=named, file=file, source=case_dir / item["file"],
+                                  suffix=image_suffix(item["file"]) or ""))
+        if sequences is not None:
+            msgs += key_slice_messages(obj.get("key_slices", []), sequences)
     problems += [Problem(rel, None, m) for m in msgs]
     if msgs:
-        return None, files
+        return None, files, masks
     row = {"case_id": obj["case_id"], "title": obj["title"], "ehr": obj["ehr"],
            "scores": obj.get("scores", {}), "ground_truth": obj["ground_truth"],
            "key_slices": obj.get("key_slices")}
-    return row, files
+    return row, files, masks
 
 
 def _parse_tasks(root: Path, case_ids: set[str], all_case_dirs: set[str],
@@ -490,7 +543,8 @@ def _parse_tasks(root: Path, case_ids: set[str], all_case_dirs: set[str],
             continue  # the case has problems of its own; already reported
         tasks.append({"task_id": obj["task_id"], "case_id": obj["case_id"],
                       "family": obj["family"], "level": obj["level"], "prompt": obj["prompt"],
-                      "stages": list(obj.get("stages") or [])})
+                      "stages": list(obj.get("stages") or []),
+                      "show_masks": obj.get("show_masks", False)})
     return tasks, complete
 
 
@@ -570,6 +624,34 @@ def _check_images(files: list[SeriesFile], problems: list[Problem], progress: Pr
     return len(groups)
 
 
+def _check_masks(masks: list[MaskFile], files: list[SeriesFile], problems: list[Problem]) -> None:
+    """Hash and inspect every mask (masks are small and always read: a stored series of the
+    same content was never checked as labels), and check that each overlaps its series."""
+    series_of: dict[str, list[SeriesFile]] = {}
+    for sf in files:
+        if sf.shape:  # a usable image
+            series_of.setdefault(sf.case_id, []).append(sf)
+    for mf, h in zip(masks, hash_all([m.source for m in masks]), strict=True):
+        field_ = f"masks[{mf.position}].file {_show(mf.file.removeprefix(f'cases/{mf.case_id}/'))}"
+        where = f"cases/{mf.case_id}/case.json"
+        if isinstance(h, OSError):
+            problems.append(Problem(where, None, f"{field_} cannot be read: {h.strerror or h}"))
+            continue
+        try:
+            info, box = inspect_mask(mf.source)
+            targets = [sf for sf in series_of.get(mf.case_id, [])
+                       if mf.series in (None, sf.sequence)]
+            if targets and not any(overlaps(box, image_box(sf.source)) for sf in targets):
+                what = f"series {mf.series}" if mf.series else "any series of the case"
+                raise UserError(f"{mf.source.name}: lies outside {what} in world (scanner mm) "
+                                "space")
+        except UserError as e:
+            why = str(e).removeprefix(f"{mf.source.name}: ")
+            problems.append(Problem(where, None, f"{field_} is not a usable mask: {why}"))
+            continue
+        mf.sha256, mf.shape, mf.voxel_sizes = h, list(info.shape), list(info.voxel_sizes)
+
+
 def _validate_open(root: Path, label: str, progress: Progress | None,
                    known: KnownImages | None) -> tuple[ValidBundle, list]:
     problems: list[Problem] = []
@@ -592,10 +674,11 @@ def _validate_open(root: Path, label: str, progress: Progress | None,
                 case_dirs.append(p)
             else:
                 problems.append(Problem(f"cases/{p.name}", None, "is not a case folder"))
-    cases, files = [], []
+    cases, files, masks = [], [], []
     for d in case_dirs:
-        row, fs = _parse_case(root, d, problems)
+        row, fs, ms = _parse_case(root, d, problems)
         files += fs
+        masks += ms
         if row is not None:
             cases.append(row)
     where: dict[tuple[str, str], tuple[str, int | None]] = {
@@ -607,13 +690,16 @@ def _validate_open(root: Path, label: str, progress: Progress | None,
     timings["parse"] = time.perf_counter() - t0
     t1 = time.perf_counter()
     inspected = _check_images(files, problems, progress, timings, known)
+    stop = timed(timings, "masks")
+    _check_masks(masks, files, problems)
+    stop()
     problems += key_slice_range_problems(
         cases, {(f.case_id, f.sequence): (f.file, f.source) for f in files if f.shape})
     timings["images"] = time.perf_counter() - t1
     description = meta.get("description", "")
     vb = ValidBundle(label=label, root=root, name=name,
                      description=description if isinstance(description, str) else "",
-                     cases=cases, series=files, tasks=tasks, responses=responses, where=where,
+                     cases=cases, series=files, masks=masks, tasks=tasks, responses=responses, where=where,
                      timings=timings, images_inspected=inspected)
     return vb, problems
 

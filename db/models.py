@@ -9,7 +9,7 @@ tool creates itself has an integer id. JSON columns hold small structured values
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, CheckConstraint, Column, DateTime, Text, UniqueConstraint
+from sqlalchemy import JSON, CheckConstraint, Column, DateTime, Text, UniqueConstraint, false
 from sqlmodel import Field, SQLModel
 
 ROLES = ("admin", "expert", "physician", "student")
@@ -50,7 +50,7 @@ class User(SQLModel, table=True):
     demo: bool = False
     # Bumped by logout and disabling: every open session of the user, which keeps the epoch it
     # logged in with, ends at its next page run (ui.auth.current_user).
-    session_epoch: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
+    session_epoch: int = Field(default=0, sa_column_kwargs={"server_default": false()})
     created_at: datetime = _when()
 
     __table_args__ = (
@@ -105,6 +105,24 @@ class Series(SQLModel, table=True):
     __table_args__ = (UniqueConstraint("case_id", "position"),)
 
 
+class Mask(SQLModel, table=True):
+    """A lesion mask of a case: integer labels (0 = background) on a grid in the case's world
+    space, overlaid on the series named `series` or, when None, on every series. Stored in
+    NMB_HOME under its sha256, like a series."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    case_id: str = Field(foreign_key="case.case_id", index=True, max_length=128)
+    position: int
+    label: str = Field(max_length=32)
+    series: str | None = Field(default=None, max_length=32)
+    path: str = Field(max_length=512)  # relative to NMB_HOME
+    sha256: str = Field(max_length=64, index=True)
+    shape: list[int] = _json()
+    voxel_sizes: list[float] = _json()
+
+    __table_args__ = (UniqueConstraint("case_id", "position"),)
+
+
 class Task(SQLModel, table=True):
     task_id: str = Field(primary_key=True, max_length=128)
     case_id: str = Field(foreign_key="case.case_id", index=True, max_length=128)
@@ -112,6 +130,8 @@ class Task(SQLModel, table=True):
     level: int
     prompt: str = _text()
     stages: list[str] = _json()
+    # experts see the case's lesion masks on /score for this task (never in an exam)
+    show_masks: bool = Field(default=False, sa_column_kwargs={"server_default": false()})
 
     __table_args__ = (
         CheckConstraint("family IN ('differential', 'lesion', 'rationale')", name="ck_task_family"),

@@ -15,6 +15,7 @@ from sqlmodel import Session, select
 
 from db.audit import record
 from db.cases import case_view
+from db.masks import MaskImage, masks_for_task
 from db.models import (
     Assignment,
     AssignmentDesign,
@@ -64,6 +65,7 @@ class ScoringItem:
     values: dict[str, Any] = field(default_factory=dict)  # the draft, else the last submit
     status: str = "new"
     revision: int = 0
+    masks: list[MaskImage] = field(default_factory=list)  # only where the task allows them
 
 
 def queue(s: Session, *, rater_id: int) -> list[QueueEntry]:
@@ -118,6 +120,7 @@ def load_item(s: Session, *, rater_id: int, assignment_id: int) -> ScoringItem:
         turns=list(resp.turns or []), values=values,
         status="new" if score is None else score.status,
         revision=0 if score is None else score.revision,
+        masks=masks_for_task(s, task=task),
     )
 
 

@@ -205,6 +205,12 @@ def _key_slices(folder: Path, points: Iterable[tuple[str, str, tuple[float, floa
             for seq, plane, point in points]
 
 
+#: Cases whose painted lesions are written as a mask, and the lesion-identification tasks
+#: whose experts see it on /score (docs/viewer.md, "Masks").
+MASKED_CASES = ("syn-01",)
+MASK_TASKS = ("syn-t01",)
+
+
 def _prepare(dest: Path) -> Path:
     dest = Path(dest)
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
@@ -231,21 +237,27 @@ def write_demo_bundle(dest: Path, *, resolution_mm: int = 2, seed: int = 0) -> P
     }, indent=2), encoding="utf-8")
     for i, case in enumerate(CASES):
         folder = dest / "cases" / case.case_id
-        series, affine = render_case(case.kind, list(case.sequences),
-                                     resolution_mm=resolution_mm, seed=seed * 1000 + i)
+        series, affine, lesion = render_case(case.kind, list(case.sequences),
+                                             resolution_mm=resolution_mm, seed=seed * 1000 + i)
         entries = []
         for seq in case.sequences:
             name = f"{seq.lower()}.nii.gz"
             data, grid = coarsen(series[seq], affine) if seq in case.coarse else (series[seq], affine)
             save_series(data, grid, folder / name, sequence=seq)
             entries.append({"sequence": seq, "file": name})
-        extra = {"key_slices": _key_slices(folder, KEY_POINTS[case.case_id])} if (
-            case.case_id in KEY_POINTS) else {}
+        extra: dict[str, object] = {"key_slices": _key_slices(folder, KEY_POINTS[case.case_id])
+                                    } if case.case_id in KEY_POINTS else {}
+        if case.case_id in MASKED_CASES:  # on the T1 grid, drawn over every series (world space)
+            save_series(lesion, affine, folder / "lesion.nii.gz", sequence="lesion mask",
+                        dtype=np.uint8)
+            extra["masks"] = [{"label": "infarct", "file": "lesion.nii.gz"}]
         (folder / "case.json").write_text(json.dumps({
             "case_id": case.case_id, "title": case.title, "ehr": case.ehr,
             "scores": case.scores, "series": entries, "ground_truth": case.ground_truth, **extra,
         }, indent=2, ensure_ascii=False), encoding="utf-8")
-    _write_jsonl(dest / "tasks.jsonl", (_task_row(t) for t in TASKS))
+    _write_jsonl(dest / "tasks.jsonl", ({**_task_row(t), "show_masks": True}
+                                        if t.task_id in MASK_TASKS else _task_row(t)
+                                        for t in TASKS))
     _write_jsonl(dest / "responses.jsonl", (w.response for w in _demo_written(seed)))
     return dest
 

@@ -242,6 +242,14 @@ class Canvas:
         self.atrophy((m.astype(np.float32), full), 1.0)
 
     # ----- rendering --------------------------------------------------------------------
+    def lesion_mask(self, threshold: float = 0.5) -> np.ndarray:
+        """The painted lesions as a label image on the template grid: 1 where any painted
+        weight reaches `threshold`, else 0 (uint8)."""
+        out = np.zeros(self.gm.shape, np.uint8)
+        for m, box, _ in self.overlays:
+            out[box] |= (m >= threshold).astype(np.uint8)
+        return out
+
     def render(self, *, noise: float = 0.012) -> dict[str, np.ndarray]:
         """Every requested series as float32, with the painted lesions and seeded Gaussian
         noise (`noise` times the full scale, 0 for none)."""
@@ -266,11 +274,13 @@ class Canvas:
         return out
 
 
-def save_series(data: np.ndarray, affine: np.ndarray, path: Path, *, sequence: str) -> Path:
-    """Write one series as int16 NIfTI-1 with qform/sform in MNI space and a synthetic descrip."""
-    img = nib.Nifti1Image(np.rint(data).astype(np.int16), affine)
+def save_series(data: np.ndarray, affine: np.ndarray, path: Path, *, sequence: str,
+                dtype: type = np.int16) -> Path:
+    """Write one series (or, with `dtype` uint8, a mask) as NIfTI-1 with qform/sform in MNI
+    space and a synthetic descrip."""
+    img = nib.Nifti1Image(np.rint(data).astype(dtype), affine)
     hdr = img.header
-    hdr.set_data_dtype(np.int16)
+    hdr.set_data_dtype(dtype)
     hdr.set_qform(affine, code="mni")
     hdr.set_sform(affine, code="mni")
     hdr.set_xyzt_units("mm")
@@ -434,9 +444,10 @@ PAINTERS: dict[str, Callable[[Canvas], None]] = {
 
 
 def render_case(kind: str, sequences: list[str], *, resolution_mm: int, seed: int) -> tuple[
-        dict[str, np.ndarray], np.ndarray]:
-    """The series of one synthetic case (`kind` in PAINTERS) and their shared affine."""
+        dict[str, np.ndarray], np.ndarray, np.ndarray]:
+    """The series of one synthetic case (`kind` in PAINTERS), their shared affine and the
+    painted lesions as a 0/1 mask on the same grid."""
     tpl = load_template(resolution_mm)
     canvas = Canvas(tpl, sequences, np.random.default_rng(seed))
     PAINTERS[kind](canvas)
-    return canvas.render(), tpl.affine
+    return canvas.render(), tpl.affine, canvas.lesion_mask()

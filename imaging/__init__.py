@@ -2,6 +2,7 @@
 
 Public API:
 - `inspect_image(path) -> ImageInfo`: validate a series image for import (UserError if not).
+- `inspect_mask(path) -> (ImageInfo, world box)`: validate a lesion mask; `image_box`, `overlaps`.
 - `load_volume(path, volume=0) -> Volume`: decoded RAS+ volume from the process-wide cache.
 - `take_slice(volume, plane, index=|world_mm=, crosshair_mm=, radiological=) -> Slice`.
 - `preset_window(stats, preset)`, `Window.from_level_width(level, width)`, `parse_window(text)`.
@@ -10,6 +11,7 @@ Public API:
 
 from imaging.geometry import PLANES
 from imaging.image_file import ImageInfo, inspect_image
+from imaging.mask import image_box, inspect_mask, overlaps
 from imaging.render import render_png, render_to_file
 from imaging.slicing import Slice, slice_index, slice_world, take_slice
 from imaging.volume import Volume, load_volume, volume_cache
@@ -23,9 +25,12 @@ __all__ = [
     "Slice",
     "Volume",
     "Window",
+    "image_box",
     "inspect_image",
+    "inspect_mask",
     "load_volume",
     "parse_window",
+    "overlaps",
     "preset_window",
     "render_png",
     "render_to_file",

@@ -15,6 +15,7 @@ from db.catalog import case_rows, response_detail, response_rows, search, task_r
 from db.engine import session
 from db.exams import ensure_exam
 from db.export import FORMATS, KINDS, export
+from db.masks import case_masks
 from db.models import ROLES
 from db.rubrics import ensure_rubric
 from db.status import counts
@@ -100,8 +101,9 @@ def cases_section() -> None:
     chosen_case = st.selectbox("Open a case", shown, key="browse_case", format_func=titles.get)
     with session() as s:
         view = case_view(s, case_id=chosen_case)
+        masks = case_masks(s, case_id=chosen_case)
     with case_panel(key=f"admin-{view.case_id}", title=view.title, ehr=view.ehr,
-                    scores=view.scores, series=view.series):
+                    scores=view.scores, series=view.series, masks=masks):
         st.markdown("##### Ground truth")
         for label, text in reference_fields(view.ground_truth):
             st.markdown(f"**{label}**")

@@ -101,7 +101,7 @@ def save(values: dict) -> None:
 
 st.session_state.setdefault("score_last_touch", time.monotonic())
 with case_panel(key=f"case-{item.case_id}", title=item.case_title, ehr=item.ehr,
-                scores=item.scores, series=item.series):
+                scores=item.scores, series=item.series, masks=item.masks):
     response_view(item.family, item.level, item.prompt, item.stages, [item.text, *item.turns],
                   missing="No answer given for this stage.")
     with st.expander("Reference answer"):

@@ -29,6 +29,7 @@ import pandas as pd
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
+from db.masks import MaskImage
 from errors import UserError
 from imaging import (
     PLANES,
@@ -48,6 +49,7 @@ _log = logging.getLogger(__name__)
 AXIS_NAMES = ("R-L", "A-P", "S-I")  # RAS+ axes 0, 1, 2
 WINDOW_CHOICES = (*PRESETS, "manual")
 VIEWER_MODES = ("Interactive", "Static", "Hidden")
+MASKS_NEED_WEBGL2 = "Lesion masks are drawn by the interactive viewer only (it needs WebGL2)."
 VIEWER_MODE_KEY = "viewer-mode"  # one choice per session, kept from case to case
 NO_WEBGL2_KEY = "viewer-no-webgl2"
 # From 1280x700 up, the interactive viewer stays in view while the page scrolls beside it.
@@ -67,10 +69,11 @@ def case_panel(
     ehr: str,
     scores: dict[str, float],
     series: list[tuple[str, Path]],
-    masks: Sequence[tuple[str, Path]] = (),
+    masks: Sequence[MaskImage] = (),
 ) -> DeltaGenerator:
-    """Show one case: images of `series` (name, stored image path) with optional `masks` as
-    overlays, then title, record and scores; return the right-hand column."""
+    """Show one case: images of `series` (name, stored image path) with `masks` as overlays
+    (the caller decides who may see them: `db.masks`), then title, record and scores; return
+    the right-hand column."""
     images, beside = st.columns([11, 9], gap="medium")
     with images:
         case_images(key, [(name, Path(path)) for name, path in series], masks)
@@ -88,7 +91,7 @@ def case_panel(
 
 
 def case_images(key: str, series: list[tuple[str, Path]],
-                masks: Sequence[tuple[str, Path]] = ()) -> None:
+                masks: Sequence[MaskImage] = ()) -> None:
     """The interactive viewer, or the PNG viewer where it cannot run or is not wanted."""
     mode = st.segmented_control(
         "Images", VIEWER_MODES, default=VIEWER_MODES[0], key=VIEWER_MODE_KEY,
@@ -115,6 +118,8 @@ def case_images(key: str, series: list[tuple[str, Path]],
         return
     if note and mode == "Interactive":
         st.info(note)
+    if masks:
+        st.caption(MASKS_NEED_WEBGL2)
     _viewer(key, series)
 
 

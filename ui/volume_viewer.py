@@ -1,10 +1,12 @@
 """The in-browser volume viewer: a thin Streamlit component over NiiVue (WebGL2).
 
 The component (`ui/viewer_frontend/`, built bundle in `bundle/`) receives `viewer_args`: each
-series' sequence label and the URL of its volume (`ui.volume_server`), the same for masks,
-and a height. Nothing else reaches the browser from here: no case text, no model, response or
-rater information. Volumes are fetched by URL and cached by the browser, so a rerun of the
-page (every rubric click) sends these few strings again, not the images.
+series' sequence label and the URL of its volume (`ui.volume_server`); for each mask its
+label, URL and the series it is drawn on (None: every series); and a height. Which masks a
+page passes is decided by `db.masks` (never in an exam). Nothing else reaches the browser
+from here: no case text, no model, response or rater information. Volumes are fetched by
+URL and cached by the browser, so a rerun of the page (every rubric click) sends these few
+strings again, not the images.
 
 The component answers only when it cannot show the case: `{"webgl2": false}` (no WebGL2 in
 this browser) or `{"failed": [labels]}` (no volume could be loaded); the case panel then
@@ -13,11 +15,13 @@ falls back to the PNG viewer.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import streamlit.components.v1 as components
 
+from db.masks import MaskImage
 from errors import UserError
 from ui.volume_server import publish
 
@@ -25,7 +29,7 @@ BUNDLE = Path(__file__).parent / "viewer_frontend" / "bundle"
 _component = components.declare_component("nmb_volume_viewer", path=str(BUNDLE))
 
 
-def viewer_args(series: list[tuple[str, Path]], masks: list[tuple[str, Path]] = (),
+def viewer_args(series: list[tuple[str, Path]], masks: Sequence[MaskImage] = (),
                 height: int = 620) -> tuple[dict[str, Any], dict[int, str]]:
     """(what the component receives, {series position: why it cannot be shown})."""
     shown, failures = [], {}
@@ -35,9 +39,9 @@ def viewer_args(series: list[tuple[str, Path]], masks: list[tuple[str, Path]] = 
         except (UserError, OSError) as exc:
             failures[i] = str(exc)
     overlays = []
-    for label, path in masks:
+    for m in masks:
         try:
-            overlays.append({"label": label, "url": publish(path)})
+            overlays.append({"label": m.label, "url": publish(m.path), "series": m.series})
         except (UserError, OSError):
             continue  # a missing mask hides nothing but itself
     return {"series": shown, "masks": overlays, "height": height}, failures

@@ -8,14 +8,18 @@ import sys
 import zipfile
 from pathlib import Path
 
+import nibabel as nib
+import numpy as np
 import pytest
 from sqlalchemy import event, text
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
 from db.bundle import BundleInvalid, import_bundle, validate_bundle
+from db.bundle_store import sweep
 from db.engine import engine_for, nmb_home
-from db.models import AuditLog, Response, Series
+from db.masks import case_masks
+from db.models import AuditLog, Mask, Response, Series, Task
 from db.status import counts
 from tests.db.bundles import MODELS, responses, snapshot, write_bundle, write_image
 
@@ -290,3 +294,57 @@ def test_the_documented_example_is_valid(tmp_path: Path) -> None:
         assert (len(vb.cases), len(vb.series), len(vb.tasks), len(vb.responses)) == (1, 2, 3, 2)
         assert vb.responses[0]["usage"] == {"prompt_tokens": 1830, "completion_tokens": 41,
                                             "images": 2}
+
+
+def _with_mask(bundle: Path, *, series: str | None = None, seed: int = 0) -> Path:
+    """Give case c1 a 0/1 mask on a finer grid (1 mm) than its 2 mm series, and let task t2
+    (the lesion task) show it."""
+    labels = np.zeros((16, 16, 16), np.float32)  # float 0/1 labels are whole numbers
+    labels[4 + seed:9, 4:9, 4:9] = 1.0
+    nib.save(nib.Nifti1Image(labels, np.diag([1.0, 1.0, 1.0, 1.0])),
+             bundle / "cases" / "c1" / "lesion.nii.gz")
+    case = json.loads((bundle / "cases" / "c1" / "case.json").read_text())
+    case["masks"] = [{"label": "infarct", "file": "lesion.nii.gz",
+                      **({"series": series} if series else {})}]
+    (bundle / "cases" / "c1" / "case.json").write_text(json.dumps(case))
+    tasks = [json.loads(x) for x in (bundle / "tasks.jsonl").read_text().splitlines()]
+    tasks[1]["show_masks"] = True
+    (bundle / "tasks.jsonl").write_text("".join(json.dumps(t) + "\n" for t in tasks))
+    return bundle
+
+
+def test_masks_are_imported_into_the_image_store(database_url: str, tmp_path: Path) -> None:
+    summary = _import(database_url, _with_mask(write_bundle(tmp_path / "b"), series="FLAIR"))
+    assert (summary.new_masks, summary.images_copied) == (1, 4)
+    with Session(engine_for(database_url)) as s:
+        [mask] = s.exec(select(Mask)).all()
+        shown = {t.task_id: t.show_masks for t in s.exec(select(Task))}
+        assert [m.label for m in case_masks(s, case_id="c1")] == ["infarct"]
+        assert case_masks(s, case_id="c2") == []
+    assert (mask.case_id, mask.position, mask.label, mask.series) == ("c1", 0, "infarct", "FLAIR")
+    assert mask.shape == [16, 16, 16] and mask.voxel_sizes == [1.0, 1.0, 1.0]
+    stored = nmb_home() / mask.path
+    assert hashlib.sha256(stored.read_bytes()).hexdigest() == mask.sha256
+    assert shown == {"t1": False, "t2": True, "t3": False}
+
+    before = snapshot(database_url)
+    again = _import(database_url, _with_mask(write_bundle(tmp_path / "again"), series="FLAIR"))
+    assert (again.new_cases, again.unchanged_cases, again.new_masks) == (0, 2, 0)
+    assert snapshot(database_url) == before
+    with pytest.raises(BundleInvalid) as err:  # another mask for an existing case: a conflict
+        _import(database_url, _with_mask(write_bundle(tmp_path / "other"), seed=1))
+    assert [str(p) for p in err.value.problems] == [
+        "cases/c1/case.json: case c1 already exists with different content (masks)"]
+    assert snapshot(database_url) == before
+
+
+def test_the_sweep_keeps_images_that_only_a_mask_references(sqlite_url: str,
+                                                             tmp_path: Path) -> None:
+    _import(sqlite_url, _with_mask(write_bundle(tmp_path / "b")))
+    with Session(engine_for(sqlite_url)) as s:
+        [mask] = s.exec(select(Mask)).all()
+    dead = nmb_home() / "tmp" / "import-dead"  # a killed import that had stored the same file
+    dead.mkdir()
+    (dead / "added.txt").write_text(mask.path + "\n")
+    assert sweep(engine_for(sqlite_url)) == 1
+    assert (nmb_home() / mask.path).is_file()

@@ -226,6 +226,27 @@ def _corrupt_deflate(blob: bytearray, central: int) -> None:
     blob[start:start + 8] = b"\xff" * 8
 
 
+def _mask(write: Callable[[Path], None] | None, **entry: object) -> Callable[[Path], None]:
+    """Give case c1 a mask `lesion.nii.gz` written by `write` (None: no file) and `entry`."""
+
+    def mutate(root: Path) -> None:
+        if write is not None:
+            write(root / "cases" / "c1" / "lesion.nii.gz")
+        _case(root, _set(masks=[{"label": "lesion", "file": "lesion.nii.gz", **entry}]))
+
+    return mutate
+
+
+def _mask_image(data: np.ndarray, shift_mm: float = 0.0) -> Callable[[Path], None]:
+    affine = np.diag([2.0, 2.0, 2.0, 1.0])
+    affine[:3, 3] = shift_mm
+    return lambda p: nib.save(nib.Nifti1Image(data, affine), p)
+
+
+_LABELS = np.zeros((8, 8, 8), np.uint8)
+_LABELS[2:5, 2:5, 2:5] = 1
+
+
 def _dup(row: dict) -> dict:
     return dict(row)
 
@@ -339,6 +360,34 @@ CORPUS: dict[str, Malformed] = {
     "image_garbage_mgz": Malformed(_garbage_mgz, ("cases/c1/t1.mgz", "nibabel can read", "Error")),
     "image_skewed_affine": Malformed(_replace_image(_skewed_affine),
                                      ("cases/c1/t1.nii.gz", "singular")),
+    # lesion masks: the image checks of a series, plus labels, one volume, world overlap
+    "mask_not_an_image": Malformed(
+        _mask(_text_as_nii), ("cases/c1/case.json", 'masks[0].file "lesion.nii.gz"',
+                              "not a usable mask", "not an image")),
+    "mask_float_labels": Malformed(
+        _mask(_mask_image(_LABELS * np.float32(0.5))),
+        ("cases/c1/case.json", "masks[0].file", "whole-number labels", "found 0.5")),
+    "mask_negative_label": Malformed(
+        _mask(_mask_image(_LABELS.astype(np.int16) * -2)),
+        ("cases/c1/case.json", "masks[0].file", "whole-number labels", "found -2")),
+    "mask_4d": Malformed(
+        _mask(_mask_image(np.stack([_LABELS, _LABELS], axis=-1))),
+        ("cases/c1/case.json", "masks[0].file", "one 3-D volume", "2 volumes")),
+    "mask_2d": Malformed(
+        _mask(_mask_image(_LABELS[:, :, 0])), ("cases/c1/case.json", "masks[0].file", "2-D")),
+    "mask_outside_the_case": Malformed(
+        _mask(_mask_image(_LABELS, shift_mm=500.0)),
+        ("cases/c1/case.json", "masks[0].file", "lies outside any series")),
+    "mask_missing_file": Malformed(
+        _mask(None), ("cases/c1/case.json", 'masks[0].file "lesion.nii.gz"', "does not exist")),
+    "mask_unknown_series": Malformed(
+        _mask(_mask_image(_LABELS), series="PET"),
+        ("cases/c1/case.json", 'masks[0].series "PET" is not a series')),
+    "mask_without_label": Malformed(
+        lambda r: _case(r, _set(masks=[{"file": "t1.nii.gz"}])),
+        ("cases/c1/case.json", '"masks[0].label"')),
+    "task_show_masks_string": Malformed(
+        _task(2, _set(show_masks="yes")), ("tasks.jsonl:2", 'show_masks "yes" is not true or false')),
     # values that pass a type check but that the database cannot store
     "case_score_401_digits": Malformed(
         lambda r: _case(r, _set(scores={"MMSE": 10**400})),

@@ -13,6 +13,7 @@ const PLANES = {
 const LEFT_DRAG = { crosshair: DRAG_MODE.crosshair, window: DRAG_MODE.windowing, pan: DRAG_MODE.pan };
 const STEP_KEYS = { ArrowUp: 1, ArrowRight: 1, PageUp: 1, ArrowDown: -1, ArrowLeft: -1, PageDown: -1 };
 const GREEN = [0.25, 0.9, 0.35, 0.9];
+const MASK_OPACITY = 0.45;
 
 const state = {
   key: null, // the series and masks shown, as JSON: a rerun with the same key changes nothing
@@ -130,7 +131,10 @@ function tile(s, masks) {
   caption.textContent = `${s.label} · loading…`;
   el.append(canvas, caption);
   document.getElementById("grid").append(el);
-  const t = { label: s.label, url: s.url, masks, el, canvas, caption, nv: null, ready: false, failed: null };
+  // A mask names the series it was drawn on, or none: then it is overlaid on every series
+  // (NiiVue resamples it through its own affine into the series' grid: world space).
+  const mine = masks.filter((m) => !m.series || m.series === s.label);
+  const t = { label: s.label, url: s.url, masks: mine, el, canvas, caption, nv: null, ready: false, failed: null };
   caption.addEventListener("click", () => {
     state.solo = state.solo === t ? null : t;
     layout();
@@ -181,8 +185,10 @@ async function load(t, download) {
     t.nv.setMouseEventConfig(mouseConfig());
     t.nv.addVolume(await NVImage.loadFromUrl({ url: t.url, name: nameOf(t.url), buffer: await download }));
     t.timings.load = performance.now() - started;
-    if (state.masks) {
-      for (const m of t.masks) await t.nv.addVolumeFromUrl({ url: m.url, name: nameOf(m.url), colormap: "red", opacity: 0.45 });
+    for (const m of t.masks) {
+      // Labels are whole numbers >= 1 on a background of 0: every label is drawn red.
+      await t.nv.addVolumeFromUrl({ url: m.url, name: nameOf(m.url), colormap: "red",
+        opacity: state.masks ? MASK_OPACITY : 0, cal_min: 0.5, cal_max: 1 });
     }
     t.ready = true;
     if (state.mm) t.nv.scene.crosshairPos = t.nv.mm2frac(state.mm);
@@ -380,7 +386,7 @@ function renderToolbar(hasMasks) {
       state.masks = on;
       for (const t of state.tiles) {
         if (!t.ready) continue;
-        for (let i = 1; i < t.nv.volumes.length; i++) t.nv.setOpacity(i, on ? 0.45 : 0);
+        for (let i = 1; i < t.nv.volumes.length; i++) t.nv.setOpacity(i, on ? MASK_OPACITY : 0);
       }
     });
   }
@@ -409,6 +415,7 @@ window.nmbViewer = {
       ready: t.ready,
       failed: t.failed,
       timings: t.timings,
+      masks: t.ready ? t.nv.volumes.length - 1 : 0,
       ...(t.ready && state.mm ? position(t) : {}),
     })),
   }),
