@@ -207,18 +207,21 @@ def _index_of(volumes: dict[int, Volume], volume: Volume) -> int:
 
 
 def _position_slider(slot, key: str, reference: Volume, axis: int, plane: str) -> int:
+    """The reference grid's voxel index along `axis` (0-based); the slider shows it 1-based,
+    as the images' captions do ("95/189")."""
     n = reference.shape[axis]
     is_normal = axis == NORMAL_AXIS[plane]
     label = f"{plane.capitalize()} slice" if is_normal else f"Crosshair {AXIS_NAMES[axis]}"
-    return slot.slider(
+    shown = slot.slider(
         label,
-        min_value=0,
-        max_value=max(n - 1, 1),
-        value=n // 2,
+        min_value=1,
+        max_value=max(n, 2),
+        value=n // 2 + 1,
         key=f"{key}-pos-{axis}",
-        help="Slice of the finest series; the others show the same world position.",
+        help=f"Slice (1-{n}) of the finest series; the others show the same world position.",
         disabled=n < 2,
     )
+    return min(shown, n) - 1
 
 
 def _series_cell(

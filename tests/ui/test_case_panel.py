@@ -9,7 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.apptest import viewer_args
-from ui.case_panel import NO_WEBGL2_KEY, VIEWER_MODE_KEY
+from ui.case_panel import MASKS_NEED_WEBGL2, NO_WEBGL2_KEY, VIEWER_MODE_KEY
 from ui.volume_server import browser_copy
 
 
@@ -107,11 +107,66 @@ def test_case_panel_renders_both_series_and_slider_moves_them(two_series):
     assert ehr not in " ".join(md.value for md in at.markdown)
     slider = at.slider(key="case-pos-2")
     assert slider.label == "Axial slice"
+    assert slider.value == 13  # the number the caption shows (issue 15): 1-based
     slider.set_value(slider.value + 4).run()
     assert not at.exception
     after = _images(at)
     assert [caption for _, caption in after] == ["T1 · axial 17/24", "FLAIR · axial 9/12"]
     assert all(a[0] != b[0] for a, b in zip(before, after, strict=True))  # both images moved
+
+
+@pytest.mark.parametrize(("position", "caption"), [(1, "T1 · axial 1/24"),
+                                                   (24, "T1 · axial 24/24")])
+def test_slice_slider_and_caption_show_the_same_number(two_series, position, caption):
+    at = _static(*two_series)
+    at.run()
+    slider = at.slider(key="case-pos-2")
+    assert (slider.min, slider.max) == (1, 24)
+    slider.set_value(position).run()
+    assert not at.exception
+    assert _images(at)[0][1] == caption
+
+
+def _app_with_mask(t1: str, flair: str, mask: str) -> None:
+    from pathlib import Path
+
+    from db.masks import MaskImage
+    from ui.case_panel import case_panel
+
+    case_panel(key="case", title="Case 1", ehr="", scores={},
+               series=[("T1", Path(t1)), ("FLAIR", Path(flair))],
+               masks=[MaskImage("infarct", Path(mask), "FLAIR")])
+
+
+@pytest.fixture
+def lesion(tmp_path: Path) -> Path:
+    labels = np.zeros((20, 22, 24), np.uint8)
+    labels[5:9, 5:9, 5:9] = 1
+    path = tmp_path / "lesion.nii.gz"
+    nib.save(nib.Nifti1Image(labels, np.diag([2.0, 2.0, 2.0, 1.0])), path)
+    return path
+
+
+def test_masks_reach_the_viewer_as_served_copies_with_their_series(two_series, lesion):
+    at = AppTest.from_function(_app_with_mask, args=(*map(str, two_series), str(lesion)),
+                               default_timeout=30)
+    at.run()
+    assert not at.exception
+    [args] = viewer_args(at)
+    [mask] = args["masks"]
+    assert (mask["label"], mask["series"]) == ("infarct", "FLAIR")
+    copy = browser_copy(mask["url"].removeprefix("/nmb/volumes/").removesuffix(".nii"))
+    assert np.array_equal(nib.load(copy).get_fdata(), nib.load(lesion).get_fdata())
+
+
+def test_the_png_viewer_says_masks_need_the_interactive_viewer(two_series, lesion):
+    at = AppTest.from_function(_app_with_mask, args=(*map(str, two_series), str(lesion)),
+                               default_timeout=30)
+    at.session_state[VIEWER_MODE_KEY] = "Static"
+    at.run()
+    assert not at.exception
+    assert MASKS_NEED_WEBGL2 in [c.value for c in at.caption]
+    assert [caption for _, caption in _images(at)] == ["T1 · axial 13/24", "FLAIR · axial 7/12"]
 
 
 def test_unreadable_series_is_reported_and_others_still_show(two_series, tmp_path):

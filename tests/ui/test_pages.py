@@ -7,7 +7,7 @@ from pathlib import Path
 from sqlmodel import select
 
 from db.engine import session
-from db.models import Case, GraderScore, Response, Series, User
+from db.models import Assignment, Case, GraderScore, Mask, Response, Series, Task, User
 from db.rubrics import rubric_by_hash
 from db.scoring import load_item, queue
 from demo.bundle import MODELS
@@ -24,14 +24,28 @@ def _login(name: str) -> LoggedIn:
 VOLUME_URL = re.compile(r"/nmb/volumes/[0-9a-f]{64}\.nii")
 
 
-def _viewer_gets_images_and_labels_only(at, sequences: set[str]) -> None:
-    """The viewer component receives sequence labels and volume URLs, nothing else."""
+def _viewer_gets_images_and_labels_only(at, sequences: set[str],
+                                        masks: dict[str, str] | None = None) -> None:
+    """The viewer component receives sequence labels and volume URLs, and the URLs and labels
+    of exactly the `masks` ({sha256: label}) it may show, nothing else."""
     [args] = viewer_args(at)
     assert set(args) == {"series", "masks", "height", "key", "default"}
-    assert args["series"] and args["masks"] == []
+    assert args["series"]
     for s in args["series"]:
         assert set(s) == {"label", "url"} and s["label"] in sequences
         assert VOLUME_URL.fullmatch(s["url"]), s["url"]
+    assert {m["url"]: m["label"] for m in args["masks"]} == {
+        f"/nmb/volumes/{sha}.nii": label for sha, label in (masks or {}).items()}
+    assert all(set(m) == {"label", "url", "series"} for m in args["masks"])
+
+
+def _masks() -> tuple[dict[str, dict[str, str]], set[str]]:
+    """{case_id: {sha256: label}} of the stored masks, and the tasks that show them."""
+    with session() as s:
+        out: dict[str, dict[str, str]] = {}
+        for m in s.exec(select(Mask)):
+            out.setdefault(m.case_id, {})[m.sha256] = m.label
+        return out, {t.task_id for t in s.exec(select(Task).where(Task.show_masks))}
 
 
 def test_scoring_page_is_blind_for_every_item(demo_study: Path) -> None:
@@ -41,8 +55,14 @@ def test_scoring_page_is_blind_for_every_item(demo_study: Path) -> None:
         justifications = {g.justification for g in s.exec(select(GraderScore))}
         forbidden = [*MODELS, *[u.name for u in s.exec(select(User)) if u.name != expert.name]]
         sequences = {x.sequence for x in s.exec(select(Series))}
+        task_of = {a.id: r.task_id for a, r in s.exec(
+            select(Assignment, Response).where(Assignment.response_id == Response.response_id))}
+        case_of = {t.task_id: t.case_id for t in s.exec(select(Task))}
+    masks, showing = _masks()
+    assert masks and showing  # the demo has a mask and a task that shows it
     assert len(entries) == 120
     at = page("pages/score.py", expert)
+    shown = 0
     for e in entries:
         at.session_state["score_current"] = e.assignment_id
         at.run()
@@ -54,7 +74,11 @@ def test_scoring_page_is_blind_for_every_item(demo_study: Path) -> None:
         for text in justifications:
             assert text not in payload
         assert "synthetic-demo-grader" not in payload
-        _viewer_gets_images_and_labels_only(at, sequences)
+        task = task_of[e.assignment_id]
+        allowed = masks.get(case_of[task], {}) if task in showing else {}
+        _viewer_gets_images_and_labels_only(at, sequences, allowed)
+        shown += bool(allowed)
+    assert shown  # some items show a mask, all others none
 
 
 def test_scoring_page_saves_a_draft_on_change(demo_study: Path) -> None:
@@ -94,14 +118,27 @@ def test_exam_page_hides_reference_and_other_answers(demo_study: Path) -> None:
     student = _login("demo-student")
     with session() as s:
         truths = [c.ground_truth["final_diagnosis"] for c in s.exec(select(Case))]
+        titles = {c.case_id: c.title for c in s.exec(select(Case))}
         texts = [r.text[:60] for r in s.exec(select(Response))]
         sequences = {x.sequence for x in s.exec(select(Series))}
+    masks, _ = _masks()
+    mask_shas = [sha for case in masks.values() for sha in case]
     at = page("pages/exam.py", student).run()
     assert not at.exception
     payload = page_payload(at)
     for word in [*MODELS, *truths, *texts]:
         assert word not in payload
     _viewer_gets_images_and_labels_only(at, sequences)
+    seen = set()
+    for i in range(len(at.selectbox(key="exam_task").options)):  # every task of the exam
+        exam = page("pages/exam.py", student)
+        exam.session_state["exam_task"] = i
+        exam.run()
+        assert not exam.exception
+        _viewer_gets_images_and_labels_only(exam, sequences)  # no mask, ever
+        assert not any(sha in page_payload(exam) for sha in mask_shas)
+        seen |= {cid for cid, title in titles.items() if title in page_payload(exam)}
+    assert set(masks) <= seen  # the masked case was shown without its mask
     at.text_area[0].input("Left MCA infarct.").run()
     reopened = page("pages/exam.py", student).run()  # a new session finds the draft
     assert reopened.text_area[0].value == "Left MCA infarct."
