@@ -195,6 +195,31 @@ def test_viewer_draws_scrolls_links_grids_and_survives_reruns(webgl_browser, app
     assert refused.value.code == 404  # only images a page has shown are served
 
 
+def _red(frame, index: int) -> int:
+    """How many pixels of a canvas are clearly red (the mask overlay; the images are grey)."""
+    png = frame.locator("canvas").nth(index).screenshot()
+    rgb = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"), dtype=np.int16)
+    return int(((rgb[..., 0] - rgb[..., 1] > 60) & (rgb[..., 0] - rgb[..., 2] > 60)).sum())
+
+
+def test_admin_case_browser_overlays_the_lesion_mask(webgl_browser, app_url: str) -> None:
+    page = webgl_browser.new_page(viewport={"width": 1280, "height": 800})
+    login(page, app_url, "demo-admin")
+    page.get_by_role("heading", name="Data and users").wait_for(timeout=30_000)
+    page.get_by_role("tab", name="Cases").click()  # the first case is the stroke case (syn-01)
+    frame, state = _viewer(page, ["T1", "DWI", "ADC", "FLAIR"], [])
+    assert [t["masks"] for t in state["tiles"]] == [1, 1, 1, 1]  # no series named: on every one
+    page.wait_for_timeout(500)
+    with_mask = [_red(frame, i) for i in range(4)], _pixels(frame, 0)
+    frame.get_by_label("Masks").uncheck()
+    page.wait_for_timeout(500)
+    without = [_red(frame, i) for i in range(4)], _pixels(frame, 0)
+    assert all(n > 50 for n in with_mask[0]), with_mask[0]  # the infarct, on both grids
+    assert all(n < with_mask[0][i] / 10 for i, n in enumerate(without[0])), without[0]
+    assert np.abs(with_mask[1] - without[1]).mean() > 0.1
+    page.close()
+
+
 def test_without_webgl2_the_page_shows_slice_images(playwright, app_url: str) -> None:
     browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=NO_WEBGL)
     try:
