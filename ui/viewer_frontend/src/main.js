@@ -112,7 +112,9 @@ function build(series, masks) {
   for (const d of downloads) d.catch(() => {}); // a failure is reported by its tile
   (async () => {
     for (const [i, t] of state.tiles.entries()) {
-      await idle(); // the page shares this thread: let it finish drawing itself first
+      // The page shares this thread: the first series starts at once (its downloads are
+      // under way), each later one when the page is idle, so the page finishes drawing itself.
+      if (i > 0) await idle(1000);
       await load(t, downloads[i]);
     }
     report();
@@ -149,10 +151,10 @@ function tile(s, masks) {
   return t;
 }
 
-/** Resolves when the browser's main thread is idle (or after a second at most). */
-function idle() {
+/** Resolves when the browser's main thread is idle (or after `timeout` ms at most). */
+function idle(timeout) {
   return new Promise((done) =>
-    window.requestIdleCallback ? requestIdleCallback(() => done(), { timeout: 1000 }) : setTimeout(done, 50),
+    window.requestIdleCallback ? requestIdleCallback(() => done(), { timeout }) : setTimeout(done, 50),
   );
 }
 
@@ -162,34 +164,44 @@ async function fetchVolume(url) {
   return response.arrayBuffer();
 }
 
+function niivue() {
+  const nv = new Niivue({
+    backColor: [0, 0, 0, 1],
+    crosshairColor: GREEN,
+    crosshairGap: 6,
+    isRadiologicalConvention: state.radiological,
+    multiplanarShowRender: SHOW_RENDER.NEVER,
+    multiplanarLayout: MULTIPLANAR_TYPE.AUTO,
+    dragAndDropEnabled: false,
+    isResizeCanvas: true,
+    show3Dcrosshair: false,
+    logLevel: "error",
+    loadingText: "loading",
+  });
+  nv.nmbSlicesOnly = true; // no 3-D lighting pass (see build.mjs)
+  return nv;
+}
+
+/** Attach `nv` to `canvas` (this compiles NiiVue's shaders); resolves to {startedAt, attach}. */
+async function attach(nv, canvas) {
+  const started = performance.now();
+  await nv.attachToCanvas(canvas);
+  return { startedAt: performance.timeOrigin + started, attach: performance.now() - started };
+}
+
 async function load(t, download) {
   try {
-    t.nv = new Niivue({
-      backColor: [0, 0, 0, 1],
-      crosshairColor: GREEN,
-      crosshairGap: 6,
-      isRadiologicalConvention: state.radiological,
-      multiplanarShowRender: SHOW_RENDER.NEVER,
-      multiplanarLayout: MULTIPLANAR_TYPE.AUTO,
-      dragAndDropEnabled: false,
-      isResizeCanvas: true,
-      show3Dcrosshair: false,
-      logLevel: "error",
-      loadingText: `loading ${t.label}`,
-    });
-    t.nv.nmbSlicesOnly = true; // no 3-D lighting pass (see build.mjs)
-    const started = performance.now();
-    await t.nv.attachToCanvas(t.canvas);
-    t.timings = { attach: performance.now() - started };
+    t.nv = niivue();
+    t.timings = await attach(t.nv, t.canvas);
+    const started = t.timings.startedAt - performance.timeOrigin;
     t.nv.setSliceType(PLANES[state.plane]);
     t.nv.setMouseEventConfig(mouseConfig());
-    t.nv.addVolume(await NVImage.loadFromUrl({ url: t.url, name: nameOf(t.url), buffer: await download }));
-    t.timings.load = performance.now() - started;
-    for (const m of t.masks) {
-      // Labels are whole numbers >= 1 on a background of 0: every label is drawn red.
-      await t.nv.addVolumeFromUrl({ url: m.url, name: nameOf(m.url), colormap: "red",
-        opacity: state.masks ? MASK_OPACITY : 0, cal_min: 0.5, cal_max: 1 });
-    }
+    const buffer = await download;
+    t.timings.downloaded = performance.now() - started;
+    const image = await NVImage.loadFromUrl({ url: t.url, name: nameOf(t.url), buffer });
+    t.timings.parsed = performance.now() - started;
+    t.nv.addVolume(image);
+    t.timings.load = performance.now() - started; // attach, download wait, parse, upload
     t.ready = true;
     if (state.mm) t.nv.scene.crosshairPos = t.nv.mm2frac(state.mm);
     t.nv.onLocationChange = () => link(t);
@@ -204,7 +216,18 @@ async function load(t, download) {
     t.failed = String((err && err.message) || err);
     t.caption.textContent = `${t.label}: cannot be shown`;
     t.el.classList.add("failed");
+    return;
   }
+  for (const m of t.masks) {
+    // After the image is drawn. Labels are whole numbers >= 1 on 0: every label is red.
+    try {
+      await t.nv.addVolumeFromUrl({ url: m.url, name: nameOf(m.url), colormap: "red",
+        opacity: state.masks ? MASK_OPACITY : 0, cal_min: 0.5, cal_max: 1 });
+    } catch {
+      t.caption.textContent = `${t.caption.textContent} · mask ${m.label} cannot be shown`;
+    }
+  }
+  t.masksLoaded = true;
 }
 
 function nameOf(url) {
@@ -407,7 +430,7 @@ function report() {
 window.nmbViewer = {
   state: () => ({
     firstDrawAt: state.firstDrawAt,
-    ready: state.tiles.length > 0 && state.tiles.every((t) => t.ready || t.failed),
+    ready: state.tiles.length > 0 && state.tiles.every((t) => t.masksLoaded || t.failed),
     mm: state.mm,
     plane: state.plane,
     tiles: state.tiles.map((t) => ({
@@ -415,7 +438,7 @@ window.nmbViewer = {
       ready: t.ready,
       failed: t.failed,
       timings: t.timings,
-      masks: t.ready ? t.nv.volumes.length - 1 : 0,
+      masks: t.masksLoaded ? t.nv.volumes.length - 1 : 0,
       ...(t.ready && state.mm ? position(t) : {}),
     })),
   }),
