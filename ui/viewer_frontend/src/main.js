@@ -112,9 +112,10 @@ function build(series, masks) {
   for (const d of downloads) d.catch(() => {}); // a failure is reported by its tile
   (async () => {
     for (const [i, t] of state.tiles.entries()) {
-      // The page shares this thread: the first series starts at once (its downloads are
-      // under way), each later one when the page is idle, so the page finishes drawing itself.
-      if (i > 0) await idle(1000);
+      // The page shares this thread (and, with software WebGL, the GPU process): starting a
+      // series before the page has drawn itself made the first volume later, not sooner
+      // (docs/viewer.md, "Figures"), so every series waits for an idle page.
+      await idle(1000);
       await load(t, downloads[i]);
     }
     report();
