@@ -66,12 +66,14 @@ _ARM_RERUN = """() => {
   document.addEventListener('pointerdown', () => { t.start = performance.now(); },
                             {capture: true, once: true});
   let running = false;
-  const watch = new MutationObserver(() => {
+  const watch = new MutationObserver((changes) => {
     const s = app.getAttribute('data-test-script-state');
-    if (s === 'running') running = true;
+    // a quick rerun can start and end between two callbacks: its start is in oldValue
+    if (s === 'running' || changes.some((c) => c.oldValue === 'running')) running = true;
     if (running && s === 'notRunning') { t.end = performance.now(); watch.disconnect(); }
   });
-  watch.observe(app, {attributes: true});
+  watch.observe(app, {attributes: true, attributeFilter: ['data-test-script-state'],
+                      attributeOldValue: true});
 }"""
 
 _SLIDER = """([slider]) => new Promise((done) => {
