@@ -34,7 +34,7 @@ from demo.images import (
     Canvas,
     coarsen,
     load_template,
-    render_case,
+    render_case_with_lesions,
     save_series,
 )
 from errors import UserError
@@ -237,8 +237,8 @@ def write_demo_bundle(dest: Path, *, resolution_mm: int = 2, seed: int = 0) -> P
     }, indent=2), encoding="utf-8")
     for i, case in enumerate(CASES):
         folder = dest / "cases" / case.case_id
-        series, affine, lesion = render_case(case.kind, list(case.sequences),
-                                             resolution_mm=resolution_mm, seed=seed * 1000 + i)
+        series, affine, lesion = render_case_with_lesions(
+            case.kind, list(case.sequences), resolution_mm=resolution_mm, seed=seed * 1000 + i)
         entries = []
         for seq in case.sequences:
             name = f"{seq.lower()}.nii.gz"

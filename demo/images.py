@@ -444,9 +444,16 @@ PAINTERS: dict[str, Callable[[Canvas], None]] = {
 
 
 def render_case(kind: str, sequences: list[str], *, resolution_mm: int, seed: int) -> tuple[
-        dict[str, np.ndarray], np.ndarray, np.ndarray]:
-    """The series of one synthetic case (`kind` in PAINTERS), their shared affine and the
-    painted lesions as a 0/1 mask on the same grid."""
+        dict[str, np.ndarray], np.ndarray]:
+    """The series of one synthetic case (`kind` in PAINTERS) and their shared affine."""
+    series, affine, _ = render_case_with_lesions(kind, sequences, resolution_mm=resolution_mm,
+                                                 seed=seed)
+    return series, affine
+
+
+def render_case_with_lesions(kind: str, sequences: list[str], *, resolution_mm: int, seed: int
+                             ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+    """`render_case`, and the painted lesions as a 0/1 mask on the same grid."""
     tpl = load_template(resolution_mm)
     canvas = Canvas(tpl, sequences, np.random.default_rng(seed))
     PAINTERS[kind](canvas)
