@@ -4,7 +4,8 @@
 `docs/img`): loads the synthetic demo into a temporary NMB_HOME, starts the server
 (`serve.py`) on a loopback port and saves `score.png` (`demo-expert1` on `/score`) and
 `exam.png` (`demo-student` on `/exam`) at 1280x800 with the in-browser viewer (software
-WebGL2), and `calibrate.png` (`demo-admin` takes the grader's held-out look on `/calibrate`;
+WebGL2), `admin-cases.png` (`demo-admin` in the case browser on the stroke case, at
+1600x1400), and `calibrate.png` (`demo-admin` takes the grader's held-out look on `/calibrate`;
 the top 1500 px at 1600 wide). No patient data: the demo is synthetic and says so.
 """
 
@@ -19,17 +20,22 @@ from playwright.sync_api import sync_playwright
 from tests.browser.conftest import CHROMIUM, ROOT, SOFTWARE_WEBGL, login, streamlit_app
 
 
+def _viewer_drawn(page) -> None:
+    """Wait (up to 2 minutes) until the viewer has drawn every series."""
+    for _ in range(600):
+        frames = [f for f in page.frames if "nmb_volume_viewer" in f.url]
+        if frames and frames[-1].evaluate("() => !!window.nmbViewer && "
+                                          "window.nmbViewer.state().ready"):
+            return
+        page.wait_for_timeout(200)
+
+
 def _viewer_page(browser, url: str, user: str, path: Path, scroll: int) -> Path:
     """`user`'s first page at 1280x800, once the viewer has drawn every series, scrolled by
     `scroll` px (the viewer stays in view, the text beside it moves)."""
     page = browser.new_page(viewport={"width": 1280, "height": 800})
     login(page, url, user)
-    for _ in range(600):
-        frames = [f for f in page.frames if "nmb_volume_viewer" in f.url]
-        if frames and frames[-1].evaluate("() => !!window.nmbViewer && "
-                                          "window.nmbViewer.state().ready"):
-            break
-        page.wait_for_timeout(200)
+    _viewer_drawn(page)
     page.mouse.move(1000, 600)
     page.mouse.wheel(0, scroll)
     page.wait_for_timeout(1500)
@@ -38,8 +44,29 @@ def _viewer_page(browser, url: str, user: str, path: Path, scroll: int) -> Path:
     return path
 
 
+def _case_browser(browser, url: str, path: Path) -> Path:
+    """`demo-admin` in the case browser, searching for the stroke case, scrolled to the case
+    (its lesion mask over the images, its ground truth as labelled fields), at 1600x1400."""
+    page = browser.new_page(viewport={"width": 1600, "height": 1400})
+    login(page, url, "demo-admin")
+    while not any(c["name"] == "nmb_login" for c in page.context.cookies()):
+        page.wait_for_timeout(50)  # the login survives a page load once its cookie is set
+    page.goto(url + "/admin?section=Cases")
+    search = page.get_by_role("textbox", name="Search cases, tasks and responses")
+    search.fill("syn-01")
+    search.press("Enter")
+    page.get_by_text("Ground truth").wait_for(timeout=60_000)
+    _viewer_drawn(page)
+    page.get_by_text("Open a case").evaluate("e => e.scrollIntoView({block: 'start'})")
+    page.wait_for_timeout(1500)
+    page.screenshot(path=path)
+    page.close()
+    return path
+
+
 def take(out: Path) -> list[Path]:
-    """Saves and returns `out/score.png`, `out/exam.png` and `out/calibrate.png`."""
+    """Saves and returns `out/score.png`, `out/exam.png`, `out/admin-cases.png` and
+    `out/calibrate.png`."""
     out.mkdir(parents=True, exist_ok=True)
     path = out / "calibrate.png"
     with tempfile.TemporaryDirectory(prefix="nmb-screenshots-") as tmp:
@@ -51,7 +78,8 @@ def take(out: Path) -> list[Path]:
             browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
                                          args=SOFTWARE_WEBGL)
             shots = [_viewer_page(browser, url, "demo-expert1", out / "score.png", 900),
-                     _viewer_page(browser, url, "demo-student", out / "exam.png", 700)]
+                     _viewer_page(browser, url, "demo-student", out / "exam.png", 700),
+                     _case_browser(browser, url, out / "admin-cases.png")]
             page = browser.new_page(viewport={"width": 1600, "height": 1500})
             login(page, url, "demo-admin")
             page.get_by_role("link", name="Grader calibration").click()
