@@ -13,7 +13,6 @@ an interruption or a kill collects only what is missing; failures are kept with 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import json
 import time
@@ -33,6 +32,7 @@ from calibration.llm import (
     batch_line,
     estimate_cost,
     load_prices,
+    periodically,
     run_bounded,
 )
 from calibration.model_request import (
@@ -254,21 +254,13 @@ class _Store:
         if time.monotonic() - self.last_commit >= self.COMMIT_EVERY:
             self.commit()
 
+    def _commit_due(self) -> None:
+        if self.finished or self.new_cache:
+            self.commit()
+
     async def flushing(self, work: Awaitable) -> None:
         """Await `work` while what finished is committed every `COMMIT_EVERY` seconds."""
-        async def flusher() -> None:
-            while True:
-                await asyncio.sleep(self.COMMIT_EVERY)
-                if self.finished or self.new_cache:
-                    self.commit()
-
-        task = asyncio.create_task(flusher())
-        try:
-            await work
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await periodically(self._commit_due, self.COMMIT_EVERY, work)
 
     def _rows(self, conv: _Conversation) -> tuple[str, dict, dict | None]:
         """("collected" | "failed", the response or failure row, the provenance row)."""

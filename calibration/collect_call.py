@@ -16,9 +16,15 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from calibration.llm import TRANSIENT_STATUS, CallResult, _redactor, complete, estimate_cost
+from calibration.llm import (
+    CallResult,
+    _redactor,
+    batch_choice,
+    batch_failure,
+    complete,
+    estimate_cost,
+)
 from calibration.model_request import ChatRequest
-from errors import one_line
 
 log = logging.getLogger(__name__)
 
@@ -81,31 +87,16 @@ async def call_text(client: Any, req: ChatRequest, *, timeout: float, max_retrie
 def batch_outcome(entry: dict | None, result: CallResult) -> tuple[str, str | None]:
     """Read one Batch API result line into `result` (tokens, model); returns (verdict, detail):
     ("ok", text), ("transient", why), ("bad", why: ask again) or ("failed", why)."""
-    response = (entry or {}).get("response") or {}
-    status = response.get("status_code")
-    if entry is None or status != 200:
-        if entry is None:
-            problem = "no result line"
-        elif entry.get("error"):
-            err = entry["error"]
-            problem = f"batch line error {err.get('code')}: {one_line(str(err.get('message')), 200)}"
-        else:
-            message = ((response.get("body") or {}).get("error") or {}).get("message", "")
-            problem = f"HTTP {status}: {one_line(str(message), 200)}"
-        transient = status is None or status in TRANSIENT_STATUS or status >= 500
+    failure = batch_failure(entry)
+    if failure is not None:
+        problem, transient = failure
         return ("transient" if transient else "failed"), problem
-    body = response.get("body") or {}
-    result.model_returned = body.get("model")
-    result.system_fingerprint = body.get("system_fingerprint")
-    usage = body.get("usage") or {}
-    result.prompt_tokens += usage.get("prompt_tokens") or 0
-    result.completion_tokens += usage.get("completion_tokens") or 0
-    choices = body.get("choices") or []
-    if not choices:
+    choice = batch_choice(entry, result)
+    if choice is None:
         return "bad", "response without choices"
-    message = choices[0].get("message") or {}
+    message = choice.get("message") or {}
     result.raw = message.get("content")
-    text, problem = answer_text(message.get("content"), choices[0].get("finish_reason"),
+    text, problem = answer_text(message.get("content"), choice.get("finish_reason"),
                                 message.get("refusal"))
     return ("ok", text) if problem is None else ("bad", problem)
 

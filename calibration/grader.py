@@ -10,7 +10,6 @@ process that is gone is marked "interrupted" when the next run starts.
 """
 
 import asyncio
-import contextlib
 import json
 import math
 import os
@@ -25,7 +24,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, delete, select, update
 
 from calibration.grader_config import get_config
-from calibration.llm import CallResult, estimate_cost, load_prices, run_batch
+from calibration.llm import CallResult, estimate_cost, load_prices, periodically, run_batch
 from calibration.request import GradeItem, SendJob, api_key_for, grade_request, make_client, send
 from db.audit import record
 from db.models import (
@@ -144,18 +143,7 @@ class _Recorder:
 
     async def flushing(self, work: Awaitable) -> None:
         """Await `work` while `flush` runs every `COMMIT_EVERY` seconds."""
-        async def flusher() -> None:
-            while True:
-                await asyncio.sleep(self.COMMIT_EVERY)
-                self.flush()
-
-        task = asyncio.create_task(flusher())
-        try:
-            await work
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task  # re-raises what stopped it, if anything did
+        await periodically(self.flush, self.COMMIT_EVERY, work)
 
     def _write(self, group: list[tuple[GradeItem, CallResult, bool]]) -> None:
         """The group's grades, failures and new cache entries, as three multi-row inserts."""

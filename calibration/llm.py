@@ -31,6 +31,7 @@ Policy, in one place:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import hashlib
 import inspect
@@ -364,6 +365,23 @@ async def call_structured(
 # ---------------------------------------------------------------- many calls
 
 
+async def periodically(tick: Callable[[], Any], every: float, work: Awaitable) -> None:
+    """Await `work` while `tick()` runs every `every` seconds (a run's commits of what has
+    finished); re-raises what stopped `work`, if anything did."""
+    async def ticker() -> None:
+        while True:
+            await asyncio.sleep(every)
+            tick()
+
+    task = asyncio.create_task(ticker())
+    try:
+        await work
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
 async def run_bounded(
     items: Iterable[T],
     worker: Callable[[T], Awaitable[R]],
@@ -415,6 +433,37 @@ class _BatchItem:
     messages: list[dict]
     result: CallResult = field(default_factory=lambda: CallResult(ok=False))
     retries: int = 0
+
+
+def batch_failure(entry: dict | None) -> tuple[str, bool] | None:
+    """Why a Batch API result line holds no answer, and whether sending it again may help
+    (no line, 429, 408, 409, 5xx); None for a line with an HTTP 200 response."""
+    response = (entry or {}).get("response") or {}
+    status = response.get("status_code")
+    if entry is not None and status == 200:
+        return None
+    if entry is None:
+        problem = "no result line"
+    elif entry.get("error"):
+        err = entry["error"]
+        problem = f"batch line error {err.get('code')}: {one_line(str(err.get('message')), 200)}"
+    else:
+        message = ((response.get("body") or {}).get("error") or {}).get("message", "")
+        problem = f"HTTP {status}: {one_line(str(message), 200)}"
+    return problem, status is None or status in TRANSIENT_STATUS or status >= 500
+
+
+def batch_choice(entry: dict, result: CallResult) -> dict | None:
+    """The first choice of an HTTP 200 Batch API result line (None if it has none); the model,
+    fingerprint and tokens go into `result`."""
+    body = entry["response"].get("body") or {}
+    result.model_returned = body.get("model")
+    result.system_fingerprint = body.get("system_fingerprint")
+    usage = body.get("usage") or {}
+    result.prompt_tokens += usage.get("prompt_tokens") or 0
+    result.completion_tokens += usage.get("completion_tokens") or 0
+    choices = body.get("choices") or []
+    return choices[0] if choices else None
 
 
 def batch_line(custom_id: str, body: dict) -> str:
@@ -521,38 +570,25 @@ async def run_batch(
         for cid in pending:
             item, res = items[cid], items[cid].result
             entry = entries.get(cid)
-            response = (entry or {}).get("response") or {}
-            status = response.get("status_code")
-            if entry is None or status != 200:
+            failure = batch_failure(entry)
+            if failure is not None:
+                problem, retryable = failure
                 if entry is None:
                     problem = f"no result in {_batch_problem(batch)}"
-                elif entry.get("error"):
-                    err = entry["error"]
-                    problem = f"batch line error {err.get('code')}: {err.get('message')}"
-                else:
-                    message = ((response.get("body") or {}).get("error") or {}).get("message", "")
-                    problem = f"HTTP {status}: {one_line(str(message), 200)}"
-                retryable = status is None or status in TRANSIENT_STATUS or status >= 500
                 if retryable and not whole_batch_failed and item.retries < max_retries:
                     item.retries += 1
                     again.append(cid)
                 else:
                     settle(cid, False, reason=f"{problem} (gave up after {res.attempts} attempts)")
                 continue
-            body = response.get("body") or {}
-            res.model_returned = body.get("model")
-            res.system_fingerprint = body.get("system_fingerprint")
-            usage = body.get("usage") or {}
-            res.prompt_tokens += usage.get("prompt_tokens") or 0
-            res.completion_tokens += usage.get("completion_tokens") or 0
-            choices = body.get("choices") or []
-            if not choices:
+            choice = batch_choice(entry, res)
+            if choice is None:
                 settle(cid, False, reason="malformed: response without choices")
                 continue
-            message = choices[0].get("message") or {}
+            message = choice.get("message") or {}
             res.raw = message.get("content")
             data, problem, may_reask = check_answer(
-                res.raw, choices[0].get("finish_reason"), message.get("refusal"), validate
+                res.raw, choice.get("finish_reason"), message.get("refusal"), validate
             )
             if problem is None:
                 settle(cid, True, data=data)
