@@ -158,9 +158,8 @@ def _key_image_members(s: Session, case_ids: list[str], carry: bool) -> dict[str
     for case_id in case_ids:
         listed = []
         for image in key_images(s, s.get(Case, case_id)):
-            digest = hashlib.sha256(image.png).hexdigest()
-            listed.append({"caption": image.caption, "sha256": digest})
-            pngs[f"images/{digest}.png"] = image.png
+            listed.append({"caption": image.caption, "sha256": image.sha256})
+            pngs[f"images/{image.sha256}.png"] = image.png
         rows.append({"case_id": case_id, "images": listed})
     return {IMAGE_LIST: _jsonl(rows), **(pngs if carry else {})}
 
