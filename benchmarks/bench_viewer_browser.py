@@ -158,9 +158,7 @@ def main() -> None:
             def fresh_page():
                 context = browser.new_context(viewport={"width": 1280, "height": 800})
                 page = context.new_page()
-                login(page, url, "demo-expert1")
-                while not any(c["name"] == "nmb_login" for c in context.cookies()):
-                    page.wait_for_timeout(50)  # the login survives page loads once set
+                login(page, url, "demo-expert1")  # returns once the login cookie is set
                 return page
 
             shutil.rmtree(Path(home) / "viewer", ignore_errors=True)

@@ -78,6 +78,20 @@ def browser():
         b.close()
 
 
+def wait_until(condition, what: str, timeout: float = 30.0) -> None:
+    """Poll `condition()` every 0.1 s; AssertionError naming `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} within {timeout} s")
+        time.sleep(0.1)
+
+
+def login_cookie(context) -> str | None:
+    """The browser context's login cookie (set once a login succeeds), or None."""
+    return next((c["value"] for c in context.cookies() if c["name"] == "nmb_login"), None)
+
+
 def settled(page, timeout: float = 30_000) -> None:
     """Wait until the app's script run has ended and no stale element is left (what
     Streamlit's own end-to-end tests wait for). A short pause first lets a rerun that a
@@ -101,3 +115,4 @@ def login(page, url: str, name: str, password: str = "demo") -> None:
     page.get_by_role("textbox", name="Password").fill(password)
     page.get_by_role("button", name="Log in").click()
     page.get_by_text(f"{name}").first.wait_for(timeout=30_000)
+    wait_until(lambda: login_cookie(page.context), "the login cookie")  # survives a page load

@@ -49,8 +49,6 @@ def _case_browser(browser, url: str, path: Path) -> Path:
     (its lesion mask over the images, its ground truth as labelled fields), at 1600x1400."""
     page = browser.new_page(viewport={"width": 1600, "height": 1400})
     login(page, url, "demo-admin")
-    while not any(c["name"] == "nmb_login" for c in page.context.cookies()):
-        page.wait_for_timeout(50)  # the login survives a page load once its cookie is set
     page.goto(url + "/admin?section=Cases")
     search = page.get_by_role("textbox", name="Search cases, tasks and responses")
     search.fill("syn-01")

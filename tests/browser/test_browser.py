@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from demo.bundle import MODELS
-from tests.browser.conftest import login
+from tests.browser.conftest import login, login_cookie, wait_until
 
 pytestmark = pytest.mark.browser
 
@@ -22,32 +22,20 @@ def test_login_page_is_served(browser, app_url: str) -> None:
     page.close()
 
 
-def _login_cookie(ctx) -> str | None:
-    return next((c["value"] for c in ctx.cookies() if c["name"] == "nmb_login"), None)
-
-
-def _wait(condition, what: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} within {timeout} s")
-        time.sleep(0.1)
-
-
 def test_a_password_login_survives_a_reload_until_logout(browser, app_url: str) -> None:
     ctx = browser.new_context()
     page = ctx.new_page()
     login(page, app_url, "demo-student")
     exam = page.get_by_role("heading", name="Exam")
     exam.wait_for(timeout=30_000)
-    _wait(lambda: _login_cookie(ctx), "no login cookie set")
-    token = _login_cookie(ctx)
+    wait_until(lambda: login_cookie(ctx), "no login cookie set")
+    token = login_cookie(ctx)
     page.reload()  # a new Streamlit session
     exam.wait_for(timeout=30_000)
     assert page.get_by_role("textbox", name="Password").count() == 0
     page.get_by_role("button", name="Log out").click()
     page.get_by_role("textbox", name="Password").wait_for(timeout=30_000)
-    _wait(lambda: not _login_cookie(ctx), "the login cookie not cleared")
+    wait_until(lambda: not login_cookie(ctx), "the login cookie not cleared")
     ctx.add_cookies([{"name": "nmb_login", "value": token, "url": app_url}])  # a copy kept
     page.reload()
     page.get_by_role("textbox", name="Password").wait_for(timeout=30_000)
@@ -106,7 +94,7 @@ def test_typed_url_of_another_role_shows_a_refusal(browser, app_url: str) -> Non
     ctx = browser.new_context()
     page = ctx.new_page()
     login(page, app_url, "demo-student")
-    _wait(lambda: _login_cookie(ctx), "no login cookie set")
+    wait_until(lambda: login_cookie(ctx), "no login cookie set")
     page.goto(app_url + "/admin")
     page.get_by_text("You do not have access to this page.").wait_for(timeout=30_000)
     _no_page_not_found(page)
@@ -126,7 +114,7 @@ def test_reload_and_typed_url_land_on_the_page_and_a_deep_link_survives_login(
     heading.wait_for(timeout=30_000)
     _no_page_not_found(page)
     assert page.url.endswith("/calibrate")
-    _wait(lambda: _login_cookie(ctx), "no login cookie set")
+    wait_until(lambda: login_cookie(ctx), "no login cookie set")
     page.reload()
     heading.wait_for(timeout=30_000)
     _no_page_not_found(page)

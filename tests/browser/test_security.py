@@ -3,7 +3,6 @@ in any untrusted field makes the browser fetch nothing; a disabled rater's open 
 save; a copied login cookie, and the page open with it, stop working after logout."""
 
 import shutil
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +24,7 @@ from db.models import (
     User,
 )
 from db.users import add_user, disable_user
-from tests.browser.conftest import login, streamlit_app
+from tests.browser.conftest import login, login_cookie, streamlit_app, wait_until
 from tests.services import free_port
 
 pytestmark = pytest.mark.browser
@@ -104,14 +103,6 @@ def hostile(demo_template: Path, tmp_path_factory: pytest.TempPathFactory
         yield HostileStudy(url, home, beacon, fields)
 
 
-def _wait(condition, what: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} within {timeout} s")
-        time.sleep(0.1)
-
-
 def _idle(page) -> None:
     """Wait until no script run is in flight (a text typed during one may be reset by it)."""
     page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]').wait_for(
@@ -140,19 +131,19 @@ def test_markdown_images_in_untrusted_fields_fetch_nothing(browser, hostile: Hos
     seen = ("title", "ehr", "prompt", "stage", "response", "turn", "diagnosis", "differential",
             "lesion", "reasoning")
     for field in seen:  # shown, as written
-        _wait(lambda f=field: _shows(page, hostile.fields[f]), f"{field} not shown as written")
+        wait_until(lambda f=field: _shows(page, hostile.fields[f]), f"{field} not shown as written")
 
     _log_out(page)
     login(page, hostile.url, "sec-student")  # the exam taker: their answer, the next stage
     page.get_by_role("heading", name="Exam").wait_for(timeout=30_000)
     for field in ("answer", "stage", "prompt", "ehr"):
-        _wait(lambda f=field: _shows(page, hostile.fields[f]), f"{field} not shown in the exam")
+        wait_until(lambda f=field: _shows(page, hostile.fields[f]), f"{field} not shown in the exam")
 
     _log_out(page)
     login(page, hostile.url, "demo-admin")  # the admin reviewing a flagged response
     page.get_by_role("tab", name="Model names").click()
     page.get_by_text("names: GPT-4o").first.click()
-    _wait(lambda: _shows(page, hostile.fields["original"]), "the flagged original not shown")
+    wait_until(lambda: _shows(page, hostile.fields["original"]), "the flagged original not shown")
 
     page.wait_for_timeout(1000)  # let any late image load start
     beacons = [u for u in fetched if u.startswith(hostile.beacon)]
@@ -177,7 +168,7 @@ def test_a_disabled_raters_open_page_cannot_save(browser, hostile: HostileStudy)
     comment = page.locator("textarea").last
     comment.fill("saved while active")
     comment.press("Tab")  # the text area commits on blur: on_change saves the draft
-    _wait(lambda: _draft_of(hostile.home, "sec-2") == "saved while active", "no draft saved")
+    wait_until(lambda: _draft_of(hostile.home, "sec-2") == "saved while active", "no draft saved")
     _idle(page)
 
     with _db(hostile.home) as s:
@@ -191,20 +182,16 @@ def test_a_disabled_raters_open_page_cannot_save(browser, hostile: HostileStudy)
     ctx.close()
 
 
-def _cookie(ctx) -> str | None:
-    return next((c["value"] for c in ctx.cookies() if c["name"] == "nmb_login"), None)
-
-
 def test_a_copied_cookie_and_its_open_page_stop_working_after_logout(
         browser, hostile: HostileStudy) -> None:
     mine = browser.new_context()
     page = mine.new_page()
     login(page, hostile.url, "sec-student2")
     page.get_by_role("heading", name="Exam").wait_for(timeout=30_000)
-    _wait(lambda: _cookie(mine), "no login cookie set")
+    wait_until(lambda: login_cookie(mine), "no login cookie set")
 
     thief = browser.new_context()  # another browser holding a copy of the cookie
-    thief.add_cookies([{"name": "nmb_login", "value": _cookie(mine), "url": hostile.url}])
+    thief.add_cookies([{"name": "nmb_login", "value": login_cookie(mine), "url": hostile.url}])
     stolen = thief.new_page()
     stolen.goto(hostile.url)
     stolen.get_by_role("heading", name="Exam").wait_for(timeout=30_000)  # it works, for now

@@ -5,13 +5,12 @@ multi-turn exam task labels its stages "Stage k of n" in order and asks before f
 import re
 import shutil
 import sqlite3
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.browser.conftest import fresh, login, settled, streamlit_app
+from tests.browser.conftest import fresh, login, settled, streamlit_app, wait_until
 
 pytestmark = pytest.mark.browser
 
@@ -48,14 +47,6 @@ def _count(home: Path, sql: str) -> int:
         db.close()
 
 
-def _until(condition, what: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} within {timeout} s")
-        time.sleep(0.1)
-
-
 def _scroll_top(page) -> float:
     return page.evaluate(f"document.querySelector('{MAIN}').scrollTop")
 
@@ -87,7 +78,7 @@ def test_after_submit_the_next_item_opens_at_its_top_with_a_confirmation(
             break
     assert _submitted(home, "demo-expert1") == before + 1
     fresh(page).get_by_text("submitted.", exact=False).first.wait_for(timeout=30_000)
-    _until(lambda: _scroll_top(page) == 0, "the next item scrolled to its top")
+    wait_until(lambda: _scroll_top(page) == 0, "the next item scrolled to its top")
     page.close()
 
 
@@ -114,10 +105,10 @@ def test_an_exam_labels_stages_in_order_and_asks_before_finishing(browser, url, 
         box = fresh(page).locator("textarea").first
         box.fill(typed)
         box.press("Control+Enter")  # commits the text (and saves it as a draft)
-        _until(lambda: typed in (_draft(home) or ""), "the draft saved")  # noqa: B023
+        wait_until(lambda: typed in (_draft(home) or ""), "the draft saved")  # noqa: B023
         settled(page)
         fresh(page).get_by_role("button", name="Record answer").click()
-        _until(lambda: _count(home, answers) > before, "the answer recorded")  # noqa: B023
+        wait_until(lambda: _count(home, answers) > before, "the answer recorded")  # noqa: B023
         settled(page)
         main = page.locator(MAIN).inner_text()
         labels = [int(k) for k, n_stages in re.findall(r"Stage (\d+) of (\d+)", main)
