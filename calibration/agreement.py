@@ -77,9 +77,11 @@ def _domain_index(codes: np.ndarray, domain: Sequence[float]) -> np.ndarray:
 
 
 def bootstrap_weights(
-    n_items: int, n_resamples: int, seed: int = 0, clusters: np.ndarray | None = None
+    n_items: int, n_resamples: int, seed: int | np.random.Generator = 0,
+    clusters: np.ndarray | None = None
 ) -> np.ndarray:
-    """Resampling counts, shape (n_resamples, n_items): how often each item is drawn.
+    """Resampling counts, shape (n_resamples, n_items): how often each item is drawn (`seed`
+    may be a generator that several draws share).
 
     Items are drawn with replacement (Efron & Tibshirani 1993, ch. 6); with `clusters` (one label
     per item, e.g. the case) whole clusters are drawn and every item of a drawn cluster counts,

@@ -65,12 +65,6 @@ def over_tasks(per_task: np.ndarray, *, resamples: int = RESAMPLES, seed: int = 
     return Estimate.of(per_task.mean(), weights @ per_task / per_task.size, per_task.size)
 
 
-def _counts(rng: np.random.Generator, n: int, resamples: int) -> np.ndarray:
-    """How often each of `n` units is drawn, with replacement, in each resample: (resamples, n)."""
-    draws = rng.integers(0, n, size=(resamples, n)) + (np.arange(resamples) * n)[:, None]
-    return np.bincount(draws.ravel(), minlength=resamples * n).reshape(resamples, n)
-
-
 def pigeonhole(person: Sequence, task: Sequence, values: Sequence[float], *,
                resamples: int = RESAMPLES, seed: int = 0) -> tuple[float, np.ndarray, int]:
     """(the mean over people of each person's mean value, its pigeonhole resamples, the number
@@ -83,7 +77,8 @@ def pigeonhole(person: Sequence, task: Sequence, values: Sequence[float], *,
     np.add.at(total, (p, t), np.asarray(values, dtype=float))
     np.add.at(answered, (p, t), 1.0)
     rng = np.random.default_rng(seed)
-    people, tasks = _counts(rng, total.shape[0], resamples), _counts(rng, total.shape[1], resamples)
+    people = bootstrap_weights(total.shape[0], resamples, rng)
+    tasks = bootstrap_weights(total.shape[1], resamples, rng)
     sums, counts = tasks @ total.T, tasks @ answered.T  # (resamples, people)
     drawn = people * (counts > 0)
     means = np.divide(sums, counts, out=np.zeros_like(sums), where=counts > 0)
