@@ -29,6 +29,7 @@ from db.models import ROLES, LoginFailure, LoginToken, User, utcnow
 from errors import UserError
 
 LOGIN_HOURS = 12
+LOGIN_COOKIE = "nmb_login"  # holds the login token; the volume route reads it too
 MAX_NAME = 64  # characters; the column's size on both databases
 MAX_PASSWORD = 1024
 LOCKOUT_MINUTES = 15

@@ -1,8 +1,9 @@
 """Login, logout and the server-side session and role check every page run makes.
 
-A password login keeps a login token (`db.users.open_login`) in the `nmb_login` cookie, so a
-page reload, which starts a new Streamlit session, logs the user in again. Single sign-on
-keeps its own cookie (`st.login`). Every page run, and every widget callback that writes,
+Every login keeps a login token (`db.users.open_login`) in the `nmb_login` cookie, so a page
+reload, which starts a new Streamlit session, logs the user in again, and the volume route
+(`ui.volume_server`) knows whose request it answers. Single sign-on keeps its own cookie
+(`st.login`) as well. Every page run, and every widget callback that writes,
 re-checks the account in the database (`current_user`): a disabled account, a changed role, a
 logout in any browser or an expired token ends the session at once.
 """
@@ -17,6 +18,7 @@ import streamlit as st
 from db.engine import session
 from db.models import Setting, User
 from db.users import (
+    LOGIN_COOKIE,
     LOGIN_HOURS,
     MAX_NAME,
     authenticate,
@@ -28,8 +30,6 @@ from db.users import (
 )
 from errors import UserError
 from ui.plain_text import escape_markdown
-
-COOKIE = "nmb_login"
 
 # Each role's pages: (file, title, url path, icon). The first is the role's landing page.
 PAGES: dict[str, list[tuple[str, str, str, str]]] = {
@@ -99,13 +99,11 @@ def _forget() -> None:
         st.logout()
 
 
-def _sign_in(user: User, *, keep: bool = False) -> None:
-    """Log `user` in; with `keep` (password logins), also across page reloads."""
-    token = None
-    if keep:
-        with session() as s:
-            token = open_login(s, user)
-        st.session_state["cookie"] = _cookie_script(token, LOGIN_HOURS * 3600)
+def _sign_in(user: User) -> None:
+    """Log `user` in with a login token in the cookie (page reloads, the volume route)."""
+    with session() as s:
+        token = open_login(s, user)
+    st.session_state["cookie"] = _cookie_script(token, LOGIN_HOURS * 3600)
     _remember(user, token)
     st.rerun()
 
@@ -113,13 +111,13 @@ def _sign_in(user: User, *, keep: bool = False) -> None:
 def _cookie_script(value: str, max_age: int) -> str:
     """Sets (or, with max_age 0, clears) the login cookie; the token is URL-safe base64."""
     secure = "; Secure" if str(st.context.url or "").startswith("https:") else ""
-    return (f"<script>document.cookie = '{COOKIE}={value}; Path=/; Max-Age={max_age}; "
+    return (f"<script>document.cookie = '{LOGIN_COOKIE}={value}; Path=/; Max-Age={max_age}; "
             f"SameSite=Strict{secure}';</script>")
 
 
 def restore_login() -> None:
     """After a page reload: the user of a live login cookie, logged in again."""
-    token = st.context.cookies.get(COOKIE)
+    token = st.context.cookies.get(LOGIN_COOKIE)
     if "user" in st.session_state or not isinstance(token, str) or not token:
         return  # (AppTest's context gives a mock, not a str)
     with session() as s:
@@ -173,7 +171,7 @@ def login_page() -> None:
         if user is None:
             st.error("Unknown user name or wrong password.")
         else:
-            _sign_in(user, keep=True)
+            _sign_in(user)
     if demo_active():
         st.info("Demo study loaded: log in as `demo-admin`, `demo-expert1`, `demo-physician` "
                 "or `demo-student` (password `demo`). All data are synthetic.")

@@ -109,7 +109,8 @@ def case_images(key: str, series: list[tuple[str, Path]],
     note = (NO_WEBGL2 if st.session_state.get(NO_WEBGL2_KEY) else
             NOT_LOADED if st.session_state.get(f"{key}-not-loaded") else None)
     if mode == "Interactive" and note is None:
-        args, failures = viewer_args(series, list(masks))
+        args, failures = viewer_args(series, list(masks),
+                                     login_token=st.session_state.get("login_token"))
         for message in failures.values():
             st.error(message)
         with st.container(key=f"nmb-images-{key}"):

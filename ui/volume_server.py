@@ -1,11 +1,22 @@
-"""Case volumes for the in-browser viewer, served by URL so that a rerun never re-sends them.
+"""Case volumes for the in-browser viewer, served by URL so that a rerun never re-sends them,
+and only to those who may see them.
 
-A page `publish`es a series' image and hands the viewer the URL `/nmb/volumes/<sha256>.nii`
-(the sha256 of the stored file). The route (`routes()`, mounted by `serve.py` through
-`st.App`) answers only for published images, with the image's browser copy
-(`imaging.browser_copy`: voxels and geometry only, no header text, extensions or file name),
-gzip-encoded and `Cache-Control: private, max-age=31536000, immutable`: a URL names one
-content forever, so a reload or another case with the same image downloads nothing.
+A page `publish`es a series' image for the session's login and hands the viewer the URL
+`/nmb/volumes/<ticket>/<sha256>.nii`: `sha256` names the stored file, `ticket` is an HMAC of
+the session's login token and that sha256 under a key of this server process, so a URL is
+worth nothing outside the login it was made for, and a content hash alone opens nothing.
+
+The route (`routes()`, mounted by `serve.py` through `st.App`) answers a request only when
+  1. the ticket matches the request's login cookie (`db.users.LOGIN_COOKIE`),
+  2. that cookie is a live login of an enabled account (`db.users.user_for_login`: logout and
+     disabling delete the account's tokens, so access ends at once), and
+  3. the account may see that image now (`db.image_access.viewable_image`: experts the cases
+     of their assignments and masks only for tasks with `show_masks`, exam takers the cases of
+     their open exams and never a mask, admins everything).
+Anything else is 403 with no image bytes; errors name no server path. It serves the image's
+browser copy (`imaging.browser_copy`: voxels and geometry only, no header text, extensions or
+file name), gzip-encoded, `Cache-Control: private, no-cache` with an ETag: the browser keeps
+the copy but asks again each time, and a revalidation is authorized like a download.
 
 Browser copies live in `NMB_HOME/viewer/`; a publish starts writing the copy in the
 background so that it is usually ready when the browser asks. No Streamlit import here.
@@ -14,23 +25,32 @@ background so that it is usually ready when the browser asks. No Streamlit impor
 from __future__ import annotations
 
 import functools
+import hashlib
+import hmac
+import logging
 import re
+import secrets
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from db.bundle_images import sha256_file
-from db.engine import nmb_home
+from db.engine import nmb_home, session
+from db.image_access import viewable_image
+from db.users import LOGIN_COOKIE, user_for_login
 from imaging.browser_copy import write_browser_copy
 from imaging.image_file import open_image
 
-ROUTE = "/nmb/volumes/{name}"
+ROUTE = "/nmb/volumes/{ticket}/{name}"
 COPY_VERSION = "v1"  # bump when the browser copy changes: new files, new URLs
-CACHE_CONTROL = "private, max-age=31536000, immutable"
-_NAME = re.compile(r"([0-9a-f]{64})\.nii")
+CACHE_CONTROL = "private, no-cache"
+_SHA = re.compile(r"([0-9a-f]{64})\.nii")
+_TICKET = re.compile(r"[0-9a-f]{32}")
+_KEY = secrets.token_bytes(32)  # this process's ticket key: a restart voids old URLs
 
-_published: dict[str, Path] = {}
+_log = logging.getLogger(__name__)
 _locks: dict[str, threading.Lock] = {}
+_started: set[str] = set()
 _registry_lock = threading.Lock()
 _prefetch = ThreadPoolExecutor(max_workers=2, thread_name_prefix="nmb-volume-copy")
 
@@ -42,8 +62,14 @@ def _checked_sha256(path: Path, mtime_ns: int, size: int) -> str:
     return sha256_file(path)
 
 
-def publish(path: Path) -> str:
-    """Allow the route to serve image `path`; return its URL path.
+def ticket(login_token: str | None, sha: str) -> str:
+    """The URL ticket of image `sha` for one login (none: a ticket no request matches)."""
+    message = f"{login_token or ''}\n{sha}".encode()
+    return hmac.new(_KEY, message, hashlib.sha256).hexdigest()[:32]
+
+
+def publish(path: Path, *, login_token: str | None) -> str:
+    """The URL of image `path` for the session of `login_token`; starts its browser copy.
 
     Raises UserError (one line naming the file) if it is missing or cannot be shown."""
     path = Path(path).resolve()
@@ -54,26 +80,23 @@ def publish(path: Path) -> str:
         raise
     sha = _checked_sha256(path, st.st_mtime_ns, st.st_size)
     with _registry_lock:
-        known = _published.get(sha) == path
-        _published[sha] = path
-        _locks.setdefault(sha, threading.Lock())
-    if not known and not copy_path(sha).exists():
-        _prefetch.submit(browser_copy, sha)
-    return ROUTE.format(name=f"{sha}.nii")
+        start = sha not in _started
+        _started.add(sha)
+    if start and not copy_path(sha).exists():
+        _prefetch.submit(browser_copy, sha, path)
+    return ROUTE.format(ticket=ticket(login_token, sha), name=f"{sha}.nii")
 
 
 def copy_path(sha: str) -> Path:
     return nmb_home() / "viewer" / f"{sha}-{COPY_VERSION}.nii.gz"
 
 
-def browser_copy(sha: str) -> Path | None:
-    """The browser copy of a published image (written on first use), or None if not published.
+def browser_copy(sha: str, source: Path) -> Path:
+    """The browser copy of image `source` (whose sha256 is `sha`), written on first use.
 
     Raises UserError if the image cannot be read."""
     with _registry_lock:
-        source, lock = _published.get(sha), _locks.get(sha)
-    if source is None or lock is None:
-        return None
+        lock = _locks.setdefault(sha, threading.Lock())
     target = copy_path(sha)
     with lock:
         if not target.exists():
@@ -81,8 +104,17 @@ def browser_copy(sha: str) -> Path | None:
     return target
 
 
+def authorized_image(cookie: str | None, ticket_: str, sha: str) -> Path | None:
+    """The stored file of image `sha` if the request's login cookie and ticket allow it."""
+    if not cookie or not hmac.compare_digest(ticket(cookie, sha), ticket_):
+        return None
+    with session() as s:
+        user = user_for_login(s, cookie)
+        return viewable_image(s, user=user, sha256=sha) if user is not None else None
+
+
 def routes() -> list:
-    """The Starlette route that serves published volumes (for `st.App(routes=...)`)."""
+    """The Starlette route that serves volumes (for `st.App(routes=...)`)."""
     from starlette.concurrency import run_in_threadpool
     from starlette.requests import Request
     from starlette.responses import FileResponse, PlainTextResponse, Response
@@ -90,17 +122,28 @@ def routes() -> list:
 
     from errors import UserError
 
+    def refuse(status: int, text: str) -> Response:
+        return PlainTextResponse(text, status_code=status, headers={"Cache-Control": "no-store"})
+
     async def volume(request: Request) -> Response:
-        match = _NAME.fullmatch(request.path_params["name"])
-        if match is None:
-            return PlainTextResponse("not found", status_code=404)
+        name, ticket_ = _SHA.fullmatch(request.path_params["name"]), request.path_params["ticket"]
+        if name is None or _TICKET.fullmatch(ticket_) is None:
+            return refuse(404, "not found")
+        sha = name.group(1)
+        source = await run_in_threadpool(authorized_image, request.cookies.get(LOGIN_COOKIE),
+                                         ticket_, sha)
+        if source is None:
+            return refuse(403, "not allowed: log in with an account that may see this image")
+        etag = f'"{sha}-{COPY_VERSION}"'
+        headers = {"Cache-Control": CACHE_CONTROL, "ETag": etag}
+        if request.headers.get("if-none-match") == etag:
+            return Response(status_code=304, headers=headers)
         try:
-            path = await run_in_threadpool(browser_copy, match.group(1))
-        except UserError as exc:
-            return PlainTextResponse(str(exc), status_code=422)
-        if path is None:
-            return PlainTextResponse("not found", status_code=404)
+            path = await run_in_threadpool(browser_copy, sha, source)
+        except (UserError, OSError) as exc:
+            _log.warning("volume %s cannot be served: %s", sha, exc)
+            return refuse(422, "this image cannot be shown")
         return FileResponse(path, media_type="application/octet-stream",
-                            headers={"Content-Encoding": "gzip", "Cache-Control": CACHE_CONTROL})
+                            headers={**headers, "Content-Encoding": "gzip"})
 
     return [Route(ROUTE, volume, methods=["GET", "HEAD"])]

@@ -15,6 +15,7 @@ falls back to the PNG viewer.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -23,15 +24,18 @@ import streamlit.components.v1 as components
 
 from db.masks import MaskImage
 from errors import UserError
-from ui.volume_server import publish
+from ui.volume_server import publish as publish_for
 
 BUNDLE = Path(__file__).parent / "viewer_frontend" / "bundle"
 _component = components.declare_component("nmb_volume_viewer", path=str(BUNDLE))
 
 
 def viewer_args(series: list[tuple[str, Path]], masks: Sequence[MaskImage] = (),
-                height: int = 620) -> tuple[dict[str, Any], dict[int, str]]:
-    """(what the component receives, {series position: why it cannot be shown})."""
+                height: int = 620, *, login_token: str | None = None
+                ) -> tuple[dict[str, Any], dict[int, str]]:
+    """(what the component receives, {series position: why it cannot be shown}); the URLs
+    open only for the login of `login_token` (`ui.volume_server`)."""
+    publish = functools.partial(publish_for, login_token=login_token)
     shown, failures = [], {}
     for i, (label, path) in enumerate(series):
         try:

@@ -22,7 +22,7 @@ import pytest
 from PIL import Image
 from playwright.sync_api import Error as PlaywrightError
 
-from tests.browser.conftest import CHROMIUM, SOFTWARE_WEBGL, login
+from tests.browser.conftest import CHROMIUM, SOFTWARE_WEBGL, login, login_cookie
 from tests.services import require
 
 pytestmark = pytest.mark.browser
@@ -181,18 +181,24 @@ def test_viewer_draws_scrolls_links_grids_and_survives_reruns(webgl_browser, app
     assert len(volume_requests) == downloaded  # the rerun sent no volume again
     kept = frame.evaluate("() => window.nmbViewer.state()")
     assert kept["firstDrawAt"] == clicked["firstDrawAt"] and kept["mm"] == clicked["mm"]
+    cookie = login_cookie(page.context)
     page.close()
 
     url = volume_requests[0]
-    with urllib.request.urlopen(url) as response:
-        assert "immutable" in response.headers["Cache-Control"]
+    with urllib.request.urlopen(urllib.request.Request(
+            url, headers={"Cookie": f"nmb_login={cookie}"})) as response:
+        assert response.headers["Cache-Control"] == "private, no-cache"
+        assert response.headers["X-Content-Type-Options"] == "nosniff"
         assert response.headers["Content-Encoding"] == "gzip"
         served = nib.Nifti1Image.from_bytes(gzip.decompress(response.read()))
     assert served.header["descrip"].tobytes().strip(b"\0") == b""  # the demo's text is gone
     assert b"SYNTHETIC" in nib.load(files["T1"]).header["descrip"].tobytes()
-    with pytest.raises(urllib.error.HTTPError) as refused:
-        urllib.request.urlopen(re.sub(r"[0-9a-f]{64}", "0" * 64, url))
-    assert refused.value.code == 404  # only images a page has shown are served
+    for refused_url, headers in ((url, {}),  # the page's own URL without its login cookie
+                                 (re.sub(r"/[0-9a-f]{32}/", "/" + "0" * 32 + "/", url),
+                                  {"Cookie": f"nmb_login={cookie}"})):  # a forged ticket
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(urllib.request.Request(refused_url, headers=headers))
+        assert refused.value.code == 403
 
 
 def _red(frame, index: int) -> int:

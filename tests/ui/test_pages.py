@@ -21,7 +21,7 @@ def _login(name: str) -> LoggedIn:
     return LoggedIn(id=u.id, name=u.name, role=u.role, demo=u.demo)
 
 
-VOLUME_URL = re.compile(r"/nmb/volumes/[0-9a-f]{64}\.nii")
+VOLUME_URL = re.compile(r"/nmb/volumes/[0-9a-f]{32}/([0-9a-f]{64})\.nii")
 
 
 def _viewer_gets_images_and_labels_only(at, sequences: set[str],
@@ -34,8 +34,8 @@ def _viewer_gets_images_and_labels_only(at, sequences: set[str],
     for s in args["series"]:
         assert set(s) == {"label", "url"} and s["label"] in sequences
         assert VOLUME_URL.fullmatch(s["url"]), s["url"]
-    assert {m["url"]: m["label"] for m in args["masks"]} == {
-        f"/nmb/volumes/{sha}.nii": label for sha, label in (masks or {}).items()}
+    assert {VOLUME_URL.fullmatch(m["url"]).group(1): m["label"] for m in args["masks"]} == (
+        masks or {})
     assert all(set(m) == {"label", "url", "series"} for m in args["masks"])
 
 
