@@ -41,19 +41,28 @@ class ExamTask:
 
 def ensure_exam(s: Session, *, name: str, task_ids: list[str] | None = None,
                 actor: str | None = None) -> Exam:
-    """The exam of that name, opened with `task_ids` (default: every task) if it is new."""
+    """The exam of that name, opened with `task_ids` (default: every task) if it is new.
+
+    Raises UserError for an unknown task, or for `task_ids` other than those of the existing
+    exam of that name (an exam's tasks never change once people may have taken it)."""
     if not name:
         raise UserError("the exam needs a name")
-    if task_ids is None:
-        task_ids = list(s.exec(select(Task.task_id).order_by(Task.task_id)))
-    if not task_ids:
-        raise UserError(f"exam {name!r} has no tasks")
     exam = s.exec(select(Exam).where(Exam.name == name)).first()
-    if exam is None:
+    if task_ids is not None:
         known = set(s.exec(select(Task.task_id).where(Task.task_id.in_(task_ids))))
         missing = [t for t in task_ids if t not in known]
         if missing:
-            raise UserError(f"exam {name!r}: unknown task {missing[0]!r}")
+            raise UserError(f"exam {name!r}: unknown task{'s' if len(missing) > 1 else ''} "
+                            f"{', '.join(map(repr, missing[:5]))}"
+                            f"{f' and {len(missing) - 5} more' if len(missing) > 5 else ''}")
+        if exam is not None and list(exam.task_ids) != list(task_ids):
+            raise UserError(f"exam {name!r} exists with {len(exam.task_ids)} other tasks; an "
+                            "exam's tasks do not change: open a new exam under another name")
+    if exam is None:
+        if task_ids is None:
+            task_ids = list(s.exec(select(Task.task_id).order_by(Task.task_id)))
+        if not task_ids:
+            raise UserError(f"exam {name!r} has no tasks")
         exam = Exam(name=name, task_ids=list(task_ids))
         s.add(exam)
         s.flush()

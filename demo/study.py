@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from sqlmodel import Session, select
+from sqlmodel import Session, func, select
 
 from calibration.grader_config import GraderSettings, store_config
 from calibration.protocol import register
@@ -40,6 +40,7 @@ from db.users import add_user
 from demo.bundle import demo_truth, write_demo_bundle
 from demo.content import STAGE_ANSWERS, VARIANT_RANKS
 from demo.exam_takers import take_exam
+from errors import UserError
 from rubric import Rubric
 from rubric.render import Asked
 
@@ -60,6 +61,12 @@ def load_demo(*, if_empty: bool = False, resolution_mm: int = 1, seed: int = 0) 
     with session() as s:
         if if_empty and _has_study(s):
             return "the study is not empty: demo not loaded"
+        foreign = s.exec(select(func.count()).select_from(Case)
+                         .where(Case.bundle != DEMO_BUNDLE)).one()
+    if foreign:
+        raise UserError(f"the study holds {foreign} case{'s' if foreign > 1 else ''} that are "
+                        "not the demo's: the demo needs a study of its own (e.g. "
+                        "NMB_HOME=~/nmb-demo nmb demo); nothing was loaded")
     with tempfile.TemporaryDirectory() as tmp:
         bundle = write_demo_bundle(Path(tmp) / "neural-medbench-demo", resolution_mm=resolution_mm,
                                    seed=seed)

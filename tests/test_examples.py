@@ -41,3 +41,18 @@ def test_the_committed_sample_bundle_is_what_its_script_writes(tmp_path: Path) -
     assert files == sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file())
     for f in files:
         assert (SAMPLE / f).read_bytes() == (out / f).read_bytes(), f
+
+
+def test_the_demo_after_the_sample_bundle_refuses_cleanly(nmb_home: Path) -> None:
+    """The README's order (import the sample, then `nmb demo`): one line, exit 2, nothing
+    half-loaded; `--if-empty` (make run) leaves the study alone and succeeds."""
+    assert nmb("import", "examples/sample-bundle").returncode == 0
+    before = _status()
+    out = nmb("demo", "--resolution", "2")
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.strip() == ("nmb: the study holds 2 cases that are not the demo's: the "
+                                  "demo needs a study of its own (e.g. NMB_HOME=~/nmb-demo nmb "
+                                  "demo); nothing was loaded")
+    assert _status() == before
+    kept = nmb("demo", "--if-empty")
+    assert kept.returncode == 0 and "not empty" in kept.stdout and _status() == before

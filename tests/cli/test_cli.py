@@ -94,6 +94,9 @@ def test_exam_add(nmb_home: Path) -> None:
     assert out.returncode == 0 and "2 tasks" in out.stdout, out.stderr
     bad = nmb("exam", "add", "other", "--tasks", "task9")
     assert bad.returncode == 2 and "unknown task 'task9'" in bad.stderr
+    for tasks in (["task0", "task9"], ["task1"]):  # an existing exam is not silently returned
+        again = nmb("exam", "add", "baseline", "--tasks", *tasks)
+        assert again.returncode == 2 and len(again.stderr.strip().splitlines()) == 1, again.stderr
 
 
 def test_import_status_reimport_and_refusal(nmb_home: Path, tmp_path: Path) -> None:

@@ -37,3 +37,19 @@ def test_stages_reveal_in_order_and_finish_makes_blind_responses(database_url: s
         assert all(r.model is None and r.blind_code.startswith("R-") for r in human)
         with pytest.raises(UserError, match="finished"):
             answer_stage(s, attempt=attempt, task_id="task0", text="late")
+
+
+def test_an_exam_with_unknown_or_other_tasks_is_refused(database_url: str) -> None:
+    with Session(engine_for(database_url)) as s:
+        make_study(s, n_tasks=3)
+        ensure_exam(s, name="baseline", task_ids=["task0", "task2"])
+        s.commit()
+        with pytest.raises(UserError, match=r"exam 'baseline': unknown tasks 'nope', 'gone'"):
+            ensure_exam(s, name="baseline", task_ids=["task0", "nope", "gone"])
+        with pytest.raises(UserError, match="exists with 2 other tasks"):
+            ensure_exam(s, name="baseline", task_ids=["task1"])
+        with pytest.raises(UserError, match="unknown task 'nope'"):
+            ensure_exam(s, name="new", task_ids=["nope"])
+        assert ensure_exam(s, name="baseline", task_ids=["task0", "task2"]).task_ids == [
+            "task0", "task2"]
+        assert ensure_exam(s, name="baseline").task_ids == ["task0", "task2"]
