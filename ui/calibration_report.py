@@ -20,6 +20,7 @@ from calibration.html import (
 from calibration.protocol import Statistics
 from db.engine import session
 from errors import UserError
+from ui.plain_text import escape_markdown
 
 
 def _table(header: list[str], rows: list[list]) -> None:
@@ -82,17 +83,18 @@ def report_section(actor: str) -> None:
         return
     c1, c2, c3 = st.columns(3)
     config_id = c1.selectbox("Grader config ", list(names), format_func=names.get)
-    part = c2.selectbox("Part", report.PARTS,
-                        help="Held-out: the config's one look, under the registered protocol. "
-                             "Dev: explore freely; it never validates.")
+    part = c2.selectbox("Part", report.PARTS, index=report.PARTS.index("dev"),
+                        help="Dev: explore freely; it never validates. Held-out: the config's "
+                             "one look, under the registered protocol.")
     with session() as s:
         status = calibrate.validation_status(s, config_id=config_id)
     c1.caption(f"Status: {status}")
     boot = None
     if part != "heldout":
         boot = c3.number_input("Bootstrap resamples", 200, 10000, 2000, step=200)
-    label = "Take the held-out look" if part == "heldout" else "Compute report"
-    if not st.button(label, type="primary"):
+    elif not _confirmed_look(config_id, names[config_id]):
+        return
+    if part != "heldout" and not st.button("Compute report", type="primary"):
         return
     stats = None if boot is None else Statistics(bootstrap=int(boot))
     try:
@@ -102,6 +104,33 @@ def report_section(actor: str) -> None:
         st.error(str(e))
         return
     _show(out.report, out.row, out.figures, out.fresh)
+
+
+def _confirmed_look(config_id: int, label: str) -> bool:
+    """The held-out look spends the config's only look: a button, then a confirmation that
+    names what it spends; True in the one run after the confirmation."""
+    key = f"confirm-look-{config_id}"
+    asked = st.session_state.get(key)
+    if asked == "confirmed":
+        st.session_state.pop(key)
+        return True
+    if asked is None:
+        if st.button("Take the held-out look", type="primary"):
+            st.session_state[key] = "asked"
+            st.rerun()
+        return False
+    st.warning(f"This spends the one held-out look of config {config_id} "
+               f"({escape_markdown(label)}) under the registered protocol: its result decides "
+               "the config's validation for good, and is disclosed in every report and "
+               "package.")
+    yes, no, _ = st.columns([2, 1, 3])
+    if yes.button("Yes, take the held-out look", type="primary"):
+        st.session_state[key] = "confirmed"
+        st.rerun()
+    if no.button("Cancel"):
+        st.session_state.pop(key)
+        st.rerun()
+    return False
 
 
 def revoke_section(actor: str) -> None:

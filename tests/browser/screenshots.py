@@ -82,7 +82,10 @@ def take(out: Path) -> list[Path]:
             login(page, url, "demo-admin")
             page.get_by_role("link", name="Grader calibration").click()
             page.get_by_role("tab", name="Calibration report").click(timeout=60_000)
+            page.get_by_label("Part").first.click(timeout=60_000)  # the default is dev
+            page.get_by_role("option", name="heldout").click()
             page.get_by_role("button", name="Take the held-out look").click(timeout=60_000)
+            page.get_by_role("button", name="Yes, take the held-out look").click(timeout=60_000)
             page.get_by_text("gate passed").wait_for(timeout=180_000)
             page.get_by_text("alpha, experts + grader").first.wait_for(state="attached",
                                                                        timeout=60_000)

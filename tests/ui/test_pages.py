@@ -163,8 +163,14 @@ def test_calibration_report_renders_in_the_app(demo_study: Path) -> None:
     at = page("pages/calibrate.py", admin).run()
     assert any("Registered protocol 1" in m.value for m in at.markdown)
     assert any("not held-out tested" in c.value for c in at.caption)
-    button = next(b for b in at.button if b.label == "Take the held-out look")
-    button.click().run(timeout=120)
+    part = next(sb for sb in at.selectbox if sb.label == "Part")
+    assert part.value == "dev"  # the default never spends the look
+    part.set_value("heldout").run()
+    next(b for b in at.button if b.label == "Take the held-out look").click().run()
+    assert any("spends the one held-out look of config" in w.value for w in at.warning)
+    assert not any("gate passed" in s.value for s in at.subheader)  # not yet
+    next(b for b in at.button if b.label == "Yes, take the held-out look").click().run(
+        timeout=120)
     assert not at.exception, at.exception
     assert any("gate passed · held-out look" in s.value for s in at.subheader), [
         s.value for s in at.subheader]
@@ -175,7 +181,13 @@ def test_calibration_report_renders_in_the_app(demo_study: Path) -> None:
     assert tags["AC1 95% CI"].str.fullmatch(r"\[[01]\.\d{3}, [01]\.\d{3}\]").all()
     looks = next(df.value for df in at.dataframe if "decided" in df.value.columns)
     assert list(looks["decided"]) == ["passed"]
-    next(b for b in at.button if b.label == "Take the held-out look").click().run(timeout=120)
+    at.run()  # (the run that took the look showed no button)
+    next(b for b in at.button if b.label == "Take the held-out look").click().run()
+    next(b for b in at.button if b.label == "Cancel").click().run()
+    assert not any("spends the one" in w.value for w in at.warning)  # cancelled: nothing asked
+    next(b for b in at.button if b.label == "Take the held-out look").click().run()
+    next(b for b in at.button if b.label == "Yes, take the held-out look").click().run(
+        timeout=120)
     assert any("already took its held-out look" in i.value for i in at.info)
 
 
