@@ -410,10 +410,14 @@ def cmd_package_canary(args: argparse.Namespace) -> None:
 
 
 def cmd_leaderboard(args: argparse.Namespace) -> None:
+    from calibration.calibrate import unvalidated_warning
     from calibration.leaderboard import display_rows, leaderboard
 
     with _study() as s:
         rows = leaderboard(s, config_id=args.config, ks=tuple(args.k), by=args.by)
+        warning = unvalidated_warning(s, config_id=args.config)
+    if warning:
+        print(f"nmb: note: {warning}", file=sys.stderr)
     if args.json:
         _print_json(rows)
         return

@@ -255,6 +255,17 @@ def validation_status(s: Session, *, config_id: int) -> str:
     return "not held-out tested"
 
 
+def unvalidated_warning(s: Session, *, config_id: int) -> str | None:
+    """The warning that goes with a config's numbers wherever they are shown, unless it is
+    validated (a passing, unrevoked held-out look)."""
+    config = s.get(GraderConfig, config_id)
+    if config is None or config.validated_report_id is not None:
+        return None
+    status = validation_status(s, config_id=config_id)
+    return f"grader config #{config_id} is not validated ({status}): its grades are not a " \
+           "validated measure"
+
+
 def frozen_look(s: Session, *, config_id: int) -> HeldoutLook:
     """The passing, unrevoked held-out look a package needs, or a one-line refusal."""
     look = s.get(HeldoutLook, config_id)

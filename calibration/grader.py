@@ -397,8 +397,8 @@ def configs(s: Session) -> list[GraderConfig]:
 
 
 def config_label(c: GraderConfig) -> str:
-    """"#id name", marked when validated: how pickers name a config."""
-    return f"#{c.id} {c.name}" + (" · validated" if c.validated_report_id else "")
+    """"#id name", marked validated or not: how pickers name a config."""
+    return f"#{c.id} {c.name}" + (" · validated" if c.validated_report_id else " · not validated")
 
 
 def config_labels(s: Session, *, validated_only: bool = False) -> dict[int, str]:

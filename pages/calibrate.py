@@ -3,6 +3,7 @@
 import pandas as pd
 import streamlit as st
 
+from calibration.calibrate import unvalidated_warning
 from calibration.grader import config_label, config_labels, configs, estimate, grade, grades_key
 from calibration.grader_config import GraderSettings, is_dated_snapshot, store_config
 from calibration.grader_runs import history, run_failures
@@ -147,6 +148,10 @@ with board_tab:
                           format_func=lambda b: "per model" if b is None else f"per {b}")
         rows, chart = cached_leaderboard(database_url(), board_id, tuple(sorted(ks)) or (1,),
                                          by, current_key(board_id))
+        with session() as s:
+            warning = unvalidated_warning(s, config_id=board_id)
+        if warning:
+            st.warning(warning[0].upper() + warning[1:] + ".", icon=":material/warning:")
         st.caption("pass@k: unbiased estimator over each task's graded samples (Chen et al. "
                    "2021), shown when every task has at least k, with a 95% bootstrap interval "
                    "over tasks; human groups get pass@1.")

@@ -84,6 +84,8 @@ def test_cli_leaderboard(nmb_home: Path) -> None:
     assert out.returncode == 0, out.stderr
     rows = {r["who"]: r for r in json.loads(out.stdout)}
     assert rows["model-alpha"]["pass@5"] == 1.0 and rows["model-alpha"]["pass@1"] == 0.2
+    assert out.stderr.strip() == (f"nmb: note: grader config #{cid} is not validated (not "
+                                  "held-out tested): its grades are not a validated measure")
     bad = subprocess.run([sys.executable, "-m", "cli", "leaderboard", "--config", str(cid + 9)],
                          cwd=ROOT, env=dict(os.environ), capture_output=True, text=True,
                          timeout=120)

@@ -156,6 +156,7 @@ def test_admin_and_calibrate_pages_render(demo_study: Path) -> None:
         assert not at.exception, (path, at.exception)
         assert not at.error, (path, [e.value for e in at.error])
     assert any("pass@1" in df.value.columns for df in at.dataframe), "no leaderboard"
+    assert any("is not validated (not held-out tested)" in w.value for w in at.warning)
 
 
 def test_calibration_report_renders_in_the_app(demo_study: Path) -> None:
@@ -189,6 +190,8 @@ def test_calibration_report_renders_in_the_app(demo_study: Path) -> None:
     next(b for b in at.button if b.label == "Yes, take the held-out look").click().run(
         timeout=120)
     assert any("already took its held-out look" in i.value for i in at.info)
+    at = page("pages/calibrate.py", admin).run()  # validated now: the leaderboard is not marked
+    assert not any("not validated" in w.value for w in at.warning), [w.value for w in at.warning]
 
 
 def test_calibrate_page_runs_the_grader_against_a_local_server(demo_study: Path) -> None:
