@@ -164,7 +164,7 @@ def cmd_agreement(args: argparse.Namespace) -> None:
 
 
 def cmd_assign(args: argparse.Namespace) -> None:
-    from db.assignments import assign, draw_calibration
+    from db.assignments import assign, draw_calibration, plan_assignment
     from db.rubrics import ensure_rubric
 
     with _study() as s:
@@ -172,12 +172,16 @@ def cmd_assign(args: argparse.Namespace) -> None:
             parts = draw_calibration(s, n=args.calibration, dev_fraction=args.dev_fraction,
                                      seed=args.seed, actor="cli")
             print(f"calibration subset: {parts['dev']} dev + {parts['heldout']} held-out items")
+        options = {"raters": args.raters, "overlap": args.overlap, "selection": args.items,
+                   "seed": args.seed}
+        plan = plan_assignment(s, **options)
+        if args.dry_run:
+            print(f"would assign: {plan.describe()}")
+            return  # (the session closes without a commit: nothing drawn or assigned)
         rubric = ensure_rubric(s, args.rubric, actor="cli")
-        design = assign(s, rubric_hash=rubric.content_hash, raters=args.raters,
-                        overlap=args.overlap, selection=args.items, seed=args.seed, actor="cli")
+        design = assign(s, rubric_hash=rubric.content_hash, actor="cli", **options)
         s.commit()
-    print(f"assignment design {design.id}: {args.items} items, {len(args.raters)} raters, "
-          f"overlap {args.overlap}, seed {args.seed}")
+    print(f"assignment design {design.id}: {plan.describe()} (seed {args.seed})")
 
 
 def cmd_exam_add(args: argparse.Namespace) -> None:
@@ -511,6 +515,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="first draw a calibration subset of N items (stratified, seeded)")
     asg.add_argument("--dev-fraction", type=float, default=0.5)
     asg.add_argument("--rubric", default="neurology-v1", help="bundled rubric name or TOML file")
+    asg.add_argument("--dry-run", action="store_true",
+                     help="print what would be added to each rater's queue; write nothing")
     asg.add_argument("--seed", type=int, default=0)
 
     exp = sub.add_parser("exam", help="exams for the human baseline")

@@ -49,11 +49,30 @@ def draw_calibration(
     return counts
 
 
-def assign(
-    s: Session, *, rubric_hash: str, raters: list[str], overlap: int = 3,
-    selection: str = "all", seed: int = 0, actor: str | None = None,
-) -> AssignmentDesign:
-    """Assign each not-yet-assigned item of `selection` to `overlap` raters (balanced design).
+@dataclass(frozen=True)
+class AssignmentPlan:
+    """What `assign` would add: the items and each rater's queue before and after."""
+
+    selection: str
+    overlap: int
+    items: list[str]
+    queues: dict[str, list[str]]  # rater -> the items added to their queue, in queue order
+    before: dict[str, int]  # rater -> items in their queue now
+
+    def describe(self) -> str:
+        """One line, e.g. "adds 82 items (3 raters each): e1 120 -> 202 (+82), ..."."""
+        loads = ", ".join(f"{name} {self.before[name]} -> {self.before[name] + len(q)} "
+                          f"(+{len(q)})" for name, q in self.queues.items())
+        what = "calibration items" if self.selection == "calibration" else "items"
+        raters = "rater" if self.overlap == 1 else "raters"
+        return f"adds {len(self.items)} {what} ({self.overlap} {raters} each): {loads}"
+
+
+def plan_assignment(
+    s: Session, *, raters: list[str], overlap: int = 3, selection: str = "all", seed: int = 0,
+) -> AssignmentPlan:
+    """What assigning each not-yet-assigned item of `selection` to `overlap` raters adds
+    (balanced design, seeded queues); nothing is written.
 
     Responses that name a model and are not reviewed yet (db.response_flags) wait: a later
     call assigns them once reviewed."""
@@ -75,22 +94,39 @@ def assign(
     if not items:
         raise UserError(f"every item of {selection!r} is already assigned or waits for review "
                         "on /admin")
+    counts = dict(s.exec(select(Assignment.rater_id, func.count())
+                         .group_by(Assignment.rater_id)).all())
+    return AssignmentPlan(selection=selection, overlap=overlap, items=items,
+                          queues=balanced_design(items, raters, overlap, seed),
+                          before={name: counts.get(users[name].id, 0) for name in raters})
+
+
+def assign(
+    s: Session, *, rubric_hash: str, raters: list[str], overlap: int = 3,
+    selection: str = "all", seed: int = 0, actor: str | None = None,
+    expect: AssignmentPlan | None = None,
+) -> AssignmentDesign:
+    """Assign what `plan_assignment` plans (balanced design, seeded queues). With `expect`
+    (a preview shown to the user), refuses if the plan has changed since."""
+    plan = plan_assignment(s, raters=raters, overlap=overlap, selection=selection, seed=seed)
+    if expect is not None and (plan.items, plan.queues) != (expect.items, expect.queues):
+        raise UserError("the items to assign changed since the preview (someone assigned or "
+                        "flagged responses meanwhile): preview again")
     design = AssignmentDesign(rubric_hash=rubric_hash, selection=selection, overlap=overlap,
                               seed=seed, created_by=actor)
     s.add(design)
     s.flush()
-    queues = balanced_design(items, raters, overlap, seed)
+    ids = dict(s.exec(select(User.name, User.id).where(User.name.in_(raters))).all())
     start = dict(s.exec(select(Assignment.rater_id, func.max(Assignment.position))
                         .group_by(Assignment.rater_id)).all())
     rows = []
-    for name, queue in queues.items():
-        uid = users[name].id
-        first = start.get(uid, -1) + 1
-        rows += [Assignment(design_id=design.id, rater_id=uid, response_id=rid, position=first + k)
-                 for k, rid in enumerate(queue)]
+    for name, queue in plan.queues.items():
+        first = start.get(ids[name], -1) + 1
+        rows += [Assignment(design_id=design.id, rater_id=ids[name], response_id=rid,
+                            position=first + k) for k, rid in enumerate(queue)]
     s.add_all(rows)
     record(s, "assign", actor=actor, design=design.id, raters=raters, overlap=overlap,
-           selection=selection, seed=seed, items=len(items))
+           selection=selection, seed=seed, items=len(plan.items))
     return design
 
 

@@ -7,7 +7,13 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from db.assignments import assign, below_overlap, draw_calibration, rater_progress
+from db.assignments import (
+    assign,
+    below_overlap,
+    draw_calibration,
+    plan_assignment,
+    rater_progress,
+)
 from db.bundle import BundleInvalid, import_bundle
 from db.bundle_store import Workspace
 from db.cases import case_view, reference_fields, task_list
@@ -178,15 +184,32 @@ def assignments_section() -> None:
         overlap = c1.number_input("Raters per item", min_value=1, value=3)
         selection = c2.selectbox("Items", ["calibration", "all"])
         aseed = c3.number_input("Seed ", min_value=0, value=0)
-        if st.form_submit_button("Assign"):
+        if st.form_submit_button("Preview"):
+            options = {"raters": chosen, "overlap": int(overlap), "selection": selection,
+                       "seed": int(aseed)}
+            try:
+                with session() as s:
+                    st.session_state["assign-plan"] = (options, plan_assignment(s, **options))
+            except UserError as e:
+                st.session_state.pop("assign-plan", None)
+                show_error(e)
+    if planned := st.session_state.get("assign-plan"):
+        options, plan = planned
+        st.info(f"This {escape_markdown(plan.describe())}.", icon=":material/preview:")
+        yes, no, _ = st.columns([2, 1, 3])
+        if yes.button(f"Assign these {len(plan.items)} items", type="primary"):
+            st.session_state.pop("assign-plan")
+
             def make_design(s) -> str:
                 rubric = ensure_rubric(s, "neurology-v1", actor=user.name)
-                design = assign(s, rubric_hash=rubric.content_hash, raters=chosen,
-                                overlap=int(overlap), selection=selection, seed=int(aseed),
-                                actor=user.name)
-                return f"Assignment design {design.id} created."
+                design = assign(s, rubric_hash=rubric.content_hash, actor=user.name,
+                                expect=plan, **options)
+                return f"Assignment design {design.id} created: {plan.describe()}."
 
             run_write(make_design)
+        elif no.button("Cancel", key="assign-cancel"):
+            st.session_state.pop("assign-plan")
+            st.rerun()
 
     with st.form("exam"):
         st.markdown("**Open an exam** (students and physicians; the human baseline)")

@@ -147,3 +147,30 @@ def test_no_banner_in_a_study_without_demo_data(sqlite_url: str) -> None:
     at = app(make_user("root", "admin")).run()
     assert not at.exception, at.exception
     assert not [w for w in _warnings(at) if "demo" in w.lower()]
+
+
+def test_assigning_shows_what_it_adds_before_adding_it(sqlite_url: str) -> None:
+    from db.models import Assignment
+
+    with session() as s:
+        make_study(s, n_tasks=3, experts=2)  # 6 responses
+    at = page("pages/admin.py", make_user("root", "admin"))
+    at.query_params["section"] = "Assignments"
+    at.run()
+    next(sb for sb in at.selectbox if sb.label == "Items").set_value("all")
+    next(n for n in at.number_input if n.label == "Raters per item").set_value(1)
+    next(b for b in at.button if b.label == "Preview").click().run()
+    assert not at.exception, at.exception
+    [preview] = [i.value.replace("\\", "") for i in at.info if "adds" in i.value]
+    assert preview == ("This adds 6 items (1 rater each): expert1 0 -> 3 (+3), "
+                       "expert2 0 -> 3 (+3).")
+    with session() as s:
+        assert s.exec(select(Assignment)).first() is None  # a preview writes nothing
+    next(b for b in at.button if b.label == "Assign these 6 items").click().run()
+    assert not at.exception, at.exception
+    assert any("Assignment design 1 created: adds 6 items" in m.value.replace("\\", "")
+               for m in at.success)
+    with session() as s:
+        assert len(s.exec(select(Assignment)).all()) == 6
+    next(b for b in at.button if b.label == "Preview").click().run()  # nothing left to add
+    assert any("already assigned" in e.value for e in at.error)
