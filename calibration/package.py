@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import io
 import json
 import math
 import os
@@ -45,6 +44,7 @@ import random
 import re
 import zipfile
 from dataclasses import dataclass
+from datetime import datetime
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -57,6 +57,7 @@ from calibration.judgments import grade_judgment
 from calibration.leaderboard import summarize
 from calibration.llm import CallResult, load_prices
 from calibration.model_request import KeyImage, image_parts
+from calibration.package_zip import Caps, read_members
 from calibration.report import Report
 from calibration.request import GradeItem, SendJob, api_key_for, grade_request, send
 from db.audit import record
@@ -80,25 +81,51 @@ from rubric.loader import loads_rubric
 from rubric.render import Asked
 from rubric.schema import canonical_json
 
-FORMAT = "nmb-package-2"
+FORMAT = "nmb-package-3"
 CONFIG_FIELDS = {"config_hash": str, "name": str, "model": str, "base_url": (str, type(None)),
                  "temperature": (int, float), "seed": (int, type(None)), "max_tokens": int,
                  "prompt_version": str, "rubric_hash": str, "vision": bool}
 CASE_FIELDS = ("case_id", "title", "ehr", "scores", "ground_truth")
 TASK_FIELDS = ("task_id", "case_id", "family", "level", "prompt", "stages")
 FROZEN_FIELDS = ("criteria", "correct_diagnosis", "error_tags", "overall")
+SEAL = "seal.json"  # the sha256 of the manifest's fields: a manifest-only edit breaks it
 MEMBERS = ("rubric.toml", "tasks.jsonl", "canary.jsonl", "protocol.json", "report.json",
-           "report.html")
+           "report.html", SEAL)
 MANIFEST_KEYS = {"format", "created_at", "tool_version", "config", "rubric", "report",
                  "heldout_looks", "canary", "sha256"}
 DRIFT_LIMITS = {"criteria_agreement_min": 0.9, "overall_mad_max": 0.05}
-MAX_PACKAGE_BYTES = 512 * 2**20
-MAX_MEMBER_BYTES = {"manifest.json": 2**20, "rubric.toml": 2**20}  # others: MAX_PACKAGE_BYTES
-MAX_IMAGE_BYTES = 8 * 2**20  # one key slice's PNG
-MAX_SUPPLIED_IMAGES = 100_000  # PNG files looked at in an --images folder
 IMAGE_LIST = "images.jsonl"
+MiB = 2**20
+# Caps, read from the zip's central directory before a byte is inflated and held while reading.
+MAX_MEMBER_BYTES = {"manifest.json": MiB, SEAL: 4096, "rubric.toml": MiB, "protocol.json": MiB,
+                    "report.json": 16 * MiB, "report.html": 32 * MiB, "tasks.jsonl": 64 * MiB,
+                    "canary.jsonl": 32 * MiB, IMAGE_LIST: 8 * MiB}
+MAX_IMAGE_BYTES = 8 * MiB  # one key slice's PNG
+MAX_TOTAL_BYTES = 192 * MiB  # all members inflated; also all images supplied with --images
+MAX_PACKAGE_BYTES = MAX_TOTAL_BYTES + 8 * MiB  # the file (deflate never grows much)
+MAX_MEMBERS = 4096
+MAX_SUPPLIED_IMAGES = 100_000  # PNG files looked at in an --images folder
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _IMAGE_MEMBER = re.compile(r"images/([0-9a-f]{64})\.png")
+_VERSION = re.compile(r"[0-9A-Za-z][0-9A-Za-z.+!_-]{0,63}")  # PEP 440 characters, or "unknown"
+
+
+def member_cap(name: str) -> int | None:
+    """The byte cap of a package member, None for a name no package holds."""
+    if _IMAGE_MEMBER.fullmatch(name):
+        return MAX_IMAGE_BYTES
+    return MAX_MEMBER_BYTES.get(name)
+
+
+ZIP_CAPS = Caps(member_cap=member_cap, max_members=MAX_MEMBERS, max_total_bytes=MAX_TOTAL_BYTES,
+                max_directory_bytes=MAX_MEMBERS * 256)
+
+
+def manifest_digest(manifest: dict[str, Any]) -> str:
+    """The sha256 of every manifest field but the member hashes (which the members check), as
+    canonical JSON: what `seal.json` records, so every field is bound to hashed evidence."""
+    fields = {k: v for k, v in manifest.items() if k != "sha256"}
+    return hashlib.sha256(canonical_json(fields).encode()).hexdigest()
 
 
 @dataclass
@@ -164,6 +191,19 @@ def _key_image_members(s: Session, case_ids: list[str], carry: bool) -> dict[str
     return {IMAGE_LIST: _jsonl(rows), **(pngs if carry else {})}
 
 
+def _check_caps(out: Path, members: dict[str, bytes]) -> None:
+    """Refuse to write a package that `verify` would refuse for its size."""
+    if len(members) > MAX_MEMBERS:
+        raise UserError(f"{out}: the package would hold {len(members)} members, more than "
+                        f"{MAX_MEMBERS} (freeze without --with-images)")
+    for name, data in members.items():
+        if len(data) > (cap := member_cap(name) or 0):
+            raise UserError(f"{out}: {name} would be {len(data)} bytes, more than its cap {cap}")
+    if (total := sum(map(len, members.values()))) > MAX_TOTAL_BYTES:
+        raise UserError(f"{out}: the package would inflate to {total} bytes, more than "
+                        f"{MAX_TOTAL_BYTES} (freeze without --with-images)")
+
+
 def freeze(s: Session, *, config_id: int, out: Path, canary_size: int = 20, seed: int = 0,
            with_images: bool = False, actor: str | None = None) -> FrozenPackage:
     """Write the package of a validated config to `out` (a new .zip) and record it."""
@@ -206,13 +246,17 @@ def freeze(s: Session, *, config_id: int, out: Path, canary_size: int = 20, seed
         "heldout_looks": [{"config_id": x.config_id, "passed": x.passed, "revoked": x.revoked}
                           for x in looks(s)],
         "canary": {"items": len(canary), "seed": seed, "drift_limits": DRIFT_LIMITS},
-        "sha256": {name: hashlib.sha256(data).hexdigest() for name, data in members.items()},
     }
+    manifest = json.loads(json.dumps(manifest, default=str))  # as verify will read it
+    members[SEAL] = json.dumps({"manifest_sha256": manifest_digest(manifest)}).encode()
+    manifest["sha256"] = {name: hashlib.sha256(data).hexdigest() for name, data in members.items()}
+    manifest_bytes = json.dumps(manifest, indent=2).encode()
+    _check_caps(out, {"manifest.json": manifest_bytes, **members})
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(f".{out.name}.partial")
     try:
         with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as zf:
-            zf.writestr("manifest.json", json.dumps(manifest, indent=2, default=str))
+            zf.writestr("manifest.json", manifest_bytes)
             for name, data in members.items():
                 zf.writestr(name, data)
         digest = sha256_file(partial)
@@ -237,32 +281,6 @@ def freeze(s: Session, *, config_id: int, out: Path, canary_size: int = 20, seed
 
 def _refuse(path: Path, what: str) -> UserError:
     return UserError(f"{path}: {what}")
-
-
-def _read_members(path: Path, zf: zipfile.ZipFile) -> dict[str, bytes]:
-    """Every member, each read under its size cap (headers can lie: the cap holds while reading)."""
-    names = [i.filename for i in zf.infolist()]
-    if len(names) != len(set(names)):
-        raise _refuse(path, "a member name occurs twice")
-    expected = {"manifest.json", *MEMBERS}
-    optional = {n for n in names if n == IMAGE_LIST or _IMAGE_MEMBER.fullmatch(n)}
-    extra, absent = sorted(set(names) - expected - optional), sorted(expected - set(names))
-    if extra:
-        raise _refuse(path, f"member {extra[0]!r} is not part of a package")
-    if absent:
-        raise _refuse(path, f"member {absent[0]!r} is missing")
-    out = {}
-    for info in zf.infolist():
-        cap = (MAX_IMAGE_BYTES if _IMAGE_MEMBER.fullmatch(info.filename)
-               else MAX_MEMBER_BYTES.get(info.filename, MAX_PACKAGE_BYTES))
-        if info.file_size > cap:
-            raise _refuse(path, f"{info.filename} is larger than {cap} bytes")
-        with zf.open(info) as fh:
-            data = fh.read(cap + 1)
-        if len(data) > cap:
-            raise _refuse(path, f"{info.filename} inflates beyond {cap} bytes")
-        out[info.filename] = data
-    return out
 
 
 def _json(path: Path, name: str, data: bytes) -> Any:
@@ -342,37 +360,101 @@ def _canary_row(path: Path, n: int, row: dict) -> dict:
     return row
 
 
-def verify(path: Path, *, sha256: str | None = None, images: Path | None = None) -> Package:
-    """Open and check a package offline (see the module docstring); one-line refusals.
-    `images`: a folder holding the key slice PNGs a vision package lists but does not carry."""
-    if sha256 is not None and not _HEX64.fullmatch(sha256.lower()):
-        raise UserError(f"--sha256 must be 64 hexadecimal digits, got {sha256!r}")
+def _open(path: Path, sha256: str | None) -> tuple[str, dict[str, bytes]]:
+    """The file's sha256 and its members, read under the caps from one open file (streamed:
+    neither the file nor a member is ever read whole beyond its cap)."""
     try:
-        size = path.stat().st_size
+        with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size > MAX_PACKAGE_BYTES:
+                raise _refuse(path, f"larger than {MAX_PACKAGE_BYTES} bytes: not a package")
+            digest = hashlib.file_digest(fh, "sha256").hexdigest()
+            if sha256 is not None and digest != sha256.lower():
+                raise _refuse(path, f"sha256 is {digest}, not the published {sha256.lower()}")
+            try:
+                return digest, read_members(fh, size, ZIP_CAPS)
+            except UserError as e:
+                raise _refuse(path, str(e)) from None
     except OSError as e:
         raise _refuse(path, f"cannot read ({e.strerror})") from None
-    if size > MAX_PACKAGE_BYTES:
-        raise _refuse(path, f"larger than {MAX_PACKAGE_BYTES} bytes: not a package")
-    raw = path.read_bytes()
-    digest = hashlib.sha256(raw).hexdigest()
-    if sha256 is not None and digest != sha256.lower():
-        raise _refuse(path, f"sha256 is {digest}, not the published {sha256.lower()}")
-    try:
-        with zipfile.ZipFile(io.BytesIO(raw)) as zf:
-            members = _read_members(path, zf)
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, OSError, EOFError,
-            ValueError) as e:
-        raise _refuse(path, f"not a readable package ({type(e).__name__})") from None
-    manifest = _object(path, "manifest.json", _json(path, "manifest.json",
-                                                    members["manifest.json"]), MANIFEST_KEYS)
+
+
+def _exact(path: Path, where: str, value: Any, keys: set[str]) -> dict:
+    """A JSON object with exactly `keys`: none missing, none unknown."""
+    _object(path, where, value, sorted(keys))
+    if unknown := sorted(set(value) - keys):
+        raise _refuse(path, f"{where} has unknown field {str(unknown[0])[:40]!r}")
+    return value
+
+
+def _integer(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _manifest(path: Path, members: dict[str, bytes]) -> dict[str, Any]:
+    """The manifest: exactly its fields, each of its type, the members' hashes, and the seal
+    (so a field edited alone, whatever it is, is refused)."""
+    if absent := sorted({"manifest.json", *MEMBERS} - set(members)):
+        raise _refuse(path, f"member {absent[0]!r} is missing")
+    manifest = _exact(path, "manifest.json", _json(path, "manifest.json",
+                                                   members["manifest.json"]), MANIFEST_KEYS)
     if manifest["format"] != FORMAT:
-        raise _refuse(path, f"format {str(manifest['format'])[:40]!r}, expected {FORMAT!r}")
+        hint = " (made by an older version: freeze it again)" if manifest["format"] in (
+            "nmb-package-1", "nmb-package-2") else ""
+        raise _refuse(path, f"format {str(manifest['format'])[:40]!r}, expected {FORMAT!r}{hint}")
     hashes = _object(path, "manifest.json sha256", manifest["sha256"], MEMBERS)
     if set(hashes) != set(members) - {"manifest.json"}:
         raise _refuse(path, "manifest.json sha256 does not list exactly the package's members")
     for name in hashes:
         if hashlib.sha256(members[name]).hexdigest() != hashes[name]:
             raise _refuse(path, f"{name} does not match its sha256 in manifest.json")
+    try:
+        created = datetime.fromisoformat(manifest["created_at"])
+    except (TypeError, ValueError):
+        created = None
+    if created is None or created.tzinfo is None:
+        raise _refuse(path, "manifest.json created_at is not an ISO 8601 time with its zone")
+    if not (isinstance(manifest["tool_version"], str)
+            and _VERSION.fullmatch(manifest["tool_version"])):
+        raise _refuse(path, "manifest.json tool_version is not a version string")
+    rubric = _exact(path, "manifest.json rubric", manifest["rubric"], {"id", "version", "hash"})
+    if not all(isinstance(rubric[k], str) for k in ("id", "version", "hash")):
+        raise _refuse(path, "manifest.json rubric has a field of the wrong type")
+    _exact(path, "manifest.json report", manifest["report"],
+           {"id", "part", "protocol_id", "protocol_sha256", "data_sha256", "passed", "gate"})
+    looks_ = manifest["heldout_looks"]
+    if not (isinstance(looks_, list) and looks_ and all(
+            isinstance(x, dict) and set(x) == {"config_id", "passed", "revoked"}
+            and _integer(x["config_id"]) and isinstance(x["passed"], bool)
+            and isinstance(x["revoked"], bool) for x in looks_)):
+        raise _refuse(path, "manifest.json heldout_looks must list every held-out look "
+                      "(config_id, passed, revoked)")
+    if len({x["config_id"] for x in looks_}) != len(looks_):
+        raise _refuse(path, "manifest.json heldout_looks lists a config twice")
+    canary_info = _exact(path, "manifest.json canary", manifest["canary"],
+                         {"items", "seed", "drift_limits"})
+    if not (_integer(canary_info["items"]) and _integer(canary_info["seed"])):
+        raise _refuse(path, "manifest.json canary items and seed must be whole numbers")
+    _drift_limits(path, canary_info["drift_limits"])
+    return manifest
+
+
+def _check_seal(path: Path, manifest: dict, members: dict[str, bytes]) -> None:
+    """Last: a manifest edit that every other check let through (a time, a seed, limits still
+    in range) is refused here."""
+    seal = _exact(path, SEAL, _json(path, SEAL, members[SEAL]), {"manifest_sha256"})
+    if seal["manifest_sha256"] != manifest_digest(manifest):
+        raise _refuse(path, f"manifest.json was edited after freeze (its fields do not match "
+                      f"the sha256 in {SEAL})")
+
+
+def verify(path: Path, *, sha256: str | None = None, images: Path | None = None) -> Package:
+    """Open and check a package offline (see the module docstring); one-line refusals.
+    `images`: a folder holding the key slice PNGs a vision package lists but does not carry."""
+    if sha256 is not None and not _HEX64.fullmatch(sha256.lower()):
+        raise UserError(f"--sha256 must be 64 hexadecimal digits, got {sha256!r}")
+    digest, members = _open(path, sha256)
+    manifest = _manifest(path, members)
     config = _config(path, manifest)
     try:
         rubric_text = members["rubric.toml"].decode("utf-8")
@@ -381,9 +463,10 @@ def verify(path: Path, *, sha256: str | None = None, images: Path | None = None)
     rubric = loads_rubric(rubric_text, source=f"{path}:rubric.toml")
     if rubric.content_hash != config.rubric_hash:
         raise _refuse(path, "rubric.toml is not the rubric the config was validated with")
-    rubric_info = _object(path, "manifest.json rubric", manifest["rubric"], ("hash",))
-    if rubric_info["hash"] != rubric.content_hash:
+    if manifest["rubric"]["hash"] != rubric.content_hash:
         raise _refuse(path, "manifest.json rubric.hash differs from rubric.toml's")
+    if (manifest["rubric"]["id"], manifest["rubric"]["version"]) != (rubric.id, rubric.version):
+        raise _refuse(path, "manifest.json rubric id or version differs from rubric.toml's")
     report = _report(path, manifest, members, config)
     try:
         tasks = {}
@@ -394,8 +477,8 @@ def verify(path: Path, *, sha256: str | None = None, images: Path | None = None)
                   enumerate(_lines(path, "canary.jsonl", members["canary.jsonl"]), 1)]
     except UnicodeDecodeError:
         raise _refuse(path, "a JSONL member is not UTF-8 text") from None
-    limits = _object(path, "manifest.json canary", manifest["canary"], ("drift_limits",))
-    _drift_limits(path, limits["drift_limits"])
+    if manifest["canary"]["items"] != len(canary) or not canary:
+        raise _refuse(path, "manifest.json canary.items is not the number of canary.jsonl lines")
     key_images = _case_images(path, members, config, {c.case_id for _, c in tasks.values()},
                               images)
     pkg = Package(manifest, config, rubric, tasks, canary, report, digest, key_images)
@@ -405,6 +488,7 @@ def verify(path: Path, *, sha256: str | None = None, images: Path | None = None)
         if item.request_hash != c["request_hash"]:
             raise _refuse(path, f"canary item {c['response_id']}: the request this tool builds "
                           "differs from the one that was validated")
+    _check_seal(path, manifest, members)
     return pkg
 
 
@@ -480,18 +564,25 @@ def _report(path: Path, manifest: dict, members: dict[str, bytes],
              (report.data_hash, summary["data_sha256"], "data sha256"),
              (report.passed, summary["passed"], "verdict"),
              (_gate_summary(report), summary["gate"], "gate"),
-             (report.config_id is not None, True, "config")]
+             (report.config_id is not None, True, "config"),
+             (report.part, summary["part"], "part"),
+             (report.protocol_id, summary["protocol_id"], "protocol id"),
+             (proto.get("id"), summary["protocol_id"], "protocol id")]
     for got, want, what in facts:
         if got != want:
             raise _refuse(path, f"report.json and manifest.json disagree on the {what}")
-    if not (report.passed and report.validates):
+    if not (report.passed and report.validates and report.part == "heldout"):
         raise _refuse(path, "report.json is not a passing held-out look")
+    look = {"config_id": report.config_id, "passed": True, "revoked": False}
+    if look not in manifest["heldout_looks"]:
+        raise _refuse(path, "manifest.json heldout_looks does not list the validating look "
+                      f"of config {report.config_id} as passed and not revoked")
     return report
 
 
 def _drift_limits(path: Path, limits: Any) -> None:
     ranges = {"criteria_agreement_min": (0.5, 1.0), "overall_mad_max": (0.0, 0.5)}
-    _object(path, "manifest.json canary.drift_limits", limits, tuple(ranges))
+    _exact(path, "manifest.json canary.drift_limits", limits, set(ranges))
     for key, (lo, hi) in ranges.items():
         v = limits[key]
         if isinstance(v, bool) or not isinstance(v, int | float) or not lo <= v <= hi:
