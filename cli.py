@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from errors import UserError
+from errors import UserError, one_line
 
 
 class _Parser(argparse.ArgumentParser):
@@ -405,6 +405,11 @@ def cmd_package_canary(args: argparse.Namespace) -> None:
     result = canary(_verified(args), base_url=args.base_url, concurrency=args.concurrency,
                     timeout=args.timeout)
     _print_json(result)
+    if result["status"] == "could not check":  # exit 3: neither drift (1) nor a mistake (2)
+        first = next((i["reason"] for i in result["per_item"] if not i["answered"]), "")
+        print(f"nmb: canary could not check: {result['unreached']} of {result['items']} "
+              f"requests got no answer ({one_line(first or '', 200)})", file=sys.stderr)
+        raise SystemExit(3)
     if result["drift"]:
         raise SystemExit(1)
 
@@ -603,7 +608,8 @@ def build_parser() -> argparse.ArgumentParser:
     for name, fn, help in (
             ("verify", cmd_package_verify, "check a package offline: members, hashes, evidence"),
             ("grade", cmd_package_grade, "grade responses (JSONL) with a package, no study needed"),
-            ("canary", cmd_package_canary, "re-send the canary; exit 1 when the answers drifted")):
+            ("canary", cmd_package_canary, "re-send the canary; exit 1 when the answers "
+             "drifted, 3 when it could not check (too many requests got no answer)")):
         sp = psub.add_parser(name, help=help, description=help)
         sp.add_argument("package")
         sp.add_argument("--sha256", help="the package digest the authors published")

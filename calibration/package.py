@@ -717,16 +717,28 @@ def summary_markdown(data: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+CHECKED, DRIFT, UNCHECKED = "ok", "drift", "could not check"
+
+
 def canary(pkg: Package, *, base_url: str | None = None, api_key: str | None = None,
            concurrency: int = 8, timeout: float = 60.0,
            limits: dict[str, float] | None = None) -> dict[str, Any]:
     """Send the canary requests again and compare the answers with the frozen ones.
 
-    Drift when an item fails, when fewer than `criteria_agreement_min` of the (item, criterion)
-    levels are identical, or when the mean absolute difference of the overall score (0-1)
-    exceeds `overall_mad_max` (the limits frozen in the manifest, unless `limits` overrides
-    them). A new model name or system fingerprint is reported as well. `verify` has already
-    checked that every canary request rebuilds byte-identical.
+    An item is *unreached* when no answer came back (connection refused, timeouts, HTTP errors,
+    after the usual retries): it says nothing about the model. Over the answered items, drift
+    is an answer that failed (invalid, cut, refused), fewer than `criteria_agreement_min` of
+    the (item, criterion) levels identical, or a mean absolute difference of the overall score
+    (0-1) above `overall_mad_max` (the limits frozen in the manifest, unless `limits` overrides
+    them). `status`:
+
+    - "drift" when at least half the items were answered and those answers drifted;
+    - "could not check" when more than half were unreached, or some were and the others did
+      not drift (no drift cannot be claimed for items never asked); `drift` is then None;
+    - "ok" when every item was answered and nothing drifted.
+
+    A new model name or system fingerprint is reported as well, never counted as drift.
+    `verify` has already checked that every canary request rebuilds byte-identical.
     """
     limits = {**pkg.manifest["canary"]["drift_limits"], **(limits or {})}
     responses = [Response(response_id=c["response_id"], task_id=c["task_id"], text=c["text"],
@@ -738,7 +750,8 @@ def canary(pkg: Package, *, base_url: str | None = None, api_key: str | None = N
     diffs, items = [], []
     for c, res in zip(pkg.canary, results, strict=True):
         frozen = c["frozen"]
-        item = {"response_id": c["response_id"], "ok": res.ok}
+        item = {"response_id": c["response_id"], "ok": res.ok,
+                "answered": res.ok or res.model_returned is not None}
         if res.ok:
             equal = [res.data["criteria"].get(k) == v for k, v in frozen["criteria"].items()]
             same, total = same + sum(equal), total + len(equal)
@@ -748,16 +761,23 @@ def canary(pkg: Package, *, base_url: str | None = None, api_key: str | None = N
         else:
             item["reason"] = res.reason
         items.append(item)
-    failed = sum(not r.ok for r in results)
+    unreached = sum(not i["answered"] for i in items)
+    failed = sum(i["answered"] and not i["ok"] for i in items)
     agreement = same / total if total else 0.0
     mad = sum(diffs) / len(diffs) if diffs else None
     models = sorted({r.model_returned for r in results if r.ok} - {c["model_returned"] for c in pkg.canary})
     prints = sorted({r.system_fingerprint for r in results if r.ok and r.system_fingerprint}
                     - {c["system_fingerprint"] for c in pkg.canary})
-    drift = (failed > 0 or agreement < limits["criteria_agreement_min"]
-             or (mad is not None and mad > limits["overall_mad_max"]))
-    return {"package_sha256": pkg.sha256, "drift": drift, "items": len(items), "failed": failed,
-            "criteria_agreement": round(agreement, 4),
+    drifted = (failed > 0 or (total > 0 and agreement < limits["criteria_agreement_min"])
+               or (mad is not None and mad > limits["overall_mad_max"]))
+    if 2 * unreached > len(items) or (unreached and not drifted):
+        status = UNCHECKED
+    else:
+        status = DRIFT if drifted else CHECKED
+    return {"package_sha256": pkg.sha256, "status": status,
+            "drift": None if status == UNCHECKED else status == DRIFT,
+            "items": len(items), "unreached": unreached, "failed": failed,
+            "criteria_agreement": round(agreement, 4) if total else None,
             "overall_mad": None if mad is None else round(mad, 4), "limits": limits,
             "new_models_returned": models, "new_system_fingerprints": prints,
             "per_item": items}

@@ -4,6 +4,7 @@ import hashlib
 import json
 import os
 import resource
+import socket
 import struct
 import subprocess
 import sys
@@ -622,3 +623,62 @@ def test_a_manifest_only_edit_is_refused_with_and_without_the_digest(frozen_pack
         assert code == 0, err
     code, err = _verify_cli(resealed, capsys, "--sha256", digest)
     assert code == 2 and "not the published" in err
+
+
+# ---------------------------------------------------------------- a canary that could not check
+
+
+def test_a_canary_that_reaches_no_server_could_not_check(sqlite_url: str, server: OpenAIServer,
+                                                         tmp_path: Path) -> None:
+    """Every request refused at connect (a closed port): exit 3 and "could not check", never
+    drift; the first reason on one stderr line."""
+    _frozen(sqlite_url, server, tmp_path / "g.zip", canary_size=12)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # closed when the block ends: connections are refused
+    out = subprocess.run([sys.executable, "-m", "cli", "package", "canary", str(tmp_path / "g.zip"),
+                          "--base-url", f"http://127.0.0.1:{port}/v1", "--concurrency", "12"],
+                         cwd=ROOT, env={**os.environ, "OPENAI_API_KEY": KEY},
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 3, out.stderr
+    result = json.loads(out.stdout)
+    assert result["status"] == "could not check" and result["drift"] is None
+    assert result["unreached"] == result["items"] == 12 and result["failed"] == 0
+    last = out.stderr.splitlines()[-1]
+    assert "could not check: 12 of 12 requests got no answer (connection error" in last
+    assert "Traceback" not in out.stderr and KEY not in out.stdout + out.stderr
+
+
+def test_canary_status_under_server_errors(sqlite_url: str, server: OpenAIServer,
+                                           tmp_path: Path) -> None:
+    """Unreached items (HTTP errors after retries) are never drift; answers that changed or
+    failed are, when at least half the canary was answered."""
+    _frozen(sqlite_url, server, tmp_path / "g.zip", canary_size=12)
+    pkg = verify(tmp_path / "g.zip")
+
+    def run() -> dict:
+        result = canary(pkg, base_url=server.base_url, api_key=KEY, concurrency=12)
+        server.clear_faults()
+        return result
+
+    def unreach(n: int) -> None:  # the first n canary items answer HTTP 400
+        for c in pkg.canary[:n]:
+            server.inject_when(json.dumps(c["text"])[1:-1], "400")
+
+    server.inject_when("", "500")  # every request, every retry: a server that is down
+    down = run()
+    assert (down["status"], down["drift"], down["unreached"]) == ("could not check", None, 12)
+    assert all("HTTP 500" in i["reason"] for i in down["per_item"])
+    unreach(1)  # one unreached, the rest unchanged: no drift can be claimed for all
+    assert run()["status"] == "could not check"
+    assert run()["status"] == "ok"  # the faults cleared
+    server.answer = lambda body: json.dumps(sample_document(_schema_of(body), 12345))
+    unreach(1)  # one unreached, 11 answered and changed: drift
+    changed = run()
+    assert (changed["status"], changed["drift"], changed["unreached"]) == ("drift", True, 1)
+    unreach(7)  # most unreached: whatever the others say, the canary could not check
+    assert run()["status"] == "could not check"
+    server.answer = None
+    server.inject_when("", "badschema")  # reached, answers invalid: the model changed
+    invalid = run()
+    assert (invalid["status"], invalid["failed"], invalid["unreached"]) == ("drift", 12, 0)
