@@ -57,6 +57,8 @@ from calibration.judgments import grade_judgment
 from calibration.leaderboard import summarize
 from calibration.llm import CallResult, load_prices
 from calibration.model_request import KeyImage, image_parts
+from calibration.package_sign import SIGNATURE, load_private, load_public, public_line, sign
+from calibration.package_sign import signed_by as signature_problem
 from calibration.package_zip import Caps, read_members
 from calibration.report import Report
 from calibration.request import GradeItem, SendJob, api_key_for, grade_request, send
@@ -99,7 +101,7 @@ MiB = 2**20
 # Caps, read from the zip's central directory before a byte is inflated and held while reading.
 MAX_MEMBER_BYTES = {"manifest.json": MiB, SEAL: 4096, "rubric.toml": MiB, "protocol.json": MiB,
                     "report.json": 16 * MiB, "report.html": 32 * MiB, "tasks.jsonl": 64 * MiB,
-                    "canary.jsonl": 32 * MiB, IMAGE_LIST: 8 * MiB}
+                    "canary.jsonl": 32 * MiB, IMAGE_LIST: 8 * MiB, SIGNATURE: 1024}
 MAX_IMAGE_BYTES = 8 * MiB  # one key slice's PNG
 MAX_TOTAL_BYTES = 192 * MiB  # all members inflated; also all images supplied with --images
 MAX_PACKAGE_BYTES = MAX_TOTAL_BYTES + 8 * MiB  # the file (deflate never grows much)
@@ -138,6 +140,7 @@ class Package:
     report: Report
     sha256: str  # of the package file, as checked
     images: dict[str, list[KeyImage]]  # vision configs: each case's key slices, else empty
+    signer: str | None = None  # the --public-key line whose signature was checked
 
 
 def tool_version() -> str:
@@ -205,8 +208,11 @@ def _check_caps(out: Path, members: dict[str, bytes]) -> None:
 
 
 def freeze(s: Session, *, config_id: int, out: Path, canary_size: int = 20, seed: int = 0,
-           with_images: bool = False, actor: str | None = None) -> FrozenPackage:
-    """Write the package of a validated config to `out` (a new .zip) and record it."""
+           with_images: bool = False, sign_with: Path | None = None,
+           actor: str | None = None) -> FrozenPackage:
+    """Write the package of a validated config to `out` (a new .zip) and record it; with
+    `sign_with` (a study key from `nmb package keygen`) the manifest is signed."""
+    key = load_private(sign_with) if sign_with is not None else None
     config = get_config(s, config_id)
     look = frozen_look(s, config_id=config_id)
     if with_images and not config.vision:
@@ -251,6 +257,8 @@ def freeze(s: Session, *, config_id: int, out: Path, canary_size: int = 20, seed
     members[SEAL] = json.dumps({"manifest_sha256": manifest_digest(manifest)}).encode()
     manifest["sha256"] = {name: hashlib.sha256(data).hexdigest() for name, data in members.items()}
     manifest_bytes = json.dumps(manifest, indent=2).encode()
+    if key is not None:  # not in the manifest's sha256: it signs the manifest
+        members[SIGNATURE] = sign(key, manifest_bytes)
     _check_caps(out, {"manifest.json": manifest_bytes, **members})
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(f".{out.name}.partial")
@@ -265,7 +273,7 @@ def freeze(s: Session, *, config_id: int, out: Path, canary_size: int = 20, seed
         s.add(frozen)
         s.flush()
         record(s, "package.freeze", actor=actor, config=config.id, package=frozen.id,
-               sha256=digest)
+               sha256=digest, signed_by=public_line(key.public_key()) if key else None)
         os.replace(partial, out)
         s.commit()
     except BaseException:  # neither a file without its row nor a row without its file
@@ -403,7 +411,7 @@ def _manifest(path: Path, members: dict[str, bytes]) -> dict[str, Any]:
             "nmb-package-1", "nmb-package-2") else ""
         raise _refuse(path, f"format {str(manifest['format'])[:40]!r}, expected {FORMAT!r}{hint}")
     hashes = _object(path, "manifest.json sha256", manifest["sha256"], MEMBERS)
-    if set(hashes) != set(members) - {"manifest.json"}:
+    if set(hashes) != set(members) - {"manifest.json", SIGNATURE}:
         raise _refuse(path, "manifest.json sha256 does not list exactly the package's members")
     for name in hashes:
         if hashlib.sha256(members[name]).hexdigest() != hashes[name]:
@@ -448,12 +456,18 @@ def _check_seal(path: Path, manifest: dict, members: dict[str, bytes]) -> None:
                       f"the sha256 in {SEAL})")
 
 
-def verify(path: Path, *, sha256: str | None = None, images: Path | None = None) -> Package:
+def verify(path: Path, *, sha256: str | None = None, images: Path | None = None,
+           public_key: Path | None = None) -> Package:
     """Open and check a package offline (see the module docstring); one-line refusals.
-    `images`: a folder holding the key slice PNGs a vision package lists but does not carry."""
+    `images`: a folder holding the key slice PNGs a vision package lists but does not carry;
+    `public_key`: a study's public key (`nmb package keygen`) that must have signed it."""
     if sha256 is not None and not _HEX64.fullmatch(sha256.lower()):
         raise UserError(f"--sha256 must be 64 hexadecimal digits, got {sha256!r}")
+    key = load_public(public_key) if public_key is not None else None
     digest, members = _open(path, sha256)
+    if key is not None and "manifest.json" in members and (
+            problem := signature_problem(key, members["manifest.json"], members.get(SIGNATURE))):
+        raise _refuse(path, problem)
     manifest = _manifest(path, members)
     config = _config(path, manifest)
     try:
@@ -481,7 +495,8 @@ def verify(path: Path, *, sha256: str | None = None, images: Path | None = None)
         raise _refuse(path, "manifest.json canary.items is not the number of canary.jsonl lines")
     key_images = _case_images(path, members, config, {c.case_id for _, c in tasks.values()},
                               images)
-    pkg = Package(manifest, config, rubric, tasks, canary, report, digest, key_images)
+    pkg = Package(manifest, config, rubric, tasks, canary, report, digest, key_images,
+                  signer=public_line(key) if key is not None else None)
     for c in canary:
         item = request_for(pkg, Response(response_id=c["response_id"], task_id=c["task_id"],
                                          text=c["text"], turns=c["turns"]))
@@ -499,11 +514,16 @@ def _supplied_images(folder: Path, wanted: set[str]) -> dict[str, bytes]:
         files = sorted(p for p in folder.iterdir() if p.suffix == ".png" and p.is_file())
     except OSError as e:
         raise UserError(f"--images {folder}: cannot read ({e.strerror})") from None
+    total = 0
     for png in files[:MAX_SUPPLIED_IMAGES]:
         if png.stat().st_size <= MAX_IMAGE_BYTES:
-            data = png.read_bytes()
-            if (h := hashlib.sha256(data).hexdigest()) in wanted:
+            data = png.read_bytes()[:MAX_IMAGE_BYTES + 1]
+            if (h := hashlib.sha256(data).hexdigest()) in wanted and h not in found:
                 found[h] = data
+                total += len(data)
+                if total > MAX_TOTAL_BYTES:
+                    raise UserError(f"--images {folder}: the listed images add up to more "
+                                    f"than {MAX_TOTAL_BYTES} bytes")
     return found
 
 

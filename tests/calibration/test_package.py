@@ -682,3 +682,56 @@ def test_canary_status_under_server_errors(sqlite_url: str, server: OpenAIServer
     server.inject_when("", "badschema")  # reached, answers invalid: the model changed
     invalid = run()
     assert (invalid["status"], invalid["failed"], invalid["unreached"]) == ("drift", 12, 0)
+
+
+# ---------------------------------------------------------------- signatures
+
+
+def test_a_signed_package_is_checked_against_the_study_key(sqlite_url: str,
+                                                           server: OpenAIServer,
+                                                           tmp_path: Path, capsys) -> None:
+    """keygen, freeze --sign, verify --public-key: a forgery consistent with every internal
+    check (manifest edited, seal rewritten) is refused by the key alone, without a digest."""
+    from calibration.package import manifest_digest
+
+    assert main(["package", "keygen", "--out", str(tmp_path / "study.key")]) == 0
+    line = json.loads(capsys.readouterr().out)["public_key"]
+    assert (tmp_path / "study.pub").read_text().strip() == line
+    assert (tmp_path / "study.key").stat().st_mode & 0o777 == 0o600
+    assert main(["package", "keygen", "--out", str(tmp_path / "study.key")]) == 2
+    assert "exists" in capsys.readouterr().err
+    assert main(["package", "keygen", "--out", str(tmp_path / "other.key")]) == 0
+    capsys.readouterr()
+    pub, other = str(tmp_path / "study.pub"), str(tmp_path / "other.pub")
+
+    signed, unsigned = tmp_path / "signed.zip", tmp_path / "unsigned.zip"
+    with Session(engine_for(sqlite_url), expire_on_commit=False) as s:
+        cid = validated_config(s, server.base_url, api_key=KEY)
+        freeze(s, config_id=cid, out=signed, canary_size=3, sign_with=tmp_path / "study.key")
+        freeze(s, config_id=cid, out=unsigned, canary_size=3)
+        with pytest.raises(UserError, match="not an unencrypted PEM private key"):
+            freeze(s, config_id=cid, out=tmp_path / "x.zip", sign_with=tmp_path / "study.pub")
+    assert not (tmp_path / "x.zip").exists()
+    assert main(["package", "verify", str(signed), "--public-key", pub]) == 0
+    out = capsys.readouterr()
+    assert json.loads(out.out)["signed_by"] == line and f"signed by {line}" in out.err
+    assert _verify_cli(signed, capsys)[0] == 0  # without a key: the internal checks only
+
+    m = _manifest(signed)
+    _loosen(m)
+    seal = json.dumps({"manifest_sha256": manifest_digest(m)}).encode()
+    m["sha256"]["seal.json"] = hashlib.sha256(seal).hexdigest()
+    forged = _rewrite(signed, tmp_path / "forged.zip", rehash=False,
+                      change={"manifest.json": json.dumps(m).encode(), "seal.json": seal})
+    assert _verify_cli(forged, capsys)[0] == 0  # consistent: only the key or digest tells
+    refusals = {
+        "forged": (forged, pub, "is not a signature of manifest.json by nmb-ed25519"),
+        "other key": (signed, other, "is not a signature"),
+        "unsigned": (unsigned, pub, "is not signed"),
+        "signature removed": (_rewrite(signed, tmp_path / "nosig.zip",
+                                       change={"manifest.sig": None}), pub, "is not signed"),
+        "not a key": (signed, str(tmp_path / "study.key"), "expected one line"),
+    }
+    for what, (pkg, key, needle) in refusals.items():
+        code, err = _verify_cli(pkg, capsys, "--public-key", key)
+        assert code == 2 and err.count("\n") == 1 and needle in err, (what, err)
