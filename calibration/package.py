@@ -6,6 +6,9 @@
     manifest.json  format, tool version, config (every field and its hash), rubric hash, the
                    validating report's gate, every held-out look, canary settings, and the
                    sha256 of every other member
+    seal.json      the sha256 of the manifest's fields (all but the member hashes): no field
+                   stands outside the hashed evidence
+    manifest.sig   `--sign KEY` only: the study key's Ed25519 signature of manifest.json
     rubric.toml    the rubric's source
     tasks.jsonl    every task with what the grader reads of its case (record, scores in their
                    stored order, reference answer)
@@ -18,11 +21,14 @@
                    images/<sha256>.png, else `--images DIR` supplies them where the package
                    is used (any PNG files, matched by their sha256)
 
-`verify` checks a package offline (no study, no network) before anything else uses it: exactly
-these members, each matching its sha256, the rubric and config hashes recomputed from their
-content, the report and protocol consistent with the manifest, every canary request rebuilt
-byte-identical (the same `calibration.request.grade_request` as the study) and, given the
-digest the authors published, the file's own sha256. Members are read under size caps.
+`verify` checks a package offline (no study, no network) before anything else uses it: the zip
+within its caps (`calibration.package_zip`: counted and sized from the central directory, then
+streamed), exactly these members, each matching its sha256, every manifest field of its type
+and sealed, the rubric and config hashes recomputed from their content, the report and protocol
+consistent with the manifest, every canary request rebuilt byte-identical (the same
+`calibration.request.grade_request` as the study) and, given the digest the authors published
+or the study's public key, the file's own sha256 or the signature. Without either, a package
+is proven internally consistent, not authored: anyone can build a consistent one.
 
 `grade_responses` builds the grader's exact requests from the package alone; `canary` sends the
 canary requests again and compares the answers with the frozen ones. At temperature 0 with a
