@@ -377,6 +377,8 @@ def _canary_row(path: Path, n: int, row: dict) -> dict:
 def _open(path: Path, sha256: str | None) -> tuple[str, dict[str, bytes]]:
     """The file's sha256 and its members, read under the caps from one open file (streamed:
     neither the file nor a member is ever read whole beyond its cap)."""
+    if path.exists() and not path.is_file():  # a folder, or a FIFO that would block open()
+        raise _refuse(path, "not a file")
     try:
         with open(path, "rb") as fh:
             size = os.fstat(fh.fileno()).st_size
