@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from errors import UserError
+from errors import UserError, one_line
 
 
 class _Parser(argparse.ArgumentParser):
@@ -353,9 +353,17 @@ def cmd_package_freeze(args: argparse.Namespace) -> None:
 
     with _study() as s:
         row = freeze(s, config_id=args.config, out=Path(args.out), canary_size=args.canary,
-                     seed=args.seed, with_images=args.with_images, actor="cli")
+                     seed=args.seed, with_images=args.with_images,
+                     sign_with=Path(args.sign) if args.sign else None, actor="cli")
     _print_json({"package_id": row.id, "path": row.path, "sha256": row.sha256,
-                 "canary_items": row.canary["items"]})
+                 "canary_items": row.canary["items"], "signed": bool(args.sign)})
+
+
+def cmd_package_keygen(args: argparse.Namespace) -> None:
+    from calibration.package_sign import keygen
+
+    pub, line = keygen(Path(args.out))
+    _print_json({"private_key": args.out, "public_key_file": str(pub), "public_key": line})
 
 
 def _verified(args: argparse.Namespace):
@@ -363,8 +371,10 @@ def _verified(args: argparse.Namespace):
     from calibration.package import verify
 
     pkg = verify(Path(args.package), sha256=args.sha256,
-                 images=Path(args.images) if args.images else None)
-    print(f"nmb: verified {args.package} (sha256 {pkg.sha256})", file=sys.stderr)
+                 images=Path(args.images) if args.images else None,
+                 public_key=Path(args.public_key) if args.public_key else None)
+    signed = f", signed by {pkg.signer}" if pkg.signer else ""
+    print(f"nmb: verified {args.package} (sha256 {pkg.sha256}{signed})", file=sys.stderr)
     return pkg
 
 
@@ -377,7 +387,7 @@ def cmd_package_verify(args: argparse.Namespace) -> None:
                  "tasks": len(pkg.tasks), "canary_items": len(pkg.canary),
                  "protocol_sha256": report.protocol_hash, "report_data_sha256": report.data_hash,
                  "gate": {g.name: g.value for g in report.gate},
-                 "heldout_looks": len(pkg.manifest["heldout_looks"])})
+                 "heldout_looks": len(pkg.manifest["heldout_looks"]), "signed_by": pkg.signer})
 
 
 def cmd_package_grade(args: argparse.Namespace) -> None:
@@ -409,6 +419,11 @@ def cmd_package_canary(args: argparse.Namespace) -> None:
     result = canary(_verified(args), base_url=args.base_url, concurrency=args.concurrency,
                     timeout=args.timeout)
     _print_json(result)
+    if result["status"] == "could not check":  # exit 3: neither drift (1) nor a mistake (2)
+        first = next((i["reason"] for i in result["per_item"] if not i["answered"]), "")
+        print(f"nmb: canary could not check: {result['unreached']} of {result['items']} "
+              f"requests got no answer ({one_line(first or '', 200)})", file=sys.stderr)
+        raise SystemExit(3)
     if result["drift"]:
         raise SystemExit(1)
 
@@ -609,14 +624,23 @@ def build_parser() -> argparse.ArgumentParser:
     pf.add_argument("--seed", type=int, default=0)
     pf.add_argument("--with-images", action="store_true",
                     help="vision configs: carry the key slice PNGs (else only their sha256)")
+    pf.add_argument("--sign", metavar="KEY", help="sign the manifest with this study key "
+                    "(nmb package keygen)")
     pf.set_defaults(fn=cmd_package_freeze)
+    pk = psub.add_parser("keygen", help="a new Ed25519 study key: KEY (private, mode 0600) and "
+                         "KEY's name with .pub (the public key to publish)")
+    pk.add_argument("--out", required=True, help="the private key file (new)")
+    pk.set_defaults(fn=cmd_package_keygen)
     for name, fn, help in (
             ("verify", cmd_package_verify, "check a package offline: members, hashes, evidence"),
             ("grade", cmd_package_grade, "grade responses (JSONL) with a package, no study needed"),
-            ("canary", cmd_package_canary, "re-send the canary; exit 1 when the answers drifted")):
+            ("canary", cmd_package_canary, "re-send the canary; exit 1 when the answers "
+             "drifted, 3 when it could not check (too many requests got no answer)")):
         sp = psub.add_parser(name, help=help, description=help)
         sp.add_argument("package")
         sp.add_argument("--sha256", help="the package digest the authors published")
+        sp.add_argument("--public-key", metavar="PUB", help="the study's public key (.pub): "
+                        "the package must be signed by it")
         sp.add_argument("--images", help="vision packages without their images: a folder "
                         "holding the key slice PNGs (matched by sha256)")
         sp.set_defaults(fn=fn)

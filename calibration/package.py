@@ -6,6 +6,9 @@
     manifest.json  format, tool version, config (every field and its hash), rubric hash, the
                    validating report's gate, every held-out look, canary settings, and the
                    sha256 of every other member
+    seal.json      the sha256 of the manifest's fields (all but the member hashes): no field
+                   stands outside the hashed evidence
+    manifest.sig   `--sign KEY` only: the study key's Ed25519 signature of manifest.json
     rubric.toml    the rubric's source
     tasks.jsonl    every task with what the grader reads of its case (record, scores in their
                    stored order, reference answer)
@@ -18,11 +21,14 @@
                    images/<sha256>.png, else `--images DIR` supplies them where the package
                    is used (any PNG files, matched by their sha256)
 
-`verify` checks a package offline (no study, no network) before anything else uses it: exactly
-these members, each matching its sha256, the rubric and config hashes recomputed from their
-content, the report and protocol consistent with the manifest, every canary request rebuilt
-byte-identical (the same `calibration.request.grade_request` as the study) and, given the
-digest the authors published, the file's own sha256. Members are read under size caps.
+`verify` checks a package offline (no study, no network) before anything else uses it: the zip
+within its caps (`calibration.package_zip`: counted and sized from the central directory, then
+streamed), exactly these members, each matching its sha256, every manifest field of its type
+and sealed, the rubric and config hashes recomputed from their content, the report and protocol
+consistent with the manifest, every canary request rebuilt byte-identical (the same
+`calibration.request.grade_request` as the study) and, given the digest the authors published
+or the study's public key, the file's own sha256 or the signature. Without either, a package
+is proven internally consistent, not authored: anyone can build a consistent one.
 
 `grade_responses` builds the grader's exact requests from the package alone; `canary` sends the
 canary requests again and compares the answers with the frozen ones. At temperature 0 with a
@@ -37,7 +43,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import io
 import json
 import math
 import os
@@ -45,6 +50,7 @@ import random
 import re
 import zipfile
 from dataclasses import dataclass
+from datetime import datetime
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -57,6 +63,9 @@ from calibration.judgments import grade_judgment
 from calibration.leaderboard import summarize
 from calibration.llm import CallResult, load_prices
 from calibration.model_request import KeyImage, image_parts
+from calibration.package_sign import SIGNATURE, load_private, load_public, public_line, sign
+from calibration.package_sign import signed_by as signature_problem
+from calibration.package_zip import Caps, read_members
 from calibration.report import Report
 from calibration.request import GradeItem, SendJob, api_key_for, grade_request, send
 from db.audit import record
@@ -80,25 +89,51 @@ from rubric.loader import loads_rubric
 from rubric.render import Asked
 from rubric.schema import canonical_json
 
-FORMAT = "nmb-package-2"
+FORMAT = "nmb-package-3"
 CONFIG_FIELDS = {"config_hash": str, "name": str, "model": str, "base_url": (str, type(None)),
                  "temperature": (int, float), "seed": (int, type(None)), "max_tokens": int,
                  "prompt_version": str, "rubric_hash": str, "vision": bool}
 CASE_FIELDS = ("case_id", "title", "ehr", "scores", "ground_truth")
 TASK_FIELDS = ("task_id", "case_id", "family", "level", "prompt", "stages")
 FROZEN_FIELDS = ("criteria", "correct_diagnosis", "error_tags", "overall")
+SEAL = "seal.json"  # the sha256 of the manifest's fields: a manifest-only edit breaks it
 MEMBERS = ("rubric.toml", "tasks.jsonl", "canary.jsonl", "protocol.json", "report.json",
-           "report.html")
+           "report.html", SEAL)
 MANIFEST_KEYS = {"format", "created_at", "tool_version", "config", "rubric", "report",
                  "heldout_looks", "canary", "sha256"}
 DRIFT_LIMITS = {"criteria_agreement_min": 0.9, "overall_mad_max": 0.05}
-MAX_PACKAGE_BYTES = 512 * 2**20
-MAX_MEMBER_BYTES = {"manifest.json": 2**20, "rubric.toml": 2**20}  # others: MAX_PACKAGE_BYTES
-MAX_IMAGE_BYTES = 8 * 2**20  # one key slice's PNG
-MAX_SUPPLIED_IMAGES = 100_000  # PNG files looked at in an --images folder
 IMAGE_LIST = "images.jsonl"
+MiB = 2**20
+# Caps, read from the zip's central directory before a byte is inflated and held while reading.
+MAX_MEMBER_BYTES = {"manifest.json": MiB, SEAL: 4096, "rubric.toml": MiB, "protocol.json": MiB,
+                    "report.json": 16 * MiB, "report.html": 32 * MiB, "tasks.jsonl": 64 * MiB,
+                    "canary.jsonl": 32 * MiB, IMAGE_LIST: 8 * MiB, SIGNATURE: 1024}
+MAX_IMAGE_BYTES = 8 * MiB  # one key slice's PNG
+MAX_TOTAL_BYTES = 192 * MiB  # all members inflated; also all images supplied with --images
+MAX_PACKAGE_BYTES = MAX_TOTAL_BYTES + 8 * MiB  # the file (deflate never grows much)
+MAX_MEMBERS = 4096
+MAX_SUPPLIED_IMAGES = 100_000  # PNG files looked at in an --images folder
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _IMAGE_MEMBER = re.compile(r"images/([0-9a-f]{64})\.png")
+_VERSION = re.compile(r"[0-9A-Za-z][0-9A-Za-z.+!_-]{0,63}")  # PEP 440 characters, or "unknown"
+
+
+def member_cap(name: str) -> int | None:
+    """The byte cap of a package member, None for a name no package holds."""
+    if _IMAGE_MEMBER.fullmatch(name):
+        return MAX_IMAGE_BYTES
+    return MAX_MEMBER_BYTES.get(name)
+
+
+ZIP_CAPS = Caps(member_cap=member_cap, max_members=MAX_MEMBERS, max_total_bytes=MAX_TOTAL_BYTES,
+                max_directory_bytes=MAX_MEMBERS * 256)
+
+
+def manifest_digest(manifest: dict[str, Any]) -> str:
+    """The sha256 of every manifest field but the member hashes (which the members check), as
+    canonical JSON: what `seal.json` records, so every field is bound to hashed evidence."""
+    fields = {k: v for k, v in manifest.items() if k != "sha256"}
+    return hashlib.sha256(canonical_json(fields).encode()).hexdigest()
 
 
 @dataclass
@@ -111,6 +146,7 @@ class Package:
     report: Report
     sha256: str  # of the package file, as checked
     images: dict[str, list[KeyImage]]  # vision configs: each case's key slices, else empty
+    signer: str | None = None  # the --public-key line whose signature was checked
 
 
 def tool_version() -> str:
@@ -164,9 +200,25 @@ def _key_image_members(s: Session, case_ids: list[str], carry: bool) -> dict[str
     return {IMAGE_LIST: _jsonl(rows), **(pngs if carry else {})}
 
 
+def _check_caps(out: Path, members: dict[str, bytes]) -> None:
+    """Refuse to write a package that `verify` would refuse for its size."""
+    if len(members) > MAX_MEMBERS:
+        raise UserError(f"{out}: the package would hold {len(members)} members, more than "
+                        f"{MAX_MEMBERS} (freeze without --with-images)")
+    for name, data in members.items():
+        if len(data) > (cap := member_cap(name) or 0):
+            raise UserError(f"{out}: {name} would be {len(data)} bytes, more than its cap {cap}")
+    if (total := sum(map(len, members.values()))) > MAX_TOTAL_BYTES:
+        raise UserError(f"{out}: the package would inflate to {total} bytes, more than "
+                        f"{MAX_TOTAL_BYTES} (freeze without --with-images)")
+
+
 def freeze(s: Session, *, config_id: int, out: Path, canary_size: int = 20, seed: int = 0,
-           with_images: bool = False, actor: str | None = None) -> FrozenPackage:
-    """Write the package of a validated config to `out` (a new .zip) and record it."""
+           with_images: bool = False, sign_with: Path | None = None,
+           actor: str | None = None) -> FrozenPackage:
+    """Write the package of a validated config to `out` (a new .zip) and record it; with
+    `sign_with` (a study key from `nmb package keygen`) the manifest is signed."""
+    key = load_private(sign_with) if sign_with is not None else None
     config = get_config(s, config_id)
     look = frozen_look(s, config_id=config_id)
     if with_images and not config.vision:
@@ -206,13 +258,19 @@ def freeze(s: Session, *, config_id: int, out: Path, canary_size: int = 20, seed
         "heldout_looks": [{"config_id": x.config_id, "passed": x.passed, "revoked": x.revoked}
                           for x in looks(s)],
         "canary": {"items": len(canary), "seed": seed, "drift_limits": DRIFT_LIMITS},
-        "sha256": {name: hashlib.sha256(data).hexdigest() for name, data in members.items()},
     }
+    manifest = json.loads(json.dumps(manifest, default=str))  # as verify will read it
+    members[SEAL] = json.dumps({"manifest_sha256": manifest_digest(manifest)}).encode()
+    manifest["sha256"] = {name: hashlib.sha256(data).hexdigest() for name, data in members.items()}
+    manifest_bytes = json.dumps(manifest, indent=2).encode()
+    if key is not None:  # not in the manifest's sha256: it signs the manifest
+        members[SIGNATURE] = sign(key, manifest_bytes)
+    _check_caps(out, {"manifest.json": manifest_bytes, **members})
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(f".{out.name}.partial")
     try:
         with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as zf:
-            zf.writestr("manifest.json", json.dumps(manifest, indent=2, default=str))
+            zf.writestr("manifest.json", manifest_bytes)
             for name, data in members.items():
                 zf.writestr(name, data)
         digest = sha256_file(partial)
@@ -221,7 +279,7 @@ def freeze(s: Session, *, config_id: int, out: Path, canary_size: int = 20, seed
         s.add(frozen)
         s.flush()
         record(s, "package.freeze", actor=actor, config=config.id, package=frozen.id,
-               sha256=digest)
+               sha256=digest, signed_by=public_line(key.public_key()) if key else None)
         os.replace(partial, out)
         s.commit()
     except BaseException:  # neither a file without its row nor a row without its file
@@ -237,32 +295,6 @@ def freeze(s: Session, *, config_id: int, out: Path, canary_size: int = 20, seed
 
 def _refuse(path: Path, what: str) -> UserError:
     return UserError(f"{path}: {what}")
-
-
-def _read_members(path: Path, zf: zipfile.ZipFile) -> dict[str, bytes]:
-    """Every member, each read under its size cap (headers can lie: the cap holds while reading)."""
-    names = [i.filename for i in zf.infolist()]
-    if len(names) != len(set(names)):
-        raise _refuse(path, "a member name occurs twice")
-    expected = {"manifest.json", *MEMBERS}
-    optional = {n for n in names if n == IMAGE_LIST or _IMAGE_MEMBER.fullmatch(n)}
-    extra, absent = sorted(set(names) - expected - optional), sorted(expected - set(names))
-    if extra:
-        raise _refuse(path, f"member {extra[0]!r} is not part of a package")
-    if absent:
-        raise _refuse(path, f"member {absent[0]!r} is missing")
-    out = {}
-    for info in zf.infolist():
-        cap = (MAX_IMAGE_BYTES if _IMAGE_MEMBER.fullmatch(info.filename)
-               else MAX_MEMBER_BYTES.get(info.filename, MAX_PACKAGE_BYTES))
-        if info.file_size > cap:
-            raise _refuse(path, f"{info.filename} is larger than {cap} bytes")
-        with zf.open(info) as fh:
-            data = fh.read(cap + 1)
-        if len(data) > cap:
-            raise _refuse(path, f"{info.filename} inflates beyond {cap} bytes")
-        out[info.filename] = data
-    return out
 
 
 def _json(path: Path, name: str, data: bytes) -> Any:
@@ -342,37 +374,109 @@ def _canary_row(path: Path, n: int, row: dict) -> dict:
     return row
 
 
-def verify(path: Path, *, sha256: str | None = None, images: Path | None = None) -> Package:
-    """Open and check a package offline (see the module docstring); one-line refusals.
-    `images`: a folder holding the key slice PNGs a vision package lists but does not carry."""
-    if sha256 is not None and not _HEX64.fullmatch(sha256.lower()):
-        raise UserError(f"--sha256 must be 64 hexadecimal digits, got {sha256!r}")
+def _open(path: Path, sha256: str | None) -> tuple[str, dict[str, bytes]]:
+    """The file's sha256 and its members, read under the caps from one open file (streamed:
+    neither the file nor a member is ever read whole beyond its cap)."""
+    if path.exists() and not path.is_file():  # a folder, or a FIFO that would block open()
+        raise _refuse(path, "not a file")
     try:
-        size = path.stat().st_size
+        with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size > MAX_PACKAGE_BYTES:
+                raise _refuse(path, f"larger than {MAX_PACKAGE_BYTES} bytes: not a package")
+            digest = hashlib.file_digest(fh, "sha256").hexdigest()
+            if sha256 is not None and digest != sha256.lower():
+                raise _refuse(path, f"sha256 is {digest}, not the published {sha256.lower()}")
+            try:
+                return digest, read_members(fh, size, ZIP_CAPS)
+            except UserError as e:
+                raise _refuse(path, str(e)) from None
     except OSError as e:
         raise _refuse(path, f"cannot read ({e.strerror})") from None
-    if size > MAX_PACKAGE_BYTES:
-        raise _refuse(path, f"larger than {MAX_PACKAGE_BYTES} bytes: not a package")
-    raw = path.read_bytes()
-    digest = hashlib.sha256(raw).hexdigest()
-    if sha256 is not None and digest != sha256.lower():
-        raise _refuse(path, f"sha256 is {digest}, not the published {sha256.lower()}")
-    try:
-        with zipfile.ZipFile(io.BytesIO(raw)) as zf:
-            members = _read_members(path, zf)
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, OSError, EOFError,
-            ValueError) as e:
-        raise _refuse(path, f"not a readable package ({type(e).__name__})") from None
-    manifest = _object(path, "manifest.json", _json(path, "manifest.json",
-                                                    members["manifest.json"]), MANIFEST_KEYS)
+
+
+def _exact(path: Path, where: str, value: Any, keys: set[str]) -> dict:
+    """A JSON object with exactly `keys`: none missing, none unknown."""
+    _object(path, where, value, sorted(keys))
+    if unknown := sorted(set(value) - keys):
+        raise _refuse(path, f"{where} has unknown field {str(unknown[0])[:40]!r}")
+    return value
+
+
+def _integer(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _manifest(path: Path, members: dict[str, bytes]) -> dict[str, Any]:
+    """The manifest: exactly its fields, each of its type, the members' hashes, and the seal
+    (so a field edited alone, whatever it is, is refused)."""
+    if absent := sorted({"manifest.json", *MEMBERS} - set(members)):
+        raise _refuse(path, f"member {absent[0]!r} is missing")
+    manifest = _exact(path, "manifest.json", _json(path, "manifest.json",
+                                                   members["manifest.json"]), MANIFEST_KEYS)
     if manifest["format"] != FORMAT:
-        raise _refuse(path, f"format {str(manifest['format'])[:40]!r}, expected {FORMAT!r}")
+        hint = " (made by an older version: freeze it again)" if manifest["format"] in (
+            "nmb-package-1", "nmb-package-2") else ""
+        raise _refuse(path, f"format {str(manifest['format'])[:40]!r}, expected {FORMAT!r}{hint}")
     hashes = _object(path, "manifest.json sha256", manifest["sha256"], MEMBERS)
-    if set(hashes) != set(members) - {"manifest.json"}:
+    if set(hashes) != set(members) - {"manifest.json", SIGNATURE}:
         raise _refuse(path, "manifest.json sha256 does not list exactly the package's members")
     for name in hashes:
         if hashlib.sha256(members[name]).hexdigest() != hashes[name]:
             raise _refuse(path, f"{name} does not match its sha256 in manifest.json")
+    try:
+        created = datetime.fromisoformat(manifest["created_at"])
+    except (TypeError, ValueError):
+        created = None
+    if created is None or created.tzinfo is None:
+        raise _refuse(path, "manifest.json created_at is not an ISO 8601 time with its zone")
+    if not (isinstance(manifest["tool_version"], str)
+            and _VERSION.fullmatch(manifest["tool_version"])):
+        raise _refuse(path, "manifest.json tool_version is not a version string")
+    rubric = _exact(path, "manifest.json rubric", manifest["rubric"], {"id", "version", "hash"})
+    if not all(isinstance(rubric[k], str) for k in ("id", "version", "hash")):
+        raise _refuse(path, "manifest.json rubric has a field of the wrong type")
+    _exact(path, "manifest.json report", manifest["report"],
+           {"id", "part", "protocol_id", "protocol_sha256", "data_sha256", "passed", "gate"})
+    looks_ = manifest["heldout_looks"]
+    if not (isinstance(looks_, list) and looks_ and all(
+            isinstance(x, dict) and set(x) == {"config_id", "passed", "revoked"}
+            and _integer(x["config_id"]) and isinstance(x["passed"], bool)
+            and isinstance(x["revoked"], bool) for x in looks_)):
+        raise _refuse(path, "manifest.json heldout_looks must list every held-out look "
+                      "(config_id, passed, revoked)")
+    if len({x["config_id"] for x in looks_}) != len(looks_):
+        raise _refuse(path, "manifest.json heldout_looks lists a config twice")
+    canary_info = _exact(path, "manifest.json canary", manifest["canary"],
+                         {"items", "seed", "drift_limits"})
+    if not (_integer(canary_info["items"]) and _integer(canary_info["seed"])):
+        raise _refuse(path, "manifest.json canary items and seed must be whole numbers")
+    _drift_limits(path, canary_info["drift_limits"])
+    return manifest
+
+
+def _check_seal(path: Path, manifest: dict, members: dict[str, bytes]) -> None:
+    """Last: a manifest edit that every other check let through (a time, a seed, limits still
+    in range) is refused here."""
+    seal = _exact(path, SEAL, _json(path, SEAL, members[SEAL]), {"manifest_sha256"})
+    if seal["manifest_sha256"] != manifest_digest(manifest):
+        raise _refuse(path, f"manifest.json was edited after freeze (its fields do not match "
+                      f"the sha256 in {SEAL})")
+
+
+def verify(path: Path, *, sha256: str | None = None, images: Path | None = None,
+           public_key: Path | None = None) -> Package:
+    """Open and check a package offline (see the module docstring); one-line refusals.
+    `images`: a folder holding the key slice PNGs a vision package lists but does not carry;
+    `public_key`: a study's public key (`nmb package keygen`) that must have signed it."""
+    if sha256 is not None and not _HEX64.fullmatch(sha256.lower()):
+        raise UserError(f"--sha256 must be 64 hexadecimal digits, got {sha256!r}")
+    key = load_public(public_key) if public_key is not None else None
+    digest, members = _open(path, sha256)
+    if key is not None and "manifest.json" in members and (
+            problem := signature_problem(key, members["manifest.json"], members.get(SIGNATURE))):
+        raise _refuse(path, problem)
+    manifest = _manifest(path, members)
     config = _config(path, manifest)
     try:
         rubric_text = members["rubric.toml"].decode("utf-8")
@@ -381,9 +485,10 @@ def verify(path: Path, *, sha256: str | None = None, images: Path | None = None)
     rubric = loads_rubric(rubric_text, source=f"{path}:rubric.toml")
     if rubric.content_hash != config.rubric_hash:
         raise _refuse(path, "rubric.toml is not the rubric the config was validated with")
-    rubric_info = _object(path, "manifest.json rubric", manifest["rubric"], ("hash",))
-    if rubric_info["hash"] != rubric.content_hash:
+    if manifest["rubric"]["hash"] != rubric.content_hash:
         raise _refuse(path, "manifest.json rubric.hash differs from rubric.toml's")
+    if (manifest["rubric"]["id"], manifest["rubric"]["version"]) != (rubric.id, rubric.version):
+        raise _refuse(path, "manifest.json rubric id or version differs from rubric.toml's")
     report = _report(path, manifest, members, config)
     try:
         tasks = {}
@@ -394,17 +499,19 @@ def verify(path: Path, *, sha256: str | None = None, images: Path | None = None)
                   enumerate(_lines(path, "canary.jsonl", members["canary.jsonl"]), 1)]
     except UnicodeDecodeError:
         raise _refuse(path, "a JSONL member is not UTF-8 text") from None
-    limits = _object(path, "manifest.json canary", manifest["canary"], ("drift_limits",))
-    _drift_limits(path, limits["drift_limits"])
+    if manifest["canary"]["items"] != len(canary) or not canary:
+        raise _refuse(path, "manifest.json canary.items is not the number of canary.jsonl lines")
     key_images = _case_images(path, members, config, {c.case_id for _, c in tasks.values()},
                               images)
-    pkg = Package(manifest, config, rubric, tasks, canary, report, digest, key_images)
+    pkg = Package(manifest, config, rubric, tasks, canary, report, digest, key_images,
+                  signer=public_line(key) if key is not None else None)
     for c in canary:
         item = request_for(pkg, Response(response_id=c["response_id"], task_id=c["task_id"],
                                          text=c["text"], turns=c["turns"]))
         if item.request_hash != c["request_hash"]:
             raise _refuse(path, f"canary item {c['response_id']}: the request this tool builds "
                           "differs from the one that was validated")
+    _check_seal(path, manifest, members)
     return pkg
 
 
@@ -415,11 +522,16 @@ def _supplied_images(folder: Path, wanted: set[str]) -> dict[str, bytes]:
         files = sorted(p for p in folder.iterdir() if p.suffix == ".png" and p.is_file())
     except OSError as e:
         raise UserError(f"--images {folder}: cannot read ({e.strerror})") from None
+    total = 0
     for png in files[:MAX_SUPPLIED_IMAGES]:
         if png.stat().st_size <= MAX_IMAGE_BYTES:
-            data = png.read_bytes()
-            if (h := hashlib.sha256(data).hexdigest()) in wanted:
+            data = png.read_bytes()[:MAX_IMAGE_BYTES + 1]
+            if (h := hashlib.sha256(data).hexdigest()) in wanted and h not in found:
                 found[h] = data
+                total += len(data)
+                if total > MAX_TOTAL_BYTES:
+                    raise UserError(f"--images {folder}: the listed images add up to more "
+                                    f"than {MAX_TOTAL_BYTES} bytes")
     return found
 
 
@@ -480,18 +592,25 @@ def _report(path: Path, manifest: dict, members: dict[str, bytes],
              (report.data_hash, summary["data_sha256"], "data sha256"),
              (report.passed, summary["passed"], "verdict"),
              (_gate_summary(report), summary["gate"], "gate"),
-             (report.config_id is not None, True, "config")]
+             (report.config_id is not None, True, "config"),
+             (report.part, summary["part"], "part"),
+             (report.protocol_id, summary["protocol_id"], "protocol id"),
+             (proto.get("id"), summary["protocol_id"], "protocol id")]
     for got, want, what in facts:
         if got != want:
             raise _refuse(path, f"report.json and manifest.json disagree on the {what}")
-    if not (report.passed and report.validates):
+    if not (report.passed and report.validates and report.part == "heldout"):
         raise _refuse(path, "report.json is not a passing held-out look")
+    look = {"config_id": report.config_id, "passed": True, "revoked": False}
+    if look not in manifest["heldout_looks"]:
+        raise _refuse(path, "manifest.json heldout_looks does not list the validating look "
+                      f"of config {report.config_id} as passed and not revoked")
     return report
 
 
 def _drift_limits(path: Path, limits: Any) -> None:
     ranges = {"criteria_agreement_min": (0.5, 1.0), "overall_mad_max": (0.0, 0.5)}
-    _object(path, "manifest.json canary.drift_limits", limits, tuple(ranges))
+    _exact(path, "manifest.json canary.drift_limits", limits, set(ranges))
     for key, (lo, hi) in ranges.items():
         v = limits[key]
         if isinstance(v, bool) or not isinstance(v, int | float) or not lo <= v <= hi:
@@ -626,16 +745,28 @@ def summary_markdown(data: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+CHECKED, DRIFT, UNCHECKED = "ok", "drift", "could not check"
+
+
 def canary(pkg: Package, *, base_url: str | None = None, api_key: str | None = None,
            concurrency: int = 8, timeout: float = 60.0,
            limits: dict[str, float] | None = None) -> dict[str, Any]:
     """Send the canary requests again and compare the answers with the frozen ones.
 
-    Drift when an item fails, when fewer than `criteria_agreement_min` of the (item, criterion)
-    levels are identical, or when the mean absolute difference of the overall score (0-1)
-    exceeds `overall_mad_max` (the limits frozen in the manifest, unless `limits` overrides
-    them). A new model name or system fingerprint is reported as well. `verify` has already
-    checked that every canary request rebuilds byte-identical.
+    An item is *unreached* when no answer came back (connection refused, timeouts, HTTP errors,
+    after the usual retries): it says nothing about the model. Over the answered items, drift
+    is an answer that failed (invalid, cut, refused), fewer than `criteria_agreement_min` of
+    the (item, criterion) levels identical, or a mean absolute difference of the overall score
+    (0-1) above `overall_mad_max` (the limits frozen in the manifest, unless `limits` overrides
+    them). `status`:
+
+    - "drift" when at least half the items were answered and those answers drifted;
+    - "could not check" when more than half were unreached, or some were and the others did
+      not drift (no drift cannot be claimed for items never asked); `drift` is then None;
+    - "ok" when every item was answered and nothing drifted.
+
+    A new model name or system fingerprint is reported as well, never counted as drift.
+    `verify` has already checked that every canary request rebuilds byte-identical.
     """
     limits = {**pkg.manifest["canary"]["drift_limits"], **(limits or {})}
     responses = [Response(response_id=c["response_id"], task_id=c["task_id"], text=c["text"],
@@ -647,7 +778,8 @@ def canary(pkg: Package, *, base_url: str | None = None, api_key: str | None = N
     diffs, items = [], []
     for c, res in zip(pkg.canary, results, strict=True):
         frozen = c["frozen"]
-        item = {"response_id": c["response_id"], "ok": res.ok}
+        item = {"response_id": c["response_id"], "ok": res.ok,
+                "answered": res.ok or res.model_returned is not None}
         if res.ok:
             equal = [res.data["criteria"].get(k) == v for k, v in frozen["criteria"].items()]
             same, total = same + sum(equal), total + len(equal)
@@ -657,16 +789,23 @@ def canary(pkg: Package, *, base_url: str | None = None, api_key: str | None = N
         else:
             item["reason"] = res.reason
         items.append(item)
-    failed = sum(not r.ok for r in results)
+    unreached = sum(not i["answered"] for i in items)
+    failed = sum(i["answered"] and not i["ok"] for i in items)
     agreement = same / total if total else 0.0
     mad = sum(diffs) / len(diffs) if diffs else None
     models = sorted({r.model_returned for r in results if r.ok} - {c["model_returned"] for c in pkg.canary})
     prints = sorted({r.system_fingerprint for r in results if r.ok and r.system_fingerprint}
                     - {c["system_fingerprint"] for c in pkg.canary})
-    drift = (failed > 0 or agreement < limits["criteria_agreement_min"]
-             or (mad is not None and mad > limits["overall_mad_max"]))
-    return {"package_sha256": pkg.sha256, "drift": drift, "items": len(items), "failed": failed,
-            "criteria_agreement": round(agreement, 4),
+    drifted = (failed > 0 or (total > 0 and agreement < limits["criteria_agreement_min"])
+               or (mad is not None and mad > limits["overall_mad_max"]))
+    if 2 * unreached > len(items) or (unreached and not drifted):
+        status = UNCHECKED
+    else:
+        status = DRIFT if drifted else CHECKED
+    return {"package_sha256": pkg.sha256, "status": status,
+            "drift": None if status == UNCHECKED else status == DRIFT,
+            "items": len(items), "unreached": unreached, "failed": failed,
+            "criteria_agreement": round(agreement, 4) if total else None,
             "overall_mad": None if mad is None else round(mad, 4), "limits": limits,
             "new_models_returned": models, "new_system_fingerprints": prints,
             "per_item": items}

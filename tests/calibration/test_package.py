@@ -3,9 +3,13 @@
 import hashlib
 import json
 import os
+import resource
+import socket
+import struct
 import subprocess
 import sys
 import zipfile
+import zlib
 from pathlib import Path
 
 import pytest
@@ -438,3 +442,296 @@ def test_calibrate_page_freezes_a_validated_config(nmb_home: Path, server: OpenA
     assert any(c.value == row.sha256 for c in at.code)  # the digest to publish, shown in full
     assert Path(row.path).parent == nmb_home / "packages"
     assert verify(Path(row.path)).manifest["canary"]["items"] == 12  # every held-out item
+
+
+# ---------------------------------------------------------------- hostile zips, memory bounded
+
+MiB = 2**20
+
+
+def _zeros(mib: int) -> tuple[bytes, int]:
+    """(raw deflate stream, CRC-32) of `mib` MiB of zeros, built in milliseconds: one fully
+    flushed block of 1 MiB repeated (no back-reference crosses a full flush), then the end."""
+    c = zlib.compressobj(9, zlib.DEFLATED, -15)
+    block = c.compress(bytes(MiB)) + c.flush(zlib.Z_FULL_FLUSH)
+    crc = 0
+    for _ in range(mib):
+        crc = zlib.crc32(bytes(MiB), crc)
+    return block * mib + c.flush(), crc
+
+
+def _raw_zip(path: Path, entries: list[tuple[str, bytes, int, int]], *,
+             entry_count: int | None = None) -> Path:
+    """A zip written by hand from (name, deflated data, CRC-32, declared size) entries: the
+    central directory says what the test wants it to say. `entry_count`: a lying end record."""
+    local, central = bytearray(), bytearray()
+    for name, data, crc, size in entries:
+        encoded = name.encode()
+        central += struct.pack("<4s4B4HL2L5H2L", b"PK\x01\x02", 20, 3, 20, 0, 0, 8, 0, 33, crc,
+                               len(data), size, len(encoded), 0, 0, 0, 0, 0, len(local))
+        central += encoded
+        local += struct.pack("<4s2B4HL2L2H", b"PK\x03\x04", 20, 0, 0, 8, 0, 33, crc, len(data),
+                             size, len(encoded), 0) + encoded + data
+    count = len(entries) if entry_count is None else entry_count
+    end = struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, count, count, len(central), len(local), 0)
+    path.write_bytes(bytes(local + central) + end)
+    return path
+
+
+def _small(name: str, data: bytes) -> tuple[str, bytes, int, int]:
+    c = zlib.compressobj(9, zlib.DEFLATED, -15)
+    return name, c.compress(data) + c.flush(), zlib.crc32(data), len(data)
+
+
+def _base_members() -> list[tuple[str, bytes, int, int]]:
+    return [_small(n, b"{}") for n in ("manifest.json", "rubric.toml", "protocol.json",
+                                       "report.json", "seal.json")]
+
+
+def _verify_child(pkg: Path, limit: int = 2 * 2**30) -> tuple[int, str, int]:
+    """`python -m cli package verify PKG` under an address-space limit (`ulimit -v`): (exit
+    code, stderr, peak resident memory in bytes of that process alone, from wait4)."""
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    err = pkg.with_suffix(".err")
+    with open(err, "wb") as fh:
+        child = subprocess.Popen([sys.executable, "-m", "cli", "package", "verify", str(pkg)],
+                                 cwd=ROOT, stdout=subprocess.DEVNULL, stderr=fh, preexec_fn=cap)
+        _, status, usage = os.wait4(child.pid, 0)
+    child.returncode = os.waitstatus_to_exitcode(status)
+    return child.returncode, err.read_text(), usage.ru_maxrss * 1024  # ru_maxrss is in KiB
+
+
+@pytest.fixture(scope="module")
+def hostile_zips(tmp_path_factory) -> dict[str, tuple[Path, str]]:
+    """Zips of a few MB that inflate to gigabytes, or that hold thousands of members, each with
+    the words its refusal must name."""
+    root = tmp_path_factory.mktemp("hostile")
+    big, big_crc = _zeros(511)
+    png, png_crc = _zeros(8)
+    names = [f"images/{hashlib.sha256(str(i).encode()).hexdigest()}.png" for i in range(5000)]
+    out = {
+        "5 members of 511 MiB": (_raw_zip(root / "five.zip", [
+            *_base_members()[:2], *[(n, big, big_crc, 511 * MiB) for n in (
+                "tasks.jsonl", "canary.jsonl", "report.json", "report.html", "protocol.json")]]),
+            "larger than"),
+        "400 images of 8 MiB": (_raw_zip(root / "images.zip", [
+            *_base_members(), *[(n, png, png_crc, 8 * MiB) for n in names[:400]]]),
+            "inflate to more than"),
+        # headers lie: each image claims 64 KiB, inflates to 8 MiB; the CRC is of 8 MiB
+        "sizes understated": (_raw_zip(root / "lie.zip", [
+            *[(n, png, png_crc, 64 * 1024) for n in names[:400]], *_base_members()]),
+            "fails its CRC-32 check"),
+        "5000 members": (_raw_zip(root / "many.zip", [_small(n, b"") for n in names]),
+                         "more than 4096"),
+        "5000 members, end record says 7": (_raw_zip(root / "many7.zip", [
+            _small(n, b"") for n in names], entry_count=7), "more than 4096"),
+    }
+    for path, _ in out.values():
+        assert path.stat().st_size < 15 * MiB
+    return out
+
+
+@pytest.mark.parametrize("case", ["5 members of 511 MiB", "400 images of 8 MiB",
+                                  "sizes understated", "5000 members",
+                                  "5000 members, end record says 7"])
+def test_verify_of_an_oversized_zip_is_one_line_in_bounded_memory(hostile_zips, case) -> None:
+    """Each zip is refused from its central directory or while its first member is read:
+    peak memory of the verifying process under 500 MB, under `ulimit -v` 2 GiB no MemoryError,
+    one line, exit 2."""
+    pkg, needle = hostile_zips[case]
+    code, err, peak = _verify_child(pkg)
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert needle in err, err
+    assert peak < 500 * 10**6, peak
+
+
+def test_a_member_shorter_than_declared_or_not_deflated_is_refused(tmp_path: Path,
+                                                                    capsys) -> None:
+    data, crc = _zeros(1)
+    short = _raw_zip(tmp_path / "short.zip", [*_base_members(),
+                                              ("tasks.jsonl", data, crc, 2 * MiB)])
+    code, err = _verify_child(short)[:2]
+    assert code == 2 and "Traceback" not in err and err.count("\n") == 1, err
+    bz = tmp_path / "bz.zip"
+    with zipfile.ZipFile(bz, "w", zipfile.ZIP_LZMA) as zf:  # a decoder with its own appetite
+        zf.writestr("manifest.json", b"{}")
+    code, err = _verify_cli(bz, capsys)
+    assert code == 2 and "compression method 14" in err
+
+
+# ---------------------------------------------------------------- manifest-only edits
+
+
+@pytest.fixture(scope="module")
+def frozen_package(tmp_path_factory) -> tuple[Path, str]:
+    """One frozen text package (path, sha256), shared by the manifest-edit cases."""
+    root = tmp_path_factory.mktemp("frozen")
+    url = f"sqlite:///{root / 'study.db'}"
+    with pytest.MonkeyPatch.context() as mp, OpenAIServer() as srv:
+        mp.setenv("NMB_HOME", str(root / "home"))
+        upgrade(url)
+        with Session(engine_for(url), expire_on_commit=False) as s:
+            cid = validated_config(s, srv.base_url, api_key=KEY)
+            row = freeze(s, config_id=cid, out=root / "good.zip", canary_size=3)
+    return root / "good.zip", row.sha256
+
+
+def _loosen(m: dict) -> None:
+    m["canary"]["drift_limits"] = {"criteria_agreement_min": 0.5, "overall_mad_max": 0.5}
+
+
+MANIFEST_EDITS = {  # edit, words of the refusal, refused even when the seal is rewritten too
+    "drift limits 0.9/0.05 -> 0.5/0.5": (_loosen, "edited after freeze", False),
+    "heldout_looks emptied": (lambda m: m.update(heldout_looks=[]), "heldout_looks", True),
+    "<script> in tool_version": (lambda m: m.update(tool_version="<script>alert(1)</script>"),
+                                 "tool_version", True),
+    "an unknown key": (lambda m: m.update(note="trust me"), "unknown field 'note'", True),
+    "created_at changed": (lambda m: m.update(created_at="2020-01-01T00:00:00+00:00"),
+                           "edited after freeze", False),
+    "created_at not a time": (lambda m: m.update(created_at="yesterday"), "created_at", True),
+    "canary seed changed": (lambda m: m["canary"].update(seed=7), "edited after freeze", False),
+}
+
+
+@pytest.mark.parametrize("what", list(MANIFEST_EDITS))
+def test_a_manifest_only_edit_is_refused_with_and_without_the_digest(frozen_package, what,
+                                                                     tmp_path: Path,
+                                                                     capsys) -> None:
+    from calibration.package import manifest_digest
+
+    good, digest = frozen_package
+    edit, needle, structural = MANIFEST_EDITS[what]
+    m = _manifest(good)
+    edit(m)
+    edited = _rewrite(good, tmp_path / "edited.zip", change={"manifest.json": json.dumps(m).encode()})
+    for extra in ((), ("--sha256", digest)):
+        code, err = _verify_cli(edited, capsys, *extra)
+        assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, (extra, err)
+        assert (needle if not extra else "not the published") in err, err
+    # A careful forger rewrites seal.json and its hash as well: a malformed field is still
+    # refused; a well-formed one only the published digest (or a signature) can catch.
+    seal = json.dumps({"manifest_sha256": manifest_digest(m)}).encode()
+    m["sha256"]["seal.json"] = hashlib.sha256(seal).hexdigest()
+    resealed = _rewrite(good, tmp_path / "resealed.zip", rehash=False,
+                        change={"manifest.json": json.dumps(m).encode(), "seal.json": seal})
+    code, err = _verify_cli(resealed, capsys)
+    if structural:
+        assert code == 2 and err.count("\n") == 1 and needle in err, err
+    else:
+        assert code == 0, err
+    code, err = _verify_cli(resealed, capsys, "--sha256", digest)
+    assert code == 2 and "not the published" in err
+
+
+# ---------------------------------------------------------------- a canary that could not check
+
+
+def test_a_canary_that_reaches_no_server_could_not_check(sqlite_url: str, server: OpenAIServer,
+                                                         tmp_path: Path) -> None:
+    """Every request refused at connect (a closed port): exit 3 and "could not check", never
+    drift; the first reason on one stderr line."""
+    _frozen(sqlite_url, server, tmp_path / "g.zip", canary_size=12)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # closed when the block ends: connections are refused
+    out = subprocess.run([sys.executable, "-m", "cli", "package", "canary", str(tmp_path / "g.zip"),
+                          "--base-url", f"http://127.0.0.1:{port}/v1", "--concurrency", "12"],
+                         cwd=ROOT, env={**os.environ, "OPENAI_API_KEY": KEY},
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 3, out.stderr
+    result = json.loads(out.stdout)
+    assert result["status"] == "could not check" and result["drift"] is None
+    assert result["unreached"] == result["items"] == 12 and result["failed"] == 0
+    last = out.stderr.splitlines()[-1]
+    assert "could not check: 12 of 12 requests got no answer (connection error" in last
+    assert "Traceback" not in out.stderr and KEY not in out.stdout + out.stderr
+
+
+def test_canary_status_under_server_errors(sqlite_url: str, server: OpenAIServer,
+                                           tmp_path: Path) -> None:
+    """Unreached items (HTTP errors after retries) are never drift; answers that changed or
+    failed are, when at least half the canary was answered."""
+    _frozen(sqlite_url, server, tmp_path / "g.zip", canary_size=12)
+    pkg = verify(tmp_path / "g.zip")
+
+    def run() -> dict:
+        result = canary(pkg, base_url=server.base_url, api_key=KEY, concurrency=12)
+        server.clear_faults()
+        return result
+
+    def unreach(n: int) -> None:  # the first n canary items answer HTTP 400
+        for c in pkg.canary[:n]:
+            server.inject_when(json.dumps(c["text"])[1:-1], "400")
+
+    server.inject_when("", "500")  # every request, every retry: a server that is down
+    down = run()
+    assert (down["status"], down["drift"], down["unreached"]) == ("could not check", None, 12)
+    assert all("HTTP 500" in i["reason"] for i in down["per_item"])
+    unreach(1)  # one unreached, the rest unchanged: no drift can be claimed for all
+    assert run()["status"] == "could not check"
+    assert run()["status"] == "ok"  # the faults cleared
+    server.answer = lambda body: json.dumps(sample_document(_schema_of(body), 12345))
+    unreach(1)  # one unreached, 11 answered and changed: drift
+    changed = run()
+    assert (changed["status"], changed["drift"], changed["unreached"]) == ("drift", True, 1)
+    unreach(7)  # most unreached: whatever the others say, the canary could not check
+    assert run()["status"] == "could not check"
+    server.answer = None
+    server.inject_when("", "badschema")  # reached, answers invalid: the model changed
+    invalid = run()
+    assert (invalid["status"], invalid["failed"], invalid["unreached"]) == ("drift", 12, 0)
+
+
+# ---------------------------------------------------------------- signatures
+
+
+def test_a_signed_package_is_checked_against_the_study_key(sqlite_url: str,
+                                                           server: OpenAIServer,
+                                                           tmp_path: Path, capsys) -> None:
+    """keygen, freeze --sign, verify --public-key: a forgery consistent with every internal
+    check (manifest edited, seal rewritten) is refused by the key alone, without a digest."""
+    from calibration.package import manifest_digest
+
+    assert main(["package", "keygen", "--out", str(tmp_path / "study.key")]) == 0
+    line = json.loads(capsys.readouterr().out)["public_key"]
+    assert (tmp_path / "study.pub").read_text().strip() == line
+    assert (tmp_path / "study.key").stat().st_mode & 0o777 == 0o600
+    assert main(["package", "keygen", "--out", str(tmp_path / "study.key")]) == 2
+    assert "exists" in capsys.readouterr().err
+    assert main(["package", "keygen", "--out", str(tmp_path / "other.key")]) == 0
+    capsys.readouterr()
+    pub, other = str(tmp_path / "study.pub"), str(tmp_path / "other.pub")
+
+    signed, unsigned = tmp_path / "signed.zip", tmp_path / "unsigned.zip"
+    with Session(engine_for(sqlite_url), expire_on_commit=False) as s:
+        cid = validated_config(s, server.base_url, api_key=KEY)
+        freeze(s, config_id=cid, out=signed, canary_size=3, sign_with=tmp_path / "study.key")
+        freeze(s, config_id=cid, out=unsigned, canary_size=3)
+        with pytest.raises(UserError, match="not an unencrypted PEM private key"):
+            freeze(s, config_id=cid, out=tmp_path / "x.zip", sign_with=tmp_path / "study.pub")
+    assert not (tmp_path / "x.zip").exists()
+    assert main(["package", "verify", str(signed), "--public-key", pub]) == 0
+    out = capsys.readouterr()
+    assert json.loads(out.out)["signed_by"] == line and f"signed by {line}" in out.err
+    assert _verify_cli(signed, capsys)[0] == 0  # without a key: the internal checks only
+
+    m = _manifest(signed)
+    _loosen(m)
+    seal = json.dumps({"manifest_sha256": manifest_digest(m)}).encode()
+    m["sha256"]["seal.json"] = hashlib.sha256(seal).hexdigest()
+    forged = _rewrite(signed, tmp_path / "forged.zip", rehash=False,
+                      change={"manifest.json": json.dumps(m).encode(), "seal.json": seal})
+    assert _verify_cli(forged, capsys)[0] == 0  # consistent: only the key or digest tells
+    refusals = {
+        "forged": (forged, pub, "is not a signature of manifest.json by nmb-ed25519"),
+        "other key": (signed, other, "is not a signature"),
+        "unsigned": (unsigned, pub, "is not signed"),
+        "signature removed": (_rewrite(signed, tmp_path / "nosig.zip",
+                                       change={"manifest.sig": None}), pub, "is not signed"),
+        "not a key": (signed, str(tmp_path / "study.key"), "expected one line"),
+    }
+    for what, (pkg, key, needle) in refusals.items():
+        code, err = _verify_cli(pkg, capsys, "--public-key", key)
+        assert code == 2 and err.count("\n") == 1 and needle in err, (what, err)
