@@ -9,7 +9,9 @@ import contextlib
 import getpass
 import json
 import math
+import signal
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -40,6 +42,39 @@ def _progress_bar(desc: str) -> Iterator[Any]:
 
     with tqdm(desc=desc, unit="item", file=sys.stderr) as bar:
         yield bar
+
+
+class _Terminated(KeyboardInterrupt):
+    """Stopped by SIGTERM, handled as Ctrl-C."""
+
+
+@contextlib.contextmanager
+def _sigterm_as_ctrl_c() -> Iterator[None]:
+    """While open, SIGTERM does what Ctrl-C does (a KeyboardInterrupt, or under `asyncio.run`
+    the cancellation of its task), so a terminated run ends itself as interrupted with what it
+    finished committed; the command then ends as `_Terminated`. Only the main thread can set a
+    handler: elsewhere a no-op."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+
+    def as_ctrl_c(signum: int, frame: Any) -> None:
+        received.append(signum)
+        handler = signal.getsignal(signal.SIGINT)
+        if not callable(handler):  # SIGINT ignored: a SIGTERM still stops the command
+            raise KeyboardInterrupt
+        handler(signal.SIGINT, frame)
+
+    previous = signal.signal(signal.SIGTERM, as_ctrl_c)
+    try:
+        yield
+    except KeyboardInterrupt:
+        if received:
+            raise _Terminated from None
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _print_json(data: object) -> None:
@@ -220,7 +255,7 @@ def cmd_grade(args: argparse.Namespace) -> None:
     if not is_dated_snapshot(settings.model):
         print(f"nmb: warning: {settings.model!r} is an undated alias; reports flag it",
               file=sys.stderr)
-    with _study() as s, _progress_bar("grading") as bar:
+    with _study() as s, _progress_bar("grading") as bar, _sigterm_as_ctrl_c():
         config = store_config(s, settings, actor="cli")
         s.commit()
 
@@ -254,7 +289,7 @@ def cmd_collect(args: argparse.Namespace) -> None:
               "change", file=sys.stderr)
     selection = Selection(tuple(args.tasks or ()), tuple(args.families or ()),
                           tuple(args.levels or ()))
-    with _study() as s, _progress_bar("collecting") as bar:
+    with _study() as s, _progress_bar("collecting") as bar, _sigterm_as_ctrl_c():
         def progress(done: int, total: int) -> None:
             if bar is not None:
                 bar.total = total
@@ -692,6 +727,9 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as e:
         print(f"nmb: {e}", file=sys.stderr)
         return 2
+    except _Terminated:
+        print("nmb: terminated", file=sys.stderr)
+        return 128 + signal.SIGTERM
     except KeyboardInterrupt:
         print("nmb: interrupted", file=sys.stderr)
         return 130

@@ -8,6 +8,9 @@ hashes, image hashes, tokens, cost). Runs work like grader runs (calibration.gra
 concurrency or the Batch API, retries, a cache keyed by the hash of each exact request
 (`ModelCache`), finished items committed in groups every 0.25 s and on Ctrl-C, so a re-run after
 an interruption or a kill collects only what is missing; failures are kept with their reason.
+A run is written by calibration.run_writer, as grader runs are: it records which process owns
+it, and a run left "running" by a process that is gone is marked "interrupted" when the next
+run starts.
 """
 
 from __future__ import annotations
@@ -16,12 +19,11 @@ import asyncio
 import hashlib
 import json
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from sqlalchemy import func, insert, tuple_
-from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, delete, select
 
 from calibration.collect_call import batch_outcome, call_text, settle_batch
@@ -32,7 +34,6 @@ from calibration.llm import (
     batch_line,
     estimate_cost,
     load_prices,
-    periodically,
     run_bounded,
 )
 from calibration.model_request import (
@@ -47,7 +48,7 @@ from calibration.model_request import (
     turn_request,
 )
 from calibration.request import api_key_for, make_client
-from db.audit import record
+from calibration.run_writer import RunWriter, open_run
 from db.bundle import new_blind_codes
 from db.models import (
     FAMILIES,
@@ -174,23 +175,17 @@ class _Conversation:
 
 
 class _Store:
-    """Stores finished items and new cache entries in groups, committed every `COMMIT_EVERY`
-    seconds (while requests are out, at the end, and on Ctrl-C), as the grader does: a kill
-    loses at most that much work, which a re-run collects again (from the cache where saved)."""
+    """What a collection run stores, through its `RunWriter`: finished items (responses with
+    their provenance, or failures) and new cache entries; and the cached answers it reads."""
 
-    COMMIT_EVERY = 0.25
     COUNTERS = ("collected", "failed", "from_cache", "prompt_tokens", "completion_tokens",
                 "image_count")
 
     def __init__(self, s: Session, run: CollectionRun, progress: Progress | None) -> None:
-        self.s, self.run, self.progress = s, run, progress
-        self.totals: dict[str, Any] = dict.fromkeys(self.COUNTERS, 0)
-        self.cost: float | None = None
+        self.s, self.run = s, run
+        self.writer: RunWriter[_Conversation | dict] = RunWriter(
+            s, run, self._write, {**dict.fromkeys(self.COUNTERS, 0), "cost_usd": None}, progress)
         self.answers: dict[str, CallResult] = {}  # answered in this run, by request key
-        self.new_cache: list[dict] = []
-        self.finished: list[_Conversation] = []
-        self.done = 0
-        self.last_commit = time.monotonic()
 
     def preload(self, keys: list[str]) -> None:
         """Read the cached answers among `keys` in a few queries (then `cached` needs none)."""
@@ -228,39 +223,21 @@ class _Store:
 
     def sent(self, key: str, req: ChatRequest, result: CallResult) -> None:
         """A request was sent: count what it cost; keep its answer."""
-        self.totals["prompt_tokens"] += result.prompt_tokens
-        self.totals["completion_tokens"] += result.completion_tokens
-        self.totals["image_count"] += req.image_count * result.attempts
-        if result.cost_usd is not None:
-            self.cost = (self.cost or 0.0) + result.cost_usd
+        self.writer.count(prompt_tokens=result.prompt_tokens,
+                          completion_tokens=result.completion_tokens,
+                          image_count=req.image_count * result.attempts, cost_usd=result.cost_usd)
         if result.ok and key not in self.answers:
             self.answers[key] = result
-            self.new_cache.append({
+            self.writer.add({
                 "request_hash": key, "text": result.data["text"],
                 "model_returned": result.model_returned,
                 "system_fingerprint": result.system_fingerprint,
                 "prompt_tokens": result.prompt_tokens,
-                "completion_tokens": result.completion_tokens, "created_at": utcnow()})
-        self._maybe_commit()
+                "completion_tokens": result.completion_tokens, "created_at": utcnow()},
+                item=False)
 
     def finish(self, conv: _Conversation) -> None:
-        self.finished.append(conv)
-        self.done += 1
-        self._maybe_commit()
-        if self.progress:
-            self.progress(self.done, self.run.n_items)
-
-    def _maybe_commit(self) -> None:
-        if time.monotonic() - self.last_commit >= self.COMMIT_EVERY:
-            self.commit()
-
-    def _commit_due(self) -> None:
-        if self.finished or self.new_cache:
-            self.commit()
-
-    async def flushing(self, work: Awaitable) -> None:
-        """Await `work` while what finished is committed every `COMMIT_EVERY` seconds."""
-        await periodically(self._commit_due, self.COMMIT_EVERY, work)
+        self.writer.add(conv)
 
     def _rows(self, conv: _Conversation) -> tuple[str, dict, dict | None]:
         """("collected" | "failed", the response or failure row, the provenance row)."""
@@ -293,7 +270,10 @@ class _Store:
             "cost_usd": None if None in costs else sum(costs), "created_at": now}
         return "collected", response, provenance
 
-    def _write(self, convs: list[_Conversation], cache: list[dict]) -> None:
+    def _write(self, group: list[_Conversation | dict]) -> dict[str, int]:
+        """The group's cache entries, responses, provenance and failures, as multi-row inserts."""
+        convs = [e for e in group if isinstance(e, _Conversation)]
+        cache = [e for e in group if isinstance(e, dict)]
         rows = [(conv, *self._rows(conv)) for conv in convs]
         if convs:  # an item's earlier failure goes, whatever became of it now
             done = [(c.item.task.task_id, c.item.sample) for c in convs]
@@ -305,47 +285,17 @@ class _Store:
         collected = [dict(r) for _, kind, r, _ in rows if kind == "collected"]  # a retry redoes it
         flags = flag_new(self.s, collected)  # names of models redacted, as at import
         conn = self.s.connection()
-        for table, group in (
+        for table, part in (
                 (ModelCache, cache),
                 (Response, collected),
                 (CollectedResponse, [p for _, kind, _, p in rows if kind == "collected"]),
                 (CollectionFailure, [r for _, kind, r, _ in rows if kind == "failed"])):
-            if group:
-                conn.execute(insert(table), group)
+            if part:
+                conn.execute(insert(table), part)
         self.s.add_all(flags)
-        for conv, kind, _, _ in rows:
-            self.totals[kind] += 1
-            self.totals["from_cache"] += kind == "collected" and all(t.cached for t in conv.turns)
-
-    def _commit_run(self) -> None:
-        for name, value in self.totals.items():
-            setattr(self.run, name, value)
-        self.run.cost_usd = self.cost
-        self.s.add(self.run)
-        self.s.commit()
-
-    def commit(self) -> None:
-        convs, cache = self.finished, self.new_cache
-        self.finished, self.new_cache = [], []
-        if not self._try(convs, cache):  # another run stored some of these meanwhile
-            for row in cache:
-                self._try([], [row])
-            for conv in convs:
-                self._try([conv], [])
-            self._commit_run()
-        self.last_commit = time.monotonic()
-
-    def _try(self, convs: list[_Conversation], cache: list[dict]) -> bool:
-        """Write and commit; on a unique-key clash roll back and report False."""
-        totals = dict(self.totals)
-        try:
-            self._write(convs, cache)
-            self._commit_run()
-            return True
-        except IntegrityError:
-            self.s.rollback()
-            self.totals = totals
-            return False
+        return {"collected": len(collected), "failed": len(rows) - len(collected),
+                "from_cache": sum(kind == "collected" and all(t.cached for t in conv.turns)
+                                  for conv, kind, _, _ in rows)}
 
 
 # ---------------------------------------------------------------- sending
@@ -485,14 +435,10 @@ def collect(
                         settings={**settings.as_dict(), "selection": selection.as_dict()},
                         template_version=TEMPLATE_VERSION, template_hash=template_hash(),
                         batch=batch, n_items=len(items))
-    s.add(run)
-    s.flush()
-    record(s, "collect.run", actor=actor, run=run.id, model=settings.model, n=len(items),
-           batch=batch)
-    s.commit()
+    open_run(s, run, actor=actor, model=settings.model, n=len(items), batch=batch)
     store = _Store(s, run, progress)
     convs = [_Conversation(item, settings) for item in items]
-    try:
+    with store.writer.ending():  # Ctrl-C, SIGTERM, a page's rerun, an error: "interrupted"
         store.preload([conv.next_request()[1] for conv in convs])
         convs = [conv for conv in convs if not store.replay(conv)]
         if convs:  # a run answered from the cache needs no client (nor the openai import)
@@ -500,14 +446,7 @@ def collect(
                              max_retries, max_resends, load_prices())
             work = (sender.batches(convs, poll_interval) if batch
                     else sender.direct(convs, concurrency))
-            asyncio.run(store.flushing(work))
-        run.status = "finished"
-    except BaseException:  # Ctrl-C, a page's rerun, an error: the run ends here
-        run.status = "interrupted"
-        raise
-    finally:
-        run.finished_at = utcnow()
-        store.commit()
+            asyncio.run(store.writer.flushing(work))
     return CollectSummary(
         run.id, settings.model, len(tasks), settings.samples, len(items),
         len(tasks) * settings.samples - len(items), run.collected, run.failed, run.from_cache,

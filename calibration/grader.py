@@ -5,30 +5,25 @@ user message carries the task, the case record, the reference answer and the res
 Runs are resumable: finished items are committed in groups at least every 0.25 s and on
 Ctrl-C, a re-run grades only what has no valid grade under the config, and answers are
 cached by the hash of (config, exact request), so an identical request is never sent twice.
-A run records which process owns it (host, pid, the pid's start); a run left "running" by a
-process that is gone is marked "interrupted" when the next run starts.
+A run is written by calibration.run_writer, as collection runs are: it records which process
+owns it, and a run left "running" by a process that is gone is marked "interrupted" when the
+next run starts.
 """
 
 import asyncio
 import json
 import math
-import os
-import socket
-import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 from sqlalchemy import func, insert
-from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session, delete, select, update
+from sqlmodel import Session, delete, select
 
 from calibration.grader_config import get_config
-from calibration.llm import CallResult, estimate_cost, load_prices, periodically, run_batch
+from calibration.llm import CallResult, estimate_cost, load_prices, run_batch
 from calibration.request import GradeItem, SendJob, api_key_for, grade_request, make_client, send
-from db.audit import record
+from calibration.run_writer import RunWriter, open_run
 from db.models import (
-    AuditLog,
     CalibrationItem,
     Case,
     GraderCache,
@@ -103,57 +98,38 @@ def _prepare_all(s: Session, config: GraderConfig, rubric: Rubric,
                     case=cases[tasks[r.task_id].case_id]) for r in responses]
 
 
-class _Recorder:
-    """Stores finished items in groups, committed every `COMMIT_EVERY` seconds (by `flush`
-    while requests are out, and at the end, or on Ctrl-C): an interrupted run keeps what it
-    finished, and a hard kill loses at most that much work, which a re-run grades again (from
-    the cache where it was saved)."""
+class _Grades:
+    """What a grader run stores, through its `RunWriter`: grades, failures and new cache
+    entries."""
 
-    COMMIT_EVERY = 0.25
-    COUNTERS = ("graded", "failed", "from_cache", "prompt_tokens", "completion_tokens", "cost_usd")
+    COUNTERS = ("graded", "failed", "from_cache", "prompt_tokens", "completion_tokens")
 
     def __init__(self, s: Session, run: GraderRun, config: GraderConfig, cached: set[str],
                  progress: Callable[[int, int], None] | None) -> None:
-        self.s, self.run, self.config, self.progress = s, run, config, progress
-        self.cached = cached  # request hashes already in the cache
-        self.totals = dict.fromkeys(self.COUNTERS, 0)
-        self.pending: list[tuple[GradeItem, CallResult, bool]] = []
-        self.done = 0
-        self.last_commit = time.monotonic()
+        self.s, self.run, self.config = s, run, config
+        self.cached = cached  # request hashes in the cache or queued for it
+        self.writer = RunWriter(s, run, self._write,
+                                {**dict.fromkeys(self.COUNTERS, 0), "cost_usd": 0.0}, progress)
 
     def __call__(self, item: GradeItem, result: CallResult, from_cache: bool = False) -> None:
-        self.pending.append((item, result, from_cache))
         if not from_cache:  # tokens are spent once per request sent
-            self.totals["prompt_tokens"] += result.prompt_tokens
-            self.totals["completion_tokens"] += result.completion_tokens
-            self.totals["cost_usd"] += result.cost_usd or 0.0
-        self.done += 1
-        if time.monotonic() - self.last_commit >= self.COMMIT_EVERY:
-            self.commit()
-        if self.progress:
-            self.progress(self.done, self.run.n_items)
+            self.writer.count(prompt_tokens=result.prompt_tokens,
+                              completion_tokens=result.completion_tokens,
+                              cost_usd=result.cost_usd or 0.0)
+        new = result.ok and not from_cache and item.request_hash not in self.cached
+        if new:
+            self.cached.add(item.request_hash)
+        self.writer.add((item, result, from_cache, new))
 
-    def flush(self) -> None:
-        """Commit what finished, if anything did (also while nothing else finishes: a slow
-        last request must not hold earlier results uncommitted)."""
-        if self.pending:
-            self.commit()
-        else:  # nothing unsaved as of now: no commit is due for another COMMIT_EVERY
-            self.last_commit = time.monotonic()
-
-    async def flushing(self, work: Awaitable) -> None:
-        """Await `work` while `flush` runs every `COMMIT_EVERY` seconds."""
-        await periodically(self.flush, self.COMMIT_EVERY, work)
-
-    def _write(self, group: list[tuple[GradeItem, CallResult, bool]]) -> None:
+    def _write(self, group: list[tuple[GradeItem, CallResult, bool, bool]]) -> dict[str, int]:
         """The group's grades, failures and new cache entries, as three multi-row inserts."""
         s, cid, run_id, now = self.s, self.config.id, self.run.id, utcnow()
         s.exec(delete(GraderFailure)
                .where(GraderFailure.config_id == cid,
-                      GraderFailure.response_id.in_([item.response_id for item, _, _ in group]))
+                      GraderFailure.response_id.in_([item.response_id for item, *_ in group]))
                .execution_options(synchronize_session=False))
         scores, failures, cache = [], [], []
-        for item, r, from_cache in group:
+        for item, r, _, new in group:
             if not r.ok:
                 failures.append({"config_id": cid, "response_id": item.response_id,
                                  "run_id": run_id, "reason": r.reason or "unknown",
@@ -169,8 +145,7 @@ class _Recorder:
                 "system_fingerprint": r.system_fingerprint, "prompt_tokens": r.prompt_tokens,
                 "completion_tokens": r.completion_tokens, "latency_s": r.latency_s,
                 "cost_usd": r.cost_usd, "created_at": now})
-            if not from_cache and item.request_hash not in self.cached:
-                self.cached.add(item.request_hash)
+            if new:
                 cache.append({"request_hash": item.request_hash, "raw": r.raw or "",
                               "model_returned": r.model_returned,
                               "system_fingerprint": r.system_fingerprint,
@@ -180,91 +155,8 @@ class _Recorder:
         for table, rows in ((GraderScore, scores), (GraderFailure, failures), (GraderCache, cache)):
             if rows:
                 conn.execute(insert(table), rows)
-        for _, result, from_cache in group:
-            self.totals["graded" if result.ok else "failed"] += 1
-            self.totals["from_cache"] += result.ok and from_cache
-
-    def _commit_run(self) -> None:
-        for name, value in self.totals.items():
-            setattr(self.run, name, value)
-        self.s.add(self.run)
-        self.s.commit()
-
-    def commit(self) -> None:
-        group, self.pending = self.pending, []
-        if not self._try(group):
-            for one in group:  # another run stored some of these meanwhile: keep its rows
-                self._try([one])
-            self._commit_run()
-        self.last_commit = time.monotonic()
-
-    def _try(self, group: list[tuple[GradeItem, CallResult, bool]]) -> bool:
-        """Write and commit `group`; on a unique-key clash, roll back and report False."""
-        totals, cached = dict(self.totals), set(self.cached)
-        try:
-            self._write(group)
-            self._commit_run()
-            return True
-        except IntegrityError:
-            self.s.rollback()
-            self.totals, self.cached = totals, cached
-            return False
-
-
-def _process_start(pid: int) -> str | None:
-    """The boot and the start time of process `pid` (Linux /proc), so that a pid reused by a
-    later process is not mistaken for it; None when it is gone (or a zombie) or /proc is absent."""
-    try:
-        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-        state, *rest = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return None if state in ("Z", "X") else f"{boot}:{rest[18]}"  # field 22: starttime
-
-
-def _owner() -> dict:
-    """This process, as a run records it (in its "grader.run" audit entry)."""
-    return {"host": socket.gethostname(), "pid": os.getpid(),
-            "pid_start": _process_start(os.getpid())}
-
-
-def _gone(owner: dict) -> bool:
-    """True when the process `owner` names has ended. Only a process of this host can be
-    seen: a run owned elsewhere is never judged gone from here."""
-    pid = owner.get("pid")
-    if owner.get("host") != socket.gethostname() or not isinstance(pid, int) or pid < 1:
-        return False
-    if owner.get("pid_start") is not None:
-        return _process_start(pid) != owner["pid_start"]
-    try:  # no /proc where the run started: the pid alone
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:  # alive, another user's
-        return False
-    return False
-
-
-def mark_abandoned(s: Session, *, actor: str | None = None) -> list[int]:
-    """Mark "interrupted" the runs still "running" whose process is gone (killed, or its machine
-    rebooted), in the session's transaction; runs of live processes, of other hosts and without
-    a recorded owner are left alone. Returns the ids marked."""
-    running = s.exec(select(GraderRun.id).where(GraderRun.status == "running")).all()
-    if not running:
-        return []
-    starts = s.exec(select(AuditLog.detail).where(
-        AuditLog.action == "grader.run", AuditLog.detail["run"].as_integer().in_(running))).all()
-    marked = []
-    for owner in starts:
-        if _gone(owner):
-            done = s.exec(update(GraderRun)
-                          .where(GraderRun.id == owner["run"], GraderRun.status == "running")
-                          .values(status="interrupted", finished_at=utcnow()))
-            if done.rowcount:  # not already marked by a run starting at the same time
-                record(s, "grader.run.interrupted", actor=actor, run=owner["run"],
-                       reason="its process is gone", **{k: owner[k] for k in ("host", "pid")})
-                marked.append(owner["run"])
-    return marked
+        return {"graded": len(scores), "failed": len(failures),
+                "from_cache": sum(r.ok and from_cache for _, r, from_cache, _ in group)}
 
 
 def _from_cache(rubric: Rubric, item: GradeItem, hit: GraderCache) -> CallResult | None:
@@ -294,16 +186,11 @@ def grade(
     responses = select_items(s, config, items, limit)
     key = api_key_for(config.base_url, api_key) if responses else None  # a missing key fails before any work
     work = _prepare_all(s, config, rubric, responses)
-    mark_abandoned(s, actor=actor)
     run = GraderRun(config_id=config.id, items=items, n_items=len(work))
-    s.add(run)
-    s.flush()
-    record(s, "grader.run", actor=actor, run=run.id, config=config.id, items=items, n=len(work),
-           **_owner())
-    s.commit()
+    open_run(s, run, actor=actor, config=config.id, items=items, n=len(work))
     hits = {h.request_hash: h for h in
             fetch_in(s, GraderCache.request_hash, (w.request_hash for w in work))}
-    store = _Recorder(s, run, config, set(hits), progress)
+    store = _Grades(s, run, config, set(hits), progress)
     to_send: list[GradeItem] = []
     twins: dict[str, list[GradeItem]] = {}  # identical requests in this run: sent once
     for w in work:
@@ -324,21 +211,14 @@ def grade(
     job = SendJob(to_send, rubric, config.base_url, key, concurrency=concurrency,
                   timeout=timeout, max_reasks=max_reasks, max_retries=max_retries,
                   prices=load_prices())
-    try:
+    with store.writer.ending():  # Ctrl-C, a page's rerun, an error: "interrupted"
         if to_send and batch:
             client = make_client(config.base_url, key, timeout)
-            asyncio.run(store.flushing(_batches(
+            asyncio.run(store.writer.flushing(_batches(
                 client, rubric, to_send, store_all, poll_interval=poll_interval,
                 max_reasks=max_reasks, prices=job.prices)))
         elif to_send:
-            asyncio.run(store.flushing(send(job, on_done=store_all)))
-        run.status = "finished"
-    except BaseException:  # Ctrl-C, a page's rerun, an error: this process leaves the run
-        run.status = "interrupted"
-        raise
-    finally:
-        run.finished_at = utcnow()
-        store.commit()
+            asyncio.run(store.writer.flushing(send(job, on_done=store_all)))
     return RunSummary(run.id, run.n_items, run.graded, run.failed, run.from_cache,
                       run.prompt_tokens, run.completion_tokens, round(run.cost_usd, 6))
 

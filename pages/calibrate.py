@@ -10,6 +10,7 @@ from calibration.grader_runs import history, run_failures
 from calibration.leaderboard import leaderboard
 from calibration.package import freeze, packages
 from calibration.preflight import grader_preflight
+from calibration.run_writer import sweep
 from db.engine import database_url, nmb_home, session
 from db.models import utcnow
 from errors import UserError
@@ -47,6 +48,7 @@ def current_key(config_id: int) -> tuple:
 def runs_section() -> None:
     """Past runs of every config, and the failures a chosen run left."""
     with session() as s:
+        sweep(s, actor=user.name)  # a run whose process is gone shows as interrupted
         past = history(s)
     st.subheader("Run history")
     if not past:

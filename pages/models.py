@@ -4,8 +4,10 @@ import pandas as pd
 import streamlit as st
 
 from calibration.collect import Selection, collect, estimate, failures, runs
+from calibration.grader_runs import outcome
 from calibration.model_request import IMAGES, CollectSettings
 from calibration.preflight import collect_preflight
+from calibration.run_writer import sweep
 from db.engine import session
 from db.models import FAMILIES, LEVELS
 from errors import UserError
@@ -70,13 +72,14 @@ if model.strip():
                 Selection(families=tuple(families), levels=tuple(levels)), int(concurrency))
 
 with session() as s:
+    sweep(s, actor=user.name)  # a run whose process is gone shows as interrupted
     history = runs(s)
     failed = failures(s)
 st.subheader("Collection runs")
 if history:
     st.dataframe(pd.DataFrame([{
-        "run": r.id, "model": r.model, "status": r.status, "items": r.n_items,
-        "collected": r.collected, "failed": r.failed, "from cache": r.from_cache,
+        "run": r.id, "model": r.model, "status": outcome(r.status, r.collected, r.failed),
+        "items": r.n_items, "collected": r.collected, "failed": r.failed, "from cache": r.from_cache,
         "tokens": r.prompt_tokens + r.completion_tokens, "images": r.image_count,
         "cost (USD)": r.cost_usd, "samples": r.settings.get("samples"),
         "images shown": r.settings.get("images"), "batch": r.batch,

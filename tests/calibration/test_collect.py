@@ -32,6 +32,7 @@ from db.models import (
 )
 from imaging import PLANES
 from imaging.key_slices import render_key_slice
+from tests.calibration.run_ends import check_only_abandoned_runs_are_marked, signal_mid_run
 from tests.factories import make_study
 from tests.openai_server import OpenAIServer, _text_answer
 
@@ -283,7 +284,50 @@ def test_interrupted_and_killed_runs_resume_without_duplicates(nmb_home: Path) -
                           .where(Response.model == MODEL)).all()
             assert len(rows) == len(set(rows)) == 24
             assert s.exec(select(func.count()).select_from(CollectedResponse)).one() == 24
-            assert [r.status for r in runs(s)] == ["finished", "running", "interrupted"]
+            # the killed run was marked when the last one started (it stayed "running" before)
+            assert [r.status for r in runs(s)] == ["finished", "interrupted", "interrupted"]
+
+
+def test_a_run_whose_process_is_gone_is_marked_interrupted(database_url: str) -> None:
+    """As grader runs are: only collection runs of this host whose process has ended are
+    marked, not a live process's (nor one reusing a dead run's pid), nor another host's, nor
+    one with no owner."""
+    check_only_abandoned_runs_are_marked(database_url, lambda s: CollectionRun(
+        model=MODEL, template_version="t", template_hash="h"))
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
+def test_a_killed_collect_is_shown_interrupted_after_the_next_start(nmb_home: Path,
+                                                                    sig: int) -> None:
+    """A real `nmb collect` stopped while two requests hang: SIGTERM ends its own run as
+    interrupted, keeping what it finished (one line, exit 143); SIGKILL leaves it "running"
+    until the next run starts, which marks it "interrupted". The next run collects the rest."""
+    from db.engine import upgrade
+
+    upgrade()
+    with session() as s:
+        make_study(s, n_tasks=3)  # 3 tasks x 2 samples; the 2 of "Prompt 1" answered slowly
+    with OpenAIServer() as srv:
+        srv.inject_when("Prompt 1", "slow:60")
+        args = ["collect", "--model", MODEL, "--base-url", srv.base_url, "--samples", "2",
+                "--concurrency", "6", "--images", "none", "--json"]
+        code, err = signal_mid_run(args, _count, 4, sig)
+        with session() as s:
+            stopped = s.exec(select(CollectionRun)).one()
+        if sig == signal.SIGTERM:
+            assert (code, err) == (143, "nmb: terminated\n")
+            assert (stopped.status, stopped.collected) == ("interrupted", 4)
+            assert stopped.finished_at is not None
+        else:
+            assert code == -signal.SIGKILL
+            assert (stopped.status, stopped.collected) == ("running", 4)
+        srv.clear_faults()
+        out = subprocess.run([sys.executable, "-m", "cli", *args], cwd=ROOT, capture_output=True,
+                             text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+    with session() as s:
+        assert [(r.status, r.collected) for r in runs(s)] == [("finished", 2), ("interrupted", 4)]
+    assert _count() == 6
 
 
 BAD_OPTIONS = [

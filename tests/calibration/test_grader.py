@@ -10,13 +10,13 @@ import pytest
 from sqlalchemy import func
 from sqlmodel import Session, select
 
-from calibration.grader import _owner, _process_start, estimate, grade, grades_key, mark_abandoned
+from calibration.grader import estimate, grade, grades_key
 from calibration.grader_config import GraderSettings, load_settings, store_config
 from cli import main as nmb
-from db.audit import record
 from db.engine import engine_for
 from db.models import GraderCache, GraderConfig, GraderFailure, GraderRun, GraderScore, Response
 from errors import UserError
+from tests.calibration.run_ends import check_only_abandoned_runs_are_marked, signal_mid_run
 from tests.factories import make_study
 from tests.openai_server import OpenAIServer
 
@@ -185,37 +185,8 @@ def test_bad_grade_options_are_one_line_and_change_nothing(
 def test_a_run_whose_process_is_gone_is_marked_interrupted(database_url: str) -> None:
     """Only runs of this host whose process has ended are marked: not a live process's (nor a
     live process that reuses a dead run's pid), nor another host's, nor one with no owner."""
-    ended = subprocess.Popen(["true"])
-    ended.wait()
-    alive = subprocess.Popen(["sleep", "60"])
-    here = _owner()
-    owners = {"this process": here,
-              "ended": {**here, "pid": ended.pid},
-              "alive": {**here, "pid": alive.pid, "pid_start": _process_start(alive.pid)},
-              "pid reused": {**here, "pid": alive.pid},
-              "other host": {**here, "host": "elsewhere", "pid": ended.pid},
-              "no owner": {}}
-    try:
-        with Session(engine_for(database_url)) as s:
-            config = store_config(s, GraderSettings())
-            runs = {}
-            for name, owner in owners.items():
-                run = GraderRun(config_id=config.id, items="all")
-                s.add(run)
-                s.flush()
-                record(s, "grader.run", actor=None, run=run.id, **owner)
-                runs[name] = run.id
-            s.commit()
-            assert sorted(mark_abandoned(s)) == sorted([runs["ended"], runs["pid reused"]])
-            s.commit()
-            assert mark_abandoned(s) == []
-            status = dict(s.exec(select(GraderRun.id, GraderRun.status)).all())
-    finally:
-        alive.kill()
-        alive.wait()
-    assert {name: status[i] for name, i in runs.items()} == {
-        "this process": "running", "ended": "interrupted", "alive": "running",
-        "pid reused": "interrupted", "other host": "running", "no owner": "running"}
+    check_only_abandoned_runs_are_marked(database_url, lambda s: GraderRun(
+        config_id=store_config(s, GraderSettings()).id, items="all"))
 
 
 def test_config_is_content_addressed(sqlite_url: str, tmp_path: Path) -> None:
@@ -323,6 +294,34 @@ def test_finished_items_are_committed_while_a_slow_request_is_out(nmb_home: Path
     with session() as s:
         runs = s.exec(select(GraderRun.status, GraderRun.graded).order_by(GraderRun.id)).all()
     assert runs == [("interrupted", 4), ("finished", 2)]
+
+
+def test_a_terminated_grade_ends_its_run_as_interrupted(nmb_home: Path) -> None:
+    """SIGTERM (as `kill` or a service manager sends it) to a real `nmb grade` while two
+    requests hang: the run ends itself as interrupted, keeping what it finished; one line,
+    exit 143."""
+    import signal
+
+    from db.engine import session, upgrade
+
+    upgrade()
+    with session() as s:
+        make_study(s, n_tasks=3)  # 6 responses, 2 of them for "Prompt 1"
+
+    def graded() -> int:
+        with session() as s:
+            return _count(s, GraderScore)
+
+    with OpenAIServer(latency=0.0) as srv:
+        srv.inject_when("Prompt 1", "slow:60")
+        code, err = signal_mid_run(["grade", "--base-url", srv.base_url, "--concurrency", "6",
+                                    "--json"], graded, 4, signal.SIGTERM,
+                                   env={"OPENAI_API_KEY": SECRET})
+    assert (code, err) == (143, "nmb: terminated\n")
+    with session() as s:
+        run = s.exec(select(GraderRun)).one()
+    assert (run.status, run.graded, run.failed) == ("interrupted", 4, 0)
+    assert run.finished_at is not None
 
 
 def test_two_concurrent_runs_store_each_item_once(database_url: str) -> None:

@@ -14,6 +14,7 @@ from db.assignments import draw_calibration
 from db.engine import session
 from db.models import GraderCache, GraderRun, GraderScore, User
 from tests.apptest import make_user, page, page_payload
+from tests.calibration.run_ends import add_abandoned
 from tests.factories import make_study
 from tests.openai_server import OpenAIServer
 from ui.auth import LoggedIn
@@ -139,6 +140,15 @@ def test_history_lists_runs_with_their_counts(database_url: str) -> None:
     assert table["tokens"].gt(0).all()
     assert at.selectbox(key="failures_of_run").value == 2
     assert sorted(at.dataframe[1].value["response"]) == ["r2-model-alpha-0", "r2-model-beta-0"]
+
+
+def test_a_run_whose_process_is_gone_shows_as_interrupted(sqlite_url: str) -> None:
+    """A grader run left "running" by a killed process is marked when the history shows it."""
+    config_id = _study("http://127.0.0.1:9/v1")
+    with session() as s:
+        run_id = add_abandoned(s, GraderRun(config_id=config_id, items="all", n_items=6))
+    table = _grader_page().dataframe[0].value
+    assert table[["run", "status"]].values.tolist() == [[run_id, "interrupted"]]
 
 
 def test_leaderboard_has_a_chart_and_one_rule_for_decimals(demo_study) -> None:

@@ -8,6 +8,7 @@ from sqlmodel import select
 from db.engine import session
 from db.models import CollectionRun, Response, Task, User
 from tests.apptest import page
+from tests.calibration.run_ends import add_abandoned
 from tests.openai_server import OpenAIServer
 from ui.auth import LoggedIn
 
@@ -51,3 +52,15 @@ def test_preflight_to_a_wrong_base_url_says_so(demo_study: Path) -> None:
     assert not at.exception and not at.success
     assert [e.value for e in at.error] and "or the base URL is wrong" in at.error[0].value
     assert any(c.value.startswith("Details: HTTP 404") for c in at.caption)
+
+
+def test_a_run_whose_process_is_gone_shows_as_interrupted(demo_study: Path) -> None:
+    """A collection run left "running" by a killed process is marked when the page shows it."""
+    with session() as s:
+        admin = LoggedIn.of(s.exec(select(User).where(User.name == "demo-admin")).one())
+        run_id = add_abandoned(s, CollectionRun(model="local-vlm", settings={},
+                                                template_version="t", template_hash="h",
+                                                n_items=3))
+    at = page("pages/models.py", admin, timeout=120).run()
+    assert not at.exception
+    assert at.dataframe[0].value[["run", "status"]].values.tolist() == [[run_id, "interrupted"]]
