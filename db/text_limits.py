@@ -1,10 +1,11 @@
 """How long text from outside may be, and which model names are accepted (one place for both).
 
 Limits count characters (what `len` and Streamlit's `max_chars` count; a character is at most
-4 bytes of UTF-8), so everything one scoring or exam page shows stays a few megabytes, far
-below what a browser message holds. Bundle validation (`BUNDLE_FIELDS`, docs/bundle-format.md
-"Text limits"), the exam and scoring pages and their data layer, and collection (a model's
-answer is a response: `ANSWER`) check the same numbers. Pure: no database.
+4 bytes of UTF-8), so what one scoring page shows stays at most about 7.6 million characters,
+far below the 200 MB a Streamlit message may hold (a 200 MiB record took the page down).
+Bundle validation (`BUNDLE_FIELDS`, docs/bundle-format.md "Text limits"), the exam and scoring
+pages and their data layer, and collection (a model's answer is a response: `ANSWER`) check
+the same numbers. Pure: no database.
 """
 
 import unicodedata
@@ -83,11 +84,9 @@ def model_name_problem(name: Any) -> str | None:
         return "is not a string"
     if not name.strip():
         return "is empty"
-    if name != name.strip():
-        return "has blanks around it"
     if len(name) > MODEL_NAME:
         return f"is longer than {MODEL_NAME} characters"
     bad = next((c for c in name if not c.isprintable()), None)
     if bad is not None:
         return f"contains {_char(bad)}"
-    return None
+    return "has blanks around it" if name != name.strip() else None
