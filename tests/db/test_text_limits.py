@@ -155,3 +155,23 @@ def test_expert_comments_over_the_limit_are_refused(database_url: str) -> None:
         score = submit(s, rater_id=rater.id, assignment_id=first,
                        values={**values, "comment": "c" * COMMENT})
         assert len(score.comment) == COMMENT
+
+
+def test_an_admins_edit_of_a_flagged_response_over_the_limit_is_refused(sqlite_url: str,
+                                                                         tmp_path: Path) -> None:
+    from db.bundle import import_bundle
+    from db.models import Response, ResponseFlag
+    from db.response_flags import review
+    from tests.db.bundles import responses, write_bundle
+
+    rows = responses()
+    rows[0]["text"] = "As GPT-4o, I think this is a stroke."
+    with Session(engine_for(sqlite_url)) as s:
+        import_bundle(s, write_bundle(tmp_path / "b", with_responses=rows))
+        rid = rows[0]["response_id"]
+        with pytest.raises(UserError, match="the answer is 200,001 characters, more than the "
+                                            "limit of 200,000"):
+            review(s, response_id=rid, texts=["a" * (ANSWER + 1)], actor="admin")
+        s.rollback()
+        assert s.get(ResponseFlag, rid).reviewed_at is None
+        assert s.get(Response, rid).text.startswith("As [name removed]")
