@@ -1,6 +1,7 @@
 """Text limits and the model-name rule (db.text_limits): documented as enforced, and checked
-where people type (exam answers, expert comments) and where model names enter (grader
-configs, `nmb package grade` responses). Bundles: tests/db/malformed and test_bundle.py;
+where people type (exam answers, expert comments, an admin's edit of a flagged response) and
+where model names enter (grader configs: file, `--model`, /calibrate; `nmb package grade`
+responses). Bundles: tests/db/malformed and test_bundle.py;
 `nmb collect --model`: tests/calibration/test_collect.py."""
 
 import json
@@ -175,3 +176,17 @@ def test_an_admins_edit_of_a_flagged_response_over_the_limit_is_refused(sqlite_u
         s.rollback()
         assert s.get(ResponseFlag, rid).reviewed_at is None
         assert s.get(Response, rid).text.startswith("As [name removed]")
+
+
+def test_the_calibrate_page_refuses_a_grader_model_name_with_one_error(sqlite_url: str) -> None:
+    from tests.apptest import make_user, page
+
+    at = page("pages/calibrate.py", make_user("admin1", "admin"), timeout=60).run()
+    next(t for t in at.text_input if t.label.startswith("Model")).input("gpt-4o\u202e")
+    next(b for b in at.button if b.label == "Save config").click().run()
+    assert not at.exception, at.exception
+    assert [e.value for e in at.error] == [
+        "grader model 'gpt-4o\\u202e' contains U+202E RIGHT-TO-LEFT OVERRIDE, a format "
+        "character (a model name is 1-128 printable characters, no surrounding blanks)"]
+    with Session(engine_for(sqlite_url)) as s:
+        assert s.exec(select(func.count()).select_from(GraderConfig)).one() == 0
