@@ -25,10 +25,11 @@ from calibration.llm import (
     estimate_cost,
 )
 from calibration.model_request import ChatRequest
+from db.text_limits import ANSWER
 
 log = logging.getLogger(__name__)
 
-MAX_ANSWER_CHARS = 200_000
+MAX_ANSWER_CHARS = ANSWER  # a response's text: the limit a bundle's responses have too
 
 
 def answer_text(content: str | None, finish_reason: str | None,

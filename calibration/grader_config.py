@@ -16,6 +16,7 @@ from sqlmodel import Session, select
 from db.audit import record
 from db.models import GraderConfig
 from db.rubrics import ensure_rubric
+from db.text_limits import model_name_problem
 from errors import UserError
 from rubric.render import PROMPT_V2, PROMPTS
 from rubric.schema import canonical_json
@@ -36,6 +37,11 @@ class GraderSettings:
     rubric: str = "neurology-v1"
     vision: bool = False
     name: str = ""
+
+    def __post_init__(self) -> None:
+        if why := model_name_problem(self.model):
+            raise UserError(f"grader model {self.model!r} {why} (a model name is 1-128 "
+                            "printable characters, no surrounding blanks)")
 
 
 def is_dated_snapshot(model: str) -> bool:
@@ -58,6 +64,8 @@ def load_settings(path: Path | None = None, *, model: str | None = None,
         for key, value in data.items():
             if key not in known:
                 raise UserError(f"{path}: unknown field {key!r} (known: {', '.join(known)})")
+            if key == "model" and (why := model_name_problem(value)):
+                raise UserError(f"{path}: model {value!r} {why}")
             if key in ("temperature",) and not isinstance(value, int | float):
                 raise UserError(f"{path}: {key} must be a number, got {value!r}")
             if key in ("max_tokens",) and not isinstance(value, int):

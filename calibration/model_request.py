@@ -20,6 +20,7 @@ from typing import Any
 
 from calibration.request import check_base_url
 from db.models import Case, Task
+from db.text_limits import model_name_problem
 from errors import UserError
 from imaging.key_slices import RENDER_VERSION
 from rubric.schema import canonical_json
@@ -111,10 +112,9 @@ class CollectSettings:
 
     def check(self) -> CollectSettings:
         """Self, or a UserError naming the first bad setting."""
-        if (not isinstance(self.model, str) or not self.model.strip() or len(self.model) > 128
-                or self.model != self.model.strip() or not self.model.isprintable()):
-            raise UserError(f"--model {self.model!r}: 1-128 printable characters, no "
-                            "surrounding blanks")
+        if why := model_name_problem(self.model):
+            raise UserError(f"--model {self.model!r} {why} (a model name is 1-128 printable "
+                            "characters, no surrounding blanks)")
         check_base_url(self.base_url)
         _count("samples", self.samples, MAX_SAMPLES)
         if self.images not in IMAGES:

@@ -83,6 +83,7 @@ from db.models import (
     utcnow,
 )
 from db.rubrics import rubric_by_hash
+from db.text_limits import model_name_problem
 from errors import UserError
 from rubric import Rubric
 from rubric.loader import loads_rubric
@@ -650,8 +651,8 @@ def read_responses(path: Path, *, max_bytes: int = 256 * 2**20) -> list[Response
         if not isinstance(turns, list) or not all(isinstance(x, str) for x in turns):
             raise UserError(f"{path} line {n}: 'turns' must be a list of text")
         model = row.get("model")
-        if model is not None and not isinstance(model, str):
-            raise UserError(f"{path} line {n}: 'model' must be text")
+        if model is not None and (why := model_name_problem(model)):
+            raise UserError(f"{path} line {n}: model {model!r} {why}")
         if row["response_id"] in seen:
             raise UserError(f"{path} line {n}: response_id {row['response_id']!r} repeated")
         seen.add(row["response_id"])

@@ -24,6 +24,7 @@ from db.bundle_key_slices import key_slice_messages, key_slice_range_problems
 from db.bundle_store import Workspace
 from db.bundle_zip import MAX_UNZIPPED_BYTES, open_bundle
 from db.models import FAMILIES, LEVELS
+from db.text_limits import BUNDLE_FIELDS, model_name_problem, too_long
 from errors import UserError
 from imaging import image_box, inspect_mask, overlaps
 
@@ -115,8 +116,12 @@ Check = Callable[[Any], str | None]  # None when fine, else what is wrong ("is n
 
 
 def _show(v: Any, limit: int = 60) -> str:
+    """`v` as JSON, cut at `limit` characters; characters that are not printable (U+202E,
+    U+2028, ...) escaped as JSON does control characters, so a problem stays one line."""
     text = json.dumps(v, ensure_ascii=False) if not isinstance(v, float) or math.isfinite(v) else str(v)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    text = text if len(text) <= limit else text[: limit - 3] + "..."
+    return "".join(c if c.isprintable() else json.dumps(c)[1:-1] if ord(c) < 0x10000
+                   else f"\\U{ord(c):08x}" for c in text)
 
 
 def _string(*, empty: bool = True, max_len: int | None = None) -> Check:
@@ -135,9 +140,14 @@ def _string(*, empty: bool = True, max_len: int | None = None) -> Check:
 def _identifier(v: Any) -> str | None:
     if not isinstance(v, str):
         return "is not a string"
-    if not v or v != v.strip() or len(v) > 128 or any(ord(c) < 32 for c in v):
-        return "is not a valid id (1-128 characters, no surrounding spaces or control characters)"
+    if not v or v != v.strip() or len(v) > 128 or not v.isprintable():
+        return "is not a valid id (1-128 printable characters, no surrounding spaces)"
     return None
+
+
+def _model_name(v: Any) -> str | None:
+    why = model_name_problem(v)
+    return None if why is None else f"is not a model name: {why}"
 
 
 def _integer(v: Any) -> str | None:
@@ -256,7 +266,7 @@ TASK_SPEC: Spec = {
 RESPONSE_SPEC: Spec = {
     "response_id": (True, _identifier),
     "task_id": (True, _identifier),
-    "model": (True, _string(empty=False, max_len=128)),
+    "model": (True, _model_name),
     "sample": (True, _sample),
     "text": (True, _string()),
     "turns": (False, _string_list()),
@@ -275,7 +285,28 @@ def check_fields(obj: Any, spec: Spec, prefix: str = "") -> list[str]:
                 out.append(f'missing required field "{prefix}{key}"')
         elif (why := check(obj[key])) is not None:
             out.append(f"{prefix}{key} {_show(obj[key])} {why}")
+        elif (why := over_limit(f"{prefix}{key}", obj[key])) is not None:
+            out.append(why)
     return out
+
+
+def over_limit(name: str, v: Any) -> str | None:
+    """Why field `name` (its value `v` of the right type) is over its limit in
+    `db.text_limits.BUNDLE_FIELDS`, or None: too many items, or too long a text or item."""
+    limit = BUNDLE_FIELDS.get(re.sub(r"\[\d+\]", "[]", name))
+    if limit is None:
+        return None
+    chars, items = limit
+    if isinstance(v, str):
+        return too_long(name, v, chars)
+    if items is not None and len(v) > items:
+        what = "entries" if isinstance(v, dict) else "items"
+        return f"{name} has {len(v):,} {what}, more than the limit of {items:,}"
+    for i, x in enumerate(v):  # the items of a list, the names of an object
+        if why := too_long(f"a name in {name}" if isinstance(v, dict) else f"{name}[{i}]", x,
+                           chars):
+            return why
+    return None
 
 
 # ---------------------------------------------------------------- JSON reading

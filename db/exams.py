@@ -15,6 +15,7 @@ from db.audit import record
 from db.bundle import new_blind_codes
 from db.cases import case_view
 from db.models import Exam, ExamAttempt, Response, StageAnswer, Task, User, utcnow
+from db.text_limits import ANSWER, NAME, check_length
 from errors import UserError
 
 
@@ -47,6 +48,7 @@ def ensure_exam(s: Session, *, name: str, task_ids: list[str] | None = None,
     exam of that name (an exam's tasks never change once people may have taken it)."""
     if not name:
         raise UserError("the exam needs a name")
+    check_length("the exam name", name, NAME)
     exam = s.exec(select(Exam).where(Exam.name == name)).first()
     if task_ids is not None:
         known = set(s.exec(select(Task.task_id).where(Task.task_id.in_(task_ids))))
@@ -113,6 +115,7 @@ def answer_stage(s: Session, *, attempt: ExamAttempt, task_id: str, text: str,
         raise UserError(f"task {task_id!r} is not part of this exam")
     if not text.strip():
         raise UserError("the answer is empty")
+    check_length("the answer", text.strip(), ANSWER)
     task = s.get(Task, task_id)
     given = s.exec(select(StageAnswer.stage).where(StageAnswer.attempt_id == attempt.id,
                                                    StageAnswer.task_id == task_id)).all()
@@ -131,6 +134,7 @@ def answer_stage(s: Session, *, attempt: ExamAttempt, task_id: str, text: str,
 
 def save_draft(s: Session, *, attempt: ExamAttempt, task_id: str, text: str) -> None:
     """Keep the answer being written, so a closed tab loses nothing."""
+    check_length("the answer", text, ANSWER)
     attempt = s.get(ExamAttempt, attempt.id)
     attempt.drafts = {**(attempt.drafts or {}), task_id: text}
     s.add(attempt)

@@ -6,9 +6,11 @@ meet. Raters and examinees appear as pseudonyms (`rater-<user id>`, `user-<user 
 in Parquet, lists stay lists and objects become JSON text.
 
 CSV is opened in spreadsheets, which run a cell starting with `=`, `+`, `-`, `@`, tab or
-carriage return as a formula (`=HYPERLINK(...)`, `=cmd|...`): such text cells get a leading
-single quote (the OWASP "CSV injection" rule). Only text is touched: numbers stay numbers, so a
-negative score is still `-1.5`. JSONL and Parquet keep the text as it is.
+carriage return as a formula (`=HYPERLINK(...)`, `=cmd|...`), and skip blanks and control
+characters before the `=` (`"  =1+1"`): such text cells get a leading single quote (the OWASP
+"CSV injection" rule, `neutralise`, which every CSV writer of the project uses). Only text is
+touched: numbers stay numbers, so a negative score is still `-1.5`. JSONL and Parquet keep the
+text as it is.
 """
 
 import json
@@ -39,6 +41,8 @@ from errors import UserError
 
 FORMATS = ("csv", "jsonl", "parquet")
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+#: What starts a formula after leading blanks and control characters (full-width forms too).
+FORMULA_CHARS = frozenset("=+-@\uff1d\uff0b\uff0d\uff20")
 
 
 def _who(prefix: str, user_id: int | None, name: str | None, reveal: bool) -> str | None:
@@ -149,9 +153,17 @@ def _to_json(v: Any) -> Any:
     return json.dumps(v, ensure_ascii=False) if isinstance(v, dict | list) else v
 
 
+def _first_visible(text: str) -> str:
+    """The first character of `text` that is not a blank, control or format character."""
+    return next((c for c in text if not c.isspace() and c.isprintable()), "")
+
+
 def neutralise(v: Any) -> Any:
-    """A text cell a spreadsheet would run as a formula, quoted ("'=1+1"); anything else as is."""
-    return "'" + v if isinstance(v, str) and v.startswith(FORMULA_START) else v
+    """A text cell a spreadsheet would run as a formula, quoted ("'=1+1", "'  =1+1");
+    anything else as is."""
+    if isinstance(v, str) and (v.startswith(FORMULA_START) or _first_visible(v) in FORMULA_CHARS):
+        return "'" + v
+    return v
 
 
 def _frame(rows: list[dict[str, Any]], columns: tuple[str, ...], fmt: str) -> pd.DataFrame:

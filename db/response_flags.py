@@ -16,6 +16,7 @@ from db.audit import record
 from db.model_names import NameFinder
 from db.models import GraderScore, Response, ResponseFlag, utcnow
 from db.queries import fetch_in
+from db.text_limits import ANSWER, check_length
 from errors import UserError
 
 
@@ -86,6 +87,8 @@ def review(s: Session, *, response_id: str, texts: list[str], actor: str | None 
     before = [response.text, *(response.turns or [])]
     if len(texts) != len(before):
         raise UserError(f"response {response_id!r} has {len(before)} texts, got {len(texts)}")
+    for i, text in enumerate(texts):
+        check_length("the answer" if i == 0 else f"the answer after stage {i + 1}", text, ANSWER)
     changed = texts != before
     dropped = 0
     if changed:

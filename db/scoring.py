@@ -27,6 +27,7 @@ from db.models import (
     utcnow,
 )
 from db.rubrics import rubric_by_hash
+from db.text_limits import COMMENT, check_length
 from errors import UserError
 from rubric.scoring import SCORE_FIELDS as RUBRIC_SCORE_FIELDS
 
@@ -155,7 +156,14 @@ def _active(seconds: float) -> float:
     return min(max(seconds, 0.0), IDLE_CAP_SECONDS)
 
 
+def _check_comment(values: dict[str, Any]) -> None:
+    """An over-long comment is refused (a draft too), whatever the rubric says of comments."""
+    if isinstance(comment := values.get("comment"), str):
+        check_length("the comment", comment, COMMENT)
+
+
 def _save_draft(s, rater_id, assignment_id, values, active_seconds) -> ExpertScore:
+    _check_comment(values)
     score = _locked_score(s, _assignment(s, rater_id, assignment_id))
     score.draft = {k: values.get(k) for k in SCORE_FIELDS}
     record(s, "score.draft", actor=None, assignment=assignment_id, rater=rater_id)
@@ -189,6 +197,7 @@ def record_submission(
     """Validate `values` against the rubric and add a revision in the session's transaction
     (the caller commits). `synthetic` marks generated scores (the demo)."""
     a = assignment
+    _check_comment(values)
     family = s.exec(select(Task.family).join(Response, Response.task_id == Task.task_id)
                     .where(Response.response_id == a.response_id)).one()
     score = _locked_score(s, a)

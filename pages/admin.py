@@ -25,6 +25,7 @@ from db.masks import case_masks
 from db.models import ROLES
 from db.rubrics import ensure_rubric
 from db.status import counts
+from db.text_limits import NAME
 from db.upload_name import safe_upload_name
 from db.users import add_user, disable_user, list_users
 from errors import UserError
@@ -93,7 +94,7 @@ def cases_section() -> None:
     if not lists["Cases"]:
         st.info("No case loaded yet.")
         return
-    query = st.text_input("Search cases, tasks and responses", key="browse_query",
+    query = st.text_input("Search cases, tasks and responses", key="browse_query", max_chars=NAME,
                           placeholder="an id, a title, a bundle, a model, a word of a prompt…")
     found = {label: search(rows, query) for label, rows in lists.items()}
     for label, rows in lists.items():
@@ -215,7 +216,7 @@ def assignments_section() -> None:
         st.markdown("**Open an exam** (students and physicians; the human baseline)")
         with session() as s:
             task_ids = [t.task_id for t in task_list(s)]
-        exam_name = st.text_input("Exam name")
+        exam_name = st.text_input("Exam name", max_chars=NAME)
         exam_tasks = st.multiselect("Tasks", task_ids, default=task_ids)
         if st.form_submit_button("Open exam"):
             def open_exam(s) -> str:

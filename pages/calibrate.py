@@ -13,6 +13,7 @@ from calibration.preflight import grader_preflight
 from calibration.run_writer import sweep
 from db.engine import database_url, nmb_home, session
 from db.models import utcnow
+from db.text_limits import MODEL_NAME
 from errors import UserError
 from ui.auth import require_role
 from ui.calibration_report import report_section, revoke_section
@@ -81,7 +82,8 @@ with grader_tab:
     with st.expander("New grader config", expanded=not known):
         with st.form("config"):
             c1, c2 = st.columns(2)
-            model = c1.text_input("Model (a dated snapshot)", "gpt-4o-2024-08-06")
+            model = c1.text_input("Model (a dated snapshot)", "gpt-4o-2024-08-06",
+                                  max_chars=MODEL_NAME)
             base_url = c2.text_input("Base URL (empty: OpenAI)", "")
             c1, c2, c3, c4 = st.columns(4)
             temperature = c1.number_input("Temperature", 0.0, 2.0, 0.0, step=0.1)
@@ -89,14 +91,18 @@ with grader_tab:
             max_tokens = c3.number_input("Max tokens", 100, 8000, 1200)
             vision = c4.checkbox("Send key slices (vision models)")
             if st.form_submit_button("Save config"):
-                with session() as s:
-                    row = store_config(s, GraderSettings(
-                        model=model.strip(), base_url=base_url.strip() or None,
-                        temperature=temperature, seed=int(seed), max_tokens=int(max_tokens),
-                        vision=vision), actor=user.name)
-                    s.commit()
-                st.session_state["grader_config"] = row.id
-                st.rerun()
+                try:
+                    with session() as s:
+                        row = store_config(s, GraderSettings(
+                            model=model.strip(), base_url=base_url.strip() or None,
+                            temperature=temperature, seed=int(seed), max_tokens=int(max_tokens),
+                            vision=vision), actor=user.name)
+                        s.commit()
+                except UserError as e:
+                    st.error(str(e))
+                else:
+                    st.session_state["grader_config"] = row.id
+                    st.rerun()
     if not known:
         st.stop()
     names = {c.id: config_label(c) for c in known}

@@ -6,6 +6,7 @@ import streamlit as st
 
 from db.engine import session
 from db.exams import answer_stage, attempt_for, exam_tasks, exams, finish, save_draft
+from db.text_limits import ANSWER
 from errors import UserError
 from ui.actions import confirm, show_confirmation, show_error
 from ui.auth import require_role, while_signed_in
@@ -96,7 +97,8 @@ with case_panel(key=f"case-{task.task_id}", title=task.case_title, ehr=task.ehr,
 
         at = stage_label(stage + 1, task.n_stages)
         text = st.text_area("Your answer" + (f" at {at.lower()}" if at else ""),
-                            key=key, height=200, on_change=while_signed_in(keep_draft))
+                            key=key, height=200, on_change=while_signed_in(keep_draft),
+                            max_chars=ANSWER)
         note = "Answers cannot be changed once recorded."
         if task.n_stages > 1:
             note += " More information is revealed after each answer."

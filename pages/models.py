@@ -10,6 +10,7 @@ from calibration.preflight import collect_preflight
 from calibration.run_writer import sweep
 from db.engine import session
 from db.models import FAMILIES, LEVELS
+from db.text_limits import MODEL_NAME
 from errors import UserError
 from ui.auth import require_role
 from ui.preflight import api_key, show_preflight
@@ -53,7 +54,8 @@ def run_section(settings: CollectSettings, selection: Selection, concurrency: in
 
 
 c1, c2 = st.columns(2)
-model = c1.text_input("Model", placeholder="gpt-4o-2024-08-06", key="collect_model")
+model = c1.text_input("Model", placeholder="gpt-4o-2024-08-06", key="collect_model",
+                      max_chars=MODEL_NAME)
 base_url = c2.text_input("Base URL (empty: OpenAI)", key="collect_base_url")
 c1, c2, c3, c4, c5 = st.columns(5)
 samples = c1.number_input("Samples per task", 1, 100, 1)

@@ -8,6 +8,7 @@ from db.cases import reference_fields
 from db.engine import session
 from db.rubrics import rubric_by_hash
 from db.scoring import load_item, queue, save_draft, submit
+from db.text_limits import NAME
 from errors import UserError
 from rubric.render import form_spec
 from rubric.scoring import MissingFields
@@ -67,7 +68,7 @@ if st.session_state.pop("score_advance", False):
     next_unscored()
 nav, search = st.columns([3, 2], vertical_alignment="bottom")
 nav.selectbox("Item", ids, format_func=labels.get, key="score_current")
-search.text_input("Go to item", key="score_search", on_change=go_to,
+search.text_input("Go to item", key="score_search", on_change=go_to, max_chars=NAME,
                   placeholder="Position or blind code, then Enter")
 if miss := st.session_state.get("score_search_miss"):
     st.warning(f"No item at position or with blind code “{escape_markdown(miss)}”.")

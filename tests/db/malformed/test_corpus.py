@@ -58,7 +58,9 @@ def test_hostile_bundle_is_refused_by_the_command(template: tuple[Path, Path], n
 @pytest.mark.parametrize("name", ["task_unknown_level", "image_truncated_gz",
                                   "response_same_model_task_sample", "response_sample_above_int32",
                                   "response_text_nul", "task_prompt_lone_surrogate",
-                                  "zip_file_and_folder_of_one_name"])
+                                  "zip_file_and_folder_of_one_name", "case_ehr_over_limit",
+                                  "task_stage_over_limit", "response_text_over_limit",
+                                  "response_model_newline", "response_model_bidi_override"])
 def test_hostile_bundle_is_refused_on_every_backend(database_url: str, tmp_path: Path,
                                                     name: str) -> None:
     """Including what PostgreSQL alone cannot store (32-bit sample, NUL in text)."""
