@@ -3,7 +3,6 @@
 import hashlib
 import json
 import os
-import resource
 import socket
 import struct
 import subprocess
@@ -488,19 +487,30 @@ def _base_members() -> list[tuple[str, bytes, int, int]]:
                                        "report.json", "seal.json")]
 
 
+#: Runs argv[2:] under an address-space limit of argv[1] bytes and prints its exit code and
+#: peak resident memory. A small launcher, so that the peak is the verifier's own: a process
+#: forked from the test (a large pytest process) starts with the parent's resident pages
+#: counted in its ru_maxrss.
+_LAUNCHER = """
+import os, resource, subprocess, sys
+limit = int(sys.argv[1])
+cap = lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+child = subprocess.Popen(sys.argv[2:], preexec_fn=cap)
+_, status, usage = os.wait4(child.pid, 0)
+print(os.waitstatus_to_exitcode(status), usage.ru_maxrss * 1024)
+"""
+
+
 def _verify_child(pkg: Path, limit: int = 2 * 2**30) -> tuple[int, str, int]:
     """`python -m cli package verify PKG` under an address-space limit (`ulimit -v`): (exit
     code, stderr, peak resident memory in bytes of that process alone, from wait4)."""
-    def cap() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-
     err = pkg.with_suffix(".err")
     with open(err, "wb") as fh:
-        child = subprocess.Popen([sys.executable, "-m", "cli", "package", "verify", str(pkg)],
-                                 cwd=ROOT, stdout=subprocess.DEVNULL, stderr=fh, preexec_fn=cap)
-        _, status, usage = os.wait4(child.pid, 0)
-    child.returncode = os.waitstatus_to_exitcode(status)
-    return child.returncode, err.read_text(), usage.ru_maxrss * 1024  # ru_maxrss is in KiB
+        out = subprocess.run([sys.executable, "-c", _LAUNCHER, str(limit), sys.executable, "-m",
+                              "cli", "package", "verify", str(pkg)],
+                             cwd=ROOT, stdout=subprocess.PIPE, stderr=fh, check=True, text=True)
+    code, peak = map(int, out.stdout.split())
+    return code, err.read_text(), peak
 
 
 @pytest.fixture(scope="module")
