@@ -1,8 +1,21 @@
 """The server: the Streamlit app (`app.py`) plus the route that serves case volumes to the
-in-browser viewer (`ui.volume_server`). Start with `streamlit run serve.py` (`make run`)."""
+in-browser viewer (`ui.volume_server`). Start with `streamlit run serve.py` (`make run`).
+
+The login throttle's client address is the TCP peer, handed to the app by `PeerAddress`;
+`X-Forwarded-For` is believed only from `NMB_TRUSTED_PROXIES` (`db.client_address`), checked
+here so that a mistyped setting stops the server with one line."""
 
 import streamlit as st
+from starlette.middleware import Middleware
 
+from db.client_address import trusted_proxies
+from errors import UserError
+from ui.peer_address import PeerAddress, keep_the_peer_address
 from ui.volume_server import routes
 
-app = st.App("app.py", routes=routes())
+try:
+    trusted_proxies()
+except UserError as e:
+    raise SystemExit(f"nmb: {e}") from None
+keep_the_peer_address()
+app = st.App("app.py", routes=routes(), middleware=[Middleware(PeerAddress)])
