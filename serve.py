@@ -5,6 +5,8 @@ The login throttle's client address is the TCP peer, handed to the app by `PeerA
 `X-Forwarded-For` is believed only from `NMB_TRUSTED_PROXIES` (`db.client_address`), checked
 here so that a mistyped setting stops the server with one line."""
 
+import sys
+
 import streamlit as st
 from starlette.middleware import Middleware
 
@@ -15,7 +17,8 @@ from ui.volume_server import routes
 
 try:
     trusted_proxies()
-except UserError as e:
-    raise SystemExit(f"nmb: {e}") from None
+except UserError as e:  # a mistake in the setting: one line, exit 2, as the CLI does
+    print(f"nmb: {e}", file=sys.stderr)
+    raise SystemExit(2) from None
 keep_the_peer_address()
 app = st.App("app.py", routes=routes(), middleware=[Middleware(PeerAddress)])
