@@ -167,11 +167,6 @@ def _lock_end(s: Session, *, name: str, client: str | None, now: datetime,
     return max(ends, default=None)
 
 
-def locked_until(s: Session, *, name: str, client: str | None) -> datetime | None:
-    """When the lockout of this user name or client ends, or None if neither is locked."""
-    return _lock_end(s, name=name, client=client, now=utcnow())
-
-
 def _lock_key(kind: str, value: str) -> int:
     """A PostgreSQL advisory lock key (signed 64 bits) for a user name or a client address."""
     digest = hashlib.sha256(f"nmb.login.{kind}:{value}".encode()).digest()
