@@ -212,7 +212,8 @@ def _failed(s: Session, name: str, client: str | None, attempt: int, detail: dic
     (only the attempt that brings a count to its limit starts one). A concurrent earlier
     success may have cleared the row already: that failure counts no more."""
     record(s, "login.failed", actor=name, client=client, **detail)
-    if s.get(LoginFailure, attempt) is not None:
+    # A query, not s.get: the session still holds the row it added, deleted or not.
+    if s.exec(select(LoginFailure.id).where(LoginFailure.id == attempt)).first() is not None:
         until = _lock_end(s, name=name, client=client, now=utcnow(), upto=attempt)
         if until is not None:
             record(s, "login.lockout", actor=name, client=client, until=until.isoformat())
