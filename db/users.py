@@ -10,7 +10,9 @@ bump it and delete the account's tokens, so every session of that account, in an
 ends at its next page run (`session_user`). Failed logins are throttled (OWASP Authentication
 Cheat Sheet, "Protect against automated attacks"): `NAME_FAILURES` failures for a user name, or
 `CLIENT_FAILURES` from a client address, within `LOCKOUT_MINUTES` lock further attempts out
-until the oldest of them is `LOCKOUT_MINUTES` old; the lockout is audited. A login always
+until the oldest of them is `LOCKOUT_MINUTES` old; the lockout is audited. The check and the
+counting of an attempt are one serialised transaction (attempts are counted before their
+password is checked), so simultaneous attempts cannot slip past the limit. A login always
 computes exactly one scrypt, against a dummy hash when the name is unknown, too long or
 disabled, so its time does not tell which names exist.
 """
@@ -22,6 +24,7 @@ import re
 import secrets
 from datetime import UTC, datetime, timedelta
 
+from sqlalchemy import text
 from sqlmodel import Session, delete, select
 
 from db.audit import record
@@ -103,8 +106,17 @@ def _end_sessions(s: Session, user: User) -> None:
 
 
 def disable_user(s: Session, *, name: str, actor: str | None = None) -> User:
-    """Disable the account and end its sessions, including the ones open now."""
+    """Disable the account and end its sessions, including the ones open now. The last enabled
+    admin is refused: nobody could add, enable or manage accounts from the app any more."""
     user = get_user(s, name=name)
+    if user.role == "admin" and not user.disabled:
+        # Locks the enabled admins' rows (PostgreSQL; SQLite's write transaction is already
+        # exclusive), so two admins disabling each other at once cannot both succeed.
+        admins = s.exec(select(User.id).where(User.role == "admin", User.disabled == False)  # noqa: E712
+                        .with_for_update()).all()
+        if list(admins) == [user.id]:
+            raise UserError(f"{name!r} is the last enabled admin: add another admin before "
+                            "disabling it")
     user.disabled = True
     _end_sessions(s, user)
     record(s, "user.disable", actor=actor, user=name)
@@ -137,60 +149,107 @@ def _aware(at: datetime) -> datetime:
     return at if at.tzinfo is not None else at.replace(tzinfo=UTC)  # SQLite drops the zone
 
 
-def locked_until(s: Session, *, name: str, client: str | None) -> datetime | None:
-    """When the lockout of this user name or client ends, or None if neither is locked."""
+def _lock_end(s: Session, *, name: str, client: str | None, now: datetime,
+              upto: int | None = None) -> datetime | None:
+    """When the lockout of this name or client ends, counting the failures (and attempts in
+    progress) within the window, only those up to row id `upto` if given; None if not locked."""
     window = timedelta(minutes=LOCKOUT_MINUTES)
     ends = []
     for column, value, limit in ((LoginFailure.name, name, NAME_FAILURES),
                                  (LoginFailure.client, client, CLIENT_FAILURES)):
         if value is None:
             continue
-        recent = s.exec(select(LoginFailure.at).where(column == value,
-                                                      LoginFailure.at > utcnow() - window)
-                        .order_by(LoginFailure.at.desc()).limit(limit)).all()
+        q = select(LoginFailure.at).where(column == value, LoginFailure.at > now - window)
+        if upto is not None:
+            q = q.where(LoginFailure.id <= upto)
+        recent = s.exec(q.order_by(LoginFailure.at.desc()).limit(limit)).all()
         if len(recent) >= limit:
             ends.append(_aware(recent[-1]) + window)
     return max(ends, default=None)
 
 
-def _failed(s: Session, name: str, client: str | None, detail: dict) -> None:
-    """Count a failed login; audit it, and the lockout it starts, if any."""
-    s.exec(delete(LoginFailure).where(
-        LoginFailure.at <= utcnow() - timedelta(minutes=LOCKOUT_MINUTES)))
-    s.add(LoginFailure(name=name, client=client))
-    s.flush()
-    record(s, "login.failed", actor=name, client=client, **detail)
-    until = locked_until(s, name=name, client=client)
+def _lock_key(kind: str, value: str) -> int:
+    """A PostgreSQL advisory lock key (signed 64 bits) for a user name or a client address."""
+    digest = hashlib.sha256(f"nmb.login.{kind}:{value}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+def _serialise(s: Session, name: str, client: str | None) -> None:
+    """Until this transaction ends, no other login attempt on this name or from this client
+    can count or record. PostgreSQL: advisory transaction locks, always the name's first, so
+    two attempts never wait for each other in a cycle. SQLite: every transaction of the study's
+    engine begins with BEGIN IMMEDIATE (db.engine), so it already holds the one write lock."""
+    if s.get_bind().dialect.name != "postgresql":
+        return
+    for kind, value in (("name", name), ("client", client)):
+        if value is not None:
+            s.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _lock_key(kind, value)})
+
+
+def _reserve(s: Session, name: str, client: str | None) -> int | datetime:
+    """Count this attempt as a failure before its password is checked (committed): the id of
+    its row; or, while the name or the client is locked out, when the lockout ends (the
+    refusal is audited). The decision and the row are one serialised transaction, so
+    simultaneous attempts cannot all see a count below the limit."""
+    s.commit()  # whatever the caller had open: the count below reads what is committed now
+    _serialise(s, name, client)
+    now = utcnow()
+    s.exec(delete(LoginFailure).where(LoginFailure.at <= now - timedelta(minutes=LOCKOUT_MINUTES)))
+    until = _lock_end(s, name=name, client=client, now=now)
     if until is not None:
-        record(s, "login.lockout", actor=name, client=client, until=until.isoformat())
+        record(s, "login.refused", actor=name, client=client, until=until.isoformat())
+        s.commit()
+        return until
+    row = LoginFailure(name=name, client=client, at=now)
+    s.add(row)
+    s.flush()
+    attempt = row.id
+    s.commit()
+    return attempt
+
+
+def _failed(s: Session, name: str, client: str | None, attempt: int, detail: dict) -> None:
+    """The attempt's row stays counted; audit the failure and the lockout it starts, if any
+    (only the attempt that brings a count to its limit starts one). A concurrent earlier
+    success may have cleared the row already: that failure counts no more."""
+    record(s, "login.failed", actor=name, client=client, **detail)
+    # A query, not s.get: the session still holds the row it added, deleted or not.
+    if s.exec(select(LoginFailure.id).where(LoginFailure.id == attempt)).first() is not None:
+        until = _lock_end(s, name=name, client=client, now=utcnow(), upto=attempt)
+        if until is not None:
+            record(s, "login.lockout", actor=name, client=client, until=until.isoformat())
+    s.commit()
 
 
 def authenticate(s: Session, *, name: str, password: str, client: str | None = None
                  ) -> User | None:
     """The active user with this name and password, or None; every attempt is audited.
 
-    `client` is the address the attempt came from (for the per-client throttle). Raises
-    UserError, without checking the password, while the name or the client is locked out.
+    `client` is the address the attempt came from (for the per-client throttle; None when
+    unknown, then only the per-name limit applies). Raises UserError, without checking the
+    password, while the name or the client is locked out. Each attempt is counted as a
+    failure before its password is checked (`_reserve`) and uncounted if it succeeds, so the
+    limits hold however many attempts arrive at once; the scrypt runs outside any lock.
     """
     # What is counted and audited: bounded and printable, whatever was typed.
     key = "".join(c if c.isprintable() else "?" for c in name[:MAX_NAME])
     client = client[:64] if client else None
-    until = locked_until(s, name=key, client=client)
-    if until is not None:
-        record(s, "login.refused", actor=key, client=client, until=until.isoformat())
-        s.commit()
-        raise UserError(f"Too many failed logins: try again after {until:%H:%M} UTC.")
+    attempt = _reserve(s, key, client)
+    if isinstance(attempt, datetime):
+        raise UserError(f"Too many failed logins: try again after {attempt:%H:%M} UTC.")
     possible = bool(_NAME_RULE.fullmatch(name)) and len(password) <= MAX_PASSWORD
     user = s.exec(select(User).where(User.name == name)).first() if possible else None
-    matches = verify_password(password if possible else "", user.password_hash if user else
-                              _DUMMY_HASH)  # one scrypt whatever the name: equal time
-    if matches and user is not None and not user.disabled:
-        s.exec(delete(LoginFailure).where(LoginFailure.name == key))
+    stored, active = (user.password_hash, not user.disabled) if user else (_DUMMY_HASH, False)
+    s.commit()  # no transaction (on SQLite: no write lock) held while the scrypt runs
+    # One scrypt whatever the name: equal time.
+    if verify_password(password if possible else "", stored) and active:
+        # A success clears the name's failures counted before it (this attempt's included);
+        # attempts that began after it stay counted.
+        s.exec(delete(LoginFailure).where(LoginFailure.name == key, LoginFailure.id <= attempt))
         record(s, "login", actor=key, client=client)
         s.commit()
         return user
-    _failed(s, key, client, {} if possible else {"name_length": len(name)})
-    s.commit()
+    _failed(s, key, client, attempt, {} if possible else {"name_length": len(name)})
     return None
 
 

@@ -151,10 +151,14 @@ def users_section() -> None:
     active = [u.name for u in users if not u.disabled and u.name != user.name]
     who = st.selectbox("Disable an account", active, index=None)
     if st.button("Disable", disabled=who is None):
-        with session() as s:
-            disable_user(s, name=who, actor=user.name)
-            s.commit()
-        st.rerun()
+        try:
+            with session() as s:
+                disable_user(s, name=who, actor=user.name)
+                s.commit()
+        except UserError as e:  # the last enabled admin: one line, nothing changed
+            show_error(e)
+        else:
+            st.rerun()
 
 
 def assignments_section() -> None:

@@ -21,7 +21,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "ui": BELOW_UI | {"streamlit"},
     "pages": BELOW_UI | {"ui", "streamlit"},
     "app": {"ui", "db", "errors", "streamlit"},
-    "serve": {"ui", "streamlit"},
+    "serve": {"ui", "db", "errors", "streamlit"},
     "cli": {"db", "rubric", "imaging", "calibration", "demo", "errors"},
 }
 

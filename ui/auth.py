@@ -15,6 +15,7 @@ from typing import Any
 
 import streamlit as st
 
+from db.client_address import client_address, trusted_proxies
 from db.engine import session
 from db.models import Setting, User
 from db.users import (
@@ -29,6 +30,7 @@ from db.users import (
     user_for_login,
 )
 from errors import UserError
+from ui.peer_address import PEER_HEADER
 from ui.plain_text import escape_markdown
 
 # Each role's pages: (file, title, url path, icon). The first is the role's landing page.
@@ -160,12 +162,11 @@ def login_page() -> None:
         password = st.text_input("Password", type="password")
         submitted = st.form_submit_button("Log in")
     if submitted:
-        client = st.context.ip_address
         try:
+            client = login_client()
             with session() as s:
-                user = authenticate(s, name=name.strip(), password=password,
-                                    client=client if isinstance(client, str) else None)
-        except UserError as e:  # locked out
+                user = authenticate(s, name=name.strip(), password=password, client=client)
+        except UserError as e:  # locked out (or a mistyped NMB_TRUSTED_PROXIES)
             st.error(str(e))
             return
         if user is None:
@@ -175,6 +176,23 @@ def login_page() -> None:
     if demo_active():
         st.info("Demo study loaded: log in as `demo-admin`, `demo-expert1`, `demo-physician` "
                 "or `demo-student` (password `demo`). All data are synthetic.")
+
+
+def _header_values(name: str) -> list[str]:
+    try:
+        values = st.context.headers.get_all(name)
+    except TypeError:  # AppTest's context has no request headers
+        return []
+    return [v for v in values if isinstance(v, str)] if isinstance(values, list) else []
+
+
+def login_client() -> str | None:
+    """The address this login attempt comes from (`db.client_address`): the TCP peer that
+    `serve.py` reports, or the client a trusted proxy names in `X-Forwarded-For`; None where
+    no peer is known (then only the per-name limit applies)."""
+    peers = _header_values(PEER_HEADER)
+    return client_address(peers[-1] if peers else None, _header_values("X-Forwarded-For"),
+                          trusted_proxies())
 
 
 def logout() -> None:

@@ -29,11 +29,11 @@ def demo_home(demo_template: Path, tmp_path_factory: pytest.TempPathFactory) -> 
 
 
 @contextlib.contextmanager
-def streamlit_app(home: Path) -> Iterator[str]:
+def streamlit_app(home: Path, env: dict[str, str] | None = None) -> Iterator[str]:
     """`streamlit run serve.py` (the app and its volume route) on a free loopback port with
-    NMB_HOME = `home`; yields its URL."""
+    NMB_HOME = `home` (and the variables in `env`); yields its URL."""
     port = free_port()
-    env = {**os.environ, "NMB_HOME": str(home)}
+    env = {**os.environ, **(env or {}), "NMB_HOME": str(home)}
     env.pop("NMB_DATABASE_URL", None)
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "serve.py", "--server.address", "127.0.0.1",

@@ -62,6 +62,15 @@ def test_user_mistakes_are_one_line_and_exit_2(nmb_home: Path) -> None:
     assert json.loads(nmb("status", "--json").stdout)["users"] == 0
 
 
+def test_disabling_the_last_admin_is_one_line_and_changes_nothing(nmb_home: Path) -> None:
+    assert nmb("users", "add", "root", "--role", "admin", stdin="pw\n").returncode == 0
+    out = nmb("users", "disable", "root")
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert out.stderr.strip().splitlines() == [
+        "nmb: 'root' is the last enabled admin: add another admin before disabling it"]
+    assert json.loads(nmb("users", "list", "--json").stdout)[0]["disabled"] is False
+
+
 def test_render_and_refusals(nmb_home: Path, tmp_path: Path) -> None:
     import nibabel as nib
     import numpy as np

@@ -1,9 +1,13 @@
 """Accounts, login tokens, sessions and the login throttle on SQLite and PostgreSQL."""
 
 import hashlib
+import threading
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import pytest
+from sqlalchemy import text
 from sqlmodel import Session, select
 
 from db.engine import engine_for
@@ -172,3 +176,121 @@ def test_long_names_are_refused_before_any_query(database_url: str) -> None:
         assert [len(a.actor) for a in failed] == [64, 64, 3]
         assert [a.detail.get("name_length") for a in failed] == [65, 5_000_000, 3]
         assert [u.name for u in s.exec(select(User))] == ["a" * 64]
+
+
+def _at_once(url: str, attempts: list[tuple[str, str, str | None]]) -> Counter:
+    """Every (name, password, client) attempt in its own thread with its own Session, all
+    released together; how many ended "ok", "wrong" or "locked"."""
+    ready = threading.Barrier(len(attempts))
+
+    def one(attempt: tuple[str, str, str | None]) -> str:
+        name, password, client = attempt
+        with _session(url) as s:
+            ready.wait()
+            try:
+                ok = authenticate(s, name=name, password=password, client=client)
+            except UserError:
+                return "locked"
+            return "ok" if ok is not None else "wrong"
+
+    with ThreadPoolExecutor(len(attempts)) as pool:
+        return Counter(pool.map(one, attempts))
+
+
+def _counted(s: Session, column, value: str) -> int:
+    return len(s.exec(select(LoginFailure).where(column == value)).all())
+
+
+def test_simultaneous_wrong_then_right_passwords_cannot_pass_the_name_limit(
+        database_url: str) -> None:
+    """40 simultaneous attempts let the right password in after 39 failures (PostgreSQL):
+    the check and the count were a read then a write."""
+    with _session(database_url) as s:
+        add_user(s, name="ann", role="expert", password="right")
+        s.commit()
+    # Each attempt from its own address: only the name's limit applies.
+    wrong = _at_once(database_url, [("ann", "wrong", f"10.1.{i}.1") for i in range(40)])
+    assert wrong == {"wrong": NAME_FAILURES, "locked": 40 - NAME_FAILURES}
+    mixed = _at_once(database_url, [("ann", "right" if i % 2 else "wrong", f"10.2.{i}.1")
+                                    for i in range(40)])
+    assert mixed == {"locked": 40}  # the right password too, however many arrive at once
+    with _session(database_url) as s:
+        assert _counted(s, LoginFailure.name, "ann") == NAME_FAILURES
+        assert len(_actions(s, "login.failed")) == NAME_FAILURES
+        assert len(_actions(s, "login.refused")) == 40 - NAME_FAILURES + 40
+        assert [a.actor for a in _actions(s, "login.lockout")] == ["ann"]
+        assert not _actions(s, "login")
+
+
+def test_simultaneous_attempts_from_one_client_cannot_pass_its_limit(database_url: str) -> None:
+    with _session(database_url) as s:
+        add_user(s, name="ann", role="expert", password="right")
+        s.commit()
+    sprayed = _at_once(database_url, [(f"guess{i}", "x", "10.0.0.9") for i in range(40)])
+    assert sprayed == {"wrong": CLIENT_FAILURES, "locked": 40 - CLIENT_FAILURES}
+    mixed = _at_once(database_url, [("ann", "right", "10.0.0.9") if i % 2 else
+                                    (f"more{i}", "x", "10.0.0.9") for i in range(40)])
+    assert mixed == {"locked": 40}
+    with _session(database_url) as s:
+        assert _counted(s, LoginFailure.client, "10.0.0.9") == CLIENT_FAILURES
+        assert len(_actions(s, "login.failed")) == CLIENT_FAILURES
+        assert [a.detail["client"] for a in _actions(s, "login.lockout")] == ["10.0.0.9"]
+        assert not _actions(s, "login")
+
+
+
+def test_the_last_enabled_admin_cannot_be_disabled(database_url: str) -> None:
+    with _session(database_url) as s:
+        root = add_user(s, name="root", role="admin", password="pw")
+        add_user(s, name="ann", role="expert", password="pw")
+        s.commit()
+        with pytest.raises(UserError, match="'root' is the last enabled admin"):
+            disable_user(s, name="root")
+        s.rollback()
+        assert not get_user(s, name="root").disabled and root.session_epoch == 0
+        assert not _actions(s, "user.disable")
+        disable_user(s, name="ann")  # other roles: as before
+        add_user(s, name="second", role="admin", password="pw")
+        s.commit()
+        disable_user(s, name="root")  # another admin is left
+        s.commit()
+        with pytest.raises(UserError, match="'second' is the last enabled admin"):
+            disable_user(s, name="second")
+        s.rollback()
+        disable_user(s, name="root")  # already disabled: nothing is lost
+        s.commit()
+        assert [a.detail["user"] for a in _actions(s, "user.disable")] == ["ann", "root", "root"]
+
+
+def test_two_admins_disabling_each_other_at_once_leave_one(database_url: str) -> None:
+    """The second disabling waits for the first (a row lock on PostgreSQL, the write lock on
+    SQLite), then sees that it would leave no admin."""
+    with _session(database_url) as s:
+        add_user(s, name="a1", role="admin", password="pw")
+        add_user(s, name="a2", role="admin", password="pw")
+        s.commit()
+    first = _session(database_url)
+    disable_user(first, name="a2", actor="a1")  # not committed yet: holds its locks
+    outcome: list[str] = []
+
+    def second() -> None:
+        with _session(database_url) as s:
+            try:
+                disable_user(s, name="a1", actor="a2")
+                s.commit()
+                outcome.append("disabled")
+            except UserError as e:
+                outcome.append(str(e))
+
+    worker = threading.Thread(target=second)
+    worker.start()
+    if database_url.startswith("postgresql"):  # wait until it waits (or has finished)
+        while not outcome and not first.exec(select(text(
+                "count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"))).one():
+            threading.Event().wait(0.05)
+    first.commit()
+    first.close()
+    worker.join()
+    assert outcome == ["'a1' is the last enabled admin: add another admin before disabling it"]
+    with _session(database_url) as s:
+        assert [u.name for u in s.exec(select(User).where(User.disabled == False))] == ["a1"]  # noqa: E712
