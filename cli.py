@@ -118,9 +118,10 @@ def _read_password(args: argparse.Namespace) -> str:
 
 
 def cmd_users_add(args: argparse.Namespace) -> None:
-    from db.users import add_user
+    from db.users import add_user, check_new_password
 
     password = _read_password(args)
+    check_new_password(password)
     with _study() as s:
         add_user(s, name=args.name, role=args.role, password=password, email=args.email, actor="cli")
         s.commit()
@@ -138,6 +139,25 @@ def cmd_users_list(args: argparse.Namespace) -> None:
         return
     for r in rows:
         print(f"{r['name']:24} {r['role']:10} {'disabled' if r['disabled'] else 'active'}")
+
+
+def cmd_users_role(args: argparse.Namespace) -> None:
+    from db.users import change_role
+
+    with _study() as s:
+        change_role(s, name=args.name, role=args.role, actor="cli")
+        s.commit()
+    print(f"{args.name} is now {args.role} (their open sessions ended)")
+
+
+def cmd_users_password(args: argparse.Namespace) -> None:
+    from db.users import reset_password
+
+    password = _read_password(args)
+    with _study() as s:
+        reset_password(s, name=args.name, password=password, actor="cli")
+        s.commit()
+    print(f"new password set for {args.name} (their open sessions ended)")
 
 
 def cmd_users_disable(args: argparse.Namespace) -> None:
@@ -520,12 +540,24 @@ def build_parser() -> argparse.ArgumentParser:
 
     up = sub.add_parser("users", help="accounts and roles")
     usub = up.add_subparsers(dest="users_command", required=True, parser_class=_Parser)
-    ua = usub.add_parser("add", help="add an account (password from a prompt or --password-file)")
-    ua.add_argument("name")
-    ua.add_argument("--role", required=True, choices=["admin", "expert", "physician", "student"])
-    ua.add_argument("--password-file")
-    ua.add_argument("--email")
+    roles = ["admin", "expert", "physician", "student"]
+    ua = usub.add_parser("add", help="add an account (password from a prompt or --password-file; "
+                                     "at least 12 characters)")
+    ua.add_argument("name", help="1-64 letters, digits, '.', '-' or '_'")
+    ua.add_argument("--role", required=True, choices=roles, help="what the account may do")
+    ua.add_argument("--password-file", help="read the password from this file (else a prompt, "
+                                            "or one line of standard input)")
+    ua.add_argument("--email", help="the identity single sign-on maps to this account")
     ua.set_defaults(fn=cmd_users_add)
+    ur = usub.add_parser("role", help="give an account another role (audited; its sessions end)")
+    ur.add_argument("name")
+    ur.add_argument("role", choices=roles)
+    ur.set_defaults(fn=cmd_users_role)
+    upw = usub.add_parser("password", help="set a new password (audited; its sessions end)")
+    upw.add_argument("name")
+    upw.add_argument("--password-file", help="read the password from this file (else a prompt, "
+                                             "or one line of standard input)")
+    upw.set_defaults(fn=cmd_users_password)
     ul = usub.add_parser("list", help="list accounts")
     ul.add_argument("--json", action="store_true")
     ul.set_defaults(fn=cmd_users_list)

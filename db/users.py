@@ -35,6 +35,8 @@ LOGIN_HOURS = 12
 LOGIN_COOKIE = "nmb_login"  # holds the login token; the volume route reads it too
 MAX_NAME = 64  # characters; the column's size on both databases
 MAX_PASSWORD = 1024
+MIN_PASSWORD = 12  # for passwords people set (check_new_password)
+LEAST_PRIVILEGED_FIRST = ("student", "physician", "expert", "admin")  # a form's default first
 LOCKOUT_MINUTES = 15
 NAME_FAILURES = 5
 CLIENT_FAILURES = 20
@@ -85,6 +87,57 @@ def add_user(
     return user
 
 
+def check_new_password(password: str) -> None:
+    """The rule for a password a person sets (`nmb users add|password`, /admin): at least
+    `MIN_PASSWORD` characters (NIST SP 800-63B, 5.1.1: length, no composition rules). The
+    demo's synthetic accounts and tests use `add_user` directly."""
+    if len(password) < MIN_PASSWORD:
+        raise UserError(f"the password must be at least {MIN_PASSWORD} characters "
+                        f"(got {len(password)})")
+    if len(password) > MAX_PASSWORD:
+        raise UserError(f"the password must be at most {MAX_PASSWORD} characters")
+
+
+def _lock_last_admin(s: Session, user: User, doing: str) -> None:
+    """Refuse `doing` to the last enabled admin. Locks the enabled admins' rows (PostgreSQL;
+    SQLite's write transaction is already exclusive), so two admins acting on each other at
+    once cannot both succeed."""
+    if user.role != "admin" or user.disabled:
+        return
+    admins = s.exec(select(User.id).where(User.role == "admin", User.disabled == False)  # noqa: E712
+                    .with_for_update()).all()
+    if list(admins) == [user.id]:
+        raise UserError(f"{user.name!r} is the last enabled admin: add another admin before "
+                        f"{doing} it")
+
+
+def change_role(s: Session, *, name: str, role: str, actor: str | None = None) -> User:
+    """Give the account another role (audited); its open sessions end (they were opened for
+    the old role's pages)."""
+    if role not in ROLES:
+        raise UserError(f"role {role!r} is not one of {', '.join(ROLES)}")
+    user = get_user(s, name=name)
+    if user.role == role:
+        raise UserError(f"{name!r} is already {role}")
+    if role != "admin":
+        _lock_last_admin(s, user, "demoting")
+    record(s, "user.role", actor=actor, user=name, old=user.role, new=role)
+    user.role = role
+    _end_sessions(s, user)
+    return user
+
+
+def reset_password(s: Session, *, name: str, password: str, actor: str | None = None) -> User:
+    """Set a new password (the rule of `check_new_password`; audited, the password never is);
+    the account's open sessions end."""
+    check_new_password(password)
+    user = get_user(s, name=name)
+    user.password_hash = hash_password(password)
+    _end_sessions(s, user)
+    record(s, "user.password", actor=actor, user=name)
+    return user
+
+
 def list_users(s: Session) -> list[User]:
     return list(s.exec(select(User).order_by(User.name)))
 
@@ -109,14 +162,7 @@ def disable_user(s: Session, *, name: str, actor: str | None = None) -> User:
     """Disable the account and end its sessions, including the ones open now. The last enabled
     admin is refused: nobody could add, enable or manage accounts from the app any more."""
     user = get_user(s, name=name)
-    if user.role == "admin" and not user.disabled:
-        # Locks the enabled admins' rows (PostgreSQL; SQLite's write transaction is already
-        # exclusive), so two admins disabling each other at once cannot both succeed.
-        admins = s.exec(select(User.id).where(User.role == "admin", User.disabled == False)  # noqa: E712
-                        .with_for_update()).all()
-        if list(admins) == [user.id]:
-            raise UserError(f"{name!r} is the last enabled admin: add another admin before "
-                            "disabling it")
+    _lock_last_admin(s, user, "disabling")
     user.disabled = True
     _end_sessions(s, user)
     record(s, "user.disable", actor=actor, user=name)

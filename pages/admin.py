@@ -22,12 +22,20 @@ from db.engine import session
 from db.exams import ensure_exam
 from db.export import FORMATS, KINDS, export
 from db.masks import case_masks
-from db.models import ROLES
 from db.rubrics import ensure_rubric
 from db.status import counts
 from db.text_limits import NAME
 from db.upload_name import safe_upload_name
-from db.users import add_user, disable_user, list_users
+from db.users import (
+    LEAST_PRIVILEGED_FIRST,
+    MIN_PASSWORD,
+    add_user,
+    change_role,
+    check_new_password,
+    disable_user,
+    list_users,
+    reset_password,
+)
 from errors import UserError
 from ui.actions import run_write, show_error
 from ui.auth import require_role
@@ -138,16 +146,42 @@ def users_section() -> None:
         st.markdown("**Add an account**")
         c1, c2, c3 = st.columns(3)
         name = c1.text_input("Name")
-        role = c2.selectbox("Role", ROLES)
+        role = c2.selectbox("Role", LEAST_PRIVILEGED_FIRST)
         email = c3.text_input("E-mail (for single sign-on)")
-        password = st.text_input("Initial password", type="password")
+        password = st.text_input(f"Initial password (at least {MIN_PASSWORD} characters)",
+                                 type="password")
         if st.form_submit_button("Add"):
             def add(s) -> str:
+                check_new_password(password)
                 add_user(s, name=name.strip(), role=role, password=password,
                          email=email.strip() or None, actor=user.name)
                 return f"Added {role} {name}."
 
             run_write(add)
+    others = [u.name for u in users if u.name != user.name]
+    with st.form("change_role"):
+        st.markdown("**Change a role** (the account's open sessions end)")
+        c1, c2 = st.columns(2)
+        who_role = c1.selectbox("Account", others, index=None)
+        new_role = c2.selectbox("New role", LEAST_PRIVILEGED_FIRST)
+        if st.form_submit_button("Change role") and who_role:
+            def move(s) -> str:
+                change_role(s, name=who_role, role=new_role, actor=user.name)
+                return f"{who_role} is now {new_role}."
+
+            run_write(move)
+    with st.form("reset_password", clear_on_submit=True):
+        st.markdown("**Reset a password** (the account's open sessions end)")
+        c1, c2 = st.columns(2)
+        who_pw = c1.selectbox("Account ", others, index=None)
+        new_password = c2.text_input(f"New password (at least {MIN_PASSWORD} characters)",
+                                     type="password")
+        if st.form_submit_button("Reset password") and who_pw:
+            def reset(s) -> str:
+                reset_password(s, name=who_pw, password=new_password, actor=user.name)
+                return f"New password set for {who_pw}."
+
+            run_write(reset)
     active = [u.name for u in users if not u.disabled and u.name != user.name]
     who = st.selectbox("Disable an account", active, index=None)
     if st.button("Disable", disabled=who is None):

@@ -34,9 +34,10 @@ def test_status_json_counts_on_empty_study(nmb_home: Path) -> None:
 
 def test_users_add_list_disable(nmb_home: Path, tmp_path: Path) -> None:
     pw = tmp_path / "pw"
-    pw.write_text("correct horse\n")
+    pw.write_text("correct horse battery\n")
     assert nmb("users", "add", "ana", "--role", "expert", "--password-file", str(pw)).returncode == 0
-    assert nmb("users", "add", "bo", "--role", "student", stdin="pw2\n").returncode == 0
+    assert nmb("users", "add", "bo", "--role", "student", stdin="a long passphrase\n"
+               ).returncode == 0
     listed = json.loads(nmb("users", "list", "--json").stdout)
     assert [(u["name"], u["role"], u["disabled"]) for u in listed] == [
         ("ana", "expert", False), ("bo", "student", False)]
@@ -44,6 +45,32 @@ def test_users_add_list_disable(nmb_home: Path, tmp_path: Path) -> None:
     assert json.loads(nmb("users", "list", "--json").stdout)[0]["disabled"] is True
     db = (nmb_home / "study.db").read_bytes()
     assert b"correct horse" not in db
+
+
+def test_roles_and_passwords_change_with_their_rules(nmb_home: Path, tmp_path: Path) -> None:
+    """Short passwords are refused; a role change and a reset are audited and end sessions;
+    the last admin cannot be demoted."""
+    short = nmb("users", "add", "cy", "--role", "student", stdin="elevenchars\n")
+    assert short.returncode == 2 and short.stderr.strip() == (
+        "nmb: the password must be at least 12 characters (got 11)")
+    assert nmb("users", "add", "root", "--role", "admin", stdin="twelve chars\n").returncode == 0
+    assert nmb("users", "add", "cy", "--role", "student", stdin="twelve chars\n").returncode == 0
+    assert nmb("users", "role", "cy", "expert").returncode == 0
+    demote = nmb("users", "role", "root", "expert")
+    assert demote.returncode == 2 and demote.stderr.strip() == (
+        "nmb: 'root' is the last enabled admin: add another admin before demoting it")
+    assert nmb("users", "password", "cy", stdin="short\n").returncode == 2
+    assert nmb("users", "password", "cy", stdin="another long one\n").returncode == 0
+    listed = {u["name"]: u["role"] for u in json.loads(nmb("users", "list", "--json").stdout)}
+    assert listed == {"root": "admin", "cy": "expert"}
+    from sqlmodel import select
+
+    from db.engine import session
+    from db.models import AuditLog
+    with session() as s:
+        actions = [a.action for a in s.exec(select(AuditLog).order_by(AuditLog.id))]
+    assert actions[-2:] == ["user.role", "user.password"]
+    assert b"another long one" not in (nmb_home / "study.db").read_bytes()
 
 
 def test_user_mistakes_are_one_line_and_exit_2(nmb_home: Path) -> None:
@@ -63,7 +90,7 @@ def test_user_mistakes_are_one_line_and_exit_2(nmb_home: Path) -> None:
 
 
 def test_disabling_the_last_admin_is_one_line_and_changes_nothing(nmb_home: Path) -> None:
-    assert nmb("users", "add", "root", "--role", "admin", stdin="pw\n").returncode == 0
+    assert nmb("users", "add", "root", "--role", "admin", stdin="twelve chars\n").returncode == 0
     out = nmb("users", "disable", "root")
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert out.stderr.strip().splitlines() == [
