@@ -374,7 +374,8 @@ def test_a_collected_response_walks_through_the_study(demo_study: Path,
             "correct_diagnosis": True, "error_tags": [], "comment": "Sound.", "confidence": 4})
         config = store_config(s, GraderSettings(base_url=server.base_url))
         s.commit()
-        graded = grade(s, config_id=config.id, api_key="sk-test", concurrency=8)
+        graded = grade(s, config_id=config.id, api_key="sk-test", concurrency=8,
+                       trust_base_url=server.base_url)
         assert graded.failed == 0
         rows = leaderboard(s, config_id=config.id)
     mine = [r for r in rows if r["who"] == MODEL]
@@ -388,7 +389,8 @@ def test_grader_vision_sees_the_same_key_slices(demo_study: Path, server: OpenAI
     with session() as s:
         config = store_config(s, GraderSettings(base_url=server.base_url, vision=True))
         s.commit()
-        assert grade(s, config_id=config.id, api_key="sk-test", limit=1).graded == 1
+        assert grade(s, config_id=config.id, api_key="sk-test", limit=1,
+                     trust_base_url=server.base_url).graded == 1
         response = s.exec(select(Response).order_by(Response.response_id)).first()
         case = s.get(Case, s.get(Task, response.task_id).case_id)
         assert server.chat_requests()[0].images == _expected_pngs(s, case)

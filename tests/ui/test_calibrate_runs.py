@@ -127,7 +127,8 @@ def test_history_lists_runs_with_their_counts(database_url: str) -> None:
     with OpenAIServer() as srv:
         config_id = _study(srv.base_url)
         with session() as s:  # run 1: the first three responses, all graded
-            assert grade(s, config_id=config_id, items="calibration", limit=3).graded == 3
+            assert grade(s, config_id=config_id, items="calibration", limit=3,
+                         trust_base_url=srv.base_url).graded == 3
         srv.inject_when("Prompt 2", "400")  # run 2: of the other three, task 2's two fail
         at = _click(_grader_page(), "Run grader")
     assert any(w.value.startswith("Run 2: 1 graded (0 from cache), 2 failed;") for w in at.warning)
