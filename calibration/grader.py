@@ -25,14 +25,7 @@ from sqlmodel import Session, delete, select, update
 
 from calibration.grader_config import get_config
 from calibration.llm import CallResult, estimate_cost, load_prices, periodically, run_batch
-from calibration.request import (
-    GradeItem,
-    SendJob,
-    api_key_for,
-    grade_request,
-    make_client,
-    send,
-)
+from calibration.request import GradeItem, SendJob, api_key_for, grade_request, make_client, send
 from db.audit import record
 from db.models import (
     AuditLog,

@@ -73,10 +73,10 @@ def _refusal(response: httpx2.Response, cap: int) -> str | None:
                 "address the API answers at as the base URL")
     encoding = response.headers.get("content-encoding", "identity").strip().lower()
     if encoding not in ("", "identity"):
-        return f"compressed response body ({encoding[:40]!r}) refused: identity was asked for"
+        return f"compressed response body ({encoding[:40]!r}): identity was asked for"
     length = response.headers.get("content-length", "")
     if length.isdigit() and int(length) > cap:
-        return f"response body of {int(length):,} bytes refused: larger than {_mib(cap)} (the cap)"
+        return f"response body of {int(length):,} bytes announced: larger than {_mib(cap)} (the cap)"
     kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
     if (200 <= response.status_code < 300 and not _is_file_content(response.request)
             and not kind.endswith("json")):
@@ -97,6 +97,7 @@ class CappedClient(openai.DefaultAsyncHttpxClient):
     async def send(self, request: httpx2.Request, *, stream: bool = False,
                    **kwargs: Any) -> httpx2.Response:
         request.headers["Accept-Encoding"] = "identity"
+        kwargs["follow_redirects"] = False  # also when a caller's request options ask otherwise
         response = await super().send(request, stream=True, **kwargs)
         try:
             cap = self.max_file_bytes if _is_file_content(request) else self.max_bytes

@@ -26,8 +26,8 @@ Policy, in one place:
   every body, no compressed bodies, no redirects, JSON endpoints answer JSON), and an answer is
   checked for the shape this module reads (`completion_problem`: a chat completion whose model,
   fingerprint, token counts and first choice have the right types) before anything is taken from
-  it. Either failing ends the call with the reason ("refused: ...", "malformed response: ..."),
-  not retried: a hostile or misconfigured server would send the same again.
+  it. Either failing ends the call with its reason ("response refused: ..." or "malformed
+  response: ..."), not retried: a hostile or misconfigured server would send the same again.
 - Every call ends as `CallResult(ok=True, data=...)` or `CallResult(ok=False, reason=...)`. Other
   exceptions (programming errors, cancellation) propagate.
 - The API key is never logged nor stored: it is read by `AsyncOpenAI` from OPENAI_API_KEY, and any
@@ -64,7 +64,7 @@ log = logging.getLogger(__name__)
 PRICES_PATH = Path(__file__).with_name("prices.toml")
 CHAT_ENDPOINT = "/v1/chat/completions"
 TRANSIENT_STATUS = frozenset({408, 409, 429})  # and every 5xx
-MAX_ANSWER_TOKENS = 1_000_000  # per answer: a larger count is a server's invention (32-bit sums)
+MAX_ANSWER_TOKENS = 1_000_000  # per answer: more is a server's invention (and overflows the sums)
 MAX_NAME_CHARS = 128  # model and system_fingerprint, as stored
 BATCH_DONE = frozenset({"completed", "failed", "expired", "cancelled"})
 
