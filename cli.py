@@ -267,11 +267,17 @@ def _positive(kind: type[int] | type[float], most: float) -> Callable[[str], int
 def cmd_grade(args: argparse.Namespace) -> None:
     from calibration.grader import grade, summary_dict
     from calibration.grader_config import is_dated_snapshot, load_settings, store_config
-    from calibration.request import check_base_url
+    from calibration.request import check_base_url, check_destination
 
     settings = load_settings(Path(args.config) if args.config else None, model=args.model,
                              base_url=args.base_url)
     check_base_url(settings.base_url)  # before the config is stored
+    trusted = args.base_url or args.trust_base_url  # typed in this command
+    if args.trust_base_url is not None and args.trust_base_url != settings.base_url:
+        raise UserError(f"--trust-base-url {args.trust_base_url!r} is not the base URL requests "
+                        f"would go to ({settings.base_url or 'the official API'!s})")
+    check_destination(settings.base_url, trusted=trusted,
+                      origin=f"the grader config {args.config}")
     if not is_dated_snapshot(settings.model):
         print(f"nmb: warning: {settings.model!r} is an undated alias; reports flag it",
               file=sys.stderr)
@@ -286,7 +292,8 @@ def cmd_grade(args: argparse.Namespace) -> None:
 
         summary = grade(s, config_id=config.id, items=args.items,
                         concurrency=args.concurrency, limit=args.limit, batch=args.batch,
-                        timeout=args.timeout, progress=progress, actor="cli")
+                        timeout=args.timeout, progress=progress, actor="cli",
+                        trust_base_url=trusted)
     if args.json:
         _print_json(summary_dict(summary))
     else:
@@ -612,6 +619,9 @@ def build_parser() -> argparse.ArgumentParser:
     gp.add_argument("--config", help="grader config TOML (default: gpt-4o-2024-08-06, T=0)")
     gp.add_argument("--model")
     gp.add_argument("--base-url", help="an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1")
+    gp.add_argument("--trust-base-url", metavar="URL",
+                    help="send the API key and the study's data to the base URL that --config "
+                    "names; the value must be that URL (docs/grader.md)")
     gp.add_argument("--items", choices=["pending", "calibration", "all"], default="pending")
     gp.add_argument("--concurrency", type=_positive(int, 1000), default=8,
                     help="requests out at once (at most 1000, the SDK's connection pool)")

@@ -422,12 +422,16 @@ def collect(
     timeout: float = 120.0, poll_interval: float = 10.0, max_retries: int = 5,
     max_resends: int = 2, progress: Progress | None = None, actor: str | None = None,
 ) -> CollectSummary:
-    """Collect every selected (task, sample) the model has no response for yet."""
+    """Collect every selected (task, sample) the model has no response for yet.
+
+    `settings` are what the user gave for this run (`nmb collect` options, the /models form),
+    never read back from a stored run, so its base URL is the user's choice."""
     settings.check()
     check_run_options(concurrency=concurrency, timeout=timeout, poll_interval=poll_interval)
     tasks = select_tasks(s, selection)
     pairs = _missing(s, settings.model, tasks, settings.samples)
-    key = api_key_for(settings.base_url, api_key) if pairs else None  # before any work
+    key = (api_key_for(settings.base_url, api_key, trusted=settings.base_url)  # typed: see above
+           if pairs else None)  # before any work
     items = _items(s, settings, pairs)
     for item, code in zip(items, new_blind_codes(s, len(items)), strict=True):
         item.blind_code = code

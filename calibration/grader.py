@@ -174,9 +174,15 @@ def grade(
     limit: int | None = None, batch: bool = False, api_key: str | None = None,
     timeout: float = 60.0, poll_interval: float = 10.0, max_reasks: int = 2, max_retries: int = 5,
     progress: Callable[[int, int], None] | None = None, actor: str | None = None,
+    trust_base_url: str | None = None,
 ) -> RunSummary:
     """Grade every selected response without a valid grade under the config, through the
-    Batch API with `batch`, else with bounded concurrency from this process."""
+    Batch API with `batch`, else with bounded concurrency from this process.
+
+    A stored config's base URL is not the user's choice of today: it is sent to only when
+    `trust_base_url` names it (the user typed it in this command or confirmed it on the page),
+    or it is OPENAI_BASE_URL (`calibration.request.check_destination`); else UserError before
+    anything is stored or sent."""
     if concurrency < 1:
         raise UserError(f"--concurrency must be at least 1, got {concurrency}")
     if not (math.isfinite(timeout) and timeout > 0):
@@ -184,7 +190,9 @@ def grade(
     config = get_config(s, config_id)
     rubric = rubric_by_hash(s, config.rubric_hash)
     responses = select_items(s, config, items, limit)
-    key = api_key_for(config.base_url, api_key) if responses else None  # a missing key fails before any work
+    key = (api_key_for(config.base_url, api_key, trusted=trust_base_url,
+                       origin=f"grader config {config.id}")
+           if responses else None)  # a missing key or an unchosen address fails before any work
     work = _prepare_all(s, config, rubric, responses)
     run = GraderRun(config_id=config.id, items=items, n_items=len(work))
     open_run(s, run, actor=actor, config=config.id, items=items, n=len(work))

@@ -73,9 +73,18 @@ def load_settings(path: Path | None = None, *, model: str | None = None,
             if key == "prompt_version" and value not in PROMPTS:
                 raise UserError(f"{path}: prompt_version {value!r} is not one of "
                                 f"{', '.join(PROMPTS)}")
-    if model:
+    if model is not None:
+        if not model.strip():
+            raise UserError(f"--model {model!r}: give a model name, or leave --model out for "
+                            f"the config's (default {DEFAULT_MODEL})")
         data["model"] = model
-    if base_url:
+    elif path is not None and "model" in data and (
+            not isinstance(data["model"], str) or not data["model"].strip()):
+        raise UserError(f"{path}: model {data['model']!r} must be a model name")
+    if base_url is not None:
+        if not base_url.strip():
+            raise UserError(f"--base-url {base_url!r}: give a URL, or leave --base-url out for "
+                            "the official API")
         data["base_url"] = base_url
     return GraderSettings(**data)
 

@@ -22,6 +22,12 @@ Policy, in one place:
   (repeating an identical request at temperature 0 tends to repeat the same answer). The cache key
   stays `request_hash` of the ORIGINAL request: the follow-up turns are part of how that request
   was answered, not a different request.
+- What a server sends back is bounded before it is read (`calibration.http_client`: a byte cap on
+  every body, no compressed bodies, no redirects, JSON endpoints answer JSON), and an answer is
+  checked for the shape this module reads (`completion_problem`: a chat completion whose model,
+  fingerprint, token counts and first choice have the right types) before anything is taken from
+  it. Either failing ends the call with its reason ("response refused: ..." or "malformed
+  response: ..."), not retried: a hostile or misconfigured server would send the same again.
 - Every call ends as `CallResult(ok=True, data=...)` or `CallResult(ok=False, reason=...)`. Other
   exceptions (programming errors, cancellation) propagate.
 - The API key is never logged nor stored: it is read by `AsyncOpenAI` from OPENAI_API_KEY, and any
@@ -58,6 +64,8 @@ log = logging.getLogger(__name__)
 PRICES_PATH = Path(__file__).with_name("prices.toml")
 CHAT_ENDPOINT = "/v1/chat/completions"
 TRANSIENT_STATUS = frozenset({408, 409, 429})  # and every 5xx
+MAX_ANSWER_TOKENS = 1_000_000  # per answer: more is a server's invention (and overflows the sums)
+MAX_NAME_CHARS = 128  # model and system_fingerprint, as stored
 BATCH_DONE = frozenset({"completed", "failed", "expired", "cancelled"})
 
 Validate = Callable[[dict], dict]
@@ -181,6 +189,8 @@ def check_answer(
         data = json.loads(content)
     except ValueError as exc:
         return None, f"malformed JSON: {exc}", True
+    except RecursionError:
+        return None, "malformed JSON: nested too deeply", True
     if not isinstance(data, dict):
         return None, f"malformed: expected a JSON object, got {type(data).__name__}", True
     try:
@@ -249,6 +259,10 @@ def _transient(exc: Exception) -> tuple[bool, str, float | None]:
     """(is transient, short description, server-requested wait)."""
     import openai
 
+    from calibration.http_client import ResponseRefused
+
+    if isinstance(exc, ResponseRefused):
+        return False, f"response refused: {one_line(exc.message, 300)}", None
     if isinstance(exc, openai.APITimeoutError | TimeoutError):
         return True, "timeout", None
     if isinstance(exc, openai.APIConnectionError):
@@ -265,6 +279,55 @@ def _transient(exc: Exception) -> tuple[bool, str, float | None]:
 # ---------------------------------------------------------------- one call
 
 
+def _name_problem(what: str, value: Any) -> str | None:
+    if value is None or (isinstance(value, str) and len(value) <= MAX_NAME_CHARS):
+        return None
+    return f"{what} is not a string of at most {MAX_NAME_CHARS} characters"
+
+
+def completion_problem(completion: Any) -> str | None:
+    """What makes a parsed answer unusable as a chat completion, or None.
+
+    The SDK builds its objects without validating them (and returns the text of a body it could
+    not parse as JSON), so every field this package reads is checked here: `model` and
+    `system_fingerprint` strings of at most 128 characters (their columns), token counts
+    integers from 0 to `MAX_ANSWER_TOKENS`, `choices` a list whose first choice has a message
+    with string (or null) `content` and `refusal`, and a string (or null) `finish_reason`."""
+    from openai.types.chat import ChatCompletion, ChatCompletionMessage
+    from openai.types.chat.chat_completion import Choice
+    from openai.types.completion_usage import CompletionUsage
+
+    if not isinstance(completion, ChatCompletion):
+        return f"expected a chat completion object, got a JSON {type(completion).__name__}"
+    for what in ("model", "system_fingerprint"):
+        if problem := _name_problem(what, getattr(completion, what, None)):
+            return problem
+    usage = getattr(completion, "usage", None)
+    if usage is not None:
+        if not isinstance(usage, CompletionUsage):
+            return "usage is not an object"
+        for what in ("prompt_tokens", "completion_tokens"):
+            n = getattr(usage, what, None)
+            if n is not None and (not isinstance(n, int) or isinstance(n, bool)
+                                  or not 0 <= n <= MAX_ANSWER_TOKENS):
+                return f"usage.{what} is not an integer from 0 to {MAX_ANSWER_TOKENS:,}"
+    choices = getattr(completion, "choices", None)
+    if not isinstance(choices, list):
+        return "choices is not a list"
+    if not choices:
+        return None  # callers say "without choices"
+    choice = choices[0]
+    message = getattr(choice, "message", None)
+    if not isinstance(choice, Choice) or not isinstance(message, ChatCompletionMessage):
+        return "choices[0] has no message object"
+    for what, value in (("message.content", getattr(message, "content", None)),
+                        ("message.refusal", getattr(message, "refusal", None)),
+                        ("finish_reason", getattr(choice, "finish_reason", None))):
+        if value is not None and not isinstance(value, str):
+            return f"choices[0].{what} is not a string"
+    return None
+
+
 async def complete(api: Any, body: dict[str, Any], result: CallResult, *, timeout: float,
                    max_retries: int, backoff: float, backoff_cap: float,
                    max_retry_after: float, redact: Callable[[str | None], str | None]
@@ -274,7 +337,8 @@ async def complete(api: Any, body: dict[str, Any], result: CallResult, *, timeou
     Transient failures are retried, waiting the server's Retry-After when given, else
     exponential backoff with jitter; `max_retries` counts over the whole call, re-asks
     included (the retries so far are the attempts that were neither the first nor a re-ask).
-    `timeout` bounds each attempt as a whole. Attempts, model and tokens go into `result`."""
+    `timeout` bounds each attempt as a whole. A body that is not JSON, or not a chat completion
+    (`completion_problem`), ends the call. Attempts, model and tokens go into `result`."""
     import openai
 
     while True:
@@ -283,6 +347,8 @@ async def complete(api: Any, body: dict[str, Any], result: CallResult, *, timeou
         try:
             async with asyncio.timeout(timeout):  # the whole attempt: the SDK's timeout is per read
                 completion = await api.chat.completions.create(**body)
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+            return None, f"malformed response: the body is not JSON ({type(exc).__name__})"
         except (openai.APIError, TimeoutError) as exc:
             transient, what, wait = _transient(exc)
             if not transient:
@@ -295,6 +361,9 @@ async def complete(api: Any, body: dict[str, Any], result: CallResult, *, timeou
             log.info("%s; retry %d/%d in %.2f s", redact(what), retries + 1, max_retries, delay)
             await asyncio.sleep(delay)
             continue
+        problem = completion_problem(completion)
+        if problem is not None:
+            return None, f"malformed response: {problem}"
         result.model_returned = completion.model
         result.system_fingerprint = completion.system_fingerprint
         if completion.usage is not None:

@@ -680,7 +680,7 @@ def _send(pkg: Package, work: list[GradeItem], *, base_url: str | None, api_key:
         raise UserError(f"--concurrency must be at least 1, got {concurrency}")
     if not (math.isfinite(timeout) and timeout > 0):
         raise UserError(f"--timeout must be a positive number of seconds, got {timeout}")
-    job = SendJob(work, pkg.rubric, base_url, api_key_for(base_url, api_key),
+    job = SendJob(work, pkg.rubric, base_url, api_key_for(base_url, api_key, trusted=base_url),
                   concurrency=concurrency, timeout=timeout, prices=load_prices())
     return asyncio.run(send(job))
 

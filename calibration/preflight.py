@@ -5,7 +5,8 @@ asked? Nothing is stored (no grade, no response, no cache entry).
 `nmb collect` would; `grader_preflight` sends a grader config's request for the first response
 a run would grade (any response when none is left), as `nmb grade` would: the same request
 builders and calls as the runs, one retry, no re-ask. The key goes where the runs send it
-(`calibration.request.api_key_for`: the user's key, to the base URL the admin typed).
+(`calibration.request.api_key_for`: the user's key, to the base URL the admin typed on /models,
+or to a stored grader config's base URL once the admin has confirmed it on /calibrate).
 `plain_reason` says in a sentence what a failure means (bad key, unreachable host, unknown
 model, an answer that is not the JSON asked for); the technical reason is kept beside it.
 """
@@ -105,6 +106,10 @@ def plain_reason(reason: str | None, *, model: str, endpoint: str) -> str:
         return f"Could not reach {endpoint}: check the base URL and that the server is running."
     if reason.startswith("timeout"):
         return f"{endpoint} did not answer in time (a slow model, or a host that drops requests)."
+    if reason.startswith(("response refused", "malformed response")):
+        return (f"{endpoint} answered with something that is not a chat completion (too large, "
+                "not JSON, redirected or of the wrong shape): is the base URL an "
+                "OpenAI-compatible API, often ending in /v1?")
     if reason.startswith(("malformed", "invalid")):
         return (f"{model} answered, but not with the JSON the grader's schema asks for: does "
                 "the server support Structured Outputs (response_format json_schema)?")
@@ -121,7 +126,7 @@ def collect_preflight(s: Session, settings: CollectSettings, selection: Selectio
     settings.check()
     check_run_options(concurrency=1, timeout=timeout, poll_interval=1.0)
     task = select_tasks(s, selection)[0]
-    key = api_key_for(settings.base_url, api_key)
+    key = api_key_for(settings.base_url, api_key, trusted=settings.base_url)  # typed on /models
     item = item_of(s, settings, task)
     req = turn_request(settings, task, item.case, item.images, [])
     result = asyncio.run(call_text(make_client(settings.base_url, key, timeout), req,
@@ -133,11 +138,14 @@ def collect_preflight(s: Session, settings: CollectSettings, selection: Selectio
 
 
 def grader_preflight(s: Session, *, config_id: int, items: str = "pending",
-                     api_key: str | None = None, timeout: float = TIMEOUT) -> Preflight:
+                     api_key: str | None = None, timeout: float = TIMEOUT,
+                     trust_base_url: str | None = None) -> Preflight:
     """The config's request for the first response a run on `items` would grade (the study's
-    first response when none is left), as `grade` sends it; the answer is the grade's JSON."""
+    first response when none is left), as `grade` sends it; the answer is the grade's JSON.
+    The stored config's base URL is sent to only when `trust_base_url` names it (see `grade`)."""
     config = get_config(s, config_id)
-    key = api_key_for(config.base_url, api_key)
+    key = api_key_for(config.base_url, api_key, trusted=trust_base_url,
+                      origin=f"grader config {config.id}")
     rubric = rubric_by_hash(s, config.rubric_hash)
     pending = select_items(s, config, items, 1)
     response = pending[0] if pending else s.exec(

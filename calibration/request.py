@@ -100,10 +100,27 @@ def check_base_url(url: str | None) -> None:
         raise UserError(f"base URL {url!r}: no credentials, blanks or control characters")
 
 
-def api_key_for(base_url: str | None, api_key: str | None) -> str:
+def check_destination(base_url: str | None, *, trusted: str | None, origin: str) -> None:
+    """Refuse to send to `base_url` unless the user chose it: the API key (and the study's data
+    in the requests) go only to the official API (no base URL; the SDK then honours the user's
+    OPENAI_BASE_URL), to OPENAI_BASE_URL itself, or to `trusted`, the address the caller says the
+    user gave for this call (typed in this command or on this page, or named by
+    `--trust-base-url`). An address read from a config file, a stored config, a bundle or a
+    package is none of these until the user names it. `origin` says where `base_url` came from."""
+    if base_url is None or base_url == trusted or base_url == os.environ.get("OPENAI_BASE_URL"):
+        return
+    raise UserError(f"{origin} sends to {base_url}, an address not given in this command or the "
+                    "environment: nothing (no API key, no study data) is sent there until you "
+                    f"confirm it (--trust-base-url {base_url}, or the endpoint box on the page)")
+
+
+def api_key_for(base_url: str | None, api_key: str | None, *, trusted: str | None,
+                origin: str = "the base URL") -> str:
     """`api_key`, else OPENAI_API_KEY; local servers (a base URL) may do without. The base URL
-    is checked first: nothing is ever sent to a malformed one."""
+    is checked first: nothing is ever sent to a malformed one, nor to one the user did not
+    choose (`check_destination`: `trusted` is the address the user gave for this call)."""
     check_base_url(base_url)
+    check_destination(base_url, trusted=trusted, origin=origin)
     key = api_key or os.environ.get("OPENAI_API_KEY")
     if not key:
         if base_url is None:
@@ -129,10 +146,14 @@ class SendJob:
 
 def make_client(base_url: str | None, key: str, timeout: float):
     """Made only when something is sent: a run answered from the cache needs no client.
-    Retries are ours (calibration.llm), so the SDK's are off."""
+    Retries are ours (calibration.llm), so the SDK's are off; what the server sends back is
+    bounded by `calibration.http_client.CappedClient` (byte caps, no redirects)."""
     from openai import AsyncOpenAI
 
-    return AsyncOpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=timeout)
+    from calibration.http_client import CappedClient
+
+    return AsyncOpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=timeout,
+                       http_client=CappedClient(timeout=timeout))
 
 
 def grader_call(client, rubric: Rubric, *, timeout: float, prices: dict | None,

@@ -18,6 +18,7 @@ from errors import UserError
 from ui.auth import require_role
 from ui.calibration_report import report_section, revoke_section
 from ui.leaderboard import chart_png, leaderboard_view
+from ui.plain_text import escape_markdown
 from ui.preflight import api_key, show_preflight
 from ui.run_outcome import run_outcome
 
@@ -91,6 +92,8 @@ with grader_tab:
             max_tokens = c3.number_input("Max tokens", 100, 8000, 1200)
             vision = c4.checkbox("Send key slices (vision models)")
             if st.form_submit_button("Save config"):
+                if base_url.strip():  # typed here: confirmed for this session (endpoint box)
+                    st.session_state.setdefault("typed_base_urls", []).append(base_url.strip())
                 try:
                     with session() as s:
                         row = store_config(s, GraderSettings(
@@ -115,6 +118,15 @@ with grader_tab:
     if not is_dated_snapshot(config.model):
         st.warning(f"`{config.model}` is an undated alias: the model behind it may change. "
                    "Reports flag it.")
+    trusted = None  # a stored config's address is sent to once the admin confirms it
+    if config.base_url:
+        confirmed = st.checkbox(
+            escape_markdown(f"Send the API key and the study's data to {config.base_url}"),
+            value=config.base_url in st.session_state.get("typed_base_urls", []),
+            key=f"trust_endpoint_{config.id}",
+            help="The address stored with this config. Nothing is sent to it until you tick "
+                 "this (ticked already when you typed it in this session).")
+        trusted = config.base_url if confirmed else None
     c1, c2 = st.columns(2)
     items = c1.segmented_control("Items", ["calibration", "pending"],
                                  default="calibration") or "calibration"
@@ -127,13 +139,14 @@ with grader_tab:
     left, right = st.columns(2)
     if left.button("Preflight (one request)", key="grader_preflight"):
         show_preflight(lambda s: grader_preflight(s, config_id=config_id, items=items,
-                                                  api_key=api_key()))
+                                                  api_key=api_key(), trust_base_url=trusted))
     if right.button("Run grader", type="primary", disabled=plan["items"] == 0):
         bar = st.progress(0.0, text="grading")
         try:
             with session() as s:
                 out = grade(s, config_id=config_id, items=items,
                             concurrency=int(concurrency), api_key=api_key(), actor=user.name,
+                            trust_base_url=trusted,
                             progress=lambda d, n: bar.progress(d / max(n, 1), text=f"{d}/{n}"))
             show = getattr(st, run_outcome(out.graded, out.failed))
             show(f"Run {out.run_id}: {out.graded} graded ({out.from_cache} from cache), "

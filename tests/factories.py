@@ -90,7 +90,7 @@ def validated_config(s: Session, base_url: str, *, api_key: str = "sk-test",
                       statistics=protocol.Statistics(bootstrap=200))
     config = store_config(s, GraderSettings(base_url=base_url, vision=vision))
     s.commit()
-    assert grade(s, config_id=config.id, api_key=api_key).failed == 0
+    assert grade(s, config_id=config.id, api_key=api_key, trust_base_url=base_url).failed == 0
     grades = {g.response_id: g for g in s.exec(select(GraderScore))}
     for a in s.exec(select(Assignment)).all():
         g = grades[a.response_id]

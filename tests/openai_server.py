@@ -16,7 +16,14 @@ Fault injection (`inject`, `inject_when`): "429" (with `Retry-After`), "500", "4
 "empty" (an empty answer), "length" (half the answer, finish_reason "length"), "trickle" (sends
 the whole answer, status line and headers included, one byte at a time, spread over the given
 seconds: every read gets a byte long before a per-read timeout, the answer does not end for that
-long). A fault is a `Fault` or a string "kind" / "kind:value" ("429:0.2" = Retry-After 0.2 s,
+long). Hostile answers (HTTP chat completions only; a batch line meeting one is answered
+normally): "html" (200 with an HTML page), "notjson" (200, `application/json`, not JSON),
+"wrongtype" (200, JSON whose fields have the wrong types), "deep" (200, JSON nested 100,000
+deep), "endless" (200, a chunked body that never ends: 64 KiB chunks until the client hangs
+up), "huge_json" (200, a valid completion whose answer is `value` MiB, default 64, with its
+Content-Length), "huge_chunked" (the same without a length, chunked), "gzip" (200, a gzip body
+inflating to `value` MiB of JSON, default 16), "redirect" (307 to the same path on port
+`value`). A fault is a `Fault` or a string "kind" / "kind:value" ("429:0.2" = Retry-After 0.2 s,
 "slow:2" = sleep 2 s, "trickle:60" = one answer over 60 s). Queued faults are consumed in order
 by the next chat completions (batch lines included); keyed faults apply to every chat completion
 whose body contains a substring.
@@ -44,7 +51,10 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-FAULT_KINDS = ("429", "500", "400", "truncated", "badschema", "slow", "empty", "length", "trickle")
+HOSTILE_KINDS = ("html", "notjson", "wrongtype", "deep", "endless", "huge_json", "huge_chunked",
+                 "gzip", "redirect")
+FAULT_KINDS = ("429", "500", "400", "truncated", "badschema", "slow", "empty", "length", "trickle",
+               *HOSTILE_KINDS)
 IMAGE_MAGIC = {"image/png": b"\x89PNG\r\n\x1a\n", "image/jpeg": b"\xff\xd8\xff"}
 SYSTEM_FINGERPRINT = "fp_test1"
 
@@ -565,6 +575,68 @@ class _Handler(BaseHTTPRequestHandler):
             pass
         self.close_connection = True
 
+    def _hostile(self, fault: Fault, body: dict) -> None:
+        """The hostile answers of `HOSTILE_KINDS` (see the module docstring)."""
+        state = self.server_state
+        default = 16 if fault.kind == "gzip" else 64
+        kind, mib = fault.kind, int((fault.value or default) * 2**20)
+        valid = json.dumps(state._completion_body(body, "x")).encode()
+        head, _, tail = valid.partition(b'"x"')  # around the answer's content
+        try:
+            if kind == "redirect":
+                port = int(fault.value or 0)
+                self._send(307, b"", {"Location": f"http://127.0.0.1:{port}{self.path}"})
+            elif kind == "html":
+                page = b"<!doctype html><html><body><h1>Welcome</h1><p>Sign in</p></body></html>"
+                self._send(200, page, content_type="text/html; charset=utf-8")
+            elif kind == "notjson":
+                self._send(200, b'{"id": "chatcmpl-1", "choices": [', {})
+            elif kind == "wrongtype":
+                self._send(200, {"id": 5, "object": "chat.completion", "model": ["m"],
+                                 "choices": "none", "usage": {"prompt_tokens": "many"}})
+            elif kind == "deep":
+                self._send(200, b"[" * 100_000 + b"]" * 100_000)
+            elif kind == "gzip":
+                import zlib
+
+                packer = zlib.compressobj(6, zlib.DEFLATED, 31)  # gzip framing
+                block = b"a" * 2**20
+                parts = [packer.compress(head + b'"')]
+                parts += [packer.compress(block) for _ in range(max(1, mib // 2**20))]
+                parts += [packer.compress(b'"' + tail), packer.flush()]
+                self._send(200, b"".join(parts), {"Content-Encoding": "gzip"})
+            elif kind == "huge_json":
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(head) + mib + 2 + len(tail)))
+                self.end_headers()
+                self._stream(head + b'"', mib, b'"' + tail)
+            else:  # endless, huge_chunked: chunked, no length
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                self._stream(head + b'"', None if kind == "endless" else mib, b'"' + tail,
+                             chunked=True)
+        except (BrokenPipeError, ConnectionResetError):  # the client hung up: the point
+            pass
+        self.close_connection = True
+
+    def _stream(self, head: bytes, size: int | None, tail: bytes, chunked: bool = False) -> None:
+        """`head`, then `size` bytes of "a" (forever when None) in 64 KiB writes, then `tail`."""
+        def write(data: bytes) -> None:
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data) if chunked else data)
+
+        write(head)
+        block, sent = b"a" * 65536, 0
+        while (size is None or sent < size) and not self.server_state._closing.is_set():
+            part = block if size is None else block[: size - sent]
+            write(part)
+            sent += len(part)
+        write(tail)
+        if chunked:
+            self.wfile.write(b"0\r\n\r\n")
+
     def _authorized(self) -> bool:
         key = self.server_state.api_key
         if key is None or self.headers.get("Authorization") == f"Bearer {key}":
@@ -658,6 +730,10 @@ class _Handler(BaseHTTPRequestHandler):
                 state._closing.wait(state.slow_seconds if fault.value is None else fault.value)
             if state.latency:
                 state._closing.wait(state.latency)
+            if fault is not None and fault.kind in HOSTILE_KINDS:
+                rec.status, rec.answered = 307 if fault.kind == "redirect" else 200, time.monotonic()
+                self._hostile(fault, body)
+                return
             status, payload, extra = state.completion(body, fault)
             rec.status, rec.answered = status, time.monotonic()
             if fault is not None and fault.kind == "trickle":

@@ -422,7 +422,8 @@ def test_a_collected_response_walks_through_the_study(demo_study: Path,
             "correct_diagnosis": True, "error_tags": [], "comment": "Sound.", "confidence": 4})
         config = store_config(s, GraderSettings(base_url=server.base_url))
         s.commit()
-        graded = grade(s, config_id=config.id, api_key="sk-test", concurrency=8)
+        graded = grade(s, config_id=config.id, api_key="sk-test", concurrency=8,
+                       trust_base_url=server.base_url)
         assert graded.failed == 0
         rows = leaderboard(s, config_id=config.id)
     mine = [r for r in rows if r["who"] == MODEL]
@@ -436,7 +437,8 @@ def test_grader_vision_sees_the_same_key_slices(demo_study: Path, server: OpenAI
     with session() as s:
         config = store_config(s, GraderSettings(base_url=server.base_url, vision=True))
         s.commit()
-        assert grade(s, config_id=config.id, api_key="sk-test", limit=1).graded == 1
+        assert grade(s, config_id=config.id, api_key="sk-test", limit=1,
+                     trust_base_url=server.base_url).graded == 1
         response = s.exec(select(Response).order_by(Response.response_id)).first()
         case = s.get(Case, s.get(Task, response.task_id).case_id)
         assert server.chat_requests()[0].images == _expected_pngs(s, case)
@@ -488,3 +490,44 @@ def test_a_collected_answer_naming_its_model_is_flagged_and_redacted(sqlite_url:
     assert "GPT" not in response.text and "OpenAI" not in response.text
     assert "[name removed]" in response.text
     assert flag is not None and "GPT-4o" in flag.original_text
+
+
+def test_a_hostile_model_server_fails_items_not_the_run(nmb_home: Path) -> None:
+    """The grader test's hostile answers (endless, huge, HTML, not JSON, wrongly typed, deeply
+    nested, compressed, redirected, trickling), one per task, against a real `nmb collect`:
+    under 500 MB, exit 0, every item listed as failed with its reason, no traceback."""
+    from db.engine import upgrade
+    from tests.calibration.test_grader import inject_hostile
+    from tests.peak_memory import run_measured
+
+    upgrade()
+    with session() as s:
+        make_study(s, n_tasks=10)
+    secret = "sk-test-DO-NOT-LEAK-1234567890"
+    with OpenAIServer() as srv, OpenAIServer() as elsewhere:
+        expected = inject_hostile(srv, elsewhere)
+        out, peak = run_measured(
+            [sys.executable, "-m", "cli", "collect", "--model", MODEL, "--base-url",
+             srv.base_url, "--images", "none", "--timeout", "2", "--concurrency", "10"],
+            nmb_home / "peak", cwd=ROOT, env={**os.environ, "OPENAI_API_KEY": secret},
+            capture_output=True, text=True, timeout=300)
+        assert elsewhere.requests == []
+    assert out.returncode == 0, out.stderr
+    assert "Traceback" not in out.stderr
+    assert peak < 500 * 2**20, f"peak {peak / 2**20:.0f} MiB"
+    summary = json.loads(out.stdout.strip().splitlines()[-1])
+    assert (summary["collected"], summary["failed"]) == (1, 9)
+    with session() as s:
+        reasons = {f.task_id: f.reason for f in failures(s, model=MODEL)}
+    assert {f"task{i}" for i in range(9)} == set(reasons)
+    for i, reason in enumerate(expected.values()):
+        assert reason in reasons[f"task{i}"], (i, reasons[f"task{i}"])
+        assert f"task task{i} sample 0: " in out.stderr  # listed by the command too
+    assert secret not in out.stdout + out.stderr + "".join(reasons.values())
+
+
+def test_an_empty_model_is_refused(nmb_home: Path, capsys) -> None:
+    for model in ("", " "):
+        assert main(["collect", "--model", model]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "--model" in err and "Traceback" not in err

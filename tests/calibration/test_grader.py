@@ -50,6 +50,7 @@ def test_faults_survived_and_rerun_finishes(database_url: str, server: OpenAISer
             server.inject_when(f"Prompt {task}", fault, times=1)  # survived: a retry or re-ask
         server.inject_when("Prompt 4", "500")  # task 4's two responses fail every time
         first = grade(s, config_id=cid, concurrency=4, api_key=SECRET, timeout=30.0,
+                      trust_base_url=server.base_url,
                       max_reasks=1, max_retries=2)
         assert first.items == len(rids) == 12
         assert first.graded + first.failed == 12
@@ -59,12 +60,12 @@ def test_faults_survived_and_rerun_finishes(database_url: str, server: OpenAISer
         assert all("500" in f.reason for f in failures)
         server.clear_faults()
         sent_before = len(server.chat_requests())
-        second = grade(s, config_id=cid, concurrency=4, api_key=SECRET)
+        second = grade(s, config_id=cid, trust_base_url=server.base_url, concurrency=4, api_key=SECRET)
         assert (second.items, second.graded, second.failed) == (2, 2, 0)
         assert len(server.chat_requests()) == sent_before + 2
         assert _count(s, GraderFailure) == 0
         assert _count(s, GraderScore) == 12
-        third = grade(s, config_id=cid, api_key=SECRET)
+        third = grade(s, config_id=cid, trust_base_url=server.base_url, api_key=SECRET)
         assert third.items == 0 and len(server.chat_requests()) == sent_before + 2
         for g in s.exec(select(GraderScore)):
             assert g.system_fingerprint == "fp_test1" and g.prompt_tokens > 0
@@ -74,11 +75,11 @@ def test_cache_answers_identical_requests(sqlite_url: str, server: OpenAIServer)
     with Session(engine_for(sqlite_url), expire_on_commit=False) as s:
         make_study(s, n_tasks=3)
         cid = _config(s, server)
-        grade(s, config_id=cid, api_key=SECRET)
+        grade(s, config_id=cid, trust_base_url=server.base_url, api_key=SECRET)
         sent = len(server.chat_requests())
         s.exec(GraderScore.__table__.delete())  # forget the grades, keep the cache
         s.commit()
-        again = grade(s, config_id=cid, api_key=SECRET)
+        again = grade(s, config_id=cid, trust_base_url=server.base_url, api_key=SECRET)
         assert again.graded == again.from_cache == 6
         assert len(server.chat_requests()) == sent
         assert _count(s, GraderCache) == 6
@@ -91,7 +92,7 @@ def test_estimate_and_the_grades_key_follow_the_study(sqlite_url: str, server: O
         before, key = estimate(s, config_id=cid), grades_key(s, config_id=cid)
         assert (before["items"], before["cached"]) == (6, 0) and before["prompt_tokens"] > 0
         assert grades_key(s, config_id=cid) == key  # nothing changed
-        grade(s, config_id=cid, api_key=SECRET, limit=2)
+        grade(s, config_id=cid, trust_base_url=server.base_url, api_key=SECRET, limit=2)
         assert estimate(s, config_id=cid)["items"] == 4
         assert grades_key(s, config_id=cid) != key
         key = grades_key(s, config_id=cid)
@@ -106,7 +107,7 @@ def test_identical_requests_in_one_run_are_sent_once(sqlite_url: str, server: Op
         make_study(s, n_tasks=3)
         s.exec(Response.__table__.update().values(text="The same answer."))
         s.commit()
-        out = grade(s, config_id=_config(s, server), api_key=SECRET)
+        out = grade(s, config_id=_config(s, server), trust_base_url=server.base_url, api_key=SECRET)
         assert (out.graded, out.from_cache) == (6, 3)
         assert len(server.chat_requests()) == 3
 
@@ -118,7 +119,8 @@ def test_timeouts_end_as_failures(sqlite_url: str, server: OpenAIServer, fault: 
         make_study(s, n_tasks=1)
         cid = _config(s, server)
         server.inject_when("Prompt 0", fault)
-        out = grade(s, config_id=cid, api_key=SECRET, timeout=0.3, max_retries=1)
+        out = grade(s, config_id=cid, trust_base_url=server.base_url, api_key=SECRET, timeout=0.3,
+                    max_retries=1)
         assert out.failed == 2 and out.graded == 0
         reason = s.exec(select(GraderFailure.reason)).first()
         assert "time" in reason.lower()
@@ -129,7 +131,8 @@ def test_batch_api(sqlite_url: str) -> None:
                                                      expire_on_commit=False) as s:
         make_study(s, n_tasks=3)
         cid = _config(s, srv)
-        out = grade(s, config_id=cid, api_key=SECRET, batch=True, poll_interval=0.05)
+        out = grade(s, config_id=cid, trust_base_url=srv.base_url, api_key=SECRET, batch=True,
+                    poll_interval=0.05)
         assert (out.graded, out.failed) == (6, 0)
         assert not srv.chat_requests() and len(srv.batch_lines) == 6
 
@@ -336,7 +339,8 @@ def test_two_concurrent_runs_store_each_item_once(database_url: str) -> None:
         def run() -> None:
             try:
                 with Session(eng, expire_on_commit=False) as own:
-                    results.append(grade(own, config_id=cid, concurrency=4, api_key=SECRET))
+                    results.append(grade(own, config_id=cid, trust_base_url=srv.base_url,
+                                         concurrency=4, api_key=SECRET))
             except BaseException as e:  # noqa: BLE001 - reported below
                 errors.append(e)
 
@@ -357,9 +361,125 @@ def test_vision_grader_sends_key_slices(demo_study: Path, server: OpenAIServer) 
     with session() as s:
         row = store_config(s, GraderSettings(base_url=server.base_url, vision=True))
         s.commit()
-        out = grade(s, config_id=row.id, api_key=SECRET, limit=1)
+        out = grade(s, config_id=row.id, trust_base_url=server.base_url, api_key=SECRET, limit=1)
     assert out.graded == 1
     content = server.chat_requests()[0].body["messages"][1]["content"]
     images = [p for p in content if p["type"] == "image_url"]
     assert images and all(p["image_url"]["url"].startswith("data:image/png;base64,")
                           for p in images)
+
+
+# ---------------------------------------------------------------- whom the key goes to
+
+
+def test_a_config_files_base_url_gets_nothing_until_named(
+        sqlite_url: str, tmp_path: Path, capsys, monkeypatch) -> None:
+    """A config file naming server B, OPENAI_API_KEY set, no --base-url: B receives no request
+    at all (so no Authorization header), nothing is stored, one line names B and the flag; the
+    user's own OPENAI_BASE_URL (A) is no licence for B; `--trust-base-url` must name B exactly;
+    `--base-url A` overrides the file; with the naming flag B is graded."""
+    with OpenAIServer() as a, OpenAIServer() as b:
+        cfg = tmp_path / "shared_config.toml"
+        cfg.write_text(f'base_url = "{b.base_url}"\n')
+        with Session(engine_for(sqlite_url)) as s:
+            make_study(s, n_tasks=1)
+        monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+        monkeypatch.setenv("OPENAI_BASE_URL", a.base_url)
+        capsys.readouterr()
+        for extra in ([], ["--trust-base-url", a.base_url],
+                      ["--trust-base-url", b.base_url + "/"]):
+            assert nmb(["grade", "--config", str(cfg), *extra]) == 2
+            err = capsys.readouterr().err
+            assert err.count("\n") == 1 and "Traceback" not in err and b.base_url in err, err
+        assert "--trust-base-url" in err
+        with Session(engine_for(sqlite_url)) as s:
+            assert _count(s, GraderConfig) == _count(s, GraderRun) == 0
+        assert b.requests == [] and a.requests == []
+        assert nmb(["grade", "--config", str(cfg), "--base-url", a.base_url]) == 0
+        assert len(a.chat_requests()) == 2 and b.requests == []
+        assert nmb(["grade", "--config", str(cfg), "--trust-base-url", b.base_url]) == 0
+        assert len(b.chat_requests()) == 2
+        assert all(r.headers.get("authorization") == f"Bearer {SECRET}" for r in b.requests)
+
+
+def test_a_stored_configs_base_url_needs_the_users_word(sqlite_url: str, monkeypatch) -> None:
+    """`grade` (the page's and the CLI's path) refuses a stored config's address before any run
+    row or request, unless it is trusted by name or is the user's OPENAI_BASE_URL."""
+    with OpenAIServer() as srv, Session(engine_for(sqlite_url), expire_on_commit=False) as s:
+        make_study(s, n_tasks=1)
+        cid = _config(s, srv)
+        with pytest.raises(UserError, match=r"grader config 1 sends to http://127\.0\.0\.1:\d+/v1"):
+            grade(s, config_id=cid, api_key=SECRET)
+        with pytest.raises(UserError, match="--trust-base-url"):
+            grade(s, config_id=cid, api_key=SECRET, trust_base_url="http://127.0.0.1:1/v1")
+        assert srv.requests == [] and _count(s, GraderRun) == 0
+        monkeypatch.setenv("OPENAI_BASE_URL", srv.base_url)
+        assert grade(s, config_id=cid, api_key=SECRET).graded == 2
+
+
+def test_an_empty_model_or_base_url_is_refused(sqlite_url: str, capsys) -> None:
+    with Session(engine_for(sqlite_url)) as s:
+        make_study(s, n_tasks=1)
+    for argv in (["--model", ""], ["--model", "  "], ["--base-url", ""]):
+        assert nmb(["grade", *argv]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and argv[0] in err and "Traceback" not in err
+    with Session(engine_for(sqlite_url)) as s:
+        assert _count(s, GraderConfig) == _count(s, GraderRun) == 0
+
+
+# ---------------------------------------------------------------- hostile servers
+
+HOSTILE = {  # fault of task i's two responses -> what their recorded failure says
+    "endless": "larger than 8 MiB",
+    "huge_json": "larger than 8 MiB",
+    "html": "text/html body, not JSON",
+    "notjson": "body is not JSON",
+    "wrongtype": "malformed response",
+    "deep": "body is not JSON (RecursionError)",
+    "gzip:16": "compressed response body",
+    "redirect": "redirect to 'http://127.0.0.1:",
+    "trickle:600": "timeout",
+}
+
+
+def inject_hostile(srv: OpenAIServer, elsewhere: OpenAIServer) -> dict[str, str]:
+    """Tie each hostile fault to one task's prompt ("Prompt 0".."Prompt 8"); the tenth task
+    (Prompt 9) is answered normally. Returns {"Prompt i": expected reason}."""
+    expected = {}
+    for i, (fault, reason) in enumerate(HOSTILE.items()):
+        spec = f"redirect:{elsewhere.port}" if fault == "redirect" else fault
+        srv.inject_when(f"Prompt {i}", spec)
+        expected[f"Prompt {i}"] = reason
+    return expected
+
+
+def test_a_hostile_grader_server_fails_items_not_the_run(nmb_home: Path) -> None:
+    """Endless, huge, HTML, non-JSON, wrongly typed, deeply nested, compressed, redirected and
+    trickling answers: a real `nmb grade` stays under 500 MB, exits 0 with each item recorded
+    as failed with its reason, prints no traceback, and the redirect target hears nothing."""
+    from db.engine import session, upgrade
+    from tests.peak_memory import run_measured
+
+    upgrade()
+    with session() as s:
+        make_study(s, n_tasks=10)
+    with OpenAIServer() as srv, OpenAIServer() as elsewhere:
+        expected = inject_hostile(srv, elsewhere)
+        out, peak = run_measured(
+            [sys.executable, "-m", "cli", "grade", "--base-url", srv.base_url, "--timeout", "2",
+             "--concurrency", "20", "--json"], nmb_home / "peak", cwd=ROOT,
+            env={**os.environ, "OPENAI_API_KEY": SECRET}, capture_output=True, text=True,
+            timeout=300)
+        assert elsewhere.requests == []
+    assert out.returncode == 0, out.stderr
+    assert "Traceback" not in out.stderr
+    assert peak < 500 * 2**20, f"peak {peak / 2**20:.0f} MiB"
+    summary = json.loads(out.stdout.strip().splitlines()[-1])
+    assert (summary["graded"], summary["failed"]) == (2, 18)
+    with session() as s:
+        reasons = {f.response_id: f.reason for f in s.exec(select(GraderFailure))}
+    for i, reason in enumerate(expected.values()):
+        for rid in (r for r in reasons if r.startswith(f"r{i}-")):
+            assert reason in reasons[rid], (i, reasons[rid])
+    assert len(reasons) == 18 and SECRET not in "".join(reasons.values())

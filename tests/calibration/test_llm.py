@@ -192,6 +192,68 @@ def test_a_trickling_answer_ends_at_the_total_deadline(srv):
     assert [r.fault for r in srv.chat_requests()] == ["trickle", "trickle"]
 
 
+HOSTILE_REASONS = {
+    "endless": "response refused: response body larger than 8 MiB (the cap): not read further",
+    "huge_chunked": "response refused: response body larger than 8 MiB (the cap)",
+    "huge_json": "response refused: response body of 67,1",  # its Content-Length, not read
+    "html": "response refused: HTTP 200 with a text/html body, not JSON",
+    "notjson": "malformed response: the body is not JSON (JSONDecodeError)",
+    "wrongtype": "malformed response: model is not a string of at most 128 characters",
+    "deep": "malformed response: the body is not JSON (RecursionError)",
+    "gzip": "response refused: compressed response body ('gzip')",
+    "redirect": "response refused: HTTP 307 redirect to 'http://127.0.0.1:",
+}
+
+
+@pytest.mark.parametrize("kind", list(HOSTILE_REASONS))
+def test_a_hostile_answer_ends_the_call_with_its_reason(srv, kind):
+    """Through the client the runs use (`make_client`): bounded, refused at once (a hostile
+    server would send the same again), never followed elsewhere, for free text as for JSON."""
+    from calibration.collect_call import call_text
+    from calibration.model_request import ChatRequest
+    from calibration.request import make_client
+
+    with OpenAIServer() as elsewhere:
+        srv.inject_when("case-hostile", f"redirect:{elsewhere.port}" if kind == "redirect" else kind)
+        api = make_client(srv.base_url, KEY, 5.0)
+        got = asyncio.run(call_structured(api, request("case-hostile"), validate=validate, **FAST))
+        text = asyncio.run(call_text(api, ChatRequest(
+            model="m", messages=[{"role": "user", "content": "case-hostile"}]), timeout=5.0,
+            backoff=0.01))
+        assert elsewhere.requests == []
+    for result in (got, text):
+        assert not result.ok and result.attempts == 1 and result.data is None
+        assert result.reason.startswith(HOSTILE_REASONS[kind]), result.reason
+        assert (result.prompt_tokens, result.completion_tokens) == (0, 0)
+
+
+@pytest.mark.parametrize("answer", [
+    {"choices": [{"message": {"content": ["a"]}, "finish_reason": "stop"}]},
+    {"choices": [{"message": "hi", "finish_reason": "stop"}]},
+    {"choices": [{"message": {"content": "{}"}, "finish_reason": 3}]},
+    {"choices": [], "usage": {"prompt_tokens": 10**12}},
+    {"choices": [], "usage": {"prompt_tokens": True}},
+    {"choices": [], "model": "m" * 129},
+    {"choices": [], "system_fingerprint": {"a": 1}},
+    {"choices": {"0": {}}},
+    "just a string", [1, 2],
+])
+def test_a_completion_of_the_wrong_shape_is_malformed(answer):
+    """Every field the call layer reads is type-checked first (the SDK does not validate)."""
+    from openai._models import construct_type
+    from openai.types.chat import ChatCompletion
+
+    from calibration.llm import completion_problem
+
+    built = construct_type(type_=ChatCompletion, value=answer)
+    assert completion_problem(built) is not None
+    good = {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "{}"},
+                         "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+    assert completion_problem(construct_type(type_=ChatCompletion, value=good)) is None
+
+
 def test_api_key_never_in_logs_output_or_results(srv, caplog, capsys, monkeypatch):
     caplog.set_level(logging.DEBUG)
     monkeypatch.setenv("OPENAI_API_KEY", KEY)

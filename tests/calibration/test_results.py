@@ -53,7 +53,8 @@ def test_prompt_v2_grades_store_the_rank_and_the_stages(sqlite_url: str,
         v1 = store_config(s, GraderSettings(base_url=server.base_url, prompt_version=PROMPT_V1))
         s.commit()
         for config in (v2, v1):
-            assert grade(s, config_id=config.id, api_key=KEY).failed == 0
+            assert grade(s, config_id=config.id, api_key=KEY,
+                         trust_base_url=server.base_url).failed == 0
         grades = {(g.config_id, g.response_id[:2]): g for g in s.exec(select(GraderScore))}
         board_v2 = {r["who"]: r for r in leaderboard(s, config_id=v2.id, ks=(1, 3))}
         board_v1 = {r["who"]: r for r in leaderboard(s, config_id=v1.id, ks=(1, 3))}
@@ -106,7 +107,8 @@ def test_the_experts_consensus_counts_where_experts_scored(sqlite_url: str,
         make_study(s, n_tasks=3, experts=2)
         config = store_config(s, GraderSettings(base_url=server.base_url))
         s.commit()
-        grade(s, config_id=config.id, api_key=KEY, limit=5)  # r2-model-beta-0 stays ungraded
+        grade(s, config_id=config.id, api_key=KEY, limit=5,  # r2-model-beta-0 stays ungraded
+              trust_base_url=server.base_url)
         rubric = ensure_rubric(s, "neurology-v1")
         s.flush()
         assign(s, rubric_hash=rubric.content_hash, raters=["expert1", "expert2"], overlap=2,

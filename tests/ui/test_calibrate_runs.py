@@ -32,9 +32,14 @@ def _study(base_url: str) -> int:
         return config.id
 
 
-def _grader_page():
+def _grader_page(confirm: bool = True):
+    """/calibrate as an admin, the stored config's endpoint confirmed (`confirm`)."""
     admin = make_user("admin1", "admin")
-    return page("pages/calibrate.py", admin, timeout=60).run()
+    at = page("pages/calibrate.py", admin, timeout=60).run()
+    boxes = [c for c in at.checkbox if str(c.key).startswith("trust_endpoint_")]
+    if confirm and boxes:
+        boxes[0].check().run()
+    return at
 
 
 def _click(at, label: str):
@@ -128,7 +133,8 @@ def test_history_lists_runs_with_their_counts(database_url: str) -> None:
     with OpenAIServer() as srv:
         config_id = _study(srv.base_url)
         with session() as s:  # run 1: the first three responses, all graded
-            assert grade(s, config_id=config_id, items="calibration", limit=3).graded == 3
+            assert grade(s, config_id=config_id, items="calibration", limit=3,
+                         trust_base_url=srv.base_url).graded == 3
         srv.inject_when("Prompt 2", "400")  # run 2: of the other three, task 2's two fail
         at = _click(_grader_page(), "Run grader")
     assert any(w.value.startswith("Run 2: 1 graded (0 from cache), 2 failed;") for w in at.warning)
@@ -149,6 +155,39 @@ def test_a_run_whose_process_is_gone_shows_as_interrupted(sqlite_url: str) -> No
         run_id = add_abandoned(s, GraderRun(config_id=config_id, items="all", n_items=6))
     table = _grader_page().dataframe[0].value
     assert table[["run", "status"]].values.tolist() == [[run_id, "interrupted"]]
+def test_a_stored_configs_endpoint_gets_nothing_until_confirmed(sqlite_url: str) -> None:
+    """The page shows the stored config's address; until the admin ticks it, neither the
+    preflight nor a run sends anything there (each says why); ticked, the preflight goes."""
+    with OpenAIServer() as srv:
+        _study(srv.base_url)
+        at = _grader_page(confirm=False)
+        box = next(c for c in at.checkbox if str(c.key).startswith("trust_endpoint_"))
+        assert srv.base_url in box.label.replace("\\", "") and box.value is False  # escaped
+        _click(at, "Preflight (one request)")
+        shown = [e.value.replace("\\", "") for e in at.error]  # markdown-escaped
+        assert shown and "Preflight not sent" in shown[0]
+        assert "nothing (no API key, no study data) is sent" in shown[0]
+        _click(at, "Run grader")
+        assert any("nothing (no API key" in e.value.replace("\\", "") for e in at.error)
+        assert srv.requests == [] and _stored() == (0, 0, 0)
+        box.check().run()  # (AppTest keeps the last button pressed: it may preflight now)
+        _click(at, "Preflight (one request)")
+        assert any(m.value.startswith("Preflight passed") for m in at.success)
+        assert srv.chat_requests() and all(r.status == 200 for r in srv.chat_requests())
+
+
+def test_an_endpoint_typed_on_the_page_is_confirmed_for_the_session(sqlite_url: str) -> None:
+    with OpenAIServer() as srv:
+        with session() as s:
+            make_study(s, n_tasks=1)
+        at = _grader_page(confirm=False)
+        at.text_input[1].set_value(srv.base_url)  # the form's "Base URL"
+        next(b for b in at.button if b.label == "Save config").click().run()
+        box = next(c for c in at.checkbox if str(c.key).startswith("trust_endpoint_"))
+        assert box.value is True
+        _click(at, "Preflight (one request)")
+        assert any(m.value.startswith("Preflight passed") for m in at.success)
+        assert len(srv.chat_requests()) == 1
 
 
 def test_leaderboard_has_a_chart_and_one_rule_for_decimals(demo_study) -> None:

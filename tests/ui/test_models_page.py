@@ -64,3 +64,20 @@ def test_a_run_whose_process_is_gone_shows_as_interrupted(demo_study: Path) -> N
     at = page("pages/models.py", admin, timeout=120).run()
     assert not at.exception
     assert at.dataframe[0].value[["run", "status"]].values.tolist() == [[run_id, "interrupted"]]
+def test_preflight_to_a_server_answering_html_says_so(demo_study: Path) -> None:
+    """A 200 with a web page (a proxy's login page): the page says it is not a chat completion,
+    the details name the content type, and nothing is stored."""
+    with session() as s:
+        admin = LoggedIn.of(s.exec(select(User).where(User.name == "demo-admin")).one())
+    with OpenAIServer() as srv:
+        srv.inject_when("", "html")
+        at = page("pages/models.py", admin, timeout=120).run()
+        at.text_input(key="collect_model").input("local-vlm")
+        at.text_input(key="collect_base_url").input(srv.base_url).run()
+        next(b for b in at.button if b.label.startswith("Preflight")).click().run()
+        assert len(srv.chat_requests()) == 1  # refused, not retried
+    assert not at.exception and not at.success
+    assert [e.value for e in at.error] and "not a chat completion" in at.error[0].value
+    assert any("text/html body" in c.value.replace("\\", "") for c in at.caption)
+    with session() as s:
+        assert s.exec(select(CollectionRun)).first() is None

@@ -209,6 +209,7 @@ def test_calibrate_page_runs_the_grader_against_a_local_server(demo_study: Path)
         at.session_state["grader_config"] = config.id
         at.run()
         assert any("items to grade" in m.value for m in at.markdown), "no cost estimate shown"
+        at.checkbox(key=f"trust_endpoint_{config.id}").check().run()  # the stored address
         next(b for b in at.button if b.label == "Run grader").click().run(timeout=120)
         assert not at.exception, at.exception
         # one item failed, the others were graded: shown as a warning, not a success
