@@ -13,15 +13,20 @@ from pathlib import Path
 
 _WRAPPER = (
     "import resource, subprocess, sys\n"
-    "code = subprocess.call(sys.argv[2:])\n"
+    "limit = int(sys.argv[2])\n"
+    "cap = lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit)) if limit else None\n"
+    "code = subprocess.call(sys.argv[3:], preexec_fn=cap)\n"
     "with open(sys.argv[1], 'w') as fh:\n"
     "    fh.write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))\n"  # KiB on Linux
     "sys.exit(code)\n"
 )
 
 
-def run_measured(cmd: list[str], report: Path, **kwargs) -> tuple[subprocess.CompletedProcess, int]:
-    """(the finished process, its peak resident memory in bytes); `kwargs` go to
-    `subprocess.run` (`capture_output`, `text`, `env`, `cwd`, `timeout`...)."""
-    out = subprocess.run([sys.executable, "-c", _WRAPPER, str(report), *cmd], **kwargs)
+def run_measured(cmd: list[str], report: Path, *, address_space: int = 0,
+                 **kwargs) -> tuple[subprocess.CompletedProcess, int]:
+    """(the finished process, its peak resident memory in bytes), the command limited to
+    `address_space` bytes (`ulimit -v`) if given; `kwargs` go to `subprocess.run`
+    (`capture_output`, `text`, `env`, `cwd`, `timeout`...)."""
+    out = subprocess.run([sys.executable, "-c", _WRAPPER, str(report), str(address_space),
+                          *cmd], **kwargs)
     return out, int(report.read_text()) * 1024

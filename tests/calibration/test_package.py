@@ -36,6 +36,7 @@ from db.rubrics import rubric_by_hash
 from errors import UserError
 from tests.factories import validated_config
 from tests.openai_server import OpenAIServer, _schema_of, sample_document
+from tests.peak_memory import run_measured
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY = "sk-test-package-0000"
@@ -487,30 +488,13 @@ def _base_members() -> list[tuple[str, bytes, int, int]]:
                                        "report.json", "seal.json")]
 
 
-#: Runs argv[2:] under an address-space limit of argv[1] bytes and prints its exit code and
-#: peak resident memory. A small launcher, so that the peak is the verifier's own: a process
-#: forked from the test (a large pytest process) starts with the parent's resident pages
-#: counted in its ru_maxrss.
-_LAUNCHER = """
-import os, resource, subprocess, sys
-limit = int(sys.argv[1])
-cap = lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-child = subprocess.Popen(sys.argv[2:], preexec_fn=cap)
-_, status, usage = os.wait4(child.pid, 0)
-print(os.waitstatus_to_exitcode(status), usage.ru_maxrss * 1024)
-"""
-
-
 def _verify_child(pkg: Path, limit: int = 2 * 2**30) -> tuple[int, str, int]:
     """`python -m cli package verify PKG` under an address-space limit (`ulimit -v`): (exit
-    code, stderr, peak resident memory in bytes of that process alone, from wait4)."""
-    err = pkg.with_suffix(".err")
-    with open(err, "wb") as fh:
-        out = subprocess.run([sys.executable, "-c", _LAUNCHER, str(limit), sys.executable, "-m",
-                              "cli", "package", "verify", str(pkg)],
-                             cwd=ROOT, stdout=subprocess.PIPE, stderr=fh, check=True, text=True)
-    code, peak = map(int, out.stdout.split())
-    return code, err.read_text(), peak
+    code, stderr, peak resident memory in bytes of that process alone)."""
+    out, peak = run_measured([sys.executable, "-m", "cli", "package", "verify", str(pkg)],
+                             pkg.with_suffix(".peak"), address_space=limit, cwd=ROOT,
+                             capture_output=True, text=True)
+    return out.returncode, out.stderr, peak
 
 
 @pytest.fixture(scope="module")
