@@ -530,6 +530,9 @@ def cmd_results(args: argparse.Namespace) -> None:
 # --- the parser ----------------------------------------------------------------------------
 
 
+JSON = "print JSON instead of text"
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="nmb", description="Neural-MedBench Studio: the study from the command line.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -543,7 +546,8 @@ def build_parser() -> argparse.ArgumentParser:
     dbsub = dbp.add_subparsers(dest="db_command", required=True, parser_class=_Parser)
     dbsub.add_parser("upgrade", help="create or migrate the database").set_defaults(fn=cmd_db_upgrade)
 
-    add("status", cmd_status, "counts of what the study holds").add_argument("--json", action="store_true")
+    add("status", cmd_status, "counts of what the study holds").add_argument(
+        "--json", action="store_true", help=JSON)
 
     up = sub.add_parser("users", help="accounts and roles")
     usub = up.add_subparsers(dest="users_command", required=True, parser_class=_Parser)
@@ -557,79 +561,87 @@ def build_parser() -> argparse.ArgumentParser:
     ua.add_argument("--email", help="the identity single sign-on maps to this account")
     ua.set_defaults(fn=cmd_users_add)
     ur = usub.add_parser("role", help="give an account another role (audited; its sessions end)")
-    ur.add_argument("name")
-    ur.add_argument("role", choices=roles)
+    ur.add_argument("name", help="the account")
+    ur.add_argument("role", choices=roles, help="its new role")
     ur.set_defaults(fn=cmd_users_role)
     upw = usub.add_parser("password", help="set a new password (audited; its sessions end)")
-    upw.add_argument("name")
+    upw.add_argument("name", help="the account")
     upw.add_argument("--password-file", help="read the password from this file (else a prompt, "
                                              "or one line of standard input)")
     upw.set_defaults(fn=cmd_users_password)
     ul = usub.add_parser("list", help="list accounts")
-    ul.add_argument("--json", action="store_true")
+    ul.add_argument("--json", action="store_true", help=JSON)
     ul.set_defaults(fn=cmd_users_list)
     ud = usub.add_parser("disable", help="disable an account (it can no longer log in)")
-    ud.add_argument("name")
+    ud.add_argument("name", help="the account")
     ud.set_defaults(fn=cmd_users_disable)
 
     ip = add("import", cmd_import, "validate a bundle (folder or .zip) and import it atomically")
-    ip.add_argument("path")
+    ip.add_argument("path", help="a bundle folder or .zip")
     ip.add_argument("--dry-run", action="store_true", help="validate and count, write nothing")
-    ip.add_argument("--json", action="store_true")
+    ip.add_argument("--json", action="store_true", help=JSON)
 
     dp = add("demo", cmd_demo, "build the synthetic demo study offline and import it")
     dp.add_argument("--if-empty", action="store_true", help="only when the database holds no case")
     dp.add_argument("--resolution", type=int, choices=[1, 2], default=1, help="template voxel size (mm)")
 
     ep = add("export", cmd_export, "export study data for admins and scripts")
-    ep.add_argument("kind", choices=["responses", "expert-scores", "grader-scores", "exam-answers"])
-    ep.add_argument("--format", choices=["csv", "jsonl", "parquet"], default="csv")
-    ep.add_argument("--out", required=True)
+    ep.add_argument("kind", choices=["responses", "expert-scores", "grader-scores", "exam-answers",
+                                     "agreement"],
+                    help="what to export; agreement: item, rater, score, part (nmb agreement)")
+    ep.add_argument("--format", choices=["csv", "jsonl", "parquet"], default="csv",
+                    help="file format (default csv)")
+    ep.add_argument("--out", required=True, help="the file to write")
     ep.add_argument("--reveal-raters", action="store_true", help="real rater names, not pseudonyms")
 
     rp = add("render", cmd_render, "render one slice of an image to PNG")
-    rp.add_argument("image")
-    rp.add_argument("--plane", choices=["axial", "coronal", "sagittal"], default="axial")
+    rp.add_argument("image", help="a .nii, .nii.gz or .mgz file")
+    rp.add_argument("--plane", choices=["axial", "coronal", "sagittal"], default="axial",
+                    help="the slice's plane (default axial)")
     rp.add_argument("--index", type=int, help="slice index on the RAS+ grid (default: middle)")
     rp.add_argument("--window", default="auto", help="auto | full | tight | LEVEL,WIDTH")
-    rp.add_argument("--volume", type=int, default=0)
+    rp.add_argument("--volume", type=int, default=0, help="the volume of a 4-D image (from 0)")
     rp.add_argument("--neurological", action="store_true", help="patient's right on screen right")
-    rp.add_argument("--out", required=True)
+    rp.add_argument("--out", required=True, help="the PNG to write")
 
     asg = add("assign", cmd_assign, "assign items to expert raters (balanced, seeded design)")
-    asg.add_argument("--raters", nargs="+", required=True, metavar="NAME")
+    asg.add_argument("--raters", nargs="+", required=True, metavar="NAME",
+                     help="active expert accounts")
     asg.add_argument("--overlap", type=int, default=3, help="raters per item")
-    asg.add_argument("--items", choices=["all", "calibration"], default="all")
+    asg.add_argument("--items", choices=["all", "calibration"], default="all",
+                     help="every response, or the calibration subset only")
     asg.add_argument("--calibration", type=int, metavar="N",
                      help="first draw a calibration subset of N items (stratified, seeded)")
-    asg.add_argument("--dev-fraction", type=float, default=0.5)
+    asg.add_argument("--dev-fraction", type=float, default=0.5,
+                     help="share of the calibration subset for development (the rest is held out)")
     asg.add_argument("--rubric", default="neurology-v1", help="bundled rubric name or TOML file")
     asg.add_argument("--dry-run", action="store_true",
                      help="print what would be added to each rater's queue; write nothing")
-    asg.add_argument("--seed", type=int, default=0)
+    asg.add_argument("--seed", type=int, default=0, help="seed of the draw and of the queues")
 
     exp = sub.add_parser("exam", help="exams for the human baseline")
     exsub = exp.add_subparsers(dest="exam_command", required=True, parser_class=_Parser)
     exa = exsub.add_parser("add", help="open an exam of the given tasks (default: every task)")
-    exa.add_argument("name")
-    exa.add_argument("--tasks", nargs="+", metavar="TASK_ID")
+    exa.add_argument("name", help="the exam's name (what takers pick)")
+    exa.add_argument("--tasks", nargs="+", metavar="TASK_ID", help="its tasks (default: every task)")
     exa.set_defaults(fn=cmd_exam_add)
 
     gp = add("grade", cmd_grade, "grade responses with the LLM grader (OpenAI-compatible API)")
     gp.add_argument("--config", help="grader config TOML (default: gpt-4o-2024-08-06, T=0)")
-    gp.add_argument("--model")
+    gp.add_argument("--model", help="the grader model (overrides the config's)")
     gp.add_argument("--base-url", help="an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1")
     gp.add_argument("--trust-base-url", metavar="URL",
                     help="send the API key and the study's data to the base URL that --config "
                     "names; the value must be that URL (docs/grader.md)")
-    gp.add_argument("--items", choices=["pending", "calibration", "all"], default="pending")
+    gp.add_argument("--items", choices=["pending", "calibration", "all"], default="pending",
+                    help="pending: responses without a valid grade of this config")
     gp.add_argument("--concurrency", type=_positive(int, 1000), default=8,
                     help="requests out at once (at most 1000, the SDK's connection pool)")
     gp.add_argument("--limit", type=_positive(int, math.inf), help="grade at most N responses")
     gp.add_argument("--timeout", type=_positive(float, 86400), default=60.0,
                     help="seconds each request may take in all (connect, wait and read)")
     gp.add_argument("--batch", action="store_true", help="use the OpenAI Batch API")
-    gp.add_argument("--json", action="store_true")
+    gp.add_argument("--json", action="store_true", help=JSON)
 
     co = add("collect", cmd_collect, "send the tasks to a model (OpenAI-compatible API) and "
              "store its answers as responses (docs/collect.md)")
@@ -638,14 +650,14 @@ def build_parser() -> argparse.ArgumentParser:
                     "http://127.0.0.1:8000/v1 (default: the official OpenAI API)")
     co.add_argument("--samples", type=int, default=1, help="answers per task (pass@k)")
     pick = co.add_mutually_exclusive_group()
-    pick.add_argument("--tasks", nargs="+", metavar="TASK_ID")
+    pick.add_argument("--tasks", nargs="+", metavar="TASK_ID", help="only these tasks")
     pick.add_argument("--families", nargs="+", metavar="FAMILY",
                       help="differential, lesion, rationale")
     co.add_argument("--levels", nargs="+", type=int, metavar="LEVEL", help="1, 2, 3")
     co.add_argument("--images", choices=["key", "none"], default="key",
                     help="key: the cases' key slices as PNG images; none: text only")
     co.add_argument("--concurrency", type=int, default=4, help="items in flight at once")
-    co.add_argument("--temperature", type=float, default=1.0)
+    co.add_argument("--temperature", type=float, default=1.0, help="sampling temperature")
     co.add_argument("--max-tokens", type=int, default=2048, help="per answer")
     co.add_argument("--timeout", type=float, default=120.0,
                     help="seconds each request may take in all")
@@ -663,15 +675,15 @@ def build_parser() -> argparse.ArgumentParser:
                     help="heldout: the config's one look, under the registered protocol")
     cp.add_argument("--out", help="folder for report.html, report.json and the figures")
     dev = cp.add_argument_group("exploration on --part dev or all (the held-out part refuses them)")
-    dev.add_argument("--bootstrap", type=int)
-    dev.add_argument("--seed", type=int)
-    dev.add_argument("--pearson-min", type=float)
-    dev.add_argument("--icc-min", type=float)
+    dev.add_argument("--bootstrap", type=int, help="bootstrap resamples of the intervals")
+    dev.add_argument("--seed", type=int, help="seed of the bootstrap")
+    dev.add_argument("--pearson-min", type=float, help="the gate's threshold of Pearson r")
+    dev.add_argument("--icc-min", type=float, help="the gate's threshold of ICC(2,1)")
     dev.add_argument("--epsilon", type=float, help="Alternative Annotator Test margin")
 
     rv = add("revoke", cmd_revoke, "withdraw a config's validation (audited; it cannot be frozen)")
-    rv.add_argument("--config", type=int, required=True)
-    rv.add_argument("--reason", required=True)
+    rv.add_argument("--config", type=int, required=True, help="the validated config")
+    rv.add_argument("--reason", required=True, help="why (kept in the audit log)")
 
     pr = sub.add_parser("protocol", help="the calibration protocol, registered before the "
                         "held-out look")
@@ -679,14 +691,14 @@ def build_parser() -> argparse.ArgumentParser:
     prsub.add_parser("show", help="the protocol in force (JSON)").set_defaults(fn=cmd_protocol_show)
     prr = prsub.add_parser("register", help="register the gate for the drawn calibration subset; "
                            "refused once a held-out report exists")
-    prr.add_argument("--pearson-min", type=float, default=0.90)
-    prr.add_argument("--icc-min", type=float, default=0.75)
+    prr.add_argument("--pearson-min", type=float, default=0.90, help="threshold of Pearson r")
+    prr.add_argument("--icc-min", type=float, default=0.75, help="threshold of ICC(2,1)")
     prr.add_argument("--epsilon", type=float, default=0.2, help="Alt-Test margin, in (0, 1)")
     prr.add_argument("--q", type=float, default=0.05, help="Alt-Test FDR level, in (0, 1)")
     prr.add_argument("--require", nargs="+", choices=["pearson", "icc2", "alt_test"],
                      default=["pearson", "icc2", "alt_test"], help="checks that must pass")
-    prr.add_argument("--bootstrap", type=int, default=2000)
-    prr.add_argument("--seed", type=int, default=0)
+    prr.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples")
+    prr.add_argument("--seed", type=int, default=0, help="seed of the bootstrap")
     prr.add_argument("--pearson-ci", choices=["studentized_z", "bca", "fisher"],
                      default="studentized_z", help="the interval of r (docs/agreement.md)")
     prr.add_argument("--min-items", type=int, default=30, help="Alt-Test items per expert")
@@ -695,10 +707,10 @@ def build_parser() -> argparse.ArgumentParser:
     pp = sub.add_parser("package", help="frozen grader packages: freeze, verify, grade, canary")
     psub = pp.add_subparsers(dest="package_command", required=True, parser_class=_Parser)
     pf = psub.add_parser("freeze", help="write a validated config as a package (.zip)")
-    pf.add_argument("--config", type=int, required=True)
+    pf.add_argument("--config", type=int, required=True, help="a validated grader config")
     pf.add_argument("--out", required=True, help="the new .zip file")
     pf.add_argument("--canary", type=int, default=20, help="held-out items kept as the canary")
-    pf.add_argument("--seed", type=int, default=0)
+    pf.add_argument("--seed", type=int, default=0, help="seed of the canary's draw")
     pf.add_argument("--with-images", action="store_true",
                     help="vision configs: carry the key slice PNGs (else only their sha256)")
     pf.add_argument("--sign", metavar="KEY", help="sign the manifest with this study key "
@@ -714,7 +726,7 @@ def build_parser() -> argparse.ArgumentParser:
             ("canary", cmd_package_canary, "re-send the canary; exit 1 when the answers "
              "drifted, 3 when it could not check (too many requests got no answer)")):
         sp = psub.add_parser(name, help=help, description=help)
-        sp.add_argument("package")
+        sp.add_argument("package", help="the package (.zip)")
         sp.add_argument("--sha256", help="the package digest the authors published")
         sp.add_argument("--public-key", metavar="PUB", help="the study's public key (.pub): "
                         "the package must be signed by it")
@@ -731,15 +743,17 @@ def build_parser() -> argparse.ArgumentParser:
                             help="pass@k for these k")
         sp.add_argument("--base-url", help="the endpoint to send to (default: the official API "
                         "or OPENAI_BASE_URL; never an address from the package)")
-        sp.add_argument("--concurrency", type=_positive(int, 1000), default=8)
-        sp.add_argument("--timeout", type=_positive(float, 86400), default=60.0)
+        sp.add_argument("--concurrency", type=_positive(int, 1000), default=8,
+                        help="requests out at once")
+        sp.add_argument("--timeout", type=_positive(float, 86400), default=60.0,
+                        help="seconds each request may take in all")
 
     lb = add("leaderboard", cmd_leaderboard, "pass@k and mean score per model and human group")
     lb.add_argument("--config", type=int, required=True, help="the grader config whose grades count")
     lb.add_argument("--k", type=_positive(int, 1000), nargs="+", default=[1],
                     help="pass@k for these k (default 1)")
     lb.add_argument("--by", help="rows per family, level or family,level")
-    lb.add_argument("--json", action="store_true")
+    lb.add_argument("--json", action="store_true", help=JSON)
 
     rs = add("results", cmd_results, "the paper's tables: pass@k, top-k, rubric score per model, "
              "human group, person and family x level cell; errors, revision, cost")
@@ -748,17 +762,18 @@ def build_parser() -> argparse.ArgumentParser:
     rs.add_argument("--by", default="family,level", help="cells: family, level or family,level "
                     "(empty: overall only)")
     rs.add_argument("--k", type=int, nargs="+", default=[1, 5], help="pass@k and top-k for these k")
-    rs.add_argument("--format", choices=["json", "md", "csv", "latex"], default="md")
+    rs.add_argument("--format", choices=["json", "md", "csv", "latex"], default="md",
+                    help="what goes to stdout")
     rs.add_argument("--out", help="folder for results.html, .json, .md, .tex, CSVs and figures")
     rs.add_argument("--reveal", action="store_true", help="people's names, not pseudonyms")
     rs.add_argument("--grader-only", action="store_true",
                     help="the grader's judgments everywhere (as the leaderboard shows them)")
 
     ag = add("agreement", cmd_agreement, "agreement statistics of a long-format CSV (item,rater,score)")
-    ag.add_argument("file")
-    ag.add_argument("--reference")
-    ag.add_argument("--bootstrap", type=int, default=1000)
-    ag.add_argument("--seed", type=int, default=0)
+    ag.add_argument("file", help="CSV with columns item, rater, score (nmb export agreement)")
+    ag.add_argument("--reference", help="the rater compared with the others (e.g. grader)")
+    ag.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples")
+    ag.add_argument("--seed", type=int, default=0, help="seed of the bootstrap")
     return p
 
 

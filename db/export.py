@@ -1,4 +1,5 @@
-"""`nmb export`: responses, expert scores, grader scores and exam answers as CSV, JSONL or Parquet.
+"""`nmb export`: responses, expert scores, grader scores, exam answers and the long agreement
+table (item, rater, score: what `nmb agreement` reads) as CSV, JSONL or Parquet.
 
 Exports are for admins and scripts, and the one place where model names and blind codes
 meet. Raters and examinees appear as pseudonyms (`rater-<user id>`, `user-<user id>`) unless
@@ -26,6 +27,7 @@ from sqlmodel import Session, select
 
 from db.models import (
     Assignment,
+    CalibrationItem,
     CollectedResponse,
     Exam,
     ExamAttempt,
@@ -126,6 +128,24 @@ def _exam_answers(s: Session, reveal: bool) -> list[dict[str, Any]]:
     } for a, at, exam, name, role in rows]
 
 
+def _agreement(s: Session, reveal: bool) -> list[dict[str, Any]]:
+    """The long table `nmb agreement` reads: one row per submitted expert score and per grade
+    (rater `grader-<config id>`), the overall score on 0-1, and the calibration part."""
+    part = dict(s.exec(select(CalibrationItem.response_id, CalibrationItem.part)).all())
+    experts = s.exec(
+        select(ExpertScore.overall, Assignment.response_id, Assignment.rater_id, User.name)
+        .join(Assignment, Assignment.id == ExpertScore.assignment_id)
+        .join(User, User.id == Assignment.rater_id)
+        .where(ExpertScore.status == "submitted", ExpertScore.overall.is_not(None))
+        .order_by(Assignment.response_id, Assignment.rater_id)).all()
+    grades = s.exec(select(GraderScore.overall, GraderScore.response_id, GraderScore.config_id)
+                    .order_by(GraderScore.response_id, GraderScore.config_id)).all()
+    return ([{"item": rid, "rater": _who("rater", uid, name, reveal), "score": overall,
+              "part": part.get(rid)} for overall, rid, uid, name in experts]
+            + [{"item": rid, "rater": f"grader-{cid}", "score": overall, "part": part.get(rid)}
+               for overall, rid, cid in grades])
+
+
 COLUMNS: dict[str, tuple[str, ...]] = {
     "responses": ("response_id", "task_id", "case_id", "family", "level", "source", "model",
                   "user", "sample", "text", "turns", "usage", "blind_code", "created_at"),
@@ -140,12 +160,14 @@ COLUMNS: dict[str, tuple[str, ...]] = {
                       "completion_tokens", "latency_s", "cost_usd", "created_at"),
     "exam-answers": ("exam", "attempt_id", "user", "role", "task_id", "stage", "text", "seconds",
                      "answered_at", "started_at", "finished_at"),
+    "agreement": ("item", "rater", "score", "part"),
 }
 KINDS: dict[str, Callable[[Session, bool], list[dict[str, Any]]]] = {
     "responses": _responses,
     "expert-scores": _expert_scores,
     "grader-scores": _grader_scores,
     "exam-answers": _exam_answers,
+    "agreement": _agreement,
 }
 
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from sqlmodel import Session
+from sqlmodel import Session, select
 
 from db.bundle import import_bundle
 from db.engine import engine_for
@@ -90,7 +90,8 @@ def _read(path: Path, fmt: str) -> pd.DataFrame:
 
 def test_every_kind_in_every_format(database_url: str, tmp_path: Path) -> None:
     _study(database_url, tmp_path)
-    expected = {"responses": 13, "expert-scores": 1, "grader-scores": 1, "exam-answers": 1}
+    expected = {"responses": 13, "expert-scores": 1, "grader-scores": 1, "exam-answers": 1,
+                "agreement": 2}
     with Session(engine_for(database_url)) as s:
         for kind, n in expected.items():
             for fmt in ("csv", "jsonl", "parquet"):
@@ -223,3 +224,25 @@ def test_every_csv_writer_uses_the_one_neutraliser() -> None:
     assert {p.relative_to(root).as_posix() for p in writers} == {
         "db/export.py", "calibration/results_tables.py"}
     assert all("neutralise(" in p.read_text() for p in writers)
+
+
+def test_the_agreement_export_is_what_nmb_agreement_reads(demo_study: Path, tmp_path: Path) -> None:
+    """`nmb export agreement` then `nmb agreement FILE --reference grader-N` on the demo: one
+    row per submitted expert score and per grade, and the statistics come out."""
+    from calibration.agreement_csv import agreement_from_csv
+    from db.engine import session
+    from db.models import ExpertScore, GraderConfig, GraderScore
+
+    out = tmp_path / "ratings.csv"
+    with session() as s:
+        n = export(s, "agreement", fmt="csv", out=out)
+        submitted = len(s.exec(select(ExpertScore).where(ExpertScore.status == "submitted")).all())
+        grades = len(s.exec(select(GraderScore)).all())
+        config = s.exec(select(GraderConfig)).one()
+    assert n == submitted + grades and submitted and grades
+    table = pd.read_csv(out)
+    assert set(table["part"].dropna()) == {"dev", "heldout"}
+    stats = agreement_from_csv(out, reference=f"grader-{config.id}", bootstrap=200, seed=0)
+    assert stats["n_items"] > 50 and stats["n_ratings"] == n
+    assert stats["reference"]["rater"] == f"grader-{config.id}"
+    assert stats["reference"]["pearson"]["r"] > 0.5  # the demo's grader tracks its experts
