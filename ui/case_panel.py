@@ -111,7 +111,7 @@ def case_images(key: str, series: list[tuple[str, Path]],
     pictures = [s for s in series if getattr(s, "picture", False)]
     volumes = [(s[0], Path(s[1])) for s in series if not getattr(s, "picture", False)]
     if volumes:
-        _volume_images(key, mode, volumes, masks)
+        _volume_images(key, mode, volumes, masks, sticky=not pictures)
     if pictures:
         _pictures(key, mode, pictures)
 
@@ -134,8 +134,9 @@ def _pictures(key: str, mode: str, pictures: list) -> None:
 
 
 def _volume_images(key: str, mode: str, series: list[tuple[str, Path]],
-                   masks: Sequence[MaskImage]) -> None:
-    """The volumes: the interactive viewer, or the PNG viewer."""
+                   masks: Sequence[MaskImage], *, sticky: bool = True) -> None:
+    """The volumes: the interactive viewer (kept in view while the page scrolls, unless
+    pictures follow it: it would cover them), or the PNG viewer."""
     # What the viewer reported is kept for the session: once the PNG viewer replaces it, the
     # component is not drawn again, and its own state would be gone at the next rerun.
     reported = cannot_show(st.session_state.get(f"{key}-volumes"))
@@ -148,7 +149,8 @@ def _volume_images(key: str, mode: str, series: list[tuple[str, Path]],
         for message in failures.values():
             st.error(message)
         with st.container(key=f"nmb-images-{key}"):
-            st.html(_STICKY_CSS)
+            if sticky:
+                st.html(_STICKY_CSS)
             volume_viewer(args, key=f"{key}-volumes")
         return
     if note and mode == "Interactive":
