@@ -473,14 +473,20 @@ def estimate(s: Session, settings: CollectSettings, selection: Selection = Selec
     tasks = select_tasks(s, selection)
     pairs = _missing(s, settings.model, tasks, settings.samples)
     cases = {c.case_id: c for c in fetch_in(s, Case.case_id, {t.case_id for t, _ in pairs})}
-    n_series = dict(s.exec(select(Series.case_id, func.count())
-                           .where(Series.case_id.in_(list(cases))).group_by(Series.case_id)).all())
+    n_series: dict[str, int] = {}  # images per case from its series: 3 per volume, 1 per picture
+    n_pictures: dict[str, int] = {}
+    for cid, picture, n in s.exec(select(Series.case_id, Series.picture, func.count())
+                                  .where(Series.case_id.in_(list(cases)))
+                                  .group_by(Series.case_id, Series.picture)).all():
+        n_series[cid] = n_series.get(cid, 0) + (n if picture else 3 * n)
+        n_pictures[cid] = n_pictures.get(cid, 0) + (n if picture else 0)
     answer = (settings.max_tokens or 1500) // 3
     requests = images = prompt = 0
     for task, _ in pairs:
         case = cases[task.case_id]
         shown = 0 if settings.images == "none" else (
-            len(case.key_slices) if case.key_slices else 3 * n_series.get(case.case_id, 0))
+            len(case.key_slices) + n_pictures.get(case.case_id, 0) if case.key_slices
+            else n_series.get(case.case_id, 0))
         text = len(json.dumps(first_message(task, case, [])["content"])) // 4
         for turn in range(n_turns(task)):
             requests += 1

@@ -25,7 +25,7 @@ from errors import UserError
 from imaging.key_slices import RENDER_VERSION
 from rubric.schema import canonical_json
 
-TEMPLATE_VERSION = "nmb-collect-1"  # bump whenever TEMPLATE changes
+TEMPLATE_VERSION = "nmb-collect-2"  # bump whenever TEMPLATE changes
 IMAGES = ("key", "none")
 FAMILY_NAMES = {"differential": "Differential diagnosis", "lesion": "Lesion identification",
                 "rationale": "Rationale generation"}  # as the exam page names them
@@ -51,6 +51,17 @@ TEMPLATE: dict[str, str] = {
                "coronal slices are in radiological convention (the patient's right on the "
                "image's left)."),
     "slice": "{series}, {plane}, slice {number} of {count}",
+    # a case with pictures (2-D key images or figures, sent as they are: docs/collect.md)
+    "images_with_pictures": ("# MRI images\n\n{count} images follow. Pictures are provided "
+                             "with the case as they are, each named by its number, series "
+                             "and plane where given. Key slices are named by their series, "
+                             "plane and slice number; letters at their edges mark the "
+                             "patient's directions, and axial and coronal slices are in "
+                             "radiological convention (the patient's right on the image's "
+                             "left)."),
+    "picture": "image {number} of {count}: {name}",
+    "picture_plane": "{series}, {plane}",
+    "picture_caption": "{name}; {caption}",
     "image_caption": "{caption}:",
     "render": RENDER_VERSION,
     "task": "# Task: {family}, level {level} ({level_name})\n\n{prompt}",
@@ -69,10 +80,12 @@ def template_hash() -> str:
 
 @dataclass(frozen=True)
 class KeyImage:
-    """One rendered key slice and the caption naming it ("FLAIR, axial, slice 46 of 91")."""
+    """One rendered key slice and the caption naming it ("FLAIR, axial, slice 46 of 91"), or
+    a picture series itself (`picture`), downscaled ("image 2 of 3: FLAIR, axial")."""
 
     caption: str
     png: bytes
+    picture: bool = False
 
     @cached_property
     def sha256(self) -> str:
@@ -89,6 +102,16 @@ def image_parts(images: list[KeyImage]) -> list[dict]:
         parts += [{"type": "text", "text": TEMPLATE["image_caption"].format(caption=image.caption)},
                   {"type": "image_url", "image_url": {"url": image.data_url()}}]
     return parts
+
+
+def picture_caption(number: int, count: int, sequence: str, plane: str | None,
+                    caption: str | None) -> str:
+    """A picture's caption from its own fields: "image 2 of 3: FLAIR, axial; <caption>"."""
+    name = (TEMPLATE["picture_plane"].format(series=sequence, plane=plane)
+            if plane and plane != "none" else sequence)
+    if caption:
+        name = TEMPLATE["picture_caption"].format(name=name, caption=caption)
+    return TEMPLATE["picture"].format(number=number, count=count, name=name)
 
 
 # ---------------------------------------------------------------- settings
@@ -183,7 +206,8 @@ def first_message(task: Task, case: Case, images: list[KeyImage]) -> dict:
         parts.append(TEMPLATE["scores"].format(lines=lines))
     if not images:
         return {"role": "user", "content": "\n\n".join([*parts, task_text(task)])}
-    parts.append(TEMPLATE["images"].format(count=len(images)))
+    header = "images_with_pictures" if any(i.picture for i in images) else "images"
+    parts.append(TEMPLATE[header].format(count=len(images)))
     return {"role": "user", "content": [{"type": "text", "text": "\n\n".join(parts)},
                                         *image_parts(images),
                                         {"type": "text", "text": task_text(task)}]}

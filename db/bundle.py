@@ -114,13 +114,15 @@ def _plan(s: Session, vb: ValidBundle, summary: ImportSummary) -> _Plan:
     old_cases = {c.case_id: c for c in fetch_in(s, Case.case_id, (c["case_id"] for c in vb.cases))}
     old_series: dict[str, list[tuple]] = {}
     for row in fetch_in(s, Series.case_id, old_cases):
-        old_series.setdefault(row.case_id, []).append((row.position, row.sequence, row.sha256))
+        old_series.setdefault(row.case_id, []).append(
+            (row.position, row.sequence, row.sha256, row.plane, row.caption))
     old_masks: dict[str, list[tuple]] = {}
     for m in fetch_in(s, Mask.case_id, old_cases):
         old_masks.setdefault(m.case_id, []).append((m.position, m.label, m.series, m.sha256))
     for c in vb.cases:
         cid = c["case_id"]
-        mine = sorted((f.position, f.sequence, f.sha256) for f in series_of.get(cid, []))
+        mine = sorted((f.position, f.sequence, f.sha256, f.plane, f.caption)
+                      for f in series_of.get(cid, []))
         if cid not in old_cases:
             plan.cases.append(c)
             plan.series += series_of.get(cid, [])
@@ -210,7 +212,10 @@ def _insert(s: Session, plan: _Plan, progress: Progress | None) -> None:
         conn.execute(insert(Series), [
             {"case_id": f.case_id, "position": f.position, "sequence": f.sequence,
              "path": image_path(f.sha256, f.suffix).as_posix(), "sha256": f.sha256,
-             "shape": f.shape, "voxel_sizes": f.voxel_sizes} for f in plan.series])
+             "shape": f.shape, "voxel_sizes": f.voxel_sizes, "picture": f.picture,
+             "plane": f.plane, "caption": f.caption,
+             "width": f.shape[0] if f.picture else None,
+             "height": f.shape[1] if f.picture else None} for f in plan.series])
     if plan.masks:
         conn.execute(insert(Mask), [
             {"case_id": m.case_id, "position": m.position, "label": m.label, "series": m.series,

@@ -6,9 +6,13 @@ without NUL, bounded nesting), required fields and types, families and levels, u
 references, case folders, stages, image paths (no escape from the bundle) and the images
 themselves (`imaging.inspect_image` opens and reads each one fully), which are hashed (sha256)
 as well. Lesion masks pass the same checks plus their own (`imaging.inspect_mask`: one 3-D
-volume of whole-number labels >= 0, overlapping its series in world space).
+volume of whole-number labels >= 0, overlapping its series in world space). A series whose
+file's bytes are a PNG, JPEG or WebP picture is a picture (`imaging.picture`): it is capped,
+decoded fully and sanitised (oriented, metadata stripped, re-encoded as PNG) into the
+workspace, and that sanitised PNG is what is hashed and stored.
 """
 
+import hashlib
 import json
 import math
 import re
@@ -27,9 +31,12 @@ from db.models import FAMILIES, LEVELS
 from db.text_limits import BUNDLE_FIELDS, model_name_problem, too_long
 from errors import UserError
 from imaging import image_box, inspect_mask, overlaps
+from imaging.picture import other_format, sanitise_picture, sniff_file
 
 FORMAT = "nmb-bundle/1"
 IMAGE_SUFFIXES = (".nii.gz", ".nii", ".mgz")
+PICTURE_PLANES = ("axial", "coronal", "sagittal", "none")
+MAX_CAPTION = 500
 #: A JSON or JSONL file larger than this is refused before it is read.
 MAX_TEXT_FILE_BYTES = 512 * 2**20
 #: Nesting of objects and lists in one JSON value (the format itself needs 3).
@@ -57,10 +64,13 @@ class SeriesFile:
     sequence: str
     file: str  # relative to the bundle root, e.g. "cases/c1/t1.nii.gz"
     source: Path
-    suffix: str  # ".nii.gz" | ".nii" | ".mgz"
+    suffix: str  # ".nii.gz" | ".nii" | ".mgz"; ".png" for a picture (stored sanitised)
     sha256: str = ""
-    shape: list[int] = field(default_factory=list)
-    voxel_sizes: list[float] = field(default_factory=list)
+    shape: list[int] = field(default_factory=list)  # a picture: [width, height]
+    voxel_sizes: list[float] = field(default_factory=list)  # a picture: []
+    picture: bool = False  # a 2-D picture (PNG, JPEG or WebP by its bytes), not a volume
+    plane: str | None = None  # pictures only
+    caption: str | None = None  # pictures only
 
 
 @dataclass
@@ -242,6 +252,8 @@ CASE_SPEC: Spec = {
 SERIES_SPEC: Spec = {
     "sequence": (True, _string(empty=False, max_len=32)),
     "file": (True, _string(empty=False)),
+    "plane": (False, _one_of(PICTURE_PLANES, "axial, coronal, sagittal or none")),
+    "caption": (False, _string(empty=False, max_len=MAX_CAPTION)),
 }
 MASK_SPEC: Spec = {
     "label": (True, _string(empty=False, max_len=32)),
@@ -448,14 +460,18 @@ def image_suffix(name: str) -> str | None:
     return next((s for s in IMAGE_SUFFIXES if low.endswith(s)), None)
 
 
-def _image_path_problem(root: Path, case_dir: Path, file: str) -> str | None:
-    """Why `file` (from case.json) may not be used, or None. Paths stay inside the bundle."""
+def _image_path_problem(root: Path, case_dir: Path, file: str, *, pictures: bool = False
+                        ) -> str | None:
+    """Why `file` (from case.json) may not be used, or None. Paths stay inside the bundle.
+
+    With `pictures` (series), a file of any name whose bytes are a PNG, JPEG or WebP picture
+    is fine too; otherwise a volume's name ends in .nii, .nii.gz or .mgz."""
     pure = PurePosixPath(file)
     if file.startswith(("/", "\\")) or pure.is_absolute() or (len(file) > 1 and file[1] == ":"):
         return "is an absolute path (image paths are relative to the case folder)"
     if ".." in pure.parts or ".." in file.split("\\"):
         return "contains '..' (image paths stay inside the case folder)"
-    if image_suffix(file) is None:
+    if image_suffix(file) is None and not pictures:
         return "is not a .nii, .nii.gz or .mgz file"
     path = case_dir / file
     if not path.exists() and not path.is_symlink():
@@ -465,6 +481,15 @@ def _image_path_problem(root: Path, case_dir: Path, file: str) -> str | None:
         return "is a symbolic link that leaves the bundle"
     if not real.is_file():
         return "is not a regular file"
+    if image_suffix(file) is None and sniff_file(real) is None:
+        try:
+            with open(real, "rb") as f:
+                other = other_format(f.read(16))
+        except OSError:
+            other = None
+        if other:
+            return f"is a {other} picture (pictures are PNG, JPEG or WebP)"
+        return "is not a .nii, .nii.gz or .mgz file, nor a PNG, JPEG or WebP picture"
     return None
 
 
@@ -481,7 +506,7 @@ def _image_entries(root: Path, case_dir: Path, obj: dict, name: str, spec: Spec,
         msgs += item_msgs
         if item_msgs:
             continue
-        why = _image_path_problem(root, case_dir, item["file"])
+        why = _image_path_problem(root, case_dir, item["file"], pictures=name == "series")
         if why:
             msgs.append(f"{name}[{i}].file {_show(item['file'])} {why}")
             continue
@@ -511,24 +536,39 @@ def _parse_case(root: Path, case_dir: Path, problems: list[Problem]
     files: list[SeriesFile] = []
     masks: list[MaskFile] = []
     if isinstance(obj, dict):
-        files = [SeriesFile(case_id=case_dir.name, position=i, sequence=item["sequence"],
-                            file=file, source=case_dir / item["file"],
-                            suffix=image_suffix(item["file"]) or "")
-                 for i, item, file in _image_entries(root, case_dir, obj, "series", SERIES_SPEC,
-                                                     msgs)]
+        for i, item, file in _image_entries(root, case_dir, obj, "series", SERIES_SPEC, msgs):
+            picture = sniff_file(case_dir / item["file"]) is not None  # bytes decide
+            for key in ("plane", "caption") if not picture else ():
+                if key in item:
+                    msgs.append(f"series[{i}].{key} is for pictures; {_show(item['file'])} is "
+                                "a volume")
+            files.append(SeriesFile(
+                case_id=case_dir.name, position=i, sequence=item["sequence"], file=file,
+                source=case_dir / item["file"],
+                suffix=".png" if picture else image_suffix(item["file"]) or "",
+                picture=picture, plane=item.get("plane"), caption=item.get("caption")))
         sequences = [s.get("sequence") for s in obj["series"]
                      if isinstance(s, dict)] if isinstance(obj.get("series"), list) else None
+        pictures = {f.sequence for f in files if f.picture}
         for i, item, file in _image_entries(root, case_dir, obj, "masks", MASK_SPEC, msgs):
             named = item.get("series")
             if named is not None and sequences is not None and sequences.count(named) != 1:
                 what = "names two series" if sequences.count(named) > 1 else "is not a series"
                 msgs.append(f"masks[{i}].series {_show(named)} {what} of this case")
                 continue
+            if named in pictures:
+                msgs.append(f"masks[{i}].series {_show(named)} is a picture (masks are drawn "
+                            "on volumes)")
+                continue
             masks.append(MaskFile(case_id=case_dir.name, position=i, label=item["label"],
                                   series=named, file=file, source=case_dir / item["file"],
                                   suffix=image_suffix(item["file"]) or ""))
         if sequences is not None:
             msgs += key_slice_messages(obj.get("key_slices", []), sequences)
+            for i, ks in enumerate(obj.get("key_slices") or []):
+                if isinstance(ks, dict) and ks.get("series") in pictures:
+                    msgs.append(f"key_slices[{i}].series {_show(ks['series'])} is a picture "
+                                "(a picture is always shown whole)")
     problems += [Problem(rel, None, m) for m in msgs]
     if msgs:
         return None, files, masks
@@ -621,12 +661,39 @@ def _parse_responses(root: Path, tasks: dict[str, dict], problems: list[Problem]
     return out
 
 
+def _check_pictures(files: list[SeriesFile], problems: list[Problem], scratch: Path) -> None:
+    """Sanitise every picture (`imaging.picture`) into `scratch`: from then on its source is
+    the sanitised PNG, its sha256 that PNG's, its shape [width, height]."""
+    scratch.mkdir(parents=True, exist_ok=True)
+    for n, sf in enumerate(files):
+        try:
+            pic = sanitise_picture(sf.source, sf.file)
+        except UserError as e:
+            why = str(e).removeprefix(f"{sf.file}: ")
+            problems.append(Problem(sf.file, None, f"is not a usable picture: {why}"))
+            continue
+        sha = hashlib.sha256(pic.png).hexdigest()
+        clean = scratch / f"{n}-{sha}.png"
+        clean.write_bytes(pic.png)
+        sf.source, sf.sha256, sf.shape, sf.voxel_sizes = clean, sha, [pic.width, pic.height], []
+
+
 def _check_images(files: list[SeriesFile], problems: list[Problem], progress: Progress | None,
-                  timings: dict[str, float], known: KnownImages | None) -> int:
-    """Hash every image, then inspect those whose content the study does not hold yet.
+                  timings: dict[str, float], known: KnownImages | None,
+                  scratch: Path | None = None) -> int:
+    """Hash every volume, then inspect those whose content the study does not hold yet;
+    sanitise every picture (into `scratch`).
 
     Returns the number of images inspected (opened and read fully).
     """
+    pictures = [f for f in files if f.picture]
+    if pictures:
+        stop = timed(timings, "pictures")
+        if scratch is None:
+            raise ValueError("pictures need a scratch folder")
+        _check_pictures(pictures, problems, scratch)
+        stop()
+    files = [f for f in files if not f.picture]
     stop = timed(timings, "image_hash")
     for sf, h in zip(files, hash_all([f.source for f in files]), strict=True):
         if isinstance(h, OSError):
@@ -652,7 +719,7 @@ def _check_images(files: list[SeriesFile], problems: list[Problem], progress: Pr
             else:
                 sf.shape, sf.voxel_sizes = result
     stop()
-    return len(groups)
+    return len(groups) + len(pictures)
 
 
 def _check_masks(masks: list[MaskFile], files: list[SeriesFile], problems: list[Problem]) -> None:
@@ -660,7 +727,7 @@ def _check_masks(masks: list[MaskFile], files: list[SeriesFile], problems: list[
     same content was never checked as labels), and check that each overlaps its series."""
     series_of: dict[str, list[SeriesFile]] = {}
     for sf in files:
-        if sf.shape:  # a usable image
+        if sf.shape and not sf.picture:  # a usable volume
             series_of.setdefault(sf.case_id, []).append(sf)
     for mf, h in zip(masks, hash_all([m.source for m in masks]), strict=True):
         field_ = f"masks[{mf.position}].file {_show(mf.file.removeprefix(f'cases/{mf.case_id}/'))}"
@@ -684,7 +751,7 @@ def _check_masks(masks: list[MaskFile], files: list[SeriesFile], problems: list[
 
 
 def _validate_open(root: Path, label: str, progress: Progress | None,
-                   known: KnownImages | None) -> tuple[ValidBundle, list]:
+                   known: KnownImages | None, scratch: Path) -> tuple[ValidBundle, list]:
     problems: list[Problem] = []
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
@@ -720,12 +787,13 @@ def _validate_open(root: Path, label: str, progress: Progress | None,
                                  complete)
     timings["parse"] = time.perf_counter() - t0
     t1 = time.perf_counter()
-    inspected = _check_images(files, problems, progress, timings, known)
+    inspected = _check_images(files, problems, progress, timings, known, scratch)
     stop = timed(timings, "masks")
     _check_masks(masks, files, problems)
     stop()
     problems += key_slice_range_problems(
-        cases, {(f.case_id, f.sequence): (f.file, f.source) for f in files if f.shape})
+        cases, {(f.case_id, f.sequence): (f.file, f.source) for f in files
+                if f.shape and not f.picture})
     timings["images"] = time.perf_counter() - t1
     description = meta.get("description", "")
     vb = ValidBundle(label=label, root=root, name=name,
@@ -752,7 +820,8 @@ def open_and_validate(path: Path, *, workspace: Workspace | None = None,
         t0 = time.perf_counter()
         root = open_bundle(path, ws.path / "bundle", max_unzipped_bytes=max_unzipped_bytes)
         unzip = time.perf_counter() - t0
-        vb, problems = _validate_open(root, path.name, progress, known_images)
+        vb, problems = _validate_open(root, path.name, progress, known_images,
+                                      ws.path / "pictures")
     except BaseException:
         if workspace is None:
             ws.close()

@@ -38,11 +38,37 @@ def task_list(s: Session) -> list[Task]:
     return list(s.exec(select(Task).order_by(Task.task_id)))
 
 
+class SeriesImage(tuple):
+    """(sequence, absolute path of the stored image): a pair, as every caller unpacks it,
+    that also says whether the series is a picture (`picture`, `caption`, `plane`)."""
+
+    picture: bool
+    caption: str | None
+    plane: str | None
+
+    def __new__(cls, sequence: str, path: Path, *, picture: bool = False,
+                caption: str | None = None, plane: str | None = None) -> "SeriesImage":
+        self = super().__new__(cls, (sequence, path))
+        self.picture, self.caption, self.plane = picture, caption, plane
+        return self
+
+    def __reduce__(self) -> tuple:
+        return (_series_image, (self[0], self[1], self.picture, self.caption, self.plane))
+
+
+def _series_image(sequence: str, path: Path, picture: bool, caption: str | None,
+                  plane: str | None) -> SeriesImage:
+    return SeriesImage(sequence, path, picture=picture, caption=caption, plane=plane)
+
+
 def case_series(s: Session, case_id: str) -> list[tuple[str, Path]]:
-    """(sequence, absolute path of the stored image) of a case's series, in bundle order."""
+    """(sequence, absolute path of the stored image) of a case's series, in bundle order, as
+    `SeriesImage`s (pictures say so)."""
     home = nmb_home()
-    return [(x.sequence, home / x.path) for x in
-            s.exec(select(Series).where(Series.case_id == case_id).order_by(Series.position))]
+    return [SeriesImage(x.sequence, home / x.path, picture=x.picture, caption=x.caption,
+                        plane=x.plane)
+            for x in s.exec(select(Series).where(Series.case_id == case_id)
+                            .order_by(Series.position))]
 
 
 def case_view(s: Session, *, case_id: str) -> CaseView:

@@ -91,7 +91,9 @@ class Case(SQLModel, table=True):
 
 
 class Series(SQLModel, table=True):
-    """One MRI sequence of a case, stored in NMB_HOME under its sha256."""
+    """One MRI sequence of a case, stored in NMB_HOME under its sha256: a volume, or a 2-D
+    picture (`picture`: a sanitised PNG, `imaging.picture`; shape [width, height], no voxel
+    sizes) with an optional `plane` (axial, coronal, sagittal, none) and `caption`."""
 
     id: int | None = Field(default=None, primary_key=True)
     case_id: str = Field(foreign_key="case.case_id", index=True, max_length=128)
@@ -101,6 +103,11 @@ class Series(SQLModel, table=True):
     sha256: str = Field(max_length=64, index=True)
     shape: list[int] = _json()
     voxel_sizes: list[float] = _json()
+    picture: bool = Field(default=False, sa_column_kwargs={"server_default": false()})
+    plane: str | None = Field(default=None, max_length=16)
+    caption: str | None = Field(default=None, max_length=500)
+    width: int | None = None
+    height: int | None = None
 
     __table_args__ = (UniqueConstraint("case_id", "position"),)
 

@@ -1,6 +1,7 @@
 """Write the offline synthetic demo bundle (`nmb-bundle/1`) and a large bundle for benchmarks.
 
-The demo has ten synthetic cases on the MNI152 template (see `demo.images`), twelve tasks
+The demo has ten synthetic cases on the MNI152 template (see `demo.images`; one of them shown as
+pictures, key images and a figure: `demo.pictures`), twelve tasks
 covering the three families at the three levels, and responses from four fictional models with
 five samples each, built from the answer variants in `demo.content` with seeded choices.
 `demo_truth()` records which responses were written to be correct and which error classes
@@ -37,6 +38,7 @@ from demo.images import (
     render_case_with_lesions,
     save_series,
 )
+from demo.pictures import PICTURE_CASE, write_pictures
 from errors import UserError
 
 BUNDLE_FORMAT = "nmb-bundle/1"
@@ -239,8 +241,8 @@ def write_demo_bundle(dest: Path, *, resolution_mm: int = 2, seed: int = 0) -> P
         folder = dest / "cases" / case.case_id
         series, affine, lesion = render_case_with_lesions(
             case.kind, list(case.sequences), resolution_mm=resolution_mm, seed=seed * 1000 + i)
-        entries = []
-        for seq in case.sequences:
+        entries = write_pictures(series, affine, folder) if case.case_id == PICTURE_CASE else []
+        for seq in case.sequences if case.case_id != PICTURE_CASE else ():
             name = f"{seq.lower()}.nii.gz"
             data, grid = coarsen(series[seq], affine) if seq in case.coarse else (series[seq], affine)
             save_series(data, grid, folder / name, sequence=seq)

@@ -16,6 +16,11 @@ anatomy through its own affine. Widget keys are `{key}-...` plus a series' posit
 A series that cannot be shown (an unreadable file, or any failure while rendering it) gets an
 error of its own; the other series and the rest of the page (the rubric form and its Submit
 button) keep working.
+
+Pictures (2-D series: key images, figures; `db.cases.SeriesImage.picture`) are not volumes:
+they follow the volumes, each an image tile of its own aspect ratio (`ui.picture_viewer`,
+no WebGL, with zoom, pan, enlarge, brightness and contrast; "Static": `st.image`), with no
+plane, slice, crosshair or orientation controls.
 """
 
 from __future__ import annotations
@@ -42,7 +47,9 @@ from imaging import (
     take_slice,
 )
 from imaging.geometry import NORMAL_AXIS, voxel_to_world
+from ui.picture_viewer import picture_args, picture_viewer
 from ui.plain_text import untrusted_heading, untrusted_text
+from ui.volume_server import display_file
 from ui.volume_viewer import NO_WEBGL2, NOT_LOADED, cannot_show, viewer_args, volume_viewer
 
 _log = logging.getLogger(__name__)
@@ -76,7 +83,7 @@ def case_panel(
     the right-hand column."""
     images, beside = st.columns([11, 9], gap="medium")
     with images:
-        case_images(key, [(name, Path(path)) for name, path in series], masks)
+        case_images(key, list(series), masks)
     with beside:
         untrusted_heading(title)
         st.markdown("##### Health record")
@@ -101,6 +108,35 @@ def case_images(key: str, series: list[tuple[str, Path]],
         if not series:
             st.info("This case has no image series.")
         return
+    pictures = [s for s in series if getattr(s, "picture", False)]
+    volumes = [(s[0], Path(s[1])) for s in series if not getattr(s, "picture", False)]
+    if volumes:
+        _volume_images(key, mode, volumes, masks, sticky=not pictures)
+    if pictures:
+        _pictures(key, mode, pictures)
+
+
+def _pictures(key: str, mode: str, pictures: list) -> None:
+    """The pictures: the picture component, or (Static) their display copies as images."""
+    items = [(item[0], Path(item[1]), getattr(item, "caption", None)) for item in pictures]
+    if mode == "Interactive":
+        args, failures = picture_args(items, login_token=st.session_state.get("login_token"))
+        for message in failures.values():
+            st.error(message)
+        picture_viewer(args, key=f"{key}-pictures")
+        return
+    for name, path, caption in items:
+        try:
+            st.image(str(display_file(path)), caption=f"{name} · {caption}" if caption else name,
+                     width="stretch")
+        except Exception as exc:  # one picture must not take the page down
+            st.error(_series_error(name, exc))
+
+
+def _volume_images(key: str, mode: str, series: list[tuple[str, Path]],
+                   masks: Sequence[MaskImage], *, sticky: bool = True) -> None:
+    """The volumes: the interactive viewer (kept in view while the page scrolls, unless
+    pictures follow it: it would cover them), or the PNG viewer."""
     # What the viewer reported is kept for the session: once the PNG viewer replaces it, the
     # component is not drawn again, and its own state would be gone at the next rerun.
     reported = cannot_show(st.session_state.get(f"{key}-volumes"))
@@ -114,7 +150,8 @@ def case_images(key: str, series: list[tuple[str, Path]],
         for message in failures.values():
             st.error(message)
         with st.container(key=f"nmb-images-{key}"):
-            st.html(_STICKY_CSS)
+            if sticky:
+                st.html(_STICKY_CSS)
             volume_viewer(args, key=f"{key}-volumes")
         return
     if note and mode == "Interactive":

@@ -20,6 +20,11 @@ the copy but asks again each time, and a revalidation is authorized like a downl
 
 Browser copies live in `NMB_HOME/viewer/`; a publish starts writing the copy in the
 background so that it is usually ready when the browser asks. No Streamlit import here.
+
+Pictures (2-D series, `imaging.picture`) are published by `publish_picture` under
+`/nmb/volumes/<ticket>/<sha256>.png` and authorized the same way: the route serves their
+display copy, the stored (already sanitised) picture with its longest side at most
+`DISPLAY_SIDE` pixels, PNG without metadata.
 """
 
 from __future__ import annotations
@@ -40,11 +45,14 @@ from db.image_access import viewable_image
 from db.users import LOGIN_COOKIE, user_for_login
 from imaging.browser_copy import write_browser_copy
 from imaging.image_file import open_image
+from imaging.picture import downscaled_png
 
 ROUTE = "/nmb/volumes/{ticket}/{name}"
 COPY_VERSION = "v1"  # bump when the browser copy changes: new files, new URLs
 CACHE_CONTROL = "private, no-cache"
-_SHA = re.compile(r"([0-9a-f]{64})\.nii")
+_NAME = re.compile(r"([0-9a-f]{64})\.(nii|png)")
+#: The longest side of a picture's display copy (the browser draws it without WebGL).
+DISPLAY_SIDE = 2048
 _TICKET = re.compile(r"[0-9a-f]{32}")
 _KEY = secrets.token_bytes(32)  # this process's ticket key: a restart voids old URLs
 
@@ -87,6 +95,43 @@ def publish(path: Path, *, login_token: str | None) -> str:
     return ROUTE.format(ticket=ticket(login_token, sha), name=f"{sha}.nii")
 
 
+def publish_picture(path: Path, *, login_token: str | None) -> str:
+    """The URL of the display copy of the stored picture `path` for the session of
+    `login_token` (OSError if the file is missing)."""
+    path = Path(path).resolve()
+    st = path.stat()
+    sha = _stored_sha256(path, st.st_mtime_ns, st.st_size)
+    return ROUTE.format(ticket=ticket(login_token, sha), name=f"{sha}.png")
+
+
+@functools.lru_cache(maxsize=4096)
+def _stored_sha256(path: Path, mtime_ns: int, size: int) -> str:
+    return sha256_file(path)
+
+
+def display_file(path: Path) -> Path:
+    """The display copy of the stored picture `path` (written on first use)."""
+    path = Path(path).resolve()
+    st = path.stat()
+    return display_copy(_stored_sha256(path, st.st_mtime_ns, st.st_size), path)
+
+
+def display_copy(sha: str, source: Path) -> Path:
+    """The display copy of the stored picture `source` (whose sha256 is `sha`), written on
+    first use: longest side at most DISPLAY_SIDE, PNG. Raises OSError or UserError if
+    `source` is not a picture."""
+    with _registry_lock:
+        lock = _locks.setdefault(sha, threading.Lock())
+    target = nmb_home() / "viewer" / f"{sha}-display-{DISPLAY_SIDE}.png"
+    with lock:
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            partial = target.with_name(f".{target.name}.tmp")
+            partial.write_bytes(downscaled_png(source, DISPLAY_SIDE))
+            partial.replace(target)
+    return target
+
+
 def copy_path(sha: str) -> Path:
     return nmb_home() / "viewer" / f"{sha}-{COPY_VERSION}.nii.gz"
 
@@ -114,7 +159,7 @@ def authorized_image(cookie: str | None, ticket_: str, sha: str) -> Path | None:
 
 
 def routes() -> list:
-    """The Starlette route that serves volumes (for `st.App(routes=...)`)."""
+    """The Starlette route that serves volumes and pictures (for `st.App(routes=...)`)."""
     from starlette.concurrency import run_in_threadpool
     from starlette.requests import Request
     from starlette.responses import FileResponse, PlainTextResponse, Response
@@ -126,23 +171,26 @@ def routes() -> list:
         return PlainTextResponse(text, status_code=status, headers={"Cache-Control": "no-store"})
 
     async def volume(request: Request) -> Response:
-        name, ticket_ = _SHA.fullmatch(request.path_params["name"]), request.path_params["ticket"]
+        name, ticket_ = _NAME.fullmatch(request.path_params["name"]), request.path_params["ticket"]
         if name is None or _TICKET.fullmatch(ticket_) is None:
             return refuse(404, "not found")
-        sha = name.group(1)
+        sha, kind = name.groups()
         source = await run_in_threadpool(authorized_image, request.cookies.get(LOGIN_COOKIE),
                                          ticket_, sha)
         if source is None:
             return refuse(403, "not allowed: log in with an account that may see this image")
-        etag = f'"{sha}-{COPY_VERSION}"'
+        etag = f'"{sha}-{COPY_VERSION if kind == "nii" else DISPLAY_SIDE}"'
         headers = {"Cache-Control": CACHE_CONTROL, "ETag": etag}
         if request.headers.get("if-none-match") == etag:
             return Response(status_code=304, headers=headers)
+        copy = browser_copy if kind == "nii" else display_copy
         try:
-            path = await run_in_threadpool(browser_copy, sha, source)
-        except (UserError, OSError) as exc:
-            _log.warning("volume %s cannot be served: %s", sha, exc)
+            path = await run_in_threadpool(copy, sha, source)
+        except (UserError, OSError, ValueError) as exc:
+            _log.warning("image %s.%s cannot be served: %s", sha, kind, exc)
             return refuse(422, "this image cannot be shown")
+        if kind == "png":
+            return FileResponse(path, media_type="image/png", headers=headers)
         return FileResponse(path, media_type="application/octet-stream",
                             headers={**headers, "Content-Encoding": "gzip"})
 

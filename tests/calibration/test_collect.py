@@ -32,6 +32,7 @@ from db.models import (
 )
 from imaging import PLANES
 from imaging.key_slices import render_key_slice
+from imaging.picture import downscaled_png, sniff_file
 from tests.calibration.run_ends import check_only_abandoned_runs_are_marked, signal_mid_run
 from tests.factories import make_study
 from tests.openai_server import OpenAIServer, _text_answer
@@ -47,12 +48,17 @@ def server():
 
 
 def _expected_pngs(s: Session, case: Case) -> list[bytes]:
-    """The case's key slices rendered here, straight from `imaging`: the bundle's, else three
-    orthogonal middle slices of each series."""
-    paths = dict(case_series(s, case.case_id))
+    """The case's key images made here, straight from `imaging`: the bundle's key slices, else
+    three orthogonal middle slices of each volume; each picture (a stored PNG) downscaled."""
+    series = case_series(s, case.case_id)
+    paths = dict(series)
+    pictures = [seq for seq, path in series if sniff_file(path)]
     wanted = ([(k["series"], k["plane"], k.get("index")) for k in case.key_slices]
-              if case.key_slices else [(seq, plane, None) for seq in paths for plane in PLANES])
-    return [render_key_slice(paths[seq], plane, index).png for seq, plane, index in wanted]
+              + [(seq, None, None) for seq in pictures] if case.key_slices else
+              [(seq, plane, None) for seq in paths
+               for plane in ([None] if seq in pictures else PLANES)])
+    return [downscaled_png(paths[seq]) if plane is None else
+            render_key_slice(paths[seq], plane, index).png for seq, plane, index in wanted]
 
 
 def _first_user(body: dict) -> dict:
@@ -80,7 +86,12 @@ def test_every_demo_task_collected_twice_as_the_exam_shows_it(demo_study: Path,
     assert plan["requests"] == len(sent) and plan["images"] == out.image_count
     assert out.image_count == sum(len(r.images) for r in sent) > 0
 
-    # image parts: PNGs of the key slices, each after its caption
+    # image parts: PNGs of the key slices (the picture case's pictures), each after its caption
+    pictured = [rec for rec in sent if _case_of(rec.body, cases).case_id == "syn-10"]
+    assert pictured and all(
+        [p["text"] for p in _first_user(rec.body)["content"] if p["type"] == "text"][1:4]
+        == ["image 1 of 3: T1; T1: A axial, B coronal, C sagittal; arrow added by the curator:",
+            "image 2 of 3: FLAIR, axial:", "image 3 of 3: T2, coronal:"] for rec in pictured)
     for rec in sent:
         case = _case_of(rec.body, cases)
         assert rec.images == expected[case.case_id]
@@ -90,7 +101,8 @@ def test_every_demo_task_collected_twice_as_the_exam_shows_it(demo_study: Path,
         captions = [p["text"] for p, q in zip(parts, parts[1:], strict=False)
                     if q["type"] == "image_url"]
         assert len(captions) == len(rec.images)
-        assert all(c.endswith(":") and " slice " in c for c in captions)
+        assert all(c.endswith(":") and (" slice " in c or c.startswith("image "))
+                   for c in captions)
         task = parts[-1]["text"]
         assert task.startswith("# Task: ") and any(t.prompt in task for t in tasks.values())
 

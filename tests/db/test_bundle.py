@@ -329,8 +329,12 @@ def test_the_documented_example_is_valid(tmp_path: Path) -> None:
         (tmp_path / name).write_text(body)
     for image in ("t1.nii.gz", "flair.nii.gz"):
         write_image(tmp_path / "cases" / "c001" / image)
+    from tests.db.pictures import noise, save
+    save(noise(), tmp_path / "cases" / "c001" / "figure.png", "PNG")
     with validate_bundle(tmp_path) as vb:
-        assert (len(vb.cases), len(vb.series), len(vb.tasks), len(vb.responses)) == (1, 2, 3, 2)
+        assert (len(vb.cases), len(vb.series), len(vb.tasks), len(vb.responses)) == (1, 3, 3, 2)
+        assert [(s.picture, s.plane) for s in vb.series] == [(False, None), (False, None),
+                                                             (True, "axial")]
         assert vb.responses[0]["usage"] == {"prompt_tokens": 1830, "completion_tokens": 41,
                                             "images": 2}
 

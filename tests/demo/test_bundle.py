@@ -180,3 +180,25 @@ def test_scale_bundle_files_differ_and_load(tmp_path: Path) -> None:
     tasks = {t["task_id"] for t in _jsonl(dest / "tasks.jsonl")}
     assert len(responses) == 50 and len({r["response_id"] for r in responses}) == 50
     assert {r["task_id"] for r in responses} <= tasks
+
+
+def test_one_case_is_shown_as_pictures(bundle: Path) -> None:
+    """Issue 23: the NPH case's images are pictures (a wide figure with a red arrow, two key
+    images), each saying SYNTHETIC; they import as pictures."""
+    from PIL import Image
+
+    from demo.pictures import PICTURE_CASE
+    from imaging.picture import sanitise_picture
+
+    case = _cases(bundle)[PICTURE_CASE]
+    assert [(s["sequence"], s.get("plane")) for s in case["series"]] == [
+        ("T1", "none"), ("FLAIR", "axial"), ("T2", "coronal")]
+    folder = bundle / "cases" / PICTURE_CASE
+    figure = Image.open(folder / case["series"][0]["file"])
+    assert figure.width > 2048 and figure.width > 2.5 * figure.height
+    a = np.asarray(figure.convert("RGB")).astype(int)
+    assert ((a[..., 0] > 200) & (a[..., 1] < 60) & (a[..., 2] < 60)).sum() > 1000  # the arrow
+    for s in case["series"]:
+        assert sanitise_picture(folder / s["file"]).width > 500
+    others = [c for cid, c in _cases(bundle).items() if cid != PICTURE_CASE]
+    assert all(s["file"].endswith(".nii.gz") for c in others for s in c["series"])

@@ -1,6 +1,7 @@
 """Every page rendered on the demo study for the role that owns it; blinding checked on what
 the scoring and exam pages actually send to the browser."""
 
+import json
 import re
 from pathlib import Path
 
@@ -22,12 +23,25 @@ def _login(name: str) -> LoggedIn:
 
 
 VOLUME_URL = re.compile(r"/nmb/volumes/[0-9a-f]{32}/([0-9a-f]{64})\.nii")
+PICTURE_URL = re.compile(r"/nmb/volumes/[0-9a-f]{32}/([0-9a-f]{64})\.png")
 
 
 def _viewer_gets_images_and_labels_only(at, sequences: set[str],
                                         masks: dict[str, str] | None = None) -> None:
     """The viewer component receives sequence labels and volume URLs, and the URLs and labels
-    of exactly the `masks` ({sha256: label}) it may show, nothing else."""
+    of exactly the `masks` ({sha256: label}) it may show, nothing else; the picture component
+    (the demo's picture case) labels, captions, picture URLs and sizes, nothing else."""
+    pictures = [json.loads(e.proto.json_args) for e in at.get("component_instance")
+                if e.proto.component_name.endswith("nmb_picture_viewer")]
+    if pictures:
+        [args] = pictures
+        assert set(args) == {"pictures", "key", "default"} and args["pictures"]
+        for p in args["pictures"]:
+            assert set(p) == {"label", "caption", "url", "width", "height"}
+            assert p["label"] in sequences and PICTURE_URL.fullmatch(p["url"]), p
+        assert not masks
+        if not viewer_args(at):
+            return
     [args] = viewer_args(at)
     assert set(args) == {"series", "masks", "height", "key", "default"}
     assert args["series"]

@@ -2,6 +2,7 @@
 and the account's right to the image (`db.image_access`); errors name no server path."""
 
 import hashlib
+import io
 
 import nibabel as nib
 import numpy as np
@@ -123,3 +124,35 @@ def test_an_unreadable_image_is_refused_without_naming_a_path(study) -> None:
     answer = _get(study, url, "admin")
     assert answer.status_code == 422
     assert str(nmb_home()) not in answer.text and "/" not in answer.text
+
+
+def test_pictures_are_authorized_like_volumes(study) -> None:
+    """A picture series' display copy: PNG to an account that may see its case, 403 to one
+    that may not, and a volume's sha asked for as a picture is refused without a path."""
+    from PIL import Image
+
+    from db.engine import session
+    from imaging.picture import sanitise_picture
+    from tests.db import pictures
+    from ui.volume_server import publish_picture
+
+    source = pictures.save(pictures.wide_figure(), nmb_home() / "fig-source.png", "PNG")
+    png = sanitise_picture(source).png
+    sha = hashlib.sha256(png).hexdigest()
+    stored = nmb_home() / "images" / f"{sha}.png"
+    stored.write_bytes(png)
+    with session() as s:
+        s.add(Series(case_id="case0", position=1, sequence="FIG", path=f"images/{sha}.png",
+                     sha256=sha, shape=[], voxel_sizes=[], picture=True))
+        s.commit()
+    tokens = study[1]
+    url = publish_picture(stored, login_token=tokens["expert"])
+    answer = _get(study, url, "expert")
+    assert answer.status_code == 200 and answer.headers["content-type"] == "image/png"
+    assert Image.open(io.BytesIO(answer.content)).size == (2048, 683)
+    assert answer.headers["cache-control"] == "private, no-cache"
+    student_url = publish_picture(stored, login_token=tokens["student"])
+    assert _get(study, student_url, "student").status_code == 403  # not in the student's exam
+    as_volume = url.removesuffix(".png") + ".nii"
+    refused = _get(study, as_volume, "expert")
+    assert refused.status_code == 422 and "/" not in refused.text

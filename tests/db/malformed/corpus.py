@@ -32,6 +32,7 @@ from db.text_limits import (
     STAGES,
     TITLE,
 )
+from tests.db import pictures
 from tests.db.bundles import responses, write_bundle, write_image, write_jsonl
 
 
@@ -257,6 +258,20 @@ _LABELS = np.zeros((8, 8, 8), np.uint8)
 _LABELS[2:5, 2:5, 2:5] = 1
 
 
+def _picture(write: Callable[[Path], object], file: str = "key.png",
+             **entry: object) -> Callable[[Path], None]:
+    """Case c1 gains a picture series KEY (its file written by `write`)."""
+    def mutate(root: Path) -> None:
+        write(root / "cases" / "c1" / file)
+        _case(root, lambda c: c["series"].append({"sequence": "KEY", "file": file, **entry}))
+
+    return mutate
+
+
+def _good_picture(path: Path) -> None:
+    pictures.save(pictures.noise(), path, "PNG")
+
+
 def _dup(row: dict) -> dict:
     return dict(row)
 
@@ -398,6 +413,51 @@ CORPUS: dict[str, Malformed] = {
         ("cases/c1/case.json", '"masks[0].label"')),
     "task_show_masks_string": Malformed(
         _task(2, _set(show_masks="yes")), ("tasks.jsonl:2", 'show_masks "yes" is not true or false')),
+    # hostile or unusable pictures (issue 23): refused with one line naming the file
+    "picture_decompression_bomb": Malformed(
+        _picture(pictures.png_bomb),
+        ("cases/c1/key.png", "10,000 x 10,000", "more than the limit of 40,000,000")),
+    "picture_truncated_jpeg": Malformed(
+        _picture(pictures.truncated_jpeg, "key.jpg"),
+        ("cases/c1/key.jpg", "JPEG data is truncated or corrupt")),
+    "picture_1_by_200000": Malformed(
+        _picture(lambda p: pictures.save(pictures.Image.new("L", (1, 200_000)), p, "PNG")),
+        ("cases/c1/key.png", "1 x 200,000", "at most 16,384")),
+    "picture_aspect_ratio": Malformed(
+        _picture(lambda p: pictures.save(pictures.Image.new("L", (8000, 100)), p, "PNG")),
+        ("cases/c1/key.png", "8,000 x 100", "aspect ratio beyond 20:1")),
+    "picture_animated_png": Malformed(
+        _picture(lambda p: pictures.animated(p, "PNG")),
+        ("cases/c1/key.png", "animated picture (3 frames)")),
+    "picture_animated_webp": Malformed(
+        _picture(lambda p: pictures.animated(p, "WEBP"), "key.webp"),
+        ("cases/c1/key.webp", "animated picture (3 frames)")),
+    "picture_gif": Malformed(
+        _picture(lambda p: pictures.animated(p, "GIF"), "key.gif"),
+        ("cases/c1/case.json", '"key.gif"', "GIF picture", "PNG, JPEG or WebP")),
+    "picture_16_bit": Malformed(
+        _picture(pictures.sixteen_bit), ("cases/c1/key.png", "I;16", "8 bits per channel")),
+    "picture_too_many_bytes": Malformed(
+        _picture(lambda p: p.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(33 * 2**20))),
+        ("cases/c1/key.png", "34,603,016 bytes", "more than the limit of 33,554,432")),
+    "picture_named_png_is_text": Malformed(
+        _picture(_text_as_nii), ("cases/c1/case.json", '"key.png"', "nor a PNG, JPEG or WebP")),
+    "picture_unknown_plane": Malformed(
+        _picture(_good_picture, plane="oblique"),
+        ("cases/c1/case.json", 'series[2].plane "oblique"', "axial, coronal, sagittal or none")),
+    "picture_caption_too_long": Malformed(
+        _picture(_good_picture, caption="x" * 501),
+        ("cases/c1/case.json", "series[2].caption", "longer than 500")),
+    "volume_with_a_plane": Malformed(
+        lambda r: _case(r, lambda c: c["series"][0].update(plane="axial")),
+        ("cases/c1/case.json", "series[0].plane is for pictures", '"t1.nii.gz" is a volume')),
+    "mask_on_a_picture": Malformed(
+        lambda r: (_picture(_good_picture)(r), _mask(_mask_image(_LABELS), series="KEY")(r)),
+        ("cases/c1/case.json", 'masks[0].series "KEY" is a picture')),
+    "key_slice_of_a_picture": Malformed(
+        lambda r: (_picture(_good_picture)(r),
+                   _case(r, _set(key_slices=[{"series": "KEY", "plane": "axial"}]))),
+        ("cases/c1/case.json", 'key_slices[0].series "KEY" is a picture')),
     # values that pass a type check but that the database cannot store
     "case_score_401_digits": Malformed(
         lambda r: _case(r, _set(scores={"MMSE": 10**400})),
