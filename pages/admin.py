@@ -17,6 +17,7 @@ from db.exams import ensure_exam
 from db.export import FORMATS, KINDS, export
 from db.masks import case_masks
 from db.models import ROLES
+from db.reference import HINT, has_reference
 from db.rubrics import ensure_rubric
 from db.status import counts
 from db.upload_name import safe_upload_name
@@ -105,6 +106,9 @@ def cases_section() -> None:
     with case_panel(key=f"admin-{view.case_id}", title=view.title, ehr=view.ehr,
                     scores=view.scores, series=view.series, masks=masks):
         st.markdown("##### Ground truth")
+        if not has_reference(view.ground_truth):
+            st.info(f"No reference answer yet: this case can be sent to models and put in "
+                    f"exams, not graded or scored ({HINT}).")
         for label, text in reference_fields(view.ground_truth):
             st.markdown(f"**{label}**")
             untrusted_text(text)
