@@ -337,9 +337,12 @@ def convert(files: list[Path], root: Path, *, answers: Path | None = None,
         _File(path, split, out).read()
     gts: dict[str, dict] = {}
     if answers is not None:
+        files_ok = not out.problems  # else the cases the key names may be unknown: not matched
         key = read_answers(Path(answers), out.problems)
-        gts, out.ignored_answers = match_answers(key, Path(answers).name, out.release_ids,
-                                                 out.placeholder_ids, out.problems)
+        if files_ok:
+            gts, out.ignored_answers = match_answers(key, Path(answers).name,
+                                                     out.release_ids, out.placeholder_ids,
+                                                     out.problems)
     if out.problems:
         raise BundleInvalid(_label(files), out.problems)
     names = ", ".join(Path(f).name for f in files)
