@@ -175,9 +175,24 @@ def cmd_users_disable(args: argparse.Namespace) -> None:
 def cmd_import(args: argparse.Namespace) -> None:
     from db.bundle import BundleInvalid, import_bundle
 
+    release = args.source == "neural-medbench"
+    if not release and len(args.paths) > 1:
+        raise UserError("import: a bundle is one folder or .zip (release task files: "
+                        "--from neural-medbench)")
+    if not release and (args.answers or args.family or args.level):
+        raise UserError("import: --answers, --family and --level are for --from neural-medbench")
     try:
         with _study() as s:
-            summary = import_bundle(s, Path(args.path), dry_run=args.dry_run, actor="cli")
+            if release:
+                from db.release import import_release
+
+                summary = import_release(
+                    s, [Path(p) for p in args.paths], dry_run=args.dry_run, actor="cli",
+                    answers=Path(args.answers) if args.answers else None,
+                    family=args.family, level=args.level)
+            else:
+                summary = import_bundle(s, Path(args.paths[0]), dry_run=args.dry_run,
+                                        actor="cli")
     except BundleInvalid as e:  # every problem, one per line, then exit 2
         if len(e.problems) == 1:
             raise UserError(str(e.problems[0])) from None
@@ -193,6 +208,15 @@ def cmd_demo(args: argparse.Namespace) -> None:
 
 
 def cmd_export(args: argparse.Namespace) -> None:
+    if args.kind == "release":
+        from db.release_export import export_release
+
+        with _study() as s:
+            print(export_release(s, Path(args.out),
+                                 answers=Path(args.answers) if args.answers else None))
+        return
+    if args.answers:
+        raise UserError("export: --answers is for nmb export release")
     from db.export import export
 
     with _study() as s:
@@ -576,8 +600,18 @@ def build_parser() -> argparse.ArgumentParser:
     ud.add_argument("name", help="the account")
     ud.set_defaults(fn=cmd_users_disable)
 
-    ip = add("import", cmd_import, "validate a bundle (folder or .zip) and import it atomically")
-    ip.add_argument("path", help="a bundle folder or .zip")
+    ip = add("import", cmd_import, "validate a bundle (folder or .zip), or Neural-MedBench "
+             "release task files, and import it atomically")
+    ip.add_argument("paths", nargs="+", metavar="PATH",
+                    help="a bundle, or release task files with --from neural-medbench")
+    ip.add_argument("--from", dest="source", choices=["bundle", "neural-medbench"],
+                    default="bundle", help="what PATH is (default: a bundle)")
+    ip.add_argument("--answers", metavar="ANSWERS.json",
+                    help="release: the maintainer's answer key (reference answers)")
+    ip.add_argument("--family", choices=["differential", "lesion", "rationale"],
+                    help="release: the task family of every file (default: by file name)")
+    ip.add_argument("--level", type=int, choices=[1, 2, 3],
+                    help="release: the level of every file (default: by file name)")
     ip.add_argument("--dry-run", action="store_true", help="validate and count, write nothing")
     ip.add_argument("--json", action="store_true", help=JSON)
 
@@ -587,11 +621,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     ep = add("export", cmd_export, "export study data for admins and scripts")
     ep.add_argument("kind", choices=["responses", "expert-scores", "grader-scores", "exam-answers",
-                                     "agreement"],
-                    help="what to export; agreement: item, rater, score, part (nmb agreement)")
+                                     "agreement", "release"],
+                    help="what to export; agreement: item, rater, score, part (nmb agreement); "
+                    "release: the cases and tasks in the published release shape")
     ep.add_argument("--format", choices=["csv", "jsonl", "parquet"], default="csv",
-                    help="file format (default csv)")
-    ep.add_argument("--out", required=True, help="the file to write")
+                    help="file format (default csv; not for release)")
+    ep.add_argument("--out", required=True, help="a file; for release, a folder")
+    ep.add_argument("--answers", metavar="FILE",
+                    help="release: also write the reference answers to FILE (outside --out)")
     ep.add_argument("--reveal-raters", action="store_true", help="real rater names, not pseudonyms")
 
     rp = add("render", cmd_render, "render one slice of an image to PNG")

@@ -36,6 +36,7 @@ from db.models import (
     utcnow,
 )
 from db.queries import fetch_in
+from db.reference import require_reference
 from db.rubrics import rubric_by_hash
 from db.status import count_query
 from errors import UserError
@@ -85,7 +86,9 @@ def select_items(s: Session, config: GraderConfig, items: str, limit: int | None
     graded = select(GraderScore.response_id).where(GraderScore.config_id == config.id)
     query = query.where(Response.response_id.not_in(graded))
     rows = list(s.exec(query))
-    return rows[:limit] if limit is not None else rows
+    rows = rows[:limit] if limit is not None else rows
+    require_reference(s, task_ids={r.task_id for r in rows})  # grading needs the answer
+    return rows
 
 
 def _prepare_all(s: Session, config: GraderConfig, rubric: Rubric,

@@ -82,6 +82,7 @@ from db.models import (
     Task,
     utcnow,
 )
+from db.reference import has_reference
 from db.rubrics import rubric_by_hash
 from db.text_limits import model_name_problem
 from errors import UserError
@@ -240,7 +241,8 @@ def freeze(s: Session, *, config_id: int, out: Path, canary_size: int = 20, seed
     cases = {c.case_id: c for c in s.exec(select(Case))}
     tasks = [{**{k: getattr(t, k) for k in TASK_FIELDS},
               "case": {k: getattr(cases[t.case_id], k) for k in CASE_FIELDS}}
-             for t in s.exec(select(Task).order_by(Task.task_id))]
+             for t in s.exec(select(Task).order_by(Task.task_id))
+             if has_reference(cases[t.case_id].ground_truth)]  # a package grades: answers only
     members = {"rubric.toml": rubric.source_text.encode(), "tasks.jsonl": _jsonl(tasks),
                "canary.jsonl": _jsonl(canary),
                "protocol.json": json.dumps({"id": proto.id, "sha256": proto.content_hash,

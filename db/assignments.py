@@ -16,6 +16,7 @@ from db.models import (
     Task,
     User,
 )
+from db.reference import require_reference_for_responses
 from db.response_flags import held
 from errors import UserError
 
@@ -38,6 +39,7 @@ def draw_calibration(
     if s.exec(select(CalibrationItem)).first() is not None:
         raise UserError("the calibration subset is already drawn; it is fixed once drawn")
     strata = _strata(s)
+    require_reference_for_responses(s, response_ids=strata)  # the subset is graded and scored
     chosen = stratified_sample(strata, n, seed)
     parts = split_dev_heldout({r: strata[r] for r in chosen}, dev_fraction, seed)
     for rid, part in parts.items():
@@ -94,6 +96,7 @@ def plan_assignment(
     if not items:
         raise UserError(f"every item of {selection!r} is already assigned or waits for review "
                         "on /admin")
+    require_reference_for_responses(s, response_ids=items)
     counts = dict(s.exec(select(Assignment.rater_id, func.count())
                          .group_by(Assignment.rater_id)).all())
     return AssignmentPlan(selection=selection, overlap=overlap, items=items,

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import insert
+from sqlalchemy import insert, update
 from sqlmodel import Session, select
 
 from db.audit import record
@@ -35,6 +35,7 @@ from db.bundle_validate import (
 from db.engine import nmb_home
 from db.models import Case, Mask, Response, Series, Task, utcnow
 from db.queries import chunks, fetch_in
+from db.reference import has_reference, scores_using
 from db.response_flags import as_created, flag_new
 
 __all__ = ["FORMAT", "BundleInvalid", "ImportSummary", "Problem", "ValidBundle", "image_path",
@@ -58,6 +59,8 @@ class ImportSummary:
     unchanged_cases: int = 0
     unchanged_tasks: int = 0
     unchanged_responses: int = 0
+    new_answers: int = 0  # reference answers given to cases that had none (db.reference)
+    changed_answers: int = 0  # reference answers changed that no score had used
     flagged_responses: int = 0  # name a model: redacted, held for review (db.response_flags)
     images_inspected: int = 0
     images_copied: int = 0
@@ -66,7 +69,8 @@ class ImportSummary:
 
     @property
     def changed(self) -> bool:
-        return bool(self.new_cases or self.new_tasks or self.new_responses)
+        return bool(self.new_cases or self.new_tasks or self.new_responses or self.new_answers
+                    or self.changed_answers)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -78,6 +82,9 @@ class ImportSummary:
                 + f"{self.new_tasks} tasks, {self.new_responses} responses; unchanged "
                 f"{self.unchanged_cases} cases, {self.unchanged_tasks} tasks, "
                 f"{self.unchanged_responses} responses"
+                + (f"; {self.new_answers} reference answers added" if self.new_answers else "")
+                + (f"; {self.changed_answers} reference answers changed"
+                   if self.changed_answers else "")
                 + (f"; {self.flagged_responses} responses name a model: redacted and held "
                    "for review on /admin" if self.flagged_responses else ""))
 
@@ -93,6 +100,7 @@ class _Plan:
     masks: list[MaskFile] = field(default_factory=list)
     tasks: list[dict] = field(default_factory=list)
     responses: list[dict] = field(default_factory=list)
+    answers: list[tuple[str, dict | None, dict]] = field(default_factory=list)  # id, old, new
     problems: list[Problem] = field(default_factory=list)
     bundle: str = ""
 
@@ -119,6 +127,7 @@ def _plan(s: Session, vb: ValidBundle, summary: ImportSummary) -> _Plan:
     old_masks: dict[str, list[tuple]] = {}
     for m in fetch_in(s, Mask.case_id, old_cases):
         old_masks.setdefault(m.case_id, []).append((m.position, m.label, m.series, m.sha256))
+    answers: list[tuple[str, dict | None, dict]] = []
     for c in vb.cases:
         cid = c["case_id"]
         mine = sorted((f.position, f.sequence, f.sha256, f.plane, f.caption)
@@ -128,7 +137,12 @@ def _plan(s: Session, vb: ValidBundle, summary: ImportSummary) -> _Plan:
             plan.series += series_of.get(cid, [])
             plan.masks += masks_of.get(cid, [])
             continue
-        diff = _differences(old_cases[cid].model_dump(), c)
+        old = old_cases[cid].model_dump()
+        # No answer in the bundle keeps the study's; a new or other one is an answer update.
+        diff = _differences(old, {k: v for k, v in c.items() if k != "ground_truth"})
+        gt = c.get("ground_truth")
+        if has_reference(gt) and gt != old["ground_truth"] and not diff:
+            answers.append((cid, old["ground_truth"], gt))
         if sorted(old_series.get(cid, [])) != mine:
             diff.append("series")
         masks = sorted((m.position, m.label, m.series, m.sha256) for m in masks_of.get(cid, []))
@@ -139,6 +153,13 @@ def _plan(s: Session, vb: ValidBundle, summary: ImportSummary) -> _Plan:
                                  f"({', '.join(diff)})")
         else:
             summary.unchanged_cases += 1
+    used = scores_using(s, [cid for cid, old, _ in answers if has_reference(old)])
+    for cid, old, new in answers:
+        if used.get(cid):
+            problem("case", cid, f"case {cid}: its reference answer was used by {used[cid]} "
+                                 "scores (expert or grader) and cannot change")
+        else:
+            plan.answers.append((cid, old, new))
 
     old_tasks = {t.task_id: t for t in fetch_in(s, Task.task_id, (t["task_id"] for t in vb.tasks))}
     for t in vb.tasks:
@@ -202,7 +223,7 @@ def new_blind_codes(s: Session, n: int) -> list[str]:
     return out
 
 
-def _insert(s: Session, plan: _Plan, progress: Progress | None) -> None:
+def _insert(s: Session, plan: _Plan, progress: Progress | None, actor: str | None) -> None:
     now = utcnow()
     conn = s.connection()
     if plan.cases:
@@ -223,6 +244,9 @@ def _insert(s: Session, plan: _Plan, progress: Progress | None) -> None:
              "shape": m.shape, "voxel_sizes": m.voxel_sizes} for m in plan.masks])
     if plan.tasks:
         conn.execute(insert(Task), plan.tasks)
+    for cid, old, new in plan.answers:
+        conn.execute(update(Case).where(Case.case_id == cid).values(ground_truth=new))
+        record(s, "case.answer", actor=actor, case=cid, old=old, new=new, bundle=plan.bundle)
     codes = new_blind_codes(s, len(plan.responses))
     rows = [{**r, "source": "model", "user_id": None, "blind_code": code, "created_at": now}
             for r, code in zip(plan.responses, codes, strict=True)]
@@ -271,6 +295,8 @@ def _import(s: Session, path: Path, ws: Workspace, *, dry_run: bool, actor: str 
     summary.new_cases, summary.new_series = len(plan.cases), len(plan.series)
     summary.new_masks = len(plan.masks)
     summary.new_tasks, summary.new_responses = len(plan.tasks), len(plan.responses)
+    summary.new_answers = sum(not has_reference(old) for _, old, _ in plan.answers)
+    summary.changed_answers = len(plan.answers) - summary.new_answers
     t = time.perf_counter()
     flags = flag_new(s, plan.responses)
     summary.flagged_responses = len(flags)
@@ -290,12 +316,13 @@ def _import(s: Session, path: Path, ws: Workspace, *, dry_run: bool, actor: str 
             progress(0.7 + 0.1 * i / len(images), f"stored {i} images")
     timings["copy"] = time.perf_counter() - t
     t = time.perf_counter()
-    _insert(s, plan, progress)
+    _insert(s, plan, progress, actor)
     s.add_all(flags)
     record(s, "bundle.import", actor=actor, bundle=vb.name, source=path.name,
            cases=summary.new_cases, series=summary.new_series,
            masks=summary.new_masks, tasks=summary.new_tasks,
-           responses=summary.new_responses, flagged=summary.flagged_responses)
+           responses=summary.new_responses, flagged=summary.flagged_responses,
+           answers_added=summary.new_answers, answers_changed=summary.changed_answers)
     s.flush()
     timings["db_insert"] = time.perf_counter() - t
     if dry_run:

@@ -245,7 +245,7 @@ CASE_SPEC: Spec = {
     "ehr": (True, _string()),
     "scores": (False, _scores),
     "series": (True, _list),
-    "ground_truth": (True, _object),
+    "ground_truth": (False, _object),  # absent: no reference answer yet (db.reference)
     "key_slices": (False, _list),  # db.bundle_key_slices
     "masks": (False, _list),
 }
@@ -263,8 +263,8 @@ MASK_SPEC: Spec = {
 GROUND_TRUTH_SPEC: Spec = {
     "final_diagnosis": (True, _string(empty=False)),
     "differential": (True, _string_list()),
-    "lesion": (True, _string()),
-    "reasoning": (True, _string()),
+    "lesion": (False, _string()),
+    "reasoning": (False, _string()),
 }
 TASK_SPEC: Spec = {
     "task_id": (True, _identifier),
@@ -573,7 +573,7 @@ def _parse_case(root: Path, case_dir: Path, problems: list[Problem]
     if msgs:
         return None, files, masks
     row = {"case_id": obj["case_id"], "title": obj["title"], "ehr": obj["ehr"],
-           "scores": obj.get("scores", {}), "ground_truth": obj["ground_truth"],
+           "scores": obj.get("scores", {}), "ground_truth": obj.get("ground_truth"),
            "key_slices": obj.get("key_slices")}
     return row, files, masks
 

@@ -130,7 +130,10 @@ def open_bundle(path: Path, scratch: Path, *, max_unzipped_bytes: int = MAX_UNZI
     if not p.exists():
         raise BundleInvalid(p.name, [Problem(str(p), None, "no such file or folder")])
     if p.suffix.lower() != ".zip":
-        raise BundleInvalid(p.name, [Problem(str(p), None, "a bundle is a folder or a .zip")])
+        hint = (" (a Neural-MedBench release file? nmb import FILE... --from neural-medbench)"
+                if p.suffix.lower() == ".json" else "")
+        raise BundleInvalid(p.name, [Problem(str(p), None,
+                                             f"a bundle is a folder or a .zip{hint}")])
     scratch.mkdir()
     extract_zip(p, scratch, max_bytes=max_unzipped_bytes)
     return bundle_root(scratch)

@@ -21,17 +21,20 @@ class CaseView:
     title: str
     ehr: str
     scores: dict[str, float]
-    ground_truth: dict[str, Any]
+    ground_truth: dict[str, Any] | None  # None: no reference answer yet
     series: list[tuple[str, Path]]
 
 
-def reference_fields(ground_truth: dict[str, Any]) -> list[tuple[str, str]]:
+def reference_fields(ground_truth: dict[str, Any] | None) -> list[tuple[str, str]]:
     """The reference answer as labelled text fields, in one order for the scoring page and the
-    grader prompt (`differential` joined with "; ")."""
-    return [("Final diagnosis", ground_truth.get("final_diagnosis", "")),
-            ("Differential", "; ".join(ground_truth.get("differential", []))),
-            ("Lesion", ground_truth.get("lesion", "")),
-            ("Reasoning", ground_truth.get("reasoning", ""))]
+    grader prompt (`differential` joined with "; "); `lesion` and `reasoning` only when the
+    answer has them (both are optional). No fields when there is no reference answer."""
+    if not ground_truth:
+        return []
+    fields = [("Final diagnosis", ground_truth.get("final_diagnosis", "")),
+              ("Differential", "; ".join(ground_truth.get("differential", [])))]
+    return fields + [(label, ground_truth[key]) for label, key in
+                     (("Lesion", "lesion"), ("Reasoning", "reasoning")) if key in ground_truth]
 
 
 def task_list(s: Session) -> list[Task]:

@@ -13,6 +13,7 @@ from sqlalchemy import func
 from sqlmodel import Session, col, select
 
 from db.models import Case, Response, ResponseFlag, Series, Task, User
+from db.reference import has_reference
 
 EXCERPT_CHARS = 160
 
@@ -25,6 +26,7 @@ class CaseRow:
     series: int
     tasks: int
     responses: int
+    answer: bool = True  # has a reference answer (db.reference)
 
 
 @dataclass(frozen=True)
@@ -64,13 +66,15 @@ def _per(s: Session, key, query=None) -> dict[str, int]:
 
 
 def case_rows(s: Session) -> list[CaseRow]:
-    """Every case with its bundle and its numbers of series, tasks and responses."""
+    """Every case with its bundle, its numbers of series, tasks and responses, and whether it
+    has a reference answer."""
     series = _per(s, Series.case_id)
     tasks = _per(s, Task.case_id)
     responses = _per(s, Task.case_id, select(Task.case_id, func.count())
                      .join(Response, col(Response.task_id) == Task.task_id))
     return [CaseRow(c.case_id, c.title, c.bundle, series.get(c.case_id, 0),
-                    tasks.get(c.case_id, 0), responses.get(c.case_id, 0))
+                    tasks.get(c.case_id, 0), responses.get(c.case_id, 0),
+                    has_reference(c.ground_truth))
             for c in s.exec(select(Case).order_by(Case.case_id))]
 
 

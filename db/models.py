@@ -83,7 +83,9 @@ class Case(SQLModel, table=True):
     title: str
     ehr: str = _text()
     scores: dict[str, float] = _json()
-    ground_truth: dict[str, Any] = _json()
+    # the reference answer, or None (JSON null: the column stays NOT NULL) when the case was
+    # imported without one (db.reference)
+    ground_truth: dict[str, Any] | None = _json()
     bundle: str = Field(max_length=256)
     # [{"series", "plane", "index"}]: the slices a model is shown (imaging.key_slices), or None
     key_slices: list[dict[str, Any]] | None = _json(nullable=True)

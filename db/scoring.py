@@ -26,6 +26,7 @@ from db.models import (
     User,
     utcnow,
 )
+from db.reference import has_reference, missing_message, require_reference
 from db.rubrics import rubric_by_hash
 from db.text_limits import COMMENT, check_length
 from errors import UserError
@@ -109,6 +110,8 @@ def load_item(s: Session, *, rater_id: int, assignment_id: int) -> ScoringItem:
     resp = s.get(Response, a.response_id)
     task = s.get(Task, resp.task_id)
     case = case_view(s, case_id=task.case_id)
+    if not has_reference(case.ground_truth):  # nothing to score against
+        raise UserError(missing_message([task.task_id]))
     score = _score_row(s, assignment_id, lock=False)
     values: dict[str, Any] = {}
     if score is not None:
@@ -198,8 +201,10 @@ def record_submission(
     (the caller commits). `synthetic` marks generated scores (the demo)."""
     a = assignment
     _check_comment(values)
-    family = s.exec(select(Task.family).join(Response, Response.task_id == Task.task_id)
-                    .where(Response.response_id == a.response_id)).one()
+    family, task_id = s.exec(select(Task.family, Task.task_id)
+                             .join(Response, Response.task_id == Task.task_id)
+                             .where(Response.response_id == a.response_id)).one()
+    require_reference(s, task_ids=[task_id])
     score = _locked_score(s, a)
     clean = rubric_by_hash(s, score.rubric_hash).validate_score(
         {k: values.get(k) for k in SCORE_FIELDS}, family=family)

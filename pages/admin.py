@@ -22,6 +22,9 @@ from db.engine import session
 from db.exams import ensure_exam
 from db.export import FORMATS, KINDS, export
 from db.masks import case_masks
+from db.models import FAMILIES, LEVELS
+from db.reference import HINT, has_reference
+from db.release import import_release
 from db.rubrics import ensure_rubric
 from db.status import counts
 from db.text_limits import NAME
@@ -51,16 +54,14 @@ with session() as s:
     st.dataframe(pd.DataFrame([counts(s)]), hide_index=True)
 
 
-def run_import(path: Path, dry_run: bool, workspace: Workspace | None = None) -> None:
-    """Validate and import the bundle at `path`; messages name it by `path.name` (an upload is
-    stored under its own file name, made safe)."""
+def _show_import(label: str, run) -> None:
+    """Run an import (`run(progress)` returns its summary) and show its outcome: every
+    problem as a table row, or the summary."""
     bar = st.progress(0.0, text="validating")
     try:
         with session() as s:
-            summary = import_bundle(s, path, dry_run=dry_run, actor=user.name,
-                                    progress=lambda f, what: bar.progress(
-                                        min(f, 1.0), text=escape_markdown(what)),
-                                    workspace=workspace)
+            summary = run(s, lambda f, what: bar.progress(min(f, 1.0),
+                                                          text=escape_markdown(what)))
     except BundleInvalid as e:
         bar.empty()
         show_error(e)
@@ -72,13 +73,18 @@ def run_import(path: Path, dry_run: bool, workspace: Workspace | None = None) ->
         show_error(e)
     else:
         bar.progress(1.0, text="done")
-        valid = " is valid, nothing was written (dry run)" if dry_run else ""
-        st.success(escape_markdown(f"{path.name}{valid}: {summary}"))
+        st.success(escape_markdown(f"{label}: {summary}"))
 
 
-def import_section() -> None:
-    st.caption("A bundle is a folder or a .zip in the `nmb-bundle/1` format "
-               "(docs/bundle-format.md). It is validated completely before anything is written.")
+def run_import(path: Path, dry_run: bool, workspace: Workspace | None = None) -> None:
+    """Validate and import the bundle at `path`; messages name it by `path.name` (an upload is
+    stored under its own file name, made safe)."""
+    valid = " is valid, nothing was written (dry run)" if dry_run else ""
+    _show_import(f"{path.name}{valid}", lambda s, progress: import_bundle(
+        s, path, dry_run=dry_run, actor=user.name, progress=progress, workspace=workspace))
+
+
+def bundle_import() -> None:
     upload = st.file_uploader("Bundle (.zip)", type=["zip"])
     server_path = st.text_input("…or a path on the server")
     dry_run = st.checkbox("Dry run (validate only)")
@@ -90,6 +96,55 @@ def import_section() -> None:
                 run_import(path, dry_run, upload_area)
         else:
             run_import(Path(server_path.strip()), dry_run)
+
+
+def release_import() -> None:
+    """`nmb import FILE... --from neural-medbench`: uploaded files or paths on the server."""
+    uploads = st.file_uploader("Release task files (.json)", type=["json"],
+                               accept_multiple_files=True)
+    server_paths = st.text_area("…or paths on the server, one per line")
+    key = st.file_uploader("Answer key (.json, optional)", type=["json"])
+    key_path = st.text_input("…or the answer key's path on the server")
+    c1, c2, c3 = st.columns(3)
+    family = c1.selectbox("Family", ["by file name", *FAMILIES])
+    level = c2.selectbox("Level", ["by file name", *LEVELS])
+    dry_run = c3.checkbox("Dry run (validate only)", key="release_dry_run")
+    paths = [Path(p.strip()) for p in server_paths.splitlines() if p.strip()]
+    if not st.button("Import", type="primary", disabled=not (uploads or paths)):
+        return
+    with Workspace("upload") as area:  # NMB_HOME/tmp, swept if the server dies
+        if uploads:
+            paths = []
+            for upload in uploads:
+                paths.append(area.path / safe_upload_name(upload.name, ".json"))
+                paths[-1].write_bytes(upload.getvalue())
+        answers = Path(key_path.strip()) if key_path.strip() else None
+        if key is not None:
+            (area.path / "key").mkdir()
+            answers = area.path / "key" / safe_upload_name(key.name, ".json")
+            answers.write_bytes(key.getvalue())
+        valid = " are valid, nothing was written (dry run)" if dry_run else ""
+        _show_import(", ".join(p.name for p in paths) + valid,
+                     lambda s, progress: import_release(
+                         s, paths, answers=answers, dry_run=dry_run, actor=user.name,
+                         family=None if family == "by file name" else family,
+                         level=None if level == "by file name" else level, progress=progress))
+
+
+def import_section() -> None:
+    kind = st.radio("What", ["Bundle", "Neural-MedBench release files"], horizontal=True)
+    if kind == "Bundle":
+        st.caption("A bundle is a folder or a .zip in the `nmb-bundle/1` format "
+                   "(docs/bundle-format.md). It is validated completely before anything is "
+                   "written.")
+        bundle_import()
+    else:
+        st.caption("The release's task files as published (direct-diagnosis.json, "
+                   "complex-diseases.json, multi-round-dialogue.json) and, optionally, the "
+                   "maintainer's answer key (docs/bundle-format.md, *Neural-MedBench release "
+                   "files*). Placeholder cases are skipped; nothing is written unless all of "
+                   "it is valid.")
+        release_import()
 
 
 def model_names_section() -> None:
@@ -120,6 +175,9 @@ def cases_section() -> None:
     with case_panel(key=f"admin-{view.case_id}", title=view.title, ehr=view.ehr,
                     scores=view.scores, series=view.series, masks=masks):
         st.markdown("##### Ground truth")
+        if not has_reference(view.ground_truth):
+            st.info(f"No reference answer yet: this case can be sent to models and put in "
+                    f"exams, not graded or scored ({HINT}).")
         for label, text in reference_fields(view.ground_truth):
             st.markdown(f"**{label}**")
             untrusted_text(text)

@@ -174,3 +174,32 @@ def test_assigning_shows_what_it_adds_before_adding_it(sqlite_url: str) -> None:
         assert len(s.exec(select(Assignment)).all()) == 6
     next(b for b in at.button if b.label == "Preview").click().run()  # nothing left to add
     assert any("already assigned" in e.value for e in at.error)
+def test_release_files_import_from_the_admin_page(sqlite_url: str, tmp_path: Path) -> None:
+    """The release tab: uploaded task files keep their names (they decide family and level),
+    the answer key is read, placeholders are counted, problems are table rows."""
+    from tests.db.release_files import write_release
+
+    files = write_release(tmp_path / "release")
+    at = page("pages/admin.py", make_user("root", "admin")).run()
+    at.radio[0].set_value("Neural-MedBench release files").run()
+    at.get("file_uploader")[0].set_value([(f.name, f.read_bytes(), "application/json")
+                                          for f in files]).run()
+    key = (tmp_path / "release" / "answers.json").read_bytes()
+    at.get("file_uploader")[1].set_value(("answers (final).json", key, "application/json")).run()
+    next(b for b in at.button if b.label == "Import").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    [done] = [m.value for m in at.success]
+    assert "imported 5 cases, 6 series, 6 tasks" in done
+    assert r"skipped 3 placeholder cases" in done
+    with session() as s:
+        assert s.get(Case, "direct-case_1").ground_truth["final_diagnosis"] == "胶质母细胞瘤"
+
+    bad = tmp_path / "direct-diagnosis.json"
+    bad.write_text('{"case_id": "case_1"}')
+    at.get("file_uploader")[0].set_value([]).run()
+    at.get("file_uploader")[1].set_value(None).run()
+    at.text_area[0].set_value(str(bad)).run()
+    next(b for b in at.button if b.label == "Import").click().run()
+    [problems] = [df.value for df in at.dataframe if "problem" in df.value.columns]
+    assert list(problems["file"]) == ["direct-diagnosis.json"]
+    assert list(problems["problem"]) == ["is not a JSON list of cases (found an object)"]
