@@ -274,7 +274,7 @@ class _File:
             except ValueError as e:
                 self.problem(where, str(e))
                 continue
-            kind = picture_type(data[:12])
+            kind = picture_type(data[:16])
             if kind is None:
                 self.problem(where, "not a PNG, JPEG or WebP picture")
                 continue

@@ -76,7 +76,7 @@ def _pictures(case_series: list[Series]) -> list[str] | None:
     uris = []
     for row in case_series:
         data = (nmb_home() / row.path).read_bytes()
-        kind = picture_type(data[:12])
+        kind = picture_type(data[:16])
         if kind is None:
             return None
         uris.append(encode_data_uri(data, kind[0]))

@@ -10,6 +10,8 @@ import binascii
 import re
 from dataclasses import dataclass
 
+from imaging.picture import sniff
+
 #: A release file larger than this is refused before it is read (as any bundle JSON file).
 MAX_RELEASE_FILE_BYTES = 512 * 2**20
 #: Cases in one release file.
@@ -47,17 +49,15 @@ SPLITS = (
 BY_FILE = {sp.file: sp for sp in SPLITS}
 BY_LEVEL = {sp.level: sp for sp in SPLITS}
 
-# (signature test, MIME type, file suffix), sniffed from the first bytes; labels are ignored.
-_PICTURES = (
-    (lambda h: h.startswith(b"\x89PNG\r\n\x1a\n"), "image/png", ".png"),
-    (lambda h: h.startswith(b"\xff\xd8\xff"), "image/jpeg", ".jpg"),
-    (lambda h: h[:4] == b"RIFF" and h[8:12] == b"WEBP", "image/webp", ".webp"),
-)
+#: What a sniffed picture format (`imaging.picture.sniff`: bytes decide, labels are ignored)
+#: is called in a data URI and as a file.
+_TYPES = {"PNG": ("image/png", ".png"), "JPEG": ("image/jpeg", ".jpg"),
+          "WEBP": ("image/webp", ".webp")}
 
 
 def picture_type(head: bytes) -> tuple[str, str] | None:
-    """(MIME type, suffix) of a PNG, JPEG or WebP picture from its first 12 bytes, else None."""
-    return next(((mime, suffix) for test, mime, suffix in _PICTURES if test(head)), None)
+    """(MIME type, suffix) of a PNG, JPEG or WebP picture from its first 16 bytes, else None."""
+    return _TYPES.get(sniff(head) or "")
 
 
 def decode_data_uri(uri: str) -> tuple[str, bytes]:

@@ -106,14 +106,15 @@ def test_release_files_import_as_published(database_url: str, tmp_path: Path) ->
     stored = (nmb_home() / wide.path).read_bytes()
     assert np.array_equal(_pixels(stored), _pixels(WIDE_PNG))  # upright, red mark still red
     assert tuple(_pixels(stored)[5, 5]) == (255, 0, 0)
-    assert [series["direct-case_3", k].path[-4:] for k in (0, 1)] == [".jpg", ".jpg"]
+    # every picture is stored as a metadata-free PNG (imaging.picture), JPEGs included
+    assert [series["direct-case_3", k].path[-4:] for k in (0, 1)] == [".png", ".png"]
     with Image.open(nmb_home() / series["direct-case_3", 1].path) as im:
         assert im.size == Image.open(io.BytesIO(COLOUR_JPEG)).size and im.mode == "RGB"
     with Image.open(nmb_home() / series["direct-case_3", 0].path) as im:
         assert im.size == Image.open(io.BytesIO(GREY_JPEG)).size
     assert np.array_equal(_pixels((nmb_home() / series["direct-case_5", 0].path).read_bytes()),
                           _pixels(SAGITTAL_PNG))
-    assert series["complex-case_1", 0].path.endswith(".webp")
+    assert series["complex-case_1", 0].path.endswith(".png")  # (a WebP, stored as PNG)
     # The workspace is gone.
     assert [p.name for p in (nmb_home() / "tmp").iterdir()] == [".lock"]
 
@@ -330,7 +331,7 @@ def test_export_release_round_trips(sqlite_url: str, tmp_path: Path,
     assert [c["case_id"] for c in direct] == ["case_1", "case_3", "case_5"]
     assert [q["question_number"] for c in direct for q in c["questions"]] == [1, 2, 3, 4]
     assert direct[0]["images"][0].startswith("data:image/png;base64,")  # its true type
-    assert direct[1]["images"][1].startswith("data:image/jpeg;base64,")
+    assert direct[1]["images"][1].startswith("data:image/png;base64,")  # a JPEG, kept as PNG
     [dialogue] = json.loads((out / "multi-round-dialogue.json").read_text())
     assert dialogue["questions"][1] == {"question_number": 2, "question_text": DIALOGUE[1],
                                         "information": REVEALED[1]}
