@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from db.engine import upgrade
+from db.bundle.store import prepare_study
 from ui.auth import current_user, logout, restore_login, write_cookie
 from ui.plain_text import escape_markdown
 from ui.router import routes
@@ -13,7 +13,7 @@ st.set_page_config(page_title="Neural-MedBench Studio", page_icon=":brain:", lay
 
 @st.cache_resource
 def _migrated() -> bool:
-    upgrade()
+    prepare_study()
     return True
 
 

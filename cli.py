@@ -25,10 +25,11 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _study():
-    """A session on the current study, created or migrated first."""
-    from db.engine import session, upgrade
+    """A session on the current study, created or migrated (and swept) first."""
+    from db.bundle.store import prepare_study
+    from db.engine import session
 
-    upgrade()
+    prepare_study()
     return session()
 
 
@@ -85,9 +86,10 @@ def _print_json(data: object) -> None:
 
 
 def cmd_db_upgrade(args: argparse.Namespace) -> None:
-    from db.engine import database_url, upgrade
+    from db.bundle.store import prepare_study
+    from db.engine import database_url
 
-    upgrade()
+    prepare_study()
     print(f"database is at the newest revision: {database_url().split('@')[-1]}")
 
 
@@ -173,7 +175,7 @@ def cmd_users_disable(args: argparse.Namespace) -> None:
 
 
 def cmd_import(args: argparse.Namespace) -> None:
-    from db.bundle import BundleInvalid, import_bundle
+    from db.bundle.importer import BundleInvalid, import_bundle
 
     release = args.source == "neural-medbench"
     if not release and len(args.paths) > 1:
@@ -184,7 +186,7 @@ def cmd_import(args: argparse.Namespace) -> None:
     try:
         with _study() as s:
             if release:
-                from db.release import import_release
+                from db.release.reader import import_release
 
                 summary = import_release(
                     s, [Path(p) for p in args.paths], dry_run=args.dry_run, actor="cli",
@@ -209,7 +211,7 @@ def cmd_demo(args: argparse.Namespace) -> None:
 
 def cmd_export(args: argparse.Namespace) -> None:
     if args.kind == "release":
-        from db.release_export import export_release
+        from db.release.export import export_release
 
         with _study() as s:
             print(export_release(s, Path(args.out),
@@ -235,7 +237,7 @@ def cmd_render(args: argparse.Namespace) -> None:
 
 
 def cmd_agreement(args: argparse.Namespace) -> None:
-    from calibration.agreement_csv import agreement_from_csv
+    from stats.agreement_csv import agreement_from_csv
 
     _print_json(agreement_from_csv(
         Path(args.file), reference=args.reference, bootstrap=args.bootstrap, seed=args.seed
@@ -243,7 +245,7 @@ def cmd_agreement(args: argparse.Namespace) -> None:
 
 
 def cmd_assign(args: argparse.Namespace) -> None:
-    from db.assignments import assign, draw_calibration, plan_assignment
+    from db.raters.assignments import assign, draw_calibration, plan_assignment
     from db.rubrics import ensure_rubric
 
     with _study() as s:
@@ -264,7 +266,7 @@ def cmd_assign(args: argparse.Namespace) -> None:
 
 
 def cmd_exam_add(args: argparse.Namespace) -> None:
-    from db.exams import ensure_exam
+    from db.study.exams import ensure_exam
 
     with _study() as s:
         exam = ensure_exam(s, name=args.name, task_ids=args.tasks, actor="cli")
@@ -289,9 +291,9 @@ def _positive(kind: type[int] | type[float], most: float) -> Callable[[str], int
 
 
 def cmd_grade(args: argparse.Namespace) -> None:
-    from calibration.grader import grade, summary_dict
-    from calibration.grader_config import is_dated_snapshot, load_settings, store_config
-    from calibration.request import check_base_url, check_destination
+    from grading.config import is_dated_snapshot, load_settings, store_config
+    from grading.grader import grade, summary_dict
+    from llm.grader_request import check_base_url, check_destination
 
     settings = load_settings(Path(args.config) if args.config else None, model=args.model,
                              base_url=args.base_url)
@@ -328,9 +330,9 @@ def cmd_grade(args: argparse.Namespace) -> None:
 
 
 def cmd_collect(args: argparse.Namespace) -> None:
-    from calibration.collect import Selection, collect
-    from calibration.grader_config import is_dated_snapshot
-    from calibration.model_request import CollectSettings
+    from collection.collect import Selection, collect
+    from grading.config import is_dated_snapshot
+    from llm.model_request import CollectSettings
 
     settings = CollectSettings(model=args.model, base_url=args.base_url, samples=args.samples,
                                images=args.images, temperature=args.temperature,
@@ -435,7 +437,7 @@ def cmd_protocol_register(args: argparse.Namespace) -> None:
 
 
 def cmd_package_freeze(args: argparse.Namespace) -> None:
-    from calibration.package import freeze
+    from package.package import freeze
 
     with _study() as s:
         row = freeze(s, config_id=args.config, out=Path(args.out), canary_size=args.canary,
@@ -446,7 +448,7 @@ def cmd_package_freeze(args: argparse.Namespace) -> None:
 
 
 def cmd_package_keygen(args: argparse.Namespace) -> None:
-    from calibration.package_sign import keygen
+    from package.sign import keygen
 
     pub, line = keygen(Path(args.out))
     _print_json({"private_key": args.out, "public_key_file": str(pub), "public_key": line})
@@ -454,7 +456,7 @@ def cmd_package_keygen(args: argparse.Namespace) -> None:
 
 def _verified(args: argparse.Namespace):
     """The package named on the command line, verified (and its digest printed) before use."""
-    from calibration.package import verify
+    from package.package import verify
 
     pkg = verify(Path(args.package), sha256=args.sha256,
                  images=Path(args.images) if args.images else None,
@@ -477,7 +479,7 @@ def cmd_package_verify(args: argparse.Namespace) -> None:
 
 
 def cmd_package_grade(args: argparse.Namespace) -> None:
-    from calibration.package import grade_responses, read_responses, summary, summary_markdown
+    from package.package import grade_responses, read_responses, summary, summary_markdown
 
     pkg = _verified(args)
     responses = read_responses(Path(args.responses))
@@ -500,7 +502,7 @@ def cmd_package_grade(args: argparse.Namespace) -> None:
 
 
 def cmd_package_canary(args: argparse.Namespace) -> None:
-    from calibration.package import canary
+    from package.package import canary
 
     result = canary(_verified(args), base_url=args.base_url, concurrency=args.concurrency,
                     timeout=args.timeout)
@@ -516,7 +518,7 @@ def cmd_package_canary(args: argparse.Namespace) -> None:
 
 def cmd_leaderboard(args: argparse.Namespace) -> None:
     from calibration.calibrate import unvalidated_warning
-    from calibration.leaderboard import display_rows, leaderboard
+    from results.leaderboard import display_rows, leaderboard
 
     with _study() as s:
         rows = leaderboard(s, config_id=args.config, ks=tuple(args.k), by=args.by)
@@ -533,9 +535,9 @@ def cmd_leaderboard(args: argparse.Namespace) -> None:
 
 
 def cmd_results(args: argparse.Namespace) -> None:
-    from calibration import results
-    from calibration.leaderboard import parse_by
-    from calibration.results_export import as_text, export, prepare_out
+    from results import results
+    from results.export import as_text, export, prepare_out
+    from results.leaderboard import parse_by
 
     by = parse_by(args.by)
     if args.out:
@@ -544,7 +546,7 @@ def cmd_results(args: argparse.Namespace) -> None:
         res = results.build(s, config_id=args.config, by=by, ks=tuple(args.k),
                             reveal=args.reveal, grader_only=args.grader_only)
     if args.out:
-        from calibration.results_plots import all_figures
+        from results.plots import all_figures
 
         written = export(Path(args.out), res, all_figures(res))
         print(f"nmb: wrote {len(written)} files to {args.out}", file=sys.stderr)

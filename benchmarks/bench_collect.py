@@ -62,8 +62,8 @@ def _in_study(home: Path, code: str) -> str:
 FIRST_BODY = """
 import json
 from sqlmodel import select
-from calibration.key_images import key_images
-from calibration.model_request import CollectSettings, turn_request
+from llm.key_images import key_images
+from llm.model_request import CollectSettings, turn_request
 from db.engine import session
 from db.models import Case, Task
 with session() as s:
@@ -76,7 +76,7 @@ with session() as s:
 RENDER_COLD = """
 import time
 from sqlmodel import select
-from calibration.key_images import key_images
+from llm.key_images import key_images
 from db.engine import session
 from db.models import Case
 with session() as s:

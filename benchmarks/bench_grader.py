@@ -69,8 +69,8 @@ def _build_study(home: Path, base_url: str) -> dict:
     (the config as `nmb grade --base-url` stores it)."""
     code = f"""
 import json
-from calibration.grader import prepare
-from calibration.grader_config import GraderSettings, store_config
+from grading.grader import prepare
+from grading.config import GraderSettings, store_config
 from db.engine import session, upgrade
 from db.models import Response
 from db.rubrics import rubric_by_hash

@@ -67,7 +67,7 @@ def main() -> None:
 
 
 def _run(bundle: Path, files: list[Path]) -> None:
-    from db.bundle import import_bundle
+    from db.bundle.importer import import_bundle
     from db.engine import session, upgrade
     from db.status import counts
 

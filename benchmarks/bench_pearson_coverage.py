@@ -2,7 +2,7 @@
 
 1,000 simulated studies per design, each with its own 2,000 resamples of cases (the report's
 default), drawn from a bivariate normal with correlation rho; an interval covers when it holds
-rho. Printed for every `ci_method` of `calibration.agreement.pearson` and the Fisher-z interval,
+rho. Printed for every `ci_method` of `stats.agreement.pearson` and the Fisher-z interval,
 on the same studies and resamples. The first design is the gate's regime (rho = 0.9, 60 items,
 one per case); the second puts the 60 items in 20 cases of 3, resampled as whole cases.
 Not timed: the figure is the coverage (Monte Carlo standard error about 0.7 points).
@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from calibration.agreement import CI_METHODS, bootstrap_weights, pearson
+from stats.agreement import CI_METHODS, bootstrap_weights, pearson
 
 STUDIES, RESAMPLES, N_ITEMS = 1000, 2000, 60
 DESIGNS = [(0.9, 1), (0.9, 3)]  # (rho, items per case)

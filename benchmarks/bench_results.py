@@ -2,7 +2,7 @@
 loop that draws people and tasks one resample at a time.
 
 Study: 8 models x 900 tasks (3 families x 3 levels x 100) x 5 samples, and 2 human groups of
-40 people answering 90 of the tasks each. Ours: `calibration.leaderboard.cells` per model and
+40 people answering 90 of the tasks each. Ours: `results.leaderboard.cells` per model and
 group, overall and per family x level cell (pass@1, pass@5, top-1, top-5, rubric score, 2,000
 resamples each). Baseline for the human interval: the pigeonhole bootstrap written as the
 definition reads (per resample, draw people and tasks, then each drawn person's mean over the
@@ -12,9 +12,9 @@ drawn tasks they answered), on one group.
 import numpy as np
 
 from benchmarks.timing import median_seconds
-from calibration.judgments import Judgment
-from calibration.leaderboard import cells
-from calibration.resample import RESAMPLES, over_people
+from results.judgments import Judgment
+from results.leaderboard import cells
+from stats.resample import RESAMPLES, over_people
 
 FAMILIES, LEVELS = ("differential", "lesion", "rationale"), (1, 2, 3)
 MODELS, TASKS, SAMPLES, PEOPLE, HUMAN_TASKS = 8, 900, 5, 40, 90

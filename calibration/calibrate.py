@@ -20,7 +20,6 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
 from calibration import protocol
-from calibration.grader_config import get_config
 from calibration.protocol import Gate, Statistics
 from calibration.report import Look, Report, build, collect
 from db.audit import record
@@ -36,6 +35,7 @@ from db.models import (
     utcnow,
 )
 from errors import UserError
+from grading.config import get_config
 
 if TYPE_CHECKING:
     from calibration.report import CalibrationData

@@ -19,11 +19,11 @@ from dataclasses import asdict, dataclass, fields
 
 from sqlmodel import Session, select
 
-from calibration.agreement import CI_METHODS
 from db.audit import record
 from db.models import CalibrationItem, CalibrationProtocol, HeldoutLook
 from errors import UserError
 from rubric.schema import canonical_json
+from stats.agreement import CI_METHODS
 
 FORMAT = "nmb-protocol-1"
 CHECKS = ("pearson", "icc2", "alt_test")
@@ -49,7 +49,7 @@ class Statistics:
 
     bootstrap: int = 2000
     seed: int = 0
-    pearson_ci: str = "studentized_z"  # a calibration.agreement CI method, or "fisher"
+    pearson_ci: str = "studentized_z"  # a stats.agreement CI method, or "fisher"
     alt_test_min_items: int = 30
 
 

@@ -2,7 +2,7 @@
 
 The overall score is compared on the rubric's point scale (overall x (max - min) + min), so
 a bias of 1.0 reads "one rubric point"; each criterion on its own levels. Statistics come
-from `calibration.agreement`; this module gathers the scores (`collect`), hashes exactly what
+from `stats.agreement`; this module gathers the scores (`collect`), hashes exactly what
 a report is computed on (`data_hash`) and builds the typed `Report` with the gate's verdict
 (`build`). Which thresholds apply, and the one held-out look, are `calibration.calibrate`'s.
 """
@@ -14,8 +14,7 @@ from typing import Any
 import numpy as np
 from sqlmodel import Session, select
 
-from calibration.agreement import compare_tags, compare_to_experts
-from calibration.grader_config import get_config, is_dated_snapshot
+from calibration.gate import GateCheck, gate_checks, gate_passed
 from calibration.protocol import Gate, Statistics
 from db.models import (
     Assignment,
@@ -28,7 +27,9 @@ from db.models import (
 )
 from db.rubrics import rubric_by_hash
 from errors import UserError
+from grading.config import get_config, is_dated_snapshot
 from rubric.schema import canonical_json
+from stats.agreement import compare_tags, compare_to_experts
 
 PARTS = ("heldout", "dev", "all")
 
@@ -135,20 +136,6 @@ def data_hash(data: CalibrationData) -> str:
                "criteria": {k: [plain(x) for x in v] for k, v in data.criteria.items()},
                "tags": [plain(x) for x in data.tags], "tag_names": data.tag_names}
     return hashlib.sha256(canonical_json(content).encode()).hexdigest()
-
-
-@dataclass
-class GateCheck:
-    """One check of the gate: the value, its threshold, and in plain words why it failed."""
-
-    name: str
-    label: str
-    value: float | None
-    threshold: float
-    passed: bool
-    required: bool
-    interval: list[float | None] | None = None
-    reason: str | None = None
 
 
 @dataclass
@@ -297,38 +284,6 @@ def _breakdown(data: CalibrationData) -> dict[str, dict[str, dict[str, Any]]]:
     return out
 
 
-def _gate(gate: Gate, overall: dict[str, Any], pearson_ci: list | None,
-          min_items: int) -> list[GateCheck]:
-    r = overall["pearson"]["r"]
-    icc2 = (overall["icc"].get("ICC2") or {}).get("icc")
-    alt = overall.get("alt_test") or {}
-    rate = alt.get("winning_rate")
-
-    def below(value: float | None, threshold: float, undefined: str) -> str | None:
-        if value is None:
-            return undefined
-        return None if value >= threshold else f"{value:.3f} is below {threshold:g}"
-
-    alt_reason = None
-    if not alt:
-        alt_reason = "needs at least two experts"
-    elif not alt.get("passed"):
-        alt_reason = (f"winning rate {rate:.2f} is below 0.5" if rate is not None else
-                      f"no expert has {min_items} items shared with another expert")
-    checks = [
-        GateCheck("pearson", "Pearson r", r, gate.pearson_min,
-                  r is not None and r >= gate.pearson_min, "pearson" in gate.required,
-                  pearson_ci, below(r, gate.pearson_min, "undefined (no variance)")),
-        GateCheck("icc2", "ICC(2,1), absolute agreement", icc2, gate.icc2_min,
-                  icc2 is not None and icc2 >= gate.icc2_min, "icc2" in gate.required, None,
-                  below(icc2, gate.icc2_min, "undefined")),
-        GateCheck("alt_test", f"Alt-Test winning rate (epsilon {gate.alt_test_epsilon:g}, "
-                  f"q {gate.alt_test_q:g})", rate, 0.5, bool(alt.get("passed")),
-                  "alt_test" in gate.required, None, alt_reason),
-    ]
-    return checks
-
-
 def build(data: CalibrationData, *, config_id: int, part: str, gate: Gate,
           statistics: Statistics, protocol_id: int | None = None,
           protocol_hash: str | None = None, looks: list[Look] | None = None) -> Report:
@@ -346,9 +301,9 @@ def build(data: CalibrationData, *, config_id: int, part: str, gate: Gate,
     criteria = {k: compare_to_experts(cg, ce, bootstrap=0, **options)
                 for k, (cg, ce) in data.criteria.items()}
     p = overall["pearson"]
-    checks = _gate(gate, overall, _r_interval(p),
-                   st.alt_test_min_items)
-    passed = all(c.passed for c in checks if c.required)
+    checks = gate_checks(gate, overall, pearson_ci=_r_interval(p),
+                         min_items=st.alt_test_min_items)
+    passed = gate_passed(checks)
     return Report(
         config_id=config_id, part=part, n_items=len(data.items), n_experts=len(data.raters),
         data_hash=data_hash(data), protocol_id=protocol_id, protocol_hash=protocol_hash,

@@ -2,8 +2,8 @@
 
 The default database is a SQLite file under `NMB_HOME` (default `.nmb/` in the working
 directory) with WAL, a busy timeout and foreign keys on. `postgresql+psycopg://...` works
-the same. Migrations (Alembic) are applied by `upgrade()`, on start and by `nmb db upgrade`;
-it then sweeps what killed imports left in NMB_HOME (`db.bundle_store.sweep`).
+the same. Migrations (Alembic) are applied by `upgrade()`; the app, the CLI and `nmb db upgrade`
+start with `db.bundle.store.prepare_study`, which also sweeps what killed imports left.
 """
 
 import os
@@ -84,13 +84,11 @@ def _at_head(url: str) -> bool:
 
 
 def upgrade(url: str | None = None) -> None:
-    """Create or migrate the database to the newest revision (a quick no-op when it is there),
-    then sweep what killed imports left (a listing of an empty folder when there is nothing)."""
+    """Create or migrate the database to the newest revision (a quick no-op when it is there).
+    The app and the CLI start with `db.bundle.store.prepare_study`, which also sweeps what
+    killed imports left."""
     url = url or database_url()
     if not _at_head(url):
         from alembic import command
 
         command.upgrade(alembic_config(url), "head")
-    from db.bundle_store import sweep
-
-    sweep(engine_for(url))

@@ -84,7 +84,7 @@ class Case(SQLModel, table=True):
     ehr: str = _text()
     scores: dict[str, float] = _json()
     # the reference answer, or None (JSON null: the column stays NOT NULL) when the case was
-    # imported without one (db.reference)
+    # imported without one (db.study.reference)
     ground_truth: dict[str, Any] | None = _json()
     bundle: str = Field(max_length=256)
     # [{"series", "plane", "index"}]: the slices a model is shown (imaging.key_slices), or None
@@ -174,7 +174,7 @@ class Response(SQLModel, table=True):
 
 
 class ResponseFlag(SQLModel, table=True):
-    """A response whose text names a model or its maker (db.model_names), held from assignment
+    """A response whose text names a model or its maker (db.raters.model_names), held from assignment
     until an admin reviews it. From import on, `Response.text` and `turns` hold the redacted
     text that raters and the grader see; the original stays here, for the audit."""
 
@@ -381,7 +381,7 @@ class GraderCache(SQLModel, table=True):
 
 
 class CollectionRun(SQLModel, table=True):
-    """One call of `nmb collect`: a model's answers to the selected tasks (calibration.collect).
+    """One call of `nmb collect`: a model's answers to the selected tasks (collection.collect).
 
     `settings` holds what shaped the requests (samples, images, temperature, max tokens, the
     task selection); `template_version`/`template_hash` name the prompt template sent."""

@@ -20,7 +20,7 @@ from pathlib import Path
 import nibabel as nib
 import numpy as np
 
-from db.cases import DEMO_BUNDLE
+from db.study.cases import DEMO_BUNDLE
 from demo.content import (
     CASES,
     ERROR_TAGS,

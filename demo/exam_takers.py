@@ -2,7 +2,7 @@
 
 Each one is a demo account (flagged `demo`, disabled: nobody logs in as them) named
 `synthetic-student-N` / `synthetic-physician-N`. They answer every task of the demo exam through
-the exam's own functions (`db.exams.answer_stage`, stage by stage, then `finish`), with answers
+the exam's own functions (`db.study.exams.answer_stage`, stage by stage, then `finish`), with answers
 assembled from the same hand-written variants as the fictional models' (each text says it is
 synthetic), drawn from a per-role mix scaled by a per-person skill (demo.content.HUMAN_PROFILES,
 HUMAN_SKILLS). `take_exam` returns what each answer was written to be, as `demo_truth` does for
@@ -15,8 +15,8 @@ import random
 
 from sqlmodel import Session, select
 
-from db.exams import answer_stage, attempt_for, exam_tasks, finish
 from db.models import Exam, User
+from db.study.exams import answer_stage, attempt_for, exam_tasks, finish
 from db.users import add_user
 from demo.bundle import compose, pick, variant_truth
 from demo.content import HUMAN_PROFILES, HUMAN_SKILLS, TASKS

@@ -13,15 +13,10 @@ from pathlib import Path
 import numpy as np
 from sqlmodel import Session, func, select
 
-from calibration.grader_config import GraderSettings, store_config
 from calibration.protocol import register
-from calibration.request import grade_request
-from db.assignments import assign, draw_calibration
 from db.audit import record
-from db.bundle import import_bundle
-from db.cases import DEMO_BUNDLE
+from db.bundle.importer import import_bundle
 from db.engine import session, upgrade
-from db.exams import ensure_exam
 from db.models import (
     Assignment,
     CalibrationItem,
@@ -34,15 +29,21 @@ from db.models import (
     User,
     utcnow,
 )
+from db.raters.assignments import assign, draw_calibration
+from db.raters.scoring import record_submission
 from db.rubrics import ensure_rubric
-from db.scoring import record_submission
+from db.study.cases import DEMO_BUNDLE
+from db.study.exams import ensure_exam
 from db.users import add_user
 from demo.bundle import demo_truth, write_demo_bundle
 from demo.content import STAGE_ANSWERS, VARIANT_RANKS
 from demo.exam_takers import take_exam
 from errors import UserError
+from grading.config import GraderSettings, store_config
+from llm.grader_request import grade_request
 from rubric import Rubric
 from rubric.render import Asked
+from rubric.scoring import validate_score
 
 DEMO_PASSWORD = "demo"
 DEMO_USERS = [("demo-admin", "admin"), ("demo-expert1", "expert"), ("demo-expert2", "expert"),
@@ -180,7 +181,7 @@ def _synthetic_grader_run(s: Session, rubric: Rubric, truth: dict[str, dict],
         t = truth.get(rid, {"correct": True, "error_tags": [], "variant": "correct"})
         tags = [tag for tag in t["error_tags"] if rng.random() > 0.2]
         criteria = synthetic_levels(rubric, family, bool(t["correct"]), tags, rng, noise=0.5)
-        clean = rubric.validate_score({"criteria": criteria, "correct_diagnosis": t["correct"],
+        clean = validate_score(rubric, {"criteria": criteria, "correct_diagnosis": t["correct"],
                                        "error_tags": tags, "comment": SYNTHETIC_GRADE},
                                       family=family)
         s.add(GraderScore(

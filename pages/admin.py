@@ -7,28 +7,28 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from db.assignments import (
+from db.bundle.importer import BundleInvalid, import_bundle
+from db.bundle.store import Workspace
+from db.bundle.upload_name import safe_upload_name
+from db.engine import session
+from db.export import FORMATS, KINDS, export
+from db.models import FAMILIES, LEVELS
+from db.raters.assignments import (
     assign,
     below_overlap,
     draw_calibration,
     plan_assignment,
     rater_progress,
 )
-from db.bundle import BundleInvalid, import_bundle
-from db.bundle_store import Workspace
-from db.cases import case_view, reference_fields, task_list
-from db.catalog import case_rows, response_detail, response_rows, search, task_rows
-from db.engine import session
-from db.exams import ensure_exam
-from db.export import FORMATS, KINDS, export
-from db.masks import case_masks
-from db.models import FAMILIES, LEVELS
-from db.reference import HINT, has_reference
-from db.release import import_release
+from db.release.reader import import_release
 from db.rubrics import ensure_rubric
 from db.status import counts
+from db.study.cases import case_view, reference_fields, task_list
+from db.study.catalog import case_rows, response_detail, response_rows, search, task_rows
+from db.study.exams import ensure_exam
+from db.study.masks import case_masks
+from db.study.reference import HINT, has_reference
 from db.text_limits import NAME
-from db.upload_name import safe_upload_name
 from db.users import (
     LEAST_PRIVILEGED_FIRST,
     MIN_PASSWORD,

@@ -4,17 +4,17 @@ import pandas as pd
 import streamlit as st
 
 from calibration.calibrate import unvalidated_warning
-from calibration.grader import config_label, config_labels, configs, estimate, grade, grades_key
-from calibration.grader_config import GraderSettings, is_dated_snapshot, store_config
-from calibration.grader_runs import history, run_failures
-from calibration.leaderboard import leaderboard
-from calibration.package import freeze, packages
-from calibration.preflight import grader_preflight
-from calibration.run_writer import sweep
 from db.engine import database_url, nmb_home, session
 from db.models import utcnow
 from db.text_limits import MODEL_NAME
 from errors import UserError
+from grading.config import GraderSettings, is_dated_snapshot, store_config
+from grading.grader import config_label, config_labels, configs, estimate, grade, grades_key
+from grading.preflight import grader_preflight
+from grading.runs import history, run_failures
+from llm.run_writer import sweep
+from package.package import freeze, packages
+from results.leaderboard import leaderboard
 from ui.auth import require_role
 from ui.calibration_report import report_section, revoke_section
 from ui.leaderboard import chart_png, leaderboard_view

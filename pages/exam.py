@@ -5,7 +5,7 @@ import time
 import streamlit as st
 
 from db.engine import session
-from db.exams import answer_stage, attempt_for, exam_tasks, exams, finish, save_draft
+from db.study.exams import answer_stage, attempt_for, exam_tasks, exams, finish, save_draft
 from db.text_limits import ANSWER
 from errors import UserError
 from ui.actions import confirm, show_confirmation, show_error

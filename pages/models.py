@@ -3,15 +3,15 @@
 import pandas as pd
 import streamlit as st
 
-from calibration.collect import Selection, collect, estimate, failures, runs
-from calibration.grader_runs import outcome
-from calibration.model_request import IMAGES, CollectSettings
-from calibration.preflight import collect_preflight
-from calibration.run_writer import sweep
+from collection.collect import Selection, collect, estimate, failures, runs
 from db.engine import session
 from db.models import FAMILIES, LEVELS
 from db.text_limits import MODEL_NAME
 from errors import UserError
+from grading.preflight import collect_preflight
+from grading.runs import outcome
+from llm.model_request import IMAGES, CollectSettings
+from llm.run_writer import sweep
 from ui.auth import require_role
 from ui.preflight import api_key, show_preflight
 

@@ -3,14 +3,14 @@
 import pandas as pd
 import streamlit as st
 
-from calibration import results
-from calibration.grader import config_labels
-from calibration.judgments import default_config
-from calibration.results_export import as_text, render_html
-from calibration.results_plots import all_figures
-from calibration.results_tables import fmt, tables
 from db.engine import database_url, session
 from errors import UserError
+from grading.grader import config_labels
+from results import results
+from results.export import as_text, render_html
+from results.judgments import default_config
+from results.plots import all_figures
+from results.tables import fmt, tables
 from ui.auth import require_role
 
 user = require_role("admin")

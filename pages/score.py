@@ -4,10 +4,10 @@ import time
 
 import streamlit as st
 
-from db.cases import reference_fields
 from db.engine import session
+from db.raters.scoring import load_item, queue, save_draft, submit
 from db.rubrics import rubric_by_hash
-from db.scoring import load_item, queue, save_draft, submit
+from db.study.cases import reference_fields
 from db.text_limits import NAME
 from errors import UserError
 from rubric.render import form_spec

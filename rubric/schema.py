@@ -265,20 +265,6 @@ class Rubric(_Model):
         self.family(family)
         return [c for c in self.criteria if c.applies_to(family)]
 
-    # --- scores -----------------------------------------------------------------------
-
-    def overall(self, criteria: dict[str, int | None], family: str) -> float:
-        """The overall score in 0-1 of valid criterion levels (formula: `Overall`)."""
-        from rubric.scoring import overall
-
-        return overall(self, criteria, family)
-
-    def validate_score(self, score: dict[str, Any], *, family: str) -> dict[str, Any]:
-        """Check a submitted score and return it normalized with `overall` (see scoring.py)."""
-        from rubric.scoring import validate_score
-
-        return validate_score(self, score, family=family)
-
 
 def canonical_json(content: Any) -> str:
     """Keys sorted, no insignificant whitespace, UTF-8 kept: the text `content_hash` hashes."""

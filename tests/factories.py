@@ -72,12 +72,12 @@ def validated_config(s: Session, base_url: str, *, api_key: str = "sk-test",
     from sqlmodel import select
 
     from calibration import calibrate, protocol
-    from calibration.grader import grade
-    from calibration.grader_config import GraderSettings, store_config
-    from db.assignments import assign, draw_calibration
     from db.models import Assignment, GraderScore
+    from db.raters.assignments import assign, draw_calibration
+    from db.raters.scoring import submit
     from db.rubrics import ensure_rubric
-    from db.scoring import submit
+    from grading.config import GraderSettings, store_config
+    from grading.grader import grade
 
     make_study(s, n_tasks=12, samples=1, experts=3)
     if vision:

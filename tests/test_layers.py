@@ -7,23 +7,19 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-OURS = ("app", "pages", "ui", "db", "rubric", "imaging", "calibration", "demo", "cli", "errors",
-        "serve")
-BELOW_UI = {"db", "rubric", "imaging", "calibration", "errors"}
-#: which of our packages each may import (itself always); "streamlit" where it may use it
-MAY_IMPORT: dict[str, set[str]] = {
-    "errors": set(),
-    "rubric": {"errors"},
-    "imaging": {"errors"},
-    "db": {"rubric", "imaging", "errors"},
-    "calibration": {"rubric", "db", "imaging", "errors"},
-    "demo": {"db", "calibration", "imaging", "rubric", "errors"},
-    "ui": BELOW_UI | {"streamlit"},
-    "pages": BELOW_UI | {"ui", "streamlit"},
+#: The packages from the bottom up: each may import only those before it (docs/layout.md).
+STACK = ("errors", "rubric", "imaging", "stats", "db", "llm", "collection", "grading",
+         "calibration", "results", "package", "demo")
+#: The rooms on top: what each may import of ours ("streamlit" where it may use it).
+TOP: dict[str, set[str]] = {
+    "ui": set(STACK[:-1]) | {"streamlit"},
+    "pages": set(STACK[:-1]) | {"ui", "streamlit"},
     "app": {"ui", "db", "errors", "streamlit"},
     "serve": {"ui", "db", "errors", "streamlit"},
-    "cli": {"db", "rubric", "imaging", "calibration", "demo", "errors"},
+    "cli": set(STACK),
 }
+MAY_IMPORT: dict[str, set[str]] = {**{room: set(STACK[:i]) for i, room in enumerate(STACK)}, **TOP}
+OURS = (*MAY_IMPORT, "streamlit")
 
 
 def _room(path: Path) -> str:
@@ -44,7 +40,7 @@ def imports(path: Path, source: str) -> set[str]:
 
 def _modules() -> list[Path]:
     return [p for p in ROOT.rglob("*.py")
-            if _room(p) in OURS and "migrations" not in p.parts and ".venv" not in p.parts]
+            if _room(p) in MAY_IMPORT and "migrations" not in p.parts and ".venv" not in p.parts]
 
 
 def offences(files: dict[Path, str]) -> list[str]:
@@ -53,7 +49,7 @@ def offences(files: dict[Path, str]) -> list[str]:
     for path, source in files.items():
         room = _room(path)
         for name in sorted(imports(path, source) - {room}):
-            if (name in OURS or name == "streamlit") and name not in MAY_IMPORT[room]:
+            if name in OURS and name not in MAY_IMPORT[room]:
                 found.append(f"{path.relative_to(ROOT)} imports {name}")
     return found
 
@@ -62,10 +58,60 @@ def test_every_import_follows_the_layering_table() -> None:
     assert offences({p: p.read_text() for p in _modules()}) == []
 
 
-@pytest.mark.parametrize("room, forbidden", [("imaging", "db"), ("db", "calibration"),
-                                             ("calibration", "streamlit"), ("db", "demo"),
-                                             ("rubric", "db"), ("ui", "pages")])
+@pytest.mark.parametrize("room, forbidden", [("imaging", "db"), ("db", "llm"), ("llm", "grading"),
+                                             ("collection", "grading"), ("grading", "results"),
+                                             ("calibration", "streamlit"), ("stats", "db"),
+                                             ("results", "demo"), ("rubric", "db"),
+                                             ("ui", "pages"), ("package", "ui")])
 def test_a_lower_room_importing_a_higher_one_is_caught(room: str, forbidden: str) -> None:
     probe = ROOT / room / "probe.py"
     for source in (f"import {forbidden}.x\n", f"def f():\n    from {forbidden} import x\n"):
         assert offences({probe: source}) == [f"{room}/probe.py imports {forbidden}"]
+
+
+def module_graph(files: dict[Path, str]) -> dict[str, set[str]]:
+    """{module: the modules of ours it imports}, for dotted module names of `files`."""
+    names = {".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__"): p
+             for p in files}
+    graph: dict[str, set[str]] = {}
+    for name, path in names.items():
+        found = set()
+        for node in ast.walk(ast.parse(files[path], str(path))):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                targets = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            else:
+                continue
+            found |= {t for t in targets if t in names and t != name}
+        graph[name] = found
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import cycles of `graph` (each as a path that returns to its start)."""
+    found, state = [], {}
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = "open"
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == "open":
+                found.append(path[path.index(nxt):] + [nxt])
+            elif nxt not in state:
+                visit(nxt, [*path, nxt])
+        state[node] = "done"
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [node])
+    return found
+
+
+def test_no_import_cycle() -> None:
+    files = {p: p.read_text() for p in _modules() if p.name != "__init__.py"}
+    assert cycles(module_graph(files)) == []
+
+
+def test_a_cycle_is_caught() -> None:
+    a, b = ROOT / "db" / "a.py", ROOT / "db" / "b.py"
+    assert cycles(module_graph({a: "from db.b import x\n", b: "def f():\n    import db.a\n"}))

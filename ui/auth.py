@@ -33,19 +33,6 @@ from errors import UserError
 from ui.peer_address import PEER_HEADER
 from ui.plain_text import escape_markdown
 
-# Each role's pages: (file, title, url path, icon). The first is the role's landing page.
-PAGES: dict[str, list[tuple[str, str, str, str]]] = {
-    "admin": [
-        ("pages/admin.py", "Data and users", "admin", ":material/database:"),
-        ("pages/calibrate.py", "Grader calibration", "calibrate", ":material/query_stats:"),
-        ("pages/models.py", "Models", "models", ":material/smart_toy:"),
-        ("pages/results.py", "Results", "results", ":material/table_chart:"),
-    ],
-    "expert": [("pages/score.py", "Score rationales", "score", ":material/rate_review:")],
-    "physician": [("pages/exam.py", "Exam", "exam", ":material/quiz:")],
-    "student": [("pages/exam.py", "Exam", "exam", ":material/quiz:")],
-}
-
 
 @dataclass(frozen=True)
 class LoggedIn:

@@ -7,7 +7,6 @@ import pandas as pd
 import streamlit as st
 
 from calibration import calibrate, protocol, report
-from calibration.grader import config_labels
 from calibration.html import (
     GATE_HEADER,
     LOOK_HEADER,
@@ -20,6 +19,7 @@ from calibration.html import (
 from calibration.protocol import Statistics
 from db.engine import session
 from errors import UserError
+from grading.grader import config_labels
 from ui.plain_text import escape_markdown
 
 

@@ -17,7 +17,7 @@ A series that cannot be shown (an unreadable file, or any failure while renderin
 error of its own; the other series and the rest of the page (the rubric form and its Submit
 button) keep working.
 
-Pictures (2-D series: key images, figures; `db.cases.SeriesImage.picture`) are not volumes:
+Pictures (2-D series: key images, figures; `db.study.cases.SeriesImage.picture`) are not volumes:
 they follow the volumes, each an image tile of its own aspect ratio (`ui.picture_viewer`,
 no WebGL, with zoom, pan, enlarge, brightness and contrast; "Static": `st.image`), with no
 plane, slice, crosshair or orientation controls.
@@ -34,7 +34,7 @@ import pandas as pd
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
-from db.masks import MaskImage
+from db.study.masks import MaskImage
 from errors import UserError
 from imaging import (
     PLANES,
@@ -79,7 +79,7 @@ def case_panel(
     masks: Sequence[MaskImage] = (),
 ) -> DeltaGenerator:
     """Show one case: images of `series` (name, stored image path) with `masks` as overlays
-    (the caller decides who may see them: `db.masks`), then title, record and scores; return
+    (the caller decides who may see them: `db.study.masks`), then title, record and scores; return
     the right-hand column."""
     images, beside = st.columns([11, 9], gap="medium")
     with images:

@@ -1,10 +1,10 @@
 """/admin's review of responses that name a model: the names found, the original beside the
-redacted text, which the admin keeps, edits or restores (db.response_flags)."""
+redacted text, which the admin keeps, edits or restores (db.raters.response_flags)."""
 
 import streamlit as st
 
 from db.engine import session
-from db.response_flags import Flagged, pending, review
+from db.raters.response_flags import Flagged, pending, review
 from db.text_limits import ANSWER
 from ui.actions import run_write
 from ui.plain_text import escape_markdown, untrusted_text

@@ -1,11 +1,11 @@
 """The leaderboard on /calibrate: its chart (`chart_png`: the first pass@k with its interval per
 model and human group) and the table with one rule for decimals
-(calibration.leaderboard.display_rows)."""
+(results.leaderboard.display_rows)."""
 
 import pandas as pd
 import streamlit as st
 
-from calibration.leaderboard import display_rows
+from results.leaderboard import display_rows
 
 
 def leaderboard_view(rows: list[dict], chart: bytes | None) -> None:
@@ -17,9 +17,9 @@ def leaderboard_view(rows: list[dict], chart: bytes | None) -> None:
 
 
 def chart_png(rows: list[dict], ks: tuple[int, ...]) -> bytes | None:
-    """The leaderboard's chart as PNG (calibration.results_plots.leaderboard_chart)."""
+    """The leaderboard's chart as PNG (results.plots.leaderboard_chart)."""
     from calibration.plots import png  # matplotlib: only when a leaderboard is drawn
-    from calibration.results_plots import leaderboard_chart
+    from results.plots import leaderboard_chart
 
     fig = leaderboard_chart(rows, ks)
     return None if fig is None else png(fig)

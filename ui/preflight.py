@@ -8,9 +8,9 @@ from collections.abc import Callable
 import streamlit as st
 from sqlmodel import Session
 
-from calibration.preflight import Preflight
 from db.engine import session
 from errors import UserError
+from grading.preflight import Preflight
 from ui.plain_text import escape_markdown
 
 

@@ -7,7 +7,20 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from ui.auth import PAGES, login_page
+from ui.auth import login_page
+
+# Each role's pages: (file, title, url path, icon). The first is the role's landing page.
+PAGES: dict[str, list[tuple[str, str, str, str]]] = {
+    "admin": [
+        ("pages/admin.py", "Data and users", "admin", ":material/database:"),
+        ("pages/calibrate.py", "Grader calibration", "calibrate", ":material/query_stats:"),
+        ("pages/models.py", "Models", "models", ":material/smart_toy:"),
+        ("pages/results.py", "Results", "results", ":material/table_chart:"),
+    ],
+    "expert": [("pages/score.py", "Score rationales", "score", ":material/rate_review:")],
+    "physician": [("pages/exam.py", "Exam", "exam", ":material/quiz:")],
+    "student": [("pages/exam.py", "Exam", "exam", ":material/quiz:")],
+}
 
 ALL_PATHS = {u: (f, t) for pages in PAGES.values() for f, t, u, _ in pages}
 

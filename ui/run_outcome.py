@@ -1,10 +1,10 @@
-"""How a grader run's end is shown: the outcome of calibration.grader_runs (the history's
+"""How a grader run's end is shown: the outcome of grading.runs (the history's
 status column) as the Streamlit call that shows it, so a run that graded nothing but failed is
 red here and "failed" there."""
 
 from typing import Literal
 
-from calibration.grader_runs import Outcome, outcome
+from grading.runs import Outcome, outcome
 
 Alert = Literal["error", "warning", "success", "info"]
 ALERTS: dict[Outcome, Alert] = {"failed": "error", "partial": "warning",

@@ -1,10 +1,10 @@
 """The banner that says which data are synthetic, shown on every page while demo data is in
-the study (`db.cases.count_demo_cases`): all of it, some of it, or none (no banner)."""
+the study (`db.study.cases.count_demo_cases`): all of it, some of it, or none (no banner)."""
 
 import streamlit as st
 
-from db.cases import count_demo_cases
 from db.engine import session
+from db.study.cases import count_demo_cases
 
 ALL_DEMO = "Demo data: every case, record, response and score here is synthetic."
 

@@ -10,7 +10,7 @@ The route (`routes()`, mounted by `serve.py` through `st.App`) answers a request
   1. the ticket matches the request's login cookie (`db.users.LOGIN_COOKIE`),
   2. that cookie is a live login of an enabled account (`db.users.user_for_login`: logout and
      disabling delete the account's tokens, so access ends at once), and
-  3. the account may see that image now (`db.image_access.viewable_image`: experts the cases
+  3. the account may see that image now (`db.study.image_access.viewable_image`: experts the cases
      of their assignments and masks only for tasks with `show_masks`, exam takers the cases of
      their open exams and never a mask, admins everything).
 Anything else is 403 with no image bytes; errors name no server path. It serves the image's
@@ -39,9 +39,9 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from db.bundle_images import sha256_file
+from db.bundle.images import sha256_file
 from db.engine import nmb_home, session
-from db.image_access import viewable_image
+from db.study.image_access import viewable_image
 from db.users import LOGIN_COOKIE, user_for_login
 from imaging.browser_copy import write_browser_copy
 from imaging.image_file import open_image

@@ -3,7 +3,7 @@
 The component (`ui/viewer_frontend/`, built bundle in `bundle/`) receives `viewer_args`: each
 series' sequence label and the URL of its volume (`ui.volume_server`); for each mask its
 label, URL and the series it is drawn on (None: every series); and a height. Which masks a
-page passes is decided by `db.masks` (never in an exam). Nothing else reaches the browser
+page passes is decided by `db.study.masks` (never in an exam). Nothing else reaches the browser
 from here: no case text, no model, response or rater information. Volumes are fetched by
 URL and cached by the browser, so a rerun of the page (every rubric click) sends these few
 strings again, not the images.
@@ -22,7 +22,7 @@ from typing import Any
 
 import streamlit.components.v1 as components
 
-from db.masks import MaskImage
+from db.study.masks import MaskImage
 from errors import UserError
 from ui.volume_server import publish as publish_for
 

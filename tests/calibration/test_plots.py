@@ -10,11 +10,13 @@ import pytest
 from matplotlib.container import ErrorbarContainer
 from matplotlib.figure import Figure
 
-from calibration import plots, results, results_plots
-from calibration.leaderboard import leaderboard
+from calibration import plots
 from calibration.protocol import Gate, Statistics
 from calibration.report import build, collect
 from db.engine import session
+from results import plots as results_plots
+from results import results
+from results.leaderboard import leaderboard
 
 MIN_PX = 10  # smallest text height, in screen pixels, as the page shows the figure
 # How wide the page shows each figure at 1600 px wide: report figures two to a row, the others

@@ -9,8 +9,6 @@ from sqlalchemy import func
 from sqlmodel import Session, select
 
 from calibration import calibrate, protocol, report
-from calibration.grader_config import GraderSettings, store_config
-from db.assignments import assign, draw_calibration
 from db.engine import engine_for
 from db.models import (
     Assignment,
@@ -22,9 +20,12 @@ from db.models import (
     Response,
     Task,
 )
+from db.raters.assignments import assign, draw_calibration
+from db.raters.scoring import submit
 from db.rubrics import ensure_rubric
-from db.scoring import submit
 from errors import UserError
+from grading.config import GraderSettings, store_config
+from rubric.scoring import validate_score
 from tests.factories import make_study
 
 
@@ -53,7 +54,7 @@ def _study(url: str, grader_noise: float, seed: int = 0) -> tuple[Session, int]:
     for rid, q in quality.items():
         level = int(np.clip(round(q + rng.normal(0, grader_noise)), 0, 4))
         crit = {c.key: level for c in rubric.applicable_criteria(family[rid])}
-        clean = rubric.validate_score({"criteria": crit, "correct_diagnosis": level >= 3},
+        clean = validate_score(rubric, {"criteria": crit, "correct_diagnosis": level >= 3},
                                       family=family[rid])
         s.add(GraderScore(config_id=config.id, response_id=rid, run_id=run.id, request_hash="x",
                           criteria=clean["criteria"], correct_diagnosis=clean["correct_diagnosis"],

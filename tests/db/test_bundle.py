@@ -15,12 +15,12 @@ from sqlalchemy import event, text
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
-from db.bundle import BundleInvalid, import_bundle, validate_bundle
-from db.bundle_store import sweep
+from db.bundle.importer import BundleInvalid, import_bundle, validate_bundle
+from db.bundle.store import sweep
 from db.engine import engine_for, nmb_home
-from db.masks import case_masks
 from db.models import AuditLog, Mask, Response, Series, Task
 from db.status import counts
+from db.study.masks import case_masks
 from tests.db.bundles import MODELS, responses, snapshot, write_bundle, write_image
 
 EXPECTED = {"cases": 2, "series": 3, "tasks": 3, "responses": 12}
@@ -88,10 +88,10 @@ def test_bundle_adding_responses_adds_just_those(database_url: str, tmp_path: Pa
 
 
 def test_many_images_are_inspected_in_worker_processes(tmp_path: Path, monkeypatch) -> None:
-    import db.bundle_images
+    import db.bundle.images
     from tests.db.malformed.corpus import build
 
-    monkeypatch.setattr(db.bundle_images, "PROCESS_THRESHOLD", 2)
+    monkeypatch.setattr(db.bundle.images, "PROCESS_THRESHOLD", 2)
     with pytest.raises(BundleInvalid) as info:
         validate_bundle(build("image_truncated_gz", tmp_path / "b"))
     assert [p.file for p in info.value.problems] == ["cases/c1/t1.nii.gz"]
@@ -102,7 +102,7 @@ def test_workers_do_not_rerun_a_streamlit_page(tmp_path: Path, monkeypatch) -> N
     """Streamlit installs the running page as `__main__`; spawned workers must not re-run it."""
     import types
 
-    import db.bundle_images
+    import db.bundle.images
     from tests.db.malformed.corpus import build
 
     marker = tmp_path / "page-ran"
@@ -111,7 +111,7 @@ def test_workers_do_not_rerun_a_streamlit_page(tmp_path: Path, monkeypatch) -> N
     fake_main = types.ModuleType("__main__")
     fake_main.__file__ = str(page)
     monkeypatch.setitem(sys.modules, "__main__", fake_main)
-    monkeypatch.setattr(db.bundle_images, "PROCESS_THRESHOLD", 2)
+    monkeypatch.setattr(db.bundle.images, "PROCESS_THRESHOLD", 2)
     with pytest.raises(BundleInvalid) as info:
         validate_bundle(build("image_truncated_gz", tmp_path / "b"))
     assert [p.file for p in info.value.problems] == ["cases/c1/t1.nii.gz"]
@@ -169,11 +169,11 @@ def test_zip_is_extracted_into_the_temp_area_and_removed(sqlite_url: str, tmp_pa
 
 
 def test_oversized_json_file_is_refused_before_it_is_read(tmp_path: Path, monkeypatch) -> None:
-    import db.bundle_validate
+    import db.bundle.validate
 
     bundle = write_bundle(tmp_path / "b")
     size = (bundle / "responses.jsonl").stat().st_size
-    monkeypatch.setattr(db.bundle_validate, "MAX_TEXT_FILE_BYTES", size - 1)
+    monkeypatch.setattr(db.bundle.validate, "MAX_TEXT_FILE_BYTES", size - 1)
     with pytest.raises(BundleInvalid) as info:
         validate_bundle(bundle)
     assert [str(p) for p in info.value.problems] == [

@@ -8,8 +8,8 @@ import pytest
 from sqlalchemy import event
 from sqlmodel import Session
 
-from db.bundle import import_bundle
-from db.bundle_store import Workspace, image_path, sweep
+from db.bundle.importer import import_bundle
+from db.bundle.store import Workspace, image_path, sweep
 from db.engine import engine_for
 from db.models import Series
 from tests.db.bundles import write_bundle

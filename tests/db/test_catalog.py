@@ -3,8 +3,11 @@ search, the demo share behind the banner, and the safe name of an uploaded bundl
 
 from sqlmodel import Session
 
-from db.cases import DEMO_BUNDLE, DemoShare, count_demo_cases
-from db.catalog import (
+from db.bundle.upload_name import safe_upload_name
+from db.engine import engine_for
+from db.models import Case, ResponseFlag, Setting, utcnow
+from db.study.cases import DEMO_BUNDLE, DemoShare, count_demo_cases
+from db.study.catalog import (
     CaseRow,
     ResponseDetail,
     case_rows,
@@ -14,10 +17,7 @@ from db.catalog import (
     search,
     task_rows,
 )
-from db.engine import engine_for
-from db.exams import answer_stage, attempt_for, ensure_exam, finish
-from db.models import Case, ResponseFlag, Setting, utcnow
-from db.upload_name import safe_upload_name
+from db.study.exams import answer_stage, attempt_for, ensure_exam, finish
 from db.users import add_user
 from tests.factories import MODELS, make_study
 

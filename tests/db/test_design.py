@@ -5,7 +5,7 @@ from itertools import combinations
 
 import pytest
 
-from db.design import balanced_design, split_dev_heldout, stratified_sample
+from db.raters.design import balanced_design, split_dev_heldout, stratified_sample
 from errors import UserError
 
 

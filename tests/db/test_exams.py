@@ -4,8 +4,8 @@ import pytest
 from sqlmodel import Session, select
 
 from db.engine import engine_for
-from db.exams import answer_stage, attempt_for, ensure_exam, exam_tasks, finish
 from db.models import Response, Task
+from db.study.exams import answer_stage, attempt_for, ensure_exam, exam_tasks, finish
 from db.users import add_user
 from errors import UserError
 from tests.factories import make_study

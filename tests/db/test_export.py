@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from sqlmodel import Session, select
 
-from db.bundle import import_bundle
+from db.bundle.importer import import_bundle
 from db.engine import engine_for
 from db.export import COLUMNS, export
 from db.models import (
@@ -198,7 +198,7 @@ def test_a_model_named_like_a_formula_is_quoted_in_every_csv(sqlite_url: str,
     `nmb export` and in the results CSV, which share `neutralise`."""
     import csv
 
-    from calibration.results_tables import Table, csv_text
+    from results.tables import Table, csv_text
 
     _study(sqlite_url, tmp_path)
     with Session(engine_for(sqlite_url)) as s:
@@ -222,16 +222,16 @@ def test_every_csv_writer_uses_the_one_neutraliser() -> None:
                if not {"tests", "benchmarks", ".venv"} & set(p.relative_to(root).parts)
                and (".to_csv(" in (text := p.read_text()) or "csv.writer(" in text)]
     assert {p.relative_to(root).as_posix() for p in writers} == {
-        "db/export.py", "calibration/results_tables.py"}
+        "db/export.py", "results/tables.py"}
     assert all("neutralise(" in p.read_text() for p in writers)
 
 
 def test_the_agreement_export_is_what_nmb_agreement_reads(demo_study: Path, tmp_path: Path) -> None:
     """`nmb export agreement` then `nmb agreement FILE --reference grader-N` on the demo: one
     row per submitted expert score and per grade, and the statistics come out."""
-    from calibration.agreement_csv import agreement_from_csv
     from db.engine import session
     from db.models import ExpertScore, GraderConfig, GraderScore
+    from stats.agreement_csv import agreement_from_csv
 
     out = tmp_path / "ratings.csv"
     with session() as s:

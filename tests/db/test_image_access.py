@@ -1,12 +1,12 @@
-"""Who may see which stored image (`db.image_access`), on SQLite and PostgreSQL."""
+"""Who may see which stored image (`db.study.image_access`), on SQLite and PostgreSQL."""
 
 from sqlmodel import Session, select
 
 from db.engine import engine_for, nmb_home
-from db.exams import attempt_for, ensure_exam
-from db.image_access import viewable_image
 from db.models import Assignment, AssignmentDesign, ExamAttempt, Mask, Series, Task, User, utcnow
 from db.rubrics import ensure_rubric
+from db.study.exams import attempt_for, ensure_exam
+from db.study.image_access import viewable_image
 from db.users import add_user, disable_user
 from tests.factories import make_study
 

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 from sqlmodel import Session, select
 
-from calibration.collect import collect
-from calibration.model_request import CollectSettings
-from db.bundle import BundleInvalid, import_bundle, validate_bundle
+from collection.collect import collect
+from db.bundle.importer import BundleInvalid, import_bundle, validate_bundle
 from db.engine import engine_for, nmb_home
 from db.models import Case, Series
 from imaging.key_slices import ras_shape, render_key_slice
+from llm.model_request import CollectSettings
 from tests.db.bundles import write_bundle
 from tests.openai_server import OpenAIServer
 

@@ -1,9 +1,9 @@
-"""The model-name rule (db.model_names): names and makers found as whole words, clinical words
+"""The model-name rule (db.raters.model_names): names and makers found as whole words, clinical words
 left alone, and the demo study's realistic texts unflagged."""
 
 import pytest
 
-from db.model_names import REDACTED, NameFinder
+from db.raters.model_names import REDACTED, NameFinder
 from demo.bundle import _demo_written
 from demo.content import CASES, TASKS
 

@@ -11,7 +11,7 @@ import pytest
 from PIL import Image, ImageCms
 from sqlmodel import Session, select
 
-from db.bundle import import_bundle
+from db.bundle.importer import import_bundle
 from db.engine import engine_for, nmb_home
 from db.models import Series
 from tests.db import pictures
@@ -108,7 +108,7 @@ def test_sanitising_a_sanitised_picture_gives_the_same_bytes(tmp_path: Path) -> 
 
 
 def test_a_changed_caption_is_a_conflict(sqlite_url: str, tmp_path: Path) -> None:
-    from db.bundle import BundleInvalid
+    from db.bundle.importer import BundleInvalid
 
     bundle = write_picture_bundle(tmp_path / "b")
     with Session(engine_for(sqlite_url)) as s:

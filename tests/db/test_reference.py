@@ -7,21 +7,21 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session, select
 
-from calibration.collect import collect
-from calibration.grader import grade
-from calibration.grader_config import GraderSettings, store_config
-from calibration.model_request import CollectSettings
-from db.assignments import assign, draw_calibration
-from db.bundle import BundleInvalid, import_bundle
-from db.cases import reference_fields
-from db.catalog import case_rows
+from collection.collect import collect
+from db.bundle.importer import BundleInvalid, import_bundle
 from db.engine import engine_for
-from db.exams import ensure_exam
 from db.models import Assignment, AssignmentDesign, AuditLog, Case, Response
+from db.raters.assignments import assign, draw_calibration
+from db.raters.scoring import load_item, save_draft, submit
 from db.rubrics import ensure_rubric
-from db.scoring import load_item, save_draft, submit
+from db.study.cases import reference_fields
+from db.study.catalog import case_rows
+from db.study.exams import ensure_exam
 from db.users import add_user
 from errors import UserError
+from grading.config import GraderSettings, store_config
+from grading.grader import grade
+from llm.model_request import CollectSettings
 from tests.db.bundles import snapshot, write_bundle
 from tests.openai_server import OpenAIServer
 

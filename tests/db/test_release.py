@@ -14,16 +14,17 @@ import pytest
 from PIL import Image
 from sqlmodel import Session, select
 
-from calibration.grader import grade
-from calibration.grader_config import GraderSettings, store_config
-from db import release, release_format
-from db.bundle import BundleInvalid
+from db.bundle.importer import BundleInvalid
 from db.engine import database_url as current_url
 from db.engine import engine_for, nmb_home, upgrade
 from db.models import AuditLog, Case, Series, Task
-from db.release import import_release
-from db.release_export import export_release
+from db.release import format as release_format
+from db.release import reader as release
+from db.release.export import export_release
+from db.release.reader import import_release
 from errors import UserError
+from grading.config import GraderSettings, store_config
+from grading.grader import grade
 from tests.db.bundles import snapshot
 from tests.db.release_files import (
     ANSWERS,
@@ -141,7 +142,7 @@ def test_answers_imported_later_are_added_and_audited(sqlite_url: str,
 
 
 def release_missing(s: Session) -> str:
-    from db.reference import require_reference
+    from db.study.reference import require_reference
 
     with pytest.raises(UserError) as e:
         require_reference(s, task_ids=[t.task_id for t in s.exec(select(Task))])
@@ -150,7 +151,7 @@ def release_missing(s: Session) -> str:
 
 def test_grading_release_tasks_without_answers_is_refused(sqlite_url: str, tmp_path: Path,
                                                          ) -> None:
-    from db.bundle import new_blind_codes
+    from db.bundle.importer import new_blind_codes
     from db.models import Response
 
     _import(sqlite_url, write_release(tmp_path / "release"))
@@ -346,7 +347,7 @@ def test_export_release_round_trips(sqlite_url: str, tmp_path: Path,
 
 
 def test_export_skips_cases_with_volumes(sqlite_url: str, tmp_path: Path) -> None:
-    from db.bundle import import_bundle
+    from db.bundle.importer import import_bundle
     from tests.db.bundles import write_bundle
 
     with Session(engine_for(sqlite_url)) as s:

@@ -7,11 +7,8 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session, select
 
-from calibration.request import user_message
-from db.assignments import assign
-from db.bundle import import_bundle
+from db.bundle.importer import import_bundle
 from db.engine import engine_for
-from db.model_names import NameFinder
 from db.models import (
     Assignment,
     AuditLog,
@@ -23,11 +20,14 @@ from db.models import (
     ResponseFlag,
     Task,
 )
-from db.response_flags import pending, review
+from db.raters.assignments import assign
+from db.raters.model_names import NameFinder
+from db.raters.response_flags import pending, review
+from db.raters.scoring import load_item
 from db.rubrics import ensure_rubric
-from db.scoring import load_item
 from db.users import add_user
 from errors import UserError
+from llm.grader_request import user_message
 from tests.db.bundles import MODELS, responses, write_bundle
 
 NAMING = "As GPT-4o, a model developed by OpenAI, I think this is a left MCA stroke."

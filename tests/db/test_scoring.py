@@ -6,11 +6,11 @@ import pytest
 from sqlalchemy import func
 from sqlmodel import Session, select
 
-from db.assignments import assign, below_overlap, draw_calibration, rater_progress
 from db.engine import engine_for
 from db.models import Assignment, ExpertScore, ScoreRevision, User
+from db.raters.assignments import assign, below_overlap, draw_calibration, rater_progress
+from db.raters.scoring import load_item, queue, save_draft, submit
 from db.rubrics import ensure_rubric
-from db.scoring import load_item, queue, save_draft, submit
 from errors import UserError
 from tests.factories import MODELS, make_study
 

@@ -2,7 +2,7 @@
 where people type (exam answers, expert comments, an admin's edit of a flagged response) and
 where model names enter (grader configs: file, `--model`, /calibrate; `nmb package grade`
 responses). Bundles: tests/db/malformed and test_bundle.py;
-`nmb collect --model`: tests/calibration/test_collect.py."""
+`nmb collect --model`: tests/collection/test_collect.py."""
 
 import json
 import re
@@ -12,18 +12,18 @@ import pytest
 from sqlmodel import Session, func, select
 
 import cli
-from calibration.grader_config import GraderSettings, load_settings
-from calibration.package import read_responses
-from db.assignments import assign
 from db.engine import engine_for
-from db.exams import answer_stage, attempt_for, ensure_exam, save_draft
 from db.models import Exam, ExamAttempt, ExpertScore, GraderConfig, StageAnswer, User
+from db.raters.assignments import assign
+from db.raters.scoring import queue, submit
+from db.raters.scoring import save_draft as save_score_draft
 from db.rubrics import ensure_rubric
-from db.scoring import queue, submit
-from db.scoring import save_draft as save_score_draft
+from db.study.exams import answer_stage, attempt_for, ensure_exam, save_draft
 from db.text_limits import ANSWER, BUNDLE_FIELDS, COMMENT, NAME, model_name_problem
 from db.users import add_user
 from errors import UserError
+from grading.config import GraderSettings, load_settings
+from package.package import read_responses
 from tests.factories import make_study
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "bundle-format.md"
@@ -160,9 +160,9 @@ def test_expert_comments_over_the_limit_are_refused(database_url: str) -> None:
 
 def test_an_admins_edit_of_a_flagged_response_over_the_limit_is_refused(sqlite_url: str,
                                                                          tmp_path: Path) -> None:
-    from db.bundle import import_bundle
+    from db.bundle.importer import import_bundle
     from db.models import Response, ResponseFlag
-    from db.response_flags import review
+    from db.raters.response_flags import review
     from tests.db.bundles import responses, write_bundle
 
     rows = responses()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from sqlmodel import select
 
-from db.bundle import import_bundle
+from db.bundle.importer import import_bundle
 from db.engine import session
 from db.models import Case, User
 from tests.apptest import app, make_user, page, page_payload

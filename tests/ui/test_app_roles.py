@@ -3,7 +3,7 @@
 import pytest
 
 from tests.apptest import app, make_user, page
-from ui.auth import PAGES
+from ui.router import PAGES
 
 ALL_PAGES = sorted({f for pages in PAGES.values() for f, *_ in pages})
 

@@ -8,14 +8,14 @@ import pytest
 from sqlalchemy import func
 from sqlmodel import select
 
-from calibration.grader import grade
-from calibration.grader_config import GraderSettings, store_config
-from db.assignments import draw_calibration
 from db.engine import session
 from db.models import GraderCache, GraderRun, GraderScore, User
+from db.raters.assignments import draw_calibration
+from grading.config import GraderSettings, store_config
+from grading.grader import grade
 from tests.apptest import make_user, page, page_payload
-from tests.calibration.run_ends import add_abandoned
 from tests.factories import make_study
+from tests.llm.run_ends import add_abandoned
 from tests.openai_server import OpenAIServer
 from ui.auth import LoggedIn
 

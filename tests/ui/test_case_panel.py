@@ -130,7 +130,7 @@ def test_slice_slider_and_caption_show_the_same_number(two_series, position, cap
 def _app_with_mask(t1: str, flair: str, mask: str) -> None:
     from pathlib import Path
 
-    from db.masks import MaskImage
+    from db.study.masks import MaskImage
     from ui.case_panel import case_panel
 
     case_panel(key="case", title="Case 1", ehr="", scores={},

@@ -22,7 +22,7 @@ def _app(series: list[list]) -> None:
 
     import streamlit as st
 
-    from db.cases import SeriesImage
+    from db.study.cases import SeriesImage
     from ui.case_panel import case_panel
 
     with case_panel(key="case", title="Case", ehr="", scores={},

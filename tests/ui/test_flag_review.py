@@ -5,7 +5,7 @@ from pathlib import Path
 
 from sqlmodel import select
 
-from db.bundle import import_bundle
+from db.bundle.importer import import_bundle
 from db.engine import session
 from db.models import AuditLog, Response, ResponseFlag
 from tests.apptest import make_user, page

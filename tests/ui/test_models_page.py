@@ -8,7 +8,7 @@ from sqlmodel import select
 from db.engine import session
 from db.models import CollectionRun, Response, Task, User
 from tests.apptest import page
-from tests.calibration.run_ends import add_abandoned
+from tests.llm.run_ends import add_abandoned
 from tests.openai_server import OpenAIServer
 from ui.auth import LoggedIn
 

@@ -9,8 +9,8 @@ from sqlmodel import select
 
 from db.engine import session
 from db.models import Assignment, Case, GraderScore, Mask, Response, Series, Task, User
+from db.raters.scoring import load_item, queue
 from db.rubrics import rubric_by_hash
-from db.scoring import load_item, queue
 from demo.bundle import MODELS
 from tests.apptest import page, page_payload, viewer_args
 from ui.auth import LoggedIn
@@ -209,8 +209,8 @@ def test_calibration_report_renders_in_the_app(demo_study: Path) -> None:
 
 
 def test_calibrate_page_runs_the_grader_against_a_local_server(demo_study: Path) -> None:
-    from calibration.grader_config import GraderSettings, store_config
     from db.models import GraderFailure
+    from grading.config import GraderSettings, store_config
     from tests.openai_server import OpenAIServer
 
     admin = _login("demo-admin")

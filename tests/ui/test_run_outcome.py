@@ -1,9 +1,9 @@
 """A grader run's end: nothing graded and some failed is a failure, not green, on the page and
-in the history alike (one rule, calibration.grader_runs.outcome)."""
+in the history alike (one rule, grading.runs.outcome)."""
 
 import pytest
 
-from calibration.grader_runs import outcome
+from grading.runs import outcome
 from ui.run_outcome import run_outcome
 
 

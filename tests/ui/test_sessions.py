@@ -4,9 +4,9 @@ of wrong passwords locks the login out."""
 
 from sqlmodel import select
 
-from db.assignments import assign
 from db.engine import session
 from db.models import ExpertScore, User
+from db.raters.assignments import assign
 from db.rubrics import ensure_rubric
 from db.users import NAME_FAILURES, disable_user
 from tests.apptest import app, make_user, page

@@ -4,11 +4,11 @@ pose as one of the page's labels."""
 
 from sqlmodel import select
 
-from db.assignments import assign
 from db.engine import session
-from db.exams import answer_stage, attempt_for, ensure_exam
 from db.models import Case, Response, Task, User
+from db.raters.assignments import assign
 from db.rubrics import ensure_rubric
+from db.study.exams import answer_stage, attempt_for, ensure_exam
 from tests.apptest import make_user, page, page_payload
 from tests.factories import make_study
 from ui.auth import LoggedIn

@@ -1,5 +1,5 @@
 """The volume route authorizes every request: a live login cookie, the ticket of that login,
-and the account's right to the image (`db.image_access`); errors name no server path."""
+and the account's right to the image (`db.study.image_access`); errors name no server path."""
 
 import hashlib
 import io

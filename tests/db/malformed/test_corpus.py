@@ -8,7 +8,7 @@ import pytest
 from sqlmodel import Session
 
 import cli
-from db.bundle import BundleInvalid, import_bundle
+from db.bundle.importer import BundleInvalid, import_bundle
 from db.engine import engine_for, upgrade
 from tests.db.bundles import MODELS, responses, snapshot, write_bundle
 from tests.db.malformed.corpus import CORPUS, build

@@ -1,0 +1,166 @@
+"""Who scores what: the calibration subset, rater assignments, and rater progress."""
+
+from dataclasses import dataclass
+
+from sqlalchemy import func
+from sqlmodel import Session, select
+
+from db.audit import record
+from db.models import (
+    Assignment,
+    AssignmentDesign,
+    CalibrationItem,
+    ExpertScore,
+    Response,
+    Task,
+    User,
+)
+from db.raters.design import balanced_design, split_dev_heldout, stratified_sample
+from db.raters.response_flags import held
+from db.study.reference import require_reference_for_responses
+from errors import UserError
+
+
+def _strata(s: Session) -> dict[str, tuple[str, int, str]]:
+    """(family, level, source) of every response: the strata of calibration sampling."""
+    rows = s.exec(select(Response.response_id, Task.family, Task.level, Response.source)
+                  .join(Task, Task.task_id == Response.task_id))
+    return {rid: (fam, lvl, "model" if src == "model" else "human") for rid, fam, lvl, src in rows}
+
+
+def draw_calibration(
+    s: Session, *, n: int, dev_fraction: float = 0.5, seed: int = 0, actor: str | None = None
+) -> dict[str, int]:
+    """Draw the calibration subset (stratified by family, level and source) and split it.
+
+    The subset is pre-registered: once drawn it cannot be redrawn, so the held-out part stays
+    untouched by prompt tuning.
+    """
+    if s.exec(select(CalibrationItem)).first() is not None:
+        raise UserError("the calibration subset is already drawn; it is fixed once drawn")
+    strata = _strata(s)
+    require_reference_for_responses(s, response_ids=strata)  # the subset is graded and scored
+    chosen = stratified_sample(strata, n, seed)
+    parts = split_dev_heldout({r: strata[r] for r in chosen}, dev_fraction, seed)
+    for rid, part in parts.items():
+        s.add(CalibrationItem(response_id=rid, part=part, seed=seed))
+    record(s, "calibration.draw", actor=actor, n=n, seed=seed, dev_fraction=dev_fraction)
+    counts = {"dev": 0, "heldout": 0}
+    for part in parts.values():
+        counts[part] += 1
+    return counts
+
+
+@dataclass(frozen=True)
+class AssignmentPlan:
+    """What `assign` would add: the items and each rater's queue before and after."""
+
+    selection: str
+    overlap: int
+    items: list[str]
+    queues: dict[str, list[str]]  # rater -> the items added to their queue, in queue order
+    before: dict[str, int]  # rater -> items in their queue now
+
+    def describe(self) -> str:
+        """One line, e.g. "adds 82 items (3 raters each): e1 120 -> 202 (+82), ..."."""
+        loads = ", ".join(f"{name} {self.before[name]} -> {self.before[name] + len(q)} "
+                          f"(+{len(q)})" for name, q in self.queues.items())
+        what = "calibration items" if self.selection == "calibration" else "items"
+        raters = "rater" if self.overlap == 1 else "raters"
+        return f"adds {len(self.items)} {what} ({self.overlap} {raters} each): {loads}"
+
+
+def plan_assignment(
+    s: Session, *, raters: list[str], overlap: int = 3, selection: str = "all", seed: int = 0,
+) -> AssignmentPlan:
+    """What assigning each not-yet-assigned item of `selection` to `overlap` raters adds
+    (balanced design, seeded queues); nothing is written.
+
+    Responses that name a model and are not reviewed yet (db.raters.response_flags) wait: a later
+    call assigns them once reviewed."""
+    users = {u.name: u for u in s.exec(select(User).where(User.name.in_(raters)))}
+    for name in raters:
+        user = users.get(name)
+        if user is None:
+            raise UserError(f"no user named {name!r}")
+        if user.role != "expert" or user.disabled:
+            raise UserError(f"{name!r} is not an active expert")
+    if selection == "all":
+        query = select(Response.response_id)
+    elif selection == "calibration":
+        query = select(CalibrationItem.response_id)
+    else:
+        raise UserError(f"selection {selection!r} is not 'all' or 'calibration'")
+    assigned, on_hold = set(s.exec(select(Assignment.response_id).distinct())), held(s)
+    items = sorted(r for r in s.exec(query) if r not in assigned and r not in on_hold)
+    if not items:
+        raise UserError(f"every item of {selection!r} is already assigned or waits for review "
+                        "on /admin")
+    require_reference_for_responses(s, response_ids=items)
+    counts = dict(s.exec(select(Assignment.rater_id, func.count())
+                         .group_by(Assignment.rater_id)).all())
+    return AssignmentPlan(selection=selection, overlap=overlap, items=items,
+                          queues=balanced_design(items, raters, overlap, seed),
+                          before={name: counts.get(users[name].id, 0) for name in raters})
+
+
+def assign(
+    s: Session, *, rubric_hash: str, raters: list[str], overlap: int = 3,
+    selection: str = "all", seed: int = 0, actor: str | None = None,
+    expect: AssignmentPlan | None = None,
+) -> AssignmentDesign:
+    """Assign what `plan_assignment` plans (balanced design, seeded queues). With `expect`
+    (a preview shown to the user), refuses if the plan has changed since."""
+    plan = plan_assignment(s, raters=raters, overlap=overlap, selection=selection, seed=seed)
+    if expect is not None and (plan.items, plan.queues) != (expect.items, expect.queues):
+        raise UserError("the items to assign changed since the preview (someone assigned or "
+                        "flagged responses meanwhile): preview again")
+    design = AssignmentDesign(rubric_hash=rubric_hash, selection=selection, overlap=overlap,
+                              seed=seed, created_by=actor)
+    s.add(design)
+    s.flush()
+    ids = dict(s.exec(select(User.name, User.id).where(User.name.in_(raters))).all())
+    start = dict(s.exec(select(Assignment.rater_id, func.max(Assignment.position))
+                        .group_by(Assignment.rater_id)).all())
+    rows = []
+    for name, queue in plan.queues.items():
+        first = start.get(ids[name], -1) + 1
+        rows += [Assignment(design_id=design.id, rater_id=ids[name], response_id=rid,
+                            position=first + k) for k, rid in enumerate(queue)]
+    s.add_all(rows)
+    record(s, "assign", actor=actor, design=design.id, raters=raters, overlap=overlap,
+           selection=selection, seed=seed, items=len(plan.items))
+    return design
+
+
+@dataclass
+class RaterProgress:
+    rater: str
+    assigned: int
+    submitted: int
+    drafts: int
+    active_minutes: float
+
+
+def rater_progress(s: Session) -> list[RaterProgress]:
+    rows = s.exec(
+        select(User.name, func.count(Assignment.id),
+               func.count(ExpertScore.submitted_at), func.count(ExpertScore.id),
+               func.coalesce(func.sum(ExpertScore.active_seconds), 0.0))
+        .join(Assignment, Assignment.rater_id == User.id)
+        .join(ExpertScore, ExpertScore.assignment_id == Assignment.id, isouter=True)
+        .group_by(User.name).order_by(User.name)
+    )
+    return [RaterProgress(name, n, sub, started - sub, round(secs / 60, 1))
+            for name, n, sub, started, secs in rows]
+
+
+def below_overlap(s: Session) -> list[tuple[str, int, int]]:
+    """(blind code, submitted scores, assigned raters) of items not yet fully scored."""
+    rows = s.exec(
+        select(Response.blind_code, func.count(ExpertScore.submitted_at), func.count(Assignment.id))
+        .join(Assignment, Assignment.response_id == Response.response_id)
+        .join(ExpertScore, ExpertScore.assignment_id == Assignment.id, isouter=True)
+        .group_by(Response.blind_code).order_by(Response.blind_code)
+    )
+    return [(code, done, n) for code, done, n in rows if done < n]

@@ -1,0 +1,229 @@
+"""Blinded expert scoring: a rater's queue, the item they see, drafts, submits, revisions.
+
+Blinding is enforced here, not in the page: `ScoringItem` carries no model name, no source
+(model or human), no other rater's score and no grader score; the page can only show what
+this module hands it.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, select
+
+from db.audit import record
+from db.models import (
+    Assignment,
+    AssignmentDesign,
+    ExpertScore,
+    Response,
+    ScoreRevision,
+    Task,
+    User,
+    utcnow,
+)
+from db.rubrics import rubric_by_hash
+from db.study.cases import case_view
+from db.study.masks import MaskImage, masks_for_task
+from db.study.reference import has_reference, missing_message, require_reference
+from db.text_limits import COMMENT, check_length
+from errors import UserError
+from rubric.scoring import SCORE_FIELDS as RUBRIC_SCORE_FIELDS
+from rubric.scoring import validate_score
+
+IDLE_CAP_SECONDS = 300.0  # gaps between interactions longer than this are not active time
+# What a rater enters: the rubric's score fields but the derived overall.
+SCORE_FIELDS = tuple(f for f in RUBRIC_SCORE_FIELDS if f != "overall")
+
+
+@dataclass
+class QueueEntry:
+    assignment_id: int
+    position: int
+    blind_code: str
+    status: str  # "new" | "draft" | "submitted"
+
+
+@dataclass
+class ScoringItem:
+    """Everything the scoring page may show, and nothing else."""
+
+    assignment_id: int
+    blind_code: str
+    rubric_hash: str
+    case_id: str
+    case_title: str
+    ehr: str
+    scores: dict[str, float]
+    series: list[tuple[str, Path]]
+    family: str
+    level: int
+    prompt: str
+    stages: list[str]
+    reference: dict[str, Any]
+    text: str
+    turns: list[str]
+    values: dict[str, Any] = field(default_factory=dict)  # the draft, else the last submit
+    status: str = "new"
+    revision: int = 0
+    masks: list[MaskImage] = field(default_factory=list)  # only where the task allows them
+
+
+def queue(s: Session, *, rater_id: int) -> list[QueueEntry]:
+    rows = s.exec(
+        select(Assignment.id, Assignment.position, Response.blind_code, ExpertScore.status)
+        .join(Response, Response.response_id == Assignment.response_id)
+        .join(ExpertScore, ExpertScore.assignment_id == Assignment.id, isouter=True)
+        .where(Assignment.rater_id == rater_id)
+        .order_by(Assignment.position)
+    )
+    return [QueueEntry(aid, pos, code, "new" if status is None else status)
+            for aid, pos, code, status in rows]
+
+
+def _assignment(s: Session, rater_id: int, assignment_id: int) -> Assignment:
+    a = s.get(Assignment, assignment_id)
+    if a is None or a.rater_id != rater_id:
+        raise UserError(f"assignment {assignment_id} is not in your queue")
+    rater = s.get(User, rater_id)
+    if rater is None or rater.disabled:
+        raise UserError("this account is disabled")
+    return a
+
+
+def _score_row(s: Session, assignment_id: int, *, lock: bool) -> ExpertScore | None:
+    q = select(ExpertScore).where(ExpertScore.assignment_id == assignment_id)
+    return s.exec(q.with_for_update() if lock else q).first()
+
+
+def _values(score: ExpertScore) -> dict[str, Any]:
+    return {k: getattr(score, k) for k in SCORE_FIELDS}
+
+
+def _rubric_hash(s: Session, a: Assignment) -> str:
+    return s.get(AssignmentDesign, a.design_id).rubric_hash
+
+
+def load_item(s: Session, *, rater_id: int, assignment_id: int) -> ScoringItem:
+    a = _assignment(s, rater_id, assignment_id)
+    resp = s.get(Response, a.response_id)
+    task = s.get(Task, resp.task_id)
+    case = case_view(s, case_id=task.case_id)
+    if not has_reference(case.ground_truth):  # nothing to score against
+        raise UserError(missing_message([task.task_id]))
+    score = _score_row(s, assignment_id, lock=False)
+    values: dict[str, Any] = {}
+    if score is not None:
+        values = dict(score.draft) if score.draft is not None else _values(score)
+    return ScoringItem(
+        assignment_id=a.id, blind_code=resp.blind_code, rubric_hash=_rubric_hash(s, a),
+        case_id=case.case_id, case_title=case.title, ehr=case.ehr, scores=case.scores,
+        series=case.series, family=task.family, level=task.level, prompt=task.prompt,
+        stages=list(task.stages or []), reference=case.ground_truth, text=resp.text,
+        turns=list(resp.turns or []), values=values,
+        status="new" if score is None else score.status,
+        revision=0 if score is None else score.revision,
+        masks=masks_for_task(s, task=task),
+    )
+
+
+def _retrying(s: Session, write: Callable[[], ExpertScore]) -> ExpertScore:
+    """Run a write; when a concurrent first write of the same score wins the unique
+    constraint, roll back and run it again on top of the winner (so nothing is lost)."""
+    for attempt in range(3):
+        try:
+            return write()
+        except IntegrityError:
+            s.rollback()
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
+def save_draft(
+    s: Session, *, rater_id: int, assignment_id: int, values: dict[str, Any],
+    active_seconds: float = 0.0,
+) -> ExpertScore:
+    """Save the form as it is now (unvalidated) and add the active time since the last save."""
+    return _retrying(s, lambda: _save_draft(s, rater_id, assignment_id, values, active_seconds))
+
+
+def _locked_score(s: Session, a: Assignment) -> ExpertScore:
+    """The assignment's score row, locked for update, or a new one."""
+    return _score_row(s, a.id, lock=True) or ExpertScore(
+        assignment_id=a.id, rubric_hash=_rubric_hash(s, a), criteria={}, error_tags=[])
+
+
+def _active(seconds: float) -> float:
+    return min(max(seconds, 0.0), IDLE_CAP_SECONDS)
+
+
+def _check_comment(values: dict[str, Any]) -> None:
+    """An over-long comment is refused (a draft too), whatever the rubric says of comments."""
+    if isinstance(comment := values.get("comment"), str):
+        check_length("the comment", comment, COMMENT)
+
+
+def _save_draft(s, rater_id, assignment_id, values, active_seconds) -> ExpertScore:
+    _check_comment(values)
+    score = _locked_score(s, _assignment(s, rater_id, assignment_id))
+    score.draft = {k: values.get(k) for k in SCORE_FIELDS}
+    record(s, "score.draft", actor=None, assignment=assignment_id, rater=rater_id)
+    score.active_seconds += _active(active_seconds)
+    score.updated_at = utcnow()
+    s.add(score)
+    s.commit()
+    return score
+
+
+def submit(
+    s: Session, *, rater_id: int, assignment_id: int, values: dict[str, Any],
+    active_seconds: float = 0.0, actor: str | None = None,
+) -> ExpertScore:
+    """Validate against the rubric and record a new revision (the latest one counts)."""
+    return _retrying(s, lambda: _submit(s, rater_id, assignment_id, values, active_seconds, actor))
+
+
+def _submit(s, rater_id, assignment_id, values, active_seconds, actor) -> ExpertScore:
+    a = _assignment(s, rater_id, assignment_id)
+    score = record_submission(s, assignment=a, values=values, active_seconds=active_seconds)
+    record(s, "score.submit", actor=actor, assignment=assignment_id, revision=score.revision)
+    s.commit()
+    return score
+
+
+def record_submission(
+    s: Session, *, assignment: Assignment, values: dict[str, Any], active_seconds: float = 0.0,
+    synthetic: bool = False,
+) -> ExpertScore:
+    """Validate `values` against the rubric and add a revision in the session's transaction
+    (the caller commits). `synthetic` marks generated scores (the demo)."""
+    a = assignment
+    _check_comment(values)
+    family, task_id = s.exec(select(Task.family, Task.task_id)
+                             .join(Response, Response.task_id == Task.task_id)
+                             .where(Response.response_id == a.response_id)).one()
+    require_reference(s, task_ids=[task_id])
+    score = _locked_score(s, a)
+    clean = validate_score(rubric_by_hash(s, score.rubric_hash),
+        {k: values.get(k) for k in SCORE_FIELDS}, family=family)
+    before = _values(score) if score.revision else {}
+    for k in SCORE_FIELDS:
+        setattr(score, k, clean[k])
+    score.overall = clean["overall"]
+    score.draft = None
+    score.status = "submitted"
+    score.synthetic = synthetic
+    score.revision += 1
+    score.active_seconds += _active(active_seconds)
+    score.submitted_at = score.updated_at = utcnow()
+    s.add(score)
+    s.flush()
+    after = _values(score)
+    changes = {k: {"from": before.get(k), "to": after[k]} for k in SCORE_FIELDS
+               if before.get(k) != after[k]}
+    s.add(ScoreRevision(score_id=score.id, revision=score.revision, rater_id=a.rater_id,
+                        content={**after, "overall": score.overall}, changes=changes))
+    return score

@@ -1,0 +1,88 @@
+"""A maintainer's answer key for release files: `{"case_1": {"diagnosis": str, "differential":
+[str], "lesion": str, "reasoning": str}}` (`lesion` and `reasoning` optional).
+
+A key names a case by the study's case id (`direct-case_1`) or by its release `case_id`
+(`case_1`) when that names a case in exactly one of the files imported with it. Answers to
+placeholder cases (which are skipped) are ignored and counted; any other key that names no case
+of the files is a problem (a typo would otherwise drop an answer silently).
+"""
+
+from pathlib import Path
+from typing import Any
+
+from db.bundle.errors import Problem
+from db.bundle.validate import Spec, _string, _string_list, check_fields, read_json
+from db.release.format import MAX_ANSWERS_FILE_BYTES
+
+ANSWER_SPEC: Spec = {
+    "diagnosis": (True, _string(empty=False)),
+    "differential": (True, _string_list()),
+    "lesion": (False, _string()),
+    "reasoning": (False, _string()),
+}
+
+
+def read_answers(path: Path, problems: list[Problem]) -> dict[str, dict[str, Any]]:
+    """Key -> ground truth (`final_diagnosis`, `differential`[, `lesion`, `reasoning`]) of
+    every valid answer; what is wrong goes to `problems`."""
+    label = path.name
+    try:
+        size = path.stat().st_size
+    except OSError as e:
+        problems.append(Problem(label, None, f"cannot read: {e.strerror or e}"))
+        return {}
+    if size > MAX_ANSWERS_FILE_BYTES:
+        problems.append(Problem(label, None, f"is {size:,} bytes, more than the limit of "
+                                             f"{MAX_ANSWERS_FILE_BYTES:,}"))
+        return {}
+    key = read_json(path, label, problems)
+    if key is None:
+        return {}
+    if not isinstance(key, dict):
+        problems.append(Problem(label, None, "is not a JSON object of answers "
+                                             '({"case_1": {"diagnosis": ..., ...}})'))
+        return {}
+    out = {}
+    for name, answer in key.items():
+        msgs = check_fields(answer, ANSWER_SPEC)
+        problems += [Problem(f"{label}[{_quoted(name)}]", None, m) for m in msgs]
+        if not msgs:
+            out[name] = {"final_diagnosis": answer["diagnosis"],
+                         "differential": list(answer["differential"]),
+                         **{k: answer[k] for k in ("lesion", "reasoning") if k in answer}}
+    return out
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '\\"') + '"'
+
+
+def match_answers(answers: dict[str, dict], label: str, cases: dict[str, list[str]],
+                  placeholders: dict[str, list[str]], problems: list[Problem]
+                  ) -> tuple[dict[str, dict], int]:
+    """(study case id -> ground truth, answers ignored for placeholder cases).
+
+    `cases` / `placeholders`: release case_id or study case id -> the study case ids it may
+    name (a study id names itself; a release id every file's case of that id).
+    """
+    out: dict[str, dict] = {}
+    by: dict[str, str] = {}
+    ignored = 0
+    for name, gt in answers.items():
+        where = f"{label}[{_quoted(name)}]"
+        named = cases.get(name, [])
+        if len(named) > 1:
+            problems.append(Problem(where, None, f"names cases in {len(named)} files "
+                                                 f"({', '.join(named)}): use one of these ids"))
+        elif named:
+            cid = named[0]
+            if cid in by:
+                problems.append(Problem(where, None, f"names case {cid}, as "
+                                                     f"{_quoted(by[cid])} does"))
+            by[cid] = name
+            out[cid] = gt
+        elif name in placeholders:
+            ignored += 1
+        else:
+            problems.append(Problem(where, None, "names no case of the files imported"))
+    return out, ignored

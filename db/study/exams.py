@@ -1,0 +1,159 @@
+"""Exams: students and physicians answer the benchmark's tasks as the human baseline.
+
+A multi-turn (level 3) task reveals its stages one at a time: stage k is shown only after
+the answer to stage k-1 is recorded, and recorded answers cannot be changed afterwards, so
+later information never leaks into an earlier answer. A finished attempt turns each fully
+answered task into a `Response` (source = the user's role) that experts score blind.
+"""
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqlmodel import Session, select
+
+from db.audit import record
+from db.bundle.importer import new_blind_codes
+from db.models import Exam, ExamAttempt, Response, StageAnswer, Task, User, utcnow
+from db.study.cases import case_view
+from db.text_limits import ANSWER, NAME, check_length
+from errors import UserError
+
+
+@dataclass
+class ExamTask:
+    """What the exam page may show for one task: no reference answer, no other answers."""
+
+    task_id: str
+    family: str
+    level: int
+    prompt: str
+    revealed_stages: list[str]  # stages already revealed (one per recorded answer after the first)
+    answers: list[str]
+    n_stages: int  # answers expected: 1 + len(stages)
+    case_title: str
+    ehr: str
+    scores: dict[str, float]
+    series: list[tuple[str, Path]]
+
+    @property
+    def done(self) -> bool:
+        return len(self.answers) >= self.n_stages
+
+
+def ensure_exam(s: Session, *, name: str, task_ids: list[str] | None = None,
+                actor: str | None = None) -> Exam:
+    """The exam of that name, opened with `task_ids` (default: every task) if it is new.
+
+    Raises UserError for an unknown task, or for `task_ids` other than those of the existing
+    exam of that name (an exam's tasks never change once people may have taken it)."""
+    if not name:
+        raise UserError("the exam needs a name")
+    check_length("the exam name", name, NAME)
+    exam = s.exec(select(Exam).where(Exam.name == name)).first()
+    if task_ids is not None:
+        known = set(s.exec(select(Task.task_id).where(Task.task_id.in_(task_ids))))
+        missing = [t for t in task_ids if t not in known]
+        if missing:
+            raise UserError(f"exam {name!r}: unknown task{'s' if len(missing) > 1 else ''} "
+                            f"{', '.join(map(repr, missing[:5]))}"
+                            f"{f' and {len(missing) - 5} more' if len(missing) > 5 else ''}")
+        if exam is not None and list(exam.task_ids) != list(task_ids):
+            raise UserError(f"exam {name!r} exists with {len(exam.task_ids)} other tasks; an "
+                            "exam's tasks do not change: open a new exam under another name")
+    if exam is None:
+        if task_ids is None:
+            task_ids = list(s.exec(select(Task.task_id).order_by(Task.task_id)))
+        if not task_ids:
+            raise UserError(f"exam {name!r} has no tasks")
+        exam = Exam(name=name, task_ids=list(task_ids))
+        s.add(exam)
+        s.flush()
+        record(s, "exam.add", actor=actor, exam=name, tasks=len(task_ids))
+    return exam
+
+
+def exams(s: Session) -> list[Exam]:
+    return list(s.exec(select(Exam).order_by(Exam.name)))
+
+
+def attempt_for(s: Session, *, exam_id: int, user_id: int) -> ExamAttempt:
+    """The user's attempt at the exam, started now if it does not exist yet."""
+    q = select(ExamAttempt).where(ExamAttempt.exam_id == exam_id, ExamAttempt.user_id == user_id)
+    attempt = s.exec(q).first()
+    if attempt is None:
+        attempt = ExamAttempt(exam_id=exam_id, user_id=user_id)
+        s.add(attempt)
+        s.commit()
+    return attempt
+
+
+def exam_tasks(s: Session, *, attempt: ExamAttempt) -> list[ExamTask]:
+    exam = s.get(Exam, attempt.exam_id)
+    answers: dict[str, list[str]] = {}
+    for a in s.exec(select(StageAnswer).where(StageAnswer.attempt_id == attempt.id)
+                    .order_by(StageAnswer.stage)):
+        answers.setdefault(a.task_id, []).append(a.text)
+    out = []
+    for task_id in exam.task_ids:
+        task = s.get(Task, task_id)
+        case = case_view(s, case_id=task.case_id)  # its ground truth stays here
+        given = answers.get(task_id, [])
+        stages = list(task.stages or [])
+        out.append(ExamTask(task_id, task.family, task.level, task.prompt,
+                            stages[:len(given)], given, 1 + len(stages), case.title, case.ehr,
+                            case.scores, case.series))
+    return out
+
+
+def answer_stage(s: Session, *, attempt: ExamAttempt, task_id: str, text: str,
+                 seconds: float = 0.0) -> int:
+    """Record the answer to the task's next stage; returns the stage number answered."""
+    if attempt.finished_at is not None:
+        raise UserError("this exam attempt is finished; answers can no longer change")
+    exam = s.get(Exam, attempt.exam_id)
+    if task_id not in exam.task_ids:
+        raise UserError(f"task {task_id!r} is not part of this exam")
+    if not text.strip():
+        raise UserError("the answer is empty")
+    check_length("the answer", text.strip(), ANSWER)
+    task = s.get(Task, task_id)
+    given = s.exec(select(StageAnswer.stage).where(StageAnswer.attempt_id == attempt.id,
+                                                   StageAnswer.task_id == task_id)).all()
+    stage = len(given)
+    if stage > len(task.stages or []):
+        raise UserError(f"task {task_id!r} is already fully answered")
+    s.add(StageAnswer(attempt_id=attempt.id, task_id=task_id, stage=stage, text=text.strip(),
+                      seconds=max(seconds, 0.0)))
+    current = s.get(ExamAttempt, attempt.id)
+    current.drafts = {k: v for k, v in (current.drafts or {}).items() if k != task_id}
+    s.add(current)
+    record(s, "exam.answer", actor=None, attempt=attempt.id, task=task_id, stage=stage)
+    s.commit()  # a concurrent answer to the same stage fails on the unique constraint
+    return stage
+
+
+def save_draft(s: Session, *, attempt: ExamAttempt, task_id: str, text: str) -> None:
+    """Keep the answer being written, so a closed tab loses nothing."""
+    check_length("the answer", text, ANSWER)
+    attempt = s.get(ExamAttempt, attempt.id)
+    attempt.drafts = {**(attempt.drafts or {}), task_id: text}
+    s.add(attempt)
+    s.commit()
+
+
+def finish(s: Session, *, attempt: ExamAttempt, actor: str | None = None) -> int:
+    """Close the attempt and turn each fully answered task into a human response."""
+    if attempt.finished_at is not None:
+        raise UserError("this exam attempt is already finished")
+    user = s.get(User, attempt.user_id)
+    answered = [t for t in exam_tasks(s, attempt=attempt) if t.done]
+    for t, code in zip(answered, new_blind_codes(s, len(answered)), strict=True):
+        s.add(Response(response_id=f"human-{attempt.id}-{t.task_id}", task_id=t.task_id,
+                       source=user.role, user_id=user.id, sample=0, text=t.answers[0],
+                       turns=t.answers[1:] or None,
+                       blind_code=code))
+    attempt.finished_at = utcnow()
+    s.add(attempt)
+    record(s, "exam.finish", actor=actor, attempt=attempt.id, responses=len(answered))
+    s.commit()
+    return len(answered)

@@ -1,0 +1,298 @@
+"""The LLM grader: template, call, parse, validate, store.
+
+One rubric object gives the system prompt and the strict JSON schema (rubric.render); the
+user message carries the task, the case record, the reference answer and the response.
+Runs are resumable: finished items are committed in groups at least every 0.25 s and on
+Ctrl-C, a re-run grades only what has no valid grade under the config, and answers are
+cached by the hash of (config, exact request), so an identical request is never sent twice.
+A run is written by llm.run_writer, as collection runs are: it records which process
+owns it, and a run left "running" by a process that is gone is marked "interrupted" when the
+next run starts.
+"""
+
+import asyncio
+import json
+import math
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+
+from sqlalchemy import func, insert
+from sqlmodel import Session, delete, select
+
+from db.models import (
+    CalibrationItem,
+    Case,
+    GraderCache,
+    GraderConfig,
+    GraderFailure,
+    GraderRun,
+    GraderScore,
+    Response,
+    Task,
+    utcnow,
+)
+from db.queries import fetch_in
+from db.rubrics import rubric_by_hash
+from db.status import count_query
+from db.study.reference import require_reference
+from errors import UserError
+from grading.config import get_config
+from llm.call import CallResult, estimate_cost, load_prices, run_batch
+from llm.grader_request import GradeItem, SendJob, api_key_for, grade_request, make_client, send
+from llm.run_writer import RunWriter, open_run
+from rubric import Rubric
+
+ITEMS = ("pending", "calibration", "all")
+
+
+@dataclass
+class RunSummary:
+    run_id: int
+    items: int
+    graded: int
+    failed: int
+    from_cache: int
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float
+
+
+def _key_slices(s: Session, case_id: str) -> list[dict]:
+    """For vision-capable graders: the case's key slices, as the models under test see them."""
+    from llm.key_images import key_images  # lazy: imaging is not needed otherwise
+    from llm.model_request import image_parts
+
+    return image_parts(key_images(s, s.get(Case, case_id)))
+
+
+def prepare(s: Session, config: GraderConfig, rubric: Rubric, response: Response, *,
+            task: Task | None = None, case: Case | None = None) -> GradeItem:
+    """The exact request for one response and its cache key (`task`, `case`: the response's
+    rows if already loaded, else read here)."""
+    task = task or s.get(Task, response.task_id)
+    case = case or s.get(Case, task.case_id)
+    images = _key_slices(s, case.case_id) if config.vision else None
+    return grade_request(config, rubric, task, case, response, images)
+
+
+def select_items(s: Session, config: GraderConfig, items: str, limit: int | None) -> list[Response]:
+    if items not in ITEMS:
+        raise UserError(f"--items {items!r} is not one of {', '.join(ITEMS)}")
+    if limit is not None and limit < 1:
+        raise UserError(f"--limit must be at least 1, got {limit}")
+    query = select(Response).order_by(Response.response_id)
+    if items == "calibration":
+        query = query.join(CalibrationItem, CalibrationItem.response_id == Response.response_id)
+    graded = select(GraderScore.response_id).where(GraderScore.config_id == config.id)
+    query = query.where(Response.response_id.not_in(graded))
+    rows = list(s.exec(query))
+    rows = rows[:limit] if limit is not None else rows
+    require_reference(s, task_ids={r.task_id for r in rows})  # grading needs the answer
+    return rows
+
+
+def _prepare_all(s: Session, config: GraderConfig, rubric: Rubric,
+                 responses: list[Response]) -> list[GradeItem]:
+    """`prepare` for many responses, their tasks and cases read in a few queries (not two
+    per response)."""
+    tasks = {t.task_id: t for t in fetch_in(s, Task.task_id, (r.task_id for r in responses))}
+    cases = {c.case_id: c for c in fetch_in(s, Case.case_id, (t.case_id for t in tasks.values()))}
+    return [prepare(s, config, rubric, r, task=tasks[r.task_id],
+                    case=cases[tasks[r.task_id].case_id]) for r in responses]
+
+
+class _Grades:
+    """What a grader run stores, through its `RunWriter`: grades, failures and new cache
+    entries."""
+
+    COUNTERS = ("graded", "failed", "from_cache", "prompt_tokens", "completion_tokens")
+
+    def __init__(self, s: Session, run: GraderRun, config: GraderConfig, cached: set[str],
+                 progress: Callable[[int, int], None] | None) -> None:
+        self.s, self.run, self.config = s, run, config
+        self.cached = cached  # request hashes in the cache or queued for it
+        self.writer = RunWriter(s, run, self._write,
+                                {**dict.fromkeys(self.COUNTERS, 0), "cost_usd": 0.0}, progress)
+
+    def __call__(self, item: GradeItem, result: CallResult, from_cache: bool = False) -> None:
+        if not from_cache:  # tokens are spent once per request sent
+            self.writer.count(prompt_tokens=result.prompt_tokens,
+                              completion_tokens=result.completion_tokens,
+                              cost_usd=result.cost_usd or 0.0)
+        new = result.ok and not from_cache and item.request_hash not in self.cached
+        if new:
+            self.cached.add(item.request_hash)
+        self.writer.add((item, result, from_cache, new))
+
+    def _write(self, group: list[tuple[GradeItem, CallResult, bool, bool]]) -> dict[str, int]:
+        """The group's grades, failures and new cache entries, as three multi-row inserts."""
+        s, cid, run_id, now = self.s, self.config.id, self.run.id, utcnow()
+        s.exec(delete(GraderFailure)
+               .where(GraderFailure.config_id == cid,
+                      GraderFailure.response_id.in_([item.response_id for item, *_ in group]))
+               .execution_options(synchronize_session=False))
+        scores, failures, cache = [], [], []
+        for item, r, _, new in group:
+            if not r.ok:
+                failures.append({"config_id": cid, "response_id": item.response_id,
+                                 "run_id": run_id, "reason": r.reason or "unknown",
+                                 "attempts": r.attempts, "created_at": now})
+                continue
+            scores.append({
+                "config_id": cid, "response_id": item.response_id, "run_id": run_id,
+                "request_hash": item.request_hash, "criteria": r.data["criteria"],
+                "correct_diagnosis": r.data["correct_diagnosis"],
+                "error_tags": r.data["error_tags"], "justification": r.data["comment"],
+                "diagnosis_rank": r.data.get("diagnosis_rank"), "stages": r.data.get("stages"),
+                "overall": r.data["overall"], "model_returned": r.model_returned,
+                "system_fingerprint": r.system_fingerprint, "prompt_tokens": r.prompt_tokens,
+                "completion_tokens": r.completion_tokens, "latency_s": r.latency_s,
+                "cost_usd": r.cost_usd, "created_at": now})
+            if new:
+                cache.append({"request_hash": item.request_hash, "raw": r.raw or "",
+                              "model_returned": r.model_returned,
+                              "system_fingerprint": r.system_fingerprint,
+                              "prompt_tokens": r.prompt_tokens,
+                              "completion_tokens": r.completion_tokens, "created_at": now})
+        conn = s.connection()
+        for table, rows in ((GraderScore, scores), (GraderFailure, failures), (GraderCache, cache)):
+            if rows:
+                conn.execute(insert(table), rows)
+        return {"graded": len(scores), "failed": len(failures),
+                "from_cache": sum(r.ok and from_cache for _, r, from_cache, _ in group)}
+
+
+def _from_cache(rubric: Rubric, item: GradeItem, hit: GraderCache) -> CallResult | None:
+    try:
+        data = item.parse(rubric, json.loads(hit.raw))
+    except ValueError:
+        return None
+    return CallResult(ok=True, data=data, raw=hit.raw, model_returned=hit.model_returned,
+                      system_fingerprint=hit.system_fingerprint, prompt_tokens=hit.prompt_tokens,
+                      completion_tokens=hit.completion_tokens)
+
+
+def grade(
+    s: Session, *, config_id: int, items: str = "pending", concurrency: int = 8,
+    limit: int | None = None, batch: bool = False, api_key: str | None = None,
+    timeout: float = 60.0, poll_interval: float = 10.0, max_reasks: int = 2, max_retries: int = 5,
+    progress: Callable[[int, int], None] | None = None, actor: str | None = None,
+    trust_base_url: str | None = None,
+) -> RunSummary:
+    """Grade every selected response without a valid grade under the config, through the
+    Batch API with `batch`, else with bounded concurrency from this process.
+
+    A stored config's base URL is not the user's choice of today: it is sent to only when
+    `trust_base_url` names it (the user typed it in this command or confirmed it on the page),
+    or it is OPENAI_BASE_URL (`llm.grader_request.check_destination`); else UserError before
+    anything is stored or sent."""
+    if concurrency < 1:
+        raise UserError(f"--concurrency must be at least 1, got {concurrency}")
+    if not (math.isfinite(timeout) and timeout > 0):
+        raise UserError(f"--timeout must be a positive number of seconds, got {timeout}")
+    config = get_config(s, config_id)
+    rubric = rubric_by_hash(s, config.rubric_hash)
+    responses = select_items(s, config, items, limit)
+    key = (api_key_for(config.base_url, api_key, trusted=trust_base_url,
+                       origin=f"grader config {config.id}")
+           if responses else None)  # a missing key or an unchosen address fails before any work
+    work = _prepare_all(s, config, rubric, responses)
+    run = GraderRun(config_id=config.id, items=items, n_items=len(work))
+    open_run(s, run, actor=actor, config=config.id, items=items, n=len(work))
+    hits = {h.request_hash: h for h in
+            fetch_in(s, GraderCache.request_hash, (w.request_hash for w in work))}
+    store = _Grades(s, run, config, set(hits), progress)
+    to_send: list[GradeItem] = []
+    twins: dict[str, list[GradeItem]] = {}  # identical requests in this run: sent once
+    for w in work:
+        cached = _from_cache(rubric, w, hits[w.request_hash]) if w.request_hash in hits else None
+        if cached is not None:
+            store(w, cached, from_cache=True)
+        elif w.request_hash in twins:
+            twins[w.request_hash].append(w)
+        else:
+            twins[w.request_hash] = []
+            to_send.append(w)
+
+    def store_all(w: GradeItem, result: CallResult) -> None:
+        store(w, result)
+        for twin in twins[w.request_hash]:
+            store(twin, result, from_cache=True)  # its tokens were counted once
+
+    job = SendJob(to_send, rubric, config.base_url, key, concurrency=concurrency,
+                  timeout=timeout, max_reasks=max_reasks, max_retries=max_retries,
+                  prices=load_prices())
+    with store.writer.ending():  # Ctrl-C, a page's rerun, an error: "interrupted"
+        if to_send and batch:
+            client = make_client(config.base_url, key, timeout)
+            asyncio.run(store.writer.flushing(_batches(
+                client, rubric, to_send, store_all, poll_interval=poll_interval,
+                max_reasks=max_reasks, prices=job.prices)))
+        elif to_send:
+            asyncio.run(store.writer.flushing(send(job, on_done=store_all)))
+    return RunSummary(run.id, run.n_items, run.graded, run.failed, run.from_cache,
+                      run.prompt_tokens, run.completion_tokens, round(run.cost_usd, 6))
+
+
+async def _batches(client, rubric: Rubric, work: list[GradeItem], store, **options) -> None:
+    """One Batch API job per output schema (task family, and what the request asks for)."""
+    for family, asked in sorted({(w.family, w.asked) for w in work}):
+        group = [w for w in work if (w.family, w.asked) == (family, asked)]
+        results = await run_batch(
+            client, {w.response_id: w.request for w in group},
+            validate=lambda d, g=group[0]: g.parse(rubric, d), **options)
+        for w in group:
+            store(w, results[w.response_id])
+
+
+def summary_dict(summary: RunSummary) -> dict:
+    return asdict(summary)
+
+
+def estimate(s: Session, *, config_id: int, items: str = "pending") -> dict:
+    """Items a run would send and its approximate cost, before running.
+
+    Prompt tokens are estimated at 4 characters per token (OpenAI's rule of thumb for
+    English); completion tokens at the config's `max_tokens` / 3. An estimate, shown as such.
+    """
+    config = get_config(s, config_id)
+    rubric = rubric_by_hash(s, config.rubric_hash)
+    work = _prepare_all(s, config, rubric, select_items(s, config, items, None))
+    cached = len(fetch_in(s, GraderCache.request_hash, (w.request_hash for w in work),
+                          GraderCache.request_hash))
+    prompt = sum(len(json.dumps(w.request.body())) for w in work) // 4
+    completion = (len(work) - cached) * config.max_tokens // 3
+    cost = estimate_cost(config.model, prompt * (len(work) - cached) // max(len(work), 1),
+                         completion)
+    return {"items": len(work), "cached": cached, "prompt_tokens": prompt,
+            "completion_tokens": completion, "cost_usd": cost}
+
+
+def grades_key(s: Session, *, config_id: int) -> tuple[int | None, ...]:
+    """Changes whenever the responses, the calibration subset, the cache or the config's grades
+    do (row counts, and the newest grade id): what `estimate` and the leaderboard depend on,
+    read with a few COUNT queries so pages can cache them."""
+    counts = [s.exec(count_query(table)).one() for table in (Response, CalibrationItem, GraderCache)]
+    grades = s.exec(select(func.count(), func.max(GraderScore.id))
+                    .where(GraderScore.config_id == config_id)).one()
+    return (*counts, *grades)
+
+
+def failures(s: Session, *, config_id: int) -> list[GraderFailure]:
+    return list(s.exec(select(GraderFailure).where(GraderFailure.config_id == config_id)
+                       .order_by(GraderFailure.response_id)))
+
+
+def configs(s: Session) -> list[GraderConfig]:
+    return list(s.exec(select(GraderConfig).order_by(GraderConfig.id.desc())))
+
+
+def config_label(c: GraderConfig) -> str:
+    """"#id name", marked validated or not: how pickers name a config."""
+    return f"#{c.id} {c.name}" + (" · validated" if c.validated_report_id else " · not validated")
+
+
+def config_labels(s: Session, *, validated_only: bool = False) -> dict[int, str]:
+    """{config id: `config_label`}, newest first."""
+    return {c.id: config_label(c) for c in configs(s)
+            if c.validated_report_id or not validated_only}

@@ -1,0 +1,113 @@
+"""The HTTP client under every `AsyncOpenAI` of the grader and of response collection: what a
+model or grader server may send back is bounded before it is read.
+
+- Every response body is capped while it is read (`MAX_RESPONSE_BYTES` for the JSON endpoints,
+  `MAX_FILE_BYTES` for a Batch API result file): past the cap the connection is dropped and the
+  call fails with `ResponseRefused`, so an endless chunked body or a huge JSON costs at most the
+  cap in memory, whatever `Content-Length` says (a declared length above the cap is refused
+  before any byte of the body is read).
+- Bodies are asked for uncompressed (`Accept-Encoding: identity`) and a compressed one is
+  refused: a small gzip body may inflate to gigabytes, and the cap counts the bytes read.
+- Redirects are not followed (an API does not redirect; a redirect would carry the request, the
+  study's data, to an address nobody chose): a 3xx answer is refused, naming where it pointed.
+- A successful (2xx) answer from a JSON endpoint must say it is JSON: an HTML page (a proxy's
+  login page, a web server's index) is refused with its content type, not parsed.
+
+`ResponseRefused` is an `openai.APIError`, so the SDK passes it through unwrapped and
+`llm.call.complete` ends the item with its message (no retry: the server would send the
+same). The SDK's own defaults (connection pool, timeouts, proxies from the environment) are kept:
+this is `openai.DefaultAsyncHttpxClient` with the checks added to `send`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx2
+import openai
+
+MAX_RESPONSE_BYTES = 8 * 2**20  # one chat completion (the largest stored answer is 200,000 chars)
+MAX_FILE_BYTES = 256 * 2**20  # one Batch API result file (GET /files/{id}/content)
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**20:g} MiB"
+
+
+class ResponseRefused(openai.APIError):
+    """A response this client does not read: too large, compressed, redirected or not JSON."""
+
+    def __init__(self, message: str, request: httpx2.Request) -> None:
+        super().__init__(message, request, body=None)
+
+
+class _CappedStream(httpx2.AsyncByteStream):
+    """The body, chunk by chunk, ending with `ResponseRefused` once more than `cap` bytes came."""
+
+    def __init__(self, inner: Any, cap: int, request: httpx2.Request) -> None:
+        self._inner, self._cap, self._request = inner, cap, request
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        seen = 0
+        async for chunk in self._inner:
+            seen += len(chunk)
+            if seen > self._cap:
+                raise ResponseRefused(f"response body larger than {_mib(self._cap)} (the cap): "
+                                      "not read further", self._request)
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+def _is_file_content(request: httpx2.Request) -> bool:
+    return request.method == "GET" and request.url.path.endswith("/content")
+
+
+def _refusal(response: httpx2.Response, cap: int) -> str | None:
+    """Why the response is not read (from its status line and headers alone), or None."""
+    if 300 <= response.status_code < 400:
+        where = response.headers.get("location", "nowhere")
+        return (f"HTTP {response.status_code} redirect to {where[:200]!r} not followed: give the "
+                "address the API answers at as the base URL")
+    encoding = response.headers.get("content-encoding", "identity").strip().lower()
+    if encoding not in ("", "identity"):
+        return f"compressed response body ({encoding[:40]!r}): identity was asked for"
+    length = response.headers.get("content-length", "")
+    if length.isdigit() and int(length) > cap:
+        return f"response body of {int(length):,} bytes announced: larger than {_mib(cap)} (the cap)"
+    kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
+    if (200 <= response.status_code < 300 and not _is_file_content(response.request)
+            and not kind.endswith("json")):
+        return (f"HTTP {response.status_code} with a {kind[:60] or 'untyped'} body, not JSON: "
+                "is the base URL an OpenAI-compatible API (often ending in /v1)?")
+    return None
+
+
+class CappedClient(openai.DefaultAsyncHttpxClient):
+    """`openai.DefaultAsyncHttpxClient` that bounds what it reads (see the module docstring)."""
+
+    def __init__(self, *, max_bytes: int = MAX_RESPONSE_BYTES,
+                 max_file_bytes: int = MAX_FILE_BYTES, **kwargs: Any) -> None:
+        kwargs["follow_redirects"] = False
+        super().__init__(**kwargs)
+        self.max_bytes, self.max_file_bytes = max_bytes, max_file_bytes
+
+    async def send(self, request: httpx2.Request, *, stream: bool = False,
+                   **kwargs: Any) -> httpx2.Response:
+        request.headers["Accept-Encoding"] = "identity"
+        kwargs["follow_redirects"] = False  # also when a caller's request options ask otherwise
+        response = await super().send(request, stream=True, **kwargs)
+        try:
+            cap = self.max_file_bytes if _is_file_content(request) else self.max_bytes
+            refusal = _refusal(response, cap)
+            if refusal is not None:
+                raise ResponseRefused(refusal, request)
+            response.stream = _CappedStream(response.stream, cap, request)
+            if not stream:
+                await response.aread()
+        except BaseException:
+            await response.aclose()
+            raise
+        return response

@@ -1,0 +1,103 @@
+"""What answering and grading cost: tokens and images per response, USD per model and task, and
+the grader's USD per graded response.
+
+A response's usage is what its bundle gave (`usage`: prompt_tokens, completion_tokens, images,
+cost_usd; docs/bundle-format.md) or, for a response `nmb collect` obtained, what its collection
+recorded (tokens over its turns, the images shown, the cost). Its cost is `cost_usd` when
+given, else the tokens priced by `llm/prices.toml` when the model is in that table,
+else unknown (never 0). Means are over the responses where the value is known, and each row
+says how many those are. A model's cost per task is its mean cost per response times its
+responses per task (the samples drawn for pass@k each cost a response). The grader's cost per
+graded response is the mean over its grades whose request was sent and priced (answers from the
+cache cost nothing again).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from sqlmodel import Session, select
+
+from db.models import CollectedResponse, GraderScore, Response
+from llm.call import estimate_cost, load_prices
+
+DIGITS = 6
+
+
+def _mean(values: list[float]) -> float | None:
+    return round(sum(values) / len(values), DIGITS) if values else None
+
+
+@dataclass
+class ModelCost:
+    model: str
+    responses: int
+    tasks: int
+    with_usage: int
+    prompt_tokens: float | None  # mean per response
+    completion_tokens: float | None
+    images: float | None
+    priced: int  # responses with a known cost
+    cost_per_response: float | None
+    cost_per_task: float | None
+
+
+@dataclass
+class GraderCost:
+    config_id: int
+    graded: int
+    priced: int
+    prompt_tokens: float | None  # mean per sent request
+    completion_tokens: float | None
+    cost_per_graded_response: float | None
+
+
+def response_cost(model: str | None, usage: dict | None, prices: dict) -> float | None:
+    """The response's cost: its own `cost_usd`, else its tokens at the price table's rates."""
+    usage = usage or {}
+    if usage.get("cost_usd") is not None:
+        return float(usage["cost_usd"])
+    if "prompt_tokens" in usage or "completion_tokens" in usage:
+        return estimate_cost(model, usage.get("prompt_tokens", 0),
+                             usage.get("completion_tokens", 0), prices)
+    return None
+
+
+def model_costs(s: Session, prices: dict | None = None) -> list[ModelCost]:
+    """One row per model that has responses, by name."""
+    prices = load_prices() if prices is None else prices
+    by_model: dict[str, list[tuple[str, dict | None]]] = defaultdict(list)
+    for model, task_id, usage, collected in s.exec(
+            select(Response.model, Response.task_id, Response.usage, CollectedResponse)
+            .join(CollectedResponse, CollectedResponse.response_id == Response.response_id,
+                  isouter=True)
+            .where(Response.source == "model")):
+        by_model[model].append(
+            (task_id, usage or (collected.usage() if collected else None)))
+    out = []
+    for model, rows in sorted(by_model.items()):
+        usages = [u for _, u in rows if u]
+        costs = [c for _, u in rows if (c := response_cost(model, u, prices)) is not None]
+        tasks = len({t for t, _ in rows})
+        per_response = _mean(costs)
+        out.append(ModelCost(
+            model=model, responses=len(rows), tasks=tasks, with_usage=len(usages),
+            prompt_tokens=_mean([u["prompt_tokens"] for u in usages if "prompt_tokens" in u]),
+            completion_tokens=_mean([u["completion_tokens"] for u in usages
+                                     if "completion_tokens" in u]),
+            images=_mean([u["images"] for u in usages if "images" in u]), priced=len(costs),
+            cost_per_response=per_response,
+            cost_per_task=None if per_response is None
+            else round(per_response * len(rows) / tasks, DIGITS)))
+    return out
+
+
+def grader_cost(s: Session, *, config_id: int) -> GraderCost:
+    rows = s.exec(select(GraderScore.prompt_tokens, GraderScore.completion_tokens,
+                         GraderScore.cost_usd).where(GraderScore.config_id == config_id)).all()
+    sent = [r for r in rows if r[2] is not None]
+    return GraderCost(config_id=config_id, graded=len(rows), priced=len(sent),
+                      prompt_tokens=_mean([p for p, _, _ in sent]),
+                      completion_tokens=_mean([c for _, c, _ in sent]),
+                      cost_per_graded_response=_mean([c for _, _, c in sent]))

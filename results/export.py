@@ -1,0 +1,73 @@
+"""`nmb results` output: the results in one format on stdout, and a folder with every format,
+a self-contained HTML report (figures embedded, like the calibration report) and the PNGs."""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+from pathlib import Path
+
+from calibration.html import prepare_out
+from results.results import Results
+from results.tables import Table, csv_text, html_table, latex, markdown, tables
+
+FORMATS = ("json", "md", "csv", "latex")
+STYLE = ("body{font-family:sans-serif;max-width:1200px;margin:2em auto}"
+         "table{border-collapse:collapse;margin:1em 0;font-size:13px}td,th{border:1px solid #ccc;"
+         "padding:3px 8px;text-align:right}td:first-child{text-align:left}.flag{color:#a60}"
+         ".note{color:#555;font-size:12px}img{margin:8px;max-width:100%}")
+
+
+def as_text(results: Results, fmt: str, ts: list[Table] | None = None) -> str:
+    """The results in `fmt`: JSON (everything), Markdown or LaTeX (every table), CSV (the main
+    table: per family x level cell, or overall without cells)."""
+    ts = tables(results) if ts is None else ts
+    if fmt == "json":
+        return json.dumps(results.to_json(), indent=1)
+    if fmt == "md":
+        return markdown(ts, results)
+    if fmt == "latex":
+        return latex(ts)
+    if fmt == "csv":
+        return csv_text(next((t for t in ts if t.name == "cells"), ts[0]))
+    raise ValueError(f"unknown format {fmt!r}")
+
+
+def render_html(results: Results, figures: dict[str, bytes], ts: list[Table]) -> str:
+    g = results.grader
+    title = "Neural-MedBench results"
+    parts = [f"<h1>{title}</h1>",
+             f"<p>Grader config #{g['id']} {html.escape(g['name'])} (model "
+             f"{html.escape(g['model'])}, prompt {html.escape(g['prompt_version'])}, "
+             f"{'validated' if g['validated'] else 'not validated'}). Judgments: "
+             f"{html.escape(results.judged_by)}; {results.sources['experts']} responses decided "
+             f"by the experts, {results.sources['grader']} by the grader, "
+             f"{results.expert_ties} expert ties (counted not correct), {results.unjudged} "
+             "responses not judged.</p>"]
+    parts += [f"<p class=flag>{html.escape(f)}</p>" for f in results.flags]
+    parts += [html_table(t) for t in ts]
+    parts.append("<h2>Figures</h2>")
+    for name, data in figures.items():
+        parts.append(f'<img alt="{html.escape(name)}" '
+                     f'src="data:image/png;base64,{base64.b64encode(data).decode()}">')
+    return (f"<!doctype html><html><head><meta charset=utf-8><title>{title}</title>"
+            f"<style>{STYLE}</style></head><body>{''.join(parts)}</body></html>")
+
+
+def export(out: Path, results: Results, figures: dict[str, bytes]) -> list[Path]:
+    """Write results.json, results.md, results.tex, one CSV per table, results.html and the
+    figures into `out`."""
+    prepare_out(out)
+    ts = tables(results)
+    files = {"results.json": as_text(results, "json", ts), "results.md": markdown(ts, results),
+             "results.tex": latex(ts), "results.html": render_html(results, figures, ts),
+             **{f"{t.name}.csv": csv_text(t) for t in ts}}
+    written = []
+    for name, text in files.items():
+        (out / name).write_text(text, encoding="utf-8")
+        written.append(out / name)
+    for name, data in figures.items():
+        (out / f"{name}.png").write_bytes(data)
+        written.append(out / f"{name}.png")
+    return written

@@ -1,0 +1,203 @@
+"""The results as tables, and the tables as Markdown, CSV, LaTeX (booktabs) and HTML.
+
+`tables(results)` is the one place that decides what each table shows; every format, the page
+and the HTML report render those tables. An `Estimate` cell reads "0.600 [0.517, 0.700]" (the
+95% interval in brackets); in CSV it becomes three columns (value, low, high) so a script can
+read it. Text from the study (model names, people's names) is escaped for each format (in CSV,
+text a spreadsheet would run as a formula is quoted, as `nmb export` does).
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from db.export import neutralise
+from results.leaderboard import Cell
+from results.results import Results
+from results.revision import MEASURES
+from stats.resample import Estimate
+
+SOURCE_COLUMNS = ["from experts", "from grader"]
+
+
+@dataclass
+class Table:
+    name: str  # file stem: overall, matrix, cells, people, errors, revision, cost
+    title: str
+    header: list[str]
+    rows: list[list[Any]]
+    note: str = ""
+
+
+def fmt(v: Any, digits: int = 3) -> str:
+    """A value as text: an estimate with its interval, None as a dash."""
+    if isinstance(v, Estimate):
+        if v.value is None:
+            return "–"
+        ci = "" if v.ci is None else f" [{v.ci[0]:.{digits}f}, {v.ci[1]:.{digits}f}]"
+        return f"{v.value:.{digits}f}{ci}"
+    if v is None:
+        return "–"
+    if isinstance(v, float):
+        return f"{v:.{digits}f}" if abs(v) >= 10 ** -digits or v == 0 else f"{v:.2g}"
+    return str(v)
+
+
+def _measures(results: Results) -> list[str]:
+    return ([f"pass@{k}" for k in results.ks] + [f"top-{k}" for k in results.ks]
+            + ["rubric score"])
+
+
+def _estimates(c: Cell) -> list[Estimate]:
+    return [*c.pass_at.values(), *c.top.values(), c.score]
+
+
+def _sources(c: Cell) -> list[int]:
+    return [c.sources.get("experts", 0), c.sources.get("grader", 0)]
+
+
+def tables(results: Results) -> list[Table]:
+    """Every table of the results, in reading order."""
+    r, measures = results, _measures(results)
+    judged = (f"Judgments: {r.judged_by}; {r.sources['experts']} responses decided by the "
+              f"experts' consensus, {r.sources['grader']} by grader config #{r.grader['id']}.")
+    out = [Table("overall", "Overall, per model and human group",
+                 ["who", "group", "tasks", "people", *measures, *SOURCE_COLUMNS],
+                 [[c.who, c.group, c.tasks, c.people, *_estimates(c), *_sources(c)]
+                  for c in r.overall], judged)]
+    if r.cells:
+        keys = r.by
+        cell_ids = sorted({tuple(c.keys[k] for k in keys) for c in r.cells}, key=str)
+        by_who = {(c.who, tuple(c.keys[k] for k in keys)): c for c in r.cells}
+        whos = list(dict.fromkeys(c.who for c in r.overall))
+        first = f"pass@{r.ks[0]}"
+        out.append(Table(
+            "matrix", f"{first} per {' x '.join(keys)}",
+            ["who", *(" ".join(str(x) for x in cid) for cid in cell_ids)],
+            [[who, *((by_who[(who, cid)].pass_at[r.ks[0]] if (who, cid) in by_who else None)
+                     for cid in cell_ids)] for who in whos],
+            f"{first} with its 95% interval in each cell. " + judged))
+        out.append(Table(
+            "cells", f"Per {' x '.join(keys)}",
+            ["who", "group", *keys, "tasks", "people", *measures, *SOURCE_COLUMNS],
+            [[c.who, c.group, *(c.keys[k] for k in keys), c.tasks, c.people, *_estimates(c),
+              *_sources(c)] for c in r.cells], judged))
+    one = [1] if 1 in r.ks else []  # one answer per task: pass@1 only
+    out.append(Table(
+        "people", "One row per person",
+        ["person", "group", "tasks", *(f"pass@{k}" for k in one),
+         *(f"top-{k}" for k in r.ks), "rubric score", *SOURCE_COLUMNS],
+        [[c.who, c.keys["role"], c.tasks, *(c.pass_at[k] for k in one), *c.top.values(),
+          c.score, *_sources(c)] for c in r.people],
+        "People are pseudonymised (user-<id>) unless revealed; intervals resample their tasks."))
+    classes = [*r.error_classes, "untagged"]
+    out.append(Table(
+        "errors", "Error classes among wrong responses",
+        ["who", "tagged by", "wrong responses", *classes],
+        [[e.who, e.source, e.wrong, *(e.shares[c] for c in classes)] for e in r.errors],
+        "Share of the wrong responses (each split equally among its tags) with a 95% interval "
+        "resampling tasks; experts: consensus tags of the expert-scored wrong responses; "
+        "grader: its tags of the graded ones."))
+    out.append(Table(
+        "revision", "Revision on multi-turn (level-3) tasks",
+        ["who", "conversations", "tasks", "people", *[m.replace("_", " ") for m in MEASURES],
+         "without stage judgments"],
+        [[v.who, v.conversations, v.tasks, v.people, *(v.measures[m] for m in MEASURES),
+          v.unjudged] for v in r.revision],
+        "Judged by the grader per stage (docs/results.md: definitions and a worked example)."))
+    g = r.grader_cost
+    out.append(Table(
+        "cost", "Cost and size per model, and the grader's cost",
+        ["who", "responses", "with usage", "prompt tokens", "completion tokens", "images",
+         "priced", "USD per response", "USD per task"],
+        [[m.model, m.responses, m.with_usage, m.prompt_tokens, m.completion_tokens, m.images,
+          m.priced, m.cost_per_response, m.cost_per_task] for m in r.model_costs]
+        + [[f"grader #{g.config_id}", g.graded, g.priced, g.prompt_tokens, g.completion_tokens,
+            None, g.priced, g.cost_per_graded_response, None]],
+        "Means per response over the responses where known; USD per task = USD per response "
+        "x responses per task. Grader: per graded response whose request was sent and priced."))
+    return out
+
+
+# ------------------------------------------------------------------ formats
+
+
+def _md_cell(v: Any) -> str:
+    return re.sub(r"([\\`*_\[\]<>|#!])", r"\\\1", fmt(v))  # no links, images, HTML
+
+
+def markdown(ts: list[Table], results: Results) -> str:
+    out = [f"Grader config #{results.grader['id']} ({_md_cell(results.grader['name'])}, "
+           f"prompt {results.grader['prompt_version']}).", ""]
+    out += [f"> {_md_cell(f)}" for f in results.flags]
+    for t in ts:
+        out += ["", f"### {t.title}", ""]
+        out += ["| " + " | ".join(t.header) + " |", "|" + "---|" * len(t.header)]
+        out += ["| " + " | ".join(_md_cell(v) for v in row) + " |" for row in t.rows]
+        if t.note:
+            out += ["", _md_cell(t.note)]
+    return "\n".join(out) + "\n"
+
+
+def csv_text(t: Table) -> str:
+    """One table as CSV; each estimate as value, low, high."""
+    estimate = [any(isinstance(row[i], Estimate) for row in t.rows) for i in range(len(t.header))]
+    header = []
+    for name, est in zip(t.header, estimate, strict=True):
+        header += [name, f"{name} low", f"{name} high"] if est else [name]
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(header)
+    for row in t.rows:
+        cells: list[Any] = []
+        for v, est in zip(row, estimate, strict=True):
+            if est:
+                e = v if isinstance(v, Estimate) else Estimate(None)
+                cells += [e.value, *(e.ci or [None, None])]
+            else:
+                cells.append(v)
+        w.writerow(["" if v is None else neutralise(v) for v in cells])
+    return buf.getvalue()
+
+
+_TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+        "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+        "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}"}
+
+
+def _tex(text: str) -> str:
+    return "".join(_TEX.get(ch, ch) for ch in text)
+
+
+def _tex_cell(v: Any) -> str:
+    if isinstance(v, Estimate) and v.value is not None:
+        ci = "" if v.ci is None else rf" {{\footnotesize[{v.ci[0]:.2f}, {v.ci[1]:.2f}]}}"
+        return f"{v.value:.2f}{ci}"
+    return _tex(fmt(v)).replace("–", "--")
+
+
+def latex(ts: list[Table]) -> str:
+    """Every table as a booktabs `table` environment (needs \\usepackage{booktabs})."""
+    out = []
+    for t in ts:
+        cols = "l" + "r" * (len(t.header) - 1)
+        out += [r"\begin{table}[ht]", r"\centering",
+                rf"\caption{{{_tex(t.title)}. {_tex(t.note)}}}", rf"\label{{tab:{t.name}}}",
+                r"\resizebox{\linewidth}{!}{%", rf"\begin{{tabular}}{{{cols}}}", r"\toprule",
+                " & ".join(_tex(h) for h in t.header) + r" \\", r"\midrule"]
+        out += [" & ".join(_tex_cell(v) for v in row) + r" \\" for row in t.rows]
+        out += [r"\bottomrule", r"\end{tabular}}", r"\end{table}", ""]
+    return "\n".join(out)
+
+
+def html_table(t: Table) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in t.header)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(fmt(v))}</td>" for v in row) + "</tr>"
+                   for row in t.rows)
+    note = f"<p class=note>{html.escape(t.note)}</p>" if t.note else ""
+    return f"<h2>{html.escape(t.title)}</h2><table><tr>{head}</tr>{body}</table>{note}"

@@ -1,0 +1,485 @@
+"""The grader end to end: real `openai` client, local OpenAI-compatible server, real database."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func
+from sqlmodel import Session, select
+
+from cli import main as nmb
+from db.engine import engine_for
+from db.models import GraderCache, GraderConfig, GraderFailure, GraderRun, GraderScore, Response
+from errors import UserError
+from grading.config import GraderSettings, load_settings, store_config
+from grading.grader import estimate, grade, grades_key
+from tests.factories import make_study
+from tests.llm.run_ends import check_only_abandoned_runs_are_marked, signal_mid_run
+from tests.openai_server import OpenAIServer
+
+SECRET = "sk-test-DO-NOT-LEAK-1234567890"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def server():
+    with OpenAIServer(retry_after=0.1, slow_seconds=3.0) as srv:
+        yield srv
+
+
+def _config(s: Session, srv: OpenAIServer) -> int:
+    row = store_config(s, GraderSettings(base_url=srv.base_url))
+    s.commit()
+    return row.id
+
+
+def _count(s: Session, table) -> int:
+    return s.exec(select(func.count()).select_from(table)).one()
+
+
+def test_faults_survived_and_rerun_finishes(database_url: str, server: OpenAIServer) -> None:
+    """Each fault is tied to one task's prompt, once, so which request meets it does not depend
+    on timing or load; the timeout is far above the local server's latency."""
+    with Session(engine_for(database_url), expire_on_commit=False) as s:
+        rids = make_study(s, n_tasks=6)
+        cid = _config(s, server)
+        for task, fault in enumerate(("429:0.2", "500", "truncated", "badschema")):
+            server.inject_when(f"Prompt {task}", fault, times=1)  # survived: a retry or re-ask
+        server.inject_when("Prompt 4", "500")  # task 4's two responses fail every time
+        first = grade(s, config_id=cid, concurrency=4, api_key=SECRET, timeout=30.0,
+                      trust_base_url=server.base_url,
+                      max_reasks=1, max_retries=2)
+        assert first.items == len(rids) == 12
+        assert first.graded + first.failed == 12
+        assert first.failed == 2
+        failures = s.exec(select(GraderFailure)).all()
+        assert {f.response_id for f in failures} == {r for r in rids if r.startswith("r4-")}
+        assert all("500" in f.reason for f in failures)
+        server.clear_faults()
+        sent_before = len(server.chat_requests())
+        second = grade(s, config_id=cid, trust_base_url=server.base_url, concurrency=4, api_key=SECRET)
+        assert (second.items, second.graded, second.failed) == (2, 2, 0)
+        assert len(server.chat_requests()) == sent_before + 2
+        assert _count(s, GraderFailure) == 0
+        assert _count(s, GraderScore) == 12
+        third = grade(s, config_id=cid, trust_base_url=server.base_url, api_key=SECRET)
+        assert third.items == 0 and len(server.chat_requests()) == sent_before + 2
+        for g in s.exec(select(GraderScore)):
+            assert g.system_fingerprint == "fp_test1" and g.prompt_tokens > 0
+
+
+def test_cache_answers_identical_requests(sqlite_url: str, server: OpenAIServer) -> None:
+    with Session(engine_for(sqlite_url), expire_on_commit=False) as s:
+        make_study(s, n_tasks=3)
+        cid = _config(s, server)
+        grade(s, config_id=cid, trust_base_url=server.base_url, api_key=SECRET)
+        sent = len(server.chat_requests())
+        s.exec(GraderScore.__table__.delete())  # forget the grades, keep the cache
+        s.commit()
+        again = grade(s, config_id=cid, trust_base_url=server.base_url, api_key=SECRET)
+        assert again.graded == again.from_cache == 6
+        assert len(server.chat_requests()) == sent
+        assert _count(s, GraderCache) == 6
+
+
+def test_estimate_and_the_grades_key_follow_the_study(sqlite_url: str, server: OpenAIServer) -> None:
+    with Session(engine_for(sqlite_url), expire_on_commit=False) as s:
+        make_study(s, n_tasks=3)
+        cid = _config(s, server)
+        before, key = estimate(s, config_id=cid), grades_key(s, config_id=cid)
+        assert (before["items"], before["cached"]) == (6, 0) and before["prompt_tokens"] > 0
+        assert grades_key(s, config_id=cid) == key  # nothing changed
+        grade(s, config_id=cid, trust_base_url=server.base_url, api_key=SECRET, limit=2)
+        assert estimate(s, config_id=cid)["items"] == 4
+        assert grades_key(s, config_id=cid) != key
+        key = grades_key(s, config_id=cid)
+        s.exec(GraderScore.__table__.delete())  # forget the grades, keep the cache
+        s.commit()
+        assert grades_key(s, config_id=cid) != key
+        assert (estimate(s, config_id=cid)["items"], estimate(s, config_id=cid)["cached"]) == (6, 2)
+
+
+def test_identical_requests_in_one_run_are_sent_once(sqlite_url: str, server: OpenAIServer) -> None:
+    with Session(engine_for(sqlite_url), expire_on_commit=False) as s:
+        make_study(s, n_tasks=3)
+        s.exec(Response.__table__.update().values(text="The same answer."))
+        s.commit()
+        out = grade(s, config_id=_config(s, server), trust_base_url=server.base_url, api_key=SECRET)
+        assert (out.graded, out.from_cache) == (6, 3)
+        assert len(server.chat_requests()) == 3
+
+
+@pytest.mark.parametrize("fault", ["slow:1", "trickle:60"])
+def test_timeouts_end_as_failures(sqlite_url: str, server: OpenAIServer, fault: str) -> None:
+    """`timeout` bounds each request as a whole, also when the server trickles its answer."""
+    with Session(engine_for(sqlite_url), expire_on_commit=False) as s:
+        make_study(s, n_tasks=1)
+        cid = _config(s, server)
+        server.inject_when("Prompt 0", fault)
+        out = grade(s, config_id=cid, trust_base_url=server.base_url, api_key=SECRET, timeout=0.3,
+                    max_retries=1)
+        assert out.failed == 2 and out.graded == 0
+        reason = s.exec(select(GraderFailure.reason)).first()
+        assert "time" in reason.lower()
+
+
+def test_batch_api(sqlite_url: str) -> None:
+    with OpenAIServer(batch_polls=1) as srv, Session(engine_for(sqlite_url),
+                                                     expire_on_commit=False) as s:
+        make_study(s, n_tasks=3)
+        cid = _config(s, srv)
+        out = grade(s, config_id=cid, trust_base_url=srv.base_url, api_key=SECRET, batch=True,
+                    poll_interval=0.05)
+        assert (out.graded, out.failed) == (6, 0)
+        assert not srv.chat_requests() and len(srv.batch_lines) == 6
+
+
+def test_cli_grade_json_summary_and_no_key_leak(nmb_home: Path, server: OpenAIServer) -> None:
+    from db.engine import session, upgrade
+
+    upgrade()
+    with session() as s:
+        make_study(s, n_tasks=2)
+    env = {**os.environ, "OPENAI_API_KEY": SECRET}
+    out = subprocess.run([sys.executable, "-m", "cli", "grade", "--base-url", server.base_url,
+                          "--concurrency", "2", "--json"], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    summary = json.loads(out.stdout.strip().splitlines()[-1])
+    assert set(summary) == {"run_id", "items", "graded", "failed", "from_cache", "prompt_tokens",
+                            "completion_tokens", "cost_usd"}
+    assert summary["graded"] == 4
+    status = json.loads(subprocess.run([sys.executable, "-m", "cli", "status", "--json"], cwd=ROOT,
+                                       env=env, capture_output=True, text=True).stdout)
+    assert status["grader_scores"] == 4 and status["grader_failures"] == 0
+    assert SECRET not in out.stdout + out.stderr
+    for path in nmb_home.rglob("*"):
+        if path.is_file():
+            assert SECRET.encode() not in path.read_bytes(), path
+    assert all(r.headers.get("authorization") == f"Bearer {SECRET}" for r in server.chat_requests())
+
+
+@pytest.mark.parametrize("argv", [
+    ["--timeout", "nan"], ["--timeout", "-5"], ["--timeout", "inf"], ["--timeout", "0"],
+    ["--concurrency", "0"], ["--concurrency", "1.5"], ["--limit", "-1"], ["--limit", "0"],
+    ["--base-url", "http://[::1"], ["--base-url", "ftp://127.0.0.1/v1"],
+    ["--base-url", "127.0.0.1:8000"], ["--base-url", "http:///v1"],
+    ["--base-url", "http://127.0.0.1:99999/v1"], ["--base-url", "http://user:pw@host/v1"],
+    ["--config", "bad-url.toml"]])
+def test_bad_grade_options_are_one_line_and_change_nothing(
+        sqlite_url: str, server: OpenAIServer, tmp_path: Path, capsys, monkeypatch,
+        argv: list[str]) -> None:
+    (tmp_path / "bad-url.toml").write_text('base_url = "http://[::1"\n')
+    monkeypatch.chdir(tmp_path)
+    with Session(engine_for(sqlite_url)) as s:
+        make_study(s, n_tasks=1)
+    assert nmb(["grade", *argv]) == 2
+    err = capsys.readouterr().err
+    named = "http://[::1" if argv[0] == "--config" else argv[-1]  # the value, wherever from
+    assert err.count("\n") == 1 and "Traceback" not in err and named in err
+    with Session(engine_for(sqlite_url)) as s:
+        assert _count(s, GraderConfig) == _count(s, GraderRun) == 0
+    assert not server.requests
+
+
+def test_a_run_whose_process_is_gone_is_marked_interrupted(database_url: str) -> None:
+    """Only runs of this host whose process has ended are marked: not a live process's (nor a
+    live process that reuses a dead run's pid), nor another host's, nor one with no owner."""
+    check_only_abandoned_runs_are_marked(database_url, lambda s: GraderRun(
+        config_id=store_config(s, GraderSettings()).id, items="all"))
+
+
+def test_config_is_content_addressed(sqlite_url: str, tmp_path: Path) -> None:
+    with Session(engine_for(sqlite_url)) as s:
+        a = store_config(s, GraderSettings())
+        b = store_config(s, GraderSettings(name="same settings, another name"))
+        c = store_config(s, GraderSettings(temperature=0.5))
+        assert a.id == b.id != c.id
+    bad = tmp_path / "g.toml"
+    bad.write_text('model = "gpt-4o-2024-08-06"\ntemprature = 0\n')
+    with pytest.raises(UserError, match="unknown field 'temprature'"):
+        load_settings(bad)
+
+
+def _alive_in_group(pgid: int) -> list[int]:
+    """Pids of the processes of group `pgid` that still run (zombies not counted)."""
+    alive = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # ended meanwhile
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            alive.append(int(stat.parent.name))
+    return alive
+
+
+def test_interrupted_run_resumes_without_duplicates(nmb_home: Path) -> None:
+    """Ctrl-C in the middle of `nmb grade`, sent as a terminal does (to the whole process group):
+    finished items are kept, nothing is left running, a re-run does the rest."""
+    import signal
+    import time
+
+    from db.engine import session, upgrade
+
+    upgrade()
+    with session() as s:
+        make_study(s, n_tasks=10)  # 20 responses
+    with OpenAIServer(latency=0.5) as srv:
+        env = {**os.environ, "OPENAI_API_KEY": SECRET}
+        cmd = [sys.executable, "-m", "cli", "grade", "--base-url", srv.base_url,
+               "--concurrency", "2", "--json"]
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, start_new_session=True)
+        deadline = time.monotonic() + 60
+        while len(srv.chat_requests()) < 6 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130, err
+        assert "Traceback" not in err
+        assert _alive_in_group(proc.pid) == []
+        with session() as s:
+            kept = s.exec(select(func.count()).select_from(GraderScore)).one()
+        assert 0 < kept < 20
+        out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        summary = json.loads(out.stdout.strip().splitlines()[-1])
+        assert summary["items"] == 20 - kept and summary["failed"] == 0
+    with session() as s:
+        rows = s.exec(select(GraderScore.response_id)).all()
+    assert len(rows) == len(set(rows)) == 20
+
+
+def test_finished_items_are_committed_while_a_slow_request_is_out(nmb_home: Path) -> None:
+    """A hard kill (SIGKILL) loses at most `COMMIT_EVERY` of work, even when nothing else
+    finishes, and leaves no process behind; the next `nmb grade` marks the killed run
+    "interrupted" and grades the rest."""
+    import time
+
+    from db.engine import session, upgrade
+
+    upgrade()
+    with session() as s:
+        make_study(s, n_tasks=3)  # 6 responses, 2 of them for "Prompt 1"
+    with OpenAIServer(latency=0.0) as srv:
+        srv.inject_when("Prompt 1", "slow:30")
+        cmd = [sys.executable, "-m", "cli", "grade", "--base-url", srv.base_url,
+               "--concurrency", "6", "--json"]
+        proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, "OPENAI_API_KEY": SECRET},
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True)
+        try:
+            deadline, kept = time.monotonic() + 20, 0
+            while kept < 4 and time.monotonic() < deadline:
+                time.sleep(0.1)
+                with session() as s:
+                    kept = s.exec(select(func.count()).select_from(GraderScore)).one()
+            assert proc.poll() is None  # the two slow requests are still out
+            assert _alive_in_group(proc.pid) == [proc.pid]
+        finally:
+            proc.kill()
+            proc.wait()
+        deadline = time.monotonic() + 20  # well before the slow answers (30 s) come
+        while _alive_in_group(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _alive_in_group(proc.pid) == []
+        assert kept == 4
+        with session() as s:
+            assert s.exec(select(GraderRun.status)).all() == ["running"]
+        srv.clear_faults()
+        out = subprocess.run(cmd, cwd=ROOT, env={**os.environ, "OPENAI_API_KEY": SECRET},
+                             capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+    with session() as s:
+        runs = s.exec(select(GraderRun.status, GraderRun.graded).order_by(GraderRun.id)).all()
+    assert runs == [("interrupted", 4), ("finished", 2)]
+
+
+def test_a_terminated_grade_ends_its_run_as_interrupted(nmb_home: Path) -> None:
+    """SIGTERM (as `kill` or a service manager sends it) to a real `nmb grade` while two
+    requests hang: the run ends itself as interrupted, keeping what it finished; one line,
+    exit 143."""
+    import signal
+
+    from db.engine import session, upgrade
+
+    upgrade()
+    with session() as s:
+        make_study(s, n_tasks=3)  # 6 responses, 2 of them for "Prompt 1"
+
+    def graded() -> int:
+        with session() as s:
+            return _count(s, GraderScore)
+
+    with OpenAIServer(latency=0.0) as srv:
+        srv.inject_when("Prompt 1", "slow:60")
+        code, err = signal_mid_run(["grade", "--base-url", srv.base_url, "--concurrency", "6",
+                                    "--json"], graded, 4, signal.SIGTERM,
+                                   env={"OPENAI_API_KEY": SECRET})
+    assert (code, err) == (143, "nmb: terminated\n")
+    with session() as s:
+        run = s.exec(select(GraderRun)).one()
+    assert (run.status, run.graded, run.failed) == ("interrupted", 4, 0)
+    assert run.finished_at is not None
+
+
+def test_two_concurrent_runs_store_each_item_once(database_url: str) -> None:
+    import threading
+
+    eng = engine_for(database_url)
+    with OpenAIServer(latency=0.2) as srv, Session(eng, expire_on_commit=False) as s:
+        make_study(s, n_tasks=6)
+        cid = _config(s, srv)
+        results, errors = [], []
+
+        def run() -> None:
+            try:
+                with Session(eng, expire_on_commit=False) as own:
+                    results.append(grade(own, config_id=cid, trust_base_url=srv.base_url,
+                                         concurrency=4, api_key=SECRET))
+            except BaseException as e:  # noqa: BLE001 - reported below
+                errors.append(e)
+
+        threads = [threading.Thread(target=run) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors, errors
+        rows = s.exec(select(GraderScore.response_id)).all()
+        assert len(rows) == len(set(rows)) == 12
+        assert sum(r.graded for r in results) == 12  # each item counted by the run that kept it
+
+
+def test_vision_grader_sends_key_slices(demo_study: Path, server: OpenAIServer) -> None:
+    from db.engine import session
+
+    with session() as s:
+        row = store_config(s, GraderSettings(base_url=server.base_url, vision=True))
+        s.commit()
+        out = grade(s, config_id=row.id, trust_base_url=server.base_url, api_key=SECRET, limit=1)
+    assert out.graded == 1
+    content = server.chat_requests()[0].body["messages"][1]["content"]
+    images = [p for p in content if p["type"] == "image_url"]
+    assert images and all(p["image_url"]["url"].startswith("data:image/png;base64,")
+                          for p in images)
+
+
+# ---------------------------------------------------------------- whom the key goes to
+
+
+def test_a_config_files_base_url_gets_nothing_until_named(
+        sqlite_url: str, tmp_path: Path, capsys, monkeypatch) -> None:
+    """A config file naming server B, OPENAI_API_KEY set, no --base-url: B receives no request
+    at all (so no Authorization header), nothing is stored, one line names B and the flag; the
+    user's own OPENAI_BASE_URL (A) is no licence for B; `--trust-base-url` must name B exactly;
+    `--base-url A` overrides the file; with the naming flag B is graded."""
+    with OpenAIServer() as a, OpenAIServer() as b:
+        cfg = tmp_path / "shared_config.toml"
+        cfg.write_text(f'base_url = "{b.base_url}"\n')
+        with Session(engine_for(sqlite_url)) as s:
+            make_study(s, n_tasks=1)
+        monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+        monkeypatch.setenv("OPENAI_BASE_URL", a.base_url)
+        capsys.readouterr()
+        for extra in ([], ["--trust-base-url", a.base_url],
+                      ["--trust-base-url", b.base_url + "/"]):
+            assert nmb(["grade", "--config", str(cfg), *extra]) == 2
+            err = capsys.readouterr().err
+            assert err.count("\n") == 1 and "Traceback" not in err and b.base_url in err, err
+        assert "--trust-base-url" in err
+        with Session(engine_for(sqlite_url)) as s:
+            assert _count(s, GraderConfig) == _count(s, GraderRun) == 0
+        assert b.requests == [] and a.requests == []
+        assert nmb(["grade", "--config", str(cfg), "--base-url", a.base_url]) == 0
+        assert len(a.chat_requests()) == 2 and b.requests == []
+        assert nmb(["grade", "--config", str(cfg), "--trust-base-url", b.base_url]) == 0
+        assert len(b.chat_requests()) == 2
+        assert all(r.headers.get("authorization") == f"Bearer {SECRET}" for r in b.requests)
+
+
+def test_a_stored_configs_base_url_needs_the_users_word(sqlite_url: str, monkeypatch) -> None:
+    """`grade` (the page's and the CLI's path) refuses a stored config's address before any run
+    row or request, unless it is trusted by name or is the user's OPENAI_BASE_URL."""
+    with OpenAIServer() as srv, Session(engine_for(sqlite_url), expire_on_commit=False) as s:
+        make_study(s, n_tasks=1)
+        cid = _config(s, srv)
+        with pytest.raises(UserError, match=r"grader config 1 sends to http://127\.0\.0\.1:\d+/v1"):
+            grade(s, config_id=cid, api_key=SECRET)
+        with pytest.raises(UserError, match="--trust-base-url"):
+            grade(s, config_id=cid, api_key=SECRET, trust_base_url="http://127.0.0.1:1/v1")
+        assert srv.requests == [] and _count(s, GraderRun) == 0
+        monkeypatch.setenv("OPENAI_BASE_URL", srv.base_url)
+        assert grade(s, config_id=cid, api_key=SECRET).graded == 2
+
+
+def test_an_empty_model_or_base_url_is_refused(sqlite_url: str, capsys) -> None:
+    with Session(engine_for(sqlite_url)) as s:
+        make_study(s, n_tasks=1)
+    for argv in (["--model", ""], ["--model", "  "], ["--base-url", ""]):
+        assert nmb(["grade", *argv]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and argv[0] in err and "Traceback" not in err
+    with Session(engine_for(sqlite_url)) as s:
+        assert _count(s, GraderConfig) == _count(s, GraderRun) == 0
+
+
+# ---------------------------------------------------------------- hostile servers
+
+HOSTILE = {  # fault of task i's two responses -> what their recorded failure says
+    "endless": "larger than 8 MiB",
+    "huge_json": "larger than 8 MiB",
+    "html": "text/html body, not JSON",
+    "notjson": "body is not JSON",
+    "wrongtype": "malformed response",
+    "deep": "body is not JSON (RecursionError)",
+    "gzip:16": "compressed response body",
+    "redirect": "redirect to 'http://127.0.0.1:",
+    "trickle:600": "timeout",
+}
+
+
+def inject_hostile(srv: OpenAIServer, elsewhere: OpenAIServer) -> dict[str, str]:
+    """Tie each hostile fault to one task's prompt ("Prompt 0".."Prompt 8"); the tenth task
+    (Prompt 9) is answered normally. Returns {"Prompt i": expected reason}."""
+    expected = {}
+    for i, (fault, reason) in enumerate(HOSTILE.items()):
+        spec = f"redirect:{elsewhere.port}" if fault == "redirect" else fault
+        srv.inject_when(f"Prompt {i}", spec)
+        expected[f"Prompt {i}"] = reason
+    return expected
+
+
+def test_a_hostile_grader_server_fails_items_not_the_run(nmb_home: Path) -> None:
+    """Endless, huge, HTML, non-JSON, wrongly typed, deeply nested, compressed, redirected and
+    trickling answers: a real `nmb grade` stays under 500 MB, exits 0 with each item recorded
+    as failed with its reason, prints no traceback, and the redirect target hears nothing."""
+    from db.engine import session, upgrade
+    from tests.peak_memory import run_measured
+
+    upgrade()
+    with session() as s:
+        make_study(s, n_tasks=10)
+    with OpenAIServer() as srv, OpenAIServer() as elsewhere:
+        expected = inject_hostile(srv, elsewhere)
+        out, peak = run_measured(
+            [sys.executable, "-m", "cli", "grade", "--base-url", srv.base_url, "--timeout", "2",
+             "--concurrency", "20", "--json"], nmb_home / "peak", cwd=ROOT,
+            env={**os.environ, "OPENAI_API_KEY": SECRET}, capture_output=True, text=True,
+            timeout=300)
+        assert elsewhere.requests == []
+    assert out.returncode == 0, out.stderr
+    assert "Traceback" not in out.stderr
+    assert peak < 500 * 2**20, f"peak {peak / 2**20:.0f} MiB"
+    summary = json.loads(out.stdout.strip().splitlines()[-1])
+    assert (summary["graded"], summary["failed"]) == (2, 18)
+    with session() as s:
+        reasons = {f.response_id: f.reason for f in s.exec(select(GraderFailure))}
+    for i, reason in enumerate(expected.values()):
+        for rid in (r for r in reasons if r.startswith(f"r{i}-")):
+            assert reason in reasons[rid], (i, reasons[rid])
+    assert len(reasons) == 18 and SECRET not in "".join(reasons.values())

@@ -1,0 +1,265 @@
+"""nmb results on real databases: which judgment counts, the prompt version's new fields, the
+same numbers as the leaderboard and a package, cost, and the demo's whole story."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from sqlmodel import Session, select
+
+from db.engine import engine_for
+from db.models import (
+    Assignment,
+    CollectedResponse,
+    CollectionRun,
+    GraderScore,
+    Response,
+    Task,
+)
+from db.raters.assignments import assign
+from db.raters.scoring import submit
+from db.rubrics import ensure_rubric
+from errors import UserError
+from grading.config import GraderSettings, load_settings, store_config
+from grading.grader import grade
+from package.package import freeze, grade_responses, summary, verify
+from results import results
+from results.cost import model_costs, response_cost
+from results.judgments import EXPERTS, GRADER, counted_judgments
+from results.leaderboard import leaderboard
+from rubric import load_rubric
+from rubric.render import PROMPT_V1
+from tests.factories import make_study, validated_config
+from tests.openai_server import OpenAIServer
+
+ROOT = Path(__file__).resolve().parents[2]
+KEY = "sk-test-results-0000"
+
+
+@pytest.fixture
+def server():
+    with OpenAIServer() as srv:
+        yield srv
+
+
+def test_prompt_v2_grades_store_the_rank_and_the_stages(sqlite_url: str,
+                                                        server: OpenAIServer) -> None:
+    with Session(engine_for(sqlite_url), expire_on_commit=False) as s:
+        make_study(s, n_tasks=3)  # task0 differential L1, task1 lesion L2, task2 rationale L3
+        v2 = store_config(s, GraderSettings(base_url=server.base_url))
+        v1 = store_config(s, GraderSettings(base_url=server.base_url, prompt_version=PROMPT_V1))
+        s.commit()
+        for config in (v2, v1):
+            assert grade(s, config_id=config.id, api_key=KEY,
+                         trust_base_url=server.base_url).failed == 0
+        grades = {(g.config_id, g.response_id[:2]): g for g in s.exec(select(GraderScore))}
+        board_v2 = {r["who"]: r for r in leaderboard(s, config_id=v2.id, ks=(1, 3))}
+        board_v1 = {r["who"]: r for r in leaderboard(s, config_id=v1.id, ks=(1, 3))}
+    assert isinstance(grades[v2.id, "r0"].diagnosis_rank, int)
+    assert grades[v2.id, "r1"].diagnosis_rank is None and grades[v2.id, "r1"].stages is None
+    stages = grades[v2.id, "r2"].stages
+    assert len(stages) == 2 and set(stages[1]) == {"leading_diagnosis", "correct", "changed"}
+    assert grades[v1.id, "r0"].diagnosis_rank is None and grades[v1.id, "r2"].stages is None
+    assert board_v2["model-alpha"]["top@1"] is not None and board_v2["model-alpha"]["top_tasks"] == 1
+    assert board_v1["model-alpha"]["top@1"] is None and board_v1["model-alpha"]["top_tasks"] == 0
+
+
+def test_a_config_file_names_a_known_prompt_version(tmp_path: Path) -> None:
+    path = tmp_path / "g.toml"
+    path.write_text('prompt_version = "nmb-grader-1"\n')
+    assert load_settings(path).prompt_version == PROMPT_V1
+    path.write_text('prompt_version = "mine"\n')
+    with pytest.raises(UserError, match="prompt_version 'mine' is not one of"):
+        load_settings(path)
+
+
+def test_leaderboard_results_and_package_grade_agree(sqlite_url: str, server: OpenAIServer,
+                                                     tmp_path: Path) -> None:
+    """The same grader answers give the same rows through the study's leaderboard, nmb results
+    (grader only) and a frozen package; the experts' consensus, which here copies the grader,
+    gives the same numbers with every expert-scored response counted as the experts'."""
+    with Session(engine_for(sqlite_url), expire_on_commit=False) as s:
+        cid = validated_config(s, server.base_url, api_key=KEY)
+        freeze(s, config_id=cid, out=tmp_path / "g.zip")
+        responses = list(s.exec(select(Response).order_by(Response.response_id)))
+        board = leaderboard(s, config_id=cid, ks=(1,), by="family,level")
+        graded = results.build(s, config_id=cid, ks=(1,), grader_only=True)
+        counted = results.build(s, config_id=cid, ks=(1,))
+    rows = grade_responses(verify(tmp_path / "g.zip"), responses, base_url=server.base_url,
+                           api_key=KEY)
+    package = summary(verify(tmp_path / "g.zip"), rows)
+    assert [c.row() for c in graded.cells] == board == package["by_family_level"]
+    assert [c.row() for c in graded.overall] == package["overall"]
+    assert graded.sources == {EXPERTS: 0, GRADER: 24}
+    assert counted.sources == {EXPERTS: 24, GRADER: 0} and counted.expert_ties == 0
+    for a, b in zip(counted.cells, graded.cells, strict=True):
+        assert (a.pass_at, a.top, a.score) == (b.pass_at, b.top, b.score)
+        assert a.sources == {EXPERTS: b.sources[GRADER]}
+    assert any(c.top[1].value is not None for c in graded.cells)  # the rank went through
+
+
+def test_the_experts_consensus_counts_where_experts_scored(sqlite_url: str,
+                                                           server: OpenAIServer) -> None:
+    with Session(engine_for(sqlite_url), expire_on_commit=False) as s:
+        make_study(s, n_tasks=3, experts=2)
+        config = store_config(s, GraderSettings(base_url=server.base_url))
+        s.commit()
+        grade(s, config_id=config.id, api_key=KEY, limit=5,  # r2-model-beta-0 stays ungraded
+              trust_base_url=server.base_url)
+        rubric = ensure_rubric(s, "neurology-v1")
+        s.flush()
+        assign(s, rubric_hash=rubric.content_hash, raters=["expert1", "expert2"], overlap=2,
+               selection="all", seed=0)
+        verdicts = {"r0-model-alpha-0": (True, True), "r1-model-alpha-0": (True, False),
+                    "r2-model-beta-0": (False, False)}
+        for a in s.exec(select(Assignment).order_by(Assignment.id)):
+            if a.response_id not in verdicts:
+                continue
+            first = a.rater_id == min(x.rater_id for x in s.exec(
+                select(Assignment).where(Assignment.response_id == a.response_id)))
+            correct = verdicts[a.response_id][0 if first else 1]
+            submit(s, rater_id=a.rater_id, assignment_id=a.id, values={
+                "criteria": _criteria(s, a.response_id, correct), "correct_diagnosis": correct,
+                "error_tags": [] if correct else ["knowledge_gap"],
+                "comment": "" if correct else "Wrong.", "confidence": 3})
+        judged, ties = counted_judgments(s, config_id=config.id)
+    by_id = {j.response_id: j for j in judged}
+    assert len(judged) == 6 and ties == 1
+    assert (by_id["r0-model-alpha-0"].source, by_id["r0-model-alpha-0"].correct) == (EXPERTS, True)
+    assert by_id["r0-model-alpha-0"].overall == 1.0
+    assert by_id["r1-model-alpha-0"].correct is False  # 1-1: a tie counts as not correct
+    beta = by_id["r2-model-beta-0"]  # experts only: never graded
+    assert (beta.source, beta.correct, beta.error_tags, beta.rank, beta.grader_tags) == (
+        EXPERTS, False, ("knowledge_gap",), None, None)
+    assert by_id["r0-model-beta-0"].source == GRADER
+
+
+def _criteria(s: Session, response_id: str, correct: bool) -> dict:
+    """Every applicable criterion at the top level (correct) or at level 1."""
+    task = s.get(Task, s.get(Response, response_id).task_id)
+    return {c.key: 4 if correct else 1
+            for c in load_rubric("neurology-v1").applicable_criteria(task.family)}
+
+
+def test_cost_from_usage_or_the_price_table(sqlite_url: str) -> None:
+    prices = {"models": {"priced-model": {"input": 2.0, "output": 10.0}}}
+    assert response_cost("x", {"cost_usd": 0.5, "prompt_tokens": 9}, prices) == 0.5
+    assert response_cost("priced-model", {"prompt_tokens": 1000, "completion_tokens": 100},
+                         prices) == pytest.approx((1000 * 2 + 100 * 10) / 1e6)
+    assert response_cost("unpriced", {"prompt_tokens": 1000}, prices) is None
+    assert response_cost("priced-model", {"images": 2}, prices) is None
+    with Session(engine_for(sqlite_url)) as s:
+        make_study(s, n_tasks=2, samples=2)  # 2 tasks x 2 samples per model
+        for r, usage in zip(s.exec(select(Response).where(Response.model == "model-alpha")
+                                   .order_by(Response.response_id)),
+                            ({"cost_usd": 0.01, "images": 2}, {"cost_usd": 0.03, "images": 4},
+                             {"prompt_tokens": 100}, None), strict=True):
+            r.usage = usage
+            s.add(r)
+        run = CollectionRun(model="model-beta", settings={}, template_version="t",
+                            template_hash="h")
+        s.add(run)
+        s.flush()
+        s.add(CollectedResponse(response_id="r0-model-beta-0", run_id=run.id, template_version="t",
+                                template_hash="h", request_hashes=["x"],
+                                image_sha256=["a", "b", "c"], prompt_tokens=200,
+                                completion_tokens=20, cost_usd=0.004))
+        s.commit()
+        alpha, beta = model_costs(s, prices)
+    assert (alpha.model, alpha.responses, alpha.tasks, alpha.with_usage, alpha.priced) == (
+        "model-alpha", 4, 2, 3, 2)
+    assert (alpha.images, alpha.prompt_tokens, alpha.cost_per_response) == (3.0, 100.0, 0.02)
+    assert alpha.cost_per_task == 0.04  # two responses per task
+    # model-beta: one response collected by nmb collect (its provenance is its usage)
+    assert (beta.with_usage, beta.images, beta.prompt_tokens) == (1, 3.0, 200.0)
+    assert (beta.cost_per_response, beta.cost_per_task) == (0.004, 0.008)
+
+
+def _nmb(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "cli", *args], cwd=ROOT, env=dict(os.environ),
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_demo_results_tell_the_whole_story(demo_study: Path, tmp_path: Path) -> None:
+    out = _nmb("results", "--format", "json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    models = {"meridian-med-2", "cortex-lm-34b", "nimbus-vision-pro", "aurora-vl-7b"}
+    assert {c["who"] for c in data["overall"]} == models | {"physician", "student"}
+    cells = {(c["who"], c["keys"]["family"], c["keys"]["level"]): c for c in data["cells"]}
+    assert len(cells) == 6 * 9  # every family x level cell for 4 models and 2 human groups
+    for (who, family, _), c in cells.items():
+        assert c["pass_at"]["1"]["value"] is not None and c["score"]["value"] is not None
+        if who in models:
+            assert c["pass_at"]["5"]["value"] is not None
+        else:
+            assert c["people"] >= 4 and c["pass_at"]["1"]["ci"] is not None
+        assert (c["top"]["1"]["value"] is not None) == (family == "differential")
+    assert all(c["pass_at"]["1"]["ci"] for c in data["overall"])
+    assert len(data["people"]) == 9 and all(p["who"].startswith("user-") for p in data["people"])
+    assert {p["keys"]["role"] for p in data["people"]} == {"physician", "student"}
+    assert {(e["who"], e["source"]) for e in data["errors"]} >= {
+        (m, src) for m in models | {"all models"} for src in (EXPERTS, GRADER)}
+    revision = {r["who"]: r for r in data["revision"]}
+    assert set(revision) == models | {"all models", "physician", "student"}
+    assert all(r["conversations"] and r["measures"]["revised"]["value"] is not None
+               for r in revision.values())
+    assert data["sources"][EXPERTS] > 0 and data["sources"][GRADER] > 0
+    assert all(sum(c["sources"].values()) > 0 for c in data["cells"])
+    assert {m["model"] for m in data["model_costs"]} == models
+    assert all(m["cost_per_task"] > 0 and m["images"] > 0 for m in data["model_costs"])
+    assert any("synthetic demo exam takers" in f for f in data["flags"])
+
+    latex = _nmb("results", "--format", "latex", "--by", "level", "--k", "1", "--reveal",
+                 "--out", str(tmp_path / "out"))
+    assert latex.returncode == 0, latex.stderr
+    assert latex.stdout.count(r"\toprule") == 7 and "synthetic-student-1" in latex.stdout
+    written = {p.name for p in (tmp_path / "out").iterdir()}
+    assert written >= {"results.html", "results.json", "results.md", "results.tex",
+                       "cells.csv", "matrix.csv", "errors.png", "revision.png"}
+    assert "heat_map.png" not in written  # by level only: no family x level map
+    assert "<img" in (tmp_path / "out" / "results.html").read_text()
+
+    md = _nmb("results", "--format", "md")
+    doc = (ROOT / "docs" / "results.md").read_text()
+    table = doc[doc.index("| who | differential 1"):doc.index("![pass@1 per family")].strip()
+    assert table in md.stdout  # the docs show a table generated from the demo, as it is now
+
+    for args, message in ((("--by", "case"), "nmb: --by 'case' is not one of"),
+                          (("--config", "99"), "nmb: no grader config with id 99"),
+                          (("--k", "0"), "nmb: --k must be at least 1")):
+        bad = _nmb("results", *args)
+        assert bad.returncode == 2 and bad.stderr.startswith(message), bad.stderr
+        assert len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_every_format_renders_text_from_a_bundle_as_text(sqlite_url: str) -> None:
+    from db.models import GraderRun
+    from results.export import as_text, render_html
+    from results.tables import tables
+
+    hostile = "=1+2|<img src=x>_$\\textbf{x}"
+    with Session(engine_for(sqlite_url)) as s:
+        make_study(s, n_tasks=3, experts=0)
+        config = store_config(s, GraderSettings(model="test-grader-2024-01-01"))
+        run = GraderRun(config_id=config.id, items="all")
+        s.add(run)
+        s.flush()
+        for r in s.exec(select(Response)).all():
+            r.model = hostile if r.model == "model-alpha" else r.model
+            s.add(GraderScore(config_id=config.id, response_id=r.response_id, run_id=run.id,
+                              request_hash="x", criteria={}, correct_diagnosis=True,
+                              error_tags=[], overall=0.5))
+        s.commit()
+        res = results.build(s, config_id=config.id)
+    ts = tables(res)
+    md, tex, csv = (as_text(res, f, ts) for f in ("md", "latex", "csv"))
+    page = render_html(res, {}, ts)
+    assert hostile not in md and "=1+2\\|\\<img src=x\\>\\_$\\\\textbf{x}" in md
+    assert "<img src=x>" not in page and "&lt;img src=x&gt;" in page
+    assert (r"=1+2\textbar{}\textless{}img src=x\textgreater{}\_\$\textbackslash{}textbf\{x\}"
+            in tex)
+    assert "'=1+2|<img src=x>" in csv and "\n=1+2" not in csv

@@ -1,0 +1,196 @@
+"""The results' estimators against brute force or a hand computation on small data: the
+two-level bootstrap (its resampling unit and its distribution), the per-person and per-task
+means, top-k, the experts' consensus, the error distribution and the revision measures."""
+
+import itertools
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from results.error_classes import UNTAGGED, allocation, error_rows, shares
+from results.judgments import ABSENT, EXPERTS, GRADER, Judgment, consensus
+from results.leaderboard import cells, top_k
+from results.revision import conversation, revision_rows
+from stats.agreement import percentile_ci
+from stats.resample import group_mean, over_people, pigeonhole
+
+
+def _exact_pigeonhole(answers: dict[tuple[str, str], float]) -> Counter:
+    """The pigeonhole bootstrap distribution of the mean of person means, by enumeration: every
+    ordered draw of people and every ordered draw of tasks, each answer kept as often as its
+    person and its task were drawn (undefined draws left out, the rest renormalised)."""
+    people = sorted({p for p, _ in answers})
+    tasks = sorted({t for _, t in answers})
+    dist: Counter = Counter()
+    for p_draw in itertools.product(people, repeat=len(people)):
+        for t_draw in itertools.product(tasks, repeat=len(tasks)):
+            means = [np.mean(kept) for p in p_draw
+                     if (kept := [answers[p, t] for t in t_draw if (p, t) in answers])]
+            if means:
+                dist[round(float(np.mean(means)), 9)] += 1
+    total = sum(dist.values())
+    return Counter({k: v / total for k, v in dist.items()})
+
+
+def test_the_pigeonhole_bootstrap_matches_its_exact_distribution() -> None:
+    """Unbalanced and crossed: a answered t1, t2, t3; b t1, t2; c t3."""
+    answers = {("a", "t1"): 1.0, ("a", "t2"): 0.0, ("a", "t3"): 1.0, ("b", "t1"): 0.5,
+               ("b", "t2"): 0.0, ("c", "t3"): 1.0}
+    (person, task), values = zip(*answers, strict=True), list(answers.values())
+    point, drawn, n_people = pigeonhole(person, task, values, resamples=60000, seed=1)
+    assert (point, n_people) == (pytest.approx((2 / 3 + 0.25 + 1) / 3), 3)
+    exact = _exact_pigeonhole(answers)
+    drawn = drawn[np.isfinite(drawn)]
+    empirical = Counter(np.round(drawn, 9))
+    tv = 0.5 * sum(abs(exact[k] - empirical[k] / drawn.size) for k in exact | empirical)
+    assert tv < 0.02  # total variation distance between the sampled and exact distributions
+    assert drawn.mean() == pytest.approx(sum(k * p for k, p in exact.items()), abs=0.01)
+
+
+def test_the_human_interval_is_the_percentile_interval_of_the_pigeonhole_resamples() -> None:
+    person, task = ["a", "a", "b", "c", "c", "c"], ["t1", "t2", "t1", "t1", "t2", "t3"]
+    values = [1.0, 0.0, 1.0, 0.2, 0.4, 0.9]
+    _, drawn, _ = pigeonhole(person, task, values, resamples=500, seed=2)
+    est = over_people(person, task, values, resamples=500, seed=2)
+    assert est.ci == [round(q, 4) for q in percentile_ci(drawn)]
+
+
+def test_task_difficulty_shared_by_everyone_widens_the_human_interval() -> None:
+    """When answers depend on the task only, every person's mean is the same and all the
+    uncertainty is in which tasks the exam drew: the group's interval is as wide as the one
+    over tasks (redrawing tasks within each person would shrink it by about sqrt(people))."""
+    rng = np.random.default_rng(0)
+    difficulty = rng.random(30)
+    person = [f"p{p}" for p in range(25) for _ in range(30)]
+    task = [f"t{t}" for _ in range(25) for t in range(30)]
+    values = [difficulty[t] for _ in range(25) for t in range(30)]
+    group = over_people(person, task, values)
+    tasks = group_mean([f"t{t}" for t in range(30)], list(difficulty))
+    width = lambda e: e.ci[1] - e.ci[0]  # noqa: E731
+    assert group.value == pytest.approx(tasks.value, abs=1e-4)
+    assert 0.9 < width(group) / width(tasks) < 1.1
+
+
+def test_the_human_estimate_is_the_mean_of_person_means() -> None:
+    # a: two tasks, one correct; b: one task, correct -> (0.5 + 1) / 2, not the pooled 2/3
+    est = over_people(["a", "a", "b"], ["t1", "t2", "t1"], [1.0, 0.0, 1.0], resamples=4000)
+    assert est.value == 0.75
+    low, high = est.ci
+    assert 0.0 <= low < 0.75 < high <= 1.0
+    assert over_people(["a", "a"], ["t1", "t2"], [1.0, 0.0]).ci is None  # one person
+    by_task = group_mean(["t1", "t1", "t2"], [1.0, 0.0, 1.0])  # a model: task means 0.5, 1
+    assert by_task.value == 0.75
+
+
+def test_top_k_and_the_rank_that_was_not_asked() -> None:
+    assert [top_k(r, 3) for r in (1, 3, 4, ABSENT, None)] == [1.0, 1.0, 0.0, 0.0, None]
+
+
+def _j(who="m", task="t1", correct=True, *, person=None, rank=None, stages=(), tags=(),
+       expert_tags=None, grader_tags=None, level=1, family="differential", source=GRADER,
+       rid=""):
+    return Judgment(who, person is None, task, family, level, correct, 0.5, tuple(tags),
+                    person=person, source=source, rank=rank, stages=stages,
+                    expert_tags=expert_tags, grader_tags=grader_tags, response_id=rid)
+
+
+def test_cells_by_hand() -> None:
+    """Model m: t1 two samples (correct, wrong; ranks 1 and absent), t2 one wrong sample (rank
+    2); students a (t1 right, t2 wrong) and b (t1 right)."""
+    js = [_j(task="t1", rank=1), _j(task="t1", correct=False, rank=ABSENT, source=EXPERTS),
+          _j(task="t2", correct=False, rank=2),
+          _j("student", "t1", person="a"), _j("student", "t2", False, person="a"),
+          _j("student", "t1", person="b")]
+    model, student = cells(js, ks=(1, 2))
+    assert (model.who, model.tasks, model.min_samples) == ("m", 2, 1)
+    assert model.pass_at[1].value == 0.25  # (1/2 + 0) / 2
+    assert model.pass_at[2].value is None  # t2 has one sample
+    assert model.top[1].value == 0.25 and model.top[2].value == 0.75  # (1/2+0)/2, (1/2+1)/2
+    assert model.sources == {EXPERTS: 1, GRADER: 2}
+    assert (student.group, student.people, student.pass_at[1].value) == ("human", 2, 0.75)
+    assert student.top[1].value is None and student.pass_at[2].value is None
+    people = cells([j for j in js if j.person], people=True)
+    assert [(c.who, c.keys, c.pass_at[1].value) for c in people] == [
+        ("b", {"role": "student"}, 1.0), ("a", {"role": "student"}, 0.5)]
+
+
+@pytest.mark.parametrize(("scores", "correct", "overall", "tags", "tie"), [
+    ([(True, 0.8, ["a"]), (True, 0.6, []), (False, 0.1, ["a", "b"])], True, 0.5, ("a",), False),
+    ([(True, 0.8, ["a"]), (False, 0.2, ["b"])], False, 0.5, (), True),
+    ([(False, 0.4, ["b", "b"])], False, 0.4, ("b",), False),
+])
+def test_consensus_by_hand(scores, correct, overall, tags, tie) -> None:
+    c = consensus(scores)
+    assert (c.correct, c.overall, c.error_tags, c.tie) == (correct, pytest.approx(overall),
+                                                           tags, tie)
+
+
+def test_error_shares_by_hand_and_their_cluster_interval() -> None:
+    classes = ["a", "b"]
+    assert list(allocation(["a", "b"], classes)) == [0.5, 0.5, 0.0]
+    assert list(allocation([], classes)) == [0.0, 0.0, 1.0]
+    tasks, tagsets = ["t1", "t1", "t2"], [["a"], ["a", "b"], []]
+    got = shares(tasks, tagsets, classes, resamples=4000)
+    assert got["a"].value == 0.5 and got["b"].value == round(0.5 / 3, 4)
+    assert got[UNTAGGED].value == round(1 / 3, 4)
+    # brute force: tasks drawn together; the possible resampled shares of "a"
+    t1, t2 = np.array([1.5, 2]), np.array([0.0, 1])  # (sum of "a" weight, responses) per task
+    possible = {round(float((i * t1[0] + j * t2[0]) / (i * t1[1] + j * t2[1])), 4)
+                for i, j in ((2, 0), (1, 1), (0, 2))}
+    assert set(got["a"].ci) <= possible and got["a"].ci == [0.0, 0.75]
+
+
+def test_error_rows_pair_expert_and_grader_tags_of_the_wrong_responses() -> None:
+    js = [_j("m", "t1", False, expert_tags=("a",), grader_tags=("b",), source=EXPERTS),
+          _j("m", "t2", False, grader_tags=("a",)), _j("m", "t3", True, grader_tags=("a",)),
+          _j("student", "t1", False, person="p", grader_tags=())]
+    rows = {(r.who, r.source): r for r in error_rows(js, ["a", "b"])}
+    assert set(rows) == {("m", EXPERTS), ("m", GRADER), ("all models", EXPERTS),
+                         ("all models", GRADER), ("student", GRADER)}
+    assert rows["m", EXPERTS].wrong == 1 and rows["m", EXPERTS].shares["a"].value == 1.0
+    assert rows["m", GRADER].wrong == 2 and rows["m", GRADER].shares["a"].value == 0.5
+    assert rows["student", GRADER].shares[UNTAGGED].value == 1.0
+
+
+F, T = False, True
+
+
+@pytest.mark.parametrize(("stages", "expected"), [
+    # the worked example of docs/results.md: CIS, CIS, then MS
+    (((F, F), (F, F), (T, T)), (T, T, F, T)),
+    (((F, F), (F, F), (F, F)), (F, F, F, F)),  # anchored on a wrong first hypothesis
+    (((T, F), (F, T)), (T, F, T, F)),
+    (((T, F), (T, F)), (F, F, F, T)),
+    (((F, F), (T, F)), (F, T, F, T)),  # right at the end though the grader saw no change
+])
+def test_revision_of_one_conversation(stages, expected) -> None:
+    got = conversation(stages)
+    assert tuple(got[m] for m in ("revised", "wrong_to_right", "right_to_wrong",
+                                  "final_correct")) == expected
+    with pytest.raises(ValueError):
+        conversation(stages[:1])
+
+
+def test_revision_rows_by_hand() -> None:
+    """Model m on two level-3 tasks: t1 two samples (revised wrong->right; anchored wrong),
+    t2 one (kept right); a level-1 answer and one without stage judgments are left out."""
+    js = [_j(task="t1", level=3, stages=((F, F), (T, T))),
+          _j(task="t1", level=3, stages=((F, F), (F, F))),
+          _j(task="t2", level=3, stages=((T, F), (T, F))),
+          _j(task="t3", level=3), _j(task="t4", level=1, stages=((T, F), (T, F))),
+          _j("student", "t1", level=3, person="a", stages=((F, F), (T, T))),
+          _j("student", "t2", level=3, person="a", stages=((T, F), (T, F))),
+          _j("student", "t1", level=3, person="b", stages=((F, F), (F, F)))]
+    rows = {r.who: r for r in revision_rows(js)}
+    m = rows["m"]
+    assert (m.conversations, m.tasks, m.unjudged) == (3, 2, 1)
+    assert m.measures["revised"].value == 0.25  # (1/2 + 0) / 2 over tasks
+    assert m.measures["wrong_to_right"].value == 0.25
+    assert m.measures["final_correct"].value == 0.75  # (1/2 + 1) / 2
+    s = rows["student"]
+    assert (s.conversations, s.people) == (3, 2)
+    assert s.measures["revised"].value == 0.25  # people: a 1/2, b 0
+    assert s.measures["final_correct"].value == 0.5  # a 1, b 0
+    assert rows["all models"].conversations == 3
+
