@@ -193,11 +193,30 @@ def cmd_import(args: argparse.Namespace) -> None:
             else:
                 summary = import_bundle(s, Path(args.paths[0]), dry_run=args.dry_run,
                                         actor="cli")
-    except BundleInvalid as e:  # every problem, one per line, then exit 2
-        if len(e.problems) == 1:
-            raise UserError(str(e.problems[0])) from None
-        print(f"nmb: {e.report()}", file=sys.stderr)
-        raise SystemExit(2) from None
+    except BundleInvalid as e:
+        _refused(e)
+    _print_json(summary.as_dict()) if args.json else print(summary)
+
+
+def _refused(e: Any) -> None:
+    """A refused import: every problem, one per line (one problem: one line), then exit 2."""
+    if len(e.problems) == 1:
+        raise UserError(str(e.problems[0])) from None
+    print(f"nmb: {e.report()}", file=sys.stderr)
+    raise SystemExit(2) from None
+
+
+def cmd_import_responses(args: argparse.Namespace) -> None:
+    from calibration.batch_responses import import_harness_responses
+    from db.bundle import BundleInvalid
+
+    try:
+        with _study() as s:
+            summary = import_harness_responses(s, Path(args.path), source=args.source,
+                                               model=args.model, task_key=args.task_key,
+                                               dry_run=args.dry_run, actor="cli")
+    except BundleInvalid as e:
+        _refused(e)
     _print_json(summary.as_dict()) if args.json else print(summary)
 
 
@@ -614,6 +633,21 @@ def build_parser() -> argparse.ArgumentParser:
                     help="release: the level of every file (default: by file name)")
     ip.add_argument("--dry-run", action="store_true", help="validate and count, write nothing")
     ip.add_argument("--json", action="store_true", help=JSON)
+
+    rip = add("import-responses", cmd_import_responses, "import model responses to tasks the "
+              "study already holds: a responses.jsonl or responses-only bundle, OpenAI Batch "
+              "output, VLMEvalKit predictions or lm-evaluation-harness sample logs")
+    rip.add_argument("path", metavar="FILE", help="the file (nmb: or a responses-only bundle)")
+    rip.add_argument("--from", dest="source", required=True,
+                     choices=["nmb", "openai-batch", "vlmevalkit", "lm-eval"],
+                     help="the file's format (docs/bundle-format.md)")
+    rip.add_argument("--model", help="the model's name (needed where the file does not say; "
+                                     "overrides the file's)")
+    rip.add_argument("--task-key", metavar="RULE",
+                     help="how an answer names its task: field:NAME, map:FILE.json or prompt "
+                          "(default: the format's key: custom_id, index, doc_id)")
+    rip.add_argument("--dry-run", action="store_true", help="validate and count, write nothing")
+    rip.add_argument("--json", action="store_true", help=JSON)
 
     dp = add("demo", cmd_demo, "build the synthetic demo study offline and import it")
     dp.add_argument("--if-empty", action="store_true", help="only when the database holds no case")

@@ -7,6 +7,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+from calibration.batch_responses import import_harness_responses
 from db.assignments import (
     assign,
     below_overlap,
@@ -131,9 +132,46 @@ def release_import() -> None:
                          level=None if level == "by file name" else level, progress=progress))
 
 
+RESPONSE_FORMATS = {"nmb": "responses.jsonl (bundle format)", "openai-batch": "OpenAI Batch output",
+                    "vlmevalkit": "VLMEvalKit predictions (.xlsx, .tsv)",
+                    "lm-eval": "lm-evaluation-harness samples (.jsonl)"}
+
+
+def responses_import() -> None:
+    """`nmb import-responses FILE --from ...`: an uploaded file or a path on the server."""
+    source = st.selectbox("Format", list(RESPONSE_FORMATS), format_func=RESPONSE_FORMATS.get)
+    upload = st.file_uploader("Responses file", type=["jsonl", "xlsx", "tsv"])
+    server_path = st.text_input("…or a path on the server", key="responses_path")
+    c1, c2, c3 = st.columns(3)
+    model = c1.text_input("Model (where the file does not say)", max_chars=128)
+    task_key = c2.text_input("Task key rule (field:NAME, map:FILE.json, prompt)", max_chars=1000)
+    dry_run = c3.checkbox("Dry run (validate only)", key="responses_dry_run")
+    if not st.button("Import", type="primary", disabled=not (upload or server_path)):
+        return
+    with Workspace("upload") as area:  # NMB_HOME/tmp, swept if the server dies
+        if upload is not None:
+            suffix = next((x for x in (".xlsx", ".tsv") if upload.name.lower().endswith(x)),
+                          ".jsonl")
+            path = area.path / safe_upload_name(upload.name, suffix)
+            path.write_bytes(upload.getvalue())
+        else:
+            path = Path(server_path.strip())
+        valid = " is valid, nothing was written (dry run)" if dry_run else ""
+        _show_import(f"{path.name}{valid}", lambda s, progress: import_harness_responses(
+            s, path, source=source, model=model.strip() or None,
+            task_key=task_key.strip() or None, dry_run=dry_run, actor=user.name,
+            progress=progress))
+
+
 def import_section() -> None:
-    kind = st.radio("What", ["Bundle", "Neural-MedBench release files"], horizontal=True)
-    if kind == "Bundle":
+    kind = st.radio("What", ["Bundle", "Neural-MedBench release files", "Model responses"],
+                    horizontal=True)
+    if kind == "Model responses":
+        st.caption("Responses to tasks the study already holds, from a responses.jsonl or an "
+                   "evaluation harness (docs/bundle-format.md, *Responses from evaluation "
+                   "harnesses*). Nothing is written unless every answer matches a task.")
+        responses_import()
+    elif kind == "Bundle":
         st.caption("A bundle is a folder or a .zip in the `nmb-bundle/1` format "
                    "(docs/bundle-format.md). It is validated completely before anything is "
                    "written.")
