@@ -176,14 +176,34 @@ def cmd_import(args: argparse.Namespace) -> None:
     from db.bundle import BundleInvalid, import_bundle
 
     release = args.source == "neural-medbench"
+    images = args.source in ("dicom", "bids")
     if not release and len(args.paths) > 1:
         raise UserError("import: a bundle is one folder or .zip (release task files: "
                         "--from neural-medbench)")
     if not release and (args.answers or args.family or args.level):
         raise UserError("import: --answers, --family and --level are for --from neural-medbench")
+    if not images and args.case_info:
+        raise UserError("import: --case-info is for --from dicom and --from bids")
+    if args.source != "dicom" and (args.sequence_map or args.allow_burned_in):
+        raise UserError("import: --sequence-map and --allow-burned-in are for --from dicom")
     try:
         with _study() as s:
-            if release:
+            if args.source == "dicom":
+                from db.dicom_import import import_dicom
+
+                summary = import_dicom(
+                    s, Path(args.paths[0]),
+                    case_info=Path(args.case_info) if args.case_info else None,
+                    sequence_map=Path(args.sequence_map) if args.sequence_map else None,
+                    allow_burned_in=args.allow_burned_in, dry_run=args.dry_run, actor="cli")
+            elif args.source == "bids":
+                from db.bids_import import import_bids
+
+                summary = import_bids(
+                    s, Path(args.paths[0]),
+                    case_info=Path(args.case_info) if args.case_info else None,
+                    dry_run=args.dry_run, actor="cli")
+            elif release:
                 from db.release import import_release
 
                 summary = import_release(
@@ -623,8 +643,17 @@ def build_parser() -> argparse.ArgumentParser:
              "release task files, and import it atomically")
     ip.add_argument("paths", nargs="+", metavar="PATH",
                     help="a bundle, or release task files with --from neural-medbench")
-    ip.add_argument("--from", dest="source", choices=["bundle", "neural-medbench"],
-                    default="bundle", help="what PATH is (default: a bundle)")
+    ip.add_argument("--from", dest="source",
+                    choices=["bundle", "neural-medbench", "dicom", "bids"],
+                    default="bundle", help="what PATH is (default: a bundle; dicom: a folder "
+                                           "or DICOMDIR of one study; bids: a BIDS dataset)")
+    ip.add_argument("--case-info", metavar="CASE.json",
+                    help="dicom: the case's record and tasks; bids: CASES.json keyed by subject")
+    ip.add_argument("--sequence-map", metavar="MAP.json",
+                    help='dicom: {"SeriesDescription pattern": "SEQUENCE" or null}, tried '
+                         "before the defaults")
+    ip.add_argument("--allow-burned-in", action="store_true",
+                    help="dicom: import series marked BurnedInAnnotation YES (check them first)")
     ip.add_argument("--answers", metavar="ANSWERS.json",
                     help="release: the maintainer's answer key (reference answers)")
     ip.add_argument("--family", choices=["differential", "lesion", "rationale"],

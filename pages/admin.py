@@ -15,10 +15,13 @@ from db.assignments import (
     plan_assignment,
     rater_progress,
 )
+from db.bids_import import import_bids
 from db.bundle import BundleInvalid, import_bundle
 from db.bundle_store import Workspace
+from db.bundle_zip import extract_zip
 from db.cases import case_view, reference_fields, task_list
 from db.catalog import case_rows, response_detail, response_rows, search, task_rows
+from db.dicom_import import import_dicom
 from db.engine import session
 from db.exams import ensure_exam
 from db.export import FORMATS, KINDS, export
@@ -163,10 +166,64 @@ def responses_import() -> None:
             progress=progress))
 
 
+def images_import(kind: str) -> None:
+    """`nmb import DIR --from dicom|bids --case-info FILE`: a .zip of the folder or a path on
+    the server, and the case info (upload or path)."""
+    upload = st.file_uploader("The folder as a .zip", type=["zip"], key=f"{kind}_zip")
+    server_path = st.text_input("…or its path on the server (a folder; for DICOM also a "
+                                "DICOMDIR)", key=f"{kind}_path")
+    info = st.file_uploader("Case info (.json)", type=["json"], key=f"{kind}_info")
+    info_path = st.text_input("…or the case info's path on the server", key=f"{kind}_info_path")
+    allow = kind == "dicom" and st.checkbox("Allow series marked BurnedInAnnotation YES "
+                                            "(checked by hand)")
+    dry_run = st.checkbox("Dry run (validate only)", key=f"{kind}_dry_run")
+    if not st.button("Import", type="primary", disabled=not (upload or server_path),
+                     key=f"{kind}_import"):
+        return
+    with Workspace("upload") as area:  # NMB_HOME/tmp, swept if the server dies
+        try:
+            if upload is not None:
+                archive = area.path / safe_upload_name(upload.name)
+                archive.write_bytes(upload.getvalue())
+                path = area.path / kind
+                path.mkdir()
+                extract_zip(archive, path)
+                archive.unlink()
+            else:
+                path = Path(server_path.strip())
+            case_info = Path(info_path.strip()) if info_path.strip() else None
+            if info is not None:
+                (area.path / "info").mkdir()
+                case_info = area.path / "info" / safe_upload_name(info.name, ".json")
+                case_info.write_bytes(info.getvalue())
+        except BundleInvalid as e:
+            show_error(e)
+            return
+        valid = " is valid, nothing was written (dry run)" if dry_run else ""
+        if kind == "dicom":
+            run = lambda s, progress: import_dicom(  # noqa: E731
+                s, path, case_info=case_info, allow_burned_in=allow, dry_run=dry_run,
+                actor=user.name, progress=progress)
+        else:
+            run = lambda s, progress: import_bids(  # noqa: E731
+                s, path, case_info=case_info, dry_run=dry_run, actor=user.name,
+                progress=progress)
+        _show_import(f"{kind.upper()} import{valid}", run)
+
+
 def import_section() -> None:
-    kind = st.radio("What", ["Bundle", "Neural-MedBench release files", "Model responses"],
-                    horizontal=True)
-    if kind == "Model responses":
+    kind = st.radio("What", ["Bundle", "Neural-MedBench release files", "Model responses",
+                             "DICOM study", "BIDS dataset"], horizontal=True)
+    if kind == "DICOM study":
+        st.caption("One study (a PACS export: a folder or a DICOMDIR) becomes one case; the "
+                   "case info gives its record and tasks. No DICOM header value is stored "
+                   "(docs/bundle-format.md, *DICOM studies*).")
+        images_import("dicom")
+    elif kind == "BIDS dataset":
+        st.caption("A BIDS dataset: one case per subject (and session); CASES.json gives "
+                   "their records and tasks (docs/bundle-format.md, *BIDS datasets*).")
+        images_import("bids")
+    elif kind == "Model responses":
         st.caption("Responses to tasks the study already holds, from a responses.jsonl or an "
                    "evaluation harness (docs/bundle-format.md, *Responses from evaluation "
                    "harnesses*). Nothing is written unless every answer matches a task.")
