@@ -172,3 +172,6 @@ def test_dicom_refusals_are_one_line_each(database_url: str, tmp_path: Path) -> 
                                             "prompt": "p"}])
     assert _refused(database_url, ok, bad_task) == [
         'CASE.json tasks[0]: family "dx" is not differential, lesion or rationale']
+    assert _refused(database_url, ok, _case_info(tmp_path, case_id="../escape")) == [
+        'CASE.json: case_id "../escape" is not a valid id (1-128 printable characters, no / '
+        "or \\, not starting with '.')"]
