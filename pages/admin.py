@@ -7,9 +7,11 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+from collection.batch_responses import import_harness_responses
 from db.bundle.importer import BundleInvalid, import_bundle
 from db.bundle.store import Workspace
 from db.bundle.upload_name import safe_upload_name
+from db.bundle.zip import extract_zip
 from db.engine import session
 from db.export import FORMATS, KINDS, export
 from db.models import FAMILIES, LEVELS
@@ -22,6 +24,8 @@ from db.raters.assignments import (
 )
 from db.release.reader import import_release
 from db.rubrics import ensure_rubric
+from db.sources.bids import import_bids
+from db.sources.dicom import import_dicom
 from db.status import counts
 from db.study.cases import case_view, reference_fields, task_list
 from db.study.catalog import case_rows, response_detail, response_rows, search, task_rows
@@ -131,9 +135,100 @@ def release_import() -> None:
                          level=None if level == "by file name" else level, progress=progress))
 
 
+RESPONSE_FORMATS = {"nmb": "responses.jsonl (bundle format)", "openai-batch": "OpenAI Batch output",
+                    "vlmevalkit": "VLMEvalKit predictions (.xlsx, .tsv)",
+                    "lm-eval": "lm-evaluation-harness samples (.jsonl)"}
+
+
+def responses_import() -> None:
+    """`nmb import-responses FILE --from ...`: an uploaded file or a path on the server."""
+    source = st.selectbox("Format", list(RESPONSE_FORMATS), format_func=RESPONSE_FORMATS.get)
+    upload = st.file_uploader("Responses file", type=["jsonl", "xlsx", "tsv"])
+    server_path = st.text_input("…or a path on the server", key="responses_path")
+    c1, c2, c3 = st.columns(3)
+    model = c1.text_input("Model (where the file does not say)", max_chars=128)
+    task_key = c2.text_input("Task key rule (field:NAME, map:FILE.json, prompt)", max_chars=1000)
+    dry_run = c3.checkbox("Dry run (validate only)", key="responses_dry_run")
+    if not st.button("Import", type="primary", disabled=not (upload or server_path)):
+        return
+    with Workspace("upload") as area:  # NMB_HOME/tmp, swept if the server dies
+        if upload is not None:
+            suffix = next((x for x in (".xlsx", ".tsv") if upload.name.lower().endswith(x)),
+                          ".jsonl")
+            path = area.path / safe_upload_name(upload.name, suffix)
+            path.write_bytes(upload.getvalue())
+        else:
+            path = Path(server_path.strip())
+        valid = " is valid, nothing was written (dry run)" if dry_run else ""
+        _show_import(f"{path.name}{valid}", lambda s, progress: import_harness_responses(
+            s, path, source=source, model=model.strip() or None,
+            task_key=task_key.strip() or None, dry_run=dry_run, actor=user.name,
+            progress=progress))
+
+
+def images_import(kind: str) -> None:
+    """`nmb import DIR --from dicom|bids --case-info FILE`: a .zip of the folder or a path on
+    the server, and the case info (upload or path)."""
+    upload = st.file_uploader("The folder as a .zip", type=["zip"], key=f"{kind}_zip")
+    server_path = st.text_input("…or its path on the server (a folder; for DICOM also a "
+                                "DICOMDIR)", key=f"{kind}_path")
+    info = st.file_uploader("Case info (.json)", type=["json"], key=f"{kind}_info")
+    info_path = st.text_input("…or the case info's path on the server", key=f"{kind}_info_path")
+    allow = kind == "dicom" and st.checkbox("Allow series marked BurnedInAnnotation YES "
+                                            "(checked by hand)")
+    dry_run = st.checkbox("Dry run (validate only)", key=f"{kind}_dry_run")
+    if not st.button("Import", type="primary", disabled=not (upload or server_path),
+                     key=f"{kind}_import"):
+        return
+    with Workspace("upload") as area:  # NMB_HOME/tmp, swept if the server dies
+        try:
+            if upload is not None:
+                archive = area.path / safe_upload_name(upload.name)
+                archive.write_bytes(upload.getvalue())
+                path = area.path / kind
+                path.mkdir()
+                extract_zip(archive, path)
+                archive.unlink()
+            else:
+                path = Path(server_path.strip())
+            case_info = Path(info_path.strip()) if info_path.strip() else None
+            if info is not None:
+                (area.path / "info").mkdir()
+                case_info = area.path / "info" / safe_upload_name(info.name, ".json")
+                case_info.write_bytes(info.getvalue())
+        except BundleInvalid as e:
+            show_error(e)
+            return
+        valid = " is valid, nothing was written (dry run)" if dry_run else ""
+        if kind == "dicom":
+            run = lambda s, progress: import_dicom(  # noqa: E731
+                s, path, case_info=case_info, allow_burned_in=allow, dry_run=dry_run,
+                actor=user.name, progress=progress)
+        else:
+            run = lambda s, progress: import_bids(  # noqa: E731
+                s, path, case_info=case_info, dry_run=dry_run, actor=user.name,
+                progress=progress)
+        _show_import(f"{kind.upper()} import{valid}", run)
+
+
 def import_section() -> None:
-    kind = st.radio("What", ["Bundle", "Neural-MedBench release files"], horizontal=True)
-    if kind == "Bundle":
+    kind = st.radio("What", ["Bundle", "Neural-MedBench release files", "Model responses",
+                             "DICOM study", "BIDS dataset"], horizontal=True)
+    if kind == "DICOM study":
+        st.caption("One study (a PACS export: a folder or a DICOMDIR) becomes one case; the "
+                   "case info gives its record and tasks. No DICOM header value is stored "
+                   "(docs/bundle-format.md, *DICOM studies*).")
+        images_import("dicom")
+    elif kind == "BIDS dataset":
+        st.caption("A BIDS dataset: one case per subject (and session); CASES.json gives "
+                   "their records and tasks (docs/bundle-format.md, *BIDS datasets*).")
+        images_import("bids")
+    elif kind == "Model responses":
+        st.caption("Responses to tasks the study already holds, from a responses.jsonl or an "
+                   "evaluation harness (docs/bundle-format.md, *Responses from evaluation "
+                   "harnesses*). Nothing is written unless every answer matches a task.")
+        responses_import()
+    elif kind == "Bundle":
         st.caption("A bundle is a folder or a .zip in the `nmb-bundle/1` format "
                    "(docs/bundle-format.md). It is validated completely before anything is "
                    "written.")

@@ -56,3 +56,14 @@ def test_the_demo_after_the_sample_bundle_refuses_cleanly(nmb_home: Path) -> Non
     assert _status() == before
     kept = nmb("demo", "--if-empty")
     assert kept.returncode == 0 and "not empty" in kept.stdout and _status() == before
+
+
+def test_the_example_harness_files_import_into_the_sample_study(nmb_home: Path) -> None:
+    assert nmb("import", "examples/sample-bundle").returncode == 0
+    batch = nmb("import-responses", "examples/responses/batch_output.jsonl", "--from",
+                "openai-batch")
+    assert batch.returncode == 0, batch.stderr
+    assert "1 responses" in batch.stdout and "1 failed answers recorded" in batch.stdout
+    tsv = nmb("import-responses", "examples/responses/MyVLM_NeuroBench.tsv", "--from",
+              "vlmevalkit", "--model", "MyVLM", "--task-key", "prompt")
+    assert tsv.returncode == 0 and "1 responses" in tsv.stdout, tsv.stderr

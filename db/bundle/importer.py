@@ -211,6 +211,12 @@ def _stored_images(s: Session, shas: set[str]) -> dict[str, tuple[list[int], lis
     return out
 
 
+def study_tasks(s: Session, ids: set[str]) -> dict[str, dict]:
+    """{task_id: {"level", "stages"}} of the tasks among `ids` that the study holds."""
+    return {tid: {"level": level, "stages": list(stages or [])} for tid, level, stages in
+            fetch_in(s, Task.task_id, ids, Task.task_id, Task.level, Task.stages)}
+
+
 def new_blind_codes(s: Session, n: int) -> list[str]:
     """`n` new random, opaque, unique codes ("R-" + 10 hex digits); unrelated to any id or model."""
     used = set(s.exec(select(Response.blind_code)).all())
@@ -258,21 +264,23 @@ def _insert(s: Session, plan: _Plan, progress: Progress | None, actor: str | Non
 
 
 def import_bundle(s: Session, path: Path, *, dry_run: bool = False, actor: str | None = None,
-                  progress: Progress | None = None,
-                  workspace: Workspace | None = None) -> ImportSummary:
+                  progress: Progress | None = None, workspace: Workspace | None = None,
+                  also: Callable[[Session], None] | None = None) -> ImportSummary:
     """Validate the bundle at `path` (folder or .zip) and import it in one transaction of `s`.
 
     Raises BundleInvalid listing every problem (files and conflicts with the study) before
     anything is written. With `dry_run`, runs the same import up to the last statement, rolls
     it back and reports what would be imported. Commits `s` at the end; rolls it back on any
     error (and after a dry run). Works in `workspace` (e.g. the one holding an uploaded zip;
-    the caller closes it) or in a workspace of its own.
+    the caller closes it) or in a workspace of its own. `also(s)` writes what a converter adds
+    (e.g. the failures of a Batch output file) in the same transaction, after the inserts.
     """
     started = time.perf_counter()
     own = Workspace(engine=s.get_bind()) if workspace is None else contextlib.nullcontext(workspace)
     with own as ws:
         try:
-            summary = _import(s, Path(path), ws, dry_run=dry_run, actor=actor, progress=progress)
+            summary = _import(s, Path(path), ws, dry_run=dry_run, actor=actor, progress=progress,
+                              also=also)
         except BaseException:
             s.rollback()  # before the workspace's sweep reads the study
             raise
@@ -280,9 +288,11 @@ def import_bundle(s: Session, path: Path, *, dry_run: bool = False, actor: str |
 
 
 def _import(s: Session, path: Path, ws: Workspace, *, dry_run: bool, actor: str | None,
-            progress: Progress | None) -> ImportSummary:
+            progress: Progress | None, also: Callable[[Session], None] | None = None
+            ) -> ImportSummary:
     vb, problems = open_and_validate(path, workspace=ws, progress=progress,
-                                     known_images=lambda shas: _stored_images(s, shas))
+                                     known_images=lambda shas: _stored_images(s, shas),
+                                     known_tasks=lambda ids: study_tasks(s, ids))
     summary = ImportSummary(bundle=vb.name, dry_run=dry_run)
     timings = summary.timings
     timings.update(vb.timings)
@@ -302,7 +312,7 @@ def _import(s: Session, path: Path, ws: Workspace, *, dry_run: bool, actor: str 
     summary.flagged_responses = len(flags)
     timings["model_names"] = time.perf_counter() - t
     summary.images_inspected = vb.images_inspected
-    if not summary.changed:
+    if not summary.changed and also is None:
         s.rollback()
         return summary
     t = time.perf_counter()
@@ -318,6 +328,8 @@ def _import(s: Session, path: Path, ws: Workspace, *, dry_run: bool, actor: str 
     t = time.perf_counter()
     _insert(s, plan, progress, actor)
     s.add_all(flags)
+    if also is not None:
+        also(s)
     record(s, "bundle.import", actor=actor, bundle=vb.name, source=path.name,
            cases=summary.new_cases, series=summary.new_series,
            masks=summary.new_masks, tasks=summary.new_tasks,

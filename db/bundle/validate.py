@@ -50,6 +50,10 @@ _ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
 Progress = Callable[[float, str], None]
 #: Given sha256s, the (shape, voxel sizes) of those the study already holds (checked before).
 KnownImages = Callable[[set[str]], dict[str, Facts]]
+#: Given task ids, {task_id: {"level", "stages"}} of those the study holds (responses-only).
+KnownTasks = Callable[[set[str]], dict[str, dict]]
+#: Unknown task ids listed by name in the one problem line of a responses-only bundle.
+MAX_NAMED_UNKNOWN = 20
 
 
 # ---------------------------------------------------------------- parsed content
@@ -620,12 +624,25 @@ def _parse_tasks(root: Path, case_ids: set[str], all_case_dirs: set[str],
 
 
 def _parse_responses(root: Path, tasks: dict[str, dict], problems: list[Problem],
-                     where: dict, all_task_ids_known: bool) -> list[dict]:
+                     where: dict, all_task_ids_known: bool,
+                     study_tasks: KnownTasks | None = None) -> list[dict]:
+    """The valid responses. With `study_tasks` (a responses-only bundle), their tasks are the
+    study's: the task ids it does not hold are listed in one problem line."""
     rel = "responses.jsonl"
     if not (root / rel).exists():
         return []
     out, keys = [], {}
-    for n, obj, why in read_jsonl(root / rel, rel, problems):
+    rows = read_jsonl(root / rel, rel, problems)
+    unknown: dict[str, list[int]] = {}
+    if study_tasks is not None:
+        ids = {obj["task_id"] for _, obj, why in rows if not why and isinstance(obj, dict)
+               and isinstance(obj.get("task_id"), str)}
+        tasks = study_tasks(ids) if ids else {}
+        all_task_ids_known = False  # unknown ids: the one line below
+    for n, obj, why in rows:
+        if (study_tasks is not None and not why and isinstance(obj, dict)
+                and isinstance(obj.get("task_id"), str) and obj["task_id"] not in tasks):
+            unknown.setdefault(obj["task_id"], []).append(n)
         msgs = [why] if why else check_fields(obj, RESPONSE_SPEC)
         if isinstance(obj, dict) and not why:
             rid, tid = obj.get("response_id"), obj.get("task_id")
@@ -658,7 +675,20 @@ def _parse_responses(root: Path, tasks: dict[str, dict], problems: list[Problem]
         out.append({"response_id": obj["response_id"], "task_id": obj["task_id"],
                     "model": obj["model"], "sample": obj["sample"], "text": obj["text"],
                     "turns": obj.get("turns"), "usage": obj.get("usage")})
+    if unknown:
+        problems.append(Problem(rel, None, unknown_tasks_message(unknown)))
     return out
+
+
+def unknown_tasks_message(unknown: dict[str, list[int]], what: str = "line") -> str:
+    """One line naming the task ids (and where they are) that the study does not hold."""
+    named = [f"{_show(tid)} ({what}{'s' if len(at) > 1 else ''} "
+             f"{', '.join(map(str, at[:3]))}{', ...' if len(at) > 3 else ''})"
+             for tid, at in list(unknown.items())[:MAX_NAMED_UNKNOWN]]
+    more = len(unknown) - len(named)
+    n = len(unknown)
+    return (f"{n} task_id{'s are' if n > 1 else ' is'} not {'tasks' if n > 1 else 'a task'} "
+            f"of this study: {', '.join(named)}" + (f" and {more} more" if more else ""))
 
 
 def _check_pictures(files: list[SeriesFile], problems: list[Problem], scratch: Path) -> None:
@@ -750,8 +780,15 @@ def _check_masks(masks: list[MaskFile], files: list[SeriesFile], problems: list[
         mf.sha256, mf.shape, mf.voxel_sizes = h, list(info.shape), list(info.voxel_sizes)
 
 
+def responses_only(root: Path) -> bool:
+    """A bundle of responses to tasks the study holds: no cases folder, no tasks.jsonl."""
+    return (not (root / "cases").exists() and not (root / "tasks.jsonl").exists()
+            and (root / "responses.jsonl").is_file())
+
+
 def _validate_open(root: Path, label: str, progress: Progress | None,
-                   known: KnownImages | None, scratch: Path) -> tuple[ValidBundle, list]:
+                   known: KnownImages | None, scratch: Path,
+                   known_tasks: KnownTasks | None = None) -> tuple[ValidBundle, list]:
     problems: list[Problem] = []
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
@@ -760,6 +797,20 @@ def _validate_open(root: Path, label: str, progress: Progress | None,
         problems += [Problem("bundle.json", None, m) for m in check_fields(meta, BUNDLE_SPEC)]
     meta = meta if isinstance(meta, dict) else {}
     name = meta.get("name") if isinstance(meta.get("name"), str) else label
+    if responses_only(root):
+        if known_tasks is None:
+            problems.append(Problem("responses.jsonl", None, "a bundle of responses only is "
+                                    "checked against the study's tasks: import it (nmb import "
+                                    "--dry-run)"))
+            known_tasks = lambda ids: {}  # noqa: E731 (every id unknown: one line, nothing else)
+        where: dict[tuple[str, str], tuple[str, int | None]] = {}
+        responses = _parse_responses(root, {}, problems, where, False, known_tasks)
+        timings["parse"] = time.perf_counter() - t0
+        description = meta.get("description", "")
+        return ValidBundle(label=label, root=root, name=name,
+                           description=description if isinstance(description, str) else "",
+                           cases=[], series=[], masks=[], tasks=[], responses=responses,
+                           where=where, timings=timings), problems
     cases_dir = root / "cases"
     case_dirs = []
     if not cases_dir.is_dir():
@@ -806,7 +857,8 @@ def _validate_open(root: Path, label: str, progress: Progress | None,
 def open_and_validate(path: Path, *, workspace: Workspace | None = None,
                       progress: Progress | None = None,
                       max_unzipped_bytes: int = MAX_UNZIPPED_BYTES,
-                      known_images: KnownImages | None = None
+                      known_images: KnownImages | None = None,
+                      known_tasks: KnownTasks | None = None
                       ) -> tuple[ValidBundle, list[Problem]]:
     """Parse and check everything; return the bundle and its problems (empty when valid).
 
@@ -821,7 +873,7 @@ def open_and_validate(path: Path, *, workspace: Workspace | None = None,
         root = open_bundle(path, ws.path / "bundle", max_unzipped_bytes=max_unzipped_bytes)
         unzip = time.perf_counter() - t0
         vb, problems = _validate_open(root, path.name, progress, known_images,
-                                      ws.path / "pictures")
+                                      ws.path / "pictures", known_tasks)
     except BaseException:
         if workspace is None:
             ws.close()

@@ -203,3 +203,40 @@ def test_release_files_import_from_the_admin_page(sqlite_url: str, tmp_path: Pat
     [problems] = [df.value for df in at.dataframe if "problem" in df.value.columns]
     assert list(problems["file"]) == ["direct-diagnosis.json"]
     assert list(problems["problem"]) == ["is not a JSON list of cases (found an object)"]
+
+
+def test_model_responses_import_from_the_admin_page(sqlite_url: str, tmp_path: Path) -> None:
+    """The responses tab: a VLMEvalKit .xlsx upload keeps its suffix, the model name is typed,
+    an unknown task is one problem row and nothing is written."""
+    import openpyxl
+
+    from db.models import Response
+    from tests.db.bundles import write_bundle
+
+    with session() as s:
+        import_bundle(s, write_bundle(tmp_path / "b", with_responses=[]))
+    book = openpyxl.Workbook()
+    for row in (["index", "question", "prediction"], ["t1", "q", "Stroke."], ["t2", "q", "x"]):
+        book.active.append(row)
+    buf = io.BytesIO()
+    book.save(buf)
+    at = page("pages/admin.py", make_user("root", "admin")).run()
+    at.radio[0].set_value("Model responses").run()
+    at.selectbox[0].set_value("vlmevalkit").run()
+    at.get("file_uploader")[0].set_value(("MyVLM_Bench.xlsx", buf.getvalue(),
+                                          "application/octet-stream")).run()
+    at.text_input[1].set_value("MyVLM").run()
+    next(b for b in at.button if b.label == "Import").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    [done] = [m.value for m in at.success]
+    assert "2 responses" in done
+    with session() as s:
+        assert {r.model for r in s.exec(select(Response))} == {"MyVLM"}
+
+    bad = tmp_path / "p.tsv"
+    bad.write_text("index\tprediction\nt9\tx\n")
+    at.get("file_uploader")[0].set_value(None).run()
+    at.text_input[0].set_value(str(bad)).run()
+    next(b for b in at.button if b.label == "Import").click().run()
+    [problems] = [df.value for df in at.dataframe if "problem" in df.value.columns]
+    assert list(problems["problem"]) == ['1 task_id is not a task of this study: "t9" (row 2)']

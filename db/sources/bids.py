@@ -1,0 +1,244 @@
+"""Import a BIDS dataset (`nmb import DIR --from bids --case-info CASES.json`).
+
+A small reader of the BIDS layout (pybids is far heavier than what is read here):
+`dataset_description.json` must be there (an object with `Name`); every `sub-<label>` folder,
+and within it every `ses-<label>` folder if there are any, is one case (`sub-01`, or
+`sub-01_ses-pre`); its series are the NIfTI files in `anat/` and `dwi/` whose suffix is in
+`SUFFIXES` (T1w -> T1, with a `ce-` entity -> T1C, T2w -> T2, FLAIR, dwi -> DWI, ...);
+other files are left out and listed. JSON sidecars are not read: nothing of them is stored.
+
+CASES.json is an object keyed by subject label (`"sub-01"`; `"sub-01_ses-pre"` for one
+session), each value shaped like the DICOM case info (`db.sources.case_info`) without `case_id`,
+which is the case's. A subject entry used for several sessions gets `-ses-<label>` appended
+to its task ids. `participants.tsv` columns reach the record through the case info: `{age}`
+in a title or ehr is replaced by that subject's `age` column. The volumes are written
+text-free (`imaging.text_free`); the bundle built in the workspace is imported by
+`db.bundle.importer.import_bundle`.
+"""
+
+import csv
+import json
+import re
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sqlmodel import Session
+
+from db.bundle.importer import FORMAT, BundleInvalid, ImportSummary, Problem, import_bundle
+from db.bundle.store import Workspace
+from db.bundle.validate import read_json
+from db.sources.case_info import CaseInfo, check_info, mapped, write_case
+from errors import UserError
+from imaging import inspect_image
+from imaging.text_free import save_text_free
+
+SOURCE = "bids"
+FOLDERS = ("anat", "dwi")
+#: BIDS suffix -> sequence name.
+SUFFIXES = {"T1w": "T1", "T2w": "T2", "FLAIR": "FLAIR", "T2starw": "T2*", "PDw": "PD",
+            "dwi": "DWI", "swi": "SWI", "angio": "MRA"}
+MAX_PARTICIPANTS_BYTES = 64 * 2**20
+_PLACEHOLDER = re.compile(r"\{([A-Za-z0-9_]+)\}")
+_NIFTI = re.compile(r"^(?P<stem>.+)_(?P<suffix>[A-Za-z0-9]+)\.nii(\.gz)?$")
+
+
+@dataclass
+class BidsSummary:
+    """What a BIDS import did: the bundle import's summary plus what was left out."""
+
+    source: str
+    imported: ImportSummary
+    cases: dict[str, list[str]] = field(default_factory=dict)  # case -> sequences
+    left_out: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return self.imported.changed
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def __str__(self) -> str:
+        out = str(self.imported) + "; " + "; ".join(
+            f"{c}: {', '.join(s)}" for c, s in self.cases.items())
+        return out + (f"; left out {', '.join(self.left_out)}" if self.left_out else "")
+
+
+def _participants(root: Path, problems: list[Problem]) -> dict[str, dict[str, str]]:
+    path = root / "participants.tsv"
+    if not path.is_file():
+        return {}
+    if path.stat().st_size > MAX_PARTICIPANTS_BYTES:
+        problems.append(Problem(path.name, None, f"is more than {MAX_PARTICIPANTS_BYTES:,} bytes"))
+        return {}
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as f:
+            rows = list(csv.DictReader(f, delimiter="\t"))
+    except (UnicodeDecodeError, csv.Error) as e:
+        problems.append(Problem(path.name, None, f"is not a readable UTF-8 .tsv: {e}"))
+        return {}
+    if rows and "participant_id" not in rows[0]:
+        problems.append(Problem(path.name, None, "has no participant_id column"))
+        return {}
+    return {r["participant_id"]: {k: v for k, v in r.items() if k} for r in rows}
+
+
+def _fill(text: Any, row: dict[str, str], where: str, name: str,
+          problems: list[Problem]) -> Any:
+    """`text` with `{column}` replaced by the subject's participants.tsv value."""
+    if not isinstance(text, str):
+        return text
+    missing = [m for m in _PLACEHOLDER.findall(text) if m not in row]
+    if missing:
+        problems.append(Problem(where, None, f"{name} names {', '.join('{' + m + '}' for m in missing)}"
+                                ", not a participants.tsv column of this subject"))
+        return text
+    return _PLACEHOLDER.sub(lambda m: row[m.group(1)], text)
+
+
+def _sessions(subject: Path) -> list[tuple[str, Path]]:
+    """(case id, folder) of a subject: its sessions, or the subject itself."""
+    sessions = sorted(p for p in subject.iterdir() if p.is_dir() and p.name.startswith("ses-"))
+    if not sessions:
+        return [(subject.name, subject)]
+    return [(f"{subject.name}_{s.name}", s) for s in sessions]
+
+
+def _series(folder: Path, left_out: list[str], root: Path) -> list[tuple[str, Path]]:
+    """(sequence, file) of a case folder's volumes, in a stable order."""
+    out, used = [], {}
+    for sub in FOLDERS:
+        for f in sorted((folder / sub).glob("*.nii*")) if (folder / sub).is_dir() else []:
+            m = _NIFTI.match(f.name)
+            name = SUFFIXES.get(m.group("suffix")) if m else None
+            if name is None:
+                left_out.append(f.relative_to(root).as_posix())
+                continue
+            if name == "T1" and "_ce-" in f"_{m.group('stem')}":
+                name = "T1C"
+            used[name] = used.get(name, 0) + 1
+            out.append((name if used[name] == 1 else f"{name} ({used[name]})", f))
+    return out
+
+
+def convert(root: Path, dest: Path, case_info: Path, origin: dict[str, str],
+            task_origin: list[str]) -> tuple[dict[str, list[str]], list[str]]:
+    """Write the dataset at `root` as a bundle at `dest`; (cases and their sequences, files
+    left out). Raises BundleInvalid listing every problem."""
+    problems: list[Problem] = []
+    label = root.name
+    if not (root / "dataset_description.json").is_file():
+        raise BundleInvalid(label, [Problem(label, None, "has no dataset_description.json: not "
+                                                         "a BIDS dataset")])
+    description = read_json(root / "dataset_description.json", "dataset_description.json",
+                             problems)
+    if description is not None and not (isinstance(description, dict)
+                                        and isinstance(description.get("Name"), str)):
+        problems.append(Problem("dataset_description.json", None, "is not an object with Name"))
+    participants = _participants(root, problems)
+    info_name = Path(case_info).name
+    entries = read_json(Path(case_info), info_name, problems)
+    if entries is not None and not isinstance(entries, dict):
+        problems.append(Problem(info_name, None, 'is not an object keyed by subject ("sub-01")'))
+        entries = None
+    subjects = sorted(p for p in root.iterdir() if p.is_dir() and p.name.startswith("sub-"))
+    if not subjects:
+        problems.append(Problem(label, None, "has no sub-* folder"))
+    if problems:
+        raise BundleInvalid(label, problems)
+    cases: list[tuple[CaseInfo, list[tuple[str, Path]]]] = []
+    left_out: list[str] = []
+    used_keys: set[str] = set()
+    for subject in subjects:
+        sessions = _sessions(subject)
+        for cid, folder in sessions:
+            key = cid if cid in entries else subject.name
+            if key not in entries:
+                problems.append(Problem(info_name, None, f"has no entry for {subject.name}"))
+                break
+            used_keys.add(key)
+            where = f"{info_name} {key}"
+            value = entries[key]
+            if isinstance(value, dict) and "case_id" in value:
+                problems.append(Problem(where, None, "case_id is the subject (and session) "
+                                                     "label: leave it out"))
+                continue
+            row = participants.get(subject.name, {})
+            if isinstance(value, dict):
+                value = {**value, **{k: _fill(value.get(k), row, where, k, problems)
+                                     for k in ("title", "ehr") if k in value}}
+                if key != cid and len(sessions) > 1 and isinstance(value.get("tasks"), list):
+                    value["tasks"] = [{**t, "task_id": f"{t['task_id']}-{folder.name}"}
+                                      if isinstance(t, dict) and isinstance(t.get("task_id"), str)
+                                      else t for t in value["tasks"]]
+            info = check_info(value, where, problems, case_id=cid)
+            series = _series(folder, left_out, root)
+            if not series:
+                problems.append(Problem(folder.relative_to(root).as_posix(), None,
+                                        "holds no volume of a known suffix ("
+                                        + ", ".join(SUFFIXES) + ")"))
+            if info is not None:
+                cases.append((info, series))
+    problems += [Problem(info_name, None, f"{k}: no such subject in the dataset")
+                 for k in entries if k not in used_keys and not any(
+                     k == s.name or k.startswith(f"{s.name}_ses-") for s in subjects)]
+    if problems:
+        raise BundleInvalid(label, problems)
+    dest.mkdir()
+    (dest / "tasks.jsonl").touch()
+    shown: dict[str, list[str]] = {}
+    for info, series in cases:
+        cid = info.case["case_id"]
+        folder = dest / "cases" / cid
+        folder.mkdir(parents=True)
+        listed = []
+        for k, (sequence, f) in enumerate(series, start=1):
+            rel = f.relative_to(root).as_posix()
+            name = f"series-{k}.nii.gz"
+            try:
+                inspect_image(f)  # caps memory from the header before any voxel is read
+                save_text_free(f, folder / name)
+            except UserError as e:
+                problems.append(Problem(rel, None, f"is not a usable image: "
+                                                   f"{str(e).removeprefix(f.name + ': ')}"))
+                continue
+            origin[f"cases/{cid}/{name}"] = rel
+            listed.append({"sequence": sequence, "file": name})
+        write_case(dest, info, listed, origin, task_origin)
+        shown[cid] = [x["sequence"] for x in listed]
+    if problems:
+        raise BundleInvalid(label, problems)
+    name = description.get("Name") if isinstance(description, dict) else label
+    (dest / "bundle.json").write_text(json.dumps(
+        {"format": FORMAT, "name": f"BIDS: {name}"[:256],
+         "description": "converted by nmb import --from bids"}, ensure_ascii=False))
+    return shown, left_out
+
+
+def import_bids(s: Session, path: Path, *, case_info: Path | None, dry_run: bool = False,
+                actor: str | None = None,
+                progress: Callable[[float, str], None] | None = None) -> BidsSummary:
+    """Convert the BIDS dataset at `path` and import it in one transaction of `s`; raises
+    BundleInvalid listing every problem, the study unchanged."""
+    path = Path(path)
+    if not path.is_dir():
+        raise UserError(f"{path.name}: a BIDS dataset is a folder")
+    if case_info is None:
+        raise UserError("--from bids needs --case-info CASES.json (docs/bundle-format.md)")
+    origin: dict[str, str] = {}
+    task_origin: list[str] = []
+    with Workspace(SOURCE, engine=s.get_bind()) as ws:
+        try:
+            root = ws.path / SOURCE
+            shown, left_out = convert(path, root, Path(case_info), origin, task_origin)
+        except BaseException:
+            s.rollback()
+            raise
+        try:
+            summary = import_bundle(s, root, dry_run=dry_run, actor=actor, progress=progress,
+                                    workspace=ws)
+        except BundleInvalid as e:
+            raise BundleInvalid(path.name, mapped(e.problems, origin, task_origin)) from None
+    return BidsSummary(source=SOURCE, imported=summary, cases=shown, left_out=left_out)

@@ -1,0 +1,502 @@
+"""Import one DICOM study as a case (`nmb import DIR --from dicom --case-info CASE.json`).
+
+The input is a folder (any layout, extension-less names, a DICOMDIR in it or not) or a
+DICOMDIR file (its referenced files are read). Every file is read with pydicom (caps first);
+files are grouped into series by SeriesInstanceUID. Left out and listed: localizers and scouts
+(ImageType LOCALIZER, or a description such as "3-plane loc"), objects without pixels
+(reports, presentation states, the DICOMDIR itself), and series the sequence map maps to
+null. Refused, one problem each: files that are not DICOM or are truncated, a series with
+BurnedInAnnotation YES (unless `allow_burned_in`), missing geometry tags, mixed orientations,
+pixel spacings or sizes, slice gaps, and sequence names the map does not give.
+
+Each series is converted by dcm2niix (the binary of its PyPI wheel) from a folder of links to
+its files in a workspace under NMB_HOME/tmp, then written text-free (`imaging.text_free`) into a
+bundle folder, and its geometry is checked against the DICOM tags: every slice's
+ImagePositionPatient, its row and column directions (ImageOrientationPatient times
+PixelSpacing) land on voxel centres of the volume, and the voxels there hold that slice's
+corner pixels. The bundle (case.json from the case info, tasks.jsonl) is imported by
+`db.bundle.importer.import_bundle`. No header value is stored: not in the database, the image store or
+the NIfTI header; the summary lists the identifying attributes that were present and dropped
+(`db.sources.dicom_identifiers`). The workspace (links, dcm2niix output) is removed whatever happens.
+"""
+
+import json
+import os
+import re
+import subprocess
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from sqlmodel import Session
+
+from db.bundle.importer import FORMAT, BundleInvalid, ImportSummary, Problem, import_bundle
+from db.bundle.store import Workspace
+from db.bundle.validate import read_json
+from db.sources.case_info import CaseInfo, mapped, read_case_info, write_case
+from db.sources.dicom_identifiers import present
+from errors import UserError
+from imaging.text_free import save_text_free
+
+SOURCE = "dicom"
+MAX_FILES = 20_000
+MAX_FILE_BYTES = 2 * 2**30
+MAX_TOTAL_BYTES = 32 * 2**30
+DICOMDIR_CLASS = "1.2.840.10008.1.3.10"
+#: SeriesDescription patterns (case-insensitive regular expressions, searched) -> sequence,
+#: tried in order after the user's map; None leaves the series out.
+DEFAULT_SEQUENCES: tuple[tuple[str, str | None], ...] = (
+    (r"\b(loc|localiz|localis|scout|survey)", None),
+    (r"\badc\b|apparent diffusion", "ADC"),
+    (r"\bswi|swan|suscept", "SWI"),
+    (r"\bdwi|diffusion|trace|\bdti\b", "DWI"),
+    (r"flair", "FLAIR"),
+    (r"t1.*(\+ ?c\b|post|gad|\bgd\b|contrast|\bce\b)|(post|gad).*t1", "T1C"),
+    (r"t1|mprage|spgr|bravo", "T1"),
+    (r"t2", "T2"),
+)
+_TOL_VOXEL = 0.05  # how far (in voxels) a DICOM position may be from a voxel centre
+_TOL_SPACING = 1e-3  # relative
+_LOCALIZER = re.compile(DEFAULT_SEQUENCES[0][0], re.IGNORECASE)
+
+
+@dataclass
+class DicomSummary:
+    """What a DICOM import did: the bundle import's summary plus what was left out."""
+
+    source: str
+    imported: ImportSummary
+    series: list[str] = field(default_factory=list)  # "T2: 12x10x5"
+    left_out: list[str] = field(default_factory=list)  # "series 1: localizer (3 files)"
+    dropped_identifiers: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return self.imported.changed
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def __str__(self) -> str:
+        out = f"{self.imported}; series {', '.join(self.series)}"
+        if self.left_out:
+            out += f"; left out {'; '.join(self.left_out)}"
+        if self.dropped_identifiers:
+            out += ("; identifying attributes present and not stored: "
+                    + ", ".join(self.dropped_identifiers))
+        return out
+
+
+@dataclass
+class _Frame:
+    position: np.ndarray  # ImagePositionPatient (LPS, mm)
+    orientation: np.ndarray  # ImageOrientationPatient (6)
+    spacing: np.ndarray  # PixelSpacing (row spacing, column spacing)
+    corners: tuple[int, int, int]  # raw pixels (0,0), (0,cols-1), (rows-1,0)
+
+
+@dataclass
+class _Series:
+    uid: str
+    number: int
+    description: str
+    files: list[Path] = field(default_factory=list)
+    frames: list[_Frame] = field(default_factory=list)
+    rows_cols: set[tuple[int, int]] = field(default_factory=set)
+    burned_in: bool = False
+    localizer: bool = False
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return f"series {self.number}"
+
+
+# ---------------------------------------------------------------- sequence names
+
+
+def read_sequence_map(path: Path | None) -> list[tuple[re.Pattern, str | None]]:
+    """The user's map (a JSON object {pattern: sequence or null}) then the defaults."""
+    rules: list[tuple[str, str | None]] = []
+    if path is not None:
+        problems: list[Problem] = []
+        data = read_json(Path(path), Path(path).name, problems)
+        if problems:
+            raise UserError(str(problems[0]))
+        if not isinstance(data, dict) or not all(
+                v is None or (isinstance(v, str) and 0 < len(v.strip()) <= 32)
+                for v in data.values()):
+            raise UserError(f"{Path(path).name}: is not a JSON object of "
+                            '{"pattern": "SEQUENCE" (1-32 characters) or null}')
+        rules += list(data.items())
+    out = []
+    for pattern, name in (*rules, *DEFAULT_SEQUENCES):
+        try:
+            out.append((re.compile(pattern, re.IGNORECASE), name))
+        except re.error as e:
+            raise UserError(f"{Path(path).name if path else 'sequence map'}: pattern "
+                            f"{pattern!r} is not a regular expression: {e}") from None
+    return out
+
+
+def sequence_of(description: str, rules: list[tuple[re.Pattern, str | None]]
+                ) -> tuple[bool, str | None]:
+    """(matched, sequence) for a SeriesDescription."""
+    for pattern, name in rules:
+        if pattern.search(description):
+            return True, name
+    return False, None
+
+
+# ---------------------------------------------------------------- reading
+
+
+def _files(path: Path, problems: list[Problem]) -> tuple[Path, list[Path]]:
+    """The root the files are named from, and the files to read."""
+    if path.is_file():
+        import pydicom
+        from pydicom.fileset import FileSet
+
+        try:
+            fs = FileSet(pydicom.dcmread(path))
+            return path.parent, sorted({Path(i.path) for i in fs})
+        except Exception as e:  # pydicom raises many types on a damaged DICOMDIR
+            problems.append(Problem(path.name, None, f"is not a readable DICOMDIR: "
+                                                     f"{str(e).splitlines()[0][:200]}"))
+            return path.parent, []
+    files = []
+    for dirpath, dirnames, names in os.walk(path):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in sorted(names):
+            if not name.startswith("."):
+                files.append(Path(dirpath) / name)
+            if len(files) > MAX_FILES:
+                problems.append(Problem(path.name, None, f"holds more than {MAX_FILES:,} files"))
+                return path, []
+    return path, files
+
+
+def _geometry(ds: Any) -> list[tuple[Any, Any, Any]]:
+    """(ImagePositionPatient, ImageOrientationPatient, PixelSpacing) of each frame (None when
+    a tag is missing): classic images carry them at the top level, enhanced multi-frame images
+    in the shared and per-frame functional groups."""
+    n = int(getattr(ds, "NumberOfFrames", 1) or 1)
+    if "PerFrameFunctionalGroupsSequence" not in ds:
+        return [(getattr(ds, "ImagePositionPatient", None),
+                 getattr(ds, "ImageOrientationPatient", None),
+                 getattr(ds, "PixelSpacing", None))] * (1 if n == 1 else n)
+    shared = (ds.SharedFunctionalGroupsSequence[0]
+              if "SharedFunctionalGroupsSequence" in ds and ds.SharedFunctionalGroupsSequence
+              else None)
+
+    def find(group: Any, seq: str, attr: str) -> Any:
+        for g in (group, shared):
+            if g is not None and seq in g and g[seq].value:
+                value = getattr(g[seq].value[0], attr, None)
+                if value is not None:
+                    return value
+        return None
+
+    return [(find(f, "PlanePositionSequence", "ImagePositionPatient"),
+             find(f, "PlaneOrientationSequence", "ImageOrientationPatient"),
+             find(f, "PixelMeasuresSequence", "PixelSpacing"))
+            for f in ds.PerFrameFunctionalGroupsSequence]
+
+
+def _pixels(ds: Any, name: str) -> np.ndarray | str:
+    """The raw pixel array (frames, rows, cols), or why it cannot be read."""
+    try:
+        rows, cols = int(ds.Rows), int(ds.Columns)
+        frames = int(getattr(ds, "NumberOfFrames", 1) or 1)
+        if not ds.file_meta.TransferSyntaxUID.is_compressed:
+            need = rows * cols * frames * int(ds.BitsAllocated) // 8 * int(ds.SamplesPerPixel)
+            if len(ds.PixelData) < need:
+                return (f"is truncated: pixel data holds {len(ds.PixelData):,} bytes of "
+                        f"{need:,}")
+        data = ds.pixel_array
+    except Exception as e:  # pydicom and its decoders raise many types on damaged data
+        return f"pixel data cannot be read: {str(e).splitlines()[0][:200]}"
+    if getattr(ds, "SamplesPerPixel", 1) != 1:
+        return "is a colour image (one value per pixel is needed)"
+    return data.reshape(frames, rows, cols)
+
+
+def read_study(path: Path, problems: list[Problem]) -> tuple[list[_Series], list[str], set[str]]:
+    """The image series, what was left out (non-image objects), the identifying attributes
+    present; unreadable files become problems."""
+    import pydicom
+    from pydicom.errors import InvalidDicomError
+
+    root, files = _files(path, problems)
+    series: dict[str, _Series] = {}
+    left_out: dict[str, int] = {}
+    identifiers: set[str] = set()
+    total = 0
+    for f in files:
+        rel = f.relative_to(root).as_posix() if f.is_relative_to(root) else f.name
+        try:
+            size = f.stat().st_size
+        except OSError as e:
+            problems.append(Problem(rel, None, f"cannot read: {e.strerror or e}"))
+            continue
+        total += size
+        if size > MAX_FILE_BYTES or total > MAX_TOTAL_BYTES:
+            problems.append(Problem(rel, None, f"is over the limit of {MAX_FILE_BYTES:,} bytes "
+                                    f"a file or {MAX_TOTAL_BYTES:,} in all"))
+            return [], [], identifiers
+        try:
+            ds = pydicom.dcmread(f)
+        except InvalidDicomError:
+            problems.append(Problem(rel, None, "is not a DICOM file (no DICM preamble)"))
+            continue
+        except Exception as e:  # truncated or damaged: pydicom raises many types
+            problems.append(Problem(rel, None, f"is not a readable DICOM file: "
+                                               f"{str(e).splitlines()[0][:200]}"))
+            continue
+        sop_class = str(getattr(getattr(ds, "file_meta", None), "MediaStorageSOPClassUID", ""))
+        if sop_class == DICOMDIR_CLASS or "DirectoryRecordSequence" in ds:
+            continue  # the DICOMDIR itself
+        identifiers |= present(ds)
+        if "PixelData" not in ds:
+            kind = str(getattr(ds, "Modality", "") or "object")
+            left_out[f"{kind} without pixels"] = left_out.get(f"{kind} without pixels", 0) + 1
+            continue
+        uid = str(getattr(ds, "SeriesInstanceUID", "") or "")
+        if not uid:
+            problems.append(Problem(rel, None, "has no SeriesInstanceUID"))
+            continue
+        s = series.setdefault(uid, _Series(uid, int(getattr(ds, "SeriesNumber", 0) or 0),
+                                           str(getattr(ds, "SeriesDescription", "") or "")))
+        s.files.append(f)
+        image_type = [str(x).upper() for x in (getattr(ds, "ImageType", None) or [])]
+        s.localizer |= "LOCALIZER" in image_type or bool(_LOCALIZER.search(s.description))
+        s.burned_in |= str(getattr(ds, "BurnedInAnnotation", "")).upper() == "YES"
+        if s.localizer:
+            continue
+        pixels = _pixels(ds, rel)
+        if isinstance(pixels, str):
+            problems.append(Problem(rel, None, pixels))
+            continue
+        s.rows_cols.add(pixels.shape[1:])
+        for k, (ipp, iop, spacing) in enumerate(_geometry(ds)):
+            missing = [n for n, v in (("ImagePositionPatient", ipp),
+                                      ("ImageOrientationPatient", iop),
+                                      ("PixelSpacing", spacing)) if v is None]
+            if missing:
+                s.problems.append(f"{rel}: has no {', '.join(missing)} (the volume's geometry "
+                                  "cannot be known)")
+                break
+            plane = pixels[k]
+            s.frames.append(_Frame(np.asarray(ipp, float), np.asarray(iop, float),
+                                   np.asarray(spacing, float),
+                                   (int(plane[0, 0]), int(plane[0, -1]), int(plane[-1, 0]))))
+    lines = [f"{n} {kind}" for kind, n in sorted(left_out.items())]
+    return sorted(series.values(), key=lambda s: (s.number, s.uid)), lines, identifiers
+
+
+def _check_series(s: _Series) -> list[str]:
+    """Geometry problems of one series before conversion."""
+    if s.problems:
+        return s.problems[:1]
+    out = []
+    frames = s.frames
+    if len(s.rows_cols) > 1:
+        out.append("holds images of different sizes")
+    iops = np.array([f.orientation for f in frames])
+    if np.abs(iops - iops[0]).max() > 1e-4:
+        out.append("mixes image orientations (ImageOrientationPatient differs between slices)")
+        return out
+    spacings = np.array([f.spacing for f in frames])
+    if np.abs(spacings - spacings[0]).max() > 1e-4:
+        out.append("mixes pixel spacings")
+    if len(frames) < 2:
+        out.append("has a single slice: not a volume")
+        return out
+    normal = np.cross(iops[0][:3], iops[0][3:])
+    along = np.array([f.position @ normal for f in frames])
+    levels = np.unique(np.round(along, 3))
+    counts = [int(np.sum(np.isclose(along, v, atol=1e-3))) for v in levels]
+    if len(set(counts)) > 1:
+        out.append("has a different number of images at some slice positions")
+    if len(levels) < 2:
+        out.append("has all its images at one position: not a volume")
+        return out
+    steps = np.diff(levels)
+    if np.abs(steps - steps[0]).max() > max(1e-2, 0.01 * steps[0]):
+        big = float(steps.max())
+        out.append(f"has a gap between slices ({big:.2f} mm where the others are "
+                   f"{float(np.median(steps)):.2f} mm apart)")
+    return out
+
+
+# ---------------------------------------------------------------- conversion
+
+
+def _dcm2niix() -> str:
+    try:
+        import dcm2niix
+    except ImportError:
+        raise UserError("the DICOM import needs dcm2niix and pydicom: pip install "
+                        "'neural-medbench-studio[dicom]'") from None
+    return dcm2niix.bin
+
+
+def _convert(s: _Series, work: Path, dest: Path) -> str | None:
+    """Convert `s` with dcm2niix and write it text-free to `dest`; why not, or None."""
+    links = work / f"in-{s.number}-{len(list(work.iterdir()))}"
+    out = links.with_name(links.name.replace("in-", "out-"))
+    links.mkdir()
+    out.mkdir()
+    for k, f in enumerate(s.files):
+        (links / f"{k:06d}").symlink_to(f.resolve())
+    try:
+        done = subprocess.run([_dcm2niix(), "-b", "n", "-z", "y", "-f", "series", "-i", "n",
+                               "-m", "n", "-w", "1", "-v", "0", "-o", str(out), str(links)],
+                              capture_output=True, timeout=1800, check=False)
+    except subprocess.TimeoutExpired:
+        return "dcm2niix did not finish within 30 minutes"
+    made = sorted(out.glob("*.nii.gz"))
+    if done.returncode != 0 or not made:
+        return f"dcm2niix could not convert it (exit code {done.returncode})"
+    if len(made) > 1:
+        return (f"converts into {len(made)} volumes (several echoes, phase or derived images "
+                "in one series are not supported)")
+    try:
+        save_text_free(made[0], dest)
+    except UserError as e:
+        return f"the converted volume cannot be read: {e}"
+    return _check_geometry(s, dest)
+
+
+def _check_geometry(s: _Series, volume: Path) -> str | None:
+    """Does every slice sit where its DICOM tags say, with its corner pixels? None if so."""
+    import nibabel as nib
+
+    img = nib.load(volume)
+    inverse = np.linalg.inv(img.affine)
+    data = np.asanyarray(img.dataobj.get_unscaled())
+    shape = np.array(data.shape[:3])
+    lps_to_ras = np.array([-1.0, -1.0, 1.0])
+
+    def voxel(lps: np.ndarray) -> np.ndarray | None:
+        ijk = (inverse @ np.append(lps * lps_to_ras, 1.0))[:3]
+        near = np.round(ijk)
+        if np.abs(ijk - near).max() > _TOL_VOXEL or (near < 0).any() or (near >= shape).any():
+            return None
+        return near.astype(int)
+
+    for k, f in enumerate(s.frames):
+        row_dir, col_dir = f.orientation[:3], f.orientation[3:]
+        rows, cols = next(iter(s.rows_cols))
+        points = (f.position, f.position + row_dir * f.spacing[1] * (cols - 1),
+                  f.position + col_dir * f.spacing[0] * (rows - 1))
+        at = [voxel(p) for p in points]
+        if any(v is None for v in at):
+            return (f"image {k + 1}: ImagePositionPatient/ImageOrientationPatient/PixelSpacing "
+                    "do not match the converted volume's affine")
+        values = [data[tuple(v)] if data.ndim == 3 else data[(*v, 0)] for v in at]
+        if data.ndim == 3 and [int(v) for v in values] != list(f.corners):
+            return f"image {k + 1}: the converted volume's voxels differ from the DICOM pixels"
+    return None
+
+
+# ---------------------------------------------------------------- the import
+
+
+def convert(path: Path, root: Path, info: CaseInfo, *, sequence_map: Path | None,
+            allow_burned_in: bool, origin: dict[str, str], task_origin: list[str]
+            ) -> tuple[list[str], list[str], list[str]]:
+    """Write the study at `path` as a one-case bundle at `root`; (series, left out, dropped
+    identifiers). Raises BundleInvalid listing every problem."""
+    rules = read_sequence_map(sequence_map)
+    problems: list[Problem] = []
+    series, left_out, identifiers = read_study(path, problems)
+    label = path.name
+    chosen: list[tuple[_Series, str]] = []
+    for s in series:
+        if s.localizer:
+            left_out.append(f"{s.label}: localizer ({len(s.files)} files)")
+            continue
+        matched, name = sequence_of(s.description, rules)
+        if matched and name is None:
+            left_out.append(f"{s.label}: mapped to null by the sequence map")
+            continue
+        msgs = _check_series(s)
+        if s.burned_in and not allow_burned_in:
+            msgs.insert(0, "is marked BurnedInAnnotation YES: its pixels may show patient "
+                           "identifiers (--allow-burned-in after checking them)")
+        if not matched:
+            msgs.append(f"SeriesDescription {s.description[:64]!r} is not in the sequence map "
+                        "(--sequence-map FILE: {\"pattern\": \"SEQUENCE\"})")
+        problems += [Problem(label, None, f"{s.label}: {m}") for m in msgs]
+        if not msgs:
+            chosen.append((s, name or ""))
+    if not chosen and not problems:
+        problems.append(Problem(label, None, "holds no image series to import"))
+    if problems:
+        raise BundleInvalid(label, problems)
+    work = root.parent / "dicom-work"
+    work.mkdir()
+    cid = str(info.case["case_id"])
+    folder = root / "cases" / cid
+    folder.mkdir(parents=True)
+    entries, shown, used = [], [], {}
+    for s, name in chosen:
+        used[name] = used.get(name, 0) + 1
+        sequence = name if used[name] == 1 else f"{name} ({used[name]})"
+        file = f"series-{s.number}-{used[name]}.nii.gz"
+        why = _convert(s, work, folder / file)
+        if why:
+            problems.append(Problem(label, None, f"{s.label}: {why}"))
+            continue
+        import nibabel as nib
+
+        shape = "x".join(map(str, nib.load(folder / file).shape))
+        origin[f"cases/{cid}/{file}"] = f"{label} {s.label}"
+        entries.append({"sequence": sequence, "file": file})
+        shown.append(f"{sequence}: {shape}")
+    if problems:
+        raise BundleInvalid(label, problems)
+    (root / "bundle.json").write_text(json.dumps(
+        {"format": FORMAT, "name": f"DICOM import: {cid}"[:256],
+         "description": "converted by nmb import --from dicom"}))
+    (root / "tasks.jsonl").touch()
+    write_case(root, info, entries, origin, task_origin)
+    return shown, left_out, sorted(identifiers)
+
+
+def import_dicom(s: Session, path: Path, *, case_info: Path, sequence_map: Path | None = None,
+                 allow_burned_in: bool = False, dry_run: bool = False, actor: str | None = None,
+                 progress: Callable[[float, str], None] | None = None) -> DicomSummary:
+    """Convert the DICOM study at `path` (folder or DICOMDIR) into one case with the info of
+    `case_info` and import it in one transaction of `s`; raises BundleInvalid listing every
+    problem, the study unchanged."""
+    path = Path(path)
+    if not path.exists():
+        raise UserError(f"{path.name}: no such file or folder")
+    if case_info is None:
+        raise UserError("--from dicom needs --case-info CASE.json (docs/bundle-format.md)")
+    problems: list[Problem] = []
+    info = read_case_info(Path(case_info), problems)
+    if info is None:
+        raise BundleInvalid(Path(case_info).name, problems)
+    origin: dict[str, str] = {}
+    task_origin: list[str] = []
+    with Workspace(SOURCE, engine=s.get_bind()) as ws:
+        try:
+            root = ws.path / SOURCE
+            shown, left_out, identifiers = convert(
+                path, root, info, sequence_map=sequence_map, allow_burned_in=allow_burned_in,
+                origin=origin, task_origin=task_origin)
+        except BaseException:
+            s.rollback()
+            raise
+        try:
+            summary = import_bundle(s, root, dry_run=dry_run, actor=actor, progress=progress,
+                                    workspace=ws)
+        except BundleInvalid as e:
+            raise BundleInvalid(path.name, mapped(e.problems, origin, task_origin)) from None
+    return DicomSummary(source=SOURCE, imported=summary, series=shown, left_out=left_out,
+                        dropped_identifiers=identifiers)

@@ -1,0 +1,511 @@
+"""Model responses to tasks the study already holds (`nmb import-responses FILE --from ...`).
+
+A harness file (a bundle's `responses.jsonl`, VLMEvalKit predictions, lm-evaluation-harness
+sample logs; OpenAI Batch output through `collection.batch_responses`) is read into
+`Answer`s, each matched to a task of the study by a task-key rule (`TaskKey`), and written as
+a responses-only bundle (bundle.json + responses.jsonl) in a workspace under NMB_HOME/tmp,
+which `db.bundle.importer.import_bundle` imports: the same field checks, size caps, model-name
+redaction, hold for review and blind codes as any bundle's responses, in one transaction.
+Answers that are failures (a Batch error line) are recorded as collection failures, not
+responses. Every problem is reported at once, named by file and row; nothing is written.
+
+Samples: the answers of one model to one task are samples 0, 1, ... in file order; a
+response's id is derived from (source, model, task, sample), so importing the same file again
+changes nothing. The formats and rules are in docs/bundle-format.md ("Responses from
+evaluation harnesses").
+"""
+
+import csv
+import hashlib
+import json
+import re
+import zipfile
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sqlmodel import Session, delete, select
+
+from db.bundle.importer import FORMAT, BundleInvalid, ImportSummary, Problem, import_bundle
+from db.bundle.store import Workspace
+from db.bundle.validate import (
+    MAX_TEXT_FILE_BYTES,
+    read_json,
+    read_jsonl,
+    unknown_tasks_message,
+)
+from db.models import CollectionFailure, CollectionRun, Task, utcnow
+from db.queries import fetch_in
+from errors import UserError, one_line
+
+SOURCES = ("nmb", "openai-batch", "vlmevalkit", "lm-eval")
+#: A response file larger than this is refused before it is read.
+MAX_FILE_BYTES = MAX_TEXT_FILE_BYTES
+#: An .xlsx is a zip: refused when its parts unpack to more than this (or 100x its size).
+MAX_XLSX_UNZIPPED = 512 * 2**20
+MAX_ROWS = 1_000_000
+#: A cell of a prediction file holds text or a number; longer ones are refused by the bundle
+#: rules (200,000 characters for a response).
+_TSV_FIELD_LIMIT = 4 * 2**20
+
+
+@dataclass
+class Answer:
+    """One answer read from a harness file, before it is matched to a task."""
+
+    where: str  # "preds.xlsx row 3", "batch.jsonl:4"
+    keys: dict[str, Any]  # every field a task-key rule may read: {"index": 3, "question": ...}
+    default_key: str  # the field the default rule reads
+    native_key: str = ""  # the format's own key, which a map rule looks up (default_key if "")
+    model: str | None = None
+    text: str | None = None  # None with `failure`
+    usage: dict[str, int] | None = None
+    failure: str | None = None  # a Batch error line: recorded as a failure
+
+
+Reader = Callable[[Path, list[Problem]], list[Answer]]
+
+
+@dataclass
+class ResponsesSummary:
+    """What a responses import did: the bundle import's summary plus the failures recorded."""
+
+    file: str
+    source: str
+    imported: ImportSummary
+    failures: int = 0
+
+    @property
+    def changed(self) -> bool:
+        return self.imported.changed or bool(self.failures)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def __str__(self) -> str:
+        out = str(self.imported)
+        if self.failures:
+            out += (f"; {self.failures} failed answers recorded as collection failures "
+                    "(not responses)")
+        return out
+
+
+# ---------------------------------------------------------------- task keys
+
+
+@dataclass(frozen=True)
+class TaskKey:
+    """How an answer finds its task (`--task-key`):
+
+    - `field:NAME`: the value of field (or column) NAME is the task id;
+    - `map:FILE.json`: the format's own key (custom_id, index, doc_id), looked up in a JSON
+      object {key: task_id};
+    - `prompt`: the answer's question text equals the prompt of exactly one task (surrounding
+      blanks ignored);
+    - absent: the format's default key is the task id (docs/bundle-format.md).
+    """
+
+    kind: str = "default"  # default | field | map | prompt
+    name: str = ""  # field name, or the map's file
+    mapping: dict[str, str] = field(default_factory=dict, compare=False)
+
+    @classmethod
+    def parse(cls, rule: str | None) -> "TaskKey":
+        if not rule:
+            return cls()
+        if rule == "prompt":
+            return cls("prompt")
+        kind, _, name = rule.partition(":")
+        if kind == "field" and name:
+            return cls("field", name)
+        if kind == "map" and name:
+            problems: list[Problem] = []
+            data = read_json(Path(name), Path(name).name, problems)
+            if problems:
+                raise UserError(f"--task-key {rule}: {problems[0]}")
+            if not isinstance(data, dict) or not all(isinstance(v, str) for v in data.values()):
+                raise UserError(f"--task-key {rule}: {Path(name).name} is not a JSON object "
+                                "of task ids ({\"key\": \"task_id\", ...})")
+            return cls("map", name, data)
+        raise UserError(f"--task-key {rule!r} is not field:NAME, map:FILE.json or prompt")
+
+
+def _key_text(v: Any) -> str | None:
+    if isinstance(v, bool) or v is None:
+        return None
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)  # a spreadsheet's 3.0 is the index 3
+    return str(v) if isinstance(v, str | int | float) else None
+
+
+def _lookup(keys: dict[str, Any], name: str) -> Any:
+    """`name` in `keys`, or a dotted path into nested objects (`doc.task_id`)."""
+    if name in keys:
+        return keys[name]
+    v: Any = keys
+    for part in name.split("."):
+        if not isinstance(v, dict) or part not in v:
+            return None
+        v = v[part]
+    return v
+
+
+def match_tasks(s: Session, answers: list[Answer], rule: TaskKey, label: str,
+                problems: list[Problem]) -> list[str | None]:
+    """The task id of each answer (None where it has none); unknown and ambiguous keys are
+    one problem line each, listing them all."""
+    prompts: dict[str, list[str]] = {}
+    if rule.kind == "prompt":
+        for tid, prompt in s.exec(select(Task.task_id, Task.prompt)):
+            prompts.setdefault(prompt.strip(), []).append(tid)
+    raw: list[str | None] = []
+    missing: list[str] = []
+    ambiguous: dict[str, list[str]] = {}
+    unmapped: dict[str, list[int]] = {}
+    for a in answers:
+        if rule.kind == "prompt":
+            q = a.keys.get("question")
+            hits = prompts.get(q.strip(), []) if isinstance(q, str) else []
+            if len(hits) > 1:
+                ambiguous.setdefault(one_line(q, 60), []).append(a.where)
+            elif not hits:
+                unmapped.setdefault(one_line(q, 60) if isinstance(q, str) else "(no question)",
+                                    []).append(_row(a))
+            raw.append(hits[0] if len(hits) == 1 else None)
+            continue
+        name = {"field": rule.name, "map": a.native_key or a.default_key}.get(rule.kind,
+                                                                             a.default_key)
+        key = _key_text(_lookup(a.keys, name))
+        if key is None:
+            missing.append(a.where)
+            raw.append(None)
+        elif rule.kind == "map":
+            if key not in rule.mapping:
+                unmapped.setdefault(key, []).append(_row(a))
+            raw.append(rule.mapping.get(key))
+        else:
+            raw.append(key)
+    if missing:
+        name = rule.name if rule.kind == "field" else answers[0].default_key
+        problems.append(Problem(label, None, f"{len(missing)} answers have no task key {name} "
+                                f"(first: {missing[0]}); see --task-key"))
+    if ambiguous:
+        shown = "; ".join(f"{q!r} ({', '.join(w[:3])})" for q, w in list(ambiguous.items())[:10])
+        problems.append(Problem(label, None, f"{len(ambiguous)} questions are the prompt of "
+                                f"more than one task: {shown}; use --task-key field:NAME or map"))
+    if unmapped:
+        where = "in " + Path(rule.name).name if rule.kind == "map" else "among the task prompts"
+        problems.append(Problem(label, None, f"{len(unmapped)} keys are not {where}: "
+                                + ", ".join(f"{k!r}" for k in list(unmapped)[:20])
+                                + (f" and {len(unmapped) - 20} more" if len(unmapped) > 20
+                                   else "")))
+    known = set(fetch_in(s, Task.task_id, {t for t in raw if t is not None}, Task.task_id))
+    unknown: dict[str, list[int]] = {}
+    for a, tid in zip(answers, raw, strict=True):
+        if tid is not None and tid not in known:
+            unknown.setdefault(tid, []).append(_row(a))
+    if unknown:
+        problems.append(Problem(label, None, unknown_tasks_message(unknown, "row")))
+    return [t if t in known else None for t in raw]
+
+
+def _row(a: Answer) -> int:
+    """The row or line number at the end of `a.where`."""
+    digits = re.findall(r"\d+", a.where)
+    return int(digits[-1]) if digits else 0
+
+
+# ---------------------------------------------------------------- readers
+
+
+def _cap(path: Path, problems: list[Problem], limit: int | None = None) -> bool:
+    """False (a problem said) when `path` cannot be read or is over `limit` (MAX_FILE_BYTES)."""
+    limit = MAX_FILE_BYTES if limit is None else limit
+    try:
+        size = path.stat().st_size
+    except OSError as e:
+        problems.append(Problem(path.name, None, f"cannot read: {e.strerror or e}"))
+        return False
+    if size > limit:
+        problems.append(Problem(path.name, None, f"is {size:,} bytes, more than the limit of "
+                                                 f"{limit:,}"))
+        return False
+    return True
+
+
+def read_nmb(path: Path, problems: list[Problem]) -> list[Answer]:
+    """A bundle's responses.jsonl: copied as it is (see `import_responses`)."""
+    return []
+
+
+def read_lm_eval(path: Path, problems: list[Problem]) -> list[Answer]:
+    """lm-evaluation-harness sample logs (`--log_samples`, samples_<task>_<time>.jsonl): one
+    JSON object per document with `doc_id`, `doc` and `resps` (a list per request of a list of
+    repeats); each repeat of the first request is one sample. Default key: `doc.task_id`,
+    else `doc_id`."""
+    if not _cap(path, problems):
+        return []
+    out = []
+    for n, obj, why in read_jsonl(path, path.name, problems):
+        where = f"{path.name}:{n}"
+        if why or not isinstance(obj, dict):
+            problems.append(Problem(path.name, n, why or "is not a JSON object"))
+            continue
+        resps = obj.get("resps")
+        if ("doc_id" not in obj or not isinstance(resps, list) or not resps
+                or not isinstance(resps[0], list)):
+            problems.append(Problem(path.name, n, "is not an lm-evaluation-harness sample "
+                                    "(needs doc_id and resps, a list of lists of answers)"))
+            continue
+        texts = resps[0]
+        if not texts or not all(isinstance(t, str) for t in texts):
+            problems.append(Problem(path.name, n, "resps[0] is not a list of answer texts"))
+            continue
+        doc = obj.get("doc") if isinstance(obj.get("doc"), dict) else {}
+        keys = {"doc_id": obj["doc_id"], "doc": doc,
+                "question": doc.get("question") if isinstance(doc.get("question"), str) else None}
+        default = "doc.task_id" if isinstance(doc.get("task_id"), str) else "doc_id"
+        out += [Answer(where, keys, default, "doc_id", text=t) for t in texts]
+    return out
+
+
+def _xlsx_rows(path: Path, problems: list[Problem]) -> list[tuple[int, list]] | None:
+    """The rows of the first sheet as values; None (a problem said) for a formula, a zip bomb
+    or a file that is not a workbook."""
+    try:
+        with zipfile.ZipFile(path) as zf:
+            unzipped = sum(i.file_size for i in zf.infolist())
+    except (zipfile.BadZipFile, OSError) as e:
+        problems.append(Problem(path.name, None, f"is not an .xlsx workbook: {e}"))
+        return None
+    if unzipped > MAX_XLSX_UNZIPPED or unzipped > 100 * max(1, path.stat().st_size) > 2**26:
+        problems.append(Problem(path.name, None, f"unzips to {unzipped:,} bytes, more than "
+                                                 f"the limit of {MAX_XLSX_UNZIPPED:,} (zip bomb?)"))
+        return None
+    try:
+        import openpyxl  # the [harness] extra
+    except ImportError:
+        raise UserError("reading .xlsx needs openpyxl: pip install "
+                        "'neural-medbench-studio[harness]' (or give a .tsv)") from None
+
+    try:
+        book = openpyxl.load_workbook(path, read_only=True, data_only=False)
+    except Exception as e:  # openpyxl raises many types on a damaged workbook
+        problems.append(Problem(path.name, None, f"is not a readable .xlsx workbook: "
+                                                 f"{one_line(str(e) or type(e).__name__, 120)}"))
+        return None
+    rows = []
+    try:
+        sheet = book.worksheets[0]
+        for n, cells in enumerate(sheet.iter_rows(), start=1):
+            if n > MAX_ROWS + 1:
+                problems.append(Problem(path.name, None, f"has more than {MAX_ROWS:,} rows"))
+                return None
+            values = []
+            for c in cells:
+                if c.data_type == "f":
+                    problems.append(Problem(path.name, None, f"row {n}, cell {c.coordinate} "
+                                    "holds a formula: prediction files hold values only"))
+                    return None
+                values.append(c.value)
+            rows.append((n, values))
+    finally:
+        book.close()
+    return rows
+
+
+def _tsv_rows(path: Path, problems: list[Problem]) -> list[tuple[int, list]] | None:
+    csv.field_size_limit(_TSV_FIELD_LIMIT)
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as f:
+            rows = []
+            reader = csv.reader(f, delimiter="\t")
+            for row in reader:
+                if len(rows) > MAX_ROWS:
+                    problems.append(Problem(path.name, None, f"has more than {MAX_ROWS:,} rows"))
+                    return None
+                rows.append((reader.line_num, row))
+            return rows
+    except UnicodeDecodeError as e:
+        problems.append(Problem(path.name, None, f"not UTF-8 text (byte {e.object[e.start]:#04x})"))
+    except (csv.Error, OSError) as e:
+        problems.append(Problem(path.name, None, f"is not a readable .tsv file: {e}"))
+    return None
+
+
+VLMEVALKIT_COLUMNS = ("index", "prediction")
+
+
+def read_vlmevalkit(path: Path, problems: list[Problem]) -> list[Answer]:
+    """A VLMEvalKit prediction file (`<model>_<dataset>.xlsx` or `.tsv`): a header row with at
+    least `index` and `prediction` (and `question` for `--task-key prompt`); one answer per
+    row. Default key: a `task_id` column, else `index`. Cells hold text or numbers only."""
+    if not _cap(path, problems):
+        return []
+    suffix = path.suffix.lower()
+    if suffix not in (".xlsx", ".tsv"):
+        problems.append(Problem(path.name, None, "a VLMEvalKit prediction file is .xlsx or .tsv"))
+        return []
+    rows = _xlsx_rows(path, problems) if suffix == ".xlsx" else _tsv_rows(path, problems)
+    if not rows:
+        if rows is not None:
+            problems.append(Problem(path.name, None, "is empty (no header row)"))
+        return []
+    header = [str(h).strip() if h is not None else "" for h in rows[0][1]]
+    if missing := [c for c in VLMEVALKIT_COLUMNS if c not in header]:
+        problems.append(Problem(path.name, None, f"has no column {', '.join(missing)} (found: "
+                                f"{one_line(', '.join(h for h in header if h), 200) or 'none'})"))
+        return []
+    out = []
+    default = "task_id" if "task_id" in header else "index"
+    for n, values in rows[1:]:
+        if all(v in (None, "") for v in values):
+            continue
+        cells = dict(zip(header, values, strict=False))
+        bad = [k for k, v in cells.items() if k and v is not None
+               and (isinstance(v, bool) or not isinstance(v, str | int | float))]
+        if bad:
+            problems.append(Problem(path.name, None, f"row {n}, column {bad[0]}: holds a "
+                                    f"{type(cells[bad[0]]).__name__}, not text or a number"))
+            continue
+        prediction = cells.get("prediction")
+        text = "" if prediction is None else _key_text(prediction) or str(prediction)
+        out.append(Answer(f"{path.name} row {n}", cells, default, "index", text=text))
+    return out
+
+
+READERS: dict[str, Reader] = {"nmb": read_nmb, "vlmevalkit": read_vlmevalkit,
+                              "lm-eval": read_lm_eval}
+
+
+# ---------------------------------------------------------------- the import
+
+
+def response_id(source: str, model: str, task_id: str, sample: int) -> str:
+    digest = hashlib.sha256(f"{source}\0{model}\0{task_id}\0{sample}".encode()).hexdigest()
+    return f"{source}-{digest[:24]}"
+
+
+def _record_failures(failures: list[tuple[str, str, int, str]], file: str, source: str
+                     ) -> Callable[[Session], None]:
+    """Writes the failed answers as the latest collection failures of (model, task, sample),
+    under one finished collection run that names the file."""
+    def write(s: Session) -> None:
+        by_model: dict[str, list] = {}
+        for f in failures:
+            by_model.setdefault(f[0], []).append(f)
+        for model, rows in by_model.items():
+            run = CollectionRun(model=model, settings={"imported": file, "source": source},
+                                template_version="import", template_hash="", batch=True,
+                                status="finished", n_items=len(rows), failed=len(rows),
+                                finished_at=utcnow())
+            s.add(run)
+            s.flush()
+            for _, task_id, sample, reason in rows:
+                s.exec(delete(CollectionFailure).where(
+                    CollectionFailure.model == model, CollectionFailure.task_id == task_id,
+                    CollectionFailure.sample == sample))
+                s.add(CollectionFailure(run_id=run.id, model=model, task_id=task_id,
+                                        sample=sample, reason=reason, attempts=1))
+    return write
+
+
+def import_responses(s: Session, path: Path, *, source: str, model: str | None = None,
+                     task_key: str | None = None, dry_run: bool = False,
+                     actor: str | None = None, progress: Any = None,
+                     readers: dict[str, Reader] | None = None) -> ResponsesSummary:
+    """Read `path` (a file in the `source` format, or for `nmb` a responses.jsonl or a
+    responses-only bundle), match its answers to the study's tasks and import them in one
+    transaction of `s`; raises BundleInvalid listing every problem, the study unchanged."""
+    readers = {**READERS, **(readers or {})}
+    if source not in readers:
+        raise UserError(f"--from {source!r} is not one of {', '.join(readers)}")
+    path = Path(path)
+    if not path.exists():
+        raise UserError(f"{path.name}: no such file")
+    if source == "nmb":
+        if task_key or model:
+            raise UserError("--model and --task-key are for harness files: a responses.jsonl "
+                            "names its tasks and models")
+        return _import_nmb(s, path, dry_run=dry_run, actor=actor, progress=progress)
+    if path.is_dir():
+        raise UserError(f"{path.name}: is a folder, not a {source} file")
+    rule = TaskKey.parse(task_key)
+    problems: list[Problem] = []
+    try:
+        answers = readers[source](path, problems)
+        if not answers and not problems:
+            problems.append(Problem(path.name, None, "holds no answer"))
+        tasks = match_tasks(s, answers, rule, path.name, problems) if answers else []
+    finally:
+        s.rollback()
+    lines, origin, failures = [], [], []
+    samples: dict[tuple[str, str], int] = {}
+    named = {a.model for a in answers if a.model}
+    if model is None and len(named) == 1:  # e.g. a Batch error line of a one-model file
+        model = named.pop()
+    nameless = [a.where for a in answers if not (model or a.model)]
+    if nameless:
+        problems.append(Problem(path.name, None, f"{len(nameless)} answers name no model "
+                                f"(first: {nameless[0]}): give --model NAME"))
+    if problems:
+        raise BundleInvalid(path.name, problems)
+    for a, tid in zip(answers, tasks, strict=True):
+        who = model or a.model or ""
+        k = samples.get((who, tid), 0)
+        samples[who, tid] = k + 1
+        if a.failure is not None:
+            failures.append((who, tid, k, a.failure))
+            continue
+        row = {"response_id": response_id(source, who, tid, k), "task_id": tid, "model": who,
+               "sample": k, "text": a.text or ""}
+        if a.usage:
+            row["usage"] = a.usage
+        lines.append(row)
+        origin.append(a.where)
+    with Workspace("responses", engine=s.get_bind()) as ws:
+        root = ws.path / "responses"
+        root.mkdir()
+        (root / "bundle.json").write_text(json.dumps(
+            {"format": FORMAT, "name": f"{source} responses: {path.name}"[:256],
+             "description": f"converted by nmb import-responses --from {source}"}))
+        (root / "responses.jsonl").write_text(
+            "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in lines), encoding="utf-8")
+        also = _record_failures(failures, path.name, source) if failures else None
+        try:
+            summary = import_bundle(s, root, dry_run=dry_run, actor=actor, progress=progress,
+                                    workspace=ws, also=also)
+        except BundleInvalid as e:
+            raise BundleInvalid(path.name, [
+                Problem(origin[p.line - 1] if p.file == "responses.jsonl" and p.line
+                        and p.line <= len(origin) else path.name, None, p.message)
+                for p in e.problems]) from None
+    return ResponsesSummary(file=path.name, source=source, imported=summary,
+                            failures=len(failures))
+
+
+def _import_nmb(s: Session, path: Path, *, dry_run: bool, actor: str | None,
+                progress: Any) -> ResponsesSummary:
+    """A responses-only bundle folder (or .zip), or a bare responses.jsonl."""
+    if path.is_dir() or path.suffix.lower() == ".zip":
+        summary = import_bundle(s, path, dry_run=dry_run, actor=actor, progress=progress)
+        return ResponsesSummary(file=path.name, source="nmb", imported=summary)
+    with Workspace("responses", engine=s.get_bind()) as ws:
+        root = ws.path / "responses"
+        root.mkdir()
+        problems: list[Problem] = []
+        if _cap(path, problems):
+            (root / "responses.jsonl").write_bytes(path.read_bytes())
+        else:
+            raise BundleInvalid(path.name, problems)
+        (root / "bundle.json").write_text(json.dumps(
+            {"format": FORMAT, "name": f"responses: {path.name}"[:256]}))
+        try:
+            summary = import_bundle(s, root, dry_run=dry_run, actor=actor, progress=progress,
+                                    workspace=ws)
+        except BundleInvalid as e:
+            raise BundleInvalid(path.name, [
+                Problem(path.name if p.file == "responses.jsonl" else p.file, p.line, p.message)
+                for p in e.problems]) from None
+    return ResponsesSummary(file=path.name, source="nmb", imported=summary)

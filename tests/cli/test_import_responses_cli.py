@@ -1,0 +1,39 @@
+"""`nmb import-responses` as the README runs it: a real process, exit codes, one line per
+mistake, nothing written on a refusal."""
+
+import json
+from pathlib import Path
+
+from tests.cli.test_cli import nmb
+from tests.db.bundles import snapshot, write_bundle, write_jsonl
+
+
+def test_readme_import_responses_from_batch_output(nmb_home: Path, tmp_path: Path) -> None:
+    assert nmb("import", str(write_bundle(tmp_path / "b", with_responses=[]))).returncode == 0
+    out = tmp_path / "batch_output.jsonl"
+    write_jsonl(out, [{"custom_id": "t1", "error": None, "response": {"status_code": 200, "body": {
+        "model": "gpt-4o-mini", "choices": [{"finish_reason": "stop", "message": {
+            "role": "assistant", "content": "Stroke."}}],
+        "usage": {"prompt_tokens": 5, "completion_tokens": 2}}}},
+        {"custom_id": "t2", "response": None, "error": {"code": "x", "message": "boom"}}])
+    done = nmb("import-responses", str(out), "--from", "openai-batch")
+    assert done.returncode == 0, done.stderr
+    assert "imported 0 cases, 0 series, 0 tasks, 1 responses" in done.stdout
+    assert "1 failed answers recorded as collection failures" in done.stdout
+    again = json.loads(nmb("import-responses", str(out), "--from", "openai-batch",
+                           "--json").stdout)
+    assert again["imported"]["unchanged_responses"] == 1
+
+
+def test_import_responses_mistakes(nmb_home: Path, tmp_path: Path) -> None:
+    assert nmb("import", str(write_bundle(tmp_path / "b", with_responses=[]))).returncode == 0
+    url = f"sqlite:///{nmb_home / 'study.db'}"
+    before = snapshot(url)
+    tsv = tmp_path / "p.tsv"
+    tsv.write_text("index\tprediction\nt9\tx\n")
+    out = nmb("import-responses", str(tsv), "--from", "vlmevalkit", "--model", "m")
+    assert out.returncode == 2 and out.stderr.count("\n") == 1
+    assert out.stderr == 'nmb: p.tsv: 1 task_id is not a task of this study: "t9" (row 2)\n'
+    out = nmb("import-responses", str(tsv), "--from", "vlmevalkit", "--task-key", "columns")
+    assert out.returncode == 2 and "is not field:NAME, map:FILE.json or prompt" in out.stderr
+    assert snapshot(url) == before

@@ -1,0 +1,220 @@
+"""Responses to tasks the study already holds: a responses-only bundle, and harness files
+(OpenAI Batch output, VLMEvalKit predictions, lm-evaluation-harness samples) converted into
+one; refusals name the file and row, and leave the study unchanged."""
+
+import json
+import shutil
+from pathlib import Path
+
+import openpyxl
+import pytest
+from sqlmodel import Session, select
+
+from collection.batch_responses import import_harness_responses
+from db.bundle.importer import BundleInvalid, import_bundle
+from db.engine import engine_for
+from db.models import CollectionFailure, Response, ResponseFlag
+from db.sources import responses as response_import
+from tests.db.bundles import snapshot, write_bundle, write_jsonl
+
+
+@pytest.fixture
+def study(database_url: str, tmp_path: Path) -> str:
+    """A study holding the base bundle's cases and tasks (t1, t2: levels 1-2; t3: level 3),
+    and no response."""
+    with Session(engine_for(database_url)) as s:
+        import_bundle(s, write_bundle(tmp_path / "base", with_responses=[]))
+    return database_url
+
+
+def _run(url: str, path: Path, source: str, **kw):
+    with Session(engine_for(url), expire_on_commit=False) as s:
+        return import_harness_responses(s, path, source=source, actor="admin", **kw)
+
+
+def _responses(url: str) -> list[tuple]:
+    with Session(engine_for(url)) as s:
+        return sorted((r.task_id, r.model, r.sample, r.text, json.dumps(r.usage))
+                      for r in s.exec(select(Response)))
+
+
+def _refused(url: str, path: Path, source: str, **kw) -> list[str]:
+    before = snapshot(url)
+    with pytest.raises(BundleInvalid) as info:
+        _run(url, path, source, **kw)
+    assert snapshot(url) == before
+    return [str(p) for p in info.value.problems]
+
+
+def _batch_line(custom_id: str, text: str | None = None, *, error: str | None = None,
+                model: str = "gpt-4o-2024-08-06", status: int = 200) -> dict:
+    if error:
+        return {"id": "batch_req_1", "custom_id": custom_id, "response": None,
+                "error": {"code": "server_error", "message": error}}
+    return {"id": "batch_req_2", "custom_id": custom_id, "error": None, "response": {
+        "status_code": status, "request_id": "req", "body": {
+            "id": "chatcmpl-1", "object": "chat.completion", "model": model,
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": text}}],
+            "usage": {"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150}}}}
+
+
+def test_a_responses_only_bundle_adds_responses_to_the_study(study: str, tmp_path: Path) -> None:
+    bundle = tmp_path / "answers"
+    bundle.mkdir()
+    (bundle / "bundle.json").write_text(json.dumps({"format": "nmb-bundle/1", "name": "more"}))
+    write_jsonl(bundle / "responses.jsonl", [
+        {"response_id": "x-1", "task_id": "t1", "model": "model-x", "sample": 0, "text": "a"},
+        {"response_id": "x-3", "task_id": "t3", "model": "model-x", "sample": 0, "text": "b",
+         "turns": ["c", "d"]}])
+    with Session(engine_for(study)) as s:
+        summary = import_bundle(s, bundle)
+    assert (summary.new_cases, summary.new_tasks, summary.new_responses) == (0, 0, 2)
+    with Session(engine_for(study)) as s:  # again: unchanged
+        assert import_bundle(s, bundle).unchanged_responses == 2
+    # a bare responses.jsonl through import-responses --from nmb
+    write_jsonl(tmp_path / "r.jsonl", [{"response_id": "y-1", "task_id": "t2",
+                                        "model": "model-y", "sample": 0, "text": "e"}])
+    assert _run(study, tmp_path / "r.jsonl", "nmb").imported.new_responses == 1
+    assert len(_responses(study)) == 3
+
+
+def test_unknown_tasks_and_level_rules_are_checked_against_the_study(study: str,
+                                                                    tmp_path: Path) -> None:
+    write_jsonl(tmp_path / "r.jsonl", [
+        {"response_id": "z-1", "task_id": "nope", "model": "m", "sample": 0, "text": "a"},
+        {"response_id": "z-2", "task_id": "nope", "model": "m", "sample": 1, "text": "a"},
+        {"response_id": "z-3", "task_id": "gone", "model": "m", "sample": 0, "text": "a"},
+        {"response_id": "z-4", "task_id": "t3", "model": "m", "sample": 0, "text": "a",
+         "turns": ["only one"]}])
+    assert _refused(study, tmp_path / "r.jsonl", "nmb") == [
+        "r.jsonl:4: turns has 1 answers but task \"t3\" has 2 stages (one answer per stage)",
+        'r.jsonl: 2 task_ids are not tasks of this study: "nope" (lines 1, 2), "gone" (line 3)']
+
+
+def test_batch_output_becomes_responses_failures_and_flags(study: str, tmp_path: Path) -> None:
+    out = tmp_path / "batch_output.jsonl"
+    write_jsonl(out, [_batch_line("t1", "Left MCA infarct."),
+                      _batch_line("t2", "As GPT-4o, a model developed by OpenAI, I see a lesion."),
+                      _batch_line("t1", error="The server had an error"),
+                      _batch_line("t2", "", status=200)])  # empty: a failure too
+    summary = _run(study, out, "openai-batch")
+    assert summary.imported.new_responses == 2 and summary.failures == 2
+    assert summary.imported.flagged_responses == 1
+    rows = _responses(study)
+    assert rows[0][:3] == ("t1", "gpt-4o-2024-08-06", 0)
+    assert json.loads(rows[0][4]) == {"prompt_tokens": 120, "completion_tokens": 30}
+    with Session(engine_for(study)) as s:
+        failures = sorted((f.task_id, f.sample, f.reason[:17])
+                          for f in s.exec(select(CollectionFailure)))
+        flagged = s.exec(select(ResponseFlag)).all()
+    assert failures == [("t1", 1, "batch line error "), ("t2", 1, "empty answer")]
+    assert len(flagged) == 1 and "[name removed]" in rows[1][3]
+    again = _run(study, out, "openai-batch")  # the same file again: nothing new
+    assert again.imported.new_responses == 0 and again.imported.unchanged_responses == 2
+    # --model overrides the file's, so the same answers are another model's
+    assert _run(study, out, "openai-batch", model="mine").imported.new_responses == 2
+
+
+def test_batch_mistakes_are_named_by_line(study: str, tmp_path: Path) -> None:
+    out = tmp_path / "b.jsonl"
+    bad_usage = _batch_line("t1", "x")
+    bad_usage["response"]["body"]["usage"]["prompt_tokens"] = "many"
+    write_jsonl(out, [_batch_line("t9", "x"), bad_usage, {"custom_id": "t1"}, [1, 2],
+                      _batch_line("t1", {"text": "an object"})])
+    assert _refused(study, out, "openai-batch") == [
+        "b.jsonl:2: response.body.usage is not an object of token counts (integers >= 0)",
+        "b.jsonl:3: has neither response nor error",
+        "b.jsonl:4: is not a JSON object",
+        "b.jsonl:5: response.body.choices[0].message.content is not a string",
+        'b.jsonl: 1 task_id is not a task of this study: "t9" (row 1)']
+
+
+def _xlsx(path: Path, rows: list[list]) -> Path:
+    book = openpyxl.Workbook()
+    for row in rows:
+        book.active.append(row)
+    book.save(path)
+    return path
+
+
+def test_vlmevalkit_xlsx_and_tsv_with_each_task_key_rule(study: str, tmp_path: Path) -> None:
+    xlsx = _xlsx(tmp_path / "MyVLM_NeuroBench.xlsx", [
+        ["index", "question", "prediction", "task_id"],
+        [0, "Give your differential diagnosis.", "Stroke.", "t1"],
+        [1, "Where is the lesion?", 42, "t2"]])  # a number is its text
+    summary = _run(study, xlsx, "vlmevalkit", model="MyVLM")
+    assert summary.imported.new_responses == 2
+    assert [r[:4] for r in _responses(study)] == [("t1", "MyVLM", 0, "Stroke."),
+                                                  ("t2", "MyVLM", 0, "42")]
+    index_map = tmp_path / "map.json"
+    index_map.write_text(json.dumps({"0": "t1", "1": "t2"}))
+    assert _run(study, xlsx, "vlmevalkit", model="Other",
+                task_key=f"map:{index_map}").imported.new_responses == 2
+    tsv = tmp_path / "preds.tsv"
+    tsv.write_text("index\tquestion\tprediction\n7\tWhere is the lesion?\tleft frontal\n")
+    assert _run(study, tsv, "vlmevalkit", model="Third",
+                task_key="prompt").imported.new_responses == 1
+
+
+def test_vlmevalkit_refusals(study: str, tmp_path: Path, monkeypatch) -> None:
+    formula = _xlsx(tmp_path / "f.xlsx", [["index", "prediction"],
+                                          ["t1", '=HYPERLINK("http://x","click")']])
+    assert _refused(study, formula, "vlmevalkit", model="m") == [
+        "f.xlsx: row 2, cell B2 holds a formula: prediction files hold values only"]
+    columns = _xlsx(tmp_path / "c.xlsx", [["idx", "answer"], [1, "x"]])
+    assert _refused(study, columns, "vlmevalkit", model="m") == [
+        "c.xlsx: has no column index, prediction (found: idx, answer)"]
+    nameless = _xlsx(tmp_path / "n.xlsx", [["index", "prediction"], ["t1", "x"]])
+    assert _refused(study, nameless, "vlmevalkit") == [
+        "n.xlsx: 1 answers name no model (first: n.xlsx row 2): give --model NAME"]
+    unknown = _xlsx(tmp_path / "u.xlsx", [["index", "prediction"], [3, "x"], [4, "y"]])
+    assert _refused(study, unknown, "vlmevalkit", model="m") == [
+        'u.xlsx: 2 task_ids are not tasks of this study: "3" (row 2), "4" (row 3)']
+    fake = tmp_path / "fake.xlsx"
+    fake.write_text("index,prediction\n")
+    assert _refused(study, fake, "vlmevalkit", model="m")[0].startswith(
+        "fake.xlsx: is not an .xlsx workbook")
+    same = tmp_path / "same.tsv"  # two tasks with one prompt: ambiguous
+    with Session(engine_for(study)) as s:
+        from db.models import Task
+        s.add(Task(task_id="t4", case_id="c1", family="lesion", level=1,
+                   prompt="Where is the lesion?", stages=[]))
+        s.commit()
+    same.write_text("index\tquestion\tprediction\n1\tWhere is the lesion?\tx\n")
+    assert _refused(study, same, "vlmevalkit", model="m", task_key="prompt") == [
+        "same.tsv: 1 questions are the prompt of more than one task: 'Where is the lesion?' "
+        "(same.tsv row 2); use --task-key field:NAME or map"]
+    monkeypatch.setattr(response_import, "MAX_FILE_BYTES", 10)
+    big = tmp_path / "big.tsv"
+    big.write_text("index\tprediction\nt1\t" + "x" * 100 + "\n")
+    assert _refused(study, big, "vlmevalkit", model="m") == [
+        f"big.tsv: is {big.stat().st_size:,} bytes, more than the limit of 10"]
+
+
+def test_lm_eval_samples_each_repeat_is_a_sample(study: str, tmp_path: Path) -> None:
+    log = tmp_path / "samples_neuro_2025-01-01T00-00-00.jsonl"
+    write_jsonl(log, [
+        {"doc_id": 0, "doc": {"task_id": "t1", "question": "q"}, "target": "",
+         "arguments": [["prompt", {}]], "resps": [["first", "second"]],
+         "filtered_resps": ["first"]},
+        {"doc_id": 1, "doc": {"task_id": "t2"}, "resps": [["third"]]}])
+    summary = _run(study, log, "lm-eval", model="hf-model")
+    assert summary.imported.new_responses == 3
+    assert [r[:4] for r in _responses(study)] == [
+        ("t1", "hf-model", 0, "first"), ("t1", "hf-model", 1, "second"),
+        ("t2", "hf-model", 0, "third")]
+    bad = tmp_path / "bad.jsonl"
+    write_jsonl(bad, [{"doc_id": 0, "resps": "text"}, {"doc_id": 1, "resps": [[3]]}])
+    assert _refused(study, bad, "lm-eval", model="m") == [
+        "bad.jsonl:1: is not an lm-evaluation-harness sample (needs doc_id and resps, a list "
+        "of lists of answers)",
+        "bad.jsonl:2: resps[0] is not a list of answer texts"]
+
+
+def test_text_over_the_limit_is_named_by_its_row(study: str, tmp_path: Path) -> None:
+    tsv = tmp_path / "long.tsv"
+    tsv.write_text("index\tprediction\nt1\tok\nt2\t" + "x" * 200_001 + "\n")
+    assert _refused(study, tsv, "vlmevalkit", model="m") == [
+        "long.tsv row 3: text is 200,001 characters, more than the limit of 200,000"]
+    shutil.rmtree(tmp_path / "base")
