@@ -308,9 +308,11 @@ def cmd_exam_add(args: argparse.Namespace) -> None:
     from db.study.exams import ensure_exam
 
     with _study() as s:
-        exam = ensure_exam(s, name=args.name, task_ids=args.tasks, actor="cli")
+        exam = ensure_exam(s, name=args.name, task_ids=args.tasks, review=args.review,
+                           actor="cli")
         s.commit()
-    print(f"exam {exam.id} {exam.name!r}: {len(exam.task_ids)} tasks")
+    print(f"exam {exam.id} {exam.name!r}: {len(exam.task_ids)} tasks"
+          + (", review after finishing" if exam.review else ""))
 
 
 def _positive(kind: type[int] | type[float], most: float) -> Callable[[str], int | float]:
@@ -726,6 +728,9 @@ def build_parser() -> argparse.ArgumentParser:
     exa = exsub.add_parser("add", help="open an exam of the given tasks (default: every task)")
     exa.add_argument("name", help="the exam's name (what takers pick)")
     exa.add_argument("--tasks", nargs="+", metavar="TASK_ID", help="its tasks (default: every task)")
+    exa.add_argument("--review", action="store_true",
+                     help="after finishing, takers may read their answers beside the reference "
+                          "answers (default: off, as a baseline study expects)")
     exa.set_defaults(fn=cmd_exam_add)
 
     gp = add("grade", cmd_grade, "grade responses with the LLM grader (OpenAI-compatible API)")

@@ -262,6 +262,8 @@ class Exam(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     name: str = Field(unique=True, max_length=128)
     task_ids: list[str] = _json()
+    # after finishing, a taker may read their answers beside the reference answers
+    review: bool = Field(default=False, sa_column_kwargs={"server_default": false()})
     created_at: datetime = _when()
 
 

@@ -409,10 +409,16 @@ def assignments_section() -> None:
             task_ids = [t.task_id for t in task_list(s)]
         exam_name = st.text_input("Exam name", max_chars=NAME)
         exam_tasks = st.multiselect("Tasks", task_ids, default=task_ids)
+        exam_review = st.checkbox(
+            "Review after finishing", value=False,
+            help="Takers who have finished may read their answers beside the reference "
+                 "answers. Leave it off for a baseline study (the references stay unseen).")
         if st.form_submit_button("Open exam"):
             def open_exam(s) -> str:
-                exam = ensure_exam(s, name=exam_name.strip(), task_ids=exam_tasks, actor=user.name)
-                return f"Exam {exam.name!r} is open with {len(exam.task_ids)} tasks."
+                exam = ensure_exam(s, name=exam_name.strip(), task_ids=exam_tasks,
+                                   review=exam_review, actor=user.name)
+                return (f"Exam {exam.name!r} is open with {len(exam.task_ids)} tasks"
+                        + (", review after finishing." if exam.review else "."))
 
             run_write(open_exam)
 

@@ -1,17 +1,36 @@
-"""/exam: students and physicians take the benchmark as the human baseline."""
+"""/exam: students and physicians take the benchmark as the human baseline.
+
+The answer box keeps what is typed as a draft on the server (`ui.answer_box`: after a pause
+in typing, without leaving the box), so a reload or another browser finds it. After a stage
+is recorded the page lands on the stage it reveals. A finished attempt shows its review (the
+taker's answers beside the reference answers) only where the exam allows it.
+"""
 
 import time
 
 import streamlit as st
 
 from db.engine import session
-from db.study.exams import answer_stage, attempt_for, exam_tasks, exams, finish, save_draft
+from db.study.exams import (
+    answer_stage,
+    attempt_for,
+    exam_tasks,
+    exams,
+    finish,
+    review_tasks,
+    save_draft,
+)
 from db.text_limits import ANSWER
 from errors import UserError
 from ui.actions import confirm, show_confirmation, show_error
-from ui.auth import require_role, while_signed_in
+from ui.answer_box import answer_box, last_typed
+from ui.auth import current_user, require_role
 from ui.case_panel import case_panel
+from ui.plain_text import untrusted_text
 from ui.response_view import FAMILY_NAMES, response_view, stage_label
+from ui.stage_scroll import scroll_to_stage
+
+STAGES_KEY = "exam-stages"  # the container of the task's stages (where the scroll looks)
 
 user = require_role("physician", "student")
 st.title("Exam")
@@ -23,14 +42,43 @@ if not available:
     st.stop()
 names = {e.id: e.name for e in available}
 exam_id = st.selectbox("Exam", list(names), format_func=names.get)
+exam = next(e for e in available if e.id == exam_id)
 with session() as s:
     attempt = attempt_for(s, exam_id=exam_id, user_id=user.id)
     tasks = exam_tasks(s, attempt=attempt)
 
 done = sum(t.done for t in tasks)
 st.progress(done / len(tasks), text=f"{done} of {len(tasks)} tasks answered")
+
+
+def review() -> None:
+    """The taker's answers beside the reference answers, one task at a time (text only)."""
+    with session() as s:
+        reviewed = review_tasks(s, attempt=attempt)
+    st.subheader("Review")
+    st.caption("Your answers, stage by stage, beside the reference answer of each task.")
+    titles = {i: f"{i + 1}. {FAMILY_NAMES[t.family]} · level {t.level}"
+              for i, t in enumerate(reviewed)}
+    t = reviewed[st.selectbox("Task", list(titles), format_func=titles.get,
+                              key="exam_review_task")]
+    yours, reference = st.columns(2, gap="large")
+    with yours:
+        st.markdown("**Your answers**")
+        response_view(t.family, t.level, t.prompt, t.stages, t.answers,
+                      missing="No answer given for this stage.")
+    with reference:
+        st.markdown("**Reference answer**")
+        if not t.reference:
+            st.caption("This case has no reference answer.")
+        for label, text in t.reference:
+            st.caption(label)
+            untrusted_text(text)
+
+
 if attempt.finished_at is not None:
     st.success("You have finished this exam. Thank you.")
+    if exam.review:
+        review()
     st.stop()
 
 
@@ -78,43 +126,77 @@ i = pick.selectbox("Task", list(labels), format_func=labels.get, key="exam_task"
 go.button("Next task", on_click=next_task, disabled=not [j for j in pending if j != i],
           use_container_width=True)
 task = tasks[i]
-show_confirmation("exam_confirmation", i)
+show_confirmation("exam_confirmation", i)  # a completed task: the next one opens at its top
 
-with case_panel(key=f"case-{task.task_id}", title=task.case_title, ehr=task.ehr,
-                scores=task.scores, series=task.series):
-    response_view(task.family, task.level, task.prompt, task.revealed_stages, task.answers,
-                  n_stages=task.n_stages)
-    if not task.done:
-        stage = len(task.answers)
-        st.session_state.setdefault(f"exam_started_{task.task_id}_{stage}", time.monotonic())
-        key = f"exam_answer_{task.task_id}_{stage}"
-        if key not in st.session_state:  # a reopened tab finds the answer being written
-            st.session_state[key] = (attempt.drafts or {}).get(task.task_id, "")
+revealed = st.session_state.pop("exam_revealed", None)  # (task, stage label, message)
+if revealed and revealed[0] == task.task_id:
+    st.toast(revealed[2], icon=":material/check_circle:")
 
-        def keep_draft() -> None:
-            with session() as s:
-                save_draft(s, attempt=attempt, task_id=task.task_id, text=st.session_state[key])
 
-        at = stage_label(stage + 1, task.n_stages)
-        text = st.text_area("Your answer" + (f" at {at.lower()}" if at else ""),
-                            key=key, height=200, on_change=while_signed_in(keep_draft),
-                            max_chars=ANSWER)
-        note = "Answers cannot be changed once recorded."
-        if task.n_stages > 1:
-            note += " More information is revealed after each answer."
-        st.caption(note)
-        if st.button("Record answer", type="primary"):
-            started = st.session_state[f"exam_started_{task.task_id}_{stage}"]
+def answer_area(stage: int) -> None:
+    """The box for the answer to `stage` (0-based): its text is stored as typed, and its
+    button records it. A fragment: a pause in typing reruns only this part of the page."""
+    key = f"exam_answer_{task.task_id}_{stage}"
+    stored_key, handled_key = f"{key}_stored", f"{key}_handled"
+    latest = last_typed(key, max_chars=ANSWER)  # what the box sent since the last run
+    stored, handled = st.session_state.get(stored_key), st.session_state.get(handled_key, 0)
+    if latest is not None and latest != stored:
+        if current_user() is None:  # the session ended: the whole page goes to the login
+            st.rerun()
+        if stored is None or (latest.text, latest.edit) != (stored.text, stored.edit):
             try:
                 with session() as s:
-                    answer_stage(s, attempt=attempt, task_id=task.task_id, text=text,
-                                 seconds=time.monotonic() - started)
+                    save_draft(s, attempt=attempt, task_id=task.task_id, text=latest.text)
             except UserError as e:
                 show_error(e)
             else:
-                last = stage + 1 == task.n_stages
-                confirm("exam_confirmation", (
-                    f"Answer recorded for task {i + 1}" + (f", {at.lower()}" if at else "")
-                    + (". Task complete." if last else ". New information is shown below.")))
-                st.session_state["exam_advance"] = last
-                st.rerun()
+                stored = latest
+        st.session_state[stored_key] = stored
+        if latest.record > handled:  # the button was clicked: record what it sent
+            st.session_state[handled_key] = handled = latest.record
+            record_answer(stage, latest.text)
+    at = stage_label(stage + 1, task.n_stages)
+    answer_box(label="Your answer" + (f" at {at.lower()}" if at else ""),
+               text=(attempt.drafts or {}).get(task.task_id, ""), max_chars=ANSWER,
+               saved=stored.edit if stored is not None and latest is not None else 0,
+               handled=handled, action="Record answer", key=key)
+    note = "Answers cannot be changed once recorded. What you type is saved as a draft."
+    if task.n_stages > 1:
+        note += " More information is revealed after each answer."
+    st.caption(note)
+
+
+def record_answer(stage: int, text: str) -> None:
+    """Record `text` as the answer to `stage`; then the whole page moves on: to the stage it
+    reveals (scrolled into view), or to the next task (at its top)."""
+    started = st.session_state[f"exam_started_{task.task_id}_{stage}"]
+    try:
+        with session() as s:
+            answer_stage(s, attempt=attempt, task_id=task.task_id, text=text,
+                         seconds=time.monotonic() - started)
+    except UserError as e:
+        show_error(e)
+        return
+    at = stage_label(stage + 1, task.n_stages)
+    message = f"Answer recorded for task {i + 1}" + (f", {at.lower()}" if at else "")
+    if stage + 1 == task.n_stages:
+        confirm("exam_confirmation", message + ". Task complete.")
+        st.session_state["exam_advance"] = True
+    else:
+        following = stage_label(stage + 2, task.n_stages)
+        st.session_state["exam_revealed"] = (task.task_id, following,
+                                             f"{message}. {following} is shown.")
+    st.rerun(scope="app")
+
+
+with case_panel(key=f"case-{task.task_id}", title=task.case_title, ehr=task.ehr,
+                scores=task.scores, series=task.series):
+    with st.container(key=STAGES_KEY):
+        response_view(task.family, task.level, task.prompt, task.revealed_stages,
+                      task.answers, n_stages=task.n_stages)
+    if revealed and revealed[0] == task.task_id:
+        scroll_to_stage(STAGES_KEY, revealed[1])
+    if not task.done:
+        stage = len(task.answers)
+        st.session_state.setdefault(f"exam_started_{task.task_id}_{stage}", time.monotonic())
+        st.fragment(answer_area)(stage)

@@ -4,6 +4,11 @@ A multi-turn (level 3) task reveals its stages one at a time: stage k is shown o
 the answer to stage k-1 is recorded, and recorded answers cannot be changed afterwards, so
 later information never leaks into an earlier answer. A finished attempt turns each fully
 answered task into a `Response` (source = the user's role) that experts score blind.
+
+What a taker sees is a data object without the reference answer (`ExamTask`); only after
+finishing, and only in an exam opened with `review`, does `review_tasks` return the taker's
+own answers beside the reference answers (`ReviewTask`). Neither ever holds another person's
+answers, a model's response, a score or a mask.
 """
 
 from dataclasses import dataclass
@@ -14,7 +19,8 @@ from sqlmodel import Session, select
 from db.audit import record
 from db.bundle.importer import new_blind_codes
 from db.models import Exam, ExamAttempt, Response, StageAnswer, Task, User, utcnow
-from db.study.cases import case_view
+from db.study.cases import case_view, reference_fields
+from db.study.reference import has_reference
 from db.text_limits import ANSWER, NAME, check_length
 from errors import UserError
 
@@ -40,12 +46,30 @@ class ExamTask:
         return len(self.answers) >= self.n_stages
 
 
-def ensure_exam(s: Session, *, name: str, task_ids: list[str] | None = None,
-                actor: str | None = None) -> Exam:
-    """The exam of that name, opened with `task_ids` (default: every task) if it is new.
+@dataclass
+class ReviewTask:
+    """One task of a finished attempt, for its taker's review: every stage, the taker's own
+    answers, and the reference answer as labelled fields (none when the case has none)."""
 
-    Raises UserError for an unknown task, or for `task_ids` other than those of the existing
-    exam of that name (an exam's tasks never change once people may have taken it)."""
+    task_id: str
+    family: str
+    level: int
+    prompt: str
+    stages: list[str]
+    answers: list[str]
+    case_title: str
+    reference: list[tuple[str, str]]
+
+
+def ensure_exam(s: Session, *, name: str, task_ids: list[str] | None = None,
+                review: bool = False, actor: str | None = None) -> Exam:
+    """The exam of that name, opened with `task_ids` (default: every task) if it is new;
+    `review`: whether takers may read their answers beside the reference answers once they
+    have finished (off by default, as a baseline study expects).
+
+    Raises UserError for an unknown task, or for `task_ids` or `review` other than those of
+    the existing exam of that name (an exam's tasks and settings never change once people may
+    have taken it)."""
     if not name:
         raise UserError("the exam needs a name")
     check_length("the exam name", name, NAME)
@@ -60,15 +84,18 @@ def ensure_exam(s: Session, *, name: str, task_ids: list[str] | None = None,
         if exam is not None and list(exam.task_ids) != list(task_ids):
             raise UserError(f"exam {name!r} exists with {len(exam.task_ids)} other tasks; an "
                             "exam's tasks do not change: open a new exam under another name")
+    if exam is not None and exam.review != review:
+        raise UserError(f"exam {name!r} exists with review {'on' if exam.review else 'off'}; "
+                        "an exam's settings do not change: open a new exam under another name")
     if exam is None:
         if task_ids is None:
             task_ids = list(s.exec(select(Task.task_id).order_by(Task.task_id)))
         if not task_ids:
             raise UserError(f"exam {name!r} has no tasks")
-        exam = Exam(name=name, task_ids=list(task_ids))
+        exam = Exam(name=name, task_ids=list(task_ids), review=review)
         s.add(exam)
         s.flush()
-        record(s, "exam.add", actor=actor, exam=name, tasks=len(task_ids))
+        record(s, "exam.add", actor=actor, exam=name, tasks=len(task_ids), review=review)
     return exam
 
 
@@ -133,9 +160,13 @@ def answer_stage(s: Session, *, attempt: ExamAttempt, task_id: str, text: str,
 
 
 def save_draft(s: Session, *, attempt: ExamAttempt, task_id: str, text: str) -> None:
-    """Keep the answer being written, so a closed tab loses nothing."""
+    """Keep the answer being written, so a closed tab or a reload loses nothing."""
     check_length("the answer", text, ANSWER)
     attempt = s.get(ExamAttempt, attempt.id)
+    if attempt.finished_at is not None:
+        raise UserError("this exam attempt is finished; answers can no longer change")
+    if task_id not in s.get(Exam, attempt.exam_id).task_ids:
+        raise UserError(f"task {task_id!r} is not part of this exam")
     attempt.drafts = {**(attempt.drafts or {}), task_id: text}
     s.add(attempt)
     s.commit()
@@ -157,3 +188,29 @@ def finish(s: Session, *, attempt: ExamAttempt, actor: str | None = None) -> int
     record(s, "exam.finish", actor=actor, attempt=attempt.id, responses=len(answered))
     s.commit()
     return len(answered)
+
+
+def review_tasks(s: Session, *, attempt: ExamAttempt) -> list[ReviewTask]:
+    """The finished attempt's tasks with the taker's answers and the reference answers.
+
+    Raises UserError unless the attempt is finished and its exam allows review: the reference
+    answer is read here and nowhere else on the exam's way to a page."""
+    attempt = s.get(ExamAttempt, attempt.id)
+    exam = s.get(Exam, attempt.exam_id)
+    if not exam.review:
+        raise UserError(f"exam {exam.name!r} does not show reference answers")
+    if attempt.finished_at is None:
+        raise UserError("finish the exam to review it")
+    answers: dict[str, list[str]] = {}
+    for a in s.exec(select(StageAnswer).where(StageAnswer.attempt_id == attempt.id)
+                    .order_by(StageAnswer.stage)):
+        answers.setdefault(a.task_id, []).append(a.text)
+    out = []
+    for task_id in exam.task_ids:
+        task = s.get(Task, task_id)
+        case = case_view(s, case_id=task.case_id)
+        truth = case.ground_truth if has_reference(case.ground_truth) else None
+        out.append(ReviewTask(task_id, task.family, task.level, task.prompt,
+                              list(task.stages or []), answers.get(task_id, []), case.title,
+                              [(k, v) for k, v in reference_fields(truth) if v]))
+    return out

@@ -116,3 +116,17 @@ def login(page, url: str, name: str, password: str = "demo") -> None:
     page.get_by_role("button", name="Log in").click()
     page.get_by_text(f"{name}").first.wait_for(timeout=30_000)
     wait_until(lambda: login_cookie(page.context), "the login cookie")  # survives a page load
+
+
+ANSWER_BOX = 'iframe[src*="nmb_answer_box"]'  # the exam's answer box (ui.answer_box)
+
+
+def answer_box_replaced(page) -> bool:
+    """The exam's answer box is gone or a new, empty one: the page has moved past a record
+    (the rerun that draws the next stage or task may begin a moment after the record)."""
+    frames = fresh(page).locator(ANSWER_BOX)
+    try:
+        return not frames.count() or frames.first.content_frame.locator("textarea").input_value(
+            timeout=1_000) == ""
+    except Exception:  # replaced while being read
+        return False

@@ -198,7 +198,8 @@ def test_a_copied_cookie_and_its_open_page_stop_working_after_logout(
 
     _log_out(page)
 
-    box = stolen.locator("textarea").first  # the page left open with the copy
+    # the page left open with the copy: its answer box (ui.answer_box) saves as it is typed
+    box = stolen.locator('iframe[src*="nmb_answer_box"]').first.content_frame.locator("textarea")
     _idle(stolen)
     box.fill("typed after the owner logged out")
     box.press("Tab")

@@ -10,7 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.conftest import fresh, login, settled, streamlit_app, wait_until
+from tests.browser.conftest import (
+    ANSWER_BOX,
+    answer_box_replaced,
+    fresh,
+    login,
+    settled,
+    streamlit_app,
+    wait_until,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -92,23 +100,24 @@ def test_a_finished_queue_says_so(browser, url) -> None:
 def test_an_exam_labels_stages_in_order_and_asks_before_finishing(browser, url, home) -> None:
     page = browser.new_page(viewport={"width": 1600, "height": 1000})
     login(page, url, "demo-physician")
-    page.get_by_role("button", name="Record answer").wait_for(timeout=30_000)
+    fresh(page).locator(ANSWER_BOX).first.wait_for(timeout=30_000)
     answers = "SELECT count(*) FROM stageanswer"
     multi_turn_seen = False
     for n in range(200):
         settled(page)
-        record = fresh(page).get_by_role("button", name="Record answer")
-        if not record.count():
+        frame = fresh(page).locator(ANSWER_BOX)
+        if not frame.count():
             break
         before = _count(home, answers)
         typed = f"answer {n} -> plain"
-        box = fresh(page).locator("textarea").first
-        box.fill(typed)
-        box.press("Control+Enter")  # commits the text (and saves it as a draft)
+        box = frame.first.content_frame
+        box.locator("textarea").fill(typed)
+        box.locator("textarea").press("Control+Enter")  # saves it as a draft at once
         wait_until(lambda: typed in (_draft(home) or ""), "the draft saved")  # noqa: B023
         settled(page)
-        fresh(page).get_by_role("button", name="Record answer").click()
+        box.get_by_role("button", name="Record answer").click()
         wait_until(lambda: _count(home, answers) > before, "the answer recorded")  # noqa: B023
+        wait_until(lambda: answer_box_replaced(page), "the next answer box (or none)")
         settled(page)
         main = page.locator(MAIN).inner_text()
         labels = [int(k) for k, n_stages in re.findall(r"Stage (\d+) of (\d+)", main)
@@ -116,7 +125,7 @@ def test_an_exam_labels_stages_in_order_and_asks_before_finishing(browser, url, 
         if typed in main and labels:  # a stage of a multi-turn task: its answer shown as typed
             multi_turn_seen = True
             assert labels == sorted(labels) and labels[0] == 1 and len(labels) > 1, labels
-            assert "Answer recorded for task" in main
+            page.get_by_text("Answer recorded for task").first.wait_for(timeout=30_000)
     assert multi_turn_seen, f"no multi-turn task met in {n} answers"
     finished = "SELECT count(*) FROM examattempt WHERE finished_at IS NOT NULL"
     before = _count(home, finished)  # the demo's synthetic takers finished theirs

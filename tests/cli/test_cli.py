@@ -133,6 +133,19 @@ def test_exam_add(nmb_home: Path) -> None:
     for tasks in (["task0", "task9"], ["task1"]):  # an existing exam is not silently returned
         again = nmb("exam", "add", "baseline", "--tasks", *tasks)
         assert again.returncode == 2 and len(again.stderr.strip().splitlines()) == 1, again.stderr
+    opened = nmb("exam", "add", "open", "--review")
+    assert opened.returncode == 0 and "3 tasks, review after finishing" in opened.stdout
+    for args in (["baseline", "--tasks", "task0", "task2", "--review"], ["open"]):
+        changed = nmb("exam", "add", *args)  # an exam's review setting does not change
+        assert changed.returncode == 2 and "exists with review" in changed.stderr, changed.stderr
+        assert len(changed.stderr.strip().splitlines()) == 1
+    from sqlmodel import select
+
+    from db.models import Exam
+
+    with session() as s:
+        assert {e.name: e.review for e in s.exec(select(Exam))} == {"baseline": False,
+                                                                    "open": True}
 
 
 def test_import_status_reimport_and_refusal(nmb_home: Path, tmp_path: Path) -> None:

@@ -4,8 +4,16 @@ import pytest
 from sqlmodel import Session, select
 
 from db.engine import engine_for
-from db.models import Response, Task
-from db.study.exams import answer_stage, attempt_for, ensure_exam, exam_tasks, finish
+from db.models import Case, Exam, ExamAttempt, Response, Task
+from db.study.exams import (
+    answer_stage,
+    attempt_for,
+    ensure_exam,
+    exam_tasks,
+    finish,
+    review_tasks,
+    save_draft,
+)
 from db.users import add_user
 from errors import UserError
 from tests.factories import make_study
@@ -53,3 +61,71 @@ def test_an_exam_with_unknown_or_other_tasks_is_refused(database_url: str) -> No
         assert ensure_exam(s, name="baseline", task_ids=["task0", "task2"]).task_ids == [
             "task0", "task2"]
         assert ensure_exam(s, name="baseline").task_ids == ["task0", "task2"]
+
+
+def test_an_exam_opens_without_review_and_keeps_its_setting(database_url: str) -> None:
+    with Session(engine_for(database_url)) as s:
+        make_study(s, n_tasks=2)
+        assert ensure_exam(s, name="baseline").review is False  # off by default
+        assert ensure_exam(s, name="open", review=True).review is True
+        s.commit()
+        with pytest.raises(UserError, match="exists with review off"):
+            ensure_exam(s, name="baseline", review=True)
+        with pytest.raises(UserError, match="exists with review on"):
+            ensure_exam(s, name="open")
+        assert {e.name: e.review for e in s.exec(select(Exam))} == {"baseline": False,
+                                                                    "open": True}
+
+
+def test_review_shows_own_answers_and_references_only_when_allowed_and_finished(
+        database_url: str) -> None:
+    with Session(engine_for(database_url), expire_on_commit=False) as s:
+        make_study(s, n_tasks=3)  # task2 is level 3 with one extra stage
+        s.get(Case, "case1").ground_truth = None  # imported without its reference answer
+        s.get(Case, "case0").ground_truth = {"final_diagnosis": "MS", "differential": ["NMOSD"],
+                                             "reasoning": "Dawson fingers."}
+        stu, other = (add_user(s, name=n, role="student", password="pw") for n in ("a", "b"))
+        closed = ensure_exam(s, name="baseline")
+        open_ = ensure_exam(s, name="open", review=True)
+        s.commit()
+        for exam in (closed, open_):
+            for user in (stu, other):
+                attempt = attempt_for(s, exam_id=exam.id, user_id=user.id)
+                for t in exam_tasks(s, attempt=attempt):
+                    for k in range(t.n_stages):
+                        answer_stage(s, attempt=attempt, task_id=t.task_id,
+                                     text=f"{user.name} {t.task_id} {k}")
+                if exam is open_ and user is stu:
+                    with pytest.raises(UserError, match="finish the exam to review it"):
+                        review_tasks(s, attempt=attempt)
+                finish(s, attempt=attempt)
+        with pytest.raises(UserError, match="'baseline' does not show reference answers"):
+            review_tasks(s, attempt=attempt_for(s, exam_id=closed.id, user_id=stu.id))
+        mine = review_tasks(s, attempt=attempt_for(s, exam_id=open_.id, user_id=stu.id))
+        assert [(t.task_id, t.answers, t.stages) for t in mine] == [
+            ("task0", ["a task0 0"], []), ("task1", ["a task1 0"], []),
+            ("task2", ["a task2 0", "a task2 1"], ["More information."])]
+        assert mine[0].reference == [("Final diagnosis", "MS"), ("Differential", "NMOSD"),
+                                     ("Reasoning", "Dawson fingers.")]
+        assert mine[1].reference == []  # no reference answer: nothing to show
+        assert mine[2].reference == [("Final diagnosis", "MS")]
+
+
+def test_a_draft_is_capped_and_kept_only_for_an_open_attempt(database_url: str) -> None:
+    with Session(engine_for(database_url), expire_on_commit=False) as s:
+        make_study(s, n_tasks=2)
+        stu = add_user(s, name="stu", role="student", password="pw")
+        exam = ensure_exam(s, name="baseline", task_ids=["task0"])
+        s.commit()
+        attempt = attempt_for(s, exam_id=exam.id, user_id=stu.id)
+        save_draft(s, attempt=attempt, task_id="task0", text="half a thought")
+        with pytest.raises(UserError, match="more than the limit of 200,000"):
+            save_draft(s, attempt=attempt, task_id="task0", text="x" * 200_001)
+        with pytest.raises(UserError, match="not part of this exam"):
+            save_draft(s, attempt=attempt, task_id="task1", text="elsewhere")
+        assert s.get(ExamAttempt, attempt.id).drafts == {"task0": "half a thought"}
+        answer_stage(s, attempt=attempt, task_id="task0", text="whole thought")
+        assert s.get(ExamAttempt, attempt.id).drafts == {}  # recorded: the draft goes
+        finish(s, attempt=attempt)
+        with pytest.raises(UserError, match="finished"):
+            save_draft(s, attempt=attempt, task_id="task0", text="late")

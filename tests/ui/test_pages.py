@@ -153,10 +153,15 @@ def test_exam_page_hides_reference_and_other_answers(demo_study: Path) -> None:
         assert not any(sha in page_payload(exam) for sha in mask_shas)
         seen |= {cid for cid, title in titles.items() if title in page_payload(exam)}
     assert set(masks) <= seen  # the masked case was shown without its mask
-    at.text_area[0].input("Left MCA infarct.").run()
+    [key] = [k for k in at.session_state if k.startswith("exam_answer_")]  # the answer box
+    at.session_state[key] = {"text": "Left MCA infarct.", "edit": 1}  # typed, not yet left
+    at.run()
     reopened = page("pages/exam.py", student).run()  # a new session finds the draft
-    assert reopened.text_area[0].value == "Left MCA infarct."
-    next(b for b in at.button if b.label == "Record answer").click().run()
+    [box] = [json.loads(e.proto.json_args) for e in reopened.get("component_instance")
+             if e.proto.component_name.endswith("nmb_answer_box")]
+    assert box["text"] == "Left MCA infarct."
+    at.session_state[key] = {"text": "Left MCA infarct.", "edit": 1, "record": 1}  # its button
+    at.run()
     assert not at.exception
     assert any(m.value.startswith("Answer recorded for task 1") for m in at.success)
     at.selectbox(key="exam_task").set_value(0).run()  # the page moved on to the next task

@@ -1,0 +1,214 @@
+"""/exam on the demo study: the answer box's drafts, recording through it, the stage it lands
+on, and the review after finishing, checked on what the page sends to the browser."""
+
+import json
+from pathlib import Path
+
+from google.protobuf.text_encoding import CEscape
+from sqlmodel import select
+
+from db.engine import session
+from db.models import (
+    Case,
+    Exam,
+    ExamAttempt,
+    GraderScore,
+    Mask,
+    Response,
+    StageAnswer,
+    Task,
+    User,
+)
+from db.study.exams import answer_stage, attempt_for, ensure_exam, exam_tasks, finish
+from demo.study import DEMO_EXAM
+from tests.apptest import make_user, page, page_payload
+from ui.answer_box import typed
+from ui.auth import LoggedIn
+
+
+def _login(name: str) -> LoggedIn:
+    with session() as s:
+        u = s.exec(select(User).where(User.name == name)).one()
+    return LoggedIn(id=u.id, name=u.name, role=u.role, demo=u.demo)
+
+
+def _box(at) -> dict:
+    """The arguments the answer box received (there is one on an exam page with a task open)."""
+    [args] = [json.loads(e.proto.json_args) for e in at.get("component_instance")
+              if e.proto.component_name.endswith("nmb_answer_box")]
+    return args
+
+
+def _box_key(at) -> str:
+    """The session-state key of the open task's answer box."""
+    [key] = [k for k in at.session_state
+             if k.startswith("exam_answer_") and not k.endswith(("_stored", "_handled"))]
+    return key
+
+
+def _type(at, text: str, edit: int, record: int = 0):
+    """What the box sends after a pause in typing (or a click of its button: `record`)."""
+    at.session_state[_box_key(at)] = {"text": text, "edit": edit, "record": record}
+    return at.run()
+
+
+def _sent(text: str, payload: str) -> bool:
+    """Whether `text` is in the page's payload (as written, or as the messages escape it)."""
+    return text in payload or CEscape(text, as_utf8=True) in payload
+
+
+def _drafts(user: LoggedIn) -> list[dict]:
+    with session() as s:
+        return [a.drafts for a in s.exec(select(ExamAttempt).where(ExamAttempt.user_id == user.id))]
+
+
+def test_the_box_message_is_checked() -> None:
+    assert typed({"text": "MS", "edit": 3}, max_chars=10).edit == 3
+    assert typed({"text": "MS", "edit": 3, "record": 2}, max_chars=10).record == 2
+    for forged in (None, "MS", {"text": 5, "edit": 1}, {"text": "MS"},
+                   {"text": "MS", "edit": True}, {"text": "MS", "edit": -1},
+                   {"text": "MS", "edit": 1, "record": "go"}, {"text": "x" * 11, "edit": 1}):
+        assert typed(forged, max_chars=10) is None, forged
+
+
+def test_text_typed_is_a_draft_a_new_session_finds(demo_study: Path) -> None:
+    student = _login("demo-student")
+    at = page("pages/exam.py", student).run()
+    assert not at.exception
+    assert not at.text_area  # the box is the component: Streamlit's text_area sends on blur only
+    assert _box(at)["text"] == "" and _box(at)["action"] == "Record answer"
+    _type(at, "Left MCA", 4)  # a pause in typing, no blur
+    assert not at.exception
+    assert {"Left MCA"} <= {t for d in _drafts(student) for t in (d or {}).values()}
+    assert _box(at)["saved"] == 4  # the box may say "Draft saved"
+    reopened = page("pages/exam.py", student).run()  # a reload: a new session
+    assert _box(reopened)["text"] == "Left MCA"  # the box starts from the draft
+    _type(at, "x" * 200_001, 5)  # longer than an answer may be: not stored
+    assert {"Left MCA"} <= {t for d in _drafts(student) for t in (d or {}).values()}
+
+
+def test_recording_through_the_box_lands_on_the_revealed_stage(demo_study: Path) -> None:
+    student = _login("demo-student")
+    at = page("pages/exam.py", student).run()
+    tasks = at.selectbox(key="exam_task")
+    multi = next(i for i, label in enumerate(tasks.options) if "level 3" in label)
+    tasks.set_value(multi).run()
+    _type(at, "   ", 1, record=1)  # an empty answer: refused, the button works again
+    assert any("the answer is empty" in e.value for e in at.error)
+    assert _box(at)["handled"] == 1
+    with session() as s:
+        assert s.exec(select(StageAnswer)
+                      .join(ExamAttempt, ExamAttempt.id == StageAnswer.attempt_id)
+                      .where(ExamAttempt.user_id == student.id)).all() == []
+    _type(at, "Left MCA infarct.", 2, record=2)
+    assert not at.exception
+    assert not at.error
+    payload = page_payload(at)
+    assert "Left MCA infarct." in payload  # the answer shown as given at stage 1
+    assert "scrollIntoView" in payload and '"Stage 2 of ' in payload  # lands on stage 2
+    assert _box(at)["text"] == "" and _box(at)["label"].startswith("Your answer at stage 2")
+    with session() as s:
+        [answer] = s.exec(select(StageAnswer)
+                          .join(ExamAttempt, ExamAttempt.id == StageAnswer.attempt_id)
+                          .where(ExamAttempt.user_id == student.id)).all()
+        assert (answer.stage, answer.text) == (0, "Left MCA infarct.")
+    at.run()  # a later rerun (a click elsewhere) does not record again nor scroll again
+    assert "scrollIntoView" not in page_payload(at)
+    with session() as s:
+        assert len(s.exec(select(StageAnswer)
+                          .join(ExamAttempt, ExamAttempt.id == StageAnswer.attempt_id)
+                          .where(ExamAttempt.user_id == student.id)).all()) == 1
+
+
+def _finish(user: LoggedIn, exam: Exam) -> list[str]:
+    """Answer every stage of `exam` as `user` and finish; the answers given."""
+    given = []
+    with session() as s:
+        attempt = attempt_for(s, exam_id=exam.id, user_id=user.id)
+        for t in exam_tasks(s, attempt=attempt):
+            for k in range(t.n_stages):
+                given.append(f"{user.name} says {t.task_id} stage {k}")
+                answer_stage(s, attempt=attempt, task_id=t.task_id, text=given[-1])
+        finish(s, attempt=attempt)
+    return given
+
+
+def _secrets() -> dict[str, list[str]]:
+    """What no exam page may send, by kind (other takers' answers, model responses, grader
+    rationales, masks), and the reference answers' texts."""
+    with session() as s:
+        truths = [v for c in s.exec(select(Case)) if c.ground_truth
+                  for k, v in c.ground_truth.items() if k != "differential" and v]
+        return {
+            "references": truths,
+            "answers": [a.text[:60] for a in s.exec(select(StageAnswer))],
+            "responses": [r.text[:60] for r in s.exec(select(Response)) if r.source == "model"],
+            "grader": [g.justification[:60] for g in s.exec(select(GraderScore))
+                       if g.justification],
+            "masks": [m.sha256 for m in s.exec(select(Mask))],
+        }
+
+
+def test_a_finished_exam_without_review_sends_nothing_of_the_references(demo_study: Path) -> None:
+    student = _login("demo-student")
+    with session() as s:
+        exam = s.exec(select(Exam).where(Exam.name == DEMO_EXAM)).one()
+        assert exam.review is False  # the demo's exam is a baseline study
+    secrets = _secrets()
+    assert secrets["references"] and secrets["answers"] and secrets["responses"]
+    _finish(student, exam)
+    at = page("pages/exam.py", student).run()
+    assert not at.exception
+    assert any("You have finished this exam" in m.value for m in at.success)
+    payload = page_payload(at)
+    assert "Review" not in payload and "Reference answer" not in payload
+    for kind, texts in secrets.items():
+        assert not [t for t in texts if _sent(t, payload)], kind
+
+
+def test_a_finished_exam_with_review_shows_own_answers_beside_references(
+        demo_study: Path) -> None:
+    student = make_user("reviewer", "student")
+    with session() as s:
+        exam = ensure_exam(s, name="A practice exam", review=True)
+        s.commit()
+        cases = {c.case_id: c for c in s.exec(select(Case))}
+        task_cases = {t: s.get(Task, t).case_id for t in exam.task_ids}
+    secrets = _secrets()  # before this taker's answers: all of them belong to others
+    given = _finish(student, exam)
+    at = page("pages/exam.py", student).run()  # the practice exam sorts first
+    assert not at.exception
+    assert at.selectbox[0].value == exam.id
+    review = at.selectbox(key="exam_review_task")
+    shown_references = 0
+    for i, task_id in enumerate(exam.task_ids):
+        review.set_value(i).run()
+        assert not at.exception
+        payload = page_payload(at)
+        assert all(_sent(a, payload) for a in given if f" {task_id} " in a)  # every stage
+        truth = cases[task_cases[task_id]].ground_truth
+        if truth and truth.get("final_diagnosis"):
+            assert _sent(truth["final_diagnosis"], payload)
+            shown_references += 1
+        else:
+            assert "This case has no reference answer." in payload
+        assert not at.get("component_instance")  # text only: no images, so no masks
+        for kind in ("answers", "responses", "grader", "masks"):
+            assert not [t for t in secrets[kind] if _sent(t, payload)], kind
+        review = at.selectbox(key="exam_review_task")
+    assert shown_references
+
+
+def test_the_admin_form_opens_an_exam_with_review(demo_study: Path) -> None:
+    at = page("pages/admin.py", _login("demo-admin"))
+    at.query_params["section"] = "Assignments"
+    at.run()
+    form = [c for c in at.checkbox if c.label == "Review after finishing"]
+    assert form and form[0].value is False  # off unless asked for
+    next(t for t in at.text_input if t.label == "Exam name").input("Practice")
+    form[0].check()
+    next(b for b in at.get("form_submit_button") if b.label == "Open exam").click().run()
+    assert any("'Practice' is open with 12 tasks, review after finishing" in m.value
+               for m in at.success), [m.value for m in at.success]
+    with session() as s:
+        assert s.exec(select(Exam).where(Exam.name == "Practice")).one().review is True
