@@ -19,6 +19,7 @@ from db.masks import MaskImage, masks_for_task
 from db.models import (
     Assignment,
     AssignmentDesign,
+    Case,
     ExpertScore,
     Response,
     ScoreRevision,
@@ -37,12 +38,55 @@ IDLE_CAP_SECONDS = 300.0  # gaps between interactions longer than this are not a
 SCORE_FIELDS = tuple(f for f in RUBRIC_SCORE_FIELDS if f != "overall")
 
 
+FLAG_CONFIDENCE = 1  # "Very unsure: I would like another rater to look at this."
+
+
 @dataclass
 class QueueEntry:
     assignment_id: int
     position: int
     blind_code: str
     status: str  # "new" | "draft" | "submitted"
+    family: str = ""
+    level: int = 0
+    flagged: bool = False  # the rater's own confidence is FLAG_CONFIDENCE (draft or submit)
+
+
+@dataclass(frozen=True)
+class QueueFilter:
+    """Which queue entries to list: every field left at its default lets all through."""
+
+    unscored: bool = False  # not submitted (new or draft)
+    flagged: bool = False
+    family: str | None = None
+    level: int | None = None
+
+    def admits(self, e: QueueEntry) -> bool:
+        return ((not self.unscored or e.status != "submitted")
+                and (not self.flagged or e.flagged)
+                and self.family in (None, e.family) and self.level in (None, e.level))
+
+
+def filter_queue(entries: list[QueueEntry], wanted: QueueFilter) -> list[QueueEntry]:
+    return [e for e in entries if wanted.admits(e)]
+
+
+def find_entry(entries: list[QueueEntry], text: str) -> QueueEntry | None:
+    """The entry at a 1-based position, else the one whose blind code is `text` ignoring case,
+    spaces and the "R-" prefix, else the only one whose code contains it (3 characters or
+    more); None when there is no such entry or several."""
+    wanted = text.strip().casefold().replace(" ", "")
+    if not wanted:
+        return None
+    if wanted.isdigit() and (at := next((e for e in entries if e.position + 1 == int(wanted)),
+                                        None)):
+        return at
+    bare = wanted.removeprefix("r-")
+    exact = [e for e in entries if e.blind_code.casefold().removeprefix("r-") == bare]
+    if exact:
+        return exact[0]
+    partial = [e for e in entries if len(bare) >= 3 and bare in e.blind_code.casefold()]
+    return partial[0] if len(partial) == 1 else None
 
 
 @dataclass
@@ -68,18 +112,31 @@ class ScoringItem:
     status: str = "new"
     revision: int = 0
     masks: list[MaskImage] = field(default_factory=list)  # only where the task allows them
+    key_slices: list[dict[str, Any]] = field(default_factory=list)  # the case's, as imported
 
 
 def queue(s: Session, *, rater_id: int) -> list[QueueEntry]:
+    """The rater's items in queue order, with the task's family and level and whether the
+    rater flagged the item (nothing about the response's source)."""
     rows = s.exec(
-        select(Assignment.id, Assignment.position, Response.blind_code, ExpertScore.status)
+        select(Assignment.id, Assignment.position, Response.blind_code, ExpertScore.status,
+               Task.family, Task.level, ExpertScore.confidence, ExpertScore.draft)
         .join(Response, Response.response_id == Assignment.response_id)
+        .join(Task, Task.task_id == Response.task_id)
         .join(ExpertScore, ExpertScore.assignment_id == Assignment.id, isouter=True)
         .where(Assignment.rater_id == rater_id)
         .order_by(Assignment.position)
     )
-    return [QueueEntry(aid, pos, code, "new" if status is None else status)
-            for aid, pos, code, status in rows]
+    return [QueueEntry(aid, pos, code, "new" if status is None else status, family, level,
+                       _flagged(confidence, draft))
+            for aid, pos, code, status, family, level, confidence, draft in rows]
+
+
+def _flagged(confidence: int | None, draft: dict[str, Any] | None) -> bool:
+    """The draft's confidence where there is a draft, else the submitted one."""
+    if isinstance(draft, dict):
+        confidence = draft.get("confidence")
+    return confidence == FLAG_CONFIDENCE
 
 
 def _assignment(s: Session, rater_id: int, assignment_id: int) -> Assignment:
@@ -125,6 +182,7 @@ def load_item(s: Session, *, rater_id: int, assignment_id: int) -> ScoringItem:
         status="new" if score is None else score.status,
         revision=0 if score is None else score.revision,
         masks=masks_for_task(s, task=task),
+        key_slices=list(s.get(Case, case.case_id).key_slices or []),
     )
 
 
