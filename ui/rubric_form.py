@@ -1,7 +1,10 @@
 """The rater's rubric form: anchored criteria, the diagnosis judgment, error tags, comment.
 
-Every widget change calls `on_change(values)` so the page can save a draft at once.
-Widget keys carry only the assignment number, never anything about the response's source.
+Compact: each criterion is one row of its level labels (0 1 2 3 4, N/A where allowed); the
+criterion's description and the text of every anchor are on demand, in the help tooltip of
+its name (the "?" beside it), and so are the confidence labels. Every widget change calls
+`on_change(values)` so the page can save a draft at once. Widget keys carry only the
+assignment number, never anything about the response's source.
 """
 
 from collections.abc import Callable
@@ -10,7 +13,7 @@ from typing import Any
 import streamlit as st
 
 from db.text_limits import COMMENT
-from rubric.render import FormSpec
+from rubric.render import FormCriterion, FormSpec
 from ui.plain_text import escape_markdown
 
 NA = "N/A"
@@ -55,6 +58,14 @@ def current_values(prefix: str, spec: FormSpec) -> dict[str, Any]:
     }
 
 
+def anchor_help(c: FormCriterion) -> str:
+    """A criterion's description and its anchors, level by level (the tooltip's markdown)."""
+    rows = [f"**{level}**: {text}" for level, text in c.anchors]
+    if c.na_allowed:
+        rows.append(f"**{NA}**: {c.na_rule or 'does not apply'}")
+    return "\n\n".join([c.description, *rows])
+
+
 def _still_missing(missing: dict[str, str], field: str, answered: bool) -> None:
     """The message of a field a failed Submit named, under it, until it is answered."""
     if field in missing and not answered:
@@ -65,7 +76,8 @@ def rubric_form(
     prefix: str, spec: FormSpec, values: dict[str, Any], on_change: Callable[[dict], None],
     missing: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Draw the form (seeded with `values`) and return what it holds now; `missing`
+    """Draw the form under its "Rubric" heading (the rubric's instructions in its tooltip),
+    seeded with `values`, and return what it holds now; `missing`
     (`rubric.scoring.MissingFields.fields`) puts each message under its field."""
     _seed_state(prefix, spec, values)
     missing = missing or {}
@@ -74,12 +86,11 @@ def rubric_form(
     def changed() -> None:
         on_change(current_values(prefix, spec))
 
-    st.caption(spec.instructions)
+    st.markdown("##### Rubric", help=spec.instructions)
     for c in spec.criteria:
         options: list[Any] = [level for level, _ in c.anchors] + ([NA] if c.na_allowed else [])
-        captions = [text for _, text in c.anchors] + ([c.na_rule or ""] if c.na_allowed else [])
-        st.radio(c.name, options, index=None, key=_key(prefix, c.key), captions=captions,
-                 help=c.description, on_change=changed)
+        st.radio(c.name, options, index=None, key=_key(prefix, c.key), horizontal=True,
+                 help=anchor_help(c), on_change=changed)
         _still_missing(missing, f"criteria.{c.key}", state.get(_key(prefix, c.key)) is not None)
     st.radio(spec.judgment_question, ["Yes", "No"], index=None, horizontal=True,
              key=_key(prefix, "correct"), help=spec.judgment_help, on_change=changed)
@@ -97,7 +108,7 @@ def rubric_form(
     _still_missing(missing, "comment", bool((state.get(_key(prefix, "comment")) or "").strip()))
     labels = dict(spec.confidence)
     st.radio(spec.confidence_question, list(labels), index=None, horizontal=True,
-             format_func=lambda v: f"{v} · {labels[v]}", key=_key(prefix, "confidence"),
-             on_change=changed)
+             key=_key(prefix, "confidence"), on_change=changed,
+             help="\n\n".join(f"**{v}**: {label}" for v, label in spec.confidence))
     _still_missing(missing, "confidence", state.get(_key(prefix, "confidence")) is not None)
     return current_values(prefix, spec)
