@@ -34,8 +34,11 @@ from errors import UserError
 from rubric.scoring import SCORE_FIELDS as RUBRIC_SCORE_FIELDS
 
 IDLE_CAP_SECONDS = 300.0  # gaps between interactions longer than this are not active time
-# What a rater enters: the rubric's score fields but the derived overall.
+# What a rater enters: the rubric's score fields but the derived overall, and (multi-turn
+# items) a judgment of each stage's answer but the last (`ExpertScore.stage_correct`).
 SCORE_FIELDS = tuple(f for f in RUBRIC_SCORE_FIELDS if f != "overall")
+STAGE_FIELD = "stage_correct"
+SAVED_FIELDS = (*SCORE_FIELDS, STAGE_FIELD)
 
 
 FLAG_CONFIDENCE = 1  # "Very unsure: I would like another rater to look at this."
@@ -155,7 +158,7 @@ def _score_row(s: Session, assignment_id: int, *, lock: bool) -> ExpertScore | N
 
 
 def _values(score: ExpertScore) -> dict[str, Any]:
-    return {k: getattr(score, k) for k in SCORE_FIELDS}
+    return {k: getattr(score, k) for k in SAVED_FIELDS}
 
 
 def _rubric_hash(s: Session, a: Assignment) -> str:
@@ -226,7 +229,7 @@ def _check_comment(values: dict[str, Any]) -> None:
 def _save_draft(s, rater_id, assignment_id, values, active_seconds) -> ExpertScore:
     _check_comment(values)
     score = _locked_score(s, _assignment(s, rater_id, assignment_id))
-    score.draft = {k: values.get(k) for k in SCORE_FIELDS}
+    score.draft = {k: values.get(k) for k in SAVED_FIELDS}
     record(s, "score.draft", actor=None, assignment=assignment_id, rater=rater_id)
     score.active_seconds += _active(active_seconds)
     score.updated_at = utcnow()
@@ -251,6 +254,22 @@ def _submit(s, rater_id, assignment_id, values, active_seconds, actor) -> Expert
     return score
 
 
+def stage_judgments(value: Any, n_judged: int) -> list[bool | None] | None:
+    """The stage judgments as stored: None when none is given (or the task has one stage),
+    else a list of `n_judged` (the stages but the last) True/False/None; UserError otherwise.
+    Optional: a stage left unjudged is None."""
+    if value is None or n_judged == 0:
+        if value not in (None, []) and n_judged == 0:
+            raise UserError("stage_correct: this task has one stage, so no stage judgments")
+        return None
+    if not isinstance(value, list) or len(value) != n_judged:
+        raise UserError(f"stage_correct: expected a list of {n_judged} judgments (true, false or "
+                        f"null), one per stage but the last")
+    if any(v is not None and not isinstance(v, bool) for v in value):
+        raise UserError("stage_correct: each judgment must be true, false or null")
+    return None if all(v is None for v in value) else list(value)
+
+
 def record_submission(
     s: Session, *, assignment: Assignment, values: dict[str, Any], active_seconds: float = 0.0,
     synthetic: bool = False,
@@ -259,15 +278,16 @@ def record_submission(
     (the caller commits). `synthetic` marks generated scores (the demo)."""
     a = assignment
     _check_comment(values)
-    family, task_id = s.exec(select(Task.family, Task.task_id)
-                             .join(Response, Response.task_id == Task.task_id)
-                             .where(Response.response_id == a.response_id)).one()
+    family, task_id, stages = s.exec(select(Task.family, Task.task_id, Task.stages)
+                                     .join(Response, Response.task_id == Task.task_id)
+                                     .where(Response.response_id == a.response_id)).one()
     require_reference(s, task_ids=[task_id])
     score = _locked_score(s, a)
     clean = rubric_by_hash(s, score.rubric_hash).validate_score(
         {k: values.get(k) for k in SCORE_FIELDS}, family=family)
+    clean[STAGE_FIELD] = stage_judgments(values.get(STAGE_FIELD), len(stages or []))
     before = _values(score) if score.revision else {}
-    for k in SCORE_FIELDS:
+    for k in SAVED_FIELDS:
         setattr(score, k, clean[k])
     score.overall = clean["overall"]
     score.draft = None
@@ -279,7 +299,7 @@ def record_submission(
     s.add(score)
     s.flush()
     after = _values(score)
-    changes = {k: {"from": before.get(k), "to": after[k]} for k in SCORE_FIELDS
+    changes = {k: {"from": before.get(k), "to": after[k]} for k in SAVED_FIELDS
                if before.get(k) != after[k]}
     s.add(ScoreRevision(score_id=score.id, revision=score.revision, rater_id=a.rater_id,
                         content={**after, "overall": score.overall}, changes=changes))

@@ -149,7 +149,8 @@ with case_panel(key=f"case-{item.case_id}", title=item.case_title, ehr=item.ehr,
         st.caption(f"Submitted (revision {item.revision}); changes here are a new revision.")
     with st.container(key=RUBRIC_KEY):
         values = rubric_form(f"a{aid}", spec, item.values, on_change=while_signed_in(save),
-                             missing=st.session_state.get(f"score_missing_{aid}"))
+                             missing=st.session_state.get(f"score_missing_{aid}"),
+                             stages=len(item.stages))
     saved = st.session_state.get(f"score_saved_{aid}")
     st.caption(f":material/cloud_done: Draft saved at {saved}" if saved
                else "Every change is saved as a draft at once.")

@@ -24,8 +24,8 @@ click beside the images first)
 | key | does |
 |---|---|
 | `0`–`4` | level of the marked criterion, then the next unanswered one is marked |
-| `N` | N/A (a criterion), No (the diagnosis) |
-| `Y` | Yes (the diagnosis) |
+| `N` | N/A (a criterion), No (a stage or the diagnosis) |
+| `Y` | Yes (a stage or the diagnosis) |
 | `1`–`5` | confidence, when it is marked |
 | `J` / `K` | mark the next / previous question |
 | `Ctrl+Enter` | Submit (also in the comment box) |

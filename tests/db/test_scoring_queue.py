@@ -99,3 +99,55 @@ def test_search_by_position_or_code_ignores_case_and_prefix() -> None:
     assert find_entry(entries, "a") is None  # too short to be a part
     assert find_entry(entries, "") is None
     assert find_entry(entries, "R-000") is None
+
+
+def test_stage_judgments_of_a_multi_turn_item_are_kept_and_checked(database_url: str) -> None:
+    from db.models import Assignment, ExpertScore, ScoreRevision
+    from errors import UserError
+
+    eng, rubric, rater = _study(database_url)
+    with Session(eng, expire_on_commit=False) as s:
+        entries = queue(s, rater_id=rater.id)
+        multi = next(e for e in entries if e.level == 3)
+        single = next(e for e in entries if e.level < 3)
+        task = s.get(Task, s.get(Response, s.get(Assignment, multi.assignment_id).response_id)
+                     .task_id)
+        n = len(task.stages)
+        assert n >= 1
+        values = {"criteria": {c.key: rubric.scale.max
+                               for c in rubric.applicable_criteria(multi.family)},
+                  "correct_diagnosis": True, "error_tags": [], "comment": "", "confidence": 4}
+        save_draft(s, rater_id=rater.id, assignment_id=multi.assignment_id,
+                   values={**values, "stage_correct": [False] * n})
+        from db.scoring import load_item
+        item = load_item(s, rater_id=rater.id, assignment_id=multi.assignment_id)
+        assert item.values["stage_correct"] == [False] * n  # the draft keeps them
+        for wrong in ([True] * (n + 1), "yes", [1] * n):
+            try:
+                submit(s, rater_id=rater.id, assignment_id=multi.assignment_id,
+                       values={**values, "stage_correct": wrong})
+            except UserError as e:
+                assert "stage_correct" in str(e)
+            else:
+                raise AssertionError(f"{wrong!r} accepted")
+            s.rollback()
+        score = submit(s, rater_id=rater.id, assignment_id=multi.assignment_id,
+                       values={**values, "stage_correct": [False] * n})
+        assert score.stage_correct == [False] * n
+        [revision] = s.exec(select(ScoreRevision).where(ScoreRevision.score_id == score.id))
+        assert revision.content["stage_correct"] == [False] * n
+        score = submit(s, rater_id=rater.id, assignment_id=multi.assignment_id,
+                       values={**values, "stage_correct": [None] * n})  # not judged: NULL
+        assert score.stage_correct is None
+        single_values = {**values, "criteria": {
+            c.key: rubric.scale.max for c in rubric.applicable_criteria(single.family)}}
+        score = submit(s, rater_id=rater.id, assignment_id=single.assignment_id,
+                       values=single_values)  # no stage judgments: fine, NULL
+        assert s.get(ExpertScore, score.id).stage_correct is None
+        try:
+            submit(s, rater_id=rater.id, assignment_id=single.assignment_id,
+                   values={**single_values, "stage_correct": [True]})
+        except UserError as e:
+            assert "one stage" in str(e)
+        else:
+            raise AssertionError("a stage judgment of a one-stage task accepted")

@@ -82,3 +82,25 @@ def test_levels_are_labels_with_their_anchors_on_demand(demo_study: Path) -> Non
         assert shortcut in keys  # listed on the page
     submit = next(b for b in at.button if b.label == "Submit")
     assert submit.proto.shortcut  # Streamlit's own shortcut on the button
+
+
+def test_a_multi_turn_item_asks_a_judgment_per_stage_and_saves_it(demo_study: Path) -> None:
+    expert = _expert()
+    with session() as s:
+        entries = queue(s, rater_id=expert.id)
+        multi = next(e for e in entries if e.level == 3)
+        single = next(e for e in entries if e.level < 3)
+        n = len(load_item(s, rater_id=expert.id, assignment_id=multi.assignment_id).stages)
+    at = page("pages/score.py", expert)
+    at.session_state["score_current"] = single.assignment_id
+    at.run()
+    assert not [r for r in at.radio if r.label.startswith("Stage ")]  # single-turn: none
+    at.session_state["score_current"] = multi.assignment_id
+    at.run()
+    aid = multi.assignment_id
+    stages = [r for r in at.radio if r.label.startswith("Stage ")]
+    assert [r.label for r in stages] == [f"Stage {k + 1} answer correct?" for k in range(n)]
+    at.radio(key=f"a{aid}-stage-0").set_value("No").run()
+    with session() as s:
+        saved = load_item(s, rater_id=expert.id, assignment_id=aid).values["stage_correct"]
+    assert saved == [False] + [None] * (n - 1)
