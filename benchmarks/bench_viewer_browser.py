@@ -14,8 +14,8 @@
 4. The PNG viewer's slider to image: an arrow key on the slice slider until the first series'
    image changes.
 5. A window/level drag: a right-button drag of 40 pointer moves on the first series, its
-   duration, the redraws the viewer made (one per animation frame at most, with the latest
-   pointer position) and their rate.
+   duration, the preview redraws the viewer made (a CSS filter, one per animation frame at
+   most, with the latest pointer position), their rate, and the exact redraw on release.
 6. Scrolling to score one item with the mouse at 1280 x 800: the pixels the page scrolls (the
    sum of every scroll step) from opening the item to clicking Submit, when each question is
    brought just into view before it is clicked (a single-turn and a multi-turn item;
@@ -110,7 +110,7 @@ _ARM_SCROLL = """() => {
 }"""
 
 _DRAG_DONE = """() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(
-  () => done(window.nmbViewer.state().dragFrames))))"""
+  () => { const s = window.nmbViewer.state(); done([s.dragFrames, s.dragSettle]); })))"""
 
 
 def _ms(values: list[float]) -> str:
@@ -194,8 +194,9 @@ def _scroll_to_score(page, position: int) -> int:
     return round(scrolled)
 
 
-def _window_drag(page, frame, moves: int = 40) -> tuple[float, int]:
-    """(ms, redraws) of a right-button drag of `moves` pointer moves on the first series."""
+def _window_drag(page, frame, moves: int = 40) -> tuple[float, int, float]:
+    """(ms, preview redraws, ms of the exact redraw on release) of a right-button drag of
+    `moves` pointer moves on the first series."""
     box = frame.locator("canvas").first.bounding_box()
     x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
     before = frame.evaluate("() => window.nmbViewer.state().dragFrames")
@@ -205,8 +206,8 @@ def _window_drag(page, frame, moves: int = 40) -> tuple[float, int]:
     for k in range(moves):
         page.mouse.move(x + (k % 20) * 3 - 30, y + (k % 10) * 2)
     page.mouse.up(button="right")
-    frames = frame.evaluate(_DRAG_DONE)
-    return (time.perf_counter() - t0) * 1000, frames - before
+    frames, settle = frame.evaluate(_DRAG_DONE)
+    return (time.perf_counter() - t0) * 1000, frames - before, settle
 
 
 def _queue_positions(home: str) -> tuple[int | None, int | None]:
@@ -280,8 +281,10 @@ def main() -> None:
             print(f"  drag duration:                                   "
                   f"{_ms([d[0] for d in drags])}")
             rate = statistics.median(d[1] / d[0] * 1000 for d in drags)
-            print(f"  redraws per drag: {statistics.median(d[1] for d in drags):.0f} "
-                  f"({rate:.1f} per second; at most one per animation frame)", flush=True)
+            print(f"  preview redraws per drag: {statistics.median(d[1] for d in drags):.0f} "
+                  f"({rate:.1f} per second; at most one per animation frame)")
+            print(f"  exact redraw on release:                         "
+                  f"{_ms([d[2] for d in drags])}", flush=True)
             with_viewer = _rubric_clicks(page, 15)
             _mode(page, "Hidden")
             hidden = _rubric_clicks(page, 15)

@@ -283,8 +283,11 @@ function dispose(t) {
 // ----- window/level: a drag redrawn at most once per animation frame, presets --------------
 // NiiVue rebuilds the volume's texture on every pointer move of its own windowing drag, and
 // moves queue up behind it (0.4 s each with three series on software WebGL). This drag is
-// ours: the moves only record the pointer, and one redraw per animation frame applies the
-// latest position. Right drag, Ctrl+left drag, or left drag in "Window" mode.
+// ours: the moves only record the pointer; once per animation frame the latest window is
+// shown as a CSS filter on the canvas (a linear map of the drawn grey levels, no WebGL work),
+// and on release the volume is redrawn once with the exact window. The preview cannot show
+// detail the old window had clipped (a widened window shows it on release). Right drag,
+// Ctrl+left drag, or left drag in "Window" mode.
 function windowing(e) {
   if (e.button === 2) return true;
   return e.button === 0 && !e.shiftKey && (e.ctrlKey || state.leftDrag === "window");
@@ -308,17 +311,28 @@ function moveWindowDrag(e) {
   if (!d.frame) d.frame = requestAnimationFrame(() => redrawWindow(d));
 }
 
-function redrawWindow(d) {
-  d.frame = 0;
+/** The window [min, max] the drag's pointer asks for now. */
+function draggedWindow(d) {
   const vol = d.t.nv.volumes[0];
   const range = Math.max(vol.robust_max - vol.robust_min, 1e-6);
   const perPixel = range / 300; // 300 px: one robust range
   const width = Math.max(range / 100, d.max - d.min + (d.x - d.x0) * perPixel * 2); // right: wider
   const level = (d.max + d.min) / 2 - (d.y - d.y0) * perPixel; // up: higher level, darker
-  vol.cal_min = level - width / 2;
-  vol.cal_max = level + width / 2;
-  d.t.nv.refreshLayers(vol, 0);
-  d.t.nv.drawScene();
+  return [level - width / 2, level + width / 2];
+}
+
+/** The CSS filter that maps grey levels drawn with [a, b] to those of [a2, b2]: g' = s g + o,
+ * as contrast(c) then brightness(k), k c = s and k (1 - c) / 2 = o. */
+function previewFilter([a, b], [a2, b2]) {
+  const s = (b - a) / (b2 - a2);
+  const o = (a - a2) / (b2 - a2);
+  const k = Math.max(0.01, 2 * o + s);
+  return `contrast(${s / k}) brightness(${k})`;
+}
+
+function redrawWindow(d) {
+  d.frame = 0;
+  d.t.canvas.style.filter = previewFilter([d.min, d.max], draggedWindow(d));
   state.dragFrames++;
 }
 
@@ -326,11 +340,16 @@ function endWindowDrag() {
   const d = state.drag;
   window.removeEventListener("mousemove", moveWindowDrag, true);
   window.removeEventListener("mouseup", endWindowDrag, true);
-  if (d && d.frame) {
-    cancelAnimationFrame(d.frame);
-    redrawWindow(d);
-  }
   state.drag = null;
+  if (!d) return;
+  if (d.frame) cancelAnimationFrame(d.frame);
+  const started = performance.now();
+  const vol = d.t.nv.volumes[0];
+  [vol.cal_min, vol.cal_max] = draggedWindow(d);
+  d.t.nv.refreshLayers(vol, 0);
+  d.t.nv.drawScene();
+  d.t.canvas.style.filter = "";
+  state.dragSettle = performance.now() - started; // the exact redraw on release (benchmark)
 }
 
 function applyPreset(t, name) {
@@ -607,6 +626,7 @@ window.nmbViewer = {
     plane: state.plane,
     preset: state.preset,
     dragFrames: state.dragFrames,
+    dragSettle: state.dragSettle,
     keys: state.keys,
     tileSizes: state.tiles.map((t) => [t.el.clientWidth, t.el.clientHeight]),
     tiles: state.tiles.map((t) => ({
