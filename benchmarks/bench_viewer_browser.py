@@ -13,6 +13,13 @@
    viewer, with the PNG viewer and with no images ("Hidden"), in the same session.
 4. The PNG viewer's slider to image: an arrow key on the slice slider until the first series'
    image changes.
+5. A window/level drag: a right-button drag of 40 pointer moves on the first series, its
+   duration, the preview redraws the viewer made (a CSS filter, one per animation frame at
+   most, with the latest pointer position), their rate, and the exact redraw on release.
+6. Scrolling to score one item with the mouse at 1280 x 800: the pixels the page scrolls (the
+   sum of every scroll step) from opening the item to clicking Submit, when each question is
+   brought just into view before it is clicked (a single-turn and a multi-turn item;
+   target for single-turn: under 1,500 px).
 Medians; the machine is shared, so figures vary from run to run.
 """
 
@@ -91,6 +98,21 @@ _SLIDER = """([slider]) => new Promise((done) => {
 })"""
 
 
+_ARM_SCROLL = """() => {
+  const main = document.querySelector('[data-testid="stMain"]');
+  const s = window.nmbScroll = window.nmbScroll || {px: 0, last: main.scrollTop};
+  if (!s.armed) {
+    main.addEventListener('scroll', () => { s.px += Math.abs(main.scrollTop - s.last);
+                                            s.last = main.scrollTop; });
+    s.armed = true;
+  }
+  s.px = 0; s.last = main.scrollTop;
+}"""
+
+_DRAG_DONE = """() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(
+  () => { const s = window.nmbViewer.state(); done([s.dragFrames, s.dragSettle]); })))"""
+
+
 def _ms(values: list[float]) -> str:
     return f"{statistics.median(values):7.0f} ms (n={len(values)})" if values else "   n/a"
 
@@ -142,6 +164,71 @@ def _rubric_clicks(page, n: int) -> list[float]:
     return times
 
 
+def _open_position(page, position: int) -> None:
+    box = page.get_by_placeholder("Go to: position or code")
+    box.fill(str(position + 1))
+    box.press("Enter")
+    page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]').wait_for()
+    page.wait_for_timeout(1500)
+
+
+def _scroll_to_score(page, position: int) -> int:
+    """Pixels scrolled from opening the item at `position` to clicking Submit, each question
+    brought just into view (`block: nearest`) before its first level is clicked."""
+    _open_position(page, position)
+    page.evaluate("document.querySelector('[data-testid=\"stMain\"]').scrollTo(0, 0)")
+    page.evaluate(_ARM_SCROLL)
+    groups = page.locator('.st-key-nmb-rubric [data-testid="stRadio"]')
+    for k in range(groups.count()):
+        group = groups.nth(k)
+        group.evaluate("(g) => g.scrollIntoView({block: 'nearest'})")
+        group.locator('[data-testid="stRadioOption"]').first.click()
+        page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]').wait_for()
+        page.wait_for_timeout(300)
+    submit = page.get_by_role("button", name="Submit")
+    submit.evaluate("(b) => b.scrollIntoView({block: 'nearest'})")
+    scrolled = page.evaluate("() => window.nmbScroll.px")
+    submit.click()
+    page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]').wait_for()
+    page.wait_for_timeout(1000)
+    return round(scrolled)
+
+
+def _window_drag(page, frame, moves: int = 40) -> tuple[float, int, float]:
+    """(ms, preview redraws, ms of the exact redraw on release) of a right-button drag of
+    `moves` pointer moves on the first series."""
+    box = frame.locator("canvas").first.bounding_box()
+    x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    before = frame.evaluate("() => window.nmbViewer.state().dragFrames")
+    page.mouse.move(x, y)
+    t0 = time.perf_counter()
+    page.mouse.down(button="right")
+    for k in range(moves):
+        page.mouse.move(x + (k % 20) * 3 - 30, y + (k % 10) * 2)
+    page.mouse.up(button="right")
+    frames, settle = frame.evaluate(_DRAG_DONE)
+    return (time.perf_counter() - t0) * 1000, frames - before, settle
+
+
+def _queue_positions(home: str) -> tuple[int | None, int | None]:
+    """Queue positions of demo-expert1's first unsubmitted single-turn and multi-turn items."""
+    import sqlite3
+
+    db = sqlite3.connect(Path(home) / "study.db")
+    try:
+        rows = db.execute(
+            "SELECT a.position, t.level FROM assignment a JOIN user u ON u.id = a.rater_id "
+            "JOIN response r ON r.response_id = a.response_id JOIN task t ON t.task_id = "
+            "r.task_id LEFT JOIN expertscore e ON e.assignment_id = a.id WHERE u.name = "
+            "'demo-expert1' AND (e.status IS NULL OR e.status != 'submitted') "
+            "ORDER BY a.position").fetchall()
+    finally:
+        db.close()
+    single = next((p for p, level in rows if level < 3), None)
+    multi = next((p for p, level in rows if level == 3), None)
+    return single, multi
+
+
 def main() -> None:
     from playwright.sync_api import sync_playwright
 
@@ -189,6 +276,15 @@ def main() -> None:
                   f"  ({wheel['unchanged']} events left pixels unchanged)")
             print(f"  next animation frame (on screen):                {_ms(wheel['shown'])}",
                   flush=True)
+            drags = [_window_drag(page, frame) for _ in range(3)]
+            print("window/level drag, 40 pointer moves (right button):")
+            print(f"  drag duration:                                   "
+                  f"{_ms([d[0] for d in drags])}")
+            rate = statistics.median(d[1] / d[0] * 1000 for d in drags)
+            print(f"  preview redraws per drag: {statistics.median(d[1] for d in drags):.0f} "
+                  f"({rate:.1f} per second; at most one per animation frame)")
+            print(f"  exact redraw on release:                         "
+                  f"{_ms([d[2] for d in drags])}", flush=True)
             with_viewer = _rubric_clicks(page, 15)
             _mode(page, "Hidden")
             hidden = _rubric_clicks(page, 15)
@@ -199,8 +295,18 @@ def main() -> None:
             for _ in range(15):
                 png.append(page.evaluate(_SLIDER, [slider]))
                 page.wait_for_timeout(400)
+            page.context.close()
+            page = fresh_page()
+            _viewer_frame(page)
+            single, multi = _queue_positions(home)
+            scrolls = {name: _scroll_to_score(page, p) for name, p in
+                       (("single-turn", single), ("multi-turn", multi)) if p is not None}
             browser.close()
 
+    print("pixels scrolled to score one item with the mouse (1280x800, 1 mm demo):")
+    for name, px in scrolls.items():
+        target = "   target < 1500 px" if name == "single-turn" else ""
+        print(f"  {name + ':':49s}{px:7d} px{target}")
     print("rubric click -> rerun done:")
     print(f"  with the interactive viewer:                     {_ms(with_viewer)}")
     print(f"  without images (Hidden):                         {_ms(hidden)}")

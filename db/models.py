@@ -236,6 +236,9 @@ class ExpertScore(SQLModel, table=True):
     error_tags: list[str] = _json()
     comment: str = Field(default="", sa_type=Text)
     confidence: int | None = None
+    # multi-turn items: the judgment of the answer of each stage but the last (True, False or
+    # None: not judged), stage 1 first; the last stage is `correct_diagnosis`. NULL: none given.
+    stage_correct: list[bool | None] | None = _json(nullable=True)
     overall: float | None = None
     active_seconds: float = 0.0
     revision: int = 0  # number of submitted revisions

@@ -71,3 +71,20 @@ def render_key_slice(path: Path, plane: str, index: int | None = None) -> Render
     sl = take_slice(vol, plane, index=index)
     return RenderedSlice(render_png(sl, preset_window(vol.intensity_stats(), WINDOW)),
                          sl.index, sl.n_slices)
+
+
+def key_slice_world(path: Path, plane: str, index: int | None = None) -> tuple[float, float, float]:
+    """The world (scanner mm) point at the centre of a key slice (header only): the slice's
+    voxel `index` along the plane's normal on the RAS+ grid (None: the middle one), the middle
+    of the other two axes. The interactive viewer opens there."""
+    img = open_image(Path(path))
+    shape, _ = spatial_shape(img, Path(path).name)
+    ornt = nib.orientations.io_orientation(img.affine)
+    ras = ras_shape(path)
+    canonical = img.affine @ nib.orientations.inv_ornt_aff(ornt, shape)
+    voxel = [(n - 1) / 2 for n in ras]
+    axis = NORMAL_AXIS[plane]
+    if index is not None:
+        voxel[axis] = min(max(int(index), 0), ras[axis] - 1)
+    x, y, z = nib.affines.apply_affine(canonical, voxel)
+    return float(x), float(y), float(z)

@@ -5,7 +5,7 @@ import time
 import streamlit as st
 
 from db.engine import session
-from db.raters.scoring import load_item, queue, save_draft, submit
+from db.raters.scoring import QueueFilter, filter_queue, find_entry, load_item, queue, save_draft, submit
 from db.rubrics import rubric_by_hash
 from db.study.cases import reference_fields
 from db.text_limits import NAME
@@ -18,47 +18,54 @@ from ui.case_panel import case_panel
 from ui.plain_text import escape_markdown, untrusted_text
 from ui.response_view import response_view
 from ui.rubric_form import rubric_form
+from ui.score_keys import COMPACT_CSS, RUBRIC_KEY, SHORTCUT_HELP, SHORTCUTS, score_keys
+from ui.score_queue import filter_controls, queue_filter
 
 user = require_role("expert")
-st.title("Score rationales")
+st.set_page_config(initial_sidebar_state="collapsed")  # the images need the width (docs/scoring.md)
+st.html(COMPACT_CSS)
 
 with session() as s:
     entries = queue(s, rater_id=user.id)
 if not entries:
+    st.title("Score rationales")
     st.info("No items are assigned to you yet.")
     st.stop()
 
 done = sum(e.status == "submitted" for e in entries)
-st.progress(done / len(entries), text=f"{done} of {len(entries)} submitted")
-if done == len(entries):
-    st.success(f"All {len(entries)} items are submitted. Thank you: your queue is complete. "
-               "You can still reopen any item below; a change is saved as a new revision.",
-               icon=":material/task_alt:")
-
 ids = [e.assignment_id for e in entries]
-labels = {e.assignment_id: f"{e.position + 1}. {e.blind_code} · {e.status}" for e in entries}
 if st.session_state.get("score_current") not in ids:
     st.session_state["score_current"] = next(
         (e.assignment_id for e in entries if e.status != "submitted"), ids[0])
+wanted = queue_filter(entries)
+listed = filter_queue(entries, wanted)
 
 
 def next_unscored() -> None:
     current = ids.index(st.session_state["score_current"])
-    later = [e for e in entries[current + 1:] + entries[:current] if e.status != "submitted"]
+    later = [e for e in entries[current + 1:] + entries[:current]
+             if e.status != "submitted" and wanted.admits(e)]
     if later:
         st.session_state["score_current"] = later[0].assignment_id
 
 
 def step(by: int) -> None:
-    st.session_state["score_current"] = ids[
-        (ids.index(st.session_state["score_current"]) + by) % len(ids)]
+    """The next (previous) item of the listed ones, from the current item's queue position."""
+    if not listed:
+        return
+    position = ids.index(st.session_state["score_current"])
+    order = [e.assignment_id for e in listed]
+    after = [e for e in listed if (ids.index(e.assignment_id) - position) * by > 0]
+    st.session_state["score_current"] = (
+        (after[0] if by > 0 else after[-1]).assignment_id if after
+        else order[0 if by > 0 else -1])
 
 
 def go_to() -> None:
-    """Exact search: an item's position in the queue or its blind code."""
-    wanted = st.session_state.get("score_search", "").strip()
-    match = next((e for e in entries if wanted in (str(e.position + 1), e.blind_code)), None)
-    st.session_state["score_search_miss"] = None if match or not wanted else wanted
+    """Search: a position in the queue or a blind code (ignoring case; a unique part will do)."""
+    text = st.session_state.get("score_search", "").strip()
+    match = find_entry(entries, text)
+    st.session_state["score_search_miss"] = None if match or not text else text
     if match:
         st.session_state["score_current"] = match.assignment_id
     st.session_state["score_search"] = ""
@@ -66,17 +73,44 @@ def go_to() -> None:
 
 if st.session_state.pop("score_advance", False):
     next_unscored()
-nav, search = st.columns([3, 2], vertical_alignment="bottom")
-nav.selectbox("Item", ids, format_func=labels.get, key="score_current")
+current = st.session_state["score_current"]
+options = [e.assignment_id for e in listed] or [current]
+if current not in options:  # the item shown stays choosable whatever the filters say
+    options = sorted([*options, current], key=ids.index)
+labels = {e.assignment_id: f"{e.position + 1}. {e.blind_code} · {e.status}"
+          + (" · flagged" if e.flagged else "") for e in entries}
+title, progress, item_box, search, prev, nxt, unscored, filters, keys = st.columns(
+    [1.9, 1.5, 2.5, 1.6, 0.95, 0.95, 0.95, 0.5, 0.5], gap="small", vertical_alignment="center")
+title.markdown("##### Score rationales")
+progress.progress(done / len(entries), text=f"{done} of {len(entries)} submitted")
+item_box.selectbox("Item", options, format_func=labels.get, key="score_current",
+                   label_visibility="collapsed")
 search.text_input("Go to item", key="score_search", on_change=go_to, max_chars=NAME,
-                  placeholder="Position or blind code, then Enter")
+                  placeholder="Go to: position or code", label_visibility="collapsed",
+                  help="A queue position or a blind code, then Enter; case does not matter "
+                       "and a unique part of a code will do.")
+prev.button("", icon=":material/chevron_left:", on_click=step, args=(-1,), help="Previous item",
+            shortcut=SHORTCUTS["previous"], use_container_width=True)
+nxt.button("", icon=":material/chevron_right:", on_click=step, args=(1,), help="Next item",
+           shortcut=SHORTCUTS["next"], use_container_width=True)
+unscored.button("", icon=":material/skip_next:", on_click=next_unscored,
+                disabled=done == len(entries), help="Next unscored item",
+                shortcut=SHORTCUTS["unscored"], use_container_width=True)
+with filters.popover("", icon=":material/filter_list:", help="Filter the queue",
+                     use_container_width=True):
+    filter_controls(entries)
+with keys.popover("", icon=":material/keyboard:", help="Keyboard shortcuts",
+                  use_container_width=True):
+    st.markdown(SHORTCUT_HELP)
 if miss := st.session_state.get("score_search_miss"):
     st.warning(f"No item at position or with blind code “{escape_markdown(miss)}”.")
-prev, nxt, unscored, _ = st.columns([1, 1, 1, 3])
-prev.button("Previous", on_click=step, args=(-1,), use_container_width=True)
-nxt.button("Next", on_click=step, args=(1,), use_container_width=True)
-unscored.button("Next unscored", on_click=next_unscored, disabled=done == len(entries),
-                use_container_width=True)
+if wanted != QueueFilter():
+    st.caption(f"Filtered: {len(listed)} of {len(entries)} items listed"
+               + ("" if listed else " (none matches: the current item stays shown)") + ".")
+if done == len(entries):
+    st.success(f"All {len(entries)} items are submitted. Thank you: your queue is complete. "
+               "You can still reopen any item; a change is saved as a new revision.",
+               icon=":material/task_alt:")
 
 aid = st.session_state["score_current"]
 show_confirmation("score_confirmation", aid)
@@ -102,7 +136,8 @@ def save(values: dict) -> None:
 
 st.session_state.setdefault("score_last_touch", time.monotonic())
 with case_panel(key=f"case-{item.case_id}", title=item.case_title, ehr=item.ehr,
-                scores=item.scores, series=item.series, masks=item.masks):
+                scores=item.scores, series=item.series, masks=item.masks,
+                key_slices=item.key_slices, compact=True):
     response_view(item.family, item.level, item.prompt, item.stages, [item.text, *item.turns],
                   missing="No answer given for this stage.")
     with st.expander("Reference answer"):
@@ -110,17 +145,18 @@ with case_panel(key=f"case-{item.case_id}", title=item.case_title, ehr=item.ehr,
             if text:
                 st.markdown(f"**{label}**")
                 untrusted_text(text)
-    st.subheader("Rubric")
     if item.status == "submitted":
         st.caption(f"Submitted (revision {item.revision}); changes here are a new revision.")
-    values = rubric_form(f"a{aid}", spec, item.values, on_change=while_signed_in(save),
-                         missing=st.session_state.get(f"score_missing_{aid}"))
+    with st.container(key=RUBRIC_KEY):
+        values = rubric_form(f"a{aid}", spec, item.values, on_change=while_signed_in(save),
+                             missing=st.session_state.get(f"score_missing_{aid}"),
+                             stages=len(item.stages))
     saved = st.session_state.get(f"score_saved_{aid}")
     st.caption(f":material/cloud_done: Draft saved at {saved}" if saved
                else "Every change is saved as a draft at once.")
     if note := st.session_state.pop(f"score_missing_note_{aid}", None):
         st.error(escape_markdown(note))
-    if st.button("Submit", type="primary"):
+    if st.button("Submit", type="primary", shortcut=SHORTCUTS["submit"]):
         try:
             with session() as s:
                 submit(s, rater_id=user.id, assignment_id=aid, values=values,
@@ -137,3 +173,4 @@ with case_panel(key=f"case-{item.case_id}", title=item.case_title, ehr=item.ehr,
             st.session_state["score_advance"] = True
             confirm("score_confirmation", f"Item {position} ({item.blind_code}) submitted.")
             st.rerun()
+score_keys(item=aid)

@@ -77,33 +77,48 @@ def case_panel(
     scores: dict[str, float],
     series: list[tuple[str, Path]],
     masks: Sequence[MaskImage] = (),
+    key_slices: Sequence[dict] = (),
+    compact: bool = False,
 ) -> DeltaGenerator:
     """Show one case: images of `series` (name, stored image path) with `masks` as overlays
     (the caller decides who may see them: `db.study.masks`), then title, record and scores; return
-    the right-hand column."""
-    images, beside = st.columns([11, 9], gap="medium")
+    the right-hand column. The interactive viewer opens at the case's `key_slices`, if any.
+
+    `compact` (/score, made for 1280 x 800): the images take three fifths of the width and
+    fill the window from where they stand (tiles in one row on a short window), and the
+    record and scores are one expander, so the response and the rubric start high."""
+    images, beside = st.columns([3, 2] if compact else [11, 9], gap="small" if compact else "medium")
     with images:
-        case_images(key, list(series), masks)
+        case_images(key, list(series), masks, key_slices=key_slices,
+                    fit="bottom" if compact else None)
     with beside:
         untrusted_heading(title)
-        st.markdown("##### Health record")
-        untrusted_text(ehr, empty="No health record.")
-        st.markdown("##### Neuropsychological scores")
-        if scores:
-            table = pd.DataFrame({"test": list(scores), "score": list(scores.values())})
-            st.dataframe(table, hide_index=True, width="stretch")
-        else:
-            st.caption("No scores.")
+        with (st.expander("Health record and scores") if compact else st.container()):
+            _record(ehr, scores)
     return beside
 
 
+def _record(ehr: str, scores: dict[str, float]) -> None:
+    st.markdown("##### Health record")
+    untrusted_text(ehr, empty="No health record.")
+    st.markdown("##### Neuropsychological scores")
+    if scores:
+        table = pd.DataFrame({"test": list(scores), "score": list(scores.values())})
+        st.dataframe(table, hide_index=True, width="stretch")
+    else:
+        st.caption("No scores.")
+
+
 def case_images(key: str, series: list[tuple[str, Path]],
-                masks: Sequence[MaskImage] = ()) -> None:
-    """The interactive viewer, or the PNG viewer where it cannot run or is not wanted."""
+                masks: Sequence[MaskImage] = (), *, key_slices: Sequence[dict] = (),
+                fit: str | None = None) -> None:
+    """The interactive viewer, or the PNG viewer where it cannot run or is not wanted
+    (`key_slices`, `fit`: `ui.volume_viewer.viewer_args`)."""
     mode = st.segmented_control(
         "Images", VIEWER_MODES, default=VIEWER_MODES[0], key=VIEWER_MODE_KEY,
         help="Interactive: volumes in the browser (WebGL2). Static: slice images drawn on the "
-             "server. Hidden: no images.") or VIEWER_MODES[0]
+             "server. Hidden: no images.",
+        label_visibility="collapsed" if fit else "visible") or VIEWER_MODES[0]
     if mode == "Hidden" or not series:
         if not series:
             st.info("This case has no image series.")
@@ -111,7 +126,8 @@ def case_images(key: str, series: list[tuple[str, Path]],
     pictures = [s for s in series if getattr(s, "picture", False)]
     volumes = [(s[0], Path(s[1])) for s in series if not getattr(s, "picture", False)]
     if volumes:
-        _volume_images(key, mode, volumes, masks, sticky=not pictures)
+        _volume_images(key, mode, volumes, masks, sticky=not pictures, key_slices=key_slices,
+                       fit=fit)
     if pictures:
         _pictures(key, mode, pictures)
 
@@ -134,7 +150,8 @@ def _pictures(key: str, mode: str, pictures: list) -> None:
 
 
 def _volume_images(key: str, mode: str, series: list[tuple[str, Path]],
-                   masks: Sequence[MaskImage], *, sticky: bool = True) -> None:
+                   masks: Sequence[MaskImage], *, sticky: bool = True,
+                   key_slices: Sequence[dict] = (), fit: str | None = None) -> None:
     """The volumes: the interactive viewer (kept in view while the page scrolls, unless
     pictures follow it: it would cover them), or the PNG viewer."""
     # What the viewer reported is kept for the session: once the PNG viewer replaces it, the
@@ -146,7 +163,8 @@ def _volume_images(key: str, mode: str, series: list[tuple[str, Path]],
             NOT_LOADED if st.session_state.get(f"{key}-not-loaded") else None)
     if mode == "Interactive" and note is None:
         args, failures = viewer_args(series, list(masks),
-                                     login_token=st.session_state.get("login_token"))
+                                     login_token=st.session_state.get("login_token"),
+                                     key_slices=key_slices, fit=fit)
         for message in failures.values():
             st.error(message)
         with st.container(key=f"nmb-images-{key}"):

@@ -1,7 +1,10 @@
 """The rater's rubric form: anchored criteria, the diagnosis judgment, error tags, comment.
 
-Every widget change calls `on_change(values)` so the page can save a draft at once.
-Widget keys carry only the assignment number, never anything about the response's source.
+Compact: each criterion is one row of its level labels (0 1 2 3 4, N/A where allowed); the
+criterion's description and the text of every anchor are on demand, in the help tooltip of
+its name (the "?" beside it), and so are the confidence labels. Every widget change calls
+`on_change(values)` so the page can save a draft at once. Widget keys carry only the
+assignment number, never anything about the response's source.
 """
 
 from collections.abc import Callable
@@ -10,17 +13,19 @@ from typing import Any
 import streamlit as st
 
 from db.text_limits import COMMENT
-from rubric.render import FormSpec
+from rubric.render import FormCriterion, FormSpec
 from ui.plain_text import escape_markdown
 
 NA = "N/A"
+STAGE_HELP = ("Optional. Was the answer given at this stage correct, given what was known at "
+              "that stage? The last stage's answer is the final answer, judged below.")
 
 
 def _key(prefix: str, name: str) -> str:
     return f"{prefix}-{name}"
 
 
-def _seed_state(prefix: str, spec: FormSpec, values: dict[str, Any]) -> None:
+def _seed_state(prefix: str, spec: FormSpec, values: dict[str, Any], stages: int = 0) -> None:
     """Put saved values into widget state once, so a reopened item shows its draft."""
     if st.session_state.get(_key(prefix, "_seeded")):
         return
@@ -29,6 +34,9 @@ def _seed_state(prefix: str, spec: FormSpec, values: dict[str, Any]) -> None:
         if c.key in criteria:
             level = criteria[c.key]
             st.session_state[_key(prefix, c.key)] = NA if level is None else level
+    for k, judged in enumerate((values.get("stage_correct") or [])[:stages]):
+        if judged is not None:
+            st.session_state[_key(prefix, f"stage-{k}")] = "Yes" if judged else "No"
     if values.get("correct_diagnosis") is not None:
         st.session_state[_key(prefix, "correct")] = "Yes" if values["correct_diagnosis"] else "No"
     st.session_state[_key(prefix, "tags")] = list(values.get("error_tags") or [])
@@ -38,7 +46,7 @@ def _seed_state(prefix: str, spec: FormSpec, values: dict[str, Any]) -> None:
     st.session_state[_key(prefix, "_seeded")] = True
 
 
-def current_values(prefix: str, spec: FormSpec) -> dict[str, Any]:
+def current_values(prefix: str, spec: FormSpec, stages: int = 0) -> dict[str, Any]:
     state = st.session_state
     criteria = {}
     for c in spec.criteria:
@@ -52,7 +60,18 @@ def current_values(prefix: str, spec: FormSpec) -> dict[str, Any]:
         "error_tags": list(state.get(_key(prefix, "tags")) or []),
         "comment": state.get(_key(prefix, "comment")) or "",
         "confidence": state.get(_key(prefix, "confidence")),
+        "stage_correct": None if not stages else [
+            None if (v := state.get(_key(prefix, f"stage-{k}"))) is None else v == "Yes"
+            for k in range(stages)],
     }
+
+
+def anchor_help(c: FormCriterion) -> str:
+    """A criterion's description and its anchors, level by level (the tooltip's markdown)."""
+    rows = [f"**{level}**: {text}" for level, text in c.anchors]
+    if c.na_allowed:
+        rows.append(f"**{NA}**: {c.na_rule or 'does not apply'}")
+    return "\n\n".join([c.description, *rows])
 
 
 def _still_missing(missing: dict[str, str], field: str, answered: bool) -> None:
@@ -63,24 +82,32 @@ def _still_missing(missing: dict[str, str], field: str, answered: bool) -> None:
 
 def rubric_form(
     prefix: str, spec: FormSpec, values: dict[str, Any], on_change: Callable[[dict], None],
-    missing: dict[str, str] | None = None,
+    missing: dict[str, str] | None = None, stages: int = 0,
 ) -> dict[str, Any]:
-    """Draw the form (seeded with `values`) and return what it holds now; `missing`
-    (`rubric.scoring.MissingFields.fields`) puts each message under its field."""
-    _seed_state(prefix, spec, values)
+    """Draw the form under its "Rubric" heading (the rubric's instructions in its tooltip),
+    seeded with `values`, and return what it holds now; `missing`
+    (`rubric.scoring.MissingFields.fields`) puts each message under its field. `stages`
+    (multi-turn items: the number of stages but the last) adds a compact Yes/No judgment of
+    each of those stages' answers, optional, before the final-answer judgment."""
+    _seed_state(prefix, spec, values, stages)
     missing = missing or {}
     state = st.session_state
 
     def changed() -> None:
-        on_change(current_values(prefix, spec))
+        on_change(current_values(prefix, spec, stages))
 
-    st.caption(spec.instructions)
+    st.markdown("##### Rubric", help=spec.instructions)
     for c in spec.criteria:
         options: list[Any] = [level for level, _ in c.anchors] + ([NA] if c.na_allowed else [])
-        captions = [text for _, text in c.anchors] + ([c.na_rule or ""] if c.na_allowed else [])
-        st.radio(c.name, options, index=None, key=_key(prefix, c.key), captions=captions,
-                 help=c.description, on_change=changed)
+        st.radio(c.name, options, index=None, key=_key(prefix, c.key), horizontal=True,
+                 help=anchor_help(c), on_change=changed)
         _still_missing(missing, f"criteria.{c.key}", state.get(_key(prefix, c.key)) is not None)
+    if stages:
+        cells = st.columns(stages) if stages <= 4 else [st.container() for _ in range(stages)]
+        for k, cell in enumerate(cells):
+            cell.radio(f"Stage {k + 1} answer correct?", ["Yes", "No"], index=None,
+                       horizontal=True, key=_key(prefix, f"stage-{k}"), on_change=changed,
+                       help=STAGE_HELP)
     st.radio(spec.judgment_question, ["Yes", "No"], index=None, horizontal=True,
              key=_key(prefix, "correct"), help=spec.judgment_help, on_change=changed)
     _still_missing(missing, "correct_diagnosis", state.get(_key(prefix, "correct")) is not None)
@@ -97,7 +124,7 @@ def rubric_form(
     _still_missing(missing, "comment", bool((state.get(_key(prefix, "comment")) or "").strip()))
     labels = dict(spec.confidence)
     st.radio(spec.confidence_question, list(labels), index=None, horizontal=True,
-             format_func=lambda v: f"{v} · {labels[v]}", key=_key(prefix, "confidence"),
-             on_change=changed)
+             key=_key(prefix, "confidence"), on_change=changed,
+             help="\n\n".join(f"**{v}**: {label}" for v, label in spec.confidence))
     _still_missing(missing, "confidence", state.get(_key(prefix, "confidence")) is not None)
-    return current_values(prefix, spec)
+    return current_values(prefix, spec, stages)

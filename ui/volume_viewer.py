@@ -3,7 +3,11 @@
 The component (`ui/viewer_frontend/`, built bundle in `bundle/`) receives `viewer_args`: each
 series' sequence label and the URL of its volume (`ui.volume_server`); for each mask its
 label, URL and the series it is drawn on (None: every series); and a height. Which masks a
-page passes is decided by `db.study.masks` (never in an exam). Nothing else reaches the browser
+page passes is decided by `db.study.masks` (never in an exam). Where the case names key slices
+(`Case.key_slices`, the slices a model is shown) and the page passes them, also `start`
+(world mm and plane the viewer opens at: each axis from the first key slice across it) and
+`keys` (one jump per key slice: label, plane, world mm); `fit: "bottom"` makes the viewer
+fill the window from where it stands, its tiles in one row on a short window. Nothing else reaches the browser
 from here: no case text, no model, response or rater information. Volumes are fetched by
 URL and cached by the browser, so a rerun of the page (every rubric click) sends these few
 strings again, not the images.
@@ -24,17 +28,22 @@ import streamlit.components.v1 as components
 
 from db.study.masks import MaskImage
 from errors import UserError
+from imaging.geometry import NORMAL_AXIS, PLANES
+from imaging.key_slices import key_slice_world
 from ui.volume_server import publish as publish_for
 
 BUNDLE = Path(__file__).parent / "viewer_frontend" / "bundle"
 _component = components.declare_component("nmb_volume_viewer", path=str(BUNDLE))
+_world = functools.lru_cache(maxsize=256)(key_slice_world)  # stored files never change
 
 
 def viewer_args(series: list[tuple[str, Path]], masks: Sequence[MaskImage] = (),
-                height: int = 620, *, login_token: str | None = None
+                height: int = 620, *, login_token: str | None = None,
+                key_slices: Sequence[dict[str, Any]] = (), fit: str | None = None,
                 ) -> tuple[dict[str, Any], dict[int, str]]:
     """(what the component receives, {series position: why it cannot be shown}); the URLs
-    open only for the login of `login_token` (`ui.volume_server`)."""
+    open only for the login of `login_token` (`ui.volume_server`). `key_slices` and `fit`:
+    see the module docstring."""
     publish = functools.partial(publish_for, login_token=login_token)
     shown, failures = [], {}
     for i, (label, path) in enumerate(series):
@@ -48,7 +57,45 @@ def viewer_args(series: list[tuple[str, Path]], masks: Sequence[MaskImage] = (),
             overlays.append({"label": m.label, "url": publish(m.path), "series": m.series})
         except (UserError, OSError):
             continue  # a missing mask hides nothing but itself
-    return {"series": shown, "masks": overlays, "height": height}, failures
+    args: dict[str, Any] = {"series": shown, "masks": overlays, "height": height}
+    shown_paths = {label: Path(path) for i, (label, path) in enumerate(series)
+                   if i not in failures}
+    if keys := key_slice_jumps(shown_paths, key_slices):
+        args["keys"] = keys
+        args["start"] = start_point(keys)
+    if fit is not None:
+        args["fit"] = fit
+    return args, failures
+
+
+def key_slice_jumps(paths: dict[str, Path], key_slices: Sequence[dict[str, Any]]
+                    ) -> list[dict[str, Any]]:
+    """One jump per key slice on a shown series: its label ("T1C axial 48", 1-based as the
+    captions), plane and world point (`imaging.key_slices.key_slice_world`)."""
+    jumps = []
+    for ks in key_slices:
+        path, plane, index = paths.get(ks.get("series")), ks.get("plane"), ks.get("index")
+        if path is None or plane not in PLANES:
+            continue
+        try:
+            mm = _world(path, plane, index)
+        except (UserError, OSError):
+            continue  # the series' own error is shown by the viewer
+        where = "middle" if index is None else str(int(index) + 1)
+        jumps.append({"label": f"{ks['series']} {plane} {where}", "plane": plane,
+                      "mm": [round(v, 3) for v in mm]})
+    return jumps
+
+
+def start_point(jumps: list[dict[str, Any]]) -> dict[str, Any]:
+    """Where the viewer opens: the first jump's plane, and along each axis the coordinate of
+    the first jump across that axis (else the first jump's)."""
+    mm = list(jumps[0]["mm"])
+    for axis in range(3):
+        across = next((j for j in jumps if NORMAL_AXIS[j["plane"]] == axis), None)
+        if across is not None:
+            mm[axis] = across["mm"][axis]
+    return {"plane": jumps[0]["plane"], "mm": mm}
 
 
 def volume_viewer(args: dict[str, Any], *, key: str) -> dict[str, Any] | None:

@@ -17,6 +17,7 @@ from db.audit import record
 from db.models import (
     Assignment,
     AssignmentDesign,
+    Case,
     ExpertScore,
     Response,
     ScoreRevision,
@@ -34,8 +35,14 @@ from rubric.scoring import SCORE_FIELDS as RUBRIC_SCORE_FIELDS
 from rubric.scoring import validate_score
 
 IDLE_CAP_SECONDS = 300.0  # gaps between interactions longer than this are not active time
-# What a rater enters: the rubric's score fields but the derived overall.
+# What a rater enters: the rubric's score fields but the derived overall, and (multi-turn
+# items) a judgment of each stage's answer but the last (`ExpertScore.stage_correct`).
 SCORE_FIELDS = tuple(f for f in RUBRIC_SCORE_FIELDS if f != "overall")
+STAGE_FIELD = "stage_correct"
+SAVED_FIELDS = (*SCORE_FIELDS, STAGE_FIELD)
+
+
+FLAG_CONFIDENCE = 1  # "Very unsure: I would like another rater to look at this."
 
 
 @dataclass
@@ -44,6 +51,46 @@ class QueueEntry:
     position: int
     blind_code: str
     status: str  # "new" | "draft" | "submitted"
+    family: str = ""
+    level: int = 0
+    flagged: bool = False  # the rater's own confidence is FLAG_CONFIDENCE (draft or submit)
+
+
+@dataclass(frozen=True)
+class QueueFilter:
+    """Which queue entries to list: every field left at its default lets all through."""
+
+    unscored: bool = False  # not submitted (new or draft)
+    flagged: bool = False
+    family: str | None = None
+    level: int | None = None
+
+    def admits(self, e: QueueEntry) -> bool:
+        return ((not self.unscored or e.status != "submitted")
+                and (not self.flagged or e.flagged)
+                and self.family in (None, e.family) and self.level in (None, e.level))
+
+
+def filter_queue(entries: list[QueueEntry], wanted: QueueFilter) -> list[QueueEntry]:
+    return [e for e in entries if wanted.admits(e)]
+
+
+def find_entry(entries: list[QueueEntry], text: str) -> QueueEntry | None:
+    """The entry at a 1-based position, else the one whose blind code is `text` ignoring case,
+    spaces and the "R-" prefix, else the only one whose code contains it (3 characters or
+    more); None when there is no such entry or several."""
+    wanted = text.strip().casefold().replace(" ", "")
+    if not wanted:
+        return None
+    if wanted.isdigit() and (at := next((e for e in entries if e.position + 1 == int(wanted)),
+                                        None)):
+        return at
+    bare = wanted.removeprefix("r-")
+    exact = [e for e in entries if e.blind_code.casefold().removeprefix("r-") == bare]
+    if exact:
+        return exact[0]
+    partial = [e for e in entries if len(bare) >= 3 and bare in e.blind_code.casefold()]
+    return partial[0] if len(partial) == 1 else None
 
 
 @dataclass
@@ -69,18 +116,31 @@ class ScoringItem:
     status: str = "new"
     revision: int = 0
     masks: list[MaskImage] = field(default_factory=list)  # only where the task allows them
+    key_slices: list[dict[str, Any]] = field(default_factory=list)  # the case's, as imported
 
 
 def queue(s: Session, *, rater_id: int) -> list[QueueEntry]:
+    """The rater's items in queue order, with the task's family and level and whether the
+    rater flagged the item (nothing about the response's source)."""
     rows = s.exec(
-        select(Assignment.id, Assignment.position, Response.blind_code, ExpertScore.status)
+        select(Assignment.id, Assignment.position, Response.blind_code, ExpertScore.status,
+               Task.family, Task.level, ExpertScore.confidence, ExpertScore.draft)
         .join(Response, Response.response_id == Assignment.response_id)
+        .join(Task, Task.task_id == Response.task_id)
         .join(ExpertScore, ExpertScore.assignment_id == Assignment.id, isouter=True)
         .where(Assignment.rater_id == rater_id)
         .order_by(Assignment.position)
     )
-    return [QueueEntry(aid, pos, code, "new" if status is None else status)
-            for aid, pos, code, status in rows]
+    return [QueueEntry(aid, pos, code, "new" if status is None else status, family, level,
+                       _flagged(confidence, draft))
+            for aid, pos, code, status, family, level, confidence, draft in rows]
+
+
+def _flagged(confidence: int | None, draft: dict[str, Any] | None) -> bool:
+    """The draft's confidence where there is a draft, else the submitted one."""
+    if isinstance(draft, dict):
+        confidence = draft.get("confidence")
+    return confidence == FLAG_CONFIDENCE
 
 
 def _assignment(s: Session, rater_id: int, assignment_id: int) -> Assignment:
@@ -99,7 +159,7 @@ def _score_row(s: Session, assignment_id: int, *, lock: bool) -> ExpertScore | N
 
 
 def _values(score: ExpertScore) -> dict[str, Any]:
-    return {k: getattr(score, k) for k in SCORE_FIELDS}
+    return {k: getattr(score, k) for k in SAVED_FIELDS}
 
 
 def _rubric_hash(s: Session, a: Assignment) -> str:
@@ -126,6 +186,7 @@ def load_item(s: Session, *, rater_id: int, assignment_id: int) -> ScoringItem:
         status="new" if score is None else score.status,
         revision=0 if score is None else score.revision,
         masks=masks_for_task(s, task=task),
+        key_slices=list(s.get(Case, case.case_id).key_slices or []),
     )
 
 
@@ -169,7 +230,7 @@ def _check_comment(values: dict[str, Any]) -> None:
 def _save_draft(s, rater_id, assignment_id, values, active_seconds) -> ExpertScore:
     _check_comment(values)
     score = _locked_score(s, _assignment(s, rater_id, assignment_id))
-    score.draft = {k: values.get(k) for k in SCORE_FIELDS}
+    score.draft = {k: values.get(k) for k in SAVED_FIELDS}
     record(s, "score.draft", actor=None, assignment=assignment_id, rater=rater_id)
     score.active_seconds += _active(active_seconds)
     score.updated_at = utcnow()
@@ -194,6 +255,22 @@ def _submit(s, rater_id, assignment_id, values, active_seconds, actor) -> Expert
     return score
 
 
+def stage_judgments(value: Any, n_judged: int) -> list[bool | None] | None:
+    """The stage judgments as stored: None when none is given (or the task has one stage),
+    else a list of `n_judged` (the stages but the last) True/False/None; UserError otherwise.
+    Optional: a stage left unjudged is None."""
+    if value is None or n_judged == 0:
+        if value not in (None, []) and n_judged == 0:
+            raise UserError("stage_correct: this task has one stage, so no stage judgments")
+        return None
+    if not isinstance(value, list) or len(value) != n_judged:
+        raise UserError(f"stage_correct: expected a list of {n_judged} judgments (true, false or "
+                        f"null), one per stage but the last")
+    if any(v is not None and not isinstance(v, bool) for v in value):
+        raise UserError("stage_correct: each judgment must be true, false or null")
+    return None if all(v is None for v in value) else list(value)
+
+
 def record_submission(
     s: Session, *, assignment: Assignment, values: dict[str, Any], active_seconds: float = 0.0,
     synthetic: bool = False,
@@ -202,15 +279,16 @@ def record_submission(
     (the caller commits). `synthetic` marks generated scores (the demo)."""
     a = assignment
     _check_comment(values)
-    family, task_id = s.exec(select(Task.family, Task.task_id)
-                             .join(Response, Response.task_id == Task.task_id)
-                             .where(Response.response_id == a.response_id)).one()
+    family, task_id, stages = s.exec(select(Task.family, Task.task_id, Task.stages)
+                                     .join(Response, Response.task_id == Task.task_id)
+                                     .where(Response.response_id == a.response_id)).one()
     require_reference(s, task_ids=[task_id])
     score = _locked_score(s, a)
     clean = validate_score(rubric_by_hash(s, score.rubric_hash),
         {k: values.get(k) for k in SCORE_FIELDS}, family=family)
+    clean[STAGE_FIELD] = stage_judgments(values.get(STAGE_FIELD), len(stages or []))
     before = _values(score) if score.revision else {}
-    for k in SCORE_FIELDS:
+    for k in SAVED_FIELDS:
         setattr(score, k, clean[k])
     score.overall = clean["overall"]
     score.draft = None
@@ -222,7 +300,7 @@ def record_submission(
     s.add(score)
     s.flush()
     after = _values(score)
-    changes = {k: {"from": before.get(k), "to": after[k]} for k in SCORE_FIELDS
+    changes = {k: {"from": before.get(k), "to": after[k]} for k in SAVED_FIELDS
                if before.get(k) != after[k]}
     s.add(ScoreRevision(score_id=score.id, revision=score.revision, rater_id=a.rater_id,
                         content={**after, "overall": score.overall}, changes=changes))

@@ -43,7 +43,14 @@ def _viewer_gets_images_and_labels_only(at, sequences: set[str],
         if not viewer_args(at):
             return
     [args] = viewer_args(at)
-    assert set(args) == {"series", "masks", "height", "key", "default"}
+    assert {"series", "masks", "height", "key", "default"} <= set(args) <= {
+        "series", "masks", "height", "key", "default", "keys", "start", "fit"}
+    assert args.get("fit") in (None, "bottom")
+    for jump in args.get("keys", []):  # a key slice: a series label, a plane and a point
+        assert set(jump) == {"label", "plane", "mm"} and jump["label"].split()[0] in sequences
+        assert all(isinstance(v, float) for v in jump["mm"]), jump
+    if "start" in args:
+        assert set(args["start"]) == {"plane", "mm"} and args["keys"]
     assert args["series"]
     for s in args["series"]:
         assert set(s) == {"label", "url"} and s["label"] in sequences

@@ -1,7 +1,9 @@
 // The case viewer: every series of a case as a NiiVue volume, one crosshair linked in world (mm)
 // coordinates. A Streamlit (v1) component: it receives only {series: [{label, url}], masks,
-// height}; volumes are fetched by URL (cached by the browser), so a rerun of the page sends
-// nothing but these few strings. Build: `npm ci && npm run build` in ui/viewer_frontend.
+// height} and, where the case has key slices, {start: {plane, mm}, keys: [{label, plane, mm}]},
+// and optionally {fit: "bottom"}; volumes are fetched by URL (cached by the browser), so a rerun
+// of the page sends nothing but these few strings. Build: `npm ci && npm run build` in
+// ui/viewer_frontend.
 import { DRAG_MODE, MULTIPLANAR_TYPE, Niivue, NVImage, SHOW_RENDER, SLICE_TYPE } from "@niivue/niivue";
 
 const PLANES = {
@@ -27,6 +29,21 @@ const state = {
   hover: null,
   firstDrawAt: null,
   height: 600,
+  fit: null, // "bottom": fill the window from where the viewer stands
+  keys: [], // key slices: {label, plane, mm}
+  preset: "loaded",
+  drag: null, // the window/level drag in progress: {t, x0, y0, min, max, x, y, frame}
+  dragFrames: 0, // redraws of drags (what the benchmark reads)
+};
+// Window/level presets. CT (a series whose minimum is at least as low as air in Hounsfield
+// units) gets the usual HU windows [level, width]; MR has no absolute unit, so there the same
+// names are windows relative to the series' own robust (2-98 %) range r: [level, width] in r.
+const AIR_HU = -500;
+const PRESETS = {
+  loaded: { label: "As loaded", ct: null, mr: null },
+  brain: { label: "Brain", ct: [40, 80], mr: [0.5, 1.0] },
+  stroke: { label: "Stroke", ct: [32, 8], mr: [0.62, 0.45] },
+  subdural: { label: "Subdural", ct: [75, 215], mr: [0.45, 1.7] },
 };
 
 // ----- Streamlit component protocol (v1): ready, render, value, frame height ---------------
@@ -42,10 +59,14 @@ window.addEventListener("message", (event) => {
 
 function render(args) {
   state.height = args.height || 600;
+  state.fit = args.fit || null;
   fitHeight();
-  const key = JSON.stringify([args.series, args.masks || []]);
+  const key = JSON.stringify([args.series, args.masks || [], args.start || null]);
   if (key === state.key) return; // a rerun of the page: the volumes are already here
   state.key = key;
+  state.keys = args.keys || [];
+  state.start = args.start || null;
+  if (state.start && PLANES[state.start.plane] !== undefined) state.plane = state.start.plane;
   if (!webgl2Available()) {
     message("This browser has no WebGL2: the page shows the images instead.");
     setValue({ webgl2: false });
@@ -54,11 +75,22 @@ function render(args) {
   build(args.series || [], args.masks || []);
 }
 
-/** Fill the browser window's height (less the page header) when the page lets us measure it. */
+/** Fill the browser window's height (less the page header) when the page lets us measure it;
+ * with `fit: "bottom"`, from where the viewer stands (the page scrolled to its top) down to the
+ * window's bottom edge, so the whole viewer is in view without scrolling. */
 function fitHeight() {
   let height = state.height;
   try {
-    height = Math.max(420, Math.min(1400, window.parent.innerHeight - 84));
+    let top = 84;
+    if (state.fit === "bottom") {
+      const scroller = window.parent.document.querySelector('[data-testid="stMain"]');
+      const scrolled = scroller ? scroller.scrollTop : 0;
+      if (scrolled === 0 || state.naturalTop === undefined) {
+        state.naturalTop = window.frameElement.getBoundingClientRect().top + scrolled;
+      }
+      top = state.naturalTop + 8;
+    }
+    height = Math.max(460, Math.min(1400, window.parent.innerHeight - top));
   } catch {
     /* another origin: keep the height asked for */
   }
@@ -66,6 +98,7 @@ function fitHeight() {
     state.frameHeight = height;
     document.getElementById("viewer").style.height = `${height}px`;
     post("streamlit:setFrameHeight", { height });
+    if (state.tiles.length) layout();
   }
 }
 try {
@@ -95,7 +128,7 @@ function message(text) {
 function build(series, masks) {
   for (const t of state.tiles) dispose(t);
   state.tiles = [];
-  state.mm = null;
+  state.mm = state.start ? state.start.mm.slice() : null;
   state.solo = null;
   const grid = document.getElementById("grid");
   grid.replaceChildren();
@@ -147,6 +180,8 @@ function tile(s, masks) {
     t.pointer = [e.offsetX, e.offsetY];
   });
   canvas.addEventListener("pointerup", () => t.ready && link(t));
+  canvas.addEventListener("mousedown", (e) => startWindowDrag(t, e), { capture: true });
+  canvas.addEventListener("mousemove", (e) => state.drag && e.stopImmediatePropagation(), { capture: true });
   canvas.addEventListener("wheel", (e) => zoomWheel(t, e), { capture: true, passive: false });
   canvas.addEventListener("dblclick", () => resetView());
   return t;
@@ -205,6 +240,7 @@ async function load(t, download) {
     t.timings.load = performance.now() - started; // attach, download wait, parse, upload
     t.ready = true;
     if (state.mm) t.nv.scene.crosshairPos = t.nv.mm2frac(state.mm);
+    if (state.preset !== "loaded") applyPreset(t, state.preset);
     t.nv.onLocationChange = () => link(t);
     t.nv.drawScene();
     if (state.firstDrawAt === null) {
@@ -242,6 +278,92 @@ function dispose(t) {
   } catch {
     /* already gone */
   }
+}
+
+// ----- window/level: a drag redrawn at most once per animation frame, presets --------------
+// NiiVue rebuilds the volume's texture on every pointer move of its own windowing drag, and
+// moves queue up behind it (0.4 s each with three series on software WebGL). This drag is
+// ours: the moves only record the pointer; once per animation frame the latest window is
+// shown as a CSS filter on the canvas (a linear map of the drawn grey levels, no WebGL work),
+// and on release the volume is redrawn once with the exact window. The preview cannot show
+// detail the old window had clipped (a widened window shows it on release). Right drag,
+// Ctrl+left drag, or left drag in "Window" mode.
+function windowing(e) {
+  if (e.button === 2) return true;
+  return e.button === 0 && !e.shiftKey && (e.ctrlKey || state.leftDrag === "window");
+}
+
+function startWindowDrag(t, e) {
+  if (!t.ready || !windowing(e)) return;
+  e.preventDefault();
+  e.stopImmediatePropagation(); // NiiVue does not start its own drag
+  const vol = t.nv.volumes[0];
+  state.drag = { t, x0: e.clientX, y0: e.clientY, x: e.clientX, y: e.clientY, min: vol.cal_min, max: vol.cal_max, frame: 0 };
+  window.addEventListener("mousemove", moveWindowDrag, true);
+  window.addEventListener("mouseup", endWindowDrag, true);
+}
+
+function moveWindowDrag(e) {
+  const d = state.drag;
+  if (!d) return;
+  d.x = e.clientX;
+  d.y = e.clientY;
+  if (!d.frame) d.frame = requestAnimationFrame(() => redrawWindow(d));
+}
+
+/** The window [min, max] the drag's pointer asks for now. */
+function draggedWindow(d) {
+  const vol = d.t.nv.volumes[0];
+  const range = Math.max(vol.robust_max - vol.robust_min, 1e-6);
+  const perPixel = range / 300; // 300 px: one robust range
+  const width = Math.max(range / 100, d.max - d.min + (d.x - d.x0) * perPixel * 2); // right: wider
+  const level = (d.max + d.min) / 2 - (d.y - d.y0) * perPixel; // up: higher level, darker
+  return [level - width / 2, level + width / 2];
+}
+
+/** The CSS filter that maps grey levels drawn with [a, b] to those of [a2, b2]: g' = s g + o,
+ * as contrast(c) then brightness(k), k c = s and k (1 - c) / 2 = o. */
+function previewFilter([a, b], [a2, b2]) {
+  const s = (b - a) / (b2 - a2);
+  const o = (a - a2) / (b2 - a2);
+  const k = Math.max(0.01, 2 * o + s);
+  return `contrast(${s / k}) brightness(${k})`;
+}
+
+function redrawWindow(d) {
+  d.frame = 0;
+  d.t.canvas.style.filter = previewFilter([d.min, d.max], draggedWindow(d));
+  state.dragFrames++;
+}
+
+function endWindowDrag() {
+  const d = state.drag;
+  window.removeEventListener("mousemove", moveWindowDrag, true);
+  window.removeEventListener("mouseup", endWindowDrag, true);
+  state.drag = null;
+  if (!d) return;
+  if (d.frame) cancelAnimationFrame(d.frame);
+  const started = performance.now();
+  const vol = d.t.nv.volumes[0];
+  [vol.cal_min, vol.cal_max] = draggedWindow(d);
+  d.t.nv.refreshLayers(vol, 0);
+  d.t.nv.drawScene();
+  d.t.canvas.style.filter = "";
+  state.dragSettle = performance.now() - started; // the exact redraw on release (benchmark)
+}
+
+function applyPreset(t, name) {
+  const vol = t.nv.volumes[0];
+  const p = PRESETS[name];
+  let win = null; // [level, width]
+  if (p.ct && vol.global_min <= AIR_HU) win = p.ct;
+  else if (p.mr) {
+    const r = vol.robust_max - vol.robust_min;
+    win = [vol.robust_min + p.mr[0] * r, p.mr[1] * r];
+  }
+  vol.cal_min = win ? win[0] - win[1] / 2 : vol.robust_min;
+  vol.cal_max = win ? win[0] + win[1] / 2 : vol.robust_max;
+  t.nv.updateGLVolume();
 }
 
 function mouseConfig() {
@@ -310,6 +432,33 @@ function resetView() {
     }
     t.nv.updateGLVolume();
   }
+  state.preset = "loaded";
+  const select = document.getElementById("preset");
+  if (select) select.value = "loaded";
+}
+
+/** Show the key slice `k`: its plane, the crosshair at its point, in every series. */
+function goToKey(k) {
+  const key = state.keys[k];
+  if (!key) return;
+  state.mm = key.mm.slice();
+  setPlane(key.plane);
+  for (const t of state.tiles) {
+    if (!t.ready) continue;
+    t.nv.scene.crosshairPos = t.nv.mm2frac(state.mm);
+    t.nv.drawScene();
+  }
+  const first = state.tiles.find((t) => t.ready);
+  if (first) link(first);
+}
+
+function setPlane(p) {
+  state.plane = p;
+  for (const t of state.tiles) if (t.ready) t.nv.setSliceType(PLANES[p]);
+  for (const b of document.querySelectorAll('[aria-label="Plane"] button')) {
+    b.setAttribute("aria-pressed", String(b.dataset.value === p));
+  }
+  layout();
 }
 
 window.addEventListener(
@@ -317,7 +466,11 @@ window.addEventListener(
   (e) => {
     const step = STEP_KEYS[e.key];
     const t = state.hover && state.hover.ready ? state.hover : state.tiles.find((x) => x.ready);
-    if (!step || !t) return;
+    if (!step) {
+      forwardKey(e);
+      return;
+    }
+    if (!t) return;
     e.preventDefault();
     e.stopPropagation(); // NiiVue's own arrows change 4-D frames
     const rect = t.canvas.getBoundingClientRect();
@@ -327,12 +480,26 @@ window.addEventListener(
   true,
 );
 
+/** A key the viewer does not use goes on to the page (its rubric keys: ui/score_keys.py). */
+function forwardKey(e) {
+  if (e.key.length !== 1 || e.ctrlKey || e.metaKey || e.altKey) return;
+  try {
+    window.parent.document.dispatchEvent(new KeyboardEvent("keydown", { key: e.key, code: e.code, bubbles: true }));
+  } catch {
+    /* another origin */
+  }
+}
+
 // ----- layout and toolbar ------------------------------------------------------------------
 function layout() {
   const shown = state.solo ? [state.solo] : state.tiles;
   const n = shown.length;
-  const columns = state.plane === "multiplanar" ? (n <= 2 ? 1 : 2) : n <= 1 ? 1 : n <= 4 ? 2 : 3;
   const grid = document.getElementById("grid");
+  // Fitted to a short window (under two rows of 400 px), the tiles share one row, each as tall
+  // as the viewer; otherwise a grid.
+  const oneRow = state.fit === "bottom" && state.plane !== "multiplanar" && grid.clientHeight < 2 * 400 + 4;
+  const columns = oneRow ? Math.max(n, 1)
+    : state.plane === "multiplanar" ? (n <= 2 ? 1 : 2) : n <= 1 ? 1 : n <= 4 ? 2 : 3;
   grid.style.gridTemplateColumns = `repeat(${columns}, minmax(0, 1fr))`;
   grid.style.gridTemplateRows = `repeat(${Math.ceil(n / columns)}, minmax(0, 1fr))`;
   for (const t of state.tiles) t.el.hidden = !shown.includes(t);
@@ -354,6 +521,7 @@ function renderToolbar(hasMasks) {
       b.type = "button";
       b.textContent = text;
       b.title = tip;
+      b.dataset.value = value;
       b.setAttribute("aria-pressed", String(value === current()));
       b.addEventListener("click", () => {
         onPick(value);
@@ -372,11 +540,7 @@ function renderToolbar(hasMasks) {
       ["multiplanar", "3 planes", "Axial, coronal and sagittal at once"],
     ],
     () => state.plane,
-    (p) => {
-      state.plane = p;
-      for (const t of state.tiles) if (t.ready) t.nv.setSliceType(PLANES[p]);
-      layout();
-    },
+    setPlane,
   );
   group(
     "Left drag",
@@ -414,6 +578,32 @@ function renderToolbar(hasMasks) {
       }
     });
   }
+  const presets = document.createElement("select");
+  presets.id = "preset";
+  presets.title = "Window/level preset, every series (CT: HU windows; MR: relative to each series' range)";
+  presets.setAttribute("aria-label", "Window preset");
+  for (const [value, p] of Object.entries(PRESETS)) presets.append(new Option(p.label, value));
+  presets.value = state.preset;
+  presets.addEventListener("change", () => {
+    state.preset = presets.value;
+    for (const t of state.tiles) if (t.ready) applyPreset(t, state.preset);
+  });
+  bar.append(presets);
+  if (state.keys.length) {
+    const keys = document.createElement("div");
+    keys.className = "group";
+    keys.setAttribute("aria-label", "Key slices");
+    keys.title = "Key slices of this case";
+    for (const [k, key] of state.keys.entries()) {
+      const b = document.createElement("button");
+      b.type = "button";
+      b.textContent = `Key ${k + 1}`;
+      b.title = `Key slice ${k + 1}: ${key.label}`;
+      b.addEventListener("click", () => goToKey(k));
+      keys.append(b);
+    }
+    bar.append(keys);
+  }
   const reset = document.createElement("button");
   reset.type = "button";
   reset.textContent = "Reset";
@@ -434,6 +624,11 @@ window.nmbViewer = {
     ready: state.tiles.length > 0 && state.tiles.every((t) => t.masksLoaded || t.failed),
     mm: state.mm,
     plane: state.plane,
+    preset: state.preset,
+    dragFrames: state.dragFrames,
+    dragSettle: state.dragSettle,
+    keys: state.keys,
+    tileSizes: state.tiles.map((t) => [t.el.clientWidth, t.el.clientHeight]),
     tiles: state.tiles.map((t) => ({
       label: t.label,
       ready: t.ready,

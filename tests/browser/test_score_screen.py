@@ -1,0 +1,223 @@
+"""/score at 1280 x 800 in Chromium (software WebGL2) on a private copy of the demo study: the
+viewer's tiles are fully in view without scrolling and at least 400 px high each, the viewer
+opens at a case's key slices, and a single-turn item is scored with the keyboard alone."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.browser.conftest import (
+    CHROMIUM,
+    SOFTWARE_WEBGL,
+    fresh,
+    login,
+    settled,
+    streamlit_app,
+    wait_until,
+)
+from tests.services import require
+
+pytestmark = pytest.mark.browser
+
+RATER = "demo-expert1"
+RUBRIC = ".st-key-nmb-rubric"
+KEYED_CASE = "syn-05"  # the demo case with key slices (demo.bundle.KEY_POINTS)
+
+
+@pytest.fixture(scope="module")
+def home(demo_template: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    home = tmp_path_factory.mktemp("score-screen-home")
+    shutil.copytree(demo_template, home, dirs_exist_ok=True)
+    return home
+
+
+@pytest.fixture(scope="module")
+def url(home: Path) -> Iterator[str]:
+    with streamlit_app(home) as u:
+        yield u
+
+
+@pytest.fixture(scope="module")
+def webgl_browser():
+    require(Path(CHROMIUM).exists() or shutil.which("chromium") is not None,
+            f"Chromium not found at {CHROMIUM} (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=SOFTWARE_WEBGL)
+        yield b
+        b.close()
+
+
+def _rows(home: Path, sql: str, *args) -> list[tuple]:
+    db = sqlite3.connect(home / "study.db")
+    try:
+        return db.execute(sql, args).fetchall()
+    finally:
+        db.close()
+
+
+def _queue(home: Path) -> list[tuple]:
+    """(assignment id, position, status, level, case) of the rater's queue, in order."""
+    return _rows(home, "SELECT a.id, a.position, e.status, t.level, t.case_id FROM assignment a "
+                 "JOIN user u ON u.id = a.rater_id JOIN response r ON r.response_id = "
+                 "a.response_id JOIN task t ON t.task_id = r.task_id LEFT JOIN expertscore e ON "
+                 "e.assignment_id = a.id WHERE u.name = ? ORDER BY a.position", RATER)
+
+
+def _viewer(page, timeout: float = 120.0):
+    """The viewer's frame and state once every series is loaded."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for frame in page.frames:
+            if "nmb_volume_viewer" not in frame.url:
+                continue
+            try:
+                state = frame.evaluate("() => window.nmbViewer ? window.nmbViewer.state() : null")
+            except Exception:  # a frame being replaced
+                continue
+            if state and state["ready"]:
+                return frame, state
+        page.wait_for_timeout(200)
+    raise AssertionError(f"the viewer did not load within {timeout} s")
+
+
+def _open(page, position: int) -> None:
+    """Go to a queue position through the header's search box (then Enter)."""
+    box = fresh(page).get_by_placeholder("Go to: position or code")
+    box.fill(str(position + 1))
+    box.press("Enter")
+    settled(page)
+
+
+def test_tiles_are_in_view_and_tall_and_the_viewer_opens_at_key_slices(
+        webgl_browser, url, home) -> None:
+    page = webgl_browser.new_page(viewport={"width": 1280, "height": 800})
+    login(page, url, RATER)
+    page.get_by_role("heading", name="Score rationales").wait_for(timeout=30_000)
+    settled(page)
+    frame, state = _viewer(page)
+    assert page.evaluate("document.querySelector('[data-testid=\"stMain\"]').scrollTop") == 0
+    iframe = frame.frame_element().bounding_box()
+    tiles = frame.evaluate("() => Array.from(document.querySelectorAll('.tile:not([hidden])'))"
+                           ".map((t) => { const r = t.getBoundingClientRect();"
+                           " return [r.left, r.top, r.width, r.height]; })")
+    assert len(tiles) == len(state["tiles"]) >= 2
+    for left, top, width, height in tiles:  # fully in the window, unscrolled
+        assert iframe["x"] + left >= 0 and iframe["y"] + top >= 0
+        assert iframe["x"] + left + width <= 1280 + 0.5, (iframe, left, width)
+        assert iframe["y"] + top + height <= 800 + 0.5, (iframe, top, height)
+        assert height >= 400, tiles
+    keyed = next(row for row in _queue(home) if row[4] == KEYED_CASE)
+    _open(page, keyed[1])
+    old = frame
+    deadline = time.monotonic() + 60
+    while True:  # the case's own viewer (another case: a new frame or new series)
+        frame, state = _viewer(page)
+        if state["keys"]:
+            break
+        assert time.monotonic() < deadline, "no key slices offered"
+        page.wait_for_timeout(300)
+    (raw,) = _rows(home, "SELECT key_slices FROM \"case\" WHERE case_id = ?", KEYED_CASE)[0]
+    key_slices = json.loads(raw)
+    assert [k["label"].split()[:2] for k in state["keys"]] == [
+        [k["series"], k["plane"]] for k in key_slices]
+    assert state["plane"] == key_slices[0]["plane"]
+    tiles = {t["label"]: t for t in state["tiles"]}
+    # the crosshair stands on every key slice's index along its plane's normal (RAS+ grid)
+    normal = {"sagittal": 0, "coronal": 1, "axial": 2}
+    for k in key_slices:
+        assert tiles[k["series"]]["vox"][normal[k["plane"]]] == k["index"], (k, tiles)
+    assert old is not None
+    page.close()
+
+
+def test_a_single_turn_item_is_scored_with_the_keyboard_alone(webgl_browser, url, home) -> None:
+    page = webgl_browser.new_page(viewport={"width": 1280, "height": 800})
+    login(page, url, RATER)
+    page.get_by_role("heading", name="Score rationales").wait_for(timeout=30_000)
+    settled(page)
+    queue = _queue(home)
+    aid, position = next((a, p) for a, p, status, level, _ in queue
+                         if status != "submitted" and level < 3)
+    _open(page, position)  # through the search box: typed, then Enter
+    page.locator("body").press("Escape")  # the focus leaves the search box
+    page.evaluate("document.activeElement && document.activeElement.blur()")
+    groups = page.locator(f"{RUBRIC} [data-testid='stRadio']")
+    groups.first.wait_for(timeout=30_000)
+    page.locator(f"{RUBRIC} [data-nmb-current='true']").wait_for(timeout=30_000)  # keys ready
+    n = groups.count()
+    criteria = n - 2  # then the diagnosis judgment and the confidence
+    levels = [(3 + k) % 5 for k in range(criteria)]
+    for level in levels:
+        page.keyboard.press(str(level))
+        settled(page)
+    page.keyboard.press("n")  # the diagnosis: No
+    settled(page)
+    page.keyboard.press("4")  # confidence
+    settled(page)
+    page.keyboard.press("Control+Enter")  # Submit
+    wait_until(lambda: _rows(home, "SELECT status FROM expertscore WHERE assignment_id = ?",
+                             aid) == [("submitted",)], "the item submitted")
+    (criteria_json, correct, confidence), = _rows(
+        home, "SELECT criteria, correct_diagnosis, confidence FROM expertscore "
+        "WHERE assignment_id = ?", aid)
+    assert list(json.loads(criteria_json).values()) == levels
+    assert correct == 0 and confidence == 4
+    fresh(page).get_by_text("submitted.", exact=False).first.wait_for(timeout=30_000)
+    page.close()
+
+
+def _grey(frame, index: int = 0):
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    png = frame.locator("canvas").nth(index).screenshot()
+    return np.asarray(Image.open(io.BytesIO(png)).convert("L"), dtype=np.float32)
+
+
+def test_window_presets_and_drags_change_the_window(webgl_browser, url) -> None:
+    page = webgl_browser.new_page(viewport={"width": 1280, "height": 800})
+    login(page, url, RATER)
+    page.get_by_role("heading", name="Score rationales").wait_for(timeout=30_000)
+    settled(page)
+    frame, state = _viewer(page)
+    page.wait_for_timeout(500)
+    loaded = _grey(frame)
+    frame.get_by_label("Window preset").select_option("stroke")
+    page.wait_for_timeout(500)
+    assert frame.evaluate("() => window.nmbViewer.state().preset") == "stroke"
+    stroke = [_grey(frame, i) for i in range(len(state["tiles"]))]
+    assert abs(stroke[0] - loaded).mean() > 1.0  # every series redrawn in the narrow window
+    frame.get_by_role("button", name="Reset").click()
+    page.wait_for_timeout(500)
+    assert abs(_grey(frame) - loaded).mean() < 0.5
+    box = frame.locator("canvas").first.bounding_box()
+    x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    for button, modifiers in (("right", []), ("left", ["Control"])):  # both documented drags
+        frames = frame.evaluate("() => window.nmbViewer.state().dragFrames")
+        before = _grey(frame)
+        for key in modifiers:
+            page.keyboard.down(key)
+        page.mouse.move(x, y)
+        page.mouse.down(button=button)
+        for k in range(1, 16):
+            page.mouse.move(x + 6 * k, y - 4 * k)
+        page.mouse.up(button=button)
+        for key in modifiers:
+            page.keyboard.up(key)
+        page.wait_for_timeout(500)
+        after = frame.evaluate("() => window.nmbViewer.state()")
+        assert after["dragFrames"] > frames, button  # redrawn, once per frame at most
+        assert abs(_grey(frame) - before).mean() > 1.0, (button, modifiers)
+        assert after["mm"] == pytest.approx(state["mm"])  # a window drag moves no crosshair
+    page.close()

@@ -1,0 +1,48 @@
+"""/score's keyboard and compact layout: the shortcuts, their list, and the page's CSS.
+
+Next, previous, next unscored and Submit are Streamlit's own button shortcuts (they work in
+text fields too, having a modifier). The rubric's levels are a small component
+(`ui/score_keys_frontend/index.html`, plain JavaScript, no build step) that listens to keydown
+in the page and clicks the rubric's own radio options: a key does what a click does. It
+receives the assignment number and the rubric container's key, nothing else.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit.components.v1 as components
+
+FRONTEND = Path(__file__).parent / "score_keys_frontend"
+_component = components.declare_component("nmb_score_keys", path=str(FRONTEND))
+
+RUBRIC_KEY = "nmb-rubric"
+SHORTCUTS = {"previous": "Alt+P", "next": "Alt+N", "unscored": "Alt+U", "submit": "Ctrl+Enter"}
+SHORTCUT_HELP = """**Keyboard** (not while typing in a text box, nor with the focus in the viewer:
+click beside the images first)
+
+| key | does |
+|---|---|
+| `0`–`4` | level of the marked criterion, then the next unanswered one is marked |
+| `N` | N/A (a criterion), No (a stage or the diagnosis) |
+| `Y` | Yes (a stage or the diagnosis) |
+| `1`–`5` | confidence, when it is marked |
+| `J` / `K` | mark the next / previous question |
+| `Ctrl+Enter` | Submit (also in the comment box) |
+| `Alt+N` / `Alt+P` | next / previous item |
+| `Alt+U` | next unscored item |
+"""
+
+# The page at 1280 x 800: less room above the header line; the marked rubric question.
+COMPACT_CSS = f"""<style>
+[data-testid="stMainBlockContainer"] {{ padding-top: 2.6rem; padding-bottom: 2rem;
+  padding-left: 1.5rem; padding-right: 1.5rem; }}
+.st-key-{RUBRIC_KEY} [data-testid="stRadio"][data-nmb-current="true"] {{
+  outline: 2px solid #ff4b4b; outline-offset: 4px; border-radius: 4px; }}
+</style>"""
+
+
+def score_keys(*, item: int) -> None:
+    """The rubric's keys for assignment `item` (a new item starts at its first unanswered
+    question)."""
+    _component(item=item, container=RUBRIC_KEY, key="score-keys", default=None)
