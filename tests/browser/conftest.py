@@ -116,3 +116,12 @@ def login(page, url: str, name: str, password: str = "demo") -> None:
     page.get_by_role("button", name="Log in").click()
     page.get_by_text(f"{name}").first.wait_for(timeout=30_000)
     wait_until(lambda: login_cookie(page.context), "the login cookie")  # survives a page load
+
+
+def log_out(page) -> None:
+    """Click "Log out" in the sidebar, opening the sidebar first where the page starts with it
+    collapsed (/score: the images need the width)."""
+    expand = page.locator('[data-testid="stExpandSidebarButton"]')
+    if expand.count() and expand.first.is_visible():
+        expand.first.click()
+    page.get_by_role("button", name="Log out").click()
