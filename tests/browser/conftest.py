@@ -130,3 +130,12 @@ def answer_box_replaced(page) -> bool:
             timeout=1_000) == ""
     except Exception:  # replaced while being read
         return False
+
+
+def log_out(page) -> None:
+    """Click "Log out" in the sidebar, opening the sidebar first where the page starts with it
+    collapsed (/score: the images need the width)."""
+    expand = page.locator('[data-testid="stExpandSidebarButton"]')
+    if expand.count() and expand.first.is_visible():
+        expand.first.click()
+    page.get_by_role("button", name="Log out").click()

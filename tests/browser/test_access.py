@@ -9,7 +9,7 @@ import urllib.request
 
 import pytest
 
-from tests.browser.conftest import login, login_cookie
+from tests.browser.conftest import log_out, login, login_cookie
 from tests.services import free_port
 
 pytestmark = pytest.mark.browser
@@ -54,8 +54,7 @@ def test_volumes_reach_their_page_only_and_stop_at_logout(browser, app_url: str)
     assert _status(url, login_cookie(student)) == 403  # the expert's URL, the student's cookie
     student.close()
 
-    page.get_by_test_id("stExpandSidebarButton").click()  # /score starts with it collapsed
-    page.get_by_role("button", name="Log out").click()
+    log_out(page)  # from /score, whose sidebar starts collapsed
     page.get_by_role("textbox", name="Password").wait_for(timeout=30_000)
     assert _status(url, cookie) == 403  # the cookie of a login that has ended
     expert.close()

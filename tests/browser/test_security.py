@@ -24,7 +24,7 @@ from db.models import (
     User,
 )
 from db.users import add_user, disable_user
-from tests.browser.conftest import login, login_cookie, streamlit_app, wait_until
+from tests.browser.conftest import log_out, login, login_cookie, streamlit_app, wait_until
 from tests.services import free_port
 
 pytestmark = pytest.mark.browser
@@ -110,7 +110,7 @@ def _idle(page) -> None:
 
 
 def _log_out(page) -> None:
-    page.get_by_role("button", name="Log out").click()
+    log_out(page)  # /score's sidebar starts collapsed
     page.get_by_role("textbox", name="Password").wait_for(timeout=30_000)
 
 
@@ -128,6 +128,7 @@ def test_markdown_images_in_untrusted_fields_fetch_nothing(browser, hostile: Hos
     login(page, hostile.url, "sec-1")  # the rater: record, task, stages, answers, reference
     page.get_by_role("heading", name="Score rationales").wait_for(timeout=30_000)
     page.get_by_text("Reference answer", exact=True).click()
+    page.get_by_text("Health record and scores", exact=True).click()  # /score: on demand
     seen = ("title", "ehr", "prompt", "stage", "response", "turn", "diagnosis", "differential",
             "lesion", "reasoning")
     for field in seen:  # shown, as written
