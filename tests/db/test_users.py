@@ -284,9 +284,13 @@ def test_two_admins_disabling_each_other_at_once_leave_one(database_url: str) ->
 
     worker = threading.Thread(target=second)
     worker.start()
+    def waiting() -> int:  # asked in a transaction of its own: pg_stat_activity is a snapshot
+        with _session(database_url) as probe:  # per transaction, never renewed inside `first`
+            return probe.exec(select(text(
+                "count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"))).one()
+
     if database_url.startswith("postgresql"):  # wait until it waits (or has finished)
-        while not outcome and not first.exec(select(text(
-                "count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"))).one():
+        while not outcome and not waiting():
             threading.Event().wait(0.05)
     first.commit()
     first.close()
