@@ -215,9 +215,11 @@ def test_a_hostile_answer_ends_the_call_with_its_reason(srv, kind):
 
     with OpenAIServer() as elsewhere:
         srv.inject_when("case-hostile", f"redirect:{elsewhere.port}" if kind == "redirect" else kind)
-        api = make_client(srv.base_url, KEY, 5.0)
-        got = asyncio.run(call_structured(api, request("case-hostile"), validate=validate, **FAST))
-        text = asyncio.run(call_text(api, ChatRequest(
+        # One client per event loop: a client's pooled connections belong to the loop that
+        # opened them, and a runner closes its loop when it returns.
+        got = asyncio.run(call_structured(make_client(srv.base_url, KEY, 5.0),
+                                          request("case-hostile"), validate=validate, **FAST))
+        text = asyncio.run(call_text(make_client(srv.base_url, KEY, 5.0), ChatRequest(
             model="m", messages=[{"role": "user", "content": "case-hostile"}]), timeout=5.0,
             backoff=0.01))
         assert elsewhere.requests == []
