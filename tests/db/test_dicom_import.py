@@ -92,10 +92,17 @@ def test_a_pacs_export_becomes_one_case_with_its_series(database_url: str,
     assert img.get_fdata()[tuple(np.round(ijk[:3]).astype(int))] == t1.pixel_array[4, 0, 0]
 
     # no identifying value anywhere under NMB_HOME: files, the database, headers
-    values = [v.encode() for v in IDENTIFYING.values()] + [
-        made["t2"][0].StudyInstanceUID.encode(), made["t2"][0].SeriesInstanceUID.encode(),
+    every = [*made["t2"], *made["flair"], made["t1"], *made["localizer"], made["report"]]
+    uids = {str(getattr(ds, key)) for ds in every for key in (
+        "StudyInstanceUID", "SeriesInstanceUID", "SOPInstanceUID", "FrameOfReferenceUID")}
+    dates = {f"{d[:4]}-{d[4:6]}-{d[6:]}" for d in (IDENTIFYING["StudyDate"],
+                                                   IDENTIFYING["PatientBirthDate"])}
+    values = [v.encode() for v in (*IDENTIFYING.values(), *sorted(uids), *sorted(dates))] + [
         b"DOE", b"T2 AX TSE", b"MPRAGE"]
+    assert len(uids) == 1 + 5 + 14 + 2  # the study, its series, instances, frames of reference
     for f in nmb_home().rglob("*"):
+        name = str(f.relative_to(nmb_home())).encode()
+        assert not any(v in name for v in values), f
         if f.is_file():
             raw = f.read_bytes()
             text = gzip.decompress(raw) if f.name.endswith(".gz") else raw
