@@ -337,8 +337,10 @@ def _check_series(s: _Series) -> list[str]:
 
 
 def _dcm2niix() -> str:
+    """The dcm2niix binary; a UserError naming the extra if it or pydicom is not installed."""
     try:
         import dcm2niix
+        import pydicom  # noqa: F401
     except ImportError:
         raise UserError("the DICOM import needs dcm2niix and pydicom: pip install "
                         "'neural-medbench-studio[dicom]'") from None
@@ -481,6 +483,7 @@ def import_dicom(s: Session, path: Path, *, case_info: Path, sequence_map: Path 
         raise UserError(f"{path.name}: no such file or folder")
     if case_info is None:
         raise UserError("--from dicom needs --case-info CASE.json (docs/bundle-format.md)")
+    _dcm2niix()  # both libraries there, before any file is read
     problems: list[Problem] = []
     info = read_case_info(Path(case_info), problems)
     if info is None:
