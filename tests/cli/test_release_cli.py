@@ -9,7 +9,7 @@ from sqlmodel import Session, select
 from db.engine import engine_for
 from db.models import Case, Series, Task
 from tests.cli.test_cli import nmb
-from tests.db.release_files import data_uri, multi_round, write, write_release
+from tests.db.release_files import PROMPT, data_uri, multi_round, write, write_release
 
 
 def _content(home: Path) -> tuple:
@@ -28,6 +28,13 @@ def test_readme_release_import_reimport_and_round_trip(nmb_home: Path, tmp_path:
     assert out.returncode == 0, out.stderr
     assert "imported 5 cases, 6 series, 6 tasks" in out.stdout
     assert "skipped 3 placeholder cases" in out.stdout
+    cases, _, tasks = _content(nmb_home)
+    assert [c[0] for c in cases] == ["complex-case_1", "dialogue-case_1", "direct-case_1",
+                                     "direct-case_3", "direct-case_5"]
+    assert ("direct-case_1-q1", 1, PROMPT, ()) in tasks  # the question as written
+    assert json.loads(dict((c[0], c[2]) for c in cases)["direct-case_1"]) == {
+        "final_diagnosis": "胶质母细胞瘤", "differential": ["淋巴瘤", "转移瘤"],
+        "lesion": "左额叶", "reasoning": "环形强化"}
     again = nmb("import", *files, "--from", "neural-medbench", "--answers", key, "--json")
     summary = json.loads(again.stdout)
     assert again.returncode == 0 and summary["imported"]["new_cases"] == 0
