@@ -1,11 +1,19 @@
-"""`nmb import DIR --from dicom` as the README runs it: a real process, exit codes."""
+"""`nmb import DIR --from dicom` and `--from bids` as the README runs them: a real process,
+exit codes."""
 
 import json
+import sys
 from pathlib import Path
 
+from sqlmodel import Session, select
+
+import cli
+from db.engine import engine_for
+from db.models import Case, Series
 from tests.cli.test_cli import nmb
 from tests.db.bundles import snapshot
 from tests.db.dicom_files import pacs_export
+from tests.db.test_bids_import import TASK, dataset
 
 
 def test_readme_dicom_import_and_its_mistakes(nmb_home: Path, tmp_path: Path) -> None:
@@ -31,12 +39,6 @@ def test_readme_dicom_import_and_its_mistakes(nmb_home: Path, tmp_path: Path) ->
 def test_readme_bids_import(nmb_home: Path, tmp_path: Path) -> None:
     """`nmb import bids-dataset/ --from bids --case-info CASES.json`, CASES.json as the README
     shows it (title from a participants.tsv column)."""
-    from sqlmodel import Session, select
-
-    from db.engine import engine_for
-    from db.models import Case, Series
-    from tests.db.test_bids_import import TASK, dataset
-
     root = dataset(tmp_path / "bids-dataset")
     cases = tmp_path / "CASES.json"
     cases.write_text(json.dumps({
@@ -59,10 +61,6 @@ def test_readme_bids_import(nmb_home: Path, tmp_path: Path) -> None:
 def test_without_the_dicom_extra_one_line(nmb_home: Path, tmp_path: Path, monkeypatch,
                                           capsys) -> None:
     """pydicom not installed (an import of it fails): one line naming the extra, exit 2."""
-    import sys
-
-    import cli
-
     pacs_export(tmp_path / "export")
     info = tmp_path / "CASE.json"
     info.write_text(json.dumps({"case_id": "x", "title": "t", "ehr": ""}))

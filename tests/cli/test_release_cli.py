@@ -6,10 +6,20 @@ from pathlib import Path
 
 from sqlmodel import Session, select
 
+import cli
 from db.engine import engine_for
 from db.models import Case, Series, Task
 from tests.cli.test_cli import nmb
-from tests.db.release_files import PROMPT, data_uri, multi_round, write, write_release
+from tests.db import pictures
+from tests.db.bundles import snapshot
+from tests.db.release_files import (
+    PROMPT,
+    data_uri,
+    direct_diagnosis,
+    multi_round,
+    write,
+    write_release,
+)
 
 
 def _content(home: Path) -> tuple:
@@ -100,8 +110,6 @@ def test_release_mistakes_are_one_line_exit_2_nothing_written(nmb_home: Path,
 def _hostile_pictures(folder: Path) -> dict[str, tuple[Path, str]]:
     """The hostile pictures of issue 23 item 1, as files (what a data URI would decode to),
     with what the one line must say."""
-    from tests.db import pictures
-
     folder.mkdir()
     big = pictures.save(pictures.Image.new("L", (1, 200_000)), folder / "tall.png", "PNG")
     return {
@@ -124,10 +132,6 @@ def test_hostile_release_pictures_one_line_exit_2_study_unchanged(nmb_home: Path
     --from neural-medbench` prints one line naming the image by its JSON path, exits 2, and
     leaves the database, the image store and the temp area as they were (the study already
     holds the release). A CMYK JPEG is handled: stored as RGB."""
-    import cli
-    from tests.db.bundles import snapshot
-    from tests.db.release_files import direct_diagnosis
-
     files = [str(f) for f in write_release(tmp_path / "release")]
     assert cli.main(["import", *files, "--from", "neural-medbench"]) == 0
     capsys.readouterr()
@@ -147,8 +151,6 @@ def test_hostile_release_pictures_one_line_exit_2_study_unchanged(nmb_home: Path
         assert err.startswith("nmb: direct-diagnosis.json[0].images[0]"), (name, err)
         assert expected in err, (name, err)
         assert snapshot(url) == before, name
-
-    from tests.db import pictures
 
     cmyk = tmp_path / "pictures" / "cmyk.jpg"
     pictures.save(pictures.wide_figure((300, 100)).convert("CMYK"), cmyk, "JPEG", quality=95)

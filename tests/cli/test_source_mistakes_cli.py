@@ -3,6 +3,7 @@
 exit code 2, and the study (database, image store, temp area) as it was."""
 
 import json
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -113,8 +114,6 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_each_hostile_input_is_one_line_exit_2_nothing_written(study: Path, nmb_home: Path,
                                                                tmp_path: Path, name: str,
                                                                capsys) -> None:
-    import shutil
-
     shutil.copytree(study, nmb_home)
     url = f"sqlite:///{nmb_home / 'study.db'}"
     before = snapshot(url)
