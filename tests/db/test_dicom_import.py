@@ -177,3 +177,17 @@ def test_dicom_refusals_are_one_line_each(database_url: str, tmp_path: Path) -> 
     assert _refused(database_url, ok, _case_info(tmp_path, case_id="../escape")) == [
         'CASE.json: case_id "../escape" is not a valid id (1-128 printable characters, no / '
         "or \\, not starting with '.')"]
+
+
+def test_burned_in_annotation_is_imported_only_when_allowed(sqlite_url: str,
+                                                            tmp_path: Path) -> None:
+    burned = classic_series("T2 AX", 2, study_uid=generate_uid(), frame_uid=generate_uid(),
+                            data=volume(6, 6, 3))
+    for ds in burned:
+        ds.BurnedInAnnotation = "YES"
+    folder = write_series(tmp_path / "burned", burned)
+    assert _refused(sqlite_url, folder, _case_info(tmp_path)) == [
+        "burned: series 2: is marked BurnedInAnnotation YES: its pixels may show patient "
+        "identifiers (--allow-burned-in after checking them)"]
+    summary = _import(sqlite_url, folder, _case_info(tmp_path), allow_burned_in=True)
+    assert summary.imported.new_series == 1 and summary.series == ["T2: 6x6x3"]
