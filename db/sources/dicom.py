@@ -107,6 +107,7 @@ class _Series:
     rows_cols: set[tuple[int, int]] = field(default_factory=set)
     burned_in: bool = False
     localizer: bool = False
+    damaged: bool = False  # a file's pixels could not be read (reported on its own)
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -278,6 +279,7 @@ def read_study(path: Path, problems: list[Problem]) -> tuple[list[_Series], list
         pixels = _pixels(ds, rel)
         if isinstance(pixels, str):
             problems.append(Problem(rel, None, pixels))
+            s.damaged = True
             continue
         s.rows_cols.add(pixels.shape[1:])
         for k, (ipp, iop, spacing) in enumerate(_geometry(ds)):
@@ -335,8 +337,10 @@ def _check_series(s: _Series) -> list[str]:
 
 
 def _dcm2niix() -> str:
+    """The dcm2niix binary; a UserError naming the extra if it or pydicom is not installed."""
     try:
         import dcm2niix
+        import pydicom  # noqa: F401
     except ImportError:
         raise UserError("the DICOM import needs dcm2niix and pydicom: pip install "
                         "'neural-medbench-studio[dicom]'") from None
@@ -423,7 +427,8 @@ def convert(path: Path, root: Path, info: CaseInfo, *, sequence_map: Path | None
         if matched and name is None:
             left_out.append(f"{s.label}: mapped to null by the sequence map")
             continue
-        msgs = _check_series(s)
+        # a damaged file is its own problem: the slices left would only show a false gap
+        msgs = [] if s.damaged else _check_series(s)
         if s.burned_in and not allow_burned_in:
             msgs.insert(0, "is marked BurnedInAnnotation YES: its pixels may show patient "
                            "identifiers (--allow-burned-in after checking them)")
@@ -478,6 +483,7 @@ def import_dicom(s: Session, path: Path, *, case_info: Path, sequence_map: Path 
         raise UserError(f"{path.name}: no such file or folder")
     if case_info is None:
         raise UserError("--from dicom needs --case-info CASE.json (docs/bundle-format.md)")
+    _dcm2niix()  # both libraries there, before any file is read
     problems: list[Problem] = []
     info = read_case_info(Path(case_info), problems)
     if info is None:

@@ -6,10 +6,20 @@ from pathlib import Path
 
 from sqlmodel import Session, select
 
+import cli
 from db.engine import engine_for
 from db.models import Case, Series, Task
 from tests.cli.test_cli import nmb
-from tests.db.release_files import data_uri, multi_round, write, write_release
+from tests.db import pictures
+from tests.db.bundles import snapshot
+from tests.db.release_files import (
+    PROMPT,
+    data_uri,
+    direct_diagnosis,
+    multi_round,
+    write,
+    write_release,
+)
 
 
 def _content(home: Path) -> tuple:
@@ -28,6 +38,13 @@ def test_readme_release_import_reimport_and_round_trip(nmb_home: Path, tmp_path:
     assert out.returncode == 0, out.stderr
     assert "imported 5 cases, 6 series, 6 tasks" in out.stdout
     assert "skipped 3 placeholder cases" in out.stdout
+    cases, _, tasks = _content(nmb_home)
+    assert [c[0] for c in cases] == ["complex-case_1", "dialogue-case_1", "direct-case_1",
+                                     "direct-case_3", "direct-case_5"]
+    assert ("direct-case_1-q1", 1, PROMPT, ()) in tasks  # the question as written
+    assert json.loads(dict((c[0], c[2]) for c in cases)["direct-case_1"]) == {
+        "final_diagnosis": "胶质母细胞瘤", "differential": ["淋巴瘤", "转移瘤"],
+        "lesion": "左额叶", "reasoning": "环形强化"}
     again = nmb("import", *files, "--from", "neural-medbench", "--answers", key, "--json")
     summary = json.loads(again.stdout)
     assert again.returncode == 0 and summary["imported"]["new_cases"] == 0
@@ -88,3 +105,61 @@ def test_release_mistakes_are_one_line_exit_2_nothing_written(nmb_home: Path,
         assert out.returncode == 2 and out.stderr.startswith(expected), out.stderr
         assert len(out.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "o").exists()
+
+
+def _hostile_pictures(folder: Path) -> dict[str, tuple[Path, str]]:
+    """The hostile pictures of issue 23 item 1, as files (what a data URI would decode to),
+    with what the one line must say."""
+    folder.mkdir()
+    big = pictures.save(pictures.Image.new("L", (1, 200_000)), folder / "tall.png", "PNG")
+    return {
+        "decompression bomb": (pictures.png_bomb(folder / "bomb.png"),
+                               "more than the limit of 40,000,000"),
+        "truncated JPEG": (pictures.truncated_jpeg(folder / "cut.jpg"),
+                           "JPEG data is truncated or corrupt"),
+        "1 x 200,000": (big, "1 x 200,000"),
+        "animated PNG": (pictures.animated(folder / "anim.png", "PNG"),
+                         "animated picture (3 frames)"),
+        "GIF": (pictures.animated(folder / "anim.gif", "GIF"),
+                "not a PNG, JPEG or WebP picture"),
+        "16-bit": (pictures.sixteen_bit(folder / "deep.png"), "8 bits per channel"),
+    }
+
+
+def test_hostile_release_pictures_one_line_exit_2_study_unchanged(nmb_home: Path, tmp_path: Path,
+                                                                  capsys) -> None:
+    """Each hostile picture of issue 23 item 1 as a data URI in a release file: `nmb import
+    --from neural-medbench` prints one line naming the image by its JSON path, exits 2, and
+    leaves the database, the image store and the temp area as they were (the study already
+    holds the release). A CMYK JPEG is handled: stored as RGB."""
+    files = [str(f) for f in write_release(tmp_path / "release")]
+    assert cli.main(["import", *files, "--from", "neural-medbench"]) == 0
+    capsys.readouterr()
+    url = f"sqlite:///{nmb_home / 'study.db'}"
+    before = snapshot(url)
+    assert before["files"]  # the image store is not empty
+    bad = tmp_path / "bad" / "direct-diagnosis.json"
+    bad.parent.mkdir()
+    for name, (picture_file, expected) in _hostile_pictures(tmp_path / "pictures").items():
+        cases = direct_diagnosis()
+        cases[0]["case_id"] = "case_99"  # a new case, so an accepted picture would be written
+        cases[0]["images"] = [data_uri(picture_file.read_bytes(), "image/jpeg")]
+        write(bad, cases)
+        assert cli.main(["import", str(bad), "--from", "neural-medbench"]) == 2, name
+        out, err = capsys.readouterr()
+        assert out == "" and err.count("\n") == 1 and "Traceback" not in err, (name, err)
+        assert err.startswith("nmb: direct-diagnosis.json[0].images[0]"), (name, err)
+        assert expected in err, (name, err)
+        assert snapshot(url) == before, name
+
+    cmyk = tmp_path / "pictures" / "cmyk.jpg"
+    pictures.save(pictures.wide_figure((300, 100)).convert("CMYK"), cmyk, "JPEG", quality=95)
+    cases = direct_diagnosis()[:1]
+    cases[0]["case_id"] = "case_99"
+    cases[0]["images"] = [data_uri(cmyk.read_bytes(), "image/jpeg")]
+    write(bad, cases)
+    assert cli.main(["import", str(bad), "--from", "neural-medbench"]) == 0, capsys.readouterr()
+    with Session(engine_for(url)) as s:
+        [row] = s.exec(select(Series).where(Series.case_id == "direct-case_99")).all()
+    with pictures.Image.open(nmb_home / row.path) as im:
+        assert (im.format, im.mode, im.size) == ("PNG", "RGB", (300, 100))

@@ -96,3 +96,31 @@ def test_a_picture_only_case_names_its_pictures(sqlite_url: str, tmp_path: Path)
         assert [(i.caption, i.picture) for i in images] == [("image 1 of 1: DWI", True)]
         assert Image.open(io.BytesIO(images[0].png)).size == (600, 200)
         assert s.exec(select(Case)).all()
+
+
+def test_picture_requests_hash_the_same_when_rebuilt(nmb_home: Path, server: OpenAIServer,
+                                                     tmp_path: Path, capsys) -> None:
+    """The request a picture case makes is rebuilt from the stored picture (its downscaled copy
+    removed, the answers forgotten): the same cache key, so the answer comes from the cache and
+    the server is not asked again."""
+    import shutil
+
+    from db.models import CollectedResponse, ModelCache, Response
+
+    upgrade()
+    assert cli.main(["import", str(_picture_bundle(tmp_path / "b"))]) == 0
+    args = ["collect", "--model", MODEL, "--base-url", server.base_url, "--task", "t1"]
+    assert cli.main(args) == 0, capsys.readouterr().err
+    assert len(server.chat_requests()) == 1
+    shutil.rmtree(nmb_home / "key-slices")  # the downscaled picture and rendered slices
+    url = f"sqlite:///{nmb_home / 'study.db'}"
+    with Session(engine_for(url)) as s:
+        s.exec(CollectedResponse.__table__.delete())
+        s.exec(Response.__table__.delete().where(Response.model == MODEL))
+        s.commit()
+    capsys.readouterr()
+    assert cli.main([*args, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["from_cache"] == 1
+    assert len(server.chat_requests()) == 1
+    with Session(engine_for(url)) as s:
+        assert len(s.exec(select(ModelCache)).all()) == 1

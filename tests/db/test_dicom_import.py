@@ -92,10 +92,17 @@ def test_a_pacs_export_becomes_one_case_with_its_series(database_url: str,
     assert img.get_fdata()[tuple(np.round(ijk[:3]).astype(int))] == t1.pixel_array[4, 0, 0]
 
     # no identifying value anywhere under NMB_HOME: files, the database, headers
-    values = [v.encode() for v in IDENTIFYING.values()] + [
-        made["t2"][0].StudyInstanceUID.encode(), made["t2"][0].SeriesInstanceUID.encode(),
+    every = [*made["t2"], *made["flair"], made["t1"], *made["localizer"], made["report"]]
+    uids = {str(getattr(ds, key)) for ds in every for key in (
+        "StudyInstanceUID", "SeriesInstanceUID", "SOPInstanceUID", "FrameOfReferenceUID")}
+    dates = {f"{d[:4]}-{d[4:6]}-{d[6:]}" for d in (IDENTIFYING["StudyDate"],
+                                                   IDENTIFYING["PatientBirthDate"])}
+    values = [v.encode() for v in (*IDENTIFYING.values(), *sorted(uids), *sorted(dates))] + [
         b"DOE", b"T2 AX TSE", b"MPRAGE"]
+    assert len(uids) == 1 + 5 + 14 + 2  # the study, its series, instances, frames of reference
     for f in nmb_home().rglob("*"):
+        name = str(f.relative_to(nmb_home())).encode()
+        assert not any(v in name for v in values), f
         if f.is_file():
             raw = f.read_bytes()
             text = gzip.decompress(raw) if f.name.endswith(".gz") else raw
@@ -105,13 +112,8 @@ def test_a_pacs_export_becomes_one_case_with_its_series(database_url: str,
         header = nib.load(nmb_home() / row.path).header
         assert header["descrip"].item() == b"" and not header.extensions
     assert not any("QUIXOTE" in json.dumps(a) for a in audit)
-    if database_url.startswith("postgresql"):
-        with Session(engine_for(database_url)) as s:
-            from sqlalchemy import text as sql
-
-            dump = json.dumps([list(map(str, r)) for t in ("case", "series", "task", "auditlog")
-                               for r in s.exec(sql(f'SELECT * FROM "{t}"')).all()])
-        assert not any(v.decode() in dump for v in values)
+    dump = repr(snapshot(database_url))  # every row of every table (PostgreSQL's are not files)
+    assert not any(v.decode() in dump for v in values)
 
     again = _import(database_url, tmp_path / "export", _case_info(tmp_path))  # the folder
     assert again.imported.new_cases == 0 and again.imported.unchanged_cases == 1
@@ -175,3 +177,17 @@ def test_dicom_refusals_are_one_line_each(database_url: str, tmp_path: Path) -> 
     assert _refused(database_url, ok, _case_info(tmp_path, case_id="../escape")) == [
         'CASE.json: case_id "../escape" is not a valid id (1-128 printable characters, no / '
         "or \\, not starting with '.')"]
+
+
+def test_burned_in_annotation_is_imported_only_when_allowed(sqlite_url: str,
+                                                            tmp_path: Path) -> None:
+    burned = classic_series("T2 AX", 2, study_uid=generate_uid(), frame_uid=generate_uid(),
+                            data=volume(6, 6, 3))
+    for ds in burned:
+        ds.BurnedInAnnotation = "YES"
+    folder = write_series(tmp_path / "burned", burned)
+    assert _refused(sqlite_url, folder, _case_info(tmp_path)) == [
+        "burned: series 2: is marked BurnedInAnnotation YES: its pixels may show patient "
+        "identifiers (--allow-burned-in after checking them)"]
+    summary = _import(sqlite_url, folder, _case_info(tmp_path), allow_burned_in=True)
+    assert summary.imported.new_series == 1 and summary.series == ["T2: 6x6x3"]

@@ -110,6 +110,7 @@ def test_batch_output_becomes_responses_failures_and_flags(study: str, tmp_path:
         flagged = s.exec(select(ResponseFlag)).all()
     assert failures == [("t1", 1, "batch line error "), ("t2", 1, "empty answer")]
     assert len(flagged) == 1 and "[name removed]" in rows[1][3]
+    assert _held_back(study) == {flagged[0].response_id}  # not assigned until reviewed
     again = _run(study, out, "openai-batch")  # the same file again: nothing new
     assert again.imported.new_responses == 0 and again.imported.unchanged_responses == 2
     # --model overrides the file's, so the same answers are another model's
@@ -138,19 +139,41 @@ def _xlsx(path: Path, rows: list[list]) -> Path:
     return path
 
 
+def _held_back(url: str) -> set[str]:
+    """The responses an assignment of every response to experts leaves out: held for review."""
+    from db.raters.assignments import plan_assignment
+    from db.users import add_user
+
+    with Session(engine_for(url)) as s:
+        if s.exec(select(Response)).first() is None:
+            return set()
+        add_user(s, name="held-check", role="expert", password="held-check-password")
+        s.flush()
+        plan = plan_assignment(s, raters=["held-check"], overlap=1)
+        everything = set(s.exec(select(Response.response_id)))
+        s.rollback()
+    return everything - set(plan.items)
+
+
 def test_vlmevalkit_xlsx_and_tsv_with_each_task_key_rule(study: str, tmp_path: Path) -> None:
     xlsx = _xlsx(tmp_path / "MyVLM_NeuroBench.xlsx", [
         ["index", "question", "prediction", "task_id"],
         [0, "Give your differential diagnosis.", "Stroke.", "t1"],
-        [1, "Where is the lesion?", 42, "t2"]])  # a number is its text
+        [1, "Where is the lesion?", 42, "t2"],  # a number is its text
+        [2, "Give your differential diagnosis.", "As MyVLM, I would say MS.", "t1"]])
     summary = _run(study, xlsx, "vlmevalkit", model="MyVLM")
-    assert summary.imported.new_responses == 2
+    assert summary.imported.new_responses == 3 and summary.imported.flagged_responses == 1
     assert [r[:4] for r in _responses(study)] == [("t1", "MyVLM", 0, "Stroke."),
+                                                  ("t1", "MyVLM", 1, "As [name removed], I "
+                                                                     "would say MS."),
                                                   ("t2", "MyVLM", 0, "42")]
+    with Session(engine_for(study)) as s:
+        [named] = s.exec(select(Response.response_id).where(Response.sample == 1)).all()
+    assert _held_back(study) == {named}
     index_map = tmp_path / "map.json"
-    index_map.write_text(json.dumps({"0": "t1", "1": "t2"}))
+    index_map.write_text(json.dumps({"0": "t1", "1": "t2", "2": "t1"}))
     assert _run(study, xlsx, "vlmevalkit", model="Other",
-                task_key=f"map:{index_map}").imported.new_responses == 2
+                task_key=f"map:{index_map}").imported.new_responses == 3
     tsv = tmp_path / "preds.tsv"
     tsv.write_text("index\tquestion\tprediction\n7\tWhere is the lesion?\tleft frontal\n")
     assert _run(study, tsv, "vlmevalkit", model="Third",
