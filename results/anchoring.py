@@ -43,10 +43,10 @@ ALL_MODELS = "all models"
 #: The conditional shares, in the order the table shows them.
 MEASURES = ("no_change_wrong_first", "correct_end_wrong_first", "wrong_end_correct_first",
             "no_change_after_disconfirming")
-LABELS = {"no_change_wrong_first": "P(no change | wrong first)",
-          "correct_end_wrong_first": "P(correct at end | wrong first)",
-          "wrong_end_correct_first": "P(wrong at end | correct first)",
-          "no_change_after_disconfirming": "P(no change after disconfirming | wrong so far)"}
+LABELS = {"no_change_wrong_first": "no change if wrong first",
+          "correct_end_wrong_first": "correct at end if wrong first",
+          "wrong_end_correct_first": "wrong at end if correct first",
+          "no_change_after_disconfirming": "no change after disconfirming if wrong so far"}
 
 
 def is_conversation(j: Judgment) -> bool:
