@@ -183,7 +183,8 @@ def expert_judgment(*, who: str, is_model: bool, task: Task, votes: Sequence[Vot
     n = len(task.stages or [])
     stages: tuple = ()
     if n:
-        changed = [d for _, d in grade.stages] if grade and grade.stages else [None] * (n + 1)
+        given = [d for _, d in grade.stages] if grade else []
+        changed = given if len(given) == n + 1 else [None] * (n + 1)
         correct = [*stage_consensus([v[3] for v in votes], n), c.correct]
         stages = tuple(zip(correct, changed, strict=True))
     return Judgment(who, is_model, task.task_id, task.family, task.level, c.correct, c.overall,

@@ -115,6 +115,10 @@ def test_experts_judge_stages_by_majority_and_the_grader_reads_the_change() -> N
                              response_id="r", grade=grade)
     assert (e.source, e.correct, tie) == (EXPERTS, T, F)
     assert e.stages == ((F, F), (F, F), (T, T))  # experts' correctness, the grader's changes
+    alone, _ = expert_judgment(who="m", is_model=True, task=TASK, votes=votes, person=None,
+                               response_id="r")  # never graded: no change flags
+    assert alone.stages == ((F, None), (F, None), (T, None))
+    assert _shares(alone) == (None, T, None, None)  # only what needs no change flag
     pairs = {a.answers: a for a in stage_agreement([Judged(grade, e)])}
     assert (pairs[STAGES_BEFORE_LAST].pairs, pairs[STAGES_BEFORE_LAST].both_wrong) == (2, 2)
     assert pairs[FINAL_OVERALL].agreement.value == 1.0
