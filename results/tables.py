@@ -96,7 +96,8 @@ def tables(results: Results) -> list[Table]:
          *(f"top-{k}" for k in r.ks), "rubric score", *SOURCE_COLUMNS],
         [[c.who, c.keys["role"], c.tasks, *(c.pass_at[k] for k in one), *c.top.values(),
           c.score, *_sources(c)] for c in r.people],
-        "People are pseudonymised (user-<id>) unless revealed; intervals resample their tasks."))
+        "People are pseudonymised (user-<id>) unless revealed; intervals resample their tasks. "
+        + judged))
     classes = [*r.error_classes, "untagged"]
     out.append(Table(
         "errors", "Error classes among wrong responses",
