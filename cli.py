@@ -585,7 +585,7 @@ def cmd_results(args: argparse.Namespace) -> None:
         prepare_out(Path(args.out))  # before anything is computed
     with _study() as s:
         res = results.build(s, config_id=args.config, by=by, ks=tuple(args.k),
-                            reveal=args.reveal, grader_only=args.grader_only)
+                            reveal=args.reveal, judge=args.judge)
     if args.out:
         from results.plots import all_figures
 
@@ -687,8 +687,8 @@ def build_parser() -> argparse.ArgumentParser:
     dp.add_argument("--resolution", type=int, choices=[1, 2], default=1, help="template voxel size (mm)")
 
     ep = add("export", cmd_export, "export study data for admins and scripts")
-    ep.add_argument("kind", choices=["responses", "expert-scores", "grader-scores", "exam-answers",
-                                     "agreement", "release"],
+    ep.add_argument("kind", choices=["responses", "tasks", "expert-scores", "grader-scores",
+                                     "exam-answers", "agreement", "release"],
                     help="what to export; agreement: item, rater, score, part (nmb agreement); "
                     "release: the cases and tasks in the published release shape")
     ep.add_argument("--format", choices=["csv", "jsonl", "parquet"], default="csv",
@@ -863,7 +863,7 @@ def build_parser() -> argparse.ArgumentParser:
     lb.add_argument("--json", action="store_true", help=JSON)
 
     rs = add("results", cmd_results, "the paper's tables: pass@k, top-k, rubric score per model, "
-             "human group, person and family x level cell; errors, revision, cost")
+             "human group, person and family x level cell; errors, anchoring, sensitivity, cost")
     rs.add_argument("--config", type=int, help="the grader config whose grades count where no "
                     "expert scored (default: the newest validated one, else the newest with grades)")
     rs.add_argument("--by", default="family,level", help="cells: family, level or family,level "
@@ -873,8 +873,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="what goes to stdout")
     rs.add_argument("--out", help="folder for results.html, .json, .md, .tex, CSVs and figures")
     rs.add_argument("--reveal", action="store_true", help="people's names, not pseudonyms")
-    rs.add_argument("--grader-only", action="store_true",
-                    help="the grader's judgments everywhere (as the leaderboard shows them)")
+    rs.add_argument("--judge", choices=["grader", "experts"], default="grader",
+                    help="whose judgments the main tables use: the grader on every response it "
+                    "graded (default), or the experts on the subset they scored; the other "
+                    "ways are in the sensitivity table")
 
     ag = add("agreement", cmd_agreement, "agreement statistics of a long-format CSV (item,rater,score)")
     ag.add_argument("file", help="CSV with columns item, rater, score (nmb export agreement)")

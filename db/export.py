@@ -1,5 +1,9 @@
-"""`nmb export`: responses, expert scores, grader scores, exam answers and the long agreement
-table (item, rater, score: what `nmb agreement` reads) as CSV, JSONL or Parquet.
+"""`nmb export`: responses, tasks, expert scores, grader scores, exam answers and the long
+agreement table (item, rater, score: what `nmb agreement` reads) as CSV, JSONL or Parquet.
+
+Every column a results table is computed from is exported (the grader's `diagnosis_rank` and
+stage judgments, the experts' stage judgments, the tasks' disconfirming marks), so `nmb
+results` can be recomputed from exports alone (`results.recompute`, docs/results.md).
 
 Exports are for admins and scripts, and the one place where model names and blind codes
 meet. Raters and examinees appear as pseudonyms (`rater-<user id>`, `user-<user id>`) unless
@@ -86,7 +90,8 @@ def _expert_scores(s: Session, reveal: bool) -> list[dict[str, Any]]:
         "rater": _who("rater", a.rater_id, name, reveal), "design_id": a.design_id,
         "rubric_hash": e.rubric_hash, "status": e.status, "revision": e.revision,
         "criteria": e.criteria, "correct_diagnosis": e.correct_diagnosis,
-        "error_tags": e.error_tags, "comment": e.comment, "confidence": e.confidence,
+        "stage_correct": e.stage_correct, "error_tags": e.error_tags, "comment": e.comment,
+        "confidence": e.confidence,
         "overall": e.overall, "active_seconds": e.active_seconds, "synthetic": e.synthetic,
         "submitted_at": e.submitted_at, "updated_at": e.updated_at,
     } for e, a, r, name in rows]
@@ -100,15 +105,23 @@ def _grader_scores(s: Session, reveal: bool) -> list[dict[str, Any]]:
         .order_by(GraderScore.id)
     ).all()
     return [{
-        "grade_id": g.id, "config": c.name, "config_hash": c.config_hash,
-        "grader_model": c.model, "run_id": g.run_id, "response_id": r.response_id,
-        "blind_code": r.blind_code, "task_id": r.task_id, "source": r.source,
-        "model": r.model, "criteria": g.criteria, "correct_diagnosis": g.correct_diagnosis,
-        "error_tags": g.error_tags, "justification": g.justification, "overall": g.overall,
+        "grade_id": g.id, "config_id": c.id, "config": c.name, "config_hash": c.config_hash,
+        "grader_model": c.model, "prompt_version": c.prompt_version, "run_id": g.run_id,
+        "response_id": r.response_id, "blind_code": r.blind_code, "task_id": r.task_id,
+        "source": r.source, "model": r.model, "criteria": g.criteria,
+        "correct_diagnosis": g.correct_diagnosis, "diagnosis_rank": g.diagnosis_rank,
+        "stages": g.stages, "error_tags": g.error_tags, "justification": g.justification,
+        "overall": g.overall,
         "model_returned": g.model_returned, "system_fingerprint": g.system_fingerprint,
         "prompt_tokens": g.prompt_tokens, "completion_tokens": g.completion_tokens,
         "latency_s": g.latency_s, "cost_usd": g.cost_usd, "created_at": g.created_at,
     } for g, c, r in rows]
+
+
+def _tasks(s: Session, reveal: bool) -> list[dict[str, Any]]:
+    return [{"task_id": t.task_id, "case_id": t.case_id, "family": t.family, "level": t.level,
+             "n_stages": len(t.stages or []), "disconfirming": t.disconfirming}
+            for t in s.exec(select(Task).order_by(Task.task_id))]
 
 
 def _exam_answers(s: Session, reveal: bool) -> list[dict[str, Any]]:
@@ -149,13 +162,15 @@ def _agreement(s: Session, reveal: bool) -> list[dict[str, Any]]:
 COLUMNS: dict[str, tuple[str, ...]] = {
     "responses": ("response_id", "task_id", "case_id", "family", "level", "source", "model",
                   "user", "sample", "text", "turns", "usage", "blind_code", "created_at"),
+    "tasks": ("task_id", "case_id", "family", "level", "n_stages", "disconfirming"),
     "expert-scores": ("score_id", "response_id", "blind_code", "task_id", "source", "model",
                       "rater", "design_id", "rubric_hash", "status", "revision", "criteria",
-                      "correct_diagnosis", "error_tags", "comment", "confidence", "overall",
+                      "correct_diagnosis", "stage_correct", "error_tags", "comment", "confidence", "overall",
                       "active_seconds", "synthetic", "submitted_at", "updated_at"),
-    "grader-scores": ("grade_id", "config", "config_hash", "grader_model", "run_id",
-                      "response_id", "blind_code", "task_id", "source", "model", "criteria",
-                      "correct_diagnosis", "error_tags", "justification", "overall",
+    "grader-scores": ("grade_id", "config_id", "config", "config_hash", "grader_model",
+                      "prompt_version", "run_id", "response_id", "blind_code", "task_id",
+                      "source", "model", "criteria", "correct_diagnosis", "diagnosis_rank",
+                      "stages", "error_tags", "justification", "overall",
                       "model_returned", "system_fingerprint", "prompt_tokens",
                       "completion_tokens", "latency_s", "cost_usd", "created_at"),
     "exam-answers": ("exam", "attempt_id", "user", "role", "task_id", "stage", "text", "seconds",
@@ -164,6 +179,7 @@ COLUMNS: dict[str, tuple[str, ...]] = {
 }
 KINDS: dict[str, Callable[[Session, bool], list[dict[str, Any]]]] = {
     "responses": _responses,
+    "tasks": _tasks,
     "expert-scores": _expert_scores,
     "grader-scores": _grader_scores,
     "exam-answers": _exam_answers,

@@ -139,6 +139,9 @@ class Task(SQLModel, table=True):
     level: int
     prompt: str = _text()
     stages: list[str] = _json()
+    # multi-turn tasks: per stage, whether it was written to disconfirm a wrong first
+    # hypothesis (results: anchoring); NULL: no stage marked
+    disconfirming: list[bool] | None = _json(nullable=True)
     # experts see the case's lesion masks on /score for this task (never in an exam)
     show_masks: bool = Field(default=False, sa_column_kwargs={"server_default": false()})
 

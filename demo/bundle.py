@@ -23,6 +23,7 @@ import numpy as np
 from db.study.cases import DEMO_BUNDLE
 from demo.content import (
     CASES,
+    DISCONFIRMING,
     ERROR_TAGS,
     MODEL_PROFILES,
     MODEL_STYLES,
@@ -192,6 +193,8 @@ def _task_row(task: DemoTask, *, task_id: str | None = None, case_id: str | None
                               "family": task.family, "level": task.level, "prompt": task.prompt}
     if task.level == 3:
         row["stages"] = list(task.stages)
+        if task.task_id in DISCONFIRMING:
+            row["disconfirming"] = list(DISCONFIRMING[task.task_id])
     return row
 
 

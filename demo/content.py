@@ -1233,3 +1233,12 @@ STAGE_ANSWERS: dict[str, dict[str, tuple[tuple[str, bool], ...]]] = {
                           ("CAA or CADASIL", _F)),
     },
 }
+
+# The stages written to contradict a plausible wrong first hypothesis (the bundle's
+# `disconfirming`, one mark per stage): the CSF-specific bands (CIS -> MS), the HSV-1 PCR, and
+# the family history and NOTCH3 result (sporadic small-vessel disease -> CADASIL).
+DISCONFIRMING: dict[str, tuple[bool, ...]] = {
+    "syn-t04": (False, True),
+    "syn-t06": (False, False, True),
+    "syn-t09": (True, True),
+}

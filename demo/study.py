@@ -124,15 +124,15 @@ def synthetic_levels(
 def _synthetic_expert_scores(s: Session, rubric: Rubric, truth: dict[str, dict],
                              seed: int) -> None:
     raters = {u.name: u for u in s.exec(select(User).where(User.name.in_(EXPERTS)))}
-    rows = s.exec(select(Assignment, Task.family)
+    rows = s.exec(select(Assignment, Task.family, Task.task_id)
                   .join(Response, Response.response_id == Assignment.response_id)
                   .join(Task, Task.task_id == Response.task_id)
                   .order_by(Assignment.rater_id, Assignment.position)).all()
     dev = set(s.exec(select(CalibrationItem.response_id).where(CalibrationItem.part == "dev")))
-    mine = [a.id for a, _ in rows if a.rater_id == raters["demo-expert1"].id
+    mine = [a.id for a, _, _ in rows if a.rater_id == raters["demo-expert1"].id
             and a.response_id in dev]
     left = set(mine[-LEFT_FOR_EXPERT1:])  # dev items only: the held-out part is complete
-    for a, family in rows:
+    for a, family, task_id in rows:
         if a.id in left:
             continue  # left for the user to score
         rng = np.random.default_rng([seed, a.rater_id, a.id])
@@ -143,6 +143,10 @@ def _synthetic_expert_scores(s: Session, rubric: Rubric, truth: dict[str, dict],
         values = {"criteria": criteria, "correct_diagnosis": correct, "error_tags": tags,
                   "comment": ("Synthetic demo comment: " + ", ".join(tags)) if tags else "",
                   "confidence": int(rng.integers(3, 6))}
+        if task_id in STAGE_ANSWERS:  # each answer but the last, as written, with rater noise
+            answers = STAGE_ANSWERS[task_id][t.get("variant", "correct")][:-1]
+            values["stage_correct"] = [bool(c) if rng.random() > 0.05 else not c
+                                       for _, c in answers]
         record_submission(s, assignment=a, values=values, synthetic=True,
                           active_seconds=float(rng.integers(60, 300)))
 

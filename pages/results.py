@@ -20,11 +20,11 @@ BY = {"family,level": "family x level", "family": "family", "level": "level", ""
 
 
 @st.cache_data(max_entries=16, show_spinner="Computing the results…")
-def cached(database: str, config_id: int, by: str, ks: tuple, reveal: bool, grader_only: bool,
+def cached(database: str, config_id: int, by: str, ks: tuple, reveal: bool, judge: str,
            key: tuple) -> tuple[results.Results, dict[str, bytes]]:
     with session() as s:
         res = results.build(s, config_id=config_id, by=tuple(b for b in by.split(",") if b),
-                            ks=ks, reveal=reveal, grader_only=grader_only)
+                            ks=ks, reveal=reveal, judge=judge)
     return res, all_figures(res)
 
 
@@ -41,19 +41,19 @@ config_id = c1.selectbox("Grader config", list(graders), format_func=graders.get
 by = c2.selectbox("Cells", list(BY), format_func=BY.get)
 ks = tuple(sorted(c3.multiselect("pass@k and top-k", [1, 3, 5, 10], default=[1, 5]))) or (1,)
 c1, c2 = st.columns(2)
-grader_only = c1.toggle("The grader's judgments only (as the leaderboard)", value=False)
+judge = c1.radio("Judge of the main tables", list(results.JUDGED_BY), horizontal=True,
+                 format_func=lambda j: f"{j}: {results.JUDGED_BY[j]}")
 reveal = c2.toggle("Show people's names (not pseudonyms)", value=False)
 with session() as s:  # closed before the cached function opens its own (SQLite write lock)
     key = results.results_key(s, config_id=config_id)
-res, figures = cached(database_url(), config_id, by, ks, reveal, grader_only, key)
+res, figures = cached(database_url(), config_id, by, ks, reveal, judge, key)
 
 for flag in res.flags:
     st.warning(flag)
-st.caption(f"Judgments: {res.judged_by}. {res.sources['experts']} responses decided by the "
-           f"experts' consensus (ties: {res.expert_ties}, counted not correct), "
-           f"{res.sources['grader']} by the grader, {res.unjudged} not judged. Intervals: 95% "
-           "percentile bootstrap over tasks; for human groups over people, then their tasks "
-           "(docs/results.md).")
+st.caption(f"Judge: {res.judge} ({res.judged_by}): {res.sources[res.judge]} responses, "
+           f"{res.unjudged} not judged by it (expert ties: {res.expert_ties}, counted not "
+           "correct). The sensitivity table shows every estimate under each judge. Intervals: "
+           "95% percentile bootstrap (docs/results.md).")
 ts = tables(res)
 for t in ts:
     st.subheader(t.title)

@@ -15,6 +15,7 @@ cache cost nothing again).
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from sqlmodel import Session, select
@@ -66,36 +67,51 @@ def response_cost(model: str | None, usage: dict | None, prices: dict) -> float 
 
 def model_costs(s: Session, prices: dict | None = None) -> list[ModelCost]:
     """One row per model that has responses, by name."""
+    rows = [(model, task_id, usage or (collected.usage() if collected else None))
+            for model, task_id, usage, collected in s.exec(
+                select(Response.model, Response.task_id, Response.usage, CollectedResponse)
+                .join(CollectedResponse, CollectedResponse.response_id == Response.response_id,
+                      isouter=True)
+                .where(Response.source == "model"))]
+    return model_costs_of(rows, prices)
+
+
+def model_costs_of(rows: Iterable[tuple[str, str, dict | None]],
+                   prices: dict | None = None) -> list[ModelCost]:
+    """`model_costs` of (model, task_id, usage) rows, one per model response (what `nmb export
+    responses` holds)."""
     prices = load_prices() if prices is None else prices
     by_model: dict[str, list[tuple[str, dict | None]]] = defaultdict(list)
-    for model, task_id, usage, collected in s.exec(
-            select(Response.model, Response.task_id, Response.usage, CollectedResponse)
-            .join(CollectedResponse, CollectedResponse.response_id == Response.response_id,
-                  isouter=True)
-            .where(Response.source == "model")):
-        by_model[model].append(
-            (task_id, usage or (collected.usage() if collected else None)))
+    for model, task_id, usage in rows:
+        by_model[model].append((task_id, usage))
     out = []
-    for model, rows in sorted(by_model.items()):
-        usages = [u for _, u in rows if u]
-        costs = [c for _, u in rows if (c := response_cost(model, u, prices)) is not None]
-        tasks = len({t for t, _ in rows})
+    for model, rows_ in sorted(by_model.items()):
+        usages = [u for _, u in rows_ if u]
+        costs = [c for _, u in rows_ if (c := response_cost(model, u, prices)) is not None]
+        tasks = len({t for t, _ in rows_})
         per_response = _mean(costs)
         out.append(ModelCost(
-            model=model, responses=len(rows), tasks=tasks, with_usage=len(usages),
+            model=model, responses=len(rows_), tasks=tasks, with_usage=len(usages),
             prompt_tokens=_mean([u["prompt_tokens"] for u in usages if "prompt_tokens" in u]),
             completion_tokens=_mean([u["completion_tokens"] for u in usages
                                      if "completion_tokens" in u]),
             images=_mean([u["images"] for u in usages if "images" in u]), priced=len(costs),
             cost_per_response=per_response,
             cost_per_task=None if per_response is None
-            else round(per_response * len(rows) / tasks, DIGITS)))
+            else round(per_response * len(rows_) / tasks, DIGITS)))
     return out
 
 
 def grader_cost(s: Session, *, config_id: int) -> GraderCost:
     rows = s.exec(select(GraderScore.prompt_tokens, GraderScore.completion_tokens,
                          GraderScore.cost_usd).where(GraderScore.config_id == config_id)).all()
+    return grader_cost_of(config_id, rows)
+
+
+def grader_cost_of(config_id: int,
+                   rows: Iterable[tuple[int, int, float | None]]) -> GraderCost:
+    """`grader_cost` of (prompt_tokens, completion_tokens, cost_usd) rows, one per grade."""
+    rows = list(rows)
     sent = [r for r in rows if r[2] is not None]
     return GraderCost(config_id=config_id, graded=len(rows), priced=len(sent),
                       prompt_tokens=_mean([p for p, _, _ in sent]),

@@ -1,14 +1,16 @@
-"""What went wrong in the wrong responses: the error classes among them, from the experts' tags
-and from the grader's, side by side.
+"""What went wrong in the wrong responses: the error classes among them, by the table's judge,
+and the experts' tags beside the grader's on the same responses.
 
-A wrong response is one whose counted judgment (`results.judgments`) says its final answer
-is not correct. Each wrong response counts once: a response tagged with several classes splits
-its weight equally among them, and one tagged with none counts as `untagged`, so the shares of
-one row add up to 1 (as in the Neural-MedBench paper's breakdown of 100 wrong answers). The
-expert column uses the consensus tags of the wrong responses experts scored, the grader column
-the grader's tags of the wrong responses it graded. Intervals: 95% percentile bootstrap in
-which the responses of one task are drawn together (a cluster bootstrap over tasks; Davison &
-Hinkley 1997, sec. 3.8), each share a ratio of resampled sums.
+A wrong response is one whose judgment says its final answer is not correct. Each wrong
+response counts once: a response tagged with several classes splits its weight equally among
+them, and one tagged with none counts as `untagged`, so the shares of one row add up to 1 (as
+in the Neural-MedBench paper's breakdown of 100 wrong answers). `error_rows` uses one judge's
+judgments and tags throughout (`nmb results --judge`). `compared_error_rows` compares the two
+instruments only where both judged: the responses the grader graded and the experts scored,
+and both judged wrong (a response only one of them judged wrong is counted as `disputed`, not
+compared). Intervals: 95% percentile bootstrap in which the responses of one task are drawn
+together (a cluster bootstrap over tasks; Davison & Hinkley 1997, sec. 3.8), each share a ratio
+of resampled sums.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from results.judgments import EXPERTS, GRADER, Judgment
+from results.judgments import EXPERTS, GRADER, Judged, Judgment
 from stats.agreement import bootstrap_weights
 from stats.resample import RESAMPLES, Estimate
 
@@ -35,6 +37,7 @@ class ErrorRow:
     source: str  # EXPERTS or GRADER
     wrong: int  # wrong responses this source tagged
     shares: dict[str, Estimate]  # class (and UNTAGGED) -> share of the wrong responses
+    disputed: int | None = None  # compared rows: both judged, only one of them judged wrong
 
 
 def allocation(tags: Sequence[str], classes: Sequence[str]) -> np.ndarray:
@@ -61,23 +64,41 @@ def shares(tasks: Sequence[str], tagsets: Sequence[Sequence[str]], classes: Sequ
             for i, c in enumerate([*classes, UNTAGGED])}
 
 
-def error_rows(judgments: Iterable[Judgment], classes: Sequence[str]) -> list[ErrorRow]:
-    """Per model, per human group and for all models together, from each source that tagged
-    some of its wrong responses."""
-    wrong = [j for j in judgments if not j.correct]
+def _groups(js: Iterable[Judgment]) -> dict[tuple[str, str], list[Judgment]]:
     groups: dict[tuple[str, str], list[Judgment]] = {}
-    for j in sorted(wrong, key=lambda j: (not j.is_model, j.who, j.task_id, j.response_id)):
+    for j in sorted(js, key=lambda j: (not j.is_model, j.who, j.task_id, j.response_id)):
         group = "model" if j.is_model else "human"
         groups.setdefault((j.who, group), []).append(j)
         if j.is_model:
             groups.setdefault((ALL_MODELS, "model"), []).append(j)
+    return groups
+
+
+def _order(r: ErrorRow) -> tuple:
+    return (r.group != "model", r.who == ALL_MODELS, r.who, r.source)
+
+
+def error_rows(judgments: Iterable[Judgment], classes: Sequence[str],
+               source: str = GRADER) -> list[ErrorRow]:
+    """Per model, per human group and for all models together, the error classes among the
+    responses `judgments` (one judge's, named `source`) say are wrong, by their own tags."""
+    out = [ErrorRow(who, group, source, len(js),
+                    shares([j.task_id for j in js], [j.error_tags for j in js], classes))
+           for (who, group), js in _groups(j for j in judgments if not j.correct).items()]
+    return sorted(out, key=_order)
+
+
+def compared_error_rows(judged: Iterable[Judged], classes: Sequence[str]) -> list[ErrorRow]:
+    """The experts' and the grader's tags on the same responses: those both judged, and both
+    judged wrong; per model, per human group and for all models."""
+    both = [x for x in judged if x.grader is not None and x.experts is not None]
+    wrong = {x.grader.response_id: x for x in both if not x.grader.correct and not x.experts.correct}
+    disputed = _groups(x.grader for x in both if x.grader.correct != x.experts.correct)
     out = []
-    for (who, group), js in groups.items():
-        for source, tagsets in ((EXPERTS, [(j.task_id, j.expert_tags) for j in js]),
-                                (GRADER, [(j.task_id, j.grader_tags) for j in js])):
-            tagged = [(task, tags) for task, tags in tagsets if tags is not None]
-            if tagged:
-                out.append(ErrorRow(who, group, source, len(tagged),
-                                    shares([t for t, _ in tagged], [g for _, g in tagged],
-                                           classes)))
-    return sorted(out, key=lambda r: (r.group != "model", r.who == ALL_MODELS, r.who, r.source))
+    for (who, group), js in _groups(wrong[rid].grader for rid in wrong).items():
+        for source in (EXPERTS, GRADER):
+            tags = [getattr(wrong[j.response_id], source).error_tags for j in js]
+            out.append(ErrorRow(who, group, source, len(js),
+                                shares([j.task_id for j in js], tags, classes),
+                                len(disputed.get((who, group), []))))
+    return sorted(out, key=_order)

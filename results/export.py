@@ -40,11 +40,10 @@ def render_html(results: Results, figures: dict[str, bytes], ts: list[Table]) ->
     parts = [f"<h1>{title}</h1>",
              f"<p>Grader config #{g['id']} {html.escape(g['name'])} (model "
              f"{html.escape(g['model'])}, prompt {html.escape(g['prompt_version'])}, "
-             f"{'validated' if g['validated'] else 'not validated'}). Judgments: "
-             f"{html.escape(results.judged_by)}; {results.sources['experts']} responses decided "
-             f"by the experts, {results.sources['grader']} by the grader, "
-             f"{results.expert_ties} expert ties (counted not correct), {results.unjudged} "
-             "responses not judged.</p>"]
+             f"{'validated' if g['validated'] else 'not validated'}). Judge: "
+             f"{html.escape(results.judge)} ({html.escape(results.judged_by)}): "
+             f"{results.sources[results.judge]} responses, {results.unjudged} not judged by "
+             f"it; {results.expert_ties} expert ties (counted not correct).</p>"]
     parts += [f"<p class=flag>{html.escape(f)}</p>" for f in results.flags]
     parts += [html_table(t) for t in ts]
     parts.append("<h2>Figures</h2>")
@@ -55,14 +54,31 @@ def render_html(results: Results, figures: dict[str, bytes], ts: list[Table]) ->
             f"<style>{STYLE}</style></head><body>{''.join(parts)}</body></html>")
 
 
+JUDGMENT_COLUMNS = ["response_id", "who", "group", "person", "task_id", "case_id", "family",
+                    "level", "judge", "correct", "overall", "diagnosis_rank", "error_tags",
+                    "stages", "last_stage"]
+
+
+def judgments_csv(results: Results) -> str:
+    """One row per response the tables stand on: who answered, the task, the judge of the
+    response and its judgment (stages as JSON [correct, changed] pairs, first answer first)."""
+    rows = [[j.response_id, j.who, "model" if j.is_model else "human", j.person, j.task_id,
+             j.case_id, j.family, j.level, j.source, j.correct, j.overall, j.rank,
+             json.dumps(list(j.error_tags)), json.dumps([list(x) for x in j.stages]),
+             j.last_stage] for j in results.judgments]
+    return csv_text(Table("judgments", "Judgments", JUDGMENT_COLUMNS, rows))
+
+
 def export(out: Path, results: Results, figures: dict[str, bytes]) -> list[Path]:
-    """Write results.json, results.md, results.tex, one CSV per table, results.html and the
-    figures into `out`."""
+    """Write results.json, results.md, results.tex, one CSV per table, judgments.csv (the
+    judgment of every response the tables stand on), results.html and the figures into
+    `out`."""
     prepare_out(out)
     ts = tables(results)
     files = {"results.json": as_text(results, "json", ts), "results.md": markdown(ts, results),
              "results.tex": latex(ts), "results.html": render_html(results, figures, ts),
-             **{f"{t.name}.csv": csv_text(t) for t in ts}}
+             **{f"{t.name}.csv": csv_text(t) for t in ts},
+             "judgments.csv": judgments_csv(results)}
     written = []
     for name, text in files.items():
         (out / name).write_text(text, encoding="utf-8")

@@ -1,5 +1,5 @@
 """The results' figures (matplotlib, Agg backend), as PNG bytes: a family x level heat map of
-pass@1 with intervals, the error classes among wrong responses, revision on multi-turn tasks,
+pass@1 with intervals, the error classes among wrong responses, anchoring on multi-turn tasks,
 and the leaderboard's chart. Laid out as `calibration.plots` lays out its own: legends below
 the axes, no text under `FONT_MIN` points."""
 
@@ -14,8 +14,8 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
 from calibration.plots import FONT_MIN, figure, label, legend_below, png  # noqa: E402
+from results.anchoring import LABELS, MEASURES  # noqa: E402
 from results.results import Results  # noqa: E402
-from results.revision import MEASURES  # noqa: E402
 
 
 def heat_map(results: Results) -> Figure | None:
@@ -52,8 +52,8 @@ def heat_map(results: Results) -> Figure | None:
 
 
 def error_bars(results: Results) -> Figure | None:
-    """Stacked bars: the error classes among each group's wrong responses, expert tags and
-    grader tags side by side."""
+    """Stacked bars: the error classes among each group's wrong responses, as the judge
+    tagged them."""
     if not results.errors:
         return None
     classes = [*results.error_classes, "untagged"]
@@ -71,24 +71,25 @@ def error_bars(results: Results) -> Figure | None:
     return fig
 
 
-def revision_chart(results: Results) -> Figure | None:
-    """The four revision measures per model and human group, with 95% intervals."""
-    rows = [v for v in results.revision if v.conversations]
+def anchoring_chart(results: Results) -> Figure | None:
+    """The anchoring shares per model and human group, with 95% intervals."""
+    rows = [a for a in results.anchoring if a.conversations]
     if not rows:
         return None
     x = np.arange(len(rows))
     width = 0.8 / len(MEASURES)
-    fig, ax = figure(max(6.0, 1.3 * len(rows)), 4.0)
+    fig, ax = figure(max(6.0, 1.3 * len(rows)), 4.2)
     for i, m in enumerate(MEASURES):
-        est = [v.measures[m] for v in rows]
+        est = [a.shares[m].estimate for a in rows]
         value = np.array([e.value or 0 for e in est])
         low = np.array([value[j] - e.ci[0] if e.ci else 0 for j, e in enumerate(est)])
         high = np.array([e.ci[1] - value[j] if e.ci else 0 for j, e in enumerate(est)])
-        ax.bar(x + (i - 1.5) * width, value, width, yerr=[low, high], capsize=2, label=label(m))
-    ax.set_xticks(x, [v.who for v in rows], rotation=20, ha="right")
-    ax.set(ylim=(0, 1.05), ylabel="share of conversations",
-           title="Revision on multi-turn tasks (grader's stage judgments)")
-    legend_below(fig, ncol=4)
+        ax.bar(x + (i - (len(MEASURES) - 1) / 2) * width, value, width, yerr=[low, high],
+               capsize=2, label=LABELS[m])
+    ax.set_xticks(x, [a.who for a in rows], rotation=20, ha="right")
+    ax.set(ylim=(0, 1.05), ylabel="share of conversations in the condition",
+           title=f"Anchoring on multi-turn tasks (judge: {results.judge})")
+    legend_below(fig, ncol=2)
     return fig
 
 
@@ -129,7 +130,7 @@ def leaderboard_chart(rows: list[dict], ks: tuple[int, ...]) -> Figure | None:
 
 def figures(results: Results) -> dict[str, Figure]:
     figs = {"heat_map": heat_map(results), "errors": error_bars(results),
-            "revision": revision_chart(results)}
+            "anchoring": anchoring_chart(results)}
     return {name: fig for name, fig in figs.items() if fig is not None}
 
 

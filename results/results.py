@@ -1,13 +1,17 @@
 """The study's results, as a paper reports them: per model and human group, overall and per
 family x level cell, pass@1, pass@k, top-k differential accuracy and the mean rubric score with
-95% intervals; one row per person; the error classes among wrong responses; revision on
-multi-turn tasks; cost and size.
+95% intervals; one row per person; the error classes among wrong responses; anchoring on
+multi-turn tasks; the sensitivity of each estimate to the judge; cost and size.
 
-Every statistic is computed from one list of judgments, the one that counts for each response
-(`results.judgments`: the experts' consensus where experts scored it, the grader's grade
-otherwise; with `grader_only`, the grader's everywhere, as the leaderboard and `nmb package
-grade` show them). The tables come from `results.leaderboard.cells` (the leaderboard's own
-function), `results.error_classes`, `results.revision` and `results.cost`.
+One judge throughout the main tables (`judge`): the grader on every response it graded (the
+default; the validated config, as the leaderboard and `nmb package grade` show it), or the
+experts' consensus on the subset they scored (`results.judgments`). The other ways of judging
+appear beside them in the sensitivity table (`results.sensitivity`), and the two instruments'
+error tags and stage judgments are compared only on the responses both judged
+(`results.error_classes`, `results.anchoring`). The tables come from
+`results.leaderboard.cells` (the leaderboard's own function), `results.error_classes`,
+`results.anchoring`, `results.sensitivity` and `results.cost`; `compute` builds them from a
+`StudyData` that the database (`load`) or the exports (`results.recompute`) provide.
 `Results` is the typed object the CLI, the page and the exports read.
 """
 
@@ -22,42 +26,113 @@ from sqlmodel import Session, select
 from db.models import ExpertScore, GraderRun, Response, User
 from db.raters.response_flags import held
 from db.rubrics import rubric_by_hash
+from errors import UserError
 from grading.grader import grades_key
+from results.anchoring import (
+    AnchoringRow,
+    Conflict,
+    StageAgreement,
+    anchoring_rows,
+    final_answer_conflicts,
+    stage_agreement,
+)
 from results.cost import GraderCost, ModelCost, grader_cost, model_costs
-from results.error_classes import ErrorRow, error_rows
+from results.error_classes import ErrorRow, compared_error_rows, error_rows
 from results.judgments import (
     EXPERTS,
     GRADER,
-    counted_judgments,
+    JUDGES,
+    Judged,
+    Judgment,
     default_config,
-    grader_judgments,
+    judged_responses,
+    pick,
 )
 from results.leaderboard import Cell, cells
-from results.revision import RevisionRow, revision_rows
+from results.sensitivity import SensitivityRow, sensitivity_rows
 from rubric.render import PROMPT_V1
+
+JUDGED_BY = {GRADER: "the grader on every response it graded",
+             EXPERTS: "the experts' consensus, on the responses they scored only"}
 
 
 @dataclass
 class Results:
     grader: dict[str, Any]  # id, name, model, prompt_version, validated
-    judged_by: str  # "experts where scored, else grader" or "grader"
+    judge: str  # GRADER or EXPERTS: whose judgments the main tables use
+    judged_by: str  # the judge in words
     by: list[str]
     ks: list[int]
-    sources: dict[str, int]  # responses decided by each source, over all tables
+    sources: dict[str, int]  # responses the main tables stand on, by judge
     expert_ties: int  # expert-scored responses whose experts split evenly (counted not correct)
-    unjudged: int  # responses with neither a grade of this config nor an expert score
+    unjudged: int  # responses the judge did not judge
     flags: list[str]
     overall: list[Cell]  # per model and human group
     cells: list[Cell]  # per model and human group and cell of `by`
     people: list[Cell]  # per person (human groups), overall
     error_classes: list[str]
-    errors: list[ErrorRow]
-    revision: list[RevisionRow]
+    errors: list[ErrorRow]  # the judge's tags among the responses it judged wrong
+    errors_compared: list[ErrorRow]  # experts' and grader's tags, responses both judged wrong
+    anchoring: list[AnchoringRow]
+    conflicts: list[Conflict]  # grades whose correct_diagnosis contradicts their last stage
+    stage_agreement: list[StageAgreement]
+    sensitivity: list[SensitivityRow]
     model_costs: list[ModelCost]
     grader_cost: GraderCost
+    judgments: list[Judgment]  # one per response the judge judged: what the tables stand on
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass
+class StudyData:
+    """What the tables are computed from: every judged response with each instrument's
+    judgment, the number of responses, and what answering and grading cost."""
+
+    grader: dict[str, Any]
+    judged: list[Judged]
+    responses: int
+    error_classes: list[str]
+    model_costs: list[ModelCost]
+    grader_cost: GraderCost
+
+
+def check_judge(judge: str) -> str:
+    if judge not in JUDGES:
+        raise UserError(f"--judge {judge!r} is not one of {', '.join(JUDGES)}")
+    return judge
+
+
+def compute(data: StudyData, *, judge: str = GRADER, by: tuple[str, ...] = ("family", "level"),
+            ks: tuple[int, ...] = (1, 5), flags: list[str] | None = None) -> Results:
+    """Every table of the results from `data`, the main ones judged by `judge` alone."""
+    judged = pick(data.judged, check_judge(judge))
+    grades = pick(data.judged, GRADER)
+    conflicts = final_answer_conflicts(grades)
+    flags = list(flags or [])
+    if judge == EXPERTS:
+        flags.append(f"judged by the experts: the tables cover the {len(judged)} expert-scored "
+                     f"responses of {data.responses}; top-k is not asked of experts")
+    if conflicts:
+        multi = sum(len(j.stages) >= 2 and j.last_stage is not None for j in grades)
+        flags.append(f"{len(conflicts)} of {multi} multi-turn grades judge the final answer "
+                     "differently in correct_diagnosis and in their last stage: the results "
+                     "count correct_diagnosis (table: final-answer check)")
+    return Results(
+        grader=data.grader, judge=judge, judged_by=JUDGED_BY[judge], by=list(by), ks=list(ks),
+        sources={src: sum(j.source == src for j in judged) for src in (EXPERTS, GRADER)},
+        expert_ties=sum(x.expert_tie for x in data.judged if x.experts),
+        unjudged=data.responses - len(judged), flags=flags,
+        overall=cells(judged, ks=ks), cells=cells(judged, ks=ks, by=by) if by else [],
+        people=cells([j for j in judged if not j.is_model], ks=ks, people=True),
+        error_classes=data.error_classes,
+        errors=error_rows(judged, data.error_classes, judge),
+        errors_compared=compared_error_rows(data.judged, data.error_classes),
+        anchoring=anchoring_rows(judged), conflicts=conflicts,
+        stage_agreement=stage_agreement(data.judged), sensitivity=sensitivity_rows(data.judged),
+        model_costs=data.model_costs, grader_cost=data.grader_cost,
+        judgments=sorted(judged, key=lambda j: j.response_id))
 
 
 def _flags(s: Session, config, validated: bool) -> list[str]:
@@ -67,7 +142,7 @@ def _flags(s: Session, config, validated: bool) -> list[str]:
                      "its grades are not a validated measure")
     if config.prompt_version == PROMPT_V1:
         flags.append(f"grader prompt {PROMPT_V1} asks for no differential rank or stage "
-                     "judgments: top-k and revision are unknown")
+                     "judgments: top-k and anchoring are unknown")
     if s.exec(select(GraderRun).where(GraderRun.config_id == config.id, GraderRun.synthetic)).first():
         flags.append("synthetic demo grades: no model was called")
     if s.exec(select(ExpertScore).where(ExpertScore.synthetic)).first():
@@ -88,29 +163,25 @@ def results_key(s: Session, *, config_id: int) -> tuple:
     return (*grades_key(s, config_id=config_id), *experts)
 
 
-def build(s: Session, *, config_id: int | None = None, by: tuple[str, ...] = ("family", "level"),
-          ks: tuple[int, ...] = (1, 5), reveal: bool = False,
-          grader_only: bool = False) -> Results:
-    """The results of the study under the grader config (default: the newest validated one,
-    else the newest with grades); `reveal` shows people's names instead of pseudonyms."""
+def load(s: Session, *, config_id: int | None = None, reveal: bool = False) -> StudyData:
+    """The study's data under the grader config (default: the newest validated one, else the
+    newest with grades); `reveal` shows people's names instead of pseudonyms."""
     config = default_config(s, config_id)
-    if grader_only:
-        judged, ties = grader_judgments(s, config_id=config.id, reveal=reveal), 0
-    else:
-        judged, ties = counted_judgments(s, config_id=config.id, reveal=reveal)
-    total = s.exec(select(func.count()).select_from(Response)).one()
-    sources = {src: sum(j.source == src for j in judged) for src in (EXPERTS, GRADER)}
-    validated = config.validated_report_id is not None
-    rubric = rubric_by_hash(s, config.rubric_hash)
-    return Results(
+    return StudyData(
         grader={"id": config.id, "name": config.name, "model": config.model,
-                "prompt_version": config.prompt_version, "validated": validated},
-        judged_by=GRADER if grader_only else f"{EXPERTS} where scored, else {GRADER}",
-        by=list(by), ks=list(ks), sources=sources, expert_ties=ties,
-        unjudged=total - len(judged), flags=_flags(s, config, validated),
-        overall=cells(judged, ks=ks), cells=cells(judged, ks=ks, by=by) if by else [],
-        people=cells([j for j in judged if not j.is_model], ks=ks, people=True),
-        error_classes=rubric.error_class_keys,
-        errors=error_rows(judged, rubric.error_class_keys),
-        revision=revision_rows(judged), model_costs=model_costs(s),
-        grader_cost=grader_cost(s, config_id=config.id))
+                "prompt_version": config.prompt_version,
+                "validated": config.validated_report_id is not None},
+        judged=judged_responses(s, config_id=config.id, reveal=reveal),
+        responses=s.exec(select(func.count()).select_from(Response)).one(),
+        error_classes=rubric_by_hash(s, config.rubric_hash).error_class_keys,
+        model_costs=model_costs(s), grader_cost=grader_cost(s, config_id=config.id))
+
+
+def build(s: Session, *, config_id: int | None = None, by: tuple[str, ...] = ("family", "level"),
+          ks: tuple[int, ...] = (1, 5), reveal: bool = False, judge: str = GRADER) -> Results:
+    """The results of the study under the grader config, the main tables judged by `judge`."""
+    check_judge(judge)
+    data = load(s, config_id=config_id, reveal=reveal)
+    config = default_config(s, data.grader["id"])
+    return compute(data, judge=judge, by=by, ks=ks,
+                   flags=_flags(s, config, data.grader["validated"]))

@@ -17,9 +17,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from db.export import neutralise
+from results.anchoring import LABELS
+from results.anchoring import MEASURES as ANCHORING
 from results.leaderboard import Cell
 from results.results import Results
-from results.revision import MEASURES
+from results.sensitivity import SELECTIONS
 from stats.resample import Estimate
 
 SOURCE_COLUMNS = ["from experts", "from grader"]
@@ -27,7 +29,7 @@ SOURCE_COLUMNS = ["from experts", "from grader"]
 
 @dataclass
 class Table:
-    name: str  # file stem: overall, matrix, cells, people, errors, revision, cost
+    name: str  # file stem: overall, matrix, cells, people, errors, anchoring, cost, ...
     title: str
     header: list[str]
     rows: list[list[Any]]
@@ -64,8 +66,8 @@ def _sources(c: Cell) -> list[int]:
 def tables(results: Results) -> list[Table]:
     """Every table of the results, in reading order."""
     r, measures = results, _measures(results)
-    judged = (f"Judgments: {r.judged_by}; {r.sources['experts']} responses decided by the "
-              f"experts' consensus, {r.sources['grader']} by grader config #{r.grader['id']}.")
+    judged = (f"Judge: {r.judge} ({r.judged_by}; grader config #{r.grader['id']}): "
+              f"{r.sources[r.judge]} responses, {r.unjudged} not judged by it.")
     out = [Table("overall", "Overall, per model and human group",
                  ["who", "group", "tasks", "people", *measures, *SOURCE_COLUMNS],
                  [[c.who, c.group, c.tasks, c.people, *_estimates(c), *_sources(c)]
@@ -94,22 +96,58 @@ def tables(results: Results) -> list[Table]:
          *(f"top-{k}" for k in r.ks), "rubric score", *SOURCE_COLUMNS],
         [[c.who, c.keys["role"], c.tasks, *(c.pass_at[k] for k in one), *c.top.values(),
           c.score, *_sources(c)] for c in r.people],
-        "People are pseudonymised (user-<id>) unless revealed; intervals resample their tasks."))
+        "People are pseudonymised (user-<id>) unless revealed; intervals resample their tasks. "
+        + judged))
     classes = [*r.error_classes, "untagged"]
     out.append(Table(
         "errors", "Error classes among wrong responses",
         ["who", "tagged by", "wrong responses", *classes],
         [[e.who, e.source, e.wrong, *(e.shares[c] for c in classes)] for e in r.errors],
         "Share of the wrong responses (each split equally among its tags) with a 95% interval "
-        "resampling tasks; experts: consensus tags of the expert-scored wrong responses; "
-        "grader: its tags of the graded ones."))
+        f"resampling tasks; wrong and tagged by the judge ({r.judge})."))
     out.append(Table(
-        "revision", "Revision on multi-turn (level-3) tasks",
-        ["who", "conversations", "tasks", "people", *[m.replace("_", " ") for m in MEASURES],
-         "without stage judgments"],
-        [[v.who, v.conversations, v.tasks, v.people, *(v.measures[m] for m in MEASURES),
-          v.unjudged] for v in r.revision],
-        "Judged by the grader per stage (docs/results.md: definitions and a worked example)."))
+        "errors_compared", "Error classes: experts and grader on the same responses",
+        ["who", "tagged by", "wrong responses", "disputed", *classes],
+        [[e.who, e.source, e.wrong, e.disputed, *(e.shares[c] for c in classes)]
+         for e in r.errors_compared],
+        "Only the responses both the experts and the grader judged, and both judged wrong; "
+        "disputed: both judged, only one of them wrong (not compared)."))
+    out.append(Table(
+        "anchoring", "Anchoring on multi-turn tasks",
+        ["who", "conversations", "tasks", "people", "final correct",
+         *(f"{LABELS[m]}{suffix}" for m in ANCHORING for suffix in ("", " k/n")),
+         "on marked tasks", "without stage judgments"],
+        [[a.who, a.conversations, a.tasks, a.people, a.final_correct,
+          *(x for m in ANCHORING for x in (a.shares[m].estimate,
+                                           f"{a.shares[m].k}/{a.shares[m].n}")),
+          a.marked, a.unjudged] for a in r.anchoring],
+        f"Judge: {r.judge}; change of the leading diagnosis: the grader's. Final correct is "
+        "pass@1 on these tasks (the final answer is the last stage, judged by the response's "
+        "correct-diagnosis judgment). k/n: conversations with the outcome / in the condition "
+        "(docs/results.md: definitions and a worked example)."))
+    out.append(Table(
+        "final_answer_check", "Final-answer check: grades contradicting their last stage",
+        ["response", "who", "person", "task", "correct_diagnosis", "last stage"],
+        [[c.response_id, c.who, c.person, c.task_id, c.correct_diagnosis, c.last_stage]
+         for c in r.conflicts],
+        f"Grades of config #{r.grader['id']} whose correct_diagnosis differs from their own "
+        "judgment of the last answer; the results count correct_diagnosis."))
+    out.append(Table(
+        "stage_agreement", "Grader and experts on the same stage answers",
+        ["answers", "pairs", "responses", "both correct", "both wrong", "grader only correct",
+         "experts only correct", "agreement", "Cohen's kappa"],
+        [[a.answers, a.pairs, a.responses, a.both_correct, a.both_wrong,
+          a.grader_only_correct, a.experts_only_correct, a.agreement, a.kappa]
+         for a in r.stage_agreement],
+        "Multi-turn responses both judged; 95% intervals resample cases."))
+    out.append(Table(
+        "sensitivity", "Sensitivity to the judge",
+        ["who", "group", "measure", *(x for how in SELECTIONS for x in (how, f"n ({how})"))],
+        [[v.who, v.group, v.measure,
+          *(x for how in SELECTIONS for x in (v.estimates[how], v.responses[how]))]
+         for v in r.sensitivity],
+        "Each estimate under every way of judging; the last two columns judge the same "
+        "responses (those experts scored), so they differ by the instrument alone."))
     g = r.grader_cost
     out.append(Table(
         "cost", "Cost and size per model, and the grader's cost",
@@ -133,7 +171,8 @@ def _md_cell(v: Any) -> str:
 
 def markdown(ts: list[Table], results: Results) -> str:
     out = [f"Grader config #{results.grader['id']} ({_md_cell(results.grader['name'])}, "
-           f"prompt {results.grader['prompt_version']}).", ""]
+           f"prompt {results.grader['prompt_version']}). Judge: {results.judge} "
+           f"({_md_cell(results.judged_by)}).", ""]
     out += [f"> {_md_cell(f)}" for f in results.flags]
     for t in ts:
         out += ["", f"### {t.title}", ""]

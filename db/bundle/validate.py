@@ -228,6 +228,12 @@ def _boolean(v: Any) -> str | None:
     return None if isinstance(v, bool) else "is not true or false"
 
 
+def _boolean_list(v: Any) -> str | None:
+    if not isinstance(v, list) or not all(isinstance(x, bool) for x in v):
+        return "is not a list of true or false"
+    return None
+
+
 def _object(v: Any) -> str | None:
     return None if isinstance(v, dict) else "is not an object"
 
@@ -278,6 +284,7 @@ TASK_SPEC: Spec = {
     "prompt": (True, _string(empty=False)),
     "stages": (False, _string_list(empty_items=False)),
     "show_masks": (False, _boolean),
+    "disconfirming": (False, _boolean_list),
 }
 RESPONSE_SPEC: Spec = {
     "response_id": (True, _identifier),
@@ -609,6 +616,11 @@ def _parse_tasks(root: Path, case_ids: set[str], all_case_dirs: set[str],
                 msgs.append("a level-3 task needs stages (at least one)")
             elif level in (1, 2) and stages:
                 msgs.append(f"a level-{level} task has no stages, got {_show(stages)}")
+            marks, n_stages = obj.get("disconfirming"), len(stages or []) if (
+                stages is None or isinstance(stages, list)) else None
+            if isinstance(marks, list) and n_stages is not None and len(marks) != n_stages:
+                msgs.append(f"disconfirming has {len(marks)} marks for {n_stages} stages "
+                            "(one true or false per stage)")
         problems += [Problem(rel, n, m) for m in msgs]
         if isinstance(obj, dict) and isinstance(obj.get("task_id"), str):
             where.setdefault(("task", obj["task_id"]), (rel, n))
@@ -619,7 +631,9 @@ def _parse_tasks(root: Path, case_ids: set[str], all_case_dirs: set[str],
         tasks.append({"task_id": obj["task_id"], "case_id": obj["case_id"],
                       "family": obj["family"], "level": obj["level"], "prompt": obj["prompt"],
                       "stages": list(obj.get("stages") or []),
-                      "show_masks": obj.get("show_masks", False)})
+                      "show_masks": obj.get("show_masks", False),
+                      "disconfirming": (list(obj["disconfirming"])
+                                        if any(obj.get("disconfirming") or ()) else None)})
     return tasks, complete
 
 

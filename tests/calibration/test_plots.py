@@ -97,7 +97,7 @@ def layout_problems(fig: Figure, page_px: int) -> list[str]:
 def test_every_chart_is_laid_out_legibly(demo: dict) -> None:
     figs = charts(demo)
     assert set(figs) >= {"scatter", "bland_altman", "error_tags", "ceiling", "heat_map",
-                           "errors", "revision", "leaderboard", "leaderboard by family"}
+                           "errors", "anchoring", "leaderboard", "leaderboard by family"}
     problems = {name: layout_problems(fig, px) for name, (fig, px) in figs.items()}
     assert problems == dict.fromkeys(figs, []), problems
 

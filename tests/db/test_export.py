@@ -90,8 +90,8 @@ def _read(path: Path, fmt: str) -> pd.DataFrame:
 
 def test_every_kind_in_every_format(database_url: str, tmp_path: Path) -> None:
     _study(database_url, tmp_path)
-    expected = {"responses": 13, "expert-scores": 1, "grader-scores": 1, "exam-answers": 1,
-                "agreement": 2}
+    expected = {"responses": 13, "tasks": 3, "expert-scores": 1, "grader-scores": 1,
+                "exam-answers": 1, "agreement": 2}
     with Session(engine_for(database_url)) as s:
         for kind, n in expected.items():
             for fmt in ("csv", "jsonl", "parquet"):

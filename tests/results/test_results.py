@@ -79,15 +79,16 @@ def test_a_config_file_names_a_known_prompt_version(tmp_path: Path) -> None:
 def test_leaderboard_results_and_package_grade_agree(sqlite_url: str, server: OpenAIServer,
                                                      tmp_path: Path) -> None:
     """The same grader answers give the same rows through the study's leaderboard, nmb results
-    (grader only) and a frozen package; the experts' consensus, which here copies the grader,
-    gives the same numbers with every expert-scored response counted as the experts'."""
+    (judged by the grader) and a frozen package; judged by the experts, whose consensus here
+    copies the grader, the same pass@1 and scores, every response counted as the experts' and
+    no top-k (the experts are not asked for the rank)."""
     with Session(engine_for(sqlite_url), expire_on_commit=False) as s:
         cid = validated_config(s, server.base_url, api_key=KEY)
         freeze(s, config_id=cid, out=tmp_path / "g.zip")
         responses = list(s.exec(select(Response).order_by(Response.response_id)))
         board = leaderboard(s, config_id=cid, ks=(1,), by="family,level")
-        graded = results.build(s, config_id=cid, ks=(1,), grader_only=True)
-        counted = results.build(s, config_id=cid, ks=(1,))
+        graded = results.build(s, config_id=cid, ks=(1,), judge=GRADER)
+        counted = results.build(s, config_id=cid, ks=(1,), judge=EXPERTS)
     rows = grade_responses(verify(tmp_path / "g.zip"), responses, base_url=server.base_url,
                            api_key=KEY)
     package = summary(verify(tmp_path / "g.zip"), rows)
@@ -96,7 +97,8 @@ def test_leaderboard_results_and_package_grade_agree(sqlite_url: str, server: Op
     assert graded.sources == {EXPERTS: 0, GRADER: 24}
     assert counted.sources == {EXPERTS: 24, GRADER: 0} and counted.expert_ties == 0
     for a, b in zip(counted.cells, graded.cells, strict=True):
-        assert (a.pass_at, a.top, a.score) == (b.pass_at, b.top, b.score)
+        assert (a.pass_at, a.score) == (b.pass_at, b.score)
+        assert all(e.value is None for e in a.top.values())
         assert a.sources == {EXPERTS: b.sources[GRADER]}
     assert any(c.top[1].value is not None for c in graded.cells)  # the rank went through
 
@@ -132,8 +134,8 @@ def test_the_experts_consensus_counts_where_experts_scored(sqlite_url: str,
     assert by_id["r0-model-alpha-0"].overall == 1.0
     assert by_id["r1-model-alpha-0"].correct is False  # 1-1: a tie counts as not correct
     beta = by_id["r2-model-beta-0"]  # experts only: never graded
-    assert (beta.source, beta.correct, beta.error_tags, beta.rank, beta.grader_tags) == (
-        EXPERTS, False, ("knowledge_gap",), None, None)
+    assert (beta.source, beta.correct, beta.error_tags, beta.rank) == (
+        EXPERTS, False, ("knowledge_gap",), None)
     assert by_id["r0-model-beta-0"].source == GRADER
 
 
@@ -201,13 +203,16 @@ def test_demo_results_tell_the_whole_story(demo_study: Path, tmp_path: Path) -> 
     assert all(c["pass_at"]["1"]["ci"] for c in data["overall"])
     assert len(data["people"]) == 9 and all(p["who"].startswith("user-") for p in data["people"])
     assert {p["keys"]["role"] for p in data["people"]} == {"physician", "student"}
-    assert {(e["who"], e["source"]) for e in data["errors"]} >= {
+    assert {(e["who"], e["source"]) for e in data["errors"]} == {
+        (m, GRADER) for m in models | {"all models", "physician", "student"}}
+    assert {(e["who"], e["source"]) for e in data["errors_compared"]} >= {
         (m, src) for m in models | {"all models"} for src in (EXPERTS, GRADER)}
-    revision = {r["who"]: r for r in data["revision"]}
-    assert set(revision) == models | {"all models", "physician", "student"}
-    assert all(r["conversations"] and r["measures"]["revised"]["value"] is not None
-               for r in revision.values())
-    assert data["sources"][EXPERTS] > 0 and data["sources"][GRADER] > 0
+    anchoring = {r["who"]: r for r in data["anchoring"]}
+    assert set(anchoring) == models | {"all models", "physician", "student"}
+    assert all(r["conversations"] and r["marked"] == r["conversations"]
+               and r["shares"]["correct_end_wrong_first"]["estimate"]["value"] is not None
+               for r in anchoring.values())
+    assert data["judge"] == GRADER and data["sources"] == {EXPERTS: 0, GRADER: 348}
     assert all(sum(c["sources"].values()) > 0 for c in data["cells"])
     assert {m["model"] for m in data["model_costs"]} == models
     assert all(m["cost_per_task"] > 0 and m["images"] > 0 for m in data["model_costs"])
@@ -216,10 +221,11 @@ def test_demo_results_tell_the_whole_story(demo_study: Path, tmp_path: Path) -> 
     latex = _nmb("results", "--format", "latex", "--by", "level", "--k", "1", "--reveal",
                  "--out", str(tmp_path / "out"))
     assert latex.returncode == 0, latex.stderr
-    assert latex.stdout.count(r"\toprule") == 7 and "synthetic-student-1" in latex.stdout
+    assert latex.stdout.count(r"\toprule") == 11 and "synthetic-student-1" in latex.stdout
     written = {p.name for p in (tmp_path / "out").iterdir()}
     assert written >= {"results.html", "results.json", "results.md", "results.tex",
-                       "cells.csv", "matrix.csv", "errors.png", "revision.png"}
+                       "cells.csv", "matrix.csv", "errors.png", "anchoring.png",
+                       "sensitivity.csv", "judgments.csv"}
     assert "heat_map.png" not in written  # by level only: no family x level map
     assert "<img" in (tmp_path / "out" / "results.html").read_text()
 

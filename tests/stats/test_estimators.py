@@ -1,6 +1,7 @@
 """The results' estimators against brute force or a hand computation on small data: the
 two-level bootstrap (its resampling unit and its distribution), the per-person and per-task
-means, top-k, the experts' consensus, the error distribution and the revision measures."""
+means, top-k, the experts' consensus and the error distribution (the anchoring measures:
+tests/results/test_anchoring.py)."""
 
 import itertools
 from collections import Counter
@@ -8,10 +9,9 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from results.error_classes import UNTAGGED, allocation, error_rows, shares
-from results.judgments import ABSENT, EXPERTS, GRADER, Judgment, consensus
+from results.error_classes import UNTAGGED, allocation, compared_error_rows, error_rows, shares
+from results.judgments import ABSENT, EXPERTS, GRADER, Judged, Judgment, consensus
 from results.leaderboard import cells, top_k
-from results.revision import conversation, revision_rows
 from stats.agreement import percentile_ci
 from stats.resample import group_mean, over_people, pigeonhole
 
@@ -88,11 +88,9 @@ def test_top_k_and_the_rank_that_was_not_asked() -> None:
 
 
 def _j(who="m", task="t1", correct=True, *, person=None, rank=None, stages=(), tags=(),
-       expert_tags=None, grader_tags=None, level=1, family="differential", source=GRADER,
-       rid=""):
+       level=1, family="differential", source=GRADER, rid=""):
     return Judgment(who, person is None, task, family, level, correct, 0.5, tuple(tags),
-                    person=person, source=source, rank=rank, stages=stages,
-                    expert_tags=expert_tags, grader_tags=grader_tags, response_id=rid)
+                    person=person, source=source, rank=rank, stages=stages, response_id=rid)
 
 
 def test_cells_by_hand() -> None:
@@ -141,56 +139,27 @@ def test_error_shares_by_hand_and_their_cluster_interval() -> None:
     assert set(got["a"].ci) <= possible and got["a"].ci == [0.0, 0.75]
 
 
-def test_error_rows_pair_expert_and_grader_tags_of_the_wrong_responses() -> None:
-    js = [_j("m", "t1", False, expert_tags=("a",), grader_tags=("b",), source=EXPERTS),
-          _j("m", "t2", False, grader_tags=("a",)), _j("m", "t3", True, grader_tags=("a",)),
-          _j("student", "t1", False, person="p", grader_tags=())]
-    rows = {(r.who, r.source): r for r in error_rows(js, ["a", "b"])}
-    assert set(rows) == {("m", EXPERTS), ("m", GRADER), ("all models", EXPERTS),
-                         ("all models", GRADER), ("student", GRADER)}
-    assert rows["m", EXPERTS].wrong == 1 and rows["m", EXPERTS].shares["a"].value == 1.0
-    assert rows["m", GRADER].wrong == 2 and rows["m", GRADER].shares["a"].value == 0.5
+def test_error_rows_use_one_judge_and_the_comparison_only_responses_both_judged() -> None:
+    """The judge's rows: its wrong responses and its tags. The comparison: only responses both
+    judged and both judged wrong (r1), with r2 (judged wrong by the grader only) disputed and
+    r3 (graded only) and r4 (correct for both) left out."""
+    grades = {"r1": _j("m", "t1", False, tags=("b",), rid="r1"),
+              "r2": _j("m", "t2", False, tags=("a",), rid="r2"),
+              "r3": _j("m", "t3", False, tags=("a",), rid="r3"),
+              "r4": _j("m", "t4", True, tags=("a",), rid="r4"),
+              "r5": _j("student", "t1", False, person="p", rid="r5")}
+    experts = {"r1": _j("m", "t1", False, tags=("a",), source=EXPERTS, rid="r1"),
+               "r2": _j("m", "t2", True, source=EXPERTS, rid="r2"),
+               "r4": _j("m", "t4", True, source=EXPERTS, rid="r4")}
+    rows = {(r.who, r.source): r for r in error_rows(grades.values(), ["a", "b"])}
+    assert set(rows) == {("m", GRADER), ("all models", GRADER), ("student", GRADER)}
+    assert rows["m", GRADER].wrong == 3 and rows["m", GRADER].shares["a"].value == round(2 / 3, 4)
     assert rows["student", GRADER].shares[UNTAGGED].value == 1.0
-
-
-F, T = False, True
-
-
-@pytest.mark.parametrize(("stages", "expected"), [
-    # the worked example of docs/results.md: CIS, CIS, then MS
-    (((F, F), (F, F), (T, T)), (T, T, F, T)),
-    (((F, F), (F, F), (F, F)), (F, F, F, F)),  # anchored on a wrong first hypothesis
-    (((T, F), (F, T)), (T, F, T, F)),
-    (((T, F), (T, F)), (F, F, F, T)),
-    (((F, F), (T, F)), (F, T, F, T)),  # right at the end though the grader saw no change
-])
-def test_revision_of_one_conversation(stages, expected) -> None:
-    got = conversation(stages)
-    assert tuple(got[m] for m in ("revised", "wrong_to_right", "right_to_wrong",
-                                  "final_correct")) == expected
-    with pytest.raises(ValueError):
-        conversation(stages[:1])
-
-
-def test_revision_rows_by_hand() -> None:
-    """Model m on two level-3 tasks: t1 two samples (revised wrong->right; anchored wrong),
-    t2 one (kept right); a level-1 answer and one without stage judgments are left out."""
-    js = [_j(task="t1", level=3, stages=((F, F), (T, T))),
-          _j(task="t1", level=3, stages=((F, F), (F, F))),
-          _j(task="t2", level=3, stages=((T, F), (T, F))),
-          _j(task="t3", level=3), _j(task="t4", level=1, stages=((T, F), (T, F))),
-          _j("student", "t1", level=3, person="a", stages=((F, F), (T, T))),
-          _j("student", "t2", level=3, person="a", stages=((T, F), (T, F))),
-          _j("student", "t1", level=3, person="b", stages=((F, F), (F, F)))]
-    rows = {r.who: r for r in revision_rows(js)}
-    m = rows["m"]
-    assert (m.conversations, m.tasks, m.unjudged) == (3, 2, 1)
-    assert m.measures["revised"].value == 0.25  # (1/2 + 0) / 2 over tasks
-    assert m.measures["wrong_to_right"].value == 0.25
-    assert m.measures["final_correct"].value == 0.75  # (1/2 + 1) / 2
-    s = rows["student"]
-    assert (s.conversations, s.people) == (3, 2)
-    assert s.measures["revised"].value == 0.25  # people: a 1/2, b 0
-    assert s.measures["final_correct"].value == 0.5  # a 1, b 0
-    assert rows["all models"].conversations == 3
-
+    judged = [Judged(g, experts.get(rid)) for rid, g in grades.items()]
+    compared = {(r.who, r.source): r for r in compared_error_rows(judged, ["a", "b"])}
+    assert set(compared) == {("m", EXPERTS), ("m", GRADER), ("all models", EXPERTS),
+                             ("all models", GRADER)}
+    assert compared["m", EXPERTS].wrong == compared["m", GRADER].wrong == 1
+    assert compared["m", EXPERTS].shares["a"].value == 1.0
+    assert compared["m", GRADER].shares["b"].value == 1.0
+    assert compared["m", GRADER].disputed == 1

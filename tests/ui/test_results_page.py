@@ -19,18 +19,26 @@ def _login(name: str) -> LoggedIn:
 def test_results_page_shows_every_table_to_admins_only(demo_study: Path) -> None:
     at = page("pages/results.py", _login("demo-admin")).run(timeout=120)
     assert not at.exception, at.exception
-    assert [s.value for s in at.subheader][:7] == [
+    assert [s.value for s in at.subheader][:11] == [
         "Overall, per model and human group", "pass@1 per family x level",
         "Per family x level", "One row per person", "Error classes among wrong responses",
-        "Revision on multi-turn (level-3) tasks", "Cost and size per model, and the grader's cost"]
+        "Error classes: experts and grader on the same responses",
+        "Anchoring on multi-turn tasks",
+        "Final-answer check: grades contradicting their last stage",
+        "Grader and experts on the same stage answers", "Sensitivity to the judge",
+        "Cost and size per model, and the grader's cost"]
+    assert at.caption[0].value.startswith("Judge: grader (the grader on every response")
     overall = at.dataframe[0].value
     assert set(overall["group"]) == {"model", "human"} and len(overall) == 6
     assert any("synthetic demo exam takers" in w.value for w in at.warning)
     people = at.dataframe[3].value
     assert len(people) == 9 and people["person"].str.startswith("user-").all()
     assert "synthetic-student-1" not in page_payload(at)
-    at.toggle[1].set_value(True).run(timeout=120)  # reveal
+    at.toggle[0].set_value(True).run(timeout=120)  # reveal
     assert "synthetic-student-1" in set(at.dataframe[3].value["person"])
+    at.radio[0].set_value("experts").run(timeout=120)
+    assert at.caption[0].value.startswith("Judge: experts (the experts' consensus")
+    assert any("expert-scored responses" in w.value for w in at.warning)
 
     student = page("pages/results.py", _login("demo-student")).run()
     assert [e.value for e in student.error] == ["You do not have access to this page."]
