@@ -99,3 +99,23 @@ def test_the_rule_decides_on_the_lower_bound() -> None:
     assert decide(0.93, [0.89, 0.95], 0.9, rule=POINT_ESTIMATE, level=0.95, undefined="-")[0]
     ok, why = decide(0.93, None, 0.9, rule="lower_bound", level=0.95, undefined="-")
     assert not ok and "no 95.0% interval" in why
+
+
+def test_cli_plan_prints_the_chance_per_size(nmb_home, capsys) -> None:
+    import json
+
+    from cli import main
+
+    args = ["protocol", "plan", "--expected-r", "0.97", "--cases", "10", "40", "--studies", "100",
+            "--bootstrap", "200"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("the default protocol: rule lower_bound, studentized_z interval at "
+                          "95.0% (1 look(s)), 200 resamples")
+    assert "   10 cases x 1 =    10 items: P(pass)" in out
+    assert main([*args, "--json", "--looks", "2"]) == 0
+    plan_json = json.loads(capsys.readouterr().out)
+    assert plan_json["settings"]["level"] == pytest.approx(0.975)
+    assert [r["cases"] for r in plan_json["rows"]] == [10, 40]
+    assert main(["protocol", "plan", "--expected-r", "1.2"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
