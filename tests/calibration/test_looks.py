@@ -125,6 +125,10 @@ def test_revising_a_held_out_score_suspends_the_validation_and_freeze_refuses(
     assert s.get(GraderConfig, cid).validated_report_id is None
     assert calibrate.validation_status(s, config_id=cid) == suspended
     assert suspended in calibrate.unvalidated_warning(s, config_id=cid)
+    from grading.grader import config_labels
+
+    assert config_labels(s)[cid].endswith("· suspended: data changed after the look")
+    assert cid not in config_labels(s, validated_only=True)  # packages offer it no more
     with pytest.raises(UserError, match=re.escape(f"validation is {suspended}: an expert "
                                                    "score revised")):
         freeze(s, config_id=cid, out=tmp_path / "p.zip")
