@@ -164,3 +164,23 @@ def test_a_dev_change_does_not_suspend(sqlite_url: str) -> None:
                    "confidence": 3})
     assert calibrate.validation_status(s, config_id=cid).startswith("passed its held-out look")
     s.close()
+
+
+def test_migration_0011_keeps_the_looks_both_ways(database_url: str) -> None:
+    """Down to 0010 (one look per config, its newest) and up again (numbered per protocol)."""
+    from alembic import command
+
+    from db.engine import alembic_config
+
+    s, cid = _study(database_url, grader_noise=0.0)
+    _register(s)
+    report_id = calibrate.run(s, config_id=cid, part="heldout").row.id
+    s.close()
+    cfg = alembic_config(database_url)
+    command.downgrade(cfg, "0010")
+    command.upgrade(cfg, "head")
+    s = Session(s.bind)
+    looks = s.exec(select(HeldoutLook)).all()
+    assert [(x.config_id, x.report_id, x.number, x.suspended_at) for x in looks] == [
+        (cid, report_id, 1, None)]
+    s.close()

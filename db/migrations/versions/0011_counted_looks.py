@@ -40,15 +40,21 @@ def _common() -> list:
     ]
 
 
-def _rows() -> list[dict]:
-    conn = op.get_bind()
-    result = conn.execute(sa.text(f"SELECT {', '.join(KEPT)} FROM heldoutlook "
-                                  "ORDER BY protocol_id, created_at, config_id"))
-    return [dict(zip(KEPT, row, strict=True)) for row in result]
+def _read(order: list[str]) -> list[dict]:
+    """The looks as stored, typed (SQLite keeps times as text: read through DateTime)."""
+    types = {'passed': sa.Boolean(), 'created_at': sa.DateTime(timezone=True),
+             'revoked_at': sa.DateTime(timezone=True), 'revoked_by': sa.String(),
+             'revoke_reason': sa.Text()}
+    columns = [sa.column(name, types.get(name, sa.Integer())) for name in KEPT]
+    old = sa.table('heldoutlook', *columns)
+    if 'id' in order:
+        old.append_column(sa.column('id', sa.Integer()))
+    query = sa.select(*columns).select_from(old).order_by(*(old.c[name] for name in order))
+    return [dict(row) for row in op.get_bind().execute(query).mappings()]
 
 
 def upgrade() -> None:
-    rows = _rows()
+    rows = _read(['protocol_id', 'created_at', 'config_id'])
     op.drop_table('heldoutlook')
     table = op.create_table(
         'heldoutlook',
@@ -69,9 +75,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    conn = op.get_bind()
-    result = conn.execute(sa.text(f"SELECT {', '.join(KEPT)} FROM heldoutlook ORDER BY id"))
-    latest = {row[0]: dict(zip(KEPT, row, strict=True)) for row in result}  # one per config
+    latest = {row['config_id']: row for row in _read(['id'])}  # each config's newest look
     op.drop_index(op.f('ix_heldoutlook_config_id'), table_name='heldoutlook')
     op.drop_table('heldoutlook')
     table = op.create_table('heldoutlook', *_common(), sa.PrimaryKeyConstraint('config_id'))
