@@ -468,13 +468,54 @@ def cmd_protocol_register(args: argparse.Namespace) -> None:
 
     gate = protocol.gate_from_args(pearson_min=args.pearson_min, icc2_min=args.icc_min,
                                    alt_test_epsilon=args.epsilon, alt_test_q=args.q,
-                                   required=args.require)
+                                   required=args.require, rule=args.rule, looks=args.looks)
     stats = protocol.Statistics(bootstrap=args.bootstrap, seed=args.seed,
-                                pearson_ci=args.pearson_ci, alt_test_min_items=args.min_items)
+                                pearson_ci=args.pearson_ci, alt_test_min_items=args.min_items,
+                                confidence=args.confidence)
     with _study() as s:
         proto = protocol.register(s, gate=gate, statistics=stats, actor="cli")
         s.commit()
     print(f"{proto.label()} is in force")
+
+
+def cmd_protocol_plan(args: argparse.Namespace) -> None:
+    from dataclasses import asdict, replace
+
+    from calibration import plan, protocol
+
+    gate, stats = protocol.Gate(), protocol.Statistics()
+    source = "the default protocol"
+    if not args.defaults:
+        with _study() as s:
+            proto = protocol.current(s)
+        if proto is not None:
+            gate, stats, source = proto.gate, proto.statistics, proto.label()
+    gate = replace(gate, rule=args.rule or gate.rule, looks=args.looks or gate.looks)
+    stats = replace(stats, pearson_ci=args.pearson_ci or stats.pearson_ci,
+                    bootstrap=args.bootstrap or stats.bootstrap)
+    protocol.check_values(gate, stats)
+    settings = plan.settings_for(gate, stats, expected_r=args.expected_r,
+                                 threshold=args.threshold, within_case=args.within_case,
+                                 studies=args.studies, seed=args.seed)
+    result = plan.plan(settings, items_per_case=args.items_per_case,
+                       cases=tuple(args.cases) if args.cases else None, target=args.power)
+    if args.json:
+        _print_json(asdict(result) | {"protocol": source})
+        return
+    st = settings
+    print(f"{source}: rule {st.rule}, {st.pearson_ci} interval at {st.level:.1%} "
+          f"({gate.looks} look(s)), {st.bootstrap} resamples; expected r {st.expected_r:g}, "
+          f"threshold {st.threshold:g}, within-case correlation {st.within_case:g}; "
+          f"{st.studies} simulated studies per size (seed {st.seed})")
+    for c in result.rows:
+        print(f"  {c.cases:5d} cases x {c.items_per_case} = {c.items:5d} items: P(pass) "
+              f"{c.pass_probability:.3f} (MC SE {c.mc_se:.3f})")
+    for note in result.notes:
+        print(f"note: {note}")
+    if result.smallest is not None:
+        c = result.smallest
+        print(f"smallest held-out part reaching {result.target:.0%}: {c.cases} cases x "
+              f"{c.items_per_case} = {c.items} items (P(pass) {c.pass_probability:.3f})")
 
 
 def cmd_package_freeze(args: argparse.Namespace) -> None:
@@ -809,7 +850,40 @@ def build_parser() -> argparse.ArgumentParser:
     prr.add_argument("--pearson-ci", choices=["studentized_z", "bca", "fisher"],
                      default="studentized_z", help="the interval of r (docs/agreement.md)")
     prr.add_argument("--min-items", type=int, default=30, help="Alt-Test items per expert")
+    prr.add_argument("--rule", choices=["lower_bound", "point_estimate"], default="lower_bound",
+                     help="decide on the lower bound of the interval of r (and ICC) (default) "
+                     "or on the estimate")
+    prr.add_argument("--looks", type=int, default=1, help="held-out looks allowed in all "
+                     "(each interval's level is Bonferroni-adjusted for them)")
+    prr.add_argument("--confidence", type=float, default=0.95,
+                     help="family-wise level of the intervals over all looks")
     prr.set_defaults(fn=cmd_protocol_register)
+    prp = prsub.add_parser("plan", help="sample-size planner: the chance of passing the r check "
+                           "for held-out parts of given sizes, by simulation under the protocol "
+                           "in force (or the defaults)")
+    prp.add_argument("--expected-r", type=float, required=True,
+                     help="the grader's true correlation with the experts' mean")
+    prp.add_argument("--threshold", type=float, help="threshold of r (default: the protocol's)")
+    prp.add_argument("--cases", type=_positive(int, 2000), nargs="+",
+                     help="numbers of held-out cases to try (default 10 to 120, and the "
+                     "smallest reaching --power)")
+    prp.add_argument("--items-per-case", type=int, default=1, help="held-out items per case")
+    prp.add_argument("--within-case", type=float, default=0.0, help="correlation of the items "
+                     "of one case (0: independent items)")
+    prp.add_argument("--power", type=float, default=0.8, help="the chance of passing to reach")
+    prp.add_argument("--studies", type=int, default=400, help="simulated studies per size")
+    prp.add_argument("--seed", type=int, default=0, help="seed of the simulation")
+    prp.add_argument("--rule", choices=["lower_bound", "point_estimate"],
+                     help="override the protocol's rule")
+    prp.add_argument("--looks", type=_positive(int, 20), help="override the protocol's looks")
+    prp.add_argument("--pearson-ci", choices=["studentized_z", "bca", "fisher"],
+                     help="override the protocol's interval of r")
+    prp.add_argument("--bootstrap", type=_positive(int, 100_000),
+                     help="override the protocol's resamples")
+    prp.add_argument("--defaults", action="store_true",
+                     help="plan under the default protocol, not the one in force")
+    prp.add_argument("--json", action="store_true", help=JSON)
+    prp.set_defaults(fn=cmd_protocol_plan)
 
     pp = sub.add_parser("package", help="frozen grader packages: freeze, verify, grade, canary")
     psub = pp.add_subparsers(dest="package_command", required=True, parser_class=_Parser)

@@ -4,7 +4,8 @@
 default), drawn from a bivariate normal with correlation rho; an interval covers when it holds
 rho. Printed for every `ci_method` of `stats.agreement.pearson` and the Fisher-z interval,
 on the same studies and resamples. The first design is the gate's regime (rho = 0.9, 60 items,
-one per case); the second puts the 60 items in 20 cases of 3, resampled as whole cases.
+one per case); the second puts the 60 items in 20 cases of 3, the third in 10 cases of 6 (the
+few-cases regime of the demo's held-out part), resampled as whole cases.
 Not timed: the figure is the coverage (Monte Carlo standard error about 0.7 points).
 """
 
@@ -15,7 +16,7 @@ import numpy as np
 from stats.agreement import CI_METHODS, bootstrap_weights, pearson
 
 STUDIES, RESAMPLES, N_ITEMS = 1000, 2000, 60
-DESIGNS = [(0.9, 1), (0.9, 3)]  # (rho, items per case)
+DESIGNS = [(0.9, 1), (0.9, 3), (0.9, 6)]  # (rho, items per case)
 
 
 def coverage(rho: float, per_case: int, seed: int = 12) -> dict[str, tuple[float, float, float]]:

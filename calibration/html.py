@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from calibration.gate import GateCheck
 from calibration.report import STAT_HEADER, TAG_HEADER, Report, StatRow, TagRow
 from errors import UserError
 
@@ -33,20 +34,31 @@ def tag_cells(row: TagRow) -> list[Any]:
             row.ceiling_ac1, row.alpha_experts, row.alpha_with_grader]
 
 
-GATE_HEADER = ["gate", "value", "threshold", "required", "verdict", "why"]
+GATE_HEADER = ["gate", "value", "interval", "decided on", "threshold", "required", "verdict",
+               "why"]
+
+
+def _decided_on(g: GateCheck) -> str:
+    if g.name == "alt_test":
+        return "the test"
+    if g.rule == "lower_bound":
+        return f"lower bound ({g.level:.1%} interval)"
+    return "the estimate"
 
 
 def gate_cells(report: Report) -> list[list[Any]]:
-    return [[g.label, g.value, g.threshold, "yes" if g.required else "no", g.passed,
-             g.reason or ""] for g in report.gate]
+    return [[g.label, g.value, g.interval, _decided_on(g), g.threshold,
+             "yes" if g.required else "no", g.passed, g.reason or ""] for g in report.gate]
 
 
-LOOK_HEADER = ["config", "report", "decided", "revoked", "at"]
+LOOK_HEADER = ["look", "config", "report", "decided", "revoked", "at"]
 
 
 def look_cells(report: Report) -> list[list[Any]]:
-    return [[f"#{x.config_id} {x.config}", x.report_id, "passed" if x.passed else "failed",
-             "revoked" if x.revoked else "", x.at] for x in report.heldout_looks]
+    return [[x.number or "", f"#{x.config_id} {x.config}", x.report_id,
+             "passed" if x.passed else "failed",
+             "revoked" if x.revoked else "suspended: data changed after it" if x.suspended
+             else "", x.at] for x in report.heldout_looks]
 
 
 def _table(header: list[str], rows: list[list[Any]]) -> str:

@@ -79,6 +79,9 @@ def bland_altman(data: CalibrationData, report: Report) -> Figure:
     ax.axhline(0, color="grey", lw=0.8)
     ax.set(xlabel="mean of grader and experts (points)", ylabel="grader - experts (points)",
            title="Bland-Altman")
+    for axis, limits in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, ax.get_ylim())):
+        # only the ticks in view: one laid out beyond the axes' corner would meet the other's
+        axis.set_ticks([v for v in axis.get_ticklocs() if limits[0] <= v <= limits[1]])
     legend_below(fig, ncol=3)
     return fig
 

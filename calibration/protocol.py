@@ -1,14 +1,21 @@
 """The calibration protocol: the gate, registered before anyone looks at the held-out part.
 
 A protocol holds the gate (thresholds for Pearson r, ICC(2,1) and the Alternative Annotator
-Test's epsilon and q, and which of them must pass), the statistics' settings (bootstrap
-resamples and seed, the interval of r, the Alt-Test's minimum items per expert) and the
-calibration subset it applies to (the sha256 of its response ids and dev/held-out split, with
-the draw's seed). It is stored as canonical JSON under its sha256 and audited; the newest
-protocol is the one in force, and none can be registered once any held-out report exists.
+Test's epsilon and q, which of them must pass, the decision rule, and how many held-out looks
+it allows in all), the statistics' settings (bootstrap resamples and seed, the interval of r
+and its family-wise level, the Alt-Test's minimum items per expert) and the calibration subset
+it applies to (the sha256 of its response ids and dev/held-out split, with the draw's seed).
+It is stored as canonical JSON under its sha256 and audited; the newest protocol is the one in
+force, and none can be registered once any statistic has touched the held-out part (a held-out
+look, or a report of part "all").
+
 This is pre-registration as in clinical trials (ICH E9, section 5.1; the protocol fixes the
-analysis before the data are seen): a held-out verdict is judged only by thresholds chosen
-before that look.
+analysis before the data are seen). The default rule decides on the interval, not the point
+estimate: r (and ICC where required) passes when the lower bound of its interval is at or
+above the threshold, so a grader whose true r equals the threshold passes in about
+(1 - level) / 2 of studies instead of half. With `looks` held-out looks allowed, each interval
+is computed at level 1 - (1 - confidence) / looks (Bonferroni), so the chance that any of the
+looks passes a grader at the threshold stays below (1 - confidence) / 2.
 """
 
 from __future__ import annotations
@@ -20,37 +27,47 @@ from dataclasses import asdict, dataclass, fields
 from sqlmodel import Session, select
 
 from db.audit import record
-from db.models import CalibrationItem, CalibrationProtocol, HeldoutLook
+from db.models import CalibrationItem, CalibrationProtocol, CalibrationReport, HeldoutLook
 from errors import UserError
 from rubric.schema import canonical_json
 from stats.agreement import CI_METHODS
 
-FORMAT = "nmb-protocol-1"
+FORMAT = "nmb-protocol-2"
 CHECKS = ("pearson", "icc2", "alt_test")
+LOWER_BOUND, POINT_ESTIMATE = "lower_bound", "point_estimate"
+RULES = (LOWER_BOUND, POINT_ESTIMATE)
+MAX_LOOKS = 20
 
 
 @dataclass(frozen=True)
 class Gate:
     """What a held-out report must show. `required`: the checks that must pass (all three by
-    default; a check not required is reported but does not decide)."""
+    default; a check not required is reported but does not decide). `rule`: "lower_bound"
+    (default: the lower bound of the interval of r, and of ICC(2,1), at or above the threshold)
+    or "point_estimate" (the estimate itself; a grader at the threshold passes half the time).
+    `looks`: how many held-out looks the protocol allows in all, over every grader."""
 
     pearson_min: float = 0.90
     icc2_min: float = 0.75
     alt_test_epsilon: float = 0.2
     alt_test_q: float = 0.05
     required: tuple[str, ...] = CHECKS
+    rule: str = LOWER_BOUND
+    looks: int = 1
 
 
 @dataclass(frozen=True)
 class Statistics:
     """How the report's statistics are computed. The bootstrap interval of r (`pearson_ci`:
     "studentized_z", "bca", or "fisher" for Fisher's z without resampling) resamples whole
-    cases; see docs/agreement.md for its simulated coverage."""
+    cases; see docs/agreement.md for its simulated coverage. `confidence`: the family-wise
+    level of the intervals of r and ICC over all the protocol's looks (`Protocol.level`)."""
 
     bootstrap: int = 2000
     seed: int = 0
     pearson_ci: str = "studentized_z"  # a stats.agreement CI method, or "fisher"
     alt_test_min_items: int = 30
+    confidence: float = 0.95
 
 
 @dataclass(frozen=True)
@@ -77,13 +94,26 @@ class Protocol:
 
     @classmethod
     def from_row(cls, row: CalibrationProtocol) -> Protocol:
+        """A stored protocol; one of format nmb-protocol-1 (before rules and looks were
+        registered) reads as what it was judged by: the point estimate, one look."""
         c = row.content
-        gate = {**c["gate"], "required": tuple(c["gate"]["required"])}
+        gate = {"rule": POINT_ESTIMATE, **c["gate"], "required": tuple(c["gate"]["required"])}
         return cls(Gate(**gate), Statistics(**c["statistics"]), Subset(**c["subset"]),
                    id=row.id, content_hash=row.content_hash)
 
+    @property
+    def level(self) -> float:
+        """The level of each look's intervals (`interval_level`)."""
+        return interval_level(self.statistics.confidence, self.gate.looks)
+
     def label(self) -> str:
         return f"protocol {self.id} (sha256 {self.content_hash[:12]})"
+
+
+def interval_level(confidence: float, looks: int) -> float:
+    """The Bonferroni-adjusted level of each of `looks` intervals whose family-wise level is
+    `confidence` (Bonferroni 1936; Dunn 1961): 1 - (1 - confidence) / looks."""
+    return 1 - (1 - confidence) / looks
 
 
 def subset_now(s: Session) -> Subset | None:
@@ -112,6 +142,12 @@ def check_values(gate: Gate, stats: Statistics) -> None:
     unit("icc2_min", gate.icc2_min, False, False)
     unit("alt_test_epsilon", gate.alt_test_epsilon, True, True)
     unit("alt_test_q", gate.alt_test_q, True, True)
+    if gate.rule not in RULES:
+        raise UserError(f"protocol: rule must be one of {', '.join(RULES)}, got {gate.rule!r}")
+    if not isinstance(gate.looks, int) or not 1 <= gate.looks <= MAX_LOOKS:
+        raise UserError(f"protocol: looks must be 1 to {MAX_LOOKS}, got {gate.looks!r}")
+    if not (math.isfinite(stats.confidence) and 0.5 <= stats.confidence < 1):
+        raise UserError(f"protocol: confidence must be in [0.5, 1), got {stats.confidence!r}")
     unknown = set(gate.required) - set(CHECKS)
     if unknown or not gate.required:
         raise UserError(f"protocol: required checks must be a non-empty choice of "
@@ -141,13 +177,12 @@ def get(s: Session, protocol_id: int) -> Protocol:
 def register(s: Session, *, gate: Gate | None = None, statistics: Statistics | None = None,
              actor: str | None = None) -> Protocol:
     """Register `gate` and `statistics` (defaults where None) for the drawn calibration subset;
-    refused once any config has looked at the held-out part. Registering the protocol in force
-    again returns it unchanged."""
+    refused once any statistic has touched the held-out part (`touched_heldout`). Registering
+    the protocol in force again returns it unchanged."""
     gate, statistics = gate or Gate(), statistics or Statistics()
-    looked = s.exec(select(HeldoutLook)).first()
-    if looked is not None:
-        raise UserError(f"a held-out report exists (report {looked.report_id}, config "
-                        f"{looked.config_id}): the protocol can no longer change")
+    touched = touched_heldout(s)
+    if touched is not None:
+        raise UserError(f"{touched}: the protocol can no longer change")
     check_values(gate, statistics)
     subset = subset_now(s)
     if subset is None:
@@ -170,6 +205,21 @@ def register(s: Session, *, gate: Gate | None = None, statistics: Statistics | N
     s.flush()
     record(s, "calibration.protocol", actor=actor, protocol=row.id, sha256=digest)
     return Protocol.from_row(row)
+
+
+def touched_heldout(s: Session) -> str | None:
+    """In words, the first statistic that touched the held-out part (a held-out look, or a
+    report of part "all" on its items), or None."""
+    looked = s.exec(select(HeldoutLook).order_by(HeldoutLook.id)).first()
+    if looked is not None:
+        return (f"a held-out report exists (report {looked.report_id}, config "
+                f"{looked.config_id})")
+    whole = s.exec(select(CalibrationReport).where(CalibrationReport.part == "all")
+                   .order_by(CalibrationReport.id)).first()
+    if whole is not None:
+        return (f"report {whole.id} (config {whole.config_id}, part all) was computed on the "
+                "held-out items")
+    return None
 
 
 def gate_from_args(**values: object) -> Gate:

@@ -15,7 +15,7 @@ import numpy as np
 from sqlmodel import Session, select
 
 from calibration.gate import GateCheck, gate_checks, gate_passed
-from calibration.protocol import Gate, Statistics
+from calibration.protocol import Gate, Statistics, interval_level
 from db.models import (
     Assignment,
     CalibrationItem,
@@ -140,7 +140,8 @@ def data_hash(data: CalibrationData) -> str:
 
 @dataclass
 class Look:
-    """A config's held-out look, as every report and package discloses it."""
+    """A held-out look, as every report and package discloses it: `number` under its
+    protocol, `suspended` when the data behind it changed after it."""
 
     config_id: int
     config: str
@@ -148,6 +149,8 @@ class Look:
     passed: bool
     revoked: bool
     at: str
+    number: int = 0
+    suspended: bool = False
 
 
 @dataclass
@@ -293,16 +296,17 @@ def build(data: CalibrationData, *, config_id: int, part: str, gate: Gate,
     g, e = data.overall
     _, clusters = np.unique(data.cases, return_inverse=True)
     fisher = st.pearson_ci == "fisher"
+    level = interval_level(st.confidence, gate.looks)
     options = {"domain": data.domain, "seed": st.seed, "epsilon": gate.alt_test_epsilon,
                "alt_q": gate.alt_test_q, "min_alt_items": st.alt_test_min_items}
     overall = compare_to_experts(g, e, bootstrap=0 if fisher else st.bootstrap,
                                  clusters=clusters, ci_method="bca" if fisher else st.pearson_ci,
-                                 **options)
-    criteria = {k: compare_to_experts(cg, ce, bootstrap=0, **options)
+                                 confidence=level, **options)
+    criteria = {k: compare_to_experts(cg, ce, bootstrap=0, confidence=level, **options)
                 for k, (cg, ce) in data.criteria.items()}
     p = overall["pearson"]
     checks = gate_checks(gate, overall, pearson_ci=_r_interval(p),
-                         min_items=st.alt_test_min_items)
+                         min_items=st.alt_test_min_items, level=level)
     passed = gate_passed(checks)
     return Report(
         config_id=config_id, part=part, n_items=len(data.items), n_experts=len(data.raters),

@@ -7,6 +7,7 @@ start with `db.bundle.store.prepare_study`, which also sweeps what killed import
 """
 
 import os
+import sys
 from functools import cache
 from pathlib import Path
 
@@ -68,7 +69,7 @@ def session() -> Session:
 def alembic_config(url: str | None = None):
     from alembic.config import Config
 
-    cfg = Config()
+    cfg = Config(stdout=sys.stdout)  # now: Config's default is sys.stdout at import time
     cfg.set_main_option("script_location", str(MIGRATIONS))
     cfg.set_main_option("sqlalchemy.url", (url or database_url()).replace("%", "%%"))
     return cfg

@@ -503,17 +503,26 @@ class CalibrationReport(SQLModel, table=True):
 
 
 class HeldoutLook(SQLModel, table=True):
-    """The one look of a config at the held-out part: its first held-out report decides, for
-    good. An admin may revoke a validation (audited, with a reason); it is never restored."""
+    """A held-out look of a config: its report decides, for good, unless the data behind it
+    change (`suspended_at`: a revised or added expert score on a held-out item, or a changed
+    held-out response; the config then needs a new look). `number` counts the looks under the
+    protocol (1, 2, ...; unique, so two sessions cannot both take the last one). An admin may
+    revoke a validation (audited, with a reason); it is never restored."""
 
-    config_id: int = Field(foreign_key="graderconfig.id", primary_key=True)
+    __table_args__ = (UniqueConstraint("protocol_id", "number"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    config_id: int = Field(foreign_key="graderconfig.id", index=True)
     report_id: int = Field(foreign_key="calibrationreport.id", unique=True)
     protocol_id: int = Field(foreign_key="calibrationprotocol.id")
+    number: int = 1
     passed: bool
     created_at: datetime = _when()
     revoked_at: datetime | None = Field(default=None, sa_type=DateTime(timezone=True))
     revoked_by: str | None = Field(default=None, max_length=64)
     revoke_reason: str | None = Field(default=None, sa_type=Text)
+    suspended_at: datetime | None = Field(default=None, sa_type=DateTime(timezone=True))
+    suspend_reason: str | None = Field(default=None, sa_type=Text)
 
 
 class FrozenPackage(SQLModel, table=True):

@@ -95,6 +95,18 @@ def config_hash(settings: GraderSettings, rubric_hash: str) -> str:
     return hashlib.sha256(canonical_json(content).encode()).hexdigest()
 
 
+IDENTITY_FIELDS = ("model", "temperature", "max_tokens", "prompt_version", "rubric_hash", "vision")
+
+
+def grader_identity(config: GraderConfig) -> str:
+    """sha256 of what makes a config a different grader: the model, the prompt version, the
+    rubric and the sampling parameters but the seed (`IDENTITY_FIELDS`). Configs that differ
+    only in their seed, display name or endpoint (`base_url`: where the same model is served)
+    are the same grader, so they share one held-out look (`calibration.calibrate`)."""
+    content = {k: getattr(config, k) for k in IDENTITY_FIELDS}
+    return hashlib.sha256(canonical_json(content).encode()).hexdigest()
+
+
 def store_config(s: Session, settings: GraderSettings, *, actor: str | None = None) -> GraderConfig:
     """The config row for these settings, added if new (an existing row is never changed)."""
     rubric = ensure_rubric(s, settings.rubric, actor=actor)

@@ -27,6 +27,7 @@ from db.models import (
     GraderFailure,
     GraderRun,
     GraderScore,
+    HeldoutLook,
     Response,
     Task,
     utcnow,
@@ -287,12 +288,18 @@ def configs(s: Session) -> list[GraderConfig]:
     return list(s.exec(select(GraderConfig).order_by(GraderConfig.id.desc())))
 
 
-def config_label(c: GraderConfig) -> str:
-    """"#id name", marked validated or not: how pickers name a config."""
-    return f"#{c.id} {c.name}" + (" · validated" if c.validated_report_id else " · not validated")
+def config_label(c: GraderConfig, *, suspended: bool = False) -> str:
+    """"#id name", marked validated, suspended (data changed after its look) or not validated:
+    how pickers name a config."""
+    mark = ("validated" if c.validated_report_id else
+            "suspended: data changed after the look" if suspended else "not validated")
+    return f"#{c.id} {c.name} · {mark}"
 
 
 def config_labels(s: Session, *, validated_only: bool = False) -> dict[int, str]:
     """{config id: `config_label`}, newest first."""
-    return {c.id: config_label(c) for c in configs(s)
+    latest = dict(s.exec(select(HeldoutLook.config_id, HeldoutLook.suspended_at)
+                         .order_by(HeldoutLook.id)).all())  # each config's newest look
+    suspended = {cid for cid, at in latest.items() if at is not None}
+    return {c.id: config_label(c, suspended=c.id in suspended) for c in configs(s)
             if c.validated_report_id or not validated_only}

@@ -259,7 +259,7 @@ def freeze(s: Session, *, config_id: int, out: Path, canary_size: int = 20, seed
                    "protocol_sha256": proto.content_hash, "data_sha256": row.data_hash,
                    "passed": report.passed, "gate": _gate_summary(report)},
         "heldout_looks": [{"config_id": x.config_id, "passed": x.passed, "revoked": x.revoked}
-                          for x in looks(s)],
+                          | ({"suspended": True} if x.suspended else {}) for x in looks(s)],
         "canary": {"items": len(canary), "seed": seed, "drift_limits": DRIFT_LIMITS},
     }
     manifest = json.loads(json.dumps(manifest, default=str))  # as verify will read it
@@ -443,12 +443,14 @@ def _manifest(path: Path, members: dict[str, bytes]) -> dict[str, Any]:
            {"id", "part", "protocol_id", "protocol_sha256", "data_sha256", "passed", "gate"})
     looks_ = manifest["heldout_looks"]
     if not (isinstance(looks_, list) and looks_ and all(
-            isinstance(x, dict) and set(x) == {"config_id", "passed", "revoked"}
+            isinstance(x, dict) and set(x) - {"suspended"} == {"config_id", "passed", "revoked"}
+            and x.get("suspended", True) is True
             and _integer(x["config_id"]) and isinstance(x["passed"], bool)
             and isinstance(x["revoked"], bool) for x in looks_)):
         raise _refuse(path, "manifest.json heldout_looks must list every held-out look "
-                      "(config_id, passed, revoked)")
-    if len({x["config_id"] for x in looks_}) != len(looks_):
+                      "(config_id, passed, revoked[, suspended: true])")
+    standing = [x["config_id"] for x in looks_ if "suspended" not in x]
+    if len(set(standing)) != len(standing):  # a config looks again only after a suspension
         raise _refuse(path, "manifest.json heldout_looks lists a config twice")
     canary_info = _exact(path, "manifest.json canary", manifest["canary"],
                          {"items", "seed", "drift_limits"})

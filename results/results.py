@@ -23,6 +23,7 @@ from typing import Any
 from sqlalchemy import func
 from sqlmodel import Session, select
 
+from calibration.calibrate import unvalidated_warning
 from db.models import ExpertScore, GraderRun, Response, User
 from db.raters.response_flags import held
 from db.rubrics import rubric_by_hash
@@ -137,9 +138,8 @@ def compute(data: StudyData, *, judge: str = GRADER, by: tuple[str, ...] = ("fam
 
 def _flags(s: Session, config, validated: bool) -> list[str]:
     flags = []
-    if not validated:
-        flags.append(f"grader config #{config.id} is not validated (no passing held-out look): "
-                     "its grades are not a validated measure")
+    if not validated:  # why, in words: never looked, failed, revoked, or suspended
+        flags.append(unvalidated_warning(s, config_id=config.id) or "")
     if config.prompt_version == PROMPT_V1:
         flags.append(f"grader prompt {PROMPT_V1} asks for no differential rank or stage "
                      "judgments: top-k and anchoring are unknown")

@@ -140,8 +140,8 @@ _TWICE_OFF_DIAGONAL = np.where(_ROW == _COL, 1.0, 2.0)
 
 
 def _moment_products(units: np.ndarray) -> np.ndarray:
-    """(G, 21): for each unit, the distinct products of two of its six moment sums."""
-    return units[:, _ROW] * units[:, _COL]
+    """(..., G, 21): for each unit, the distinct products of two of its six moment sums."""
+    return units[..., _ROW] * units[..., _COL]
 
 
 def _r_and_se(sums: np.ndarray, products: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -831,6 +831,7 @@ def versus(
     clusters: np.ndarray | None = None,
     pearson_result: dict | None = None,
     ci_method: str = "studentized_z",
+    confidence: float = 0.95,
 ) -> dict:
     """One rater against the per-item mean of other raters: Pearson (Fisher CI, and bootstrap CI
     when `weights` are given), Spearman, Kendall tau-b, quadratic- and linear-weighted kappa
@@ -842,7 +843,7 @@ def versus(
     ref = _mean_of(np.asarray(others, dtype=float).reshape(len(t), -1))
     if pearson_result is None:
         pearson_result = pearson_many([(t, ref)], weights=weights, clusters=clusters,
-                                      ci_method=ci_method)[0]
+                                      ci_method=ci_method, confidence=confidence)[0]
     absolute = absolute_agreement(t, ref, domain=domain)
     out = {
         "n_items": absolute.pop("n"),
@@ -937,6 +938,7 @@ def compare_to_experts(
     alt_q: float = 0.05,
     ci_method: str = "studentized_z",
     expert_names: Sequence[str] | None = None,
+    confidence: float = 0.95,
 ) -> dict:
     """Everything a calibration report needs for one numeric criterion.
 
@@ -947,7 +949,9 @@ def compare_to_experts(
     for Pearson r by `ci_method` over `bootstrap` item resamples, or case resamples when
     `clusters` gives each item's case); ICC (Shrout & Fleiss) and Krippendorff's alpha on
     grader + experts and on the experts alone (`expert_names` name left-out raters); the human
-    ceiling; the alt-test. JSON-ready.
+    ceiling; the alt-test. `confidence`: the level of the grader's r and ICC intervals (the
+    "ci95" keys keep their name; a protocol allowing several looks lowers it, Bonferroni).
+    JSON-ready.
     """
     g = np.asarray(grader, dtype=float)
     e = np.asarray(experts, dtype=float)
@@ -974,6 +978,7 @@ def compare_to_experts(
             "seed": seed,
             "unit": "item" if clusters is None else "cluster",
             "interval": ci_method,
+            "confidence": confidence,
         },
     }
     return _clean(out)

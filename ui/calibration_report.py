@@ -6,7 +6,7 @@ import json
 import pandas as pd
 import streamlit as st
 
-from calibration import calibrate, protocol, report
+from calibration import calibrate, plan, protocol, report
 from calibration.html import (
     GATE_HEADER,
     LOOK_HEADER,
@@ -38,15 +38,51 @@ def protocol_section() -> None:
                    "at until one is (`nmb protocol register`).")
         return
     g = proto.gate
+    rule = ("the lower bound of each interval" if g.rule == protocol.LOWER_BOUND
+            else "the point estimate")
     st.markdown(f"**Registered {proto.label()}**: Pearson r ≥ {g.pearson_min}, ICC(2,1) ≥ "
                 f"{g.icc2_min}, Alt-Test ε = {g.alt_test_epsilon}, q = {g.alt_test_q}; "
-                f"required: {', '.join(g.required)}; {proto.statistics.bootstrap} bootstrap "
-                f"resamples over cases. Subset: {proto.subset.n_dev} dev + "
-                f"{proto.subset.n_heldout} held-out items.")
+                f"required: {', '.join(g.required)}; decided on {rule} ({proto.level:.1%} "
+                f"intervals: {g.looks} held-out look(s) allowed in all); "
+                f"{proto.statistics.bootstrap} bootstrap resamples over cases. Subset: "
+                f"{proto.subset.n_dev} dev + {proto.subset.n_heldout} held-out items.")
     with st.expander("Protocol (JSON)"):
         st.code(json.dumps(proto.content(), indent=1), language="json")
-    st.caption(f"Held-out looks so far: {len(looked)} config(s). Each config looks once; the "
-               "first held-out report decides and is disclosed in every report and package.")
+    st.caption(f"Held-out looks so far: {len(looked)} of the {g.looks} the protocol allows. A "
+               "grader looks once (configs that differ only in seed, name or endpoint are one "
+               "grader); each look is disclosed in every report and package.")
+
+
+def planner_section() -> None:
+    """The sample-size planner (`calibration.plan`) under the protocol in force (or the
+    defaults): the chance of passing the r check for a held-out part of a given size."""
+    with session() as s:
+        proto = protocol.current(s)
+    gate = proto.gate if proto else protocol.Gate()
+    stats = proto.statistics if proto else protocol.Statistics()
+    with st.expander("Plan the held-out part: the chance of passing, by simulation"):
+        with st.form("planner"):
+            c1, c2, c3, c4 = st.columns(4)
+            expected = c1.number_input("Expected r", 0.0, 0.999, 0.95, step=0.01)
+            cases = c2.number_input("Held-out cases", 3, 2000, 30)
+            per_case = c3.number_input("Items per case", 1, 100, 1)
+            within = c4.number_input("Within-case correlation", 0.0, 0.99, 0.0, step=0.05)
+            go = st.form_submit_button("Simulate")
+        if not go:
+            return
+        settings = plan.settings_for(gate, stats, expected_r=float(expected),
+                                     within_case=float(within), studies=200)
+        try:
+            chance = plan.pass_probability(settings, cases=int(cases),
+                                           items_per_case=int(per_case))
+        except UserError as e:
+            st.error(str(e))
+            return
+        st.markdown(f"P(pass the r check) = **{chance.pass_probability:.2f}** (Monte Carlo SE "
+                    f"{chance.mc_se:.2f}; {settings.studies} simulated studies, rule "
+                    f"{settings.rule}, {settings.pearson_ci} interval at {settings.level:.1%}, "
+                    f"threshold {settings.threshold:g}). `nmb protocol plan` finds the smallest "
+                    "size reaching a given power.")
 
 
 def _show(rep: report.Report, row, figures: dict[str, bytes], fresh: bool) -> None:
@@ -76,6 +112,7 @@ def _show(rep: report.Report, row, figures: dict[str, bytes], fresh: bool) -> No
 
 def report_section(actor: str) -> None:
     protocol_section()
+    planner_section()
     with session() as s:
         names = config_labels(s)
     if not names:
@@ -120,9 +157,9 @@ def _confirmed_look(config_id: int, label: str) -> bool:
             st.rerun()
         return False
     st.warning(f"This spends the one held-out look of config {config_id} "
-               f"({escape_markdown(label)}) under the registered protocol: its result decides "
-               "the config's validation for good, and is disclosed in every report and "
-               "package.")
+               f"({escape_markdown(label)}) under the registered protocol, one of the looks it "
+               "allows in all: its result decides the config's validation (until held-out "
+               "data change after it), and is disclosed in every report and package.")
     yes, no, _ = st.columns([2, 1, 3])
     if yes.button("Yes, take the held-out look", type="primary"):
         st.session_state[key] = "confirmed"

@@ -15,6 +15,7 @@ from sqlmodel import Session, delete, select
 from db.audit import record
 from db.models import GraderScore, Response, ResponseFlag, utcnow
 from db.queries import fetch_in
+from db.raters.looks import suspend_after_change
 from db.raters.model_names import NameFinder
 from db.text_limits import ANSWER, check_length
 from errors import UserError
@@ -98,6 +99,7 @@ def review(s: Session, *, response_id: str, texts: list[str], actor: str | None 
         dropped = len(s.exec(select(GraderScore.id).where(GraderScore.response_id == response_id)
                              ).all())
         s.exec(delete(GraderScore).where(GraderScore.response_id == response_id))
+        suspend_after_change(s, response_id=response_id, what="the response's text changed")
     flag.reviewed_by, flag.reviewed_at = actor, utcnow()
     s.add(flag)
     record(s, "response.review", actor=actor, response=response_id, names=flag.names,

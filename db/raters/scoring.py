@@ -25,6 +25,7 @@ from db.models import (
     User,
     utcnow,
 )
+from db.raters.looks import suspend_after_change
 from db.rubrics import rubric_by_hash
 from db.study.cases import case_view
 from db.study.masks import MaskImage, masks_for_task
@@ -304,4 +305,7 @@ def record_submission(
                if before.get(k) != after[k]}
     s.add(ScoreRevision(score_id=score.id, revision=score.revision, rater_id=a.rater_id,
                         content={**after, "overall": score.overall}, changes=changes))
+    verb = "an expert score added" if score.revision == 1 else "an expert score revised"
+    suspend_after_change(s, response_id=a.response_id,
+                         what=f"{verb} (rater {a.rater_id}, revision {score.revision})")
     return score

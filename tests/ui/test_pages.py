@@ -185,6 +185,19 @@ def test_admin_and_calibrate_pages_render(demo_study: Path) -> None:
     assert any("is not validated (not held-out tested)" in w.value for w in at.warning)
 
 
+def test_calibrate_page_plans_the_held_out_part(demo_study: Path) -> None:
+    at = page("pages/calibrate.py", _login("demo-admin")).run()
+    assert any("decided on the lower bound of each interval (95.0% intervals: 1 held-out "
+               "look(s) allowed in all)" in m.value for m in at.markdown)
+    next(n for n in at.number_input if n.label == "Expected r").set_value(0.97)
+    next(n for n in at.number_input if n.label == "Held-out cases").set_value(20)
+    next(b for b in at.button if b.label == "Simulate").click().run(timeout=120)
+    assert not at.exception, at.exception
+    found = [m.value for m in at.markdown if m.value.startswith("P(pass the r check) = ")]
+    assert found and "200 simulated studies, rule lower_bound, studentized_z interval at " \
+        "95.0%, threshold 0.9" in found[0], found
+
+
 def test_calibration_report_renders_in_the_app(demo_study: Path) -> None:
     admin = _login("demo-admin")
     at = page("pages/calibrate.py", admin).run()

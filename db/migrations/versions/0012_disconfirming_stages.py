@@ -4,7 +4,7 @@ hypothesis (`disconfirming` on table `task`, one true/false per stage)
 Additive only: existing tasks keep `disconfirming` NULL (no stage marked).
 
 Revision ID: 0012
-Revises: 0010
+Revises: 0011
 Create Date: 2026-12-04 19:00:00.000000
 """
 from collections.abc import Sequence
@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = '0012'
-down_revision: str | None = '0010'
+down_revision: str | None = '0011'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -1,0 +1,34 @@
+"""Held-out looks follow the data: a change to a held-out item after a passing look (an expert
+score revised or added, a response's text changed) suspends that look and the config's
+validation, in the same transaction as the change. Who decides what a look is, and a new
+look, is `calibration.calibrate`'s; this module only records that the data moved under it.
+"""
+
+from sqlmodel import Session, select
+
+from db.audit import record
+from db.models import CalibrationItem, GraderConfig, HeldoutLook, utcnow
+
+
+def suspend_after_change(s: Session, *, response_id: str, what: str) -> list[int]:
+    """Suspend every standing passing look when `response_id` is a held-out item; `what` says
+    in words what changed. Returns the suspended looks' report ids (none: not held out, or no
+    standing passing look)."""
+    held = s.exec(select(CalibrationItem.part)
+                  .where(CalibrationItem.response_id == response_id)).first()
+    if held != "heldout":
+        return []
+    standing = s.exec(select(HeldoutLook).where(
+        HeldoutLook.passed, HeldoutLook.revoked_at.is_(None),
+        HeldoutLook.suspended_at.is_(None))).all()
+    for look in standing:
+        look.suspended_at = utcnow()
+        look.suspend_reason = f"{what} on held-out item {response_id} after the look"[:2000]
+        config = s.get(GraderConfig, look.config_id)
+        if config is not None and config.validated_report_id == look.report_id:
+            config.validated_report_id = None
+            s.add(config)
+        s.add(look)
+        record(s, "calibration.suspend", actor=None, config=look.config_id,
+               report=look.report_id, reason=look.suspend_reason)
+    return [look.report_id for look in standing]
