@@ -47,6 +47,12 @@ class Judgment:
     expert_tags: tuple[str, ...] | None = None  # the experts' consensus tags, if scored
     grader_tags: tuple[str, ...] | None = None  # the grader's tags, if graded
     response_id: str = ""
+    case_id: str = ""  # the task's case (the resampling unit of the intervals); "" = the task
+
+    @property
+    def case(self) -> str:
+        """The case, the unit intervals resample (the task itself when the case is unknown)."""
+        return self.case_id or f"task:{self.task_id}"
 
 
 @dataclass(frozen=True)
@@ -83,7 +89,7 @@ def grade_judgment(*, who: str, is_model: bool, task: Task, correct: bool, overa
                     float(overall), tags, person=person, source=GRADER,
                     rank=(rank or ABSENT) if asked.rank else None,
                     stages=tuple((bool(x["correct"]), bool(x["changed"])) for x in stages or ()),
-                    grader_tags=tags, response_id=response_id)
+                    grader_tags=tags, response_id=response_id, case_id=task.case_id or "")
 
 
 def pseudonym(user_id: int | None, name: str | None, reveal: bool) -> str | None:
@@ -154,7 +160,8 @@ def counted_judgments(s: Session, *, config_id: int,
             out.append(Judgment(model if source == "model" else source, source == "model",
                                 task.task_id, task.family, task.level, c.correct, c.overall,
                                 c.error_tags, person=pseudonym(uid, name, reveal),
-                                source=EXPERTS, expert_tags=c.error_tags, response_id=rid))
+                                source=EXPERTS, expert_tags=c.error_tags, response_id=rid,
+                                case_id=task.case_id))
     return out, ties
 
 

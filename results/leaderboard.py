@@ -10,8 +10,8 @@ whose differential holds the reference diagnosis among its first k entries (the 
 the mean over tasks of its per-task share. Human groups (physicians, students: one answer per
 person and task) get pass@1 and top-k as the mean over people of each person's share, the mean
 rubric score (0-1) likewise; a model's is the mean over tasks of each task's mean score.
-Intervals: `stats.resample` (tasks resampled for a model; people, then their tasks, for a
-human group). `cells` works on judgments from anywhere: the study's grades (`leaderboard`), the
+Intervals: `stats.resample` (cases resampled with their tasks for a model; people and cases
+for a human group; none below `stats.intervals.MIN_CASES` cases). `cells` works on judgments from anywhere: the study's grades (`leaderboard`), the
 counted judgments of `nmb results`, or a package's grades (`nmb package grade`); `summarize`
 gives its rows as the dicts the leaderboard and packages print.
 """
@@ -28,7 +28,7 @@ from sqlmodel import Session
 from errors import UserError
 from results.judgments import Judgment, grader_judgments
 from stats import resample
-from stats.resample import NONE, Estimate
+from stats.resample import NONE, TOO_FEW, Estimate
 
 __all__ = ["BY", "Cell", "Judgment", "cells", "display_rows", "leaderboard", "parse_by", "pass_at_k",
            "summarize", "top_k"]
@@ -110,11 +110,13 @@ class _Rows:
         """The row's estimate of a per-response value (responses where it is None left out)."""
         kept = [(j, v) for j in self.js if (v := value(j)) is not None]
         return resample.group_mean([j.task_id for j, _ in kept], [v for _, v in kept],
-                                   [j.person for j, _ in kept] if self.by_person else None)
+                                   [j.person for j, _ in kept] if self.by_person else None,
+                                   cases=[j.case for j, _ in kept])
 
     def per_task(self, value: Callable[[list[Judgment]], float]) -> Estimate:
-        """The mean over tasks of a per-task value (a model's pass@k), tasks resampled."""
-        return resample.over_tasks(np.array([value(v) for v in self.tasks.values()]))
+        """The mean over tasks of a per-task value (a model's pass@k), cases resampled."""
+        return resample.over_cases(np.array([value(v) for v in self.tasks.values()]),
+                                   [v[0].case for v in self.tasks.values()])
 
 
 def _cell(who: str, group: str, keys: dict[str, Any], js: list[Judgment],
@@ -187,10 +189,13 @@ def display_rows(rows: list[dict]) -> list[dict[str, Any]]:
     """`summarize` rows for reading, one rule for every number: scores and rates (0-1, the
     rubric's mean) as text to 2 decimals, their 95% intervals as "[low, high]" to 2 decimals,
     shares of wrong responses as percentages to 1 decimal, counts as integers; a missing score
-    or interval as "–", a missing count as None."""
-    def cell(key: str, value: Any) -> Any:
+    or interval as "–", the missing interval of a score as "too few cases" (the only reason a
+    score has none), a missing count as None."""
+    def cell(key: str, value: Any, row: dict) -> Any:
         if key.endswith("95% CI"):
-            return "–" if value is None else f"[{value[0]:.2f}, {value[1]:.2f}]"
+            if value is None:
+                return TOO_FEW if row.get(key.removesuffix(" 95% CI")) is not None else "–"
+            return f"[{value[0]:.2f}, {value[1]:.2f}]"
         if key == "errors among wrong":
             return ", ".join(f"{t.replace('_', ' ')} {100 * v:.1f}%" for t, v in value.items())
         if key == "sources":
@@ -199,4 +204,4 @@ def display_rows(rows: list[dict]) -> list[dict[str, Any]]:
             return "–" if value is None else f"{value:.2f}"
         return value
 
-    return [{key: cell(key, value) for key, value in row.items()} for row in rows]
+    return [{key: cell(key, value, row) for key, value in row.items()} for row in rows]

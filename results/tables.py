@@ -2,8 +2,9 @@
 
 `tables(results)` is the one place that decides what each table shows; every format, the page
 and the HTML report render those tables. An `Estimate` cell reads "0.600 [0.517, 0.700]" (the
-95% interval in brackets); in CSV it becomes three columns (value, low, high) so a script can
-read it. Text from the study (model names, people's names) is escaped for each format (in CSV,
+95% interval in brackets), or "0.600 (too few cases)" where the interval rule gives none; in
+CSV it becomes three columns (value, low, high) so a script can read it, low and high reading
+"too few cases" where there is no interval. Text from the study (model names, people's names) is escaped for each format (in CSV,
 text a spreadsheet would run as a formula is quoted, as `nmb export` does).
 """
 
@@ -39,7 +40,8 @@ def fmt(v: Any, digits: int = 3) -> str:
     if isinstance(v, Estimate):
         if v.value is None:
             return "–"
-        ci = "" if v.ci is None else f" [{v.ci[0]:.{digits}f}, {v.ci[1]:.{digits}f}]"
+        ci = (f" [{v.ci[0]:.{digits}f}, {v.ci[1]:.{digits}f}]" if v.ci is not None
+              else f" ({v.note})" if v.note else "")
         return f"{v.value:.{digits}f}{ci}"
     if v is None:
         return "–"
@@ -158,7 +160,7 @@ def csv_text(t: Table) -> str:
         for v, est in zip(row, estimate, strict=True):
             if est:
                 e = v if isinstance(v, Estimate) else Estimate(None)
-                cells += [e.value, *(e.ci or [None, None])]
+                cells += [e.value, *(e.ci or [e.note, e.note])]
             else:
                 cells.append(v)
         w.writerow(["" if v is None else neutralise(v) for v in cells])
@@ -176,7 +178,8 @@ def _tex(text: str) -> str:
 
 def _tex_cell(v: Any) -> str:
     if isinstance(v, Estimate) and v.value is not None:
-        ci = "" if v.ci is None else rf" {{\footnotesize[{v.ci[0]:.2f}, {v.ci[1]:.2f}]}}"
+        ci = (rf" {{\footnotesize[{v.ci[0]:.2f}, {v.ci[1]:.2f}]}}" if v.ci is not None
+              else rf" {{\footnotesize({_tex(v.note)})}}" if v.note else "")
         return f"{v.value:.2f}{ci}"
     return _tex(fmt(v)).replace("–", "--")
 

@@ -12,7 +12,7 @@ from results.error_classes import UNTAGGED, allocation, error_rows, shares
 from results.judgments import ABSENT, EXPERTS, GRADER, Judgment, consensus
 from results.leaderboard import cells, top_k
 from results.revision import conversation, revision_rows
-from stats.agreement import percentile_ci
+from stats.intervals import TOO_FEW, share_interval
 from stats.resample import group_mean, over_people, pigeonhole
 
 
@@ -38,8 +38,8 @@ def test_the_pigeonhole_bootstrap_matches_its_exact_distribution() -> None:
     answers = {("a", "t1"): 1.0, ("a", "t2"): 0.0, ("a", "t3"): 1.0, ("b", "t1"): 0.5,
                ("b", "t2"): 0.0, ("c", "t3"): 1.0}
     (person, task), values = zip(*answers, strict=True), list(answers.values())
-    point, drawn, n_people = pigeonhole(person, task, values, resamples=60000, seed=1)
-    assert (point, n_people) == (pytest.approx((2 / 3 + 0.25 + 1) / 3), 3)
+    point, drawn, n_people, n_cases = pigeonhole(person, task, values, resamples=60000, seed=1)
+    assert (point, n_people, n_cases) == (pytest.approx((2 / 3 + 0.25 + 1) / 3), 3, 3)
     exact = _exact_pigeonhole(answers)
     drawn = drawn[np.isfinite(drawn)]
     empirical = Counter(np.round(drawn, 9))
@@ -48,12 +48,16 @@ def test_the_pigeonhole_bootstrap_matches_its_exact_distribution() -> None:
     assert drawn.mean() == pytest.approx(sum(k * p for k, p in exact.items()), abs=0.01)
 
 
-def test_the_human_interval_is_the_percentile_interval_of_the_pigeonhole_resamples() -> None:
-    person, task = ["a", "a", "b", "c", "c", "c"], ["t1", "t2", "t1", "t1", "t2", "t3"]
-    values = [1.0, 0.0, 1.0, 0.2, 0.4, 0.9]
-    _, drawn, _ = pigeonhole(person, task, values, resamples=500, seed=2)
+def test_the_human_interval_is_the_wilson_interval_of_the_pigeonhole_variance() -> None:
+    """Five cases (t1..t5, one task each), three people: units = min(people, cases) = 3."""
+    person = ["a"] * 5 + ["b"] * 3 + ["c"] * 4
+    task = [f"t{i}" for i in (1, 2, 3, 4, 5, 1, 2, 3, 2, 3, 4, 5)]
+    values = [1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 1.0, 0.0, 0.2, 0.4, 0.9, 1.0]
+    point, drawn, _, _ = pigeonhole(person, task, values, resamples=500, seed=2)
     est = over_people(person, task, values, resamples=500, seed=2)
-    assert est.ci == [round(q, 4) for q in percentile_ci(drawn)]
+    finite = drawn[np.isfinite(drawn)]
+    ci = share_interval(point, finite.var() * 3 / 2, 3)
+    assert est.ci == [round(q, 4) for q in ci] and est.note is None
 
 
 def test_task_difficulty_shared_by_everyone_widens_the_human_interval() -> None:
@@ -76,9 +80,10 @@ def test_the_human_estimate_is_the_mean_of_person_means() -> None:
     # a: two tasks, one correct; b: one task, correct -> (0.5 + 1) / 2, not the pooled 2/3
     est = over_people(["a", "a", "b"], ["t1", "t2", "t1"], [1.0, 0.0, 1.0], resamples=4000)
     assert est.value == 0.75
-    low, high = est.ci
-    assert 0.0 <= low < 0.75 < high <= 1.0
-    assert over_people(["a", "a"], ["t1", "t2"], [1.0, 0.0]).ci is None  # one person
+    assert (est.ci, est.note) == (None, TOO_FEW)  # two cases: no interval
+    five = over_people(["a"] * 5 + ["b"] * 5, [f"t{i}" for i in range(5)] * 2, [1.0, 0.0] * 5)
+    low, high = five.ci
+    assert five.value == 0.5 and 0.0 <= low < 0.5 < high <= 1.0
     by_task = group_mean(["t1", "t1", "t2"], [1.0, 0.0, 1.0])  # a model: task means 0.5, 1
     assert by_task.value == 0.75
 
