@@ -577,7 +577,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> None:
 
 def cmd_results(args: argparse.Namespace) -> None:
     from results import results
-    from results.export import as_text, export, prepare_out
+    from results.export import as_text, comparison_text, export, prepare_out
     from results.leaderboard import parse_by
 
     by = parse_by(args.by)
@@ -585,13 +585,14 @@ def cmd_results(args: argparse.Namespace) -> None:
         prepare_out(Path(args.out))  # before anything is computed
     with _study() as s:
         res = results.build(s, config_id=args.config, by=by, ks=tuple(args.k),
-                            reveal=args.reveal, grader_only=args.grader_only)
+                            reveal=args.reveal, grader_only=args.grader_only,
+                            compare_pairs=tuple(tuple(pair) for pair in args.compare or ()))
     if args.out:
         from results.plots import all_figures
 
         written = export(Path(args.out), res, all_figures(res))
         print(f"nmb: wrote {len(written)} files to {args.out}", file=sys.stderr)
-    print(as_text(res, args.format))
+    print(comparison_text(res, args.format) if args.compare else as_text(res, args.format))
 
 
 # --- the parser ----------------------------------------------------------------------------
@@ -875,6 +876,9 @@ def build_parser() -> argparse.ArgumentParser:
     rs.add_argument("--reveal", action="store_true", help="people's names, not pseudonyms")
     rs.add_argument("--grader-only", action="store_true",
                     help="the grader's judgments everywhere (as the leaderboard shows them)")
+    rs.add_argument("--compare", nargs=2, action="append", metavar=("A", "B"),
+                    help="print only A - B (models or human groups) on the tasks both answered, "
+                    "pass@1 and rubric score with paired intervals; may be repeated")
 
     ag = add("agreement", cmd_agreement, "agreement statistics of a long-format CSV (item,rater,score)")
     ag.add_argument("file", help="CSV with columns item, rater, score (nmb export agreement)")

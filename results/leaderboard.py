@@ -11,9 +11,10 @@ the mean over tasks of its per-task share. Human groups (physicians, students: o
 person and task) get pass@1 and top-k as the mean over people of each person's share, the mean
 rubric score (0-1) likewise; a model's is the mean over tasks of each task's mean score.
 Intervals: `stats.resample` (cases resampled with their tasks for a model; people and cases
-for a human group; none below `stats.intervals.MIN_CASES` cases). `cells` works on judgments from anywhere: the study's grades (`leaderboard`), the
-counted judgments of `nmb results`, or a package's grades (`nmb package grade`); `summarize`
-gives its rows as the dicts the leaderboard and packages print.
+for a human group; none below `stats.intervals.MIN_CASES` cases). `cells` works on judgments
+from anywhere: the study's grades (`leaderboard`), the counted judgments of `nmb results`, or
+a package's grades (`nmb package grade`); `summarize` gives its rows as the dicts the
+leaderboard and packages print.
 """
 
 import math

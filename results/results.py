@@ -7,13 +7,14 @@ Every statistic is computed from one list of judgments, the one that counts for 
 (`results.judgments`: the experts' consensus where experts scored it, the grader's grade
 otherwise; with `grader_only`, the grader's everywhere, as the leaderboard and `nmb package
 grade` show them). The tables come from `results.leaderboard.cells` (the leaderboard's own
-function), `results.error_classes`, `results.revision` and `results.cost`.
+function), `results.error_classes`, `results.revision` and `results.cost`; paired differences from
+`results.compare`.
 `Results` is the typed object the CLI, the page and the exports read.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from sqlalchemy import func
@@ -23,6 +24,7 @@ from db.models import ExpertScore, GraderRun, Response, User
 from db.raters.response_flags import held
 from db.rubrics import rubric_by_hash
 from grading.grader import grades_key
+from results.compare import Comparison, compare
 from results.cost import GraderCost, ModelCost, grader_cost, model_costs
 from results.error_classes import ErrorRow, error_rows
 from results.judgments import (
@@ -55,6 +57,7 @@ class Results:
     revision: list[RevisionRow]
     model_costs: list[ModelCost]
     grader_cost: GraderCost
+    comparisons: list[Comparison] = field(default_factory=list)  # `--compare A B`, A - B
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -90,9 +93,10 @@ def results_key(s: Session, *, config_id: int) -> tuple:
 
 def build(s: Session, *, config_id: int | None = None, by: tuple[str, ...] = ("family", "level"),
           ks: tuple[int, ...] = (1, 5), reveal: bool = False,
-          grader_only: bool = False) -> Results:
+          grader_only: bool = False, compare_pairs: tuple[tuple[str, str], ...] = ()) -> Results:
     """The results of the study under the grader config (default: the newest validated one,
-    else the newest with grades); `reveal` shows people's names instead of pseudonyms."""
+    else the newest with grades); `reveal` shows people's names instead of pseudonyms;
+    `compare_pairs`: (A, B) models or human groups whose paired difference A - B is wanted."""
     config = default_config(s, config_id)
     if grader_only:
         judged, ties = grader_judgments(s, config_id=config.id, reveal=reveal), 0
@@ -113,4 +117,5 @@ def build(s: Session, *, config_id: int | None = None, by: tuple[str, ...] = ("f
         error_classes=rubric.error_class_keys,
         errors=error_rows(judged, rubric.error_class_keys),
         revision=revision_rows(judged), model_costs=model_costs(s),
-        grader_cost=grader_cost(s, config_id=config.id))
+        grader_cost=grader_cost(s, config_id=config.id),
+        comparisons=[compare(judged, a, b) for a, b in compare_pairs])

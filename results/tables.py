@@ -4,8 +4,9 @@
 and the HTML report render those tables. An `Estimate` cell reads "0.600 [0.517, 0.700]" (the
 95% interval in brackets), or "0.600 (too few cases)" where the interval rule gives none; in
 CSV it becomes three columns (value, low, high) so a script can read it, low and high reading
-"too few cases" where there is no interval. Text from the study (model names, people's names) is escaped for each format (in CSV,
-text a spreadsheet would run as a formula is quoted, as `nmb export` does).
+"too few cases" where there is no interval. Text from the study (model names, people's names)
+is escaped for each format (in CSV, text a spreadsheet would run as a formula is quoted, as
+`nmb export` does).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ SOURCE_COLUMNS = ["from experts", "from grader"]
 
 @dataclass
 class Table:
-    name: str  # file stem: overall, matrix, cells, people, errors, revision, cost
+    name: str  # file stem: overall, matrix, cells, people, errors, revision, compare, cost
     title: str
     header: list[str]
     rows: list[list[Any]]
@@ -112,6 +113,15 @@ def tables(results: Results) -> list[Table]:
         [[v.who, v.conversations, v.tasks, v.people, *(v.measures[m] for m in MEASURES),
           v.unjudged] for v in r.revision],
         "Judged by the grader per stage (docs/results.md: definitions and a worked example)."))
+    if r.comparisons:
+        out.append(Table(
+            "compare", "Paired differences (A - B) on the tasks both answered",
+            ["A", "B", "measure", "tasks", "cases", "A's estimate", "B's estimate", "A - B"],
+            [[c.a, c.b, m, d.tasks, d.cases, d.a, d.b, d.difference]
+             for c in r.comparisons for m, d in c.differences.items()],
+            "Each side estimated as in the main tables, on the tasks both answered; 95% "
+            "interval from the same cases drawn for both sides (a human group's people drawn "
+            "too): difference +/- t sqrt(variance), docs/results.md."))
     g = r.grader_cost
     out.append(Table(
         "cost", "Cost and size per model, and the grader's cost",
