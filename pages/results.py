@@ -11,6 +11,7 @@ from results.export import as_text, render_html
 from results.judgments import default_config
 from results.plots import all_figures
 from results.tables import fmt, tables
+from stats.intervals import MIN_CASES
 from ui.auth import require_role
 
 user = require_role("admin")
@@ -51,9 +52,9 @@ for flag in res.flags:
     st.warning(flag)
 st.caption(f"Judgments: {res.judged_by}. {res.sources['experts']} responses decided by the "
            f"experts' consensus (ties: {res.expert_ties}, counted not correct), "
-           f"{res.sources['grader']} by the grader, {res.unjudged} not judged. Intervals: 95% "
-           "percentile bootstrap over tasks; for human groups over people, then their tasks "
-           "(docs/results.md).")
+           f"{res.sources['grader']} by the grader, {res.unjudged} not judged. Intervals: 95%, "
+           "from resamples of cases (with their tasks; for human groups, people and cases), "
+           f"none from fewer than {MIN_CASES} cases (docs/results.md).")
 ts = tables(res)
 for t in ts:
     st.subheader(t.title)

@@ -6,9 +6,10 @@ is not correct. Each wrong response counts once: a response tagged with several 
 its weight equally among them, and one tagged with none counts as `untagged`, so the shares of
 one row add up to 1 (as in the Neural-MedBench paper's breakdown of 100 wrong answers). The
 expert column uses the consensus tags of the wrong responses experts scored, the grader column
-the grader's tags of the wrong responses it graded. Intervals: 95% percentile bootstrap in
-which the responses of one task are drawn together (a cluster bootstrap over tasks; Davison &
-Hinkley 1997, sec. 3.8), each share a ratio of resampled sums.
+the grader's tags of the wrong responses it graded. Intervals: the results' rule
+(`stats.intervals`) on resamples in which the responses of one case are drawn together (a
+cluster bootstrap over cases; Davison & Hinkley 1997, sec. 3.8), each share a ratio of
+resampled sums; none below five cases.
 """
 
 from __future__ import annotations
@@ -48,16 +49,17 @@ def allocation(tags: Sequence[str], classes: Sequence[str]) -> np.ndarray:
     return out
 
 
-def shares(tasks: Sequence[str], tagsets: Sequence[Sequence[str]], classes: Sequence[str], *,
+def shares(cases: Sequence[str], tagsets: Sequence[Sequence[str]], classes: Sequence[str], *,
            resamples: int = RESAMPLES, seed: int = 0) -> dict[str, Estimate]:
-    """Each class's share of the wrong responses (`tagsets`, one per response) with its
-    task-cluster bootstrap interval."""
+    """Each class's share of the wrong responses (`tagsets`, one per response, `cases` its
+    case) with the results' interval from case-cluster resamples (`Estimate.share`)."""
     alloc = np.array([allocation(t, classes) for t in tagsets])
-    weights = bootstrap_weights(len(tasks), resamples, seed, clusters=np.array(tasks))
+    weights = bootstrap_weights(len(cases), resamples, seed, clusters=np.array(cases))
     with np.errstate(invalid="ignore", divide="ignore"):
         resampled = (weights @ alloc) / weights.sum(axis=1, keepdims=True)
     point = alloc.mean(axis=0)
-    return {c: Estimate.of(point[i], resampled[:, i], len(set(tasks)))
+    n = len(set(cases))
+    return {c: Estimate.share(point[i], resampled[:, i], cases=n, units=n)
             for i, c in enumerate([*classes, UNTAGGED])}
 
 
@@ -73,8 +75,8 @@ def error_rows(judgments: Iterable[Judgment], classes: Sequence[str]) -> list[Er
             groups.setdefault((ALL_MODELS, "model"), []).append(j)
     out = []
     for (who, group), js in groups.items():
-        for source, tagsets in ((EXPERTS, [(j.task_id, j.expert_tags) for j in js]),
-                                (GRADER, [(j.task_id, j.grader_tags) for j in js])):
+        for source, tagsets in ((EXPERTS, [(j.case, j.expert_tags) for j in js]),
+                                (GRADER, [(j.case, j.grader_tags) for j in js])):
             tagged = [(task, tags) for task, tags in tagsets if tags is not None]
             if tagged:
                 out.append(ErrorRow(who, group, source, len(tagged),

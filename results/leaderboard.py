@@ -80,11 +80,13 @@ class Cell:
     wrong: int
     errors_among_wrong: dict[str, float]
     sources: dict[str, int] = field(default_factory=dict)  # responses decided by each source
+    cases: int = 0  # the cases behind the estimates (the unit their intervals resample)
 
     def row(self) -> dict[str, Any]:
         """The row as the leaderboard and `nmb package grade` print it."""
         out: dict[str, Any] = {"who": self.who, "group": self.group, **self.keys,
-                               "tasks": self.tasks, "people": self.people,
+                               "tasks": self.tasks, "cases": self.cases,
+                               "people": self.people,
                                "min_samples": self.min_samples,
                                "overall_mean": self.score.value,
                                "overall_mean 95% CI": self.score.ci}
@@ -144,7 +146,8 @@ def _cell(who: str, group: str, keys: dict[str, Any], js: list[Judgment],
         wrong=len(wrong),
         errors_among_wrong={t: round(sum(t in j.error_tags for j in wrong) / len(wrong), 4)
                             for t in tags},
-        sources=dict(sorted(Counter(j.source for j in js).items())))
+        sources=dict(sorted(Counter(j.source for j in js).items())),
+        cases=len({j.case for j in js}))
 
 
 def cells(rows: Iterable[Judgment], *, ks: tuple[int, ...] = (1,),
@@ -173,10 +176,10 @@ def cells(rows: Iterable[Judgment], *, ks: tuple[int, ...] = (1,),
 
 def summarize(rows: Iterable[Judgment], *, ks: tuple[int, ...] = (1,),
               by: tuple[str, ...] = ()) -> list[dict]:
-    """`cells` as rows: who, group, the cell keys, tasks, people, min_samples, the mean overall
-    score, pass@k and top@k with their 95% intervals, the tasks behind top-k, the error classes
-    among the wrong responses (share of wrong responses tagged with each; a response may carry
-    several) and the number of responses each source decided."""
+    """`cells` as rows: who, group, the cell keys, tasks, cases, people, min_samples, the mean
+    overall score, pass@k and top@k with their 95% intervals, the tasks behind top-k, the error
+    classes among the wrong responses (share of wrong responses tagged with each; a response
+    may carry several) and the number of responses each source decided."""
     return [c.row() for c in cells(rows, ks=ks, by=by)]
 
 

@@ -75,6 +75,7 @@ def revision_rows(judgments: Iterable[Judgment]) -> list[RevisionRow]:
             who, group, len(js), len({j.task_id for j in js}),
             len(set(people)) if people is not None else None,
             len(groups[(who, group)]) - len(js),
-            {m: group_mean([j.task_id for j in js], [float(f[m]) for f in flags], people)
+            {m: group_mean([j.task_id for j in js], [float(f[m]) for f in flags], people,
+                           cases=[j.case for j in js])
              for m in MEASURES}))
     return sorted(out, key=lambda r: (r.group != "model", r.who == ALL_MODELS, r.who))

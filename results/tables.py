@@ -22,7 +22,7 @@ from db.export import neutralise
 from results.leaderboard import Cell
 from results.results import Results
 from results.revision import MEASURES
-from stats.resample import Estimate
+from stats.resample import MIN_CASES, Estimate
 
 SOURCE_COLUMNS = ["from experts", "from grader"]
 
@@ -70,8 +70,8 @@ def tables(results: Results) -> list[Table]:
     judged = (f"Judgments: {r.judged_by}; {r.sources['experts']} responses decided by the "
               f"experts' consensus, {r.sources['grader']} by grader config #{r.grader['id']}.")
     out = [Table("overall", "Overall, per model and human group",
-                 ["who", "group", "tasks", "people", *measures, *SOURCE_COLUMNS],
-                 [[c.who, c.group, c.tasks, c.people, *_estimates(c), *_sources(c)]
+                 ["who", "group", "tasks", "cases", "people", *measures, *SOURCE_COLUMNS],
+                 [[c.who, c.group, c.tasks, c.cases, c.people, *_estimates(c), *_sources(c)]
                   for c in r.overall], judged)]
     if r.cells:
         keys = r.by
@@ -84,11 +84,13 @@ def tables(results: Results) -> list[Table]:
             ["who", *(" ".join(str(x) for x in cid) for cid in cell_ids)],
             [[who, *((by_who[(who, cid)].pass_at[r.ks[0]] if (who, cid) in by_who else None)
                      for cid in cell_ids)] for who in whos],
-            f"{first} with its 95% interval in each cell. " + judged))
+            f"{first} with its 95% interval in each cell (none from fewer than {MIN_CASES} "
+            "cases: 'too few cases'). " + judged))
         out.append(Table(
             "cells", f"Per {' x '.join(keys)}",
-            ["who", "group", *keys, "tasks", "people", *measures, *SOURCE_COLUMNS],
-            [[c.who, c.group, *(c.keys[k] for k in keys), c.tasks, c.people, *_estimates(c),
+            ["who", "group", *keys, "tasks", "cases", "people", *measures, *SOURCE_COLUMNS],
+            [[c.who, c.group, *(c.keys[k] for k in keys), c.tasks, c.cases, c.people,
+              *_estimates(c),
               *_sources(c)] for c in r.cells], judged))
     one = [1] if 1 in r.ks else []  # one answer per task: pass@1 only
     out.append(Table(
@@ -97,14 +99,14 @@ def tables(results: Results) -> list[Table]:
          *(f"top-{k}" for k in r.ks), "rubric score", *SOURCE_COLUMNS],
         [[c.who, c.keys["role"], c.tasks, *(c.pass_at[k] for k in one), *c.top.values(),
           c.score, *_sources(c)] for c in r.people],
-        "People are pseudonymised (user-<id>) unless revealed; intervals resample their tasks."))
+        "People are pseudonymised (user-<id>) unless revealed; intervals resample their cases."))
     classes = [*r.error_classes, "untagged"]
     out.append(Table(
         "errors", "Error classes among wrong responses",
         ["who", "tagged by", "wrong responses", *classes],
         [[e.who, e.source, e.wrong, *(e.shares[c] for c in classes)] for e in r.errors],
         "Share of the wrong responses (each split equally among its tags) with a 95% interval "
-        "resampling tasks; experts: consensus tags of the expert-scored wrong responses; "
+        "resampling cases; experts: consensus tags of the expert-scored wrong responses; "
         "grader: its tags of the graded ones."))
     out.append(Table(
         "revision", "Revision on multi-turn (level-3) tasks",

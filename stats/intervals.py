@@ -29,6 +29,7 @@ from scipy import special, stats
 MIN_CASES = 5
 TOO_FEW = "too few cases"
 CONFIDENCE = 0.95
+NO_SPREAD = 1e-12  # a variance at most this is rounding error: no spread was seen
 
 
 def design_variance(resampled: np.ndarray, units: int) -> float:
@@ -59,7 +60,7 @@ def share_interval(p: float, variance: float, units: int, *,
     """The Wilson interval of a share (or a 0-1 score) `p` whose design-based variance is
     `variance`, from `units` resampling units (at least 2)."""
     z, t = _quantiles(units, confidence)
-    spread = 0 < p < 1 and math.isfinite(variance) and variance > 0
+    spread = 0 < p < 1 and math.isfinite(variance) and variance > NO_SPREAD
     n_eff = p * (1 - p) / variance if spread else float(units)
     return wilson(p, n_eff * (z / t) ** 2, z)
 

@@ -12,6 +12,7 @@ from results.error_classes import UNTAGGED, allocation, error_rows, shares
 from results.judgments import ABSENT, EXPERTS, GRADER, Judgment, consensus
 from results.leaderboard import cells, top_k
 from results.revision import conversation, revision_rows
+from stats.agreement import bootstrap_weights
 from stats.intervals import TOO_FEW, share_interval
 from stats.resample import group_mean, over_people, pigeonhole
 
@@ -135,15 +136,22 @@ def test_error_shares_by_hand_and_their_cluster_interval() -> None:
     classes = ["a", "b"]
     assert list(allocation(["a", "b"], classes)) == [0.5, 0.5, 0.0]
     assert list(allocation([], classes)) == [0.0, 0.0, 1.0]
-    tasks, tagsets = ["t1", "t1", "t2"], [["a"], ["a", "b"], []]
-    got = shares(tasks, tagsets, classes, resamples=4000)
+    cases, tagsets = ["c1", "c1", "c2"], [["a"], ["a", "b"], []]
+    got = shares(cases, tagsets, classes, resamples=4000)
     assert got["a"].value == 0.5 and got["b"].value == round(0.5 / 3, 4)
     assert got[UNTAGGED].value == round(1 / 3, 4)
-    # brute force: tasks drawn together; the possible resampled shares of "a"
-    t1, t2 = np.array([1.5, 2]), np.array([0.0, 1])  # (sum of "a" weight, responses) per task
-    possible = {round(float((i * t1[0] + j * t2[0]) / (i * t1[1] + j * t2[1])), 4)
-                for i, j in ((2, 0), (1, 1), (0, 2))}
-    assert set(got["a"].ci) <= possible and got["a"].ci == [0.0, 0.75]
+    assert got["a"].ci is None and got["a"].note == TOO_FEW  # two cases
+    # five cases: the responses of a case drawn together, each share a ratio of resampled sums
+    cases = ["c1", "c1", "c2", "c3", "c4", "c4", "c5"]
+    tagsets = [["a"], ["a", "b"], [], ["b"], ["a"], [], ["a"]]
+    got = shares(cases, tagsets, classes, resamples=300, seed=1)
+    weights = bootstrap_weights(5, 300, 1)
+    a_weight = {"c1": 1.5, "c2": 0.0, "c3": 0.0, "c4": 1.0, "c5": 1.0}
+    size = {"c1": 2, "c2": 1, "c3": 1, "c4": 2, "c5": 1}
+    drawn = [sum(w * a_weight[c] for w, c in zip(row, sorted(size), strict=True))
+             / sum(w * size[c] for w, c in zip(row, sorted(size), strict=True)) for row in weights]
+    ci = share_interval(3.5 / 7, np.var(drawn) * 5 / 4, 5)
+    assert got["a"].value == 0.5 and got["a"].ci == [round(q, 4) for q in ci]
 
 
 def test_error_rows_pair_expert_and_grader_tags_of_the_wrong_responses() -> None:
