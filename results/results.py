@@ -119,3 +119,12 @@ def build(s: Session, *, config_id: int | None = None, by: tuple[str, ...] = ("f
         revision=revision_rows(judged), model_costs=model_costs(s),
         grader_cost=grader_cost(s, config_id=config.id),
         comparisons=[compare(judged, a, b) for a, b in compare_pairs])
+
+
+def comparisons(s: Session, *, config_id: int | None, pairs: tuple[tuple[str, str], ...],
+                grader_only: bool = False) -> list[Comparison]:
+    """`build`'s comparisons alone (what /results computes when A and B are chosen)."""
+    config = default_config(s, config_id)
+    judged = (grader_judgments(s, config_id=config.id) if grader_only
+              else counted_judgments(s, config_id=config.id)[0])
+    return [compare(judged, a, b) for a, b in pairs]

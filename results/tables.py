@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from db.export import neutralise
+from results.compare import Comparison
 from results.leaderboard import Cell
 from results.results import Results
 from results.revision import MEASURES
@@ -115,15 +116,6 @@ def tables(results: Results) -> list[Table]:
         [[v.who, v.conversations, v.tasks, v.people, *(v.measures[m] for m in MEASURES),
           v.unjudged] for v in r.revision],
         "Judged by the grader per stage (docs/results.md: definitions and a worked example)."))
-    if r.comparisons:
-        out.append(Table(
-            "compare", "Paired differences (A - B) on the tasks both answered",
-            ["A", "B", "measure", "tasks", "cases", "A's estimate", "B's estimate", "A - B"],
-            [[c.a, c.b, m, d.tasks, d.cases, d.a, d.b, d.difference]
-             for c in r.comparisons for m, d in c.differences.items()],
-            "Each side estimated as in the main tables, on the tasks both answered; 95% "
-            "interval from the same cases drawn for both sides (a human group's people drawn "
-            "too): difference +/- t sqrt(variance), docs/results.md."))
     g = r.grader_cost
     out.append(Table(
         "cost", "Cost and size per model, and the grader's cost",
@@ -135,7 +127,22 @@ def tables(results: Results) -> list[Table]:
             None, g.priced, g.cost_per_graded_response, None]],
         "Means per response over the responses where known; USD per task = USD per response "
         "x responses per task. Grader: per graded response whose request was sent and priced."))
+    if r.comparisons:
+        out.append(compare_table(r.comparisons))
     return out
+
+
+def compare_table(comparisons: list[Comparison]) -> Table:
+    """The paired differences of `nmb results --compare` (and /results)."""
+    return Table(
+        "compare", "Paired differences (A - B) on the tasks both answered",
+        ["A", "B", "measure", "tasks", "cases", "A's estimate", "B's estimate", "A - B"],
+        [[c.a, c.b, m, d.tasks, d.cases, d.a, d.b, d.difference]
+         for c in comparisons for m, d in c.differences.items()],
+        "Each side estimated as in the main tables, on the tasks both answered; 95% interval "
+        "from the same cases drawn for both sides (a human group's people drawn too): "
+        f"difference +/- t sqrt(variance); none from fewer than {MIN_CASES} cases "
+        "(docs/results.md).")
 
 
 # ------------------------------------------------------------------ formats
