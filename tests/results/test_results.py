@@ -196,9 +196,12 @@ def test_demo_results_tell_the_whole_story(demo_study: Path, tmp_path: Path) -> 
         if who in models:
             assert c["pass_at"]["5"]["value"] is not None
         else:
-            assert c["people"] >= 4 and c["pass_at"]["1"]["ci"] is not None
+            assert c["people"] >= 4
+        # every demo cell stands on one or two cases: no interval, "too few cases"
+        assert c["cases"] <= 2 and c["pass_at"]["1"]["ci"] is None
+        assert c["pass_at"]["1"]["note"] == "too few cases"
         assert (c["top"]["1"]["value"] is not None) == (family == "differential")
-    assert all(c["pass_at"]["1"]["ci"] for c in data["overall"])
+    assert all(c["pass_at"]["1"]["ci"] and c["cases"] == 10 for c in data["overall"])
     assert len(data["people"]) == 9 and all(p["who"].startswith("user-") for p in data["people"])
     assert {p["keys"]["role"] for p in data["people"]} == {"physician", "student"}
     assert {(e["who"], e["source"]) for e in data["errors"]} >= {
@@ -225,8 +228,9 @@ def test_demo_results_tell_the_whole_story(demo_study: Path, tmp_path: Path) -> 
 
     md = _nmb("results", "--format", "md")
     doc = (ROOT / "docs" / "results.md").read_text()
-    table = doc[doc.index("| who | differential 1"):doc.index("![pass@1 per family")].strip()
-    assert table in md.stdout  # the docs show a table generated from the demo, as it is now
+    for start in ("| who | group | tasks | cases | people |", "| who | differential 1"):
+        table = doc[doc.index(start):doc.index("\n\n", doc.index(start))]
+        assert table in md.stdout  # the docs show tables generated from the demo, as it is now
 
     for args, message in ((("--by", "case"), "nmb: --by 'case' is not one of"),
                           (("--config", "99"), "nmb: no grader config with id 99"),
@@ -234,6 +238,46 @@ def test_demo_results_tell_the_whole_story(demo_study: Path, tmp_path: Path) -> 
         bad = _nmb("results", *args)
         assert bad.returncode == 2 and bad.stderr.startswith(message), bad.stderr
         assert len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_compare_gives_the_paired_difference_of_a_direct_loop(demo_study: Path) -> None:
+    """The paper's headline comparison from one command, physicians - a model and a model -
+    a model on the tasks both answered, against a loop over the same seeded resamples
+    (`tests/stats/test_intervals.py`) on the judgments that count."""
+    from db.engine import session
+    from results.judgments import default_config
+    from stats.resample import RESAMPLES, Side
+    from tests.stats.test_intervals import _loop_difference
+
+    pairs = [("physician", "meridian-med-2"), ("nimbus-vision-pro", "aurora-vl-7b")]
+    out = _nmb("results", "--compare", *pairs[0], "--compare", *pairs[1], "--format", "json")
+    assert out.returncode == 0, out.stderr
+    got = {(c["a"], c["b"]): c["differences"] for c in json.loads(out.stdout)}
+    with session() as s:
+        judged, _ = counted_judgments(s, config_id=default_config(s, None).id)
+    for a, b in pairs:
+        for measure, value in (("pass@1", lambda j: float(j.correct)),
+                               ("rubric score", lambda j: j.overall)):
+            sides = []
+            for who in (a, b):
+                js = sorted((j for j in judged if j.who == who),
+                            key=lambda j: (j.task_id, j.person or "", j.response_id))
+                sides.append(Side([j.task_id for j in js], [j.case_id for j in js],
+                                  [value(j) for j in js],
+                                  None if js[0].is_model else [j.person for j in js]))
+            d, ci = _loop_difference(*sides, RESAMPLES, 0)
+            row = got[a, b][measure]
+            assert (row["tasks"], row["cases"]) == (12, 10)
+            assert row["difference"]["value"] == round(d, 4)
+            assert row["difference"]["ci"] == [round(q, 4) for q in ci]
+    md = _nmb("results", "--compare", *pairs[0], "--compare", *pairs[1])
+    doc = (ROOT / "docs" / "results.md").read_text()
+    start = doc.index("| A | B | measure |")
+    assert doc[start:doc.index("\n\n", start)] in md.stdout  # the docs' table, as it is now
+    bad = _nmb("results", "--compare", "physicians", "meridian-med-2")
+    assert bad.returncode == 2 and bad.stderr.startswith(
+        "nmb: --compare: 'physicians' is not a model or human group with judged responses")
+    assert len(bad.stderr.strip().splitlines()) == 1
 
 
 def test_every_format_renders_text_from_a_bundle_as_text(sqlite_url: str) -> None:
