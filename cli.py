@@ -443,6 +443,8 @@ def cmd_calibrate(args: argparse.Namespace) -> None:
                  "values": {g.name: g.value for g in report.gate},
                  "why_failed": report.why_failed(), "heldout_looks": len(report.heldout_looks),
                  "data_sha256": report.data_hash})
+    if warning := report.overall["pearson"].get("warning"):
+        print(f"nmb: warning: {warning}", file=sys.stderr)
 
 
 def cmd_revoke(args: argparse.Namespace) -> None:
