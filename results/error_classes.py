@@ -21,6 +21,7 @@ import numpy as np
 
 from results.judgments import EXPERTS, GRADER, Judgment
 from stats.agreement import bootstrap_weights
+from stats.intervals import one_way_variance
 from stats.resample import RESAMPLES, Estimate
 
 UNTAGGED = "untagged"
@@ -59,7 +60,7 @@ def shares(cases: Sequence[str], tagsets: Sequence[Sequence[str]], classes: Sequ
         resampled = (weights @ alloc) / weights.sum(axis=1, keepdims=True)
     point = alloc.mean(axis=0)
     n = len(set(cases))
-    return {c: Estimate.share(point[i], resampled[:, i], cases=n, units=n)
+    return {c: Estimate.share(point[i], one_way_variance(resampled[:, i], n), n - 1, cases=n)
             for i, c in enumerate([*classes, UNTAGGED])}
 
 

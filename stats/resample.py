@@ -14,12 +14,14 @@ the estimate is the mean over people of each person's mean over their answers, a
 resamples come from the pigeonhole bootstrap (Owen 2007, Ann. Appl. Stat. 1:386-411), which
 draws people and cases independently with replacement and keeps the answers of drawn people to
 the tasks of drawn cases (as often as both were drawn). It carries the spread between people
-and between cases, with a case's difficulty shared by everyone who answered it; Owen shows it is
-mildly conservative.
+and between cases, with a case's difficulty shared by everyone who answered it; its variance
+counts the person x case interaction about three times (Owen 2007), which
+`stats.intervals.crossed_variance` takes apart.
 
 The interval is computed from the resamples' variance by `stats.intervals` (a Wilson interval
-with an effective sample size; n - 1 degrees of freedom for n units: the cases, or for a human
-group the fewer of its people and cases), and not given at all below `MIN_CASES` cases.
+with an effective sample size; for a human group the people, case and interaction terms of
+the pigeonhole resamples combined by `crossed_variance`), and not given at all below
+`MIN_CASES` cases.
 """
 
 from __future__ import annotations
@@ -32,7 +34,14 @@ from functools import lru_cache
 import numpy as np
 
 from stats.agreement import bootstrap_weights, percentile_ci
-from stats.intervals import MIN_CASES, TOO_FEW, design_variance, difference_interval, share_interval
+from stats.intervals import (
+    MIN_CASES,
+    TOO_FEW,
+    crossed_variance,
+    difference_interval,
+    one_way_variance,
+    share_interval,
+)
 
 __all__ = ["DIGITS", "MIN_CASES", "NONE", "RESAMPLES", "TOO_FEW", "Difference", "Estimate",
            "Side", "group_mean", "over_cases", "over_people", "over_tasks", "paired",
@@ -62,12 +71,12 @@ class Estimate:
         return cls(_round(value), None if ci is None else [_round(q) for q in ci])
 
     @classmethod
-    def share(cls, value: float, resampled: np.ndarray, *, cases: int, units: int) -> Estimate:
-        """`value` (on 0-1) with the interval of `stats.intervals.share_interval` from the
-        variance of its resamples over `units` units; none below `MIN_CASES` cases."""
-        if cases < MIN_CASES or units < 2:
+    def share(cls, value: float, variance: float, df: float, *, cases: int) -> Estimate:
+        """`value` (on 0-1) with `stats.intervals.share_interval` of its design-based
+        `variance` and `df` degrees of freedom; none below `MIN_CASES` cases."""
+        if cases < MIN_CASES or not df >= 1:
             return cls(_round(value), None, TOO_FEW)
-        ci = share_interval(float(value), design_variance(resampled, units), units)
+        ci = share_interval(float(value), variance, df)
         return cls(_round(value), [_round(q) for q in ci])
 
 
@@ -104,8 +113,10 @@ def over_cases(per_task: Sequence[float], cases: Sequence, *, resamples: int = R
         return NONE
     case = _index(cases)
     n = int(case.max()) + 1
+    if n < MIN_CASES:
+        return Estimate(_round(per_task.mean()), None, TOO_FEW)
     resampled = _over_cases(per_task, case, _case_weights(n, resamples, seed))
-    return Estimate.share(per_task.mean(), resampled, cases=n, units=n)
+    return Estimate.share(per_task.mean(), one_way_variance(resampled, n), n - 1, cases=n)
 
 
 def over_tasks(per_task: Sequence[float], *, resamples: int = RESAMPLES, seed: int = 0) -> Estimate:
@@ -140,6 +151,15 @@ def _person_means(total: np.ndarray, answered: np.ndarray) -> float:
     return float(np.mean(total.sum(axis=1) / answered.sum(axis=1)))
 
 
+def _parts(total: np.ndarray, answered: np.ndarray, people: np.ndarray,
+           cases: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The pigeonhole resamples, and the same draws of people alone (every case once) and of
+    cases alone (every person once)."""
+    return (_pigeonhole(total, answered, people, cases),
+            _pigeonhole(total, answered, people, np.ones_like(cases)),
+            _pigeonhole(total, answered, np.ones_like(people), cases))
+
+
 def pigeonhole(person: Sequence, case: Sequence, values: Sequence[float], *,
                resamples: int = RESAMPLES, seed: int = 0) -> tuple[float, np.ndarray, int, int]:
     """(the mean over people of each person's mean value, its pigeonhole resamples, the number
@@ -153,20 +173,29 @@ def pigeonhole(person: Sequence, case: Sequence, values: Sequence[float], *,
             total.shape[0], total.shape[1])
 
 
-def _group_units(people: int, cases: int) -> int:
-    """Resampling units of a human group: the fewer of its people and cases (its cases alone
-    for a group of one)."""
-    return min(people, cases) if people >= 2 else cases
+def _variance(both: np.ndarray, people_only: np.ndarray, cases_only: np.ndarray,
+              people: int, cases: int) -> tuple[float, float]:
+    """(variance, degrees of freedom): `crossed_variance` with two people or more, else the
+    cases' one-way variance."""
+    if people >= 2:
+        return crossed_variance(both, people_only, cases_only, people, cases)
+    return one_way_variance(cases_only, cases), cases - 1
 
 
 def over_people(person: Sequence, case: Sequence, values: Sequence[float], *,
                 resamples: int = RESAMPLES, seed: int = 0) -> Estimate:
-    """The mean over people of each person's mean value, with the pigeonhole interval."""
+    """The mean over people of each person's mean value, with the interval of its pigeonhole
+    resamples (`stats.intervals.crossed_variance`)."""
     if len(values) == 0:
         return NONE
-    point, resampled, n_people, n_cases = pigeonhole(person, case, values, resamples=resamples,
-                                                     seed=seed)
-    return Estimate.share(point, resampled, cases=n_cases, units=_group_units(n_people, n_cases))
+    total, answered = _crossed(person, case, values)
+    if total.shape[1] < MIN_CASES:
+        return Estimate(_round(_person_means(total, answered)), None, TOO_FEW)
+    rng = np.random.default_rng(seed)
+    people = bootstrap_weights(total.shape[0], resamples, rng)
+    cases = bootstrap_weights(total.shape[1], resamples, rng)
+    v, df = _variance(*_parts(total, answered, people, cases), *total.shape)
+    return Estimate.share(_person_means(total, answered), v, df, cases=total.shape[1])
 
 
 def group_mean(tasks: Sequence[str], values: Sequence[float],
@@ -220,10 +249,11 @@ class Difference:
     cases: int
 
 
-def _side_point_and_resamples(side: Side, case_index: dict, case_w: np.ndarray,
-                              rng: np.random.Generator) -> tuple[float, np.ndarray, int | None]:
-    """A side's estimate and its resamples under the shared case draws `case_w` (a human
-    group's people drawn from `rng`), and its number of people (None for a model)."""
+def _side(side: Side, case_index: dict, case_w: np.ndarray, rng: np.random.Generator
+          ) -> tuple[float, tuple[np.ndarray, np.ndarray, np.ndarray], int | None]:
+    """A side's estimate; its resamples under the shared case draws `case_w` (a human group's
+    people drawn from `rng`): both factors, people alone, cases alone; its number of people
+    (None for a model, whose 'people alone' resamples are its estimate)."""
     case = np.array([case_index[c] for c in side.case])
     n = case_w.shape[1]
     if side.person is None:
@@ -233,15 +263,16 @@ def _side_point_and_resamples(side: Side, case_index: dict, case_w: np.ndarray,
             per_task[t].append(v)
             case_of[t] = int(c)
         means = np.array([sum(v) / len(v) for v in per_task.values()])
-        cases = np.array([case_of[t] for t in per_task])
-        return float(means.mean()), _over_cases(means, cases, case_w), None
+        resampled = _over_cases(means, np.array([case_of[t] for t in per_task]), case_w)
+        point = float(means.mean())
+        return point, (resampled, np.full_like(resampled, point), resampled), None
     p = _index(side.person)
     total = np.zeros((p.max() + 1, n))
     answered = np.zeros_like(total)
     np.add.at(total, (p, case), np.asarray(side.values, dtype=float))
     np.add.at(answered, (p, case), 1.0)
     people = bootstrap_weights(total.shape[0], case_w.shape[0], rng)
-    return (_person_means(total, answered), _pigeonhole(total, answered, people, case_w),
+    return (_person_means(total, answered), _parts(total, answered, people, case_w),
             total.shape[0])
 
 
@@ -249,8 +280,9 @@ def paired(a: Side, b: Side, *, resamples: int = RESAMPLES, seed: int = 0) -> Di
     """The difference of a's and b's estimates on the tasks both answered, with the interval
     of `stats.intervals.difference_interval` from paired resamples: the same cases drawn for
     both sides (one generator seeded with `seed` draws the cases, then a's people, then b's),
-    so what the two share (a case's difficulty) cancels. Units: the common cases, or fewer
-    people of a human side; none below `MIN_CASES` cases."""
+    so what the two share (a case's difficulty) cancels. Variance: the cases' one-way variance
+    of the differences, or with a human side `crossed_variance` of the differences' resamples
+    (people: the fewer of a human side's); none below `MIN_CASES` cases."""
     common = set(a.task) & set(b.task)
     a, b = a.on(common), b.on(common)
     if not common:
@@ -259,13 +291,13 @@ def paired(a: Side, b: Side, *, resamples: int = RESAMPLES, seed: int = 0) -> Di
     case_index = {c: i for i, c in enumerate(labels)}
     rng = np.random.default_rng(seed)
     case_w = bootstrap_weights(len(labels), resamples, rng)
-    pa, ra, na = _side_point_and_resamples(a, case_index, case_w, rng)
-    pb, rb, nb = _side_point_and_resamples(b, case_index, case_w, rng)
-    units = min([len(labels), *(n for n in (na, nb) if n is not None and n >= 2)])
+    pa, ra, na = _side(a, case_index, case_w, rng)
+    pb, rb, nb = _side(b, case_index, case_w, rng)
+    people = min([n for n in (na, nb) if n is not None], default=1)
     d = pa - pb
-    if len(labels) < MIN_CASES or units < 2:
-        est = Estimate(_round(d), None, TOO_FEW)
-    else:
-        ci = difference_interval(d, design_variance(ra - rb, units), units)
-        est = Estimate(_round(d), [_round(q) for q in ci])
+    if len(labels) < MIN_CASES:
+        return Difference(_round(pa), _round(pb), Estimate(_round(d), None, TOO_FEW),
+                          len(common), len(labels))
+    v, df = _variance(*(x - y for x, y in zip(ra, rb, strict=True)), people, len(labels))
+    est = Estimate(_round(d), [_round(q) for q in difference_interval(d, v, df)])
     return Difference(_round(pa), _round(pb), est, len(common), len(labels))

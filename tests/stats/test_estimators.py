@@ -13,7 +13,7 @@ from results.judgments import ABSENT, EXPERTS, GRADER, Judgment, consensus
 from results.leaderboard import cells, top_k
 from results.revision import conversation, revision_rows
 from stats.agreement import bootstrap_weights
-from stats.intervals import TOO_FEW, share_interval
+from stats.intervals import TOO_FEW, crossed_variance, share_interval
 from stats.resample import group_mean, over_people, pigeonhole
 
 
@@ -49,16 +49,36 @@ def test_the_pigeonhole_bootstrap_matches_its_exact_distribution() -> None:
     assert drawn.mean() == pytest.approx(sum(k * p for k, p in exact.items()), abs=0.01)
 
 
-def test_the_human_interval_is_the_wilson_interval_of_the_pigeonhole_variance() -> None:
-    """Five cases (t1..t5, one task each), three people: units = min(people, cases) = 3."""
+def test_the_human_interval_from_the_pigeonhole_resamples_drawn_by_a_loop() -> None:
+    """Five cases (t1..t5, one task each), three people: the same draws (people, then cases)
+    as a loop, each resample the mean of drawn people's means over their drawn cases; the
+    interval is Wilson's at the crossed variance of both factors, people alone, cases alone."""
     person = ["a"] * 5 + ["b"] * 3 + ["c"] * 4
     task = [f"t{i}" for i in (1, 2, 3, 4, 5, 1, 2, 3, 2, 3, 4, 5)]
     values = [1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 1.0, 0.0, 0.2, 0.4, 0.9, 1.0]
-    point, drawn, _, _ = pigeonhole(person, task, values, resamples=500, seed=2)
+    answers = dict(zip(zip(person, task, strict=True), values, strict=True))
+    rng = np.random.default_rng(2)
+    people_w, cases_w = bootstrap_weights(3, 500, rng), bootstrap_weights(5, 500, rng)
+
+    def mean(pw, cw) -> float:
+        means = [(w, np.average([answers[p, t] for t in "t1 t2 t3 t4 t5".split()
+                                 if (p, t) in answers],
+                                weights=[cw[int(t[1]) - 1] for t in "t1 t2 t3 t4 t5".split()
+                                         if (p, t) in answers]))
+                 for p, w in zip("abc", pw, strict=True)
+                 if w and sum(cw[int(t[1]) - 1] for t in "t1 t2 t3 t4 t5".split()
+                              if (p, t) in answers)]
+        return sum(w * m for w, m in means) / sum(w for w, _ in means)
+
+    ones_p, ones_c = np.ones(3), np.ones(5)
+    both = [mean(p, c) for p, c in zip(people_w, cases_w, strict=True)]
+    v, df = crossed_variance(both, [mean(p, ones_c) for p in people_w],
+                             [mean(ones_p, c) for c in cases_w], 3, 5)
+    point = mean(ones_p, ones_c)
     est = over_people(person, task, values, resamples=500, seed=2)
-    finite = drawn[np.isfinite(drawn)]
-    ci = share_interval(point, finite.var() * 3 / 2, 3)
-    assert est.ci == [round(q, 4) for q in ci] and est.note is None
+    assert est.value == round(point, 4) and est.note is None
+    assert est.ci == [round(q, 4) for q in share_interval(point, v, df)]
+    assert pigeonhole(person, task, values, resamples=500, seed=2)[1] == pytest.approx(both)
 
 
 def test_task_difficulty_shared_by_everyone_widens_the_human_interval() -> None:
@@ -150,7 +170,7 @@ def test_error_shares_by_hand_and_their_cluster_interval() -> None:
     size = {"c1": 2, "c2": 1, "c3": 1, "c4": 2, "c5": 1}
     drawn = [sum(w * a_weight[c] for w, c in zip(row, sorted(size), strict=True))
              / sum(w * size[c] for w, c in zip(row, sorted(size), strict=True)) for row in weights]
-    ci = share_interval(3.5 / 7, np.var(drawn) * 5 / 4, 5)
+    ci = share_interval(3.5 / 7, np.var(drawn) * 5 / 4, 4)
     assert got["a"].value == 0.5 and got["a"].ci == [round(q, 4) for q in ci]
 
 

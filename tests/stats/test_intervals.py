@@ -12,7 +12,7 @@ from scipy import stats as sps
 from statsmodels.stats.proportion import proportion_confint
 
 from stats.agreement import MIN_R_CASES, bootstrap_weights, pearson, versus
-from stats.intervals import MIN_CASES, TOO_FEW, share_interval, wilson
+from stats.intervals import MIN_CASES, TOO_FEW, crossed_variance, share_interval, wilson
 from stats.resample import Side, group_mean, over_cases, paired
 
 Z = 1.959963984540054
@@ -76,21 +76,34 @@ def test_a_share_at_0_or_1_has_an_interval_of_nonzero_width(cases: int, value: f
     tasks = [f"t{t}" for _ in range(4) for t in range(cases)]
     group = group_mean(tasks, [value] * len(tasks), people)
     assert group.ci[1] - group.ci[0] > 0.05
-    assert share_interval(value, 0.0, cases) == wilson(value, n, Z)
+    assert share_interval(value, 0.0, cases - 1) == wilson(value, n, Z)
+
+
+def _crossed(both, people_only, cases_only, r: int, c: int) -> tuple[float, float]:
+    """The people, case and interaction terms of pigeonhole resamples (Owen 2007) as the
+    unbiased moment estimator of a balanced crossed design, with Satterthwaite's df."""
+    vp, vc = np.var(people_only) * r / (r - 1), np.var(cases_only) * c / (c - 1)
+    ve = max(0.0, (np.var(both) - np.var(people_only) - np.var(cases_only))
+             * r * c / ((r - 1) * (c - 1)))
+    v = max(vp + vc - ve, vp, vc)
+    return v, v * v / (vp * vp / (r - 1) + vc * vc / (c - 1) + ve * ve / ((r - 1) * (c - 1)))
 
 
 def _loop_difference(a: Side, b: Side, resamples: int, seed: int) -> tuple[float, list[float]]:
     """The paired difference and its interval, one resample at a time: the same cases drawn
     for both sides (one generator: cases, then a's people, then b's), each side's estimate of
-    the drawn copies; v = variance x n/(n-1), n the cases or the fewest people."""
+    the drawn copies. Two models: v = variance x n/(n-1), n cases, n - 1 df; with a human
+    side, `_crossed` of the resamples drawing people and cases, people alone, cases alone."""
     rng = np.random.default_rng(seed)
     labels = sorted(set(a.case) | set(b.case))
     case_w = bootstrap_weights(len(labels), resamples, rng)
     people_w = {id(s): bootstrap_weights(len(set(s.person)), resamples, rng)
                 for s in (a, b) if s.person is not None}
 
-    def estimate(s: Side, row: int | None) -> float:
-        cw = (lambda c: 1.0) if row is None else (lambda c: case_w[row, labels.index(c)])
+    def estimate(s: Side, case_row: int | None, people_row: int | None) -> float:
+        def cw(c: str) -> float:
+            return 1.0 if case_row is None else case_w[case_row, labels.index(c)]
+
         if s.person is None:
             tasks = sorted(set(s.task))
             means = {t: np.mean([v for t2, v in zip(s.task, s.values, strict=True) if t2 == t])
@@ -104,17 +117,60 @@ def _loop_difference(a: Side, b: Side, resamples: int, seed: int) -> tuple[float
             mine = [(v, cw(c)) for p, c, v in zip(s.person, s.case, s.values, strict=True)
                     if p == name]
             answered = sum(w for _, w in mine)
-            drawn = 1.0 if row is None else people_w[id(s)][row, i]
+            drawn = 1.0 if people_row is None else people_w[id(s)][people_row, i]
             if answered and drawn:
                 total += drawn * sum(v * w for v, w in mine) / answered
                 weight += drawn
         return total / weight
 
-    d = estimate(a, None) - estimate(b, None)
-    diffs = [estimate(a, r) - estimate(b, r) for r in range(resamples)]
-    n = min([len(labels), *(len(set(s.person)) for s in (a, b) if s.person is not None)])
-    half = sps.t.ppf(0.975, n - 1) * math.sqrt(np.var(diffs) * n / (n - 1))
+    def diffs(cases: bool, people: bool) -> np.ndarray:
+        return np.array([estimate(a, r if cases else None, r if people else None)
+                         - estimate(b, r if cases else None, r if people else None)
+                         for r in range(resamples)])
+
+    d = estimate(a, None, None) - estimate(b, None, None)
+    n = len(labels)
+    humans = [len(set(s.person)) for s in (a, b) if s.person is not None]
+    if humans:
+        v, df = _crossed(diffs(True, True), diffs(False, True), diffs(True, False),
+                         min(humans), n)
+    else:
+        v, df = np.var(diffs(True, False)) * n / (n - 1), n - 1
+    half = sps.t.ppf(0.975, df) * math.sqrt(v)
     return d, [d - half, d + half]
+
+
+def test_the_crossed_variance_is_the_unbiased_anova_estimator_on_balanced_data() -> None:
+    """R people x C cases, one answer each: with many resamples, the people, case and
+    interaction terms of the pigeonhole resamples give (MS_people + MS_cases - MS_error) / RC,
+    the unbiased variance of the grand mean under the crossed random-effects model."""
+    rng = np.random.default_rng(8)
+    r, c = 6, 9
+    y = rng.normal(size=(r, 1)) * 0.4 + rng.normal(size=(1, c)) + rng.normal(size=(r, c))
+    people = bootstrap_weights(r, 40000, rng)
+    cases = bootstrap_weights(c, 40000, rng)
+    both = np.einsum("bp,pc,bc->b", people, y, cases) / (r * c)
+    people_only = people @ y.mean(axis=1) / r
+    cases_only = cases @ y.mean(axis=0) / c
+    v, df = crossed_variance(both, people_only, cases_only, r, c)
+    ms_p = c * np.var(y.mean(axis=1), ddof=1)
+    ms_c = r * np.var(y.mean(axis=0), ddof=1)
+    resid = y - y.mean(axis=1, keepdims=True) - y.mean(axis=0, keepdims=True) + y.mean()
+    ms_e = (resid ** 2).sum() / ((r - 1) * (c - 1))
+    # never below a one-way term (each is at most the variance in expectation): here the
+    # cases' term, MS_cases / RC, is above the ANOVA estimate
+    assert (ms_p + ms_c - ms_e) < ms_c
+    assert v == pytest.approx(max(ms_p + ms_c - ms_e, ms_p, ms_c) / (r * c), rel=0.02)
+    strong = rng.normal(size=(r, 1)) * 1.5 + rng.normal(size=(1, c)) + rng.normal(size=(r, c))
+    v2, _ = crossed_variance(np.einsum("bp,pc,bc->b", people, strong, cases) / (r * c),
+                             people @ strong.mean(axis=1) / r, cases @ strong.mean(axis=0) / c, r, c)
+    ms_p, ms_c = c * np.var(strong.mean(axis=1), ddof=1), r * np.var(strong.mean(axis=0), ddof=1)
+    resid = (strong - strong.mean(axis=1, keepdims=True) - strong.mean(axis=0, keepdims=True)
+             + strong.mean())
+    ms_e = (resid ** 2).sum() / ((r - 1) * (c - 1))
+    assert ms_p + ms_c - ms_e > max(ms_p, ms_c)
+    assert v2 == pytest.approx((ms_p + ms_c - ms_e) / (r * c), rel=0.03)
+    assert 1 <= df <= r * c - 1
 
 
 def _study(seed: int = 4) -> tuple[Side, Side, Side]:
