@@ -33,7 +33,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from stats.agreement import bootstrap_weights, percentile_ci
+from stats.agreement import bootstrap_weights
 from stats.intervals import (
     MIN_CASES,
     TOO_FEW,
@@ -44,7 +44,7 @@ from stats.intervals import (
 )
 
 __all__ = ["DIGITS", "MIN_CASES", "NONE", "RESAMPLES", "TOO_FEW", "Difference", "Estimate",
-           "Side", "group_mean", "over_cases", "over_people", "over_tasks", "paired",
+           "Side", "group_mean", "over_cases", "over_people", "paired",
            "pigeonhole"]
 
 RESAMPLES = 2000
@@ -62,13 +62,6 @@ class Estimate:
     value: float | None
     ci: list[float] | None = None
     note: str | None = None
-
-    @classmethod
-    def of(cls, value: float, resampled: np.ndarray, units: int = 2) -> Estimate:
-        """`value` and the percentile interval of its resamples; no interval from fewer than
-        two resampling units (the error classes' shares)."""
-        ci = percentile_ci(resampled) if units >= 2 else None
-        return cls(_round(value), None if ci is None else [_round(q) for q in ci])
 
     @classmethod
     def share(cls, value: float, variance: float, df: float, *, cases: int) -> Estimate:
@@ -117,11 +110,6 @@ def over_cases(per_task: Sequence[float], cases: Sequence, *, resamples: int = R
         return Estimate(_round(per_task.mean()), None, TOO_FEW)
     resampled = _over_cases(per_task, case, _case_weights(n, resamples, seed))
     return Estimate.share(per_task.mean(), one_way_variance(resampled, n), n - 1, cases=n)
-
-
-def over_tasks(per_task: Sequence[float], *, resamples: int = RESAMPLES, seed: int = 0) -> Estimate:
-    """`over_cases` with every task its own case."""
-    return over_cases(per_task, list(range(len(per_task))), resamples=resamples, seed=seed)
 
 
 def _crossed(person: Sequence, case: Sequence, values: Sequence[float]
