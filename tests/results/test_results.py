@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from sqlmodel import Session, select
@@ -307,3 +308,18 @@ def test_every_format_renders_text_from_a_bundle_as_text(sqlite_url: str) -> Non
     assert (r"=1+2\textbar{}\textless{}img src=x\textgreater{}\_\$\textbackslash{}textbf\{x\}"
             in tex)
     assert "'=1+2|<img src=x>" in csv and "\n=1+2" not in csv
+
+
+def test_too_few_cases_is_shown_instead_of_an_interval_in_every_format() -> None:
+    from results.tables import Table, csv_text, fmt, html_table, latex, markdown
+    from stats.resample import TOO_FEW, Estimate
+
+    few, some = Estimate(0.5, None, TOO_FEW), Estimate(0.25, [0.1, 0.4])
+    t = Table("cells", "Cells", ["who", "pass@1"], [["m", few], ["n", some]])
+    assert fmt(few) == "0.500 (too few cases)" and fmt(some) == "0.250 [0.100, 0.400]"
+    assert csv_text(t).splitlines() == ["who,pass@1,pass@1 low,pass@1 high",
+                                        "m,0.5,too few cases,too few cases", "n,0.25,0.1,0.4"]
+    assert r"0.50 {\footnotesize(too few cases)}" in latex([t])
+    assert "<td>0.500 (too few cases)</td>" in html_table(t)
+    header = SimpleNamespace(grader={"id": 1, "name": "g", "prompt_version": "p"}, flags=[])
+    assert "| m | 0.500 (too few cases) |" in markdown([t], header)  # type: ignore[arg-type]
