@@ -89,7 +89,8 @@ def revision_chart(results: Results) -> Figure | None:
         ax.bar(x + (i - 1.5) * width, value, width, yerr=[low, high], capsize=2, label=label(m))
     ax.set_xticks(x, [v.who for v in rows], rotation=20, ha="right")
     ax.set(ylim=(0, 1.05), ylabel="share of conversations",
-           title="Revision on multi-turn tasks (grader's stage judgments)")
+           title="Revision on multi-turn tasks (grader's stage judgments; 95% intervals "
+                 f"from {MIN_CASES} cases)")
     legend_below(fig, ncol=4)
     return fig
 
