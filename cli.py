@@ -443,6 +443,8 @@ def cmd_calibrate(args: argparse.Namespace) -> None:
                  "values": {g.name: g.value for g in report.gate},
                  "why_failed": report.why_failed(), "heldout_looks": len(report.heldout_looks),
                  "data_sha256": report.data_hash})
+    if warning := report.overall["pearson"].get("warning"):
+        print(f"nmb: warning: {warning}", file=sys.stderr)
 
 
 def cmd_revoke(args: argparse.Namespace) -> None:
@@ -618,7 +620,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> None:
 
 def cmd_results(args: argparse.Namespace) -> None:
     from results import results
-    from results.export import as_text, export, prepare_out
+    from results.export import as_text, comparison_text, export, prepare_out
     from results.leaderboard import parse_by
 
     by = parse_by(args.by)
@@ -626,13 +628,14 @@ def cmd_results(args: argparse.Namespace) -> None:
         prepare_out(Path(args.out))  # before anything is computed
     with _study() as s:
         res = results.build(s, config_id=args.config, by=by, ks=tuple(args.k),
-                            reveal=args.reveal, judge=args.judge)
+                            reveal=args.reveal, judge=args.judge,
+                            compare_pairs=tuple(tuple(pair) for pair in args.compare or ()))
     if args.out:
         from results.plots import all_figures
 
         written = export(Path(args.out), res, all_figures(res))
         print(f"nmb: wrote {len(written)} files to {args.out}", file=sys.stderr)
-    print(as_text(res, args.format))
+    print(comparison_text(res, args.format) if args.compare else as_text(res, args.format))
 
 
 # --- the parser ----------------------------------------------------------------------------
@@ -951,6 +954,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="whose judgments the main tables use: the grader on every response it "
                     "graded (default), or the experts on the subset they scored; the other "
                     "ways are in the sensitivity table")
+    rs.add_argument("--compare", nargs=2, action="append", metavar=("A", "B"),
+                    help="print only A - B (models or human groups) on the tasks both answered, "
+                    "pass@1 and rubric score with paired intervals; may be repeated")
 
     ag = add("agreement", cmd_agreement, "agreement statistics of a long-format CSV (item,rater,score)")
     ag.add_argument("file", help="CSV with columns item, rater, score (nmb export agreement)")

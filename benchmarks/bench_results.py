@@ -29,13 +29,15 @@ def judgments(seed: int = 0) -> list[Judgment]:
         for m in range(MODELS):
             for _ in range(SAMPLES):
                 out.append(Judgment(f"model-{m}", True, f"t{t}", family, level,
-                                    bool(rng.random() < 0.5), float(rng.random()), rank=rank()))
+                                    bool(rng.random() < 0.5), float(rng.random()), rank=rank(),
+                                    case_id=f"c{t // 3}"))
         if t < HUMAN_TASKS:
             for group in ("student", "physician"):
                 for p in range(PEOPLE):
                     out.append(Judgment(group, False, f"t{t}", family, level,
                                         bool(rng.random() < 0.6), float(rng.random()),
-                                        person=f"{group}-{p}", rank=rank()))
+                                        person=f"{group}-{p}", rank=rank(),
+                                        case_id=f"c{t // 3}"))
     return out
 
 

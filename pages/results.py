@@ -1,5 +1,7 @@
 """/results: the study's results as a paper reports them (admin)."""
 
+from dataclasses import replace
+
 import pandas as pd
 import streamlit as st
 
@@ -10,7 +12,8 @@ from results import results
 from results.export import as_text, render_html
 from results.judgments import default_config
 from results.plots import all_figures
-from results.tables import fmt, tables
+from results.tables import compare_table, fmt, tables
+from stats.intervals import MIN_CASES
 from ui.auth import require_role
 
 user = require_role("admin")
@@ -26,6 +29,13 @@ def cached(database: str, config_id: int, by: str, ks: tuple, reveal: bool, judg
         res = results.build(s, config_id=config_id, by=tuple(b for b in by.split(",") if b),
                             ks=ks, reveal=reveal, judge=judge)
     return res, all_figures(res)
+
+
+@st.cache_data(max_entries=16, show_spinner="Comparing…")
+def cached_compare(database: str, config_id: int, a: str, b: str, judge: str,
+                   key: tuple) -> list:
+    with session() as s:
+        return results.comparisons(s, config_id=config_id, pairs=((a, b),), judge=judge)
 
 
 with session() as s:
@@ -53,7 +63,8 @@ for flag in res.flags:
 st.caption(f"Judge: {res.judge} ({res.judged_by}): {res.sources[res.judge]} responses, "
            f"{res.unjudged} not judged by it (expert ties: {res.expert_ties}, counted not "
            "correct). The sensitivity table shows every estimate under each judge. Intervals: "
-           "95% percentile bootstrap (docs/results.md).")
+           "95%, from resamples of cases (with their tasks; for human groups, people and "
+           f"cases), none from fewer than {MIN_CASES} cases (docs/results.md).")
 ts = tables(res)
 for t in ts:
     st.subheader(t.title)
@@ -61,6 +72,20 @@ for t in ts:
                  hide_index=True)
     if t.note:
         st.caption(t.note)
+st.subheader("Paired differences")
+whos = [c.who for c in res.overall]
+humans = [c.who for c in res.overall if c.group == "human"] or whos
+c1, c2 = st.columns(2)
+a = c1.selectbox("A", whos, index=whos.index(humans[0]) if len(whos) > 1 else 0)
+b = c2.selectbox("B (A - B on the tasks both answered)", [w for w in whos if w != a])
+if a and b:
+    res = replace(res, comparisons=cached_compare(database_url(), config_id, a, b, judge,
+                                                  key))
+    t = compare_table(res.comparisons)
+    st.dataframe(pd.DataFrame([[fmt(v) for v in row] for row in t.rows], columns=t.header),
+                 hide_index=True)
+    st.caption(t.note)
+    ts.append(t)  # in the downloads too
 st.subheader("Figures")
 for name, data in figures.items():
     st.image(data, caption=name.replace("_", " "))

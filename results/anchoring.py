@@ -37,6 +37,7 @@ import numpy as np
 
 from results.judgments import Judged, Judgment
 from stats.agreement import bootstrap_weights, cohen_kappa, percentile_ci
+from stats.intervals import MIN_CASES, TOO_FEW, one_way_variance
 from stats.resample import RESAMPLES, Estimate, group_mean
 
 ALL_MODELS = "all models"
@@ -99,7 +100,7 @@ def _share(js: Sequence[Judgment], values: Sequence[bool | None], human: bool) -
     kept = [(j, v) for j, v in zip(js, values, strict=True) if v is not None]
     return Share(len(kept), sum(v for _, v in kept), group_mean(
         [j.task_id for j, _ in kept], [float(v) for _, v in kept],
-        [j.person for j, _ in kept] if human else None))
+        [j.person for j, _ in kept] if human else None, cases=[j.case for j, _ in kept]))
 
 
 def anchoring_rows(judgments: Iterable[Judgment]) -> list[AnchoringRow]:
@@ -176,8 +177,9 @@ FINAL_LAST_STAGE = "final answer: grader's last stage"
 
 def _agreement(label: str, pairs: list[tuple[str, str, bool, bool]], *,
                resamples: int = RESAMPLES, seed: int = 0) -> StageAgreement:
-    """Agreement of (cluster, response, grader, experts) pairs, with 95% percentile intervals
-    from a cluster bootstrap over cases (Davison & Hinkley 1997, sec. 3.8): the answers of one
+    """Agreement of (cluster, response, grader, experts) pairs, with 95% intervals from a
+    cluster bootstrap over cases (agreement: the results' share rule; kappa: percentile; none
+    below five cases) (Davison & Hinkley 1997, sec. 3.8): the answers of one
     case are drawn together."""
     g = np.array([p[2] for p in pairs], dtype=bool)
     e = np.array([p[3] for p in pairs], dtype=bool)
@@ -197,10 +199,10 @@ def _agreement(label: str, pairs: list[tuple[str, str, bool, bool]], *,
     kappa = cohen_kappa(g.astype(float), e.astype(float))
     return StageAgreement(
         label, len(pairs), len({p[1] for p in pairs}), *counts,
-        Estimate.of(same.mean(), agree, units),
+        Estimate.share(same.mean(), one_way_variance(agree, units), units - 1, cases=units),
         Estimate(None) if kappa is None else Estimate(
-            round(kappa, 4), None if units < 2 or (ci := percentile_ci(kappas)) is None
-            else [round(x, 4) for x in ci]))
+            round(kappa, 4), None if units < MIN_CASES or (ci := percentile_ci(kappas)) is None
+            else [round(x, 4) for x in ci], None if units >= MIN_CASES else TOO_FEW))
 
 
 def stage_agreement(judged: Iterable[Judged]) -> list[StageAgreement]:

@@ -8,9 +8,9 @@ in the Neural-MedBench paper's breakdown of 100 wrong answers). `error_rows` use
 judgments and tags throughout (`nmb results --judge`). `compared_error_rows` compares the two
 instruments only where both judged: the responses the grader graded and the experts scored,
 and both judged wrong (a response only one of them judged wrong is counted as `disputed`, not
-compared). Intervals: 95% percentile bootstrap in which the responses of one task are drawn
-together (a cluster bootstrap over tasks; Davison & Hinkley 1997, sec. 3.8), each share a ratio
-of resampled sums.
+compared). Intervals: the results' rule (`stats.intervals`) on resamples in which the
+responses of one case are drawn together (a cluster bootstrap over cases; Davison & Hinkley
+1997, sec. 3.8), each share a ratio of resampled sums; none below five cases.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import numpy as np
 
 from results.judgments import EXPERTS, GRADER, Judged, Judgment
 from stats.agreement import bootstrap_weights
+from stats.intervals import one_way_variance
 from stats.resample import RESAMPLES, Estimate
 
 UNTAGGED = "untagged"
@@ -51,16 +52,17 @@ def allocation(tags: Sequence[str], classes: Sequence[str]) -> np.ndarray:
     return out
 
 
-def shares(tasks: Sequence[str], tagsets: Sequence[Sequence[str]], classes: Sequence[str], *,
+def shares(cases: Sequence[str], tagsets: Sequence[Sequence[str]], classes: Sequence[str], *,
            resamples: int = RESAMPLES, seed: int = 0) -> dict[str, Estimate]:
-    """Each class's share of the wrong responses (`tagsets`, one per response) with its
-    task-cluster bootstrap interval."""
+    """Each class's share of the wrong responses (`tagsets`, one per response, `cases` its
+    case) with the results' interval from case-cluster resamples (`Estimate.share`)."""
     alloc = np.array([allocation(t, classes) for t in tagsets])
-    weights = bootstrap_weights(len(tasks), resamples, seed, clusters=np.array(tasks))
+    weights = bootstrap_weights(len(cases), resamples, seed, clusters=np.array(cases))
     with np.errstate(invalid="ignore", divide="ignore"):
         resampled = (weights @ alloc) / weights.sum(axis=1, keepdims=True)
     point = alloc.mean(axis=0)
-    return {c: Estimate.of(point[i], resampled[:, i], len(set(tasks)))
+    n = len(set(cases))
+    return {c: Estimate.share(point[i], one_way_variance(resampled[:, i], n), n - 1, cases=n)
             for i, c in enumerate([*classes, UNTAGGED])}
 
 
@@ -83,7 +85,7 @@ def error_rows(judgments: Iterable[Judgment], classes: Sequence[str],
     """Per model, per human group and for all models together, the error classes among the
     responses `judgments` (one judge's, named `source`) say are wrong, by their own tags."""
     out = [ErrorRow(who, group, source, len(js),
-                    shares([j.task_id for j in js], [j.error_tags for j in js], classes))
+                    shares([j.case for j in js], [j.error_tags for j in js], classes))
            for (who, group), js in _groups(j for j in judgments if not j.correct).items()]
     return sorted(out, key=_order)
 
@@ -99,6 +101,6 @@ def compared_error_rows(judged: Iterable[Judged], classes: Sequence[str]) -> lis
         for source in (EXPERTS, GRADER):
             tags = [getattr(wrong[j.response_id], source).error_tags for j in js]
             out.append(ErrorRow(who, group, source, len(js),
-                                shares([j.task_id for j in js], tags, classes),
+                                shares([j.case for j in js], tags, classes),
                                 len(disputed.get((who, group), []))))
     return sorted(out, key=_order)

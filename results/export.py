@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import html
 import json
+from dataclasses import asdict
 from pathlib import Path
 
 from calibration.html import prepare_out
@@ -32,6 +33,14 @@ def as_text(results: Results, fmt: str, ts: list[Table] | None = None) -> str:
     if fmt == "csv":
         return csv_text(next((t for t in ts if t.name == "cells"), ts[0]))
     raise ValueError(f"unknown format {fmt!r}")
+
+
+def comparison_text(results: Results, fmt: str) -> str:
+    """Only the paired differences (`nmb results --compare`), in `fmt`."""
+    ts = [t for t in tables(results) if t.name == "compare"]
+    if fmt == "json":
+        return json.dumps([asdict(c) for c in results.comparisons], indent=1)
+    return csv_text(ts[0]) if fmt == "csv" else as_text(results, fmt, ts)
 
 
 def render_html(results: Results, figures: dict[str, bytes], ts: list[Table]) -> str:

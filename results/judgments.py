@@ -61,6 +61,11 @@ class Judgment:
     case_id: str = ""
     disconfirming: tuple[bool, ...] = ()  # the task's marks, one per revealed stage
 
+    @property
+    def case(self) -> str:
+        """The case, the unit intervals resample (the task itself when the case is unknown)."""
+        return self.case_id or f"task:{self.task_id}"
+
 
 @dataclass(frozen=True)
 class Consensus:

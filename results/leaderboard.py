@@ -10,10 +10,11 @@ whose differential holds the reference diagnosis among its first k entries (the 
 the mean over tasks of its per-task share. Human groups (physicians, students: one answer per
 person and task) get pass@1 and top-k as the mean over people of each person's share, the mean
 rubric score (0-1) likewise; a model's is the mean over tasks of each task's mean score.
-Intervals: `stats.resample` (tasks resampled for a model; people, then their tasks, for a
-human group). `cells` works on judgments from anywhere: the study's grades (`leaderboard`), the
-counted judgments of `nmb results`, or a package's grades (`nmb package grade`); `summarize`
-gives its rows as the dicts the leaderboard and packages print.
+Intervals: `stats.resample` (cases resampled with their tasks for a model; people and cases
+for a human group; none below `stats.intervals.MIN_CASES` cases). `cells` works on judgments
+from anywhere: the study's grades (`leaderboard`), the counted judgments of `nmb results`, or
+a package's grades (`nmb package grade`); `summarize` gives its rows as the dicts the
+leaderboard and packages print.
 """
 
 import math
@@ -28,7 +29,7 @@ from sqlmodel import Session
 from errors import UserError
 from results.judgments import Judgment, grader_judgments
 from stats import resample
-from stats.resample import NONE, Estimate
+from stats.resample import NONE, TOO_FEW, Estimate
 
 __all__ = ["BY", "Cell", "Judgment", "cells", "display_rows", "leaderboard", "parse_by", "pass_at_k",
            "summarize", "top_k"]
@@ -79,11 +80,13 @@ class Cell:
     wrong: int
     errors_among_wrong: dict[str, float]
     sources: dict[str, int] = field(default_factory=dict)  # responses decided by each source
+    cases: int = 0  # the cases behind the estimates (the unit their intervals resample)
 
     def row(self) -> dict[str, Any]:
         """The row as the leaderboard and `nmb package grade` print it."""
         out: dict[str, Any] = {"who": self.who, "group": self.group, **self.keys,
-                               "tasks": self.tasks, "people": self.people,
+                               "tasks": self.tasks, "cases": self.cases,
+                               "people": self.people,
                                "min_samples": self.min_samples,
                                "overall_mean": self.score.value,
                                "overall_mean 95% CI": self.score.ci}
@@ -110,11 +113,13 @@ class _Rows:
         """The row's estimate of a per-response value (responses where it is None left out)."""
         kept = [(j, v) for j in self.js if (v := value(j)) is not None]
         return resample.group_mean([j.task_id for j, _ in kept], [v for _, v in kept],
-                                   [j.person for j, _ in kept] if self.by_person else None)
+                                   [j.person for j, _ in kept] if self.by_person else None,
+                                   cases=[j.case for j, _ in kept])
 
     def per_task(self, value: Callable[[list[Judgment]], float]) -> Estimate:
-        """The mean over tasks of a per-task value (a model's pass@k), tasks resampled."""
-        return resample.over_tasks(np.array([value(v) for v in self.tasks.values()]))
+        """The mean over tasks of a per-task value (a model's pass@k), cases resampled."""
+        return resample.over_cases(np.array([value(v) for v in self.tasks.values()]),
+                                   [v[0].case for v in self.tasks.values()])
 
 
 def _cell(who: str, group: str, keys: dict[str, Any], js: list[Judgment],
@@ -141,7 +146,8 @@ def _cell(who: str, group: str, keys: dict[str, Any], js: list[Judgment],
         wrong=len(wrong),
         errors_among_wrong={t: round(sum(t in j.error_tags for j in wrong) / len(wrong), 4)
                             for t in tags},
-        sources=dict(sorted(Counter(j.source for j in js).items())))
+        sources=dict(sorted(Counter(j.source for j in js).items())),
+        cases=len({j.case for j in js}))
 
 
 def cells(rows: Iterable[Judgment], *, ks: tuple[int, ...] = (1,),
@@ -170,10 +176,10 @@ def cells(rows: Iterable[Judgment], *, ks: tuple[int, ...] = (1,),
 
 def summarize(rows: Iterable[Judgment], *, ks: tuple[int, ...] = (1,),
               by: tuple[str, ...] = ()) -> list[dict]:
-    """`cells` as rows: who, group, the cell keys, tasks, people, min_samples, the mean overall
-    score, pass@k and top@k with their 95% intervals, the tasks behind top-k, the error classes
-    among the wrong responses (share of wrong responses tagged with each; a response may carry
-    several) and the number of responses each source decided."""
+    """`cells` as rows: who, group, the cell keys, tasks, cases, people, min_samples, the mean
+    overall score, pass@k and top@k with their 95% intervals, the tasks behind top-k, the error
+    classes among the wrong responses (share of wrong responses tagged with each; a response
+    may carry several) and the number of responses each source decided."""
     return [c.row() for c in cells(rows, ks=ks, by=by)]
 
 
@@ -187,10 +193,13 @@ def display_rows(rows: list[dict]) -> list[dict[str, Any]]:
     """`summarize` rows for reading, one rule for every number: scores and rates (0-1, the
     rubric's mean) as text to 2 decimals, their 95% intervals as "[low, high]" to 2 decimals,
     shares of wrong responses as percentages to 1 decimal, counts as integers; a missing score
-    or interval as "–", a missing count as None."""
-    def cell(key: str, value: Any) -> Any:
+    or interval as "–", the missing interval of a score as "too few cases" (the only reason a
+    score has none), a missing count as None."""
+    def cell(key: str, value: Any, row: dict) -> Any:
         if key.endswith("95% CI"):
-            return "–" if value is None else f"[{value[0]:.2f}, {value[1]:.2f}]"
+            if value is None:
+                return TOO_FEW if row.get(key.removesuffix(" 95% CI")) is not None else "–"
+            return f"[{value[0]:.2f}, {value[1]:.2f}]"
         if key == "errors among wrong":
             return ", ".join(f"{t.replace('_', ' ')} {100 * v:.1f}%" for t, v in value.items())
         if key == "sources":
@@ -199,4 +208,4 @@ def display_rows(rows: list[dict]) -> list[dict[str, Any]]:
             return "–" if value is None else f"{value:.2f}"
         return value
 
-    return [{key: cell(key, value) for key, value in row.items()} for row in rows]
+    return [{key: cell(key, value, row) for key, value in row.items()} for row in rows]

@@ -16,6 +16,7 @@ from matplotlib.patches import Patch  # noqa: E402
 from calibration.plots import FONT_MIN, figure, label, legend_below, png  # noqa: E402
 from results.anchoring import LABELS, MEASURES  # noqa: E402
 from results.results import Results  # noqa: E402
+from stats.intervals import MIN_CASES  # noqa: E402
 
 
 def heat_map(results: Results) -> Figure | None:
@@ -47,7 +48,8 @@ def heat_map(results: Results) -> Figure | None:
         ax.set_title(who, fontsize=9)
     for ax in list(axes.flat)[len(whos):]:
         ax.axis("off")
-    fig.suptitle(f"pass@{k} per family x level (95% interval)", fontsize=10)
+    fig.suptitle(f"pass@{k} per family x level (95% interval; none from fewer than "
+                 f"{MIN_CASES} cases)", fontsize=10)
     return fig
 
 
@@ -88,7 +90,8 @@ def anchoring_chart(results: Results) -> Figure | None:
                capsize=2, label=LABELS[m])
     ax.set_xticks(x, [a.who for a in rows], rotation=20, ha="right")
     ax.set(ylim=(0, 1.05), ylabel="share of conversations in the condition",
-           title=f"Anchoring on multi-turn tasks (judge: {results.judge})")
+           title=f"Anchoring on multi-turn tasks (judge: {results.judge}; 95% intervals, none "
+                 f"from fewer than {MIN_CASES} cases)")
     legend_below(fig, ncol=2)
     return fig
 

@@ -10,14 +10,15 @@ appear beside them in the sensitivity table (`results.sensitivity`), and the two
 error tags and stage judgments are compared only on the responses both judged
 (`results.error_classes`, `results.anchoring`). The tables come from
 `results.leaderboard.cells` (the leaderboard's own function), `results.error_classes`,
-`results.anchoring`, `results.sensitivity` and `results.cost`; `compute` builds them from a
-`StudyData` that the database (`load`) or the exports (`results.recompute`) provide.
+`results.anchoring`, `results.sensitivity` and `results.cost`, paired differences from
+`results.compare`; `compute` builds them from a `StudyData` that the database (`load`) or the
+exports (`results.recompute`) provide.
 `Results` is the typed object the CLI, the page and the exports read.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from sqlalchemy import func
@@ -37,6 +38,7 @@ from results.anchoring import (
     final_answer_conflicts,
     stage_agreement,
 )
+from results.compare import Comparison, compare
 from results.cost import GraderCost, ModelCost, grader_cost, model_costs
 from results.error_classes import ErrorRow, compared_error_rows, error_rows
 from results.judgments import (
@@ -81,6 +83,7 @@ class Results:
     model_costs: list[ModelCost]
     grader_cost: GraderCost
     judgments: list[Judgment]  # one per response the judge judged: what the tables stand on
+    comparisons: list[Comparison] = field(default_factory=list)  # `--compare A B`, A - B
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -106,7 +109,8 @@ def check_judge(judge: str) -> str:
 
 
 def compute(data: StudyData, *, judge: str = GRADER, by: tuple[str, ...] = ("family", "level"),
-            ks: tuple[int, ...] = (1, 5), flags: list[str] | None = None) -> Results:
+            ks: tuple[int, ...] = (1, 5), flags: list[str] | None = None,
+            compare_pairs: tuple[tuple[str, str], ...] = ()) -> Results:
     """Every table of the results from `data`, the main ones judged by `judge` alone."""
     judged = pick(data.judged, check_judge(judge))
     grades = pick(data.judged, GRADER)
@@ -133,7 +137,8 @@ def compute(data: StudyData, *, judge: str = GRADER, by: tuple[str, ...] = ("fam
         anchoring=anchoring_rows(judged), conflicts=conflicts,
         stage_agreement=stage_agreement(data.judged), sensitivity=sensitivity_rows(data.judged),
         model_costs=data.model_costs, grader_cost=data.grader_cost,
-        judgments=sorted(judged, key=lambda j: j.response_id))
+        judgments=sorted(judged, key=lambda j: j.response_id),
+        comparisons=[compare(judged, a, b) for a, b in compare_pairs])
 
 
 def _flags(s: Session, config, validated: bool) -> list[str]:
@@ -178,10 +183,19 @@ def load(s: Session, *, config_id: int | None = None, reveal: bool = False) -> S
 
 
 def build(s: Session, *, config_id: int | None = None, by: tuple[str, ...] = ("family", "level"),
-          ks: tuple[int, ...] = (1, 5), reveal: bool = False, judge: str = GRADER) -> Results:
-    """The results of the study under the grader config, the main tables judged by `judge`."""
+          ks: tuple[int, ...] = (1, 5), reveal: bool = False, judge: str = GRADER,
+          compare_pairs: tuple[tuple[str, str], ...] = ()) -> Results:
+    """The results of the study under the grader config, the main tables judged by `judge`;
+    `compare_pairs`: (A, B) models or human groups whose paired difference A - B is wanted."""
     check_judge(judge)
     data = load(s, config_id=config_id, reveal=reveal)
     config = default_config(s, data.grader["id"])
-    return compute(data, judge=judge, by=by, ks=ks,
+    return compute(data, judge=judge, by=by, ks=ks, compare_pairs=compare_pairs,
                    flags=_flags(s, config, data.grader["validated"]))
+
+
+def comparisons(s: Session, *, config_id: int | None, pairs: tuple[tuple[str, str], ...],
+                judge: str = GRADER) -> list[Comparison]:
+    """`build`'s comparisons alone (what /results computes when A and B are chosen)."""
+    judged = pick(load(s, config_id=config_id).judged, check_judge(judge))
+    return [compare(judged, a, b) for a, b in pairs]

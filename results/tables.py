@@ -2,9 +2,11 @@
 
 `tables(results)` is the one place that decides what each table shows; every format, the page
 and the HTML report render those tables. An `Estimate` cell reads "0.600 [0.517, 0.700]" (the
-95% interval in brackets); in CSV it becomes three columns (value, low, high) so a script can
-read it. Text from the study (model names, people's names) is escaped for each format (in CSV,
-text a spreadsheet would run as a formula is quoted, as `nmb export` does).
+95% interval in brackets), or "0.600 (too few cases)" where the interval rule gives none; in
+CSV it becomes three columns (value, low, high) so a script can read it, low and high reading
+"too few cases" where there is no interval. Text from the study (model names, people's names)
+is escaped for each format (in CSV, text a spreadsheet would run as a formula is quoted, as
+`nmb export` does).
 """
 
 from __future__ import annotations
@@ -19,17 +21,18 @@ from typing import Any
 from db.export import neutralise
 from results.anchoring import LABELS
 from results.anchoring import MEASURES as ANCHORING
+from results.compare import Comparison
 from results.leaderboard import Cell
 from results.results import Results
 from results.sensitivity import SELECTIONS
-from stats.resample import Estimate
+from stats.resample import MIN_CASES, Estimate
 
 SOURCE_COLUMNS = ["from experts", "from grader"]
 
 
 @dataclass
 class Table:
-    name: str  # file stem: overall, matrix, cells, people, errors, anchoring, cost, ...
+    name: str  # file stem: overall, matrix, cells, people, errors, anchoring, compare, cost, ...
     title: str
     header: list[str]
     rows: list[list[Any]]
@@ -41,7 +44,8 @@ def fmt(v: Any, digits: int = 3) -> str:
     if isinstance(v, Estimate):
         if v.value is None:
             return "–"
-        ci = "" if v.ci is None else f" [{v.ci[0]:.{digits}f}, {v.ci[1]:.{digits}f}]"
+        ci = (f" [{v.ci[0]:.{digits}f}, {v.ci[1]:.{digits}f}]" if v.ci is not None
+              else f" ({v.note})" if v.note else "")
         return f"{v.value:.{digits}f}{ci}"
     if v is None:
         return "–"
@@ -69,8 +73,8 @@ def tables(results: Results) -> list[Table]:
     judged = (f"Judge: {r.judge} ({r.judged_by}; grader config #{r.grader['id']}): "
               f"{r.sources[r.judge]} responses, {r.unjudged} not judged by it.")
     out = [Table("overall", "Overall, per model and human group",
-                 ["who", "group", "tasks", "people", *measures, *SOURCE_COLUMNS],
-                 [[c.who, c.group, c.tasks, c.people, *_estimates(c), *_sources(c)]
+                 ["who", "group", "tasks", "cases", "people", *measures, *SOURCE_COLUMNS],
+                 [[c.who, c.group, c.tasks, c.cases, c.people, *_estimates(c), *_sources(c)]
                   for c in r.overall], judged)]
     if r.cells:
         keys = r.by
@@ -83,11 +87,13 @@ def tables(results: Results) -> list[Table]:
             ["who", *(" ".join(str(x) for x in cid) for cid in cell_ids)],
             [[who, *((by_who[(who, cid)].pass_at[r.ks[0]] if (who, cid) in by_who else None)
                      for cid in cell_ids)] for who in whos],
-            f"{first} with its 95% interval in each cell. " + judged))
+            f"{first} with its 95% interval in each cell (none from fewer than {MIN_CASES} "
+            "cases: 'too few cases'). " + judged))
         out.append(Table(
             "cells", f"Per {' x '.join(keys)}",
-            ["who", "group", *keys, "tasks", "people", *measures, *SOURCE_COLUMNS],
-            [[c.who, c.group, *(c.keys[k] for k in keys), c.tasks, c.people, *_estimates(c),
+            ["who", "group", *keys, "tasks", "cases", "people", *measures, *SOURCE_COLUMNS],
+            [[c.who, c.group, *(c.keys[k] for k in keys), c.tasks, c.cases, c.people,
+              *_estimates(c),
               *_sources(c)] for c in r.cells], judged))
     one = [1] if 1 in r.ks else []  # one answer per task: pass@1 only
     out.append(Table(
@@ -96,7 +102,7 @@ def tables(results: Results) -> list[Table]:
          *(f"top-{k}" for k in r.ks), "rubric score", *SOURCE_COLUMNS],
         [[c.who, c.keys["role"], c.tasks, *(c.pass_at[k] for k in one), *c.top.values(),
           c.score, *_sources(c)] for c in r.people],
-        "People are pseudonymised (user-<id>) unless revealed; intervals resample their tasks. "
+        "People are pseudonymised (user-<id>) unless revealed; intervals resample their cases. "
         + judged))
     classes = [*r.error_classes, "untagged"]
     out.append(Table(
@@ -104,7 +110,7 @@ def tables(results: Results) -> list[Table]:
         ["who", "tagged by", "wrong responses", *classes],
         [[e.who, e.source, e.wrong, *(e.shares[c] for c in classes)] for e in r.errors],
         "Share of the wrong responses (each split equally among its tags) with a 95% interval "
-        f"resampling tasks; wrong and tagged by the judge ({r.judge})."))
+        f"resampling cases; wrong and tagged by the judge ({r.judge})."))
     out.append(Table(
         "errors_compared", "Error classes: experts and grader on the same responses",
         ["who", "tagged by", "wrong responses", "disputed", *classes],
@@ -159,7 +165,22 @@ def tables(results: Results) -> list[Table]:
             None, g.priced, g.cost_per_graded_response, None]],
         "Means per response over the responses where known; USD per task = USD per response "
         "x responses per task. Grader: per graded response whose request was sent and priced."))
+    if r.comparisons:
+        out.append(compare_table(r.comparisons))
     return out
+
+
+def compare_table(comparisons: list[Comparison]) -> Table:
+    """The paired differences of `nmb results --compare` (and /results)."""
+    return Table(
+        "compare", "Paired differences (A - B) on the tasks both answered",
+        ["A", "B", "measure", "tasks", "cases", "A's estimate", "B's estimate", "A - B"],
+        [[c.a, c.b, m, d.tasks, d.cases, d.a, d.b, d.difference]
+         for c in comparisons for m, d in c.differences.items()],
+        "Each side estimated as in the main tables, on the tasks both answered; 95% interval "
+        "from the same cases drawn for both sides (a human group's people drawn too): "
+        f"difference +/- t sqrt(variance); none from fewer than {MIN_CASES} cases "
+        "(docs/results.md).")
 
 
 # ------------------------------------------------------------------ formats
@@ -197,7 +218,7 @@ def csv_text(t: Table) -> str:
         for v, est in zip(row, estimate, strict=True):
             if est:
                 e = v if isinstance(v, Estimate) else Estimate(None)
-                cells += [e.value, *(e.ci or [None, None])]
+                cells += [e.value, *(e.ci or [e.note, e.note])]
             else:
                 cells.append(v)
         w.writerow(["" if v is None else neutralise(v) for v in cells])
@@ -215,7 +236,8 @@ def _tex(text: str) -> str:
 
 def _tex_cell(v: Any) -> str:
     if isinstance(v, Estimate) and v.value is not None:
-        ci = "" if v.ci is None else rf" {{\footnotesize[{v.ci[0]:.2f}, {v.ci[1]:.2f}]}}"
+        ci = (rf" {{\footnotesize[{v.ci[0]:.2f}, {v.ci[1]:.2f}]}}" if v.ci is not None
+              else rf" {{\footnotesize({_tex(v.note)})}}" if v.note else "")
         return f"{v.value:.2f}{ci}"
     return _tex(fmt(v)).replace("–", "--")
 

@@ -103,6 +103,8 @@ def bootstrap_weights(
 # ---------------------------------------------------------------- correlation
 
 CI_METHODS = ("studentized_z", "bca")
+MIN_R_ITEMS = 3  # r is not given from fewer items (two points always lie on a line: r = +/-1)
+MIN_R_CASES = 20  # an r interval from fewer cases carries `few_cases_warning`
 
 
 def fisher_ci(r: float, n: int, confidence: float = 0.95) -> tuple[float, float]:
@@ -253,7 +255,7 @@ def pearson_many(
         ok = np.isfinite(x) & np.isfinite(y)
         xs, ys = x[ok], y[ok]
         n = int(ok.sum())
-        good = n >= 2 and xs.std() > 0 and ys.std() > 0
+        good = n >= MIN_R_ITEMS and xs.std() > 0 and ys.std() > 0
         r = float(np.corrcoef(xs, ys)[0, 1]) if good else math.nan
         prepared.append((x, y, ok, n, r))
     boots = [(math.nan, math.nan)] * len(prepared)
@@ -279,11 +281,25 @@ def pearson_many(
                 boots[i] = _bootstrap_ci(prepared[i][4], moments[k],
                                          sums[:, width * k: width * (k + 1)], ci_method,
                                          confidence)
-    return [
-        _clean({"r": r, "n": n, "ci95_fisher": list(fisher_ci(r, n, confidence)),
-                "ci95_bootstrap": list(boot)})
-        for (_, _, _, n, r), boot in zip(prepared, boots, strict=True)
-    ]
+    out = []
+    for (_, _, ok, n, r), boot in zip(prepared, boots, strict=True):
+        units = n if clusters is None else len(np.unique(np.asarray(clusters)[ok]))
+        out.append(_clean({"r": r, "n": n, "ci95_fisher": list(fisher_ci(r, n, confidence)),
+                           "ci95_bootstrap": list(boot), "units": units,
+                           "warning": few_cases_warning(units, clusters is not None)
+                           if math.isfinite(r) else None}))
+    return out
+
+
+def few_cases_warning(units: int, cases: bool = True) -> str | None:
+    """The warning an r interval carries when it stands on fewer than `MIN_R_CASES` cases
+    (items when there are no cases): its coverage falls short of 95% there (about 93% with
+    10 cases of 6 items, `benchmarks/bench_pearson_coverage.py`, docs/agreement.md)."""
+    if units >= MIN_R_CASES:
+        return None
+    what = "cases" if cases else "items"
+    return (f"the r interval stands on {units} {what}, fewer than {MIN_R_CASES}: it covers "
+            f"less than 95% with so few {what} (docs/agreement.md)")
 
 
 def pearson(
@@ -301,9 +317,11 @@ def pearson(
     resamples items (or `clusters` of items, e.g. cases), never single ratings. `ci_method`:
     "studentized_z" (default; `_studentized_z_interval`, covers 95 % at rho = 0.9 with 60 items,
     docs/agreement.md) or "bca" (Efron 1987; Efron & Tibshirani 1993, ch. 14). Items missing in
-    x or y are dropped. `weights`: precomputed `bootstrap_weights` over all items, drawn with the
-    same `clusters` (lets several statistics share one set of resamples). All resamples are
-    evaluated at once by one matrix product.
+    x or y are dropped; r is None from fewer than `MIN_R_ITEMS` items, and `warning` says when
+    the interval stands on fewer than `MIN_R_CASES` cases (`units`: the cases, else items).
+    `weights`: precomputed `bootstrap_weights` over all items, drawn with the same `clusters`
+    (lets several statistics share one set of resamples). All resamples are evaluated at once
+    by one matrix product.
     """
     if weights is None and bootstrap > 0:
         weights = bootstrap_weights(len(np.asarray(x)), bootstrap, seed, clusters)
@@ -862,7 +880,7 @@ def versus(
         if out[key] is None:
             reasons[key] = CONTINUOUS if out["n_items"] and domain is None else (
                 "no item scored by both")
-    for key, field, minimum in (("pearson", "r", 2), ("spearman", "rho", 3),
+    for key, field, minimum in (("pearson", "r", MIN_R_ITEMS), ("spearman", "rho", 3),
                                 ("kendall", "tau_b", 3)):
         if out[key][field] is None:
             reasons[key] = _correlation_reason(t, ref, minimum)

@@ -179,6 +179,7 @@ def agreement_from_csv(
             "ci95": pearson["ci95_bootstrap"] if bootstrap > 0 else pearson["ci95_fisher"],
             "ci95_method": full["bootstrap"]["interval"] if bootstrap > 0 else "fisher",
             "ci95_fisher": pearson["ci95_fisher"],
+            "warning": pearson["warning"],
         },
         "spearman": full["spearman"]["rho"],
         "kendall": full["kendall"]["tau_b"],

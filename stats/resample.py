@@ -1,17 +1,27 @@
-"""A group's mean with a 95% percentile bootstrap interval: over tasks for a model, over people
-and tasks together for a human group.
+"""A group's mean with its 95% interval, cases resampled: over cases (with their tasks) for a
+model or one person, over people and cases together for a human group; and the paired
+difference of two groups on the tasks both answered.
+
+Tasks share cases (a case's differential, lesion and rationale tasks read the same record and
+images), so the unit of resampling is the case: a resample draws cases with replacement and
+keeps every task of a drawn case (the cluster bootstrap, Davison & Hinkley 1997, sec. 3.8).
 
 A model answers every task (several samples each): its estimate is the mean over tasks of a
-per-task value, and the interval resamples tasks (Efron & Tibshirani 1993, ch. 6 and 13).
+per-task value; in a resample it is the mean over the drawn cases' tasks.
 
-A human group's people answer the same exam, so its answers are crossed by person and task:
-the estimate is the mean over people of each person's mean over their tasks, and the interval
-comes from the pigeonhole bootstrap (Owen 2007, Ann. Appl. Stat. 1:386-411), which draws people
-and tasks independently with replacement and keeps the answers of drawn people to drawn tasks
-(as often as both were drawn). It carries the spread between people and between tasks, with
-task difficulty shared by everyone who answered the task; Owen shows it is mildly conservative
-(its variance includes the interaction term more than once), where redrawing tasks within each
-person would understate the task term.
+A human group's people answer the same exam, so its answers are crossed by person and case:
+the estimate is the mean over people of each person's mean over their answers, and the
+resamples come from the pigeonhole bootstrap (Owen 2007, Ann. Appl. Stat. 1:386-411), which
+draws people and cases independently with replacement and keeps the answers of drawn people to
+the tasks of drawn cases (as often as both were drawn). It carries the spread between people
+and between cases, with a case's difficulty shared by everyone who answered it; its variance
+counts the person x case interaction about three times (Owen 2007), which
+`stats.intervals.crossed_variance` takes apart.
+
+The interval is computed from the resamples' variance by `stats.intervals` (a Wilson interval
+with an effective sample size; for a human group the people, case and interaction terms of
+the pigeonhole resamples combined by `crossed_variance`), and not given at all below
+`MIN_CASES` cases.
 """
 
 from __future__ import annotations
@@ -23,90 +33,259 @@ from functools import lru_cache
 
 import numpy as np
 
-from stats.agreement import bootstrap_weights, percentile_ci
+from stats.agreement import bootstrap_weights
+from stats.intervals import (
+    MIN_CASES,
+    TOO_FEW,
+    crossed_variance,
+    difference_interval,
+    one_way_variance,
+    share_interval,
+)
+
+__all__ = ["DIGITS", "MIN_CASES", "NONE", "RESAMPLES", "TOO_FEW", "Difference", "Estimate",
+           "Side", "group_mean", "over_cases", "over_people", "paired",
+           "pigeonhole"]
 
 RESAMPLES = 2000
 DIGITS = 4
 
 
+def _round(x: float) -> float:
+    return round(float(x), DIGITS)
+
+
 @dataclass(frozen=True)
 class Estimate:
-    """A point estimate with its 95% interval (None where undefined)."""
+    """A point estimate with its 95% interval; `note` says why there is none (`TOO_FEW`)."""
 
     value: float | None
     ci: list[float] | None = None
+    note: str | None = None
 
     @classmethod
-    def of(cls, value: float, resampled: np.ndarray, units: int = 2) -> Estimate:
-        """`value` and the percentile interval of its resamples; no interval from fewer than
-        two resampling units (one task, or one person, has no spread to resample)."""
-        ci = percentile_ci(resampled) if units >= 2 else None
-        return cls(round(float(value), DIGITS),
-                   None if ci is None else [round(q, DIGITS) for q in ci])
+    def share(cls, value: float, variance: float, df: float, *, cases: int) -> Estimate:
+        """`value` (on 0-1) with `stats.intervals.share_interval` of its design-based
+        `variance` and `df` degrees of freedom; none below `MIN_CASES` cases."""
+        if cases < MIN_CASES or not df >= 1:
+            return cls(_round(value), None, TOO_FEW)
+        ci = share_interval(float(value), variance, df)
+        return cls(_round(value), [_round(q) for q in ci])
 
 
 NONE = Estimate(None)
 
 
 @lru_cache(maxsize=16)
-def _task_weights(n: int, resamples: int, seed: int) -> np.ndarray:
-    """`bootstrap_weights` shared by every measure of the same number of tasks (read-only)."""
+def _case_weights(n: int, resamples: int, seed: int) -> np.ndarray:
+    """`bootstrap_weights` of n cases, shared by every measure of the same cases (read-only)."""
     weights = bootstrap_weights(n, resamples, seed)
     weights.flags.writeable = False
     return weights
 
 
-def over_tasks(per_task: np.ndarray, *, resamples: int = RESAMPLES, seed: int = 0) -> Estimate:
-    """The mean of per-task values, tasks resampled."""
+def _index(labels: Sequence) -> np.ndarray:
+    return np.unique(np.asarray(labels, dtype=object), return_inverse=True)[1].ravel()
+
+
+def _over_cases(per_task: np.ndarray, case: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """The resampled means of per-task values, cases (`case`: each task's case index) drawn
+    by `weights` (resamples x cases)."""
+    n = weights.shape[1]
+    sums = np.bincount(case, weights=per_task, minlength=n)
+    counts = np.bincount(case, minlength=n).astype(float)
+    return (weights @ sums) / (weights @ counts)
+
+
+def over_cases(per_task: Sequence[float], cases: Sequence, *, resamples: int = RESAMPLES,
+               seed: int = 0) -> Estimate:
+    """The mean of per-task values (one per task, `cases` naming each task's case), cases
+    resampled with their tasks."""
     per_task = np.asarray(per_task, dtype=float)
     if per_task.size == 0:
         return NONE
-    weights = _task_weights(per_task.size, resamples, seed)
-    return Estimate.of(per_task.mean(), weights @ per_task / per_task.size, per_task.size)
+    case = _index(cases)
+    n = int(case.max()) + 1
+    if n < MIN_CASES:
+        return Estimate(_round(per_task.mean()), None, TOO_FEW)
+    resampled = _over_cases(per_task, case, _case_weights(n, resamples, seed))
+    return Estimate.share(per_task.mean(), one_way_variance(resampled, n), n - 1, cases=n)
 
 
-def pigeonhole(person: Sequence, task: Sequence, values: Sequence[float], *,
-               resamples: int = RESAMPLES, seed: int = 0) -> tuple[float, np.ndarray, int]:
-    """(the mean over people of each person's mean value, its pigeonhole resamples, the number
-    of people); one value per answer. In a resample a person's mean is over the drawn copies of
-    the tasks they answered, and a drawn person none of whose tasks was drawn is left out."""
-    _, p = np.unique(np.asarray(person, dtype=object), return_inverse=True)
-    _, t = np.unique(np.asarray(task, dtype=object), return_inverse=True)
-    total = np.zeros((p.max() + 1, t.max() + 1))
+def _crossed(person: Sequence, case: Sequence, values: Sequence[float]
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """The person x case sums of `values` and their answer counts."""
+    p, c = _index(person), _index(case)
+    total = np.zeros((p.max() + 1, c.max() + 1))
     answered = np.zeros_like(total)
-    np.add.at(total, (p, t), np.asarray(values, dtype=float))
-    np.add.at(answered, (p, t), 1.0)
-    rng = np.random.default_rng(seed)
-    people = bootstrap_weights(total.shape[0], resamples, rng)
-    tasks = bootstrap_weights(total.shape[1], resamples, rng)
-    sums, counts = tasks @ total.T, tasks @ answered.T  # (resamples, people)
+    np.add.at(total, (p, c), np.asarray(values, dtype=float))
+    np.add.at(answered, (p, c), 1.0)
+    return total, answered
+
+
+def _pigeonhole(total: np.ndarray, answered: np.ndarray, people: np.ndarray,
+                cases: np.ndarray) -> np.ndarray:
+    """The resampled means over drawn people of each one's mean over the drawn cases they
+    answered (a drawn person none of whose cases was drawn is left out; NaN if nobody is
+    left)."""
+    sums, counts = cases @ total.T, cases @ answered.T  # (resamples, people)
     drawn = people * (counts > 0)
     means = np.divide(sums, counts, out=np.zeros_like(sums), where=counts > 0)
-    with np.errstate(invalid="ignore"):  # no drawn person answered a drawn task: NaN, left out
-        resampled = (drawn * means).sum(axis=1) / drawn.sum(axis=1)
-    return float(np.mean(total.sum(axis=1) / answered.sum(axis=1))), resampled, total.shape[0]
+    with np.errstate(invalid="ignore"):
+        return (drawn * means).sum(axis=1) / drawn.sum(axis=1)
 
 
-def over_people(person: Sequence, task: Sequence, values: Sequence[float], *,
+def _person_means(total: np.ndarray, answered: np.ndarray) -> float:
+    return float(np.mean(total.sum(axis=1) / answered.sum(axis=1)))
+
+
+def _parts(total: np.ndarray, answered: np.ndarray, people: np.ndarray,
+           cases: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The pigeonhole resamples, and the same draws of people alone (every case once) and of
+    cases alone (every person once)."""
+    return (_pigeonhole(total, answered, people, cases),
+            _pigeonhole(total, answered, people, np.ones_like(cases)),
+            _pigeonhole(total, answered, np.ones_like(people), cases))
+
+
+def pigeonhole(person: Sequence, case: Sequence, values: Sequence[float], *,
+               resamples: int = RESAMPLES, seed: int = 0) -> tuple[float, np.ndarray, int, int]:
+    """(the mean over people of each person's mean value, its pigeonhole resamples, the number
+    of people, the number of cases); one value per answer, `case` the case of its task. People
+    are drawn first, then cases, from one generator seeded with `seed`."""
+    total, answered = _crossed(person, case, values)
+    rng = np.random.default_rng(seed)
+    people = bootstrap_weights(total.shape[0], resamples, rng)
+    cases = bootstrap_weights(total.shape[1], resamples, rng)
+    return (_person_means(total, answered), _pigeonhole(total, answered, people, cases),
+            total.shape[0], total.shape[1])
+
+
+def _variance(both: np.ndarray, people_only: np.ndarray, cases_only: np.ndarray,
+              people: int, cases: int) -> tuple[float, float]:
+    """(variance, degrees of freedom): `crossed_variance` with two people or more, else the
+    cases' one-way variance."""
+    if people >= 2:
+        return crossed_variance(both, people_only, cases_only, people, cases)
+    return one_way_variance(cases_only, cases), cases - 1
+
+
+def over_people(person: Sequence, case: Sequence, values: Sequence[float], *,
                 resamples: int = RESAMPLES, seed: int = 0) -> Estimate:
-    """The mean over people of each person's mean value, with the pigeonhole interval."""
+    """The mean over people of each person's mean value, with the interval of its pigeonhole
+    resamples (`stats.intervals.crossed_variance`)."""
     if len(values) == 0:
         return NONE
-    point, resampled, n_people = pigeonhole(person, task, values, resamples=resamples, seed=seed)
-    return Estimate.of(point, resampled, n_people)
+    total, answered = _crossed(person, case, values)
+    if total.shape[1] < MIN_CASES:
+        return Estimate(_round(_person_means(total, answered)), None, TOO_FEW)
+    rng = np.random.default_rng(seed)
+    people = bootstrap_weights(total.shape[0], resamples, rng)
+    cases = bootstrap_weights(total.shape[1], resamples, rng)
+    v, df = _variance(*_parts(total, answered, people, cases), *total.shape)
+    return Estimate.share(_person_means(total, answered), v, df, cases=total.shape[1])
 
 
 def group_mean(tasks: Sequence[str], values: Sequence[float],
-               people: Sequence[str | None] | None = None, *, resamples: int = RESAMPLES,
-               seed: int = 0) -> Estimate:
+               people: Sequence[str | None] | None = None, *, cases: Sequence | None = None,
+               resamples: int = RESAMPLES, seed: int = 0) -> Estimate:
     """A row's estimate of per-response values: without `people` (a model, or one person), the
-    mean over tasks of each task's mean (`over_tasks`); with them (a human group), the mean over
-    people of each person's mean (`over_people`; a response without a person is its own)."""
+    mean over tasks of each task's mean (`over_cases`); with them (a human group), the mean over
+    people of each person's mean (`over_people`; a response without a person is its own).
+    `cases`: each response's case (default: every task its own case)."""
+    cases = tasks if cases is None else cases
     if people is None:
         per_task: dict[str, list[float]] = defaultdict(list)
-        for task, v in zip(tasks, values, strict=True):
+        case_of: dict[str, object] = {}
+        for task, case, v in zip(tasks, cases, values, strict=True):
             per_task[task].append(v)
-        return over_tasks(np.array([sum(v) / len(v) for v in per_task.values()]),
-                          resamples=resamples, seed=seed)
+            case_of[task] = case
+        return over_cases([sum(v) / len(v) for v in per_task.values()],
+                          [case_of[t] for t in per_task], resamples=resamples, seed=seed)
     who = [p if p is not None else f"#{i}" for i, p in enumerate(people)]
-    return over_people(who, tasks, values, resamples=resamples, seed=seed)
+    return over_people(who, cases, values, resamples=resamples, seed=seed)
+
+
+# ------------------------------------------------------------------ paired differences
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of a comparison: one value per response, its task and case, and its person
+    for a human group (None for a model: per-task means, averaged over tasks)."""
+
+    task: Sequence[str]
+    case: Sequence
+    values: Sequence[float]
+    person: Sequence[str] | None = None
+
+    def on(self, tasks: set[str]) -> Side:
+        keep = [i for i, t in enumerate(self.task) if t in tasks]
+        return Side([self.task[i] for i in keep], [self.case[i] for i in keep],
+                    [self.values[i] for i in keep],
+                    None if self.person is None else [self.person[i] for i in keep])
+
+
+@dataclass(frozen=True)
+class Difference:
+    """a - b on the tasks both answered, with its 95% interval (`note`: why none)."""
+
+    a: float | None
+    b: float | None
+    difference: Estimate
+    tasks: int
+    cases: int
+
+
+def _side(side: Side, case_index: dict, case_w: np.ndarray, rng: np.random.Generator
+          ) -> tuple[float, tuple[np.ndarray, np.ndarray, np.ndarray], int | None]:
+    """A side's estimate; its resamples under the shared case draws `case_w` (a human group's
+    people drawn from `rng`): both factors, people alone, cases alone; its number of people
+    (None for a model, whose 'people alone' resamples are its estimate)."""
+    case = np.array([case_index[c] for c in side.case])
+    n = case_w.shape[1]
+    if side.person is None:
+        per_task: dict[str, list[float]] = defaultdict(list)
+        case_of: dict[str, int] = {}
+        for t, c, v in zip(side.task, case, side.values, strict=True):
+            per_task[t].append(v)
+            case_of[t] = int(c)
+        means = np.array([sum(v) / len(v) for v in per_task.values()])
+        resampled = _over_cases(means, np.array([case_of[t] for t in per_task]), case_w)
+        point = float(means.mean())
+        return point, (resampled, np.full_like(resampled, point), resampled), None
+    p = _index(side.person)
+    total = np.zeros((p.max() + 1, n))
+    answered = np.zeros_like(total)
+    np.add.at(total, (p, case), np.asarray(side.values, dtype=float))
+    np.add.at(answered, (p, case), 1.0)
+    people = bootstrap_weights(total.shape[0], case_w.shape[0], rng)
+    return (_person_means(total, answered), _parts(total, answered, people, case_w),
+            total.shape[0])
+
+
+def paired(a: Side, b: Side, *, resamples: int = RESAMPLES, seed: int = 0) -> Difference:
+    """The difference of a's and b's estimates on the tasks both answered, with the interval
+    of `stats.intervals.difference_interval` from paired resamples: the same cases drawn for
+    both sides (one generator seeded with `seed` draws the cases, then a's people, then b's),
+    so what the two share (a case's difficulty) cancels. Variance: the cases' one-way variance
+    of the differences, or with a human side `crossed_variance` of the differences' resamples
+    (people: the fewer of a human side's); none below `MIN_CASES` cases."""
+    common = set(a.task) & set(b.task)
+    a, b = a.on(common), b.on(common)
+    if not common:
+        return Difference(None, None, NONE, 0, 0)
+    labels = sorted(set(a.case) | set(b.case), key=str)
+    case_index = {c: i for i, c in enumerate(labels)}
+    rng = np.random.default_rng(seed)
+    case_w = bootstrap_weights(len(labels), resamples, rng)
+    pa, ra, na = _side(a, case_index, case_w, rng)
+    pb, rb, nb = _side(b, case_index, case_w, rng)
+    people = min([n for n in (na, nb) if n is not None], default=1)
+    d = pa - pb
+    if len(labels) < MIN_CASES:
+        return Difference(_round(pa), _round(pb), Estimate(_round(d), None, TOO_FEW),
+                          len(common), len(labels))
+    v, df = _variance(*(x - y for x, y in zip(ra, rb, strict=True)), people, len(labels))
+    est = Estimate(_round(d), [_round(q) for q in difference_interval(d, v, df)])
+    return Difference(_round(pa), _round(pb), est, len(common), len(labels))

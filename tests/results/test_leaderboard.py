@@ -33,10 +33,11 @@ def test_pass_at_k_is_the_share_of_k_subsets_with_a_correct_sample(n: int) -> No
         pass_at_k(3, 1, 4)
 
 
-def _judged_study(s: Session) -> int:
-    """3 tasks x 2 models x 5 samples; model-alpha's sample 0 is correct on every task,
-    model-beta's every sample on task2 only; two students answer task0, one of them correctly."""
-    make_study(s, n_tasks=3, samples=5, experts=0)
+def _judged_study(s: Session, n_tasks: int = 3) -> int:
+    """3 tasks (one case each) x 2 models x 5 samples; model-alpha's sample 0 is correct on
+    every task, model-beta's every sample on task2 only; two students answer task0, one of them
+    correctly."""
+    make_study(s, n_tasks=n_tasks, samples=5, experts=0)
     for i in (1, 2):
         user = add_user(s, name=f"student{i}", role="student", password="pw")
         s.flush()
@@ -66,12 +67,23 @@ def test_leaderboard_rows(sqlite_url: str) -> None:
     assert [(r["who"], r["pass@1"], r["pass@5"]) for r in rows] == [
         ("model-beta", 0.3333, 0.3333), ("model-alpha", 0.2, 1.0), ("student", 0.5, None)]
     beta, alpha, student = rows
-    assert alpha["pass@1 95% CI"] == [0.2, 0.2]  # the same on every task: no spread
-    low, high = beta["pass@1 95% CI"]
-    assert low == 0.0 and high == 1.0  # 3 tasks, one solved: resampled means span 0 to 1
-    assert student["pass@5 95% CI"] is None
-    assert (alpha["tasks"], alpha["min_samples"], alpha["overall_mean"]) == (3, 5, 0.6)
+    assert alpha["pass@1 95% CI"] is None and beta["pass@1 95% CI"] is None  # 3 cases: too few
+    assert display_rows([alpha])[0]["pass@1 95% CI"] == "too few cases"
+    assert student["pass@5 95% CI"] is None and display_rows([student])[0]["pass@5 95% CI"] == "–"
+    assert (alpha["tasks"], alpha["cases"], alpha["min_samples"], alpha["overall_mean"]) == (
+        3, 3, 5, 0.6)
     assert {r["family"] for r in by_family} == {"differential", "lesion", "rationale"}
+
+
+def test_leaderboard_intervals_from_five_cases(sqlite_url: str) -> None:
+    """Six tasks in six cases: model-alpha's pass@1 is 0.2 on every task, yet its interval has
+    a width of its own (no spread seen: as if each case were one observation)."""
+    with Session(engine_for(sqlite_url)) as s:
+        rows = {r["who"]: r for r in leaderboard(s, config_id=_judged_study(s, n_tasks=6))}
+    low, high = rows["model-alpha"]["pass@1 95% CI"]
+    assert low < 0.2 < high and high - low > 0.2
+    low, high = rows["model-beta"]["pass@1 95% CI"]  # one task of six solved
+    assert rows["model-beta"]["pass@1"] == round(1 / 6, 4) and low < 1 / 6 < high
 
 
 def test_cli_leaderboard(nmb_home: Path) -> None:

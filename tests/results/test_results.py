@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from sqlmodel import Session, select
@@ -28,7 +29,7 @@ from grading.grader import grade
 from package.package import freeze, grade_responses, summary, verify
 from results import results
 from results.cost import model_costs, response_cost
-from results.judgments import EXPERTS, GRADER, counted_judgments
+from results.judgments import EXPERTS, GRADER, counted_judgments, grader_judgments
 from results.leaderboard import leaderboard
 from rubric import load_rubric
 from rubric.render import PROMPT_V1
@@ -198,9 +199,12 @@ def test_demo_results_tell_the_whole_story(demo_study: Path, tmp_path: Path) -> 
         if who in models:
             assert c["pass_at"]["5"]["value"] is not None
         else:
-            assert c["people"] >= 4 and c["pass_at"]["1"]["ci"] is not None
+            assert c["people"] >= 4
+        # every demo cell stands on one or two cases: no interval, "too few cases"
+        assert c["cases"] <= 2 and c["pass_at"]["1"]["ci"] is None
+        assert c["pass_at"]["1"]["note"] == "too few cases"
         assert (c["top"]["1"]["value"] is not None) == (family == "differential")
-    assert all(c["pass_at"]["1"]["ci"] for c in data["overall"])
+    assert all(c["pass_at"]["1"]["ci"] and c["cases"] == 10 for c in data["overall"])
     assert len(data["people"]) == 9 and all(p["who"].startswith("user-") for p in data["people"])
     assert {p["keys"]["role"] for p in data["people"]} == {"physician", "student"}
     assert {(e["who"], e["source"]) for e in data["errors"]} == {
@@ -231,8 +235,9 @@ def test_demo_results_tell_the_whole_story(demo_study: Path, tmp_path: Path) -> 
 
     md = _nmb("results", "--format", "md")
     doc = (ROOT / "docs" / "results.md").read_text()
-    table = doc[doc.index("| who | differential 1"):doc.index("![pass@1 per family")].strip()
-    assert table in md.stdout  # the docs show a table generated from the demo, as it is now
+    for start in ("| who | group | tasks | cases | people |", "| who | differential 1"):
+        table = doc[doc.index(start):doc.index("\n\n", doc.index(start))]
+        assert table in md.stdout  # the docs show tables generated from the demo, as it is now
 
     for args, message in ((("--by", "case"), "nmb: --by 'case' is not one of"),
                           (("--config", "99"), "nmb: no grader config with id 99"),
@@ -240,6 +245,46 @@ def test_demo_results_tell_the_whole_story(demo_study: Path, tmp_path: Path) -> 
         bad = _nmb("results", *args)
         assert bad.returncode == 2 and bad.stderr.startswith(message), bad.stderr
         assert len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_compare_gives_the_paired_difference_of_a_direct_loop(demo_study: Path) -> None:
+    """The paper's headline comparison from one command, physicians - a model and a model -
+    a model on the tasks both answered, against a loop over the same seeded resamples
+    (`tests/stats/test_intervals.py`) on the default judge's judgments (the grader's)."""
+    from db.engine import session
+    from results.judgments import default_config
+    from stats.resample import RESAMPLES, Side
+    from tests.stats.test_intervals import _loop_difference
+
+    pairs = [("physician", "meridian-med-2"), ("nimbus-vision-pro", "aurora-vl-7b")]
+    out = _nmb("results", "--compare", *pairs[0], "--compare", *pairs[1], "--format", "json")
+    assert out.returncode == 0, out.stderr
+    got = {(c["a"], c["b"]): c["differences"] for c in json.loads(out.stdout)}
+    with session() as s:
+        judged = grader_judgments(s, config_id=default_config(s, None).id)
+    for a, b in pairs:
+        for measure, value in (("pass@1", lambda j: float(j.correct)),
+                               ("rubric score", lambda j: j.overall)):
+            sides = []
+            for who in (a, b):
+                js = sorted((j for j in judged if j.who == who),
+                            key=lambda j: (j.task_id, j.person or "", j.response_id))
+                sides.append(Side([j.task_id for j in js], [j.case_id for j in js],
+                                  [value(j) for j in js],
+                                  None if js[0].is_model else [j.person for j in js]))
+            d, ci = _loop_difference(*sides, RESAMPLES, 0)
+            row = got[a, b][measure]
+            assert (row["tasks"], row["cases"]) == (12, 10)
+            assert row["difference"]["value"] == round(d, 4)
+            assert row["difference"]["ci"] == [round(q, 4) for q in ci]
+    md = _nmb("results", "--compare", *pairs[0], "--compare", *pairs[1])
+    doc = (ROOT / "docs" / "results.md").read_text()
+    start = doc.index("| A | B | measure |")
+    assert doc[start:doc.index("\n\n", start)] in md.stdout  # the docs' table, as it is now
+    bad = _nmb("results", "--compare", "physicians", "meridian-med-2")
+    assert bad.returncode == 2 and bad.stderr.startswith(
+        "nmb: --compare: 'physicians' is not a model or human group with judged responses")
+    assert len(bad.stderr.strip().splitlines()) == 1
 
 
 def test_every_format_renders_text_from_a_bundle_as_text(sqlite_url: str) -> None:
@@ -269,3 +314,19 @@ def test_every_format_renders_text_from_a_bundle_as_text(sqlite_url: str) -> Non
     assert (r"=1+2\textbar{}\textless{}img src=x\textgreater{}\_\$\textbackslash{}textbf\{x\}"
             in tex)
     assert "'=1+2|<img src=x>" in csv and "\n=1+2" not in csv
+
+
+def test_too_few_cases_is_shown_instead_of_an_interval_in_every_format() -> None:
+    from results.tables import Table, csv_text, fmt, html_table, latex, markdown
+    from stats.resample import TOO_FEW, Estimate
+
+    few, some = Estimate(0.5, None, TOO_FEW), Estimate(0.25, [0.1, 0.4])
+    t = Table("cells", "Cells", ["who", "pass@1"], [["m", few], ["n", some]])
+    assert fmt(few) == "0.500 (too few cases)" and fmt(some) == "0.250 [0.100, 0.400]"
+    assert csv_text(t).splitlines() == ["who,pass@1,pass@1 low,pass@1 high",
+                                        "m,0.5,too few cases,too few cases", "n,0.25,0.1,0.4"]
+    assert r"0.50 {\footnotesize(too few cases)}" in latex([t])
+    assert "<td>0.500 (too few cases)</td>" in html_table(t)
+    header = SimpleNamespace(grader={"id": 1, "name": "g", "prompt_version": "p"}, flags=[],
+                             judge="grader", judged_by="the grader")
+    assert "| m | 0.500 (too few cases) |" in markdown([t], header)  # type: ignore[arg-type]

@@ -12,7 +12,8 @@ import pytest
 from results.error_classes import UNTAGGED, allocation, compared_error_rows, error_rows, shares
 from results.judgments import ABSENT, EXPERTS, GRADER, Judged, Judgment, consensus
 from results.leaderboard import cells, top_k
-from stats.agreement import percentile_ci
+from stats.agreement import bootstrap_weights
+from stats.intervals import TOO_FEW, crossed_variance, share_interval
 from stats.resample import group_mean, over_people, pigeonhole
 
 
@@ -38,8 +39,8 @@ def test_the_pigeonhole_bootstrap_matches_its_exact_distribution() -> None:
     answers = {("a", "t1"): 1.0, ("a", "t2"): 0.0, ("a", "t3"): 1.0, ("b", "t1"): 0.5,
                ("b", "t2"): 0.0, ("c", "t3"): 1.0}
     (person, task), values = zip(*answers, strict=True), list(answers.values())
-    point, drawn, n_people = pigeonhole(person, task, values, resamples=60000, seed=1)
-    assert (point, n_people) == (pytest.approx((2 / 3 + 0.25 + 1) / 3), 3)
+    point, drawn, n_people, n_cases = pigeonhole(person, task, values, resamples=60000, seed=1)
+    assert (point, n_people, n_cases) == (pytest.approx((2 / 3 + 0.25 + 1) / 3), 3, 3)
     exact = _exact_pigeonhole(answers)
     drawn = drawn[np.isfinite(drawn)]
     empirical = Counter(np.round(drawn, 9))
@@ -48,12 +49,36 @@ def test_the_pigeonhole_bootstrap_matches_its_exact_distribution() -> None:
     assert drawn.mean() == pytest.approx(sum(k * p for k, p in exact.items()), abs=0.01)
 
 
-def test_the_human_interval_is_the_percentile_interval_of_the_pigeonhole_resamples() -> None:
-    person, task = ["a", "a", "b", "c", "c", "c"], ["t1", "t2", "t1", "t1", "t2", "t3"]
-    values = [1.0, 0.0, 1.0, 0.2, 0.4, 0.9]
-    _, drawn, _ = pigeonhole(person, task, values, resamples=500, seed=2)
+def test_the_human_interval_from_the_pigeonhole_resamples_drawn_by_a_loop() -> None:
+    """Five cases (t1..t5, one task each), three people: the same draws (people, then cases)
+    as a loop, each resample the mean of drawn people's means over their drawn cases; the
+    interval is Wilson's at the crossed variance of both factors, people alone, cases alone."""
+    person = ["a"] * 5 + ["b"] * 3 + ["c"] * 4
+    task = [f"t{i}" for i in (1, 2, 3, 4, 5, 1, 2, 3, 2, 3, 4, 5)]
+    values = [1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 1.0, 0.0, 0.2, 0.4, 0.9, 1.0]
+    answers = dict(zip(zip(person, task, strict=True), values, strict=True))
+    rng = np.random.default_rng(2)
+    people_w, cases_w = bootstrap_weights(3, 500, rng), bootstrap_weights(5, 500, rng)
+
+    def mean(pw, cw) -> float:
+        means = [(w, np.average([answers[p, t] for t in "t1 t2 t3 t4 t5".split()
+                                 if (p, t) in answers],
+                                weights=[cw[int(t[1]) - 1] for t in "t1 t2 t3 t4 t5".split()
+                                         if (p, t) in answers]))
+                 for p, w in zip("abc", pw, strict=True)
+                 if w and sum(cw[int(t[1]) - 1] for t in "t1 t2 t3 t4 t5".split()
+                              if (p, t) in answers)]
+        return sum(w * m for w, m in means) / sum(w for w, _ in means)
+
+    ones_p, ones_c = np.ones(3), np.ones(5)
+    both = [mean(p, c) for p, c in zip(people_w, cases_w, strict=True)]
+    v, df = crossed_variance(both, [mean(p, ones_c) for p in people_w],
+                             [mean(ones_p, c) for c in cases_w], 3, 5)
+    point = mean(ones_p, ones_c)
     est = over_people(person, task, values, resamples=500, seed=2)
-    assert est.ci == [round(q, 4) for q in percentile_ci(drawn)]
+    assert est.value == round(point, 4) and est.note is None
+    assert est.ci == [round(q, 4) for q in share_interval(point, v, df)]
+    assert pigeonhole(person, task, values, resamples=500, seed=2)[1] == pytest.approx(both)
 
 
 def test_task_difficulty_shared_by_everyone_widens_the_human_interval() -> None:
@@ -76,9 +101,10 @@ def test_the_human_estimate_is_the_mean_of_person_means() -> None:
     # a: two tasks, one correct; b: one task, correct -> (0.5 + 1) / 2, not the pooled 2/3
     est = over_people(["a", "a", "b"], ["t1", "t2", "t1"], [1.0, 0.0, 1.0], resamples=4000)
     assert est.value == 0.75
-    low, high = est.ci
-    assert 0.0 <= low < 0.75 < high <= 1.0
-    assert over_people(["a", "a"], ["t1", "t2"], [1.0, 0.0]).ci is None  # one person
+    assert (est.ci, est.note) == (None, TOO_FEW)  # two cases: no interval
+    five = over_people(["a"] * 5 + ["b"] * 5, [f"t{i}" for i in range(5)] * 2, [1.0, 0.0] * 5)
+    low, high = five.ci
+    assert five.value == 0.5 and 0.0 <= low < 0.5 < high <= 1.0
     by_task = group_mean(["t1", "t1", "t2"], [1.0, 0.0, 1.0])  # a model: task means 0.5, 1
     assert by_task.value == 0.75
 
@@ -128,15 +154,22 @@ def test_error_shares_by_hand_and_their_cluster_interval() -> None:
     classes = ["a", "b"]
     assert list(allocation(["a", "b"], classes)) == [0.5, 0.5, 0.0]
     assert list(allocation([], classes)) == [0.0, 0.0, 1.0]
-    tasks, tagsets = ["t1", "t1", "t2"], [["a"], ["a", "b"], []]
-    got = shares(tasks, tagsets, classes, resamples=4000)
+    cases, tagsets = ["c1", "c1", "c2"], [["a"], ["a", "b"], []]
+    got = shares(cases, tagsets, classes, resamples=4000)
     assert got["a"].value == 0.5 and got["b"].value == round(0.5 / 3, 4)
     assert got[UNTAGGED].value == round(1 / 3, 4)
-    # brute force: tasks drawn together; the possible resampled shares of "a"
-    t1, t2 = np.array([1.5, 2]), np.array([0.0, 1])  # (sum of "a" weight, responses) per task
-    possible = {round(float((i * t1[0] + j * t2[0]) / (i * t1[1] + j * t2[1])), 4)
-                for i, j in ((2, 0), (1, 1), (0, 2))}
-    assert set(got["a"].ci) <= possible and got["a"].ci == [0.0, 0.75]
+    assert got["a"].ci is None and got["a"].note == TOO_FEW  # two cases
+    # five cases: the responses of a case drawn together, each share a ratio of resampled sums
+    cases = ["c1", "c1", "c2", "c3", "c4", "c4", "c5"]
+    tagsets = [["a"], ["a", "b"], [], ["b"], ["a"], [], ["a"]]
+    got = shares(cases, tagsets, classes, resamples=300, seed=1)
+    weights = bootstrap_weights(5, 300, 1)
+    a_weight = {"c1": 1.5, "c2": 0.0, "c3": 0.0, "c4": 1.0, "c5": 1.0}
+    size = {"c1": 2, "c2": 1, "c3": 1, "c4": 2, "c5": 1}
+    drawn = [sum(w * a_weight[c] for w, c in zip(row, sorted(size), strict=True))
+             / sum(w * size[c] for w, c in zip(row, sorted(size), strict=True)) for row in weights]
+    ci = share_interval(3.5 / 7, np.var(drawn) * 5 / 4, 4)
+    assert got["a"].value == 0.5 and got["a"].ci == [round(q, 4) for q in ci]
 
 
 def test_error_rows_use_one_judge_and_the_comparison_only_responses_both_judged() -> None:

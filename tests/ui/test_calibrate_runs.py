@@ -199,7 +199,9 @@ def test_leaderboard_has_a_chart_and_one_rule_for_decimals(demo_study) -> None:
     score, interval = r"[01]\.\d\d", r"\[[01]\.\d\d, [01]\.\d\d\]"
     for column in ("overall_mean", "pass@1", "top@1"):
         assert table[column].str.fullmatch(score).all(), table[column]
+    for column in ("overall_mean", "pass@1"):  # 10 cases
         assert table[f"{column} 95% CI"].str.fullmatch(interval).all()
+    assert (table["top@1 95% CI"] == "too few cases").all()  # 4 differential tasks, < 5 cases
     assert (table["pass@5"] == "–").sum() == 2  # human groups get pass@1 only
     share = r"[a-z ]+ \d+\.\d%"
     assert table["errors among wrong"].str.fullmatch(f"{share}(, {share})*").all()

@@ -1,9 +1,13 @@
-"""The Results page on the demo study: admins only, every table, pseudonyms unless revealed."""
+"""The Results page on the demo study: admins only, every table, a paired difference,
+pseudonyms unless revealed."""
 
 from pathlib import Path
 
 from sqlmodel import select
 
+# AppTest puts pages/ first on sys.path: unless the package is imported first, the page's
+# `from results import results` finds pages/results.py itself
+import results.results  # noqa: F401
 from db.engine import session
 from db.models import User
 from tests.apptest import page, page_payload
@@ -33,6 +37,9 @@ def test_results_page_shows_every_table_to_admins_only(demo_study: Path) -> None
     assert any("synthetic demo exam takers" in w.value for w in at.warning)
     people = at.dataframe[3].value
     assert len(people) == 9 and people["person"].str.startswith("user-").all()
+    paired = at.dataframe[11].value  # after the 11 tables: physician - the first model
+    assert list(paired["measure"]) == ["pass@1", "rubric score"]
+    assert set(paired["A"]) == {"physician"} and paired["A - B"].str.contains(r"\[").all()
     assert "synthetic-student-1" not in page_payload(at)
     at.toggle[0].set_value(True).run(timeout=120)  # reveal
     assert "synthetic-student-1" in set(at.dataframe[3].value["person"])

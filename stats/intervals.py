@@ -1,0 +1,106 @@
+"""The results' interval rule, from the variance of case-cluster resamples: a share gets a
+Wilson score interval with an effective sample size, a difference a t interval.
+
+Both start from the bootstrap variance of the estimate over resamples of cases (the clusters,
+`stats.resample`), scaled by n / (n - 1) for n cases (the bootstrap variance of a mean of n
+independent units is the plug-in variance, low by that factor; Davison & Hinkley 1997, sec.
+2.3 and 3.8), with n - 1 degrees of freedom for the small-sample quantile; for a human group,
+whose people and cases are crossed, `crossed_variance` combines the people, case and
+interaction terms of the pigeonhole resamples (Owen 2007) without counting the interaction
+three times, with Satterthwaite's degrees of freedom.
+
+- A share or a score on 0-1 (pass@1, pass@k, top-k, the rubric score): the Wilson score
+  interval (Wilson 1927) at the effective sample size n* = p(1 - p) / v of the design-based
+  variance v, shrunk by (z / t_df)^2 so the interval has the width of a t interval where the
+  normal one would be right: Korn & Graubard 1998 (Survey Methodology 24:193-201), with the
+  Wilson form that Dean & Pagano 2015 (J. Surv. Stat. Methodol. 3:484-503) found to cover in
+  clustered samples. Where no spread was seen (p = 0 or 1, or v = 0), n* is df + 1 (the number
+  of cases), as if each case were one observation: the interval keeps a width of its own,
+  never [1, 1].
+- A difference of two estimates (`nmb results --compare`): d +/- t_df sqrt(v).
+
+Below `MIN_CASES` cases there is no interval at all (`TOO_FEW`): docs/results.md, and the
+coverage simulations of `benchmarks/bench_interval_coverage.py`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import special, stats
+
+MIN_CASES = 5
+TOO_FEW = "too few cases"
+CONFIDENCE = 0.95
+NO_SPREAD = 1e-12  # a variance at most this is rounding error: no spread was seen
+
+
+def one_way_variance(resampled: np.ndarray, units: int) -> float:
+    """The variance of the finite resamples of one factor's `units` (cases), scaled by
+    units / (units - 1)."""
+    v = np.asarray(resampled, dtype=float)
+    v = v[np.isfinite(v)]
+    if units < 2 or v.size < 2:
+        return math.nan
+    return float(v.var() * units / (units - 1))
+
+
+def crossed_variance(both: np.ndarray, people_only: np.ndarray, cases_only: np.ndarray,
+                     people: int, cases: int) -> tuple[float, float]:
+    """(variance, degrees of freedom) of a human group's estimate from its pigeonhole resamples
+    (`both`: people and cases drawn) and the same draws of one factor alone.
+
+    Owen 2007 (Ann. Appl. Stat. 1:386-411) shows that the pigeonhole variance is the sum of a
+    people term, a case term and the person x case interaction term, each a plug-in estimate,
+    so that it counts the interaction about three times where the estimate's variance has it
+    once. The terms are read off the resamples (people alone, cases alone, the rest is the
+    interaction) and combined as the unbiased moment estimator of a balanced crossed design,
+    v = vP R/(R-1) + vC C/(C-1) - vPC RC/((R-1)(C-1)) for R people and C cases, never below
+    either one-way term; its degrees of freedom by Satterthwaite 1946."""
+    if people < 2 or cases < 2:
+        return math.nan, math.nan
+    p_term = one_way_variance(people_only, people)
+    c_term = one_way_variance(cases_only, cases)
+    full = np.asarray(both, dtype=float)
+    full = full[np.isfinite(full)]
+    interaction = ((full.var() if full.size > 1 else 0.0) - p_term * (people - 1) / people
+                   - c_term * (cases - 1) / cases) * people * cases / ((people - 1) * (cases - 1))
+    interaction = max(interaction, 0.0)
+    v = max(p_term + c_term - interaction, p_term, c_term)
+    denominator = (p_term ** 2 / (people - 1) + c_term ** 2 / (cases - 1)
+                   + interaction ** 2 / ((people - 1) * (cases - 1)))
+    df = v * v / denominator if denominator > 0 else float(min(people, cases) - 1)
+    return v, max(1.0, min(df, float(people * cases - 1)))
+
+
+def _quantiles(df: float, confidence: float) -> tuple[float, float]:
+    """(z, t with `df` degrees of freedom) for a two-sided `confidence` interval."""
+    return (float(special.ndtri(0.5 + confidence / 2)),
+            float(stats.t.ppf(0.5 + confidence / 2, df)))
+
+
+def wilson(p: float, n: float, z: float) -> list[float]:
+    """The Wilson score interval of a share p observed on n (possibly effective) trials."""
+    denominator = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denominator
+    half = z / denominator * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return [max(0.0, centre - half), min(1.0, centre + half)]
+
+
+def share_interval(p: float, variance: float, df: float, *,
+                   confidence: float = CONFIDENCE) -> list[float]:
+    """The Wilson interval of a share (or a 0-1 score) `p` whose design-based variance is
+    `variance`, with `df` degrees of freedom (df + 1 units stand in where no spread was seen)."""
+    z, t = _quantiles(df, confidence)
+    spread = 0 < p < 1 and math.isfinite(variance) and variance > NO_SPREAD
+    n_eff = p * (1 - p) / variance if spread else df + 1
+    return wilson(p, n_eff * (z / t) ** 2, z)
+
+
+def difference_interval(d: float, variance: float, df: float, *,
+                        confidence: float = CONFIDENCE) -> list[float]:
+    """d +/- t_df sqrt(variance)."""
+    _, t = _quantiles(df, confidence)
+    half = t * math.sqrt(max(variance, 0.0))
+    return [d - half, d + half]
