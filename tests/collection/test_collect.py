@@ -538,6 +538,33 @@ def test_a_hostile_model_server_fails_items_not_the_run(nmb_home: Path) -> None:
     assert secret not in out.stdout + out.stderr + "".join(reasons.values())
 
 
+def test_many_endless_answers_at_once_stay_within_the_memory_bound(nmb_home: Path) -> None:
+    """120 conversations opened at once against a server whose every answer is endless (about
+    1 GB if each body held its own 8 MiB cap): the bodies being read share 128 MiB, so a real
+    `nmb collect` stays under 500 MB and lists every item as failed."""
+    from db.engine import upgrade
+    from tests.peak_memory import run_measured
+
+    upgrade()
+    with session() as s:
+        make_study(s, n_tasks=60)
+    with OpenAIServer() as srv:
+        srv.inject_when("Prompt", "endless")
+        out, peak = run_measured(
+            [sys.executable, "-m", "cli", "collect", "--model", MODEL, "--base-url",
+             srv.base_url, "--images", "none", "--samples", "2", "--timeout", "60",
+             "--concurrency", "200"], nmb_home / "peak", cwd=ROOT,
+            env={**os.environ, "OPENAI_API_KEY": "sk-test"}, capture_output=True, text=True,
+            timeout=600)
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    assert peak < 500 * 2**20, f"peak {peak / 2**20:.0f} MiB"
+    summary = json.loads(out.stdout.strip().splitlines()[-1])
+    assert (summary["collected"], summary["failed"]) == (0, 120)
+    with session() as s:
+        reasons = {f.reason for f in failures(s, model=MODEL)}
+    assert any("being read at once hold more than 128 MiB" in r for r in reasons), reasons
+
+
 def test_an_empty_model_is_refused(nmb_home: Path, capsys) -> None:
     for model in ("", " "):
         assert main(["collect", "--model", model]) == 2

@@ -483,3 +483,29 @@ def test_a_hostile_grader_server_fails_items_not_the_run(nmb_home: Path) -> None
         for rid in (r for r in reasons if r.startswith(f"r{i}-")):
             assert reason in reasons[rid], (i, reasons[rid])
     assert len(reasons) == 18 and SECRET not in "".join(reasons.values())
+
+
+def test_many_endless_answers_at_once_stay_within_the_memory_bound(nmb_home: Path) -> None:
+    """120 endless answers with 200 requests allowed out at once: each body alone may hold
+    8 MiB (about 1 GB in all, 805 MB measured before the shared cap); the bodies being read
+    share 128 MiB, so a real `nmb grade` stays under 500 MB and records each failure."""
+    from db.engine import session, upgrade
+    from tests.peak_memory import run_measured
+
+    upgrade()
+    with session() as s:
+        make_study(s, n_tasks=60)
+    with OpenAIServer() as srv:
+        srv.inject_when("Prompt", "endless")
+        out, peak = run_measured(
+            [sys.executable, "-m", "cli", "grade", "--base-url", srv.base_url, "--timeout", "60",
+             "--concurrency", "200", "--json"], nmb_home / "peak", cwd=ROOT,
+            env={**os.environ, "OPENAI_API_KEY": SECRET}, capture_output=True, text=True,
+            timeout=600)
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    assert peak < 500 * 2**20, f"peak {peak / 2**20:.0f} MiB"
+    summary = json.loads(out.stdout.strip().splitlines()[-1])
+    assert (summary["graded"], summary["failed"]) == (0, 120)
+    with session() as s:
+        reasons = {f.reason for f in s.exec(select(GraderFailure))}
+    assert any("being read at once hold more than 128 MiB" in r for r in reasons), reasons

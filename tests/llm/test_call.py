@@ -227,6 +227,29 @@ def test_a_hostile_answer_ends_the_call_with_its_reason(srv, kind):
         assert (result.prompt_tokens, result.completion_tokens) == (0, 0)
 
 
+def test_bodies_read_at_once_share_one_cap(srv):
+    """16 endless answers at once through one client whose bodies may hold 2 MiB in all: no
+    body reaches its own 8 MiB cap, every call ends refused by the shared one, what was held
+    is given back, and the next answer is read in full."""
+    from llm.http_client import CappedClient
+
+    srv.inject_when("case-endless", "endless")
+    http = CappedClient(timeout=30.0, max_bytes_in_flight=2 * 2**20)
+    api = AsyncOpenAI(base_url=srv.base_url, api_key=KEY, max_retries=0, http_client=http)
+
+    async def many() -> list[CallResult]:
+        return await asyncio.gather(*(
+            call_structured(api, request(f"case-endless {i}"), validate=validate, **FAST)
+            for i in range(16)))
+
+    results = asyncio.run(many())
+    assert all(r.reason.startswith("response refused: response bodies being read at once hold "
+                                   "more than 2 MiB") for r in results), {r.reason for r in results}
+    assert http.in_flight.held == 0
+    good = asyncio.run(call_structured(api, request("case-fine"), validate=validate, **FAST))
+    assert good.ok, good.reason
+
+
 @pytest.mark.parametrize("answer", [
     {"choices": [{"message": {"content": ["a"]}, "finish_reason": "stop"}]},
     {"choices": [{"message": "hi", "finish_reason": "stop"}]},
