@@ -9,6 +9,10 @@ model or grader server may send back is bounded before it is read.
   too (`MAX_BYTES_IN_FLIGHT`): past it the body whose chunk crossed it is dropped the same way,
   so a run's memory stays bounded however many requests are out (`--concurrency` up to 1000 x
   8 MiB would be 8 GiB).
+- A body that would be parsed as JSON (it starts with `{` or `[`) holds at most
+  `MAX_JSON_VALUES` arrays, objects and items outside its strings: 8 MiB of `[],[],...` would
+  be millions of Python objects (over 500 MB, and minutes of the SDK building a choice of
+  each), where a chat completion holds a few dozen; the text of an answer is one string.
 - Bodies are asked for uncompressed (`Accept-Encoding: identity`) and a compressed one is
   refused: a small gzip body may inflate to gigabytes, and the cap counts the bytes read.
 - Redirects are not followed (an API does not redirect; a redirect would carry the request, the
@@ -24,6 +28,7 @@ this is `openai.DefaultAsyncHttpxClient` with the checks added to `send`.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import AsyncIterator
 from typing import Any
@@ -34,6 +39,9 @@ import openai
 MAX_RESPONSE_BYTES = 8 * 2**20  # one chat completion (the largest stored answer is 200,000 chars)
 MAX_FILE_BYTES = 256 * 2**20  # one Batch API result file (GET /files/{id}/content)
 MAX_BYTES_IN_FLIGHT = 128 * 2**20  # all JSON bodies one client is reading at once
+MAX_JSON_VALUES = 10_000  # arrays, objects and items outside strings in one JSON body
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+_JSON_START = re.compile(rb"\s*[\[{]")
 
 
 def _mib(n: int) -> str:
@@ -102,6 +110,18 @@ class _CappedStream(httpx2.AsyncByteStream):
         await self._inner.aclose()
 
 
+def _too_many_values(body: bytes) -> str | None:
+    """Why a body that would be parsed as JSON is not, or None: more than MAX_JSON_VALUES
+    opening brackets, braces and commas outside its strings (each begins a value)."""
+    if len(body) <= MAX_JSON_VALUES or not _JSON_START.match(body):
+        return None
+    bare = _JSON_STRING.sub(b"", body)
+    if bare.count(b",") + bare.count(b"[") + bare.count(b"{") <= MAX_JSON_VALUES:
+        return None
+    return (f"JSON body of more than {MAX_JSON_VALUES:,} values (a chat completion holds a "
+            "few dozen): not parsed")
+
+
 def _is_file_content(request: httpx2.Request) -> bool:
     return request.method == "GET" and request.url.path.endswith("/content")
 
@@ -152,6 +172,8 @@ class CappedClient(openai.DefaultAsyncHttpxClient):
                                             None if file else self.in_flight)
             if not stream:
                 await response.aread()
+                if not file and (why := _too_many_values(response.content)):
+                    raise ResponseRefused(why, request)
         except BaseException:
             await response.aclose()
             raise

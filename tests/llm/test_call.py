@@ -199,7 +199,8 @@ HOSTILE_REASONS = {
     "html": "response refused: HTTP 200 with a text/html body, not JSON",
     "notjson": "malformed response: the body is not JSON (JSONDecodeError)",
     "wrongtype": "malformed response: model is not a string of at most 128 characters",
-    "deep": "malformed response: the body is not JSON (RecursionError)",
+    "deep": "response refused: JSON body of more than 10,000 values",
+    "dense": "response refused: JSON body of more than 10,000 values",
     "gzip": "response refused: compressed response body ('gzip')",
     "redirect": "response refused: HTTP 307 redirect to 'http://127.0.0.1:",
 }
