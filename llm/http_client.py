@@ -110,16 +110,16 @@ class _CappedStream(httpx2.AsyncByteStream):
         await self._inner.aclose()
 
 
-def _too_many_values(body: bytes) -> str | None:
-    """Why a body that would be parsed as JSON is not, or None: more than MAX_JSON_VALUES
-    opening brackets, braces and commas outside its strings (each begins a value)."""
+def too_many_json_values(body: bytes) -> str | None:
+    """Why a body (or a line, an answer) that would be parsed as JSON is not, or None: more
+    than MAX_JSON_VALUES opening brackets, braces and commas outside its strings (each begins a
+    value)."""
     if len(body) <= MAX_JSON_VALUES or not _JSON_START.match(body):
         return None
     bare = _JSON_STRING.sub(b"", body)
     if bare.count(b",") + bare.count(b"[") + bare.count(b"{") <= MAX_JSON_VALUES:
         return None
-    return (f"JSON body of more than {MAX_JSON_VALUES:,} values (a chat completion holds a "
-            "few dozen): not parsed")
+    return f"more than {MAX_JSON_VALUES:,} JSON values (a chat completion holds a few dozen)"
 
 
 def _is_file_content(request: httpx2.Request) -> bool:
@@ -172,8 +172,8 @@ class CappedClient(openai.DefaultAsyncHttpxClient):
                                             None if file else self.in_flight)
             if not stream:
                 await response.aread()
-                if not file and (why := _too_many_values(response.content)):
-                    raise ResponseRefused(why, request)
+                if not file and (why := too_many_json_values(response.content)):
+                    raise ResponseRefused(f"body of {why}: not parsed", request)
         except BaseException:
             await response.aclose()
             raise

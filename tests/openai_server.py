@@ -223,6 +223,8 @@ class OpenAIServer:
         self.port = port
         self.slow_seconds = slow_seconds  # also the default of "trickle"
         self.retry_after = retry_after
+        #: Rewrites each Batch API output/error file before it is stored (hostile batch lines).
+        self.edit_batch_file: Callable[[bytes], bytes] | None = None
         self.requests: list[Recorded] = []
         self.counts: Counter[str] = Counter()
         self.files: dict[str, dict] = {}
@@ -445,6 +447,8 @@ class OpenAIServer:
         for key, lines in (("output_file_id", out_lines), ("error_file_id", err_lines)):
             if lines:
                 data = "".join(json.dumps(x) + "\n" for x in lines).encode()
+                if self.edit_batch_file is not None:
+                    data = self.edit_batch_file(data)
                 batch[key] = self._store_file(f"batch_{key}.jsonl", data, "batch_output")["id"]
         batch.update(
             status="completed",

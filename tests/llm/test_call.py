@@ -199,8 +199,8 @@ HOSTILE_REASONS = {
     "html": "response refused: HTTP 200 with a text/html body, not JSON",
     "notjson": "malformed response: the body is not JSON (JSONDecodeError)",
     "wrongtype": "malformed response: model is not a string of at most 128 characters",
-    "deep": "response refused: JSON body of more than 10,000 values",
-    "dense": "response refused: JSON body of more than 10,000 values",
+    "deep": "response refused: body of more than 10,000 JSON values",
+    "dense": "response refused: body of more than 10,000 JSON values",
     "gzip": "response refused: compressed response body ('gzip')",
     "redirect": "response refused: HTTP 307 redirect to 'http://127.0.0.1:",
 }
@@ -216,9 +216,10 @@ def test_a_hostile_answer_ends_the_call_with_its_reason(srv, kind):
 
     with OpenAIServer() as elsewhere:
         srv.inject_when("case-hostile", f"redirect:{elsewhere.port}" if kind == "redirect" else kind)
-        api = make_client(srv.base_url, KEY, 5.0)
-        got = asyncio.run(call_structured(api, request("case-hostile"), validate=validate, **FAST))
-        text = asyncio.run(call_text(api, ChatRequest(
+        # one client per event loop: a pooled connection cannot move to another loop
+        got = asyncio.run(call_structured(make_client(srv.base_url, KEY, 5.0),
+                                          request("case-hostile"), validate=validate, **FAST))
+        text = asyncio.run(call_text(make_client(srv.base_url, KEY, 5.0), ChatRequest(
             model="m", messages=[{"role": "user", "content": "case-hostile"}]), timeout=5.0,
             backoff=0.01))
         assert elsewhere.requests == []
@@ -462,6 +463,58 @@ def test_batch_not_finished_within_max_wait_is_cancelled_and_items_fail():
         for result in results.values():
             assert not result.ok and result.attempts == 1
             assert "cancelled" in result.reason and "no result" in result.reason
+
+
+def _hostile_lines(data: bytes) -> bytes:
+    """Each result line of a Batch API file replaced by a hostile one that keeps its custom_id
+    (the first line left as it was): not JSON, deep, dense, not an object, response or body of
+    the wrong type, a completion of the wrong shape, an error that is a string."""
+    out = []
+    for n, raw in enumerate(data.decode().splitlines()):
+        line = json.loads(raw)
+        cid, ok = line["custom_id"], {**line["response"], "status_code": 200}
+        out.append([
+            raw,
+            f'{{"custom_id": "{cid}", "response": ',
+            f'{{"custom_id": "{cid}", "response": ' + "[" * 100_000 + "]" * 100_000 + "}",
+            f'{{"custom_id": "{cid}", "x": [' + "[]," * 20_000 + "[]]}",
+            json.dumps([cid]),
+            json.dumps({"custom_id": cid, "response": "ok"}),
+            json.dumps({"custom_id": cid, "response": {**ok, "body": ["x"]}}),
+            json.dumps({"custom_id": cid, "response": {**ok, "body": {"choices": [[]]}}}),
+            json.dumps({"custom_id": cid, "response": {**ok, "body": {"choices": "none"}}}),
+            json.dumps({"custom_id": cid, "response": {**ok, "status_code": 500,
+                                                       "body": {"error": "down"}}}),
+        ][n % 10])
+    return "".join(x + "\n" for x in out).encode()
+
+
+def test_hostile_batch_result_lines_fail_their_items_not_the_run(srv):
+    """A Batch API server writing hostile result lines: each item ends answered or failed with
+    a reason (a line that is not a result line counts as missing), no exception, for the
+    grader's `run_batch` and for free-text batch answers (`batch_outcome`)."""
+    from llm.call import result_line
+    from llm.model_call import batch_outcome
+
+    srv.edit_batch_file = _hostile_lines
+    reqs = {f"item-{i}": request(f"case-{i}") for i in range(10)}
+
+    async def go() -> dict[str, CallResult]:
+        return await run_batch(client(srv), reqs, poll_interval=0.01, validate=validate,
+                               max_reasks=0, max_retries=0)
+
+    results = asyncio.run(go())
+    reasons = [results[f"item-{i}"].reason for i in range(10)]
+    assert results["item-0"].ok and reasons[0] is None
+    assert all(r.startswith("no result in batch") for r in reasons[1:7]), reasons
+    assert reasons[7:] == ["malformed response: choices[0] has no message object",
+                           "malformed response: choices is not a list",
+                           "HTTP 500: down (gave up after 1 attempts)"]
+    for n, raw in enumerate(_hostile_lines(b"".join(
+            json.dumps({"custom_id": f"c{i}", "response": {"status_code": 200, "body": {}}})
+            .encode() + b"\n" for i in range(10))).decode().splitlines()):
+        verdict, why = batch_outcome(result_line(raw), CallResult(ok=False))
+        assert verdict in ("ok", "bad", "failed", "transient") and why, (n, verdict, why)
 
 
 def test_models_endpoint(srv):
