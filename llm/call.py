@@ -185,6 +185,10 @@ def check_answer(
         return None, "malformed: answer cut at the token limit (finish_reason=length)", True
     if not content:
         return None, "malformed: empty answer", True
+    from llm.http_client import too_many_json_values
+
+    if why := too_many_json_values(content.encode()):
+        return None, f"malformed JSON: {why}", True
     try:
         data = json.loads(content)
     except ValueError as exc:
@@ -517,9 +521,43 @@ def batch_failure(entry: dict | None) -> tuple[str, bool] | None:
         err = entry["error"]
         problem = f"batch line error {err.get('code')}: {one_line(str(err.get('message')), 200)}"
     else:
-        message = ((response.get("body") or {}).get("error") or {}).get("message", "")
+        error = (response.get("body") or {}).get("error") or {}
+        message = error.get("message", "") if isinstance(error, dict) else error
         problem = f"HTTP {status}: {one_line(str(message), 200)}"
     return problem, status is None or status in TRANSIENT_STATUS or status >= 500
+
+
+def result_line(raw: str) -> dict | None:
+    """A Batch API result line, or None for one that is not (its item then has no result line):
+    a JSON object of at most `llm.http_client.MAX_JSON_VALUES` values with a string
+    `custom_id`, `response` and `error` objects or null, the response's `status_code` an
+    integer or null and its `body` an object or null."""
+    from llm.http_client import too_many_json_values
+
+    if too_many_json_values(raw.encode()):
+        return None
+    try:
+        entry = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(entry, dict) or not isinstance(entry.get("custom_id"), str):
+        return None
+    response, error = entry.get("response"), entry.get("error")
+    if not isinstance(response, dict | None) or not isinstance(error, dict | None):
+        return None
+    if response is not None and not (isinstance(response.get("status_code"), int | None)
+                                     and isinstance(response.get("body"), dict | None)):
+        return None
+    return entry
+
+
+def batch_body_problem(entry: dict) -> str | None:
+    """What makes an HTTP 200 result line's body unusable as a chat completion, or None."""
+    from openai._models import construct_type
+    from openai.types.chat import ChatCompletion
+
+    body = entry["response"].get("body") or {}
+    return completion_problem(construct_type(type_=ChatCompletion, value=body))
 
 
 def batch_choice(entry: dict, result: CallResult) -> dict | None:
@@ -570,8 +608,7 @@ async def _submit_batch(
         if file_id:
             text = (await api.files.content(file_id)).content.decode()
             for raw in text.splitlines():
-                if raw.strip():
-                    entry = json.loads(raw)
+                if raw.strip() and (entry := result_line(raw)) is not None:
                     entries[entry["custom_id"]] = entry
     return batch, entries
 
@@ -649,6 +686,9 @@ async def run_batch(
                     again.append(cid)
                 else:
                     settle(cid, False, reason=f"{problem} (gave up after {res.attempts} attempts)")
+                continue
+            if (shape := batch_body_problem(entry)) is not None:
+                settle(cid, False, reason=f"malformed response: {shape}")
                 continue
             choice = batch_choice(entry, res)
             if choice is None:

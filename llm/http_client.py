@@ -5,7 +5,14 @@ model or grader server may send back is bounded before it is read.
   `MAX_FILE_BYTES` for a Batch API result file): past the cap the connection is dropped and the
   call fails with `ResponseRefused`, so an endless chunked body or a huge JSON costs at most the
   cap in memory, whatever `Content-Length` says (a declared length above the cap is refused
-  before any byte of the body is read).
+  before any byte of the body is read). The bodies one client is reading at once share a cap
+  too (`MAX_BYTES_IN_FLIGHT`): past it the body whose chunk crossed it is dropped the same way,
+  so a run's memory stays bounded however many requests are out (`--concurrency` up to 1000 x
+  8 MiB would be 8 GiB).
+- A body that would be parsed as JSON (it starts with `{` or `[`) holds at most
+  `MAX_JSON_VALUES` arrays, objects and items outside its strings: 8 MiB of `[],[],...` would
+  be millions of Python objects (over 500 MB, and minutes of the SDK building a choice of
+  each), where a chat completion holds a few dozen; the text of an answer is one string.
 - Bodies are asked for uncompressed (`Accept-Encoding: identity`) and a compressed one is
   refused: a small gzip body may inflate to gigabytes, and the cap counts the bytes read.
 - Redirects are not followed (an API does not redirect; a redirect would carry the request, the
@@ -21,6 +28,8 @@ this is `openai.DefaultAsyncHttpxClient` with the checks added to `send`.
 
 from __future__ import annotations
 
+import re
+import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -29,6 +38,10 @@ import openai
 
 MAX_RESPONSE_BYTES = 8 * 2**20  # one chat completion (the largest stored answer is 200,000 chars)
 MAX_FILE_BYTES = 256 * 2**20  # one Batch API result file (GET /files/{id}/content)
+MAX_BYTES_IN_FLIGHT = 128 * 2**20  # all JSON bodies one client is reading at once
+MAX_JSON_VALUES = 10_000  # arrays, objects and items outside strings in one JSON body
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+_JSON_START = re.compile(rb"\s*[\[{]")
 
 
 def _mib(n: int) -> str:
@@ -42,23 +55,71 @@ class ResponseRefused(openai.APIError):
         super().__init__(message, request, body=None)
 
 
-class _CappedStream(httpx2.AsyncByteStream):
-    """The body, chunk by chunk, ending with `ResponseRefused` once more than `cap` bytes came."""
+class _InFlight:
+    """The bytes of the bodies one client is reading at once, against their shared cap."""
 
-    def __init__(self, inner: Any, cap: int, request: httpx2.Request) -> None:
+    def __init__(self, cap: int) -> None:
+        self.cap, self.held, self._lock = cap, 0, threading.Lock()
+
+    def take(self, n: int) -> bool:
+        """Count `n` more bytes; False once the bodies being read hold more than the cap."""
+        with self._lock:
+            self.held += n
+            return self.held <= self.cap
+
+    def give_back(self, n: int) -> None:
+        with self._lock:
+            self.held -= n
+
+
+class _CappedStream(httpx2.AsyncByteStream):
+    """The body, chunk by chunk, ending with `ResponseRefused` once more than `cap` bytes came,
+    or once the bodies being read at once (`in_flight`, if given) hold more than theirs."""
+
+    def __init__(self, inner: Any, cap: int, request: httpx2.Request,
+                 in_flight: _InFlight | None = None) -> None:
         self._inner, self._cap, self._request = inner, cap, request
+        self._in_flight, self._held = in_flight, 0
+
+    def _release(self) -> None:
+        if self._in_flight is not None and self._held:
+            self._in_flight.give_back(self._held)
+        self._held = 0
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         seen = 0
-        async for chunk in self._inner:
-            seen += len(chunk)
-            if seen > self._cap:
-                raise ResponseRefused(f"response body larger than {_mib(self._cap)} (the cap): "
-                                      "not read further", self._request)
-            yield chunk
+        try:
+            async for chunk in self._inner:
+                seen += len(chunk)
+                if seen > self._cap:
+                    raise ResponseRefused(f"response body larger than {_mib(self._cap)} (the "
+                                          "cap): not read further", self._request)
+                if self._in_flight is not None:
+                    self._held += len(chunk)
+                    if not self._in_flight.take(len(chunk)):
+                        raise ResponseRefused(
+                            "response bodies being read at once hold more than "
+                            f"{_mib(self._in_flight.cap)} (the cap on all of them): not read "
+                            "further", self._request)
+                yield chunk
+        finally:
+            self._release()  # the body is read (into the response) or dropped
 
     async def aclose(self) -> None:
+        self._release()
         await self._inner.aclose()
+
+
+def too_many_json_values(body: bytes) -> str | None:
+    """Why a body (or a line, an answer) that would be parsed as JSON is not, or None: more
+    than MAX_JSON_VALUES opening brackets, braces and commas outside its strings (each begins a
+    value)."""
+    if len(body) <= MAX_JSON_VALUES or not _JSON_START.match(body):
+        return None
+    bare = _JSON_STRING.sub(b"", body)
+    if bare.count(b",") + bare.count(b"[") + bare.count(b"{") <= MAX_JSON_VALUES:
+        return None
+    return f"more than {MAX_JSON_VALUES:,} JSON values (a chat completion holds a few dozen)"
 
 
 def _is_file_content(request: httpx2.Request) -> bool:
@@ -89,10 +150,12 @@ class CappedClient(openai.DefaultAsyncHttpxClient):
     """`openai.DefaultAsyncHttpxClient` that bounds what it reads (see the module docstring)."""
 
     def __init__(self, *, max_bytes: int = MAX_RESPONSE_BYTES,
-                 max_file_bytes: int = MAX_FILE_BYTES, **kwargs: Any) -> None:
+                 max_file_bytes: int = MAX_FILE_BYTES,
+                 max_bytes_in_flight: int = MAX_BYTES_IN_FLIGHT, **kwargs: Any) -> None:
         kwargs["follow_redirects"] = False
         super().__init__(**kwargs)
         self.max_bytes, self.max_file_bytes = max_bytes, max_file_bytes
+        self.in_flight = _InFlight(max_bytes_in_flight)
 
     async def send(self, request: httpx2.Request, *, stream: bool = False,
                    **kwargs: Any) -> httpx2.Response:
@@ -100,13 +163,17 @@ class CappedClient(openai.DefaultAsyncHttpxClient):
         kwargs["follow_redirects"] = False  # also when a caller's request options ask otherwise
         response = await super().send(request, stream=True, **kwargs)
         try:
-            cap = self.max_file_bytes if _is_file_content(request) else self.max_bytes
+            file = _is_file_content(request)  # one at a time, capped on its own
+            cap = self.max_file_bytes if file else self.max_bytes
             refusal = _refusal(response, cap)
             if refusal is not None:
                 raise ResponseRefused(refusal, request)
-            response.stream = _CappedStream(response.stream, cap, request)
+            response.stream = _CappedStream(response.stream, cap, request,
+                                            None if file else self.in_flight)
             if not stream:
                 await response.aread()
+                if not file and (why := too_many_json_values(response.content)):
+                    raise ResponseRefused(f"body of {why}: not parsed", request)
         except BaseException:
             await response.aclose()
             raise

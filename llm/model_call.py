@@ -20,6 +20,7 @@ from db.text_limits import ANSWER
 from llm.call import (
     CallResult,
     _redactor,
+    batch_body_problem,
     batch_choice,
     batch_failure,
     complete,
@@ -92,6 +93,8 @@ def batch_outcome(entry: dict | None, result: CallResult) -> tuple[str, str | No
     if failure is not None:
         problem, transient = failure
         return ("transient" if transient else "failed"), problem
+    if (shape := batch_body_problem(entry)) is not None:
+        return "failed", f"malformed response: {shape}"
     choice = batch_choice(entry, result)
     if choice is None:
         return "bad", "response without choices"

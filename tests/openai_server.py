@@ -19,14 +19,15 @@ seconds: every read gets a byte long before a per-read timeout, the answer does 
 long). Hostile answers (HTTP chat completions only; a batch line meeting one is answered
 normally): "html" (200 with an HTML page), "notjson" (200, `application/json`, not JSON),
 "wrongtype" (200, JSON whose fields have the wrong types), "deep" (200, JSON nested 100,000
-deep), "endless" (200, a chunked body that never ends: 64 KiB chunks until the client hangs
-up), "huge_json" (200, a valid completion whose answer is `value` MiB, default 64, with its
-Content-Length), "huge_chunked" (the same without a length, chunked), "gzip" (200, a gzip body
-inflating to `value` MiB of JSON, default 16), "redirect" (307 to the same path on port
-`value`). A fault is a `Fault` or a string "kind" / "kind:value" ("429:0.2" = Retry-After 0.2 s,
-"slow:2" = sleep 2 s, "trickle:60" = one answer over 60 s). Queued faults are consumed in order
-by the next chat completions (batch lines included); keyed faults apply to every chat completion
-whose body contains a substring.
+deep), "dense" (200, a completion whose choices list starts with `value` MiB, default 7, of
+empty arrays: millions of values within the byte cap), "endless" (200, a chunked body that
+never ends: 64 KiB chunks until the client hangs up), "huge_json" (200, a valid completion
+whose answer is `value` MiB, default 64, with its Content-Length), "huge_chunked" (the same
+without a length, chunked), "gzip" (200, a gzip body inflating to `value` MiB of JSON, default
+16), "redirect" (307 to the same path on port `value`). A fault is a `Fault` or a string
+"kind" / "kind:value" ("429:0.2" = Retry-After 0.2 s, "slow:2" = sleep 2 s, "trickle:60" = one
+answer over 60 s). Queued faults are consumed in order by the next chat completions (batch
+lines included); keyed faults apply to every chat completion whose body contains a substring.
 
 Run standalone for benchmarks: `python -m tests.openai_server --port 0 --latency 1.0`; the first
 line on stdout is the base URL.
@@ -51,8 +52,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-HOSTILE_KINDS = ("html", "notjson", "wrongtype", "deep", "endless", "huge_json", "huge_chunked",
-                 "gzip", "redirect")
+HOSTILE_KINDS = ("html", "notjson", "wrongtype", "deep", "dense", "endless", "huge_json",
+                 "huge_chunked", "gzip", "redirect")
 FAULT_KINDS = ("429", "500", "400", "truncated", "badschema", "slow", "empty", "length", "trickle",
                *HOSTILE_KINDS)
 IMAGE_MAGIC = {"image/png": b"\x89PNG\r\n\x1a\n", "image/jpeg": b"\xff\xd8\xff"}
@@ -222,6 +223,8 @@ class OpenAIServer:
         self.port = port
         self.slow_seconds = slow_seconds  # also the default of "trickle"
         self.retry_after = retry_after
+        #: Rewrites each Batch API output/error file before it is stored (hostile batch lines).
+        self.edit_batch_file: Callable[[bytes], bytes] | None = None
         self.requests: list[Recorded] = []
         self.counts: Counter[str] = Counter()
         self.files: dict[str, dict] = {}
@@ -444,6 +447,8 @@ class OpenAIServer:
         for key, lines in (("output_file_id", out_lines), ("error_file_id", err_lines)):
             if lines:
                 data = "".join(json.dumps(x) + "\n" for x in lines).encode()
+                if self.edit_batch_file is not None:
+                    data = self.edit_batch_file(data)
                 batch[key] = self._store_file(f"batch_{key}.jsonl", data, "batch_output")["id"]
         batch.update(
             status="completed",
@@ -578,7 +583,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _hostile(self, fault: Fault, body: dict) -> None:
         """The hostile answers of `HOSTILE_KINDS` (see the module docstring)."""
         state = self.server_state
-        default = 16 if fault.kind == "gzip" else 64
+        default = {"gzip": 16, "dense": 7}.get(fault.kind, 64)
         kind, mib = fault.kind, int((fault.value or default) * 2**20)
         valid = json.dumps(state._completion_body(body, "x")).encode()
         head, _, tail = valid.partition(b'"x"')  # around the answer's content
@@ -596,6 +601,9 @@ class _Handler(BaseHTTPRequestHandler):
                                  "choices": "none", "usage": {"prompt_tokens": "many"}})
             elif kind == "deep":
                 self._send(200, b"[" * 100_000 + b"]" * 100_000)
+            elif kind == "dense":
+                at = valid.index(b'"choices": [') + len(b'"choices": [')
+                self._send(200, valid[:at] + b"[]," * (mib // 3) + valid[at:], {})
             elif kind == "gzip":
                 import zlib
 

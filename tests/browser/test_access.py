@@ -61,6 +61,10 @@ def test_volumes_reach_their_page_only_and_stop_at_logout(browser, app_url: str)
 
 
 def test_every_answer_forbids_framing_by_another_origin(browser, app_url: str) -> None:
+    """A logged-in expert's browser opens a page served from another port of the same host
+    that frames `/score` and the viewer's component file: Chromium refuses both frames (the
+    cookie would be sent: `SameSite` does not separate ports), while the app itself still
+    frames its own component."""
     for path in ("/", "/score", "/_stcore/health"):
         with urllib.request.urlopen(app_url + path) as answer:
             assert answer.headers["X-Frame-Options"] == "DENY", path
@@ -68,8 +72,15 @@ def test_every_answer_forbids_framing_by_another_origin(browser, app_url: str) -
             assert answer.headers["Referrer-Policy"] == "no-referrer", path
             assert answer.headers["X-Content-Type-Options"] == "nosniff", path
 
+    context, app_page, _ = _viewer_downloads(browser, app_url, "demo-expert1",
+                                             "Score rationales")
+    [component] = {f.url for f in app_page.frames if "nmb_volume_viewer" in f.url}
+    with urllib.request.urlopen(component) as answer:
+        assert answer.headers["X-Frame-Options"] == "SAMEORIGIN"
+        assert answer.headers["Content-Security-Policy"] == "frame-ancestors 'self'"
     port = free_port()
-    page_html = f'<iframe id="app" src="{app_url}/score" width="800" height="600"></iframe>'
+    page_html = "".join(f'<iframe src="{src}" width="800" height="600"></iframe>'
+                        for src in (f"{app_url}/score", component))
 
     class Framer(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802 (the standard library's name)
@@ -84,13 +95,15 @@ def test_every_answer_forbids_framing_by_another_origin(browser, app_url: str) -
     server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Framer)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        page = browser.new_page()
+        page = context.new_page()  # the same browser, logged in
         page.goto(f"http://127.0.0.1:{port}/")
         page.wait_for_load_state("load")
-        [frame] = [f for f in page.frames if f != page.main_frame]
-        # Chromium refuses the document: the frame holds its error page, not the app
-        assert frame.url.startswith("chrome-error://"), frame.url
-        assert frame.locator('[data-testid="stApp"]').count() == 0
+        frames = [f for f in page.frames if f != page.main_frame]
+        assert len(frames) == 2
+        for frame in frames:  # Chromium refuses the documents: each frame holds its error page
+            assert frame.url.startswith("chrome-error://"), frame.url
+            assert frame.locator('[data-testid="stApp"], canvas').count() == 0
         page.close()
     finally:
         server.shutdown()
+        context.close()

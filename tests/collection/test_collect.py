@@ -506,15 +506,15 @@ def test_a_collected_answer_naming_its_model_is_flagged_and_redacted(sqlite_url:
 
 def test_a_hostile_model_server_fails_items_not_the_run(nmb_home: Path) -> None:
     """The grader test's hostile answers (endless, huge, HTML, not JSON, wrongly typed, deeply
-    nested, compressed, redirected, trickling), one per task, against a real `nmb collect`:
+    nested, dense, compressed, redirected, trickling), one per task, against a real `nmb collect`:
     under 500 MB, exit 0, every item listed as failed with its reason, no traceback."""
     from db.engine import upgrade
-    from tests.grading.test_grader import inject_hostile
+    from tests.grading.test_grader import HOSTILE, hostile_study, inject_hostile
     from tests.peak_memory import run_measured
 
     upgrade()
     with session() as s:
-        make_study(s, n_tasks=10)
+        hostile_study(s)
     secret = "sk-test-DO-NOT-LEAK-1234567890"
     with OpenAIServer() as srv, OpenAIServer() as elsewhere:
         expected = inject_hostile(srv, elsewhere)
@@ -528,14 +528,41 @@ def test_a_hostile_model_server_fails_items_not_the_run(nmb_home: Path) -> None:
     assert "Traceback" not in out.stderr
     assert peak < 500 * 2**20, f"peak {peak / 2**20:.0f} MiB"
     summary = json.loads(out.stdout.strip().splitlines()[-1])
-    assert (summary["collected"], summary["failed"]) == (1, 9)
+    assert (summary["collected"], summary["failed"]) == (1, len(HOSTILE))
     with session() as s:
         reasons = {f.task_id: f.reason for f in failures(s, model=MODEL)}
-    assert {f"task{i}" for i in range(9)} == set(reasons)
+    assert {f"task{i}" for i in range(len(HOSTILE))} == set(reasons)
     for i, reason in enumerate(expected.values()):
         assert reason in reasons[f"task{i}"], (i, reasons[f"task{i}"])
         assert f"task task{i} sample 0: " in out.stderr  # listed by the command too
     assert secret not in out.stdout + out.stderr + "".join(reasons.values())
+
+
+def test_many_endless_answers_at_once_stay_within_the_memory_bound(nmb_home: Path) -> None:
+    """120 conversations opened at once against a server whose every answer is endless (about
+    1 GB if each body held its own 8 MiB cap): the bodies being read share 128 MiB, so a real
+    `nmb collect` stays under 500 MB and lists every item as failed."""
+    from db.engine import upgrade
+    from tests.peak_memory import run_measured
+
+    upgrade()
+    with session() as s:
+        make_study(s, n_tasks=60)
+    with OpenAIServer() as srv:
+        srv.inject_when("Prompt", "endless")
+        out, peak = run_measured(
+            [sys.executable, "-m", "cli", "collect", "--model", MODEL, "--base-url",
+             srv.base_url, "--images", "none", "--samples", "2", "--timeout", "60",
+             "--concurrency", "200"], nmb_home / "peak", cwd=ROOT,
+            env={**os.environ, "OPENAI_API_KEY": "sk-test"}, capture_output=True, text=True,
+            timeout=600)
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    assert peak < 500 * 2**20, f"peak {peak / 2**20:.0f} MiB"
+    summary = json.loads(out.stdout.strip().splitlines()[-1])
+    assert (summary["collected"], summary["failed"]) == (0, 120)
+    with session() as s:
+        reasons = {f.reason for f in failures(s, model=MODEL)}
+    assert any("being read at once hold more than 128 MiB" in r for r in reasons), reasons
 
 
 def test_an_empty_model_is_refused(nmb_home: Path, capsys) -> None:

@@ -12,7 +12,15 @@ from sqlmodel import Session, select
 
 from cli import main as nmb
 from db.engine import engine_for
-from db.models import GraderCache, GraderConfig, GraderFailure, GraderRun, GraderScore, Response
+from db.models import (
+    GraderCache,
+    GraderConfig,
+    GraderFailure,
+    GraderRun,
+    GraderScore,
+    Response,
+    Task,
+)
 from errors import UserError
 from grading.config import GraderSettings, load_settings, store_config
 from grading.grader import estimate, grade, grades_key
@@ -436,34 +444,45 @@ HOSTILE = {  # fault of task i's two responses -> what their recorded failure sa
     "html": "text/html body, not JSON",
     "notjson": "body is not JSON",
     "wrongtype": "malformed response",
-    "deep": "body is not JSON (RecursionError)",
+    "deep": "body of more than 10,000 JSON values",
+    "dense": "body of more than 10,000 JSON values",
     "gzip:16": "compressed response body",
     "redirect": "redirect to 'http://127.0.0.1:",
     "trickle:600": "timeout",
 }
 
 
+def hostile_study(s: Session) -> None:
+    """One task per hostile fault and one more, each prompt ending in a full stop ("Prompt 1."
+    is not a part of "Prompt 10.")."""
+    make_study(s, n_tasks=len(HOSTILE) + 1)
+    for task in s.exec(select(Task)):
+        task.prompt += "."
+    s.commit()
+
+
 def inject_hostile(srv: OpenAIServer, elsewhere: OpenAIServer) -> dict[str, str]:
-    """Tie each hostile fault to one task's prompt ("Prompt 0".."Prompt 8"); the tenth task
-    (Prompt 9) is answered normally. Returns {"Prompt i": expected reason}."""
+    """Tie each hostile fault to one task of `hostile_study` ("Prompt 0."..."Prompt 9."); the
+    last task is answered normally. Returns {"Prompt i": expected reason}."""
     expected = {}
     for i, (fault, reason) in enumerate(HOSTILE.items()):
         spec = f"redirect:{elsewhere.port}" if fault == "redirect" else fault
-        srv.inject_when(f"Prompt {i}", spec)
+        srv.inject_when(f"Prompt {i}.", spec)
         expected[f"Prompt {i}"] = reason
     return expected
 
 
 def test_a_hostile_grader_server_fails_items_not_the_run(nmb_home: Path) -> None:
-    """Endless, huge, HTML, non-JSON, wrongly typed, deeply nested, compressed, redirected and
-    trickling answers: a real `nmb grade` stays under 500 MB, exits 0 with each item recorded
-    as failed with its reason, prints no traceback, and the redirect target hears nothing."""
+    """Endless, huge, HTML, non-JSON, wrongly typed, deeply nested, dense (millions of values
+    within the byte cap), compressed, redirected and trickling answers: a real `nmb grade`
+    stays under 500 MB, exits 0 with each item recorded as failed with its reason, prints no
+    traceback, and the redirect target hears nothing."""
     from db.engine import session, upgrade
     from tests.peak_memory import run_measured
 
     upgrade()
     with session() as s:
-        make_study(s, n_tasks=10)
+        hostile_study(s)
     with OpenAIServer() as srv, OpenAIServer() as elsewhere:
         expected = inject_hostile(srv, elsewhere)
         out, peak = run_measured(
@@ -476,10 +495,36 @@ def test_a_hostile_grader_server_fails_items_not_the_run(nmb_home: Path) -> None
     assert "Traceback" not in out.stderr
     assert peak < 500 * 2**20, f"peak {peak / 2**20:.0f} MiB"
     summary = json.loads(out.stdout.strip().splitlines()[-1])
-    assert (summary["graded"], summary["failed"]) == (2, 18)
+    assert (summary["graded"], summary["failed"]) == (2, 2 * len(HOSTILE))
     with session() as s:
         reasons = {f.response_id: f.reason for f in s.exec(select(GraderFailure))}
     for i, reason in enumerate(expected.values()):
         for rid in (r for r in reasons if r.startswith(f"r{i}-")):
             assert reason in reasons[rid], (i, reasons[rid])
-    assert len(reasons) == 18 and SECRET not in "".join(reasons.values())
+    assert len(reasons) == 2 * len(HOSTILE) and SECRET not in "".join(reasons.values())
+
+
+def test_many_endless_answers_at_once_stay_within_the_memory_bound(nmb_home: Path) -> None:
+    """120 endless answers with 200 requests allowed out at once: each body alone may hold
+    8 MiB (about 1 GB in all, 805 MB measured before the shared cap); the bodies being read
+    share 128 MiB, so a real `nmb grade` stays under 500 MB and records each failure."""
+    from db.engine import session, upgrade
+    from tests.peak_memory import run_measured
+
+    upgrade()
+    with session() as s:
+        make_study(s, n_tasks=60)
+    with OpenAIServer() as srv:
+        srv.inject_when("Prompt", "endless")
+        out, peak = run_measured(
+            [sys.executable, "-m", "cli", "grade", "--base-url", srv.base_url, "--timeout", "60",
+             "--concurrency", "200", "--json"], nmb_home / "peak", cwd=ROOT,
+            env={**os.environ, "OPENAI_API_KEY": SECRET}, capture_output=True, text=True,
+            timeout=600)
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    assert peak < 500 * 2**20, f"peak {peak / 2**20:.0f} MiB"
+    summary = json.loads(out.stdout.strip().splitlines()[-1])
+    assert (summary["graded"], summary["failed"]) == (0, 120)
+    with session() as s:
+        reasons = {f.reason for f in s.exec(select(GraderFailure))}
+    assert any("being read at once hold more than 128 MiB" in r for r in reasons), reasons

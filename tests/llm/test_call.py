@@ -199,7 +199,8 @@ HOSTILE_REASONS = {
     "html": "response refused: HTTP 200 with a text/html body, not JSON",
     "notjson": "malformed response: the body is not JSON (JSONDecodeError)",
     "wrongtype": "malformed response: model is not a string of at most 128 characters",
-    "deep": "malformed response: the body is not JSON (RecursionError)",
+    "deep": "response refused: body of more than 10,000 JSON values",
+    "dense": "response refused: body of more than 10,000 JSON values",
     "gzip": "response refused: compressed response body ('gzip')",
     "redirect": "response refused: HTTP 307 redirect to 'http://127.0.0.1:",
 }
@@ -215,8 +216,7 @@ def test_a_hostile_answer_ends_the_call_with_its_reason(srv, kind):
 
     with OpenAIServer() as elsewhere:
         srv.inject_when("case-hostile", f"redirect:{elsewhere.port}" if kind == "redirect" else kind)
-        # One client per event loop: a client's pooled connections belong to the loop that
-        # opened them, and a runner closes its loop when it returns.
+        # one client per event loop: a pooled connection cannot move to another loop
         got = asyncio.run(call_structured(make_client(srv.base_url, KEY, 5.0),
                                           request("case-hostile"), validate=validate, **FAST))
         text = asyncio.run(call_text(make_client(srv.base_url, KEY, 5.0), ChatRequest(
@@ -227,6 +227,29 @@ def test_a_hostile_answer_ends_the_call_with_its_reason(srv, kind):
         assert not result.ok and result.attempts == 1 and result.data is None
         assert result.reason.startswith(HOSTILE_REASONS[kind]), result.reason
         assert (result.prompt_tokens, result.completion_tokens) == (0, 0)
+
+
+def test_bodies_read_at_once_share_one_cap(srv):
+    """16 endless answers at once through one client whose bodies may hold 2 MiB in all: no
+    body reaches its own 8 MiB cap, every call ends refused by the shared one, what was held
+    is given back, and the next answer is read in full."""
+    from llm.http_client import CappedClient
+
+    srv.inject_when("case-endless", "endless")
+    http = CappedClient(timeout=30.0, max_bytes_in_flight=2 * 2**20)
+    api = AsyncOpenAI(base_url=srv.base_url, api_key=KEY, max_retries=0, http_client=http)
+
+    async def many() -> list[CallResult]:
+        return await asyncio.gather(*(
+            call_structured(api, request(f"case-endless {i}"), validate=validate, **FAST)
+            for i in range(16)))
+
+    results = asyncio.run(many())
+    assert all(r.reason.startswith("response refused: response bodies being read at once hold "
+                                   "more than 2 MiB") for r in results), {r.reason for r in results}
+    assert http.in_flight.held == 0
+    good = asyncio.run(call_structured(api, request("case-fine"), validate=validate, **FAST))
+    assert good.ok, good.reason
 
 
 @pytest.mark.parametrize("answer", [
@@ -440,6 +463,58 @@ def test_batch_not_finished_within_max_wait_is_cancelled_and_items_fail():
         for result in results.values():
             assert not result.ok and result.attempts == 1
             assert "cancelled" in result.reason and "no result" in result.reason
+
+
+def _hostile_lines(data: bytes) -> bytes:
+    """Each result line of a Batch API file replaced by a hostile one that keeps its custom_id
+    (the first line left as it was): not JSON, deep, dense, not an object, response or body of
+    the wrong type, a completion of the wrong shape, an error that is a string."""
+    out = []
+    for n, raw in enumerate(data.decode().splitlines()):
+        line = json.loads(raw)
+        cid, ok = line["custom_id"], {**line["response"], "status_code": 200}
+        out.append([
+            raw,
+            f'{{"custom_id": "{cid}", "response": ',
+            f'{{"custom_id": "{cid}", "response": ' + "[" * 100_000 + "]" * 100_000 + "}",
+            f'{{"custom_id": "{cid}", "x": [' + "[]," * 20_000 + "[]]}",
+            json.dumps([cid]),
+            json.dumps({"custom_id": cid, "response": "ok"}),
+            json.dumps({"custom_id": cid, "response": {**ok, "body": ["x"]}}),
+            json.dumps({"custom_id": cid, "response": {**ok, "body": {"choices": [[]]}}}),
+            json.dumps({"custom_id": cid, "response": {**ok, "body": {"choices": "none"}}}),
+            json.dumps({"custom_id": cid, "response": {**ok, "status_code": 500,
+                                                       "body": {"error": "down"}}}),
+        ][n % 10])
+    return "".join(x + "\n" for x in out).encode()
+
+
+def test_hostile_batch_result_lines_fail_their_items_not_the_run(srv):
+    """A Batch API server writing hostile result lines: each item ends answered or failed with
+    a reason (a line that is not a result line counts as missing), no exception, for the
+    grader's `run_batch` and for free-text batch answers (`batch_outcome`)."""
+    from llm.call import result_line
+    from llm.model_call import batch_outcome
+
+    srv.edit_batch_file = _hostile_lines
+    reqs = {f"item-{i}": request(f"case-{i}") for i in range(10)}
+
+    async def go() -> dict[str, CallResult]:
+        return await run_batch(client(srv), reqs, poll_interval=0.01, validate=validate,
+                               max_reasks=0, max_retries=0)
+
+    results = asyncio.run(go())
+    reasons = [results[f"item-{i}"].reason for i in range(10)]
+    assert results["item-0"].ok and reasons[0] is None
+    assert all(r.startswith("no result in batch") for r in reasons[1:7]), reasons
+    assert reasons[7:] == ["malformed response: choices[0] has no message object",
+                           "malformed response: choices is not a list",
+                           "HTTP 500: down (gave up after 1 attempts)"]
+    for n, raw in enumerate(_hostile_lines(b"".join(
+            json.dumps({"custom_id": f"c{i}", "response": {"status_code": 200, "body": {}}})
+            .encode() + b"\n" for i in range(10))).decode().splitlines()):
+        verdict, why = batch_outcome(result_line(raw), CallResult(ok=False))
+        assert verdict in ("ok", "bad", "failed", "transient") and why, (n, verdict, why)
 
 
 def test_models_endpoint(srv):

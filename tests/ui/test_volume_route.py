@@ -77,6 +77,14 @@ def test_an_allowed_request_gets_the_volume_with_private_revalidated_caching(stu
     assert again.status_code == 304 and again.content == b""
 
 
+def _refused(answer) -> None:
+    """403 whose body is the one line of refusal: no byte of any image, nothing cached."""
+    assert answer.status_code == 403
+    assert answer.content == b"not allowed: log in with an account that may see this image"
+    assert "content-encoding" not in answer.headers and "etag" not in answer.headers
+    assert answer.headers["cache-control"] == "no-store"
+
+
 @pytest.mark.parametrize("role, image, cookie", [
     ("expert", ("series", "case0"), None),                # no cookie
     ("expert", ("series", "case0"), "student"),           # another login's cookie
@@ -88,10 +96,10 @@ def test_an_allowed_request_gets_the_volume_with_private_revalidated_caching(stu
     ("other_expert", ("series", "case0"), "other_expert"),
 ])
 def test_refused_requests_get_no_bytes(study, role: str, image, cookie: str | None) -> None:
-    answer = _get(study, _url(study, role, image), cookie)
-    assert answer.status_code == 403
-    assert answer.text.startswith("not allowed") and "content-encoding" not in answer.headers
-    assert answer.headers["cache-control"] == "no-store"
+    _refused(_get(study, _url(study, role, image), cookie))
+    # ... nor a revalidation: an ETag of the image opens nothing either
+    sha = _url(study, role, image).rsplit("/", 1)[1].removesuffix(".nii")
+    _refused(_get(study, _url(study, role, image), cookie, **{"If-None-Match": f'"{sha}-v1"'}))
 
 
 def test_the_content_hash_alone_or_a_forged_ticket_opens_nothing(study) -> None:
@@ -105,13 +113,13 @@ def test_logout_and_disabling_end_access_at_once(study) -> None:
     assert _get(study, url, "expert").status_code == 200
     with Session(engine_for(study[3])) as s:
         log_out(s, user_id=s.exec(select(User).where(User.name == "expert1")).one().id)
-    assert _get(study, url, "expert").status_code == 403
+    _refused(_get(study, url, "expert"))  # the logged-out cookie
     url = _url(study, "physician", ("series", "case2"))
     assert _get(study, url, "physician").status_code == 200
     with Session(engine_for(study[3])) as s:
         disable_user(s, name="doc")
         s.commit()
-    assert _get(study, url, "physician").status_code == 403
+    _refused(_get(study, url, "physician"))
 
 
 def test_an_unreadable_image_is_refused_without_naming_a_path(study) -> None:
