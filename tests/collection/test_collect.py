@@ -387,6 +387,22 @@ def test_the_official_endpoint_needs_a_key(sqlite_url: str, capsys) -> None:
     assert "OPENAI_API_KEY is not set" in capsys.readouterr().err
 
 
+def test_a_run_that_collects_nothing_exits_1_with_the_reason(sqlite_url: str, capsys) -> None:
+    """Nothing listens at the base URL: every item fails, the run is not a success (exit 1)
+    and its last line on stderr says why."""
+    from tests.services import free_port
+
+    with session() as s:
+        make_study(s, n_tasks=1)
+    argv = ["collect", "--model", MODEL, "--base-url", f"http://127.0.0.1:{free_port()}/v1",
+            "--images", "none", "--timeout", "5"]
+    with pytest.raises(SystemExit) as end:
+        main(argv)
+    assert end.value.code == 1
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith("nmb: run 1 collected nothing: 1 failed: connection error"), last
+
+
 def test_a_collected_response_walks_through_the_study(demo_study: Path,
                                                       server: OpenAIServer) -> None:
     """Assignment, blinded scoring, grading and the leaderboard take it like any response."""

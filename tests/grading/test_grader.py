@@ -483,3 +483,24 @@ def test_a_hostile_grader_server_fails_items_not_the_run(nmb_home: Path) -> None
         for rid in (r for r in reasons if r.startswith(f"r{i}-")):
             assert reason in reasons[rid], (i, reasons[rid])
     assert len(reasons) == 18 and SECRET not in "".join(reasons.values())
+
+
+def test_cli_grade_against_a_closed_port_exits_1_with_the_reason(nmb_home: Path) -> None:
+    """A run that grades nothing is not a success: exit 1 and, on stderr, why its items failed
+    (here: nothing listens at the base URL)."""
+    from db.engine import session, upgrade
+    from tests.services import free_port
+
+    upgrade()
+    with session() as s:
+        make_study(s, n_tasks=1)
+    base_url = f"http://127.0.0.1:{free_port()}/v1"  # a port nobody listens on
+    out = subprocess.run([sys.executable, "-m", "cli", "grade", "--base-url", base_url,
+                          "--timeout", "5"], cwd=ROOT,
+                         env={**os.environ, "OPENAI_API_KEY": SECRET},
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 1, out.stderr
+    assert "0 graded (0 from cache), 2 failed of 2" in out.stdout
+    last = out.stderr.strip().splitlines()[-1]
+    assert last.startswith("nmb: run 1 graded nothing: 2 failed: connection error"), last
+    assert "(2 items)" in last and "Traceback" not in out.stderr
