@@ -30,16 +30,17 @@ def display_size(width: int, height: int) -> tuple[int, int]:
     return max(1, round(width * scale)), max(1, round(height * scale))
 
 
-def picture_args(pictures: list[tuple[str, Path, str | None]], *, login_token: str | None = None
-                 ) -> tuple[dict[str, Any], dict[int, str]]:
+def picture_args(pictures: list[tuple[str, Path, str | None, str | None]], *,
+                 login_token: str | None = None) -> tuple[dict[str, Any], dict[int, str]]:
     """(what the component receives, {index: why it cannot be shown}) for (label, stored
-    path, caption) of each picture; the URLs open only for the login of `login_token`."""
+    path, caption, stored sha256 or None) of each picture; the URLs open only for the login of
+    `login_token` (a picture whose sha256 is given is not hashed again)."""
     shown, failures = [], {}
-    for i, (label, path, caption) in enumerate(pictures):
+    for i, (label, path, caption, sha256) in enumerate(pictures):
         try:
             with Image.open(path) as header:  # the stored, sanitised PNG: header only
                 width, height = display_size(*header.size)
-            url = publish_picture(path, login_token=login_token)
+            url = publish_picture(path, login_token=login_token, sha256=sha256)
             shown.append({"label": label, "caption": caption or "", "url": url,
                           "width": width, "height": height})
         except OSError as exc:

@@ -42,19 +42,23 @@ def viewer_args(series: list[tuple[str, Path]], masks: Sequence[MaskImage] = (),
                 key_slices: Sequence[dict[str, Any]] = (), fit: str | None = None,
                 ) -> tuple[dict[str, Any], dict[int, str]]:
     """(what the component receives, {series position: why it cannot be shown}); the URLs
-    open only for the login of `login_token` (`ui.volume_server`). `key_slices` and `fit`:
-    see the module docstring."""
+    open only for the login of `login_token` (`ui.volume_server`; a series that keeps its stored
+    sha256, `db.study.cases.SeriesImage`, is not hashed again). `key_slices` and `fit`: see the
+    module docstring."""
     publish = functools.partial(publish_for, login_token=login_token)
     shown, failures = [], {}
-    for i, (label, path) in enumerate(series):
+    for i, item in enumerate(series):
+        label, path = item
         try:
-            shown.append({"label": label, "url": publish(path)})
+            shown.append({"label": label,
+                          "url": publish(path, sha256=getattr(item, "sha256", None))})
         except (UserError, OSError) as exc:
             failures[i] = str(exc)
     overlays = []
     for m in masks:
         try:
-            overlays.append({"label": m.label, "url": publish(m.path), "series": m.series})
+            overlays.append({"label": m.label, "url": publish(m.path, sha256=m.sha256),
+                             "series": m.series})
         except (UserError, OSError):
             continue  # a missing mask hides nothing but itself
     args: dict[str, Any] = {"series": shown, "masks": overlays, "height": height}
