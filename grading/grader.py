@@ -39,6 +39,7 @@ from errors import UserError
 from grading.config import get_config
 from llm.call import CallResult, estimate_cost, load_prices, run_batch
 from llm.grader_request import GradeItem, SendJob, api_key_for, grade_request, make_client, send
+from llm.plan import Plan
 from llm.run_writer import RunWriter, open_run
 from rubric import Rubric
 
@@ -249,7 +250,7 @@ def summary_dict(summary: RunSummary) -> dict:
     return asdict(summary)
 
 
-def estimate(s: Session, *, config_id: int, items: str = "pending") -> dict:
+def estimate(s: Session, *, config_id: int, items: str = "pending") -> Plan:
     """Items a run would send and its approximate cost, before running.
 
     Prompt tokens are estimated at 4 characters per token (OpenAI's rule of thumb for
@@ -264,8 +265,8 @@ def estimate(s: Session, *, config_id: int, items: str = "pending") -> dict:
     completion = (len(work) - cached) * config.max_tokens // 3
     cost = estimate_cost(config.model, prompt * (len(work) - cached) // max(len(work), 1),
                          completion)
-    return {"items": len(work), "cached": cached, "prompt_tokens": prompt,
-            "completion_tokens": completion, "cost_usd": cost}
+    return Plan("grade", items=len(work), cached=cached, prompt_tokens=prompt,
+                completion_tokens=completion, cost_usd=cost)
 
 
 def grades_key(s: Session, *, config_id: int) -> tuple[int | None, ...]:

@@ -83,7 +83,7 @@ def test_every_demo_task_collected_twice_as_the_exam_shows_it(demo_study: Path,
     assert any(c.key_slices for c in cases) and not all(c.key_slices for c in cases)
     assert (out.tasks, out.samples, out.items, out.collected, out.failed) == (12, 2, 24, 24, 0)
     sent = server.chat_requests()
-    assert plan["requests"] == len(sent) and plan["images"] == out.image_count
+    assert plan.requests == len(sent) and plan.images == out.image_count
     assert out.image_count == sum(len(r.images) for r in sent) > 0
 
     # image parts: PNGs of the key slices (the picture case's pictures), each after its caption

@@ -90,16 +90,16 @@ def test_estimate_and_the_grades_key_follow_the_study(sqlite_url: str, server: O
         make_study(s, n_tasks=3)
         cid = _config(s, server)
         before, key = estimate(s, config_id=cid), grades_key(s, config_id=cid)
-        assert (before["items"], before["cached"]) == (6, 0) and before["prompt_tokens"] > 0
+        assert (before.items, before.cached) == (6, 0) and before.prompt_tokens > 0
         assert grades_key(s, config_id=cid) == key  # nothing changed
         grade(s, config_id=cid, trust_base_url=server.base_url, api_key=SECRET, limit=2)
-        assert estimate(s, config_id=cid)["items"] == 4
+        assert estimate(s, config_id=cid).items == 4
         assert grades_key(s, config_id=cid) != key
         key = grades_key(s, config_id=cid)
         s.exec(GraderScore.__table__.delete())  # forget the grades, keep the cache
         s.commit()
         assert grades_key(s, config_id=cid) != key
-        assert (estimate(s, config_id=cid)["items"], estimate(s, config_id=cid)["cached"]) == (6, 2)
+        assert (estimate(s, config_id=cid).items, estimate(s, config_id=cid).cached) == (6, 2)
 
 
 def test_identical_requests_in_one_run_are_sent_once(sqlite_url: str, server: OpenAIServer) -> None:

@@ -17,7 +17,7 @@ def _login(name: str) -> LoggedIn:
 
 
 def test_results_page_shows_every_table_to_admins_only(demo_study: Path) -> None:
-    at = page("pages/results.py", _login("demo-admin")).run(timeout=120)
+    at = page("pages/study_results.py", _login("demo-admin")).run(timeout=120)
     assert not at.exception, at.exception
     assert [s.value for s in at.subheader][:7] == [
         "Overall, per model and human group", "pass@1 per family x level",
@@ -32,5 +32,5 @@ def test_results_page_shows_every_table_to_admins_only(demo_study: Path) -> None
     at.toggle[1].set_value(True).run(timeout=120)  # reveal
     assert "synthetic-student-1" in set(at.dataframe[3].value["person"])
 
-    student = page("pages/results.py", _login("demo-student")).run()
+    student = page("pages/study_results.py", _login("demo-student")).run()
     assert [e.value for e in student.error] == ["You do not have access to this page."]
