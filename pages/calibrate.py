@@ -16,12 +16,12 @@ from llm.plan import Plan
 from llm.run_writer import sweep
 from package.package import freeze, packages
 from results.leaderboard import leaderboard
+from ui.admin.calibration_report import report_section, revoke_section
+from ui.admin.leaderboard import chart_png, leaderboard_view
+from ui.admin.preflight import api_key, show_preflight
+from ui.admin.run_outcome import run_outcome
 from ui.auth import require_role
-from ui.calibration_report import report_section, revoke_section
-from ui.leaderboard import chart_png, leaderboard_view
 from ui.plain_text import escape_markdown
-from ui.preflight import api_key, show_preflight
-from ui.run_outcome import run_outcome
 
 user = require_role("admin")
 st.title("Grader calibration")

@@ -12,8 +12,8 @@ from grading.preflight import collect_preflight
 from grading.runs import outcome
 from llm.model_request import IMAGES, CollectSettings
 from llm.run_writer import sweep
+from ui.admin.preflight import api_key, show_preflight
 from ui.auth import require_role
-from ui.preflight import api_key, show_preflight
 
 user = require_role("admin")
 st.title("Models")

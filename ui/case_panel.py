@@ -50,7 +50,7 @@ from imaging import (
 from imaging.geometry import NORMAL_AXIS, voxel_to_world
 from ui.picture_viewer import picture_args, picture_viewer
 from ui.plain_text import untrusted_heading, untrusted_text
-from ui.volume_server import display_file
+from ui.server.volume_server import display_file
 from ui.volume_viewer import NO_WEBGL2, NOT_LOADED, cannot_show, viewer_args, volume_viewer
 
 _log = logging.getLogger(__name__)

@@ -3,7 +3,7 @@
 The component (`ui/picture_frontend/index.html`, plain HTML and JavaScript, no build step)
 draws each picture as an `<img>`: no WebGL, so no texture limit, upright at any size, colour
 kept. It receives `picture_args`: for each picture its sequence label, its caption, the URL of
-its display copy (`ui.volume_server.publish_picture`) and that copy's size; nothing else (no
+its display copy (`ui.server.volume_server.publish_picture`) and that copy's size; nothing else (no
 case text, plane, model or rater information). Pictures are fetched by URL and cached by the
 browser, so a rerun sends these few strings again, not the pixels.
 """
@@ -16,7 +16,7 @@ from typing import Any
 import streamlit.components.v1 as components
 from PIL import Image
 
-from ui.volume_server import DISPLAY_SIDE, publish_picture
+from ui.server.volume_server import DISPLAY_SIDE, publish_picture
 
 FRONTEND = Path(__file__).parent / "picture_frontend"
 _component = components.declare_component("nmb_picture_viewer", path=str(FRONTEND))

@@ -17,8 +17,8 @@ from db.models import Mask, Series, User
 from db.users import LOGIN_COOKIE, disable_user, log_out, open_login
 from tests.db.test_image_access import _study
 from tests.factories import add_series
-from ui.security_headers import SecurityHeaders
-from ui.volume_server import publish, routes
+from ui.server.security_headers import SecurityHeaders
+from ui.server.volume_server import publish, routes
 
 
 @pytest.fixture
@@ -134,7 +134,7 @@ def test_pictures_are_authorized_like_volumes(study) -> None:
     from db.engine import session
     from imaging.picture import sanitise_picture
     from tests.db import pictures
-    from ui.volume_server import publish_picture
+    from ui.server.volume_server import publish_picture
 
     source = pictures.save(pictures.wide_figure(), nmb_home() / "fig-source.png", "PNG")
     png = sanitise_picture(source).png
@@ -163,7 +163,7 @@ def test_the_viewer_serves_a_case_by_its_stored_sha256_without_hashing_again(
     """case_series and case_masks keep the sha256 stored at import; publishing them names the
     image by it and reads no file to hash (a hash here would fail the test), and the URL opens
     the image."""
-    import ui.volume_server as volume_server
+    import ui.server.volume_server as volume_server
     from db.study.cases import case_series
     from db.study.masks import case_masks
     from ui.volume_viewer import viewer_args
