@@ -141,11 +141,11 @@ class _Grades:
                 continue
             scores.append({
                 "config_id": cid, "response_id": item.response_id, "run_id": run_id,
-                "request_hash": item.request_hash, "criteria": r.data["criteria"],
-                "correct_diagnosis": r.data["correct_diagnosis"],
-                "error_tags": r.data["error_tags"], "justification": r.data["comment"],
-                "diagnosis_rank": r.data.get("diagnosis_rank"), "stages": r.data.get("stages"),
-                "overall": r.data["overall"], "model_returned": r.model_returned,
+                "request_hash": item.request_hash, "criteria": r.data.criteria,
+                "correct_diagnosis": r.data.correct_diagnosis,
+                "error_tags": r.data.error_tags, "justification": r.data.justification,
+                "diagnosis_rank": r.data.diagnosis_rank, "stages": r.data.stages,
+                "overall": r.data.overall, "model_returned": r.model_returned,
                 "system_fingerprint": r.system_fingerprint, "prompt_tokens": r.prompt_tokens,
                 "completion_tokens": r.completion_tokens, "latency_s": r.latency_s,
                 "cost_usd": r.cost_usd, "created_at": now})
