@@ -277,7 +277,7 @@ def cmd_render(args: argparse.Namespace) -> None:
 
 
 def cmd_agreement(args: argparse.Namespace) -> None:
-    from stats.agreement_csv import agreement_from_csv
+    from calibration.agreement_csv import agreement_from_csv
 
     _print_json(agreement_from_csv(
         Path(args.file), reference=args.reference, bootstrap=args.bootstrap, seed=args.seed

@@ -27,7 +27,7 @@ class GateCheck:
 def gate_checks(gate: Gate, overall: dict[str, Any], *, pearson_ci: list | None,
                 min_items: int) -> list[GateCheck]:
     """Each check of the registered `gate` on a report's overall comparison (the grader
-    against the experts, `stats.agreement.compare_to_experts`): Pearson r and ICC(2,1) at or
+    against the experts, `calibration.comparison.compare_to_experts`): Pearson r and ICC(2,1) at or
     above their thresholds, the Alternative Annotator Test passed (Calderon et al. 2025)."""
     r = overall["pearson"]["r"]
     icc2 = (overall["icc"].get("ICC2") or {}).get("icc")
