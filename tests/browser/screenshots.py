@@ -15,7 +15,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import sync_playwright
 
 from tests.browser.conftest import CHROMIUM, ROOT, SOFTWARE_WEBGL, login, streamlit_app
@@ -83,14 +82,10 @@ def take(out: Path) -> list[Path]:
             login(page, url, "demo-admin")
             page.get_by_role("link", name="Grader calibration").click()
             page.get_by_role("tab", name="Calibration report").click(timeout=60_000)
-            for _ in range(5):  # the default is dev; a rerun of the tab may close the list
-                page.get_by_label("Part").first.click(timeout=60_000)
-                heldout = page.get_by_role("option", name="heldout")
-                try:
-                    heldout.click(timeout=20_000)
-                    break
-                except PlaywrightTimeout:
-                    page.keyboard.press("Escape")
+            part = page.get_by_role("combobox", name="Part", exact=True)  # the default is dev
+            page.locator('[data-testid="stSelectbox"]').filter(has=part).get_by_role(
+                "button", name="Open").click(timeout=60_000)
+            page.get_by_role("option", name="heldout", exact=True).click(timeout=60_000)
             page.get_by_role("button", name="Take the held-out look").click(timeout=60_000)
             page.get_by_role("button", name="Yes, take the held-out look").click(timeout=60_000)
             page.get_by_text("gate passed").wait_for(timeout=180_000)
