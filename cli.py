@@ -12,6 +12,7 @@ import math
 import signal
 import sys
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -276,7 +277,7 @@ def cmd_render(args: argparse.Namespace) -> None:
 
 
 def cmd_agreement(args: argparse.Namespace) -> None:
-    from stats.agreement_csv import agreement_from_csv
+    from calibration.agreement_csv import agreement_from_csv
 
     _print_json(agreement_from_csv(
         Path(args.file), reference=args.reference, bootstrap=args.bootstrap, seed=args.seed
@@ -334,6 +335,7 @@ def _positive(kind: type[int] | type[float], most: float) -> Callable[[str], int
 def cmd_grade(args: argparse.Namespace) -> None:
     from grading.config import is_dated_snapshot, load_settings, store_config
     from grading.grader import grade, summary_dict
+    from grading.runs import run_failures
     from llm.grader_request import check_base_url, check_destination
 
     settings = load_settings(Path(args.config) if args.config else None, model=args.model,
@@ -368,6 +370,10 @@ def cmd_grade(args: argparse.Namespace) -> None:
               f"({summary.from_cache} from cache), {summary.failed} failed of {summary.items}; "
               f"{summary.prompt_tokens}+{summary.completion_tokens} tokens, "
               f"${summary.cost_usd:.4f}")
+    if summary.failed and not summary.graded:
+        with _study() as s:
+            reasons = [f.reason for f in run_failures(s, run_id=summary.run_id)]
+        _nothing_done(f"run {summary.run_id} graded nothing", summary.failed, reasons)
 
 
 def cmd_collect(args: argparse.Namespace) -> None:
@@ -402,6 +408,19 @@ def cmd_collect(args: argparse.Namespace) -> None:
               f"{summary.already_collected} collected before; {summary.prompt_tokens}+"
               f"{summary.completion_tokens} tokens, {summary.image_count} images, {cost}")
     _print_json(summary.as_dict())
+    if summary.failed and not summary.collected:
+        _nothing_done(f"run {summary.run_id} collected nothing", summary.failed,
+                      [f["reason"] for f in summary.failures])
+
+
+def _nothing_done(what: str, failed: int, reasons: list[str]) -> None:
+    """A run that completed none of its items: its failures' reasons (each once, the most
+    frequent first, with how many items it failed) in one line on stderr, then exit 1."""
+    counts = Counter(one_line(r, 300) for r in reasons).most_common()
+    why = "; ".join(f"{reason} ({n} items)" if n > 1 else reason for reason, n in counts[:3])
+    more = f"; and {len(counts) - 3} other reasons" if len(counts) > 3 else ""
+    print(f"nmb: {what}: {failed} failed: {why or 'no reason recorded'}{more}", file=sys.stderr)
+    raise SystemExit(1)
 
 
 def cmd_calibrate(args: argparse.Namespace) -> None:

@@ -1,6 +1,6 @@
 """The server: the Streamlit app (`app.py`), the route that serves case volumes to the
-in-browser viewer (`ui.volume_server`) and the security headers of every answer
-(`ui.security_headers`). Start with `streamlit run serve.py` (`make run`).
+in-browser viewer (`ui.server.volume_server`) and the security headers of every answer
+(`ui.server.security_headers`). Start with `streamlit run serve.py` (`make run`).
 
 The login throttle's client address is the TCP peer, handed to the app by `PeerAddress`;
 `X-Forwarded-For` is believed only from `NMB_TRUSTED_PROXIES` (`db.client_address`), checked
@@ -13,9 +13,9 @@ from starlette.middleware import Middleware
 
 from db.client_address import trusted_proxies
 from errors import UserError
-from ui.peer_address import PeerAddress, keep_the_peer_address
-from ui.security_headers import SecurityHeaders
-from ui.volume_server import routes
+from ui.server.peer_address import PeerAddress, keep_the_peer_address
+from ui.server.security_headers import SecurityHeaders
+from ui.server.volume_server import routes
 
 try:
     trusted_proxies()

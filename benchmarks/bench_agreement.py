@@ -1,6 +1,6 @@
 """Calibration report for one criterion: 3,200 items x 3 experts + grader, 2,000 bootstrap resamples.
 
-Ours: `stats.agreement.compare_to_experts` (vectorized bootstrap, one matrix product per
+Ours: `calibration.comparison.compare_to_experts` (vectorized bootstrap, one matrix product per
 CI) and `agreement_from_csv` end to end. Baseline, in the same run: the same statistics with
 pingouin (corr, intraclass_corr), sklearn's kappa, the krippendorff package, a Python-loop
 bootstrap (np.corrcoef per resample) and a per-item loop alt-test.
@@ -155,8 +155,8 @@ def baseline_report(grader: np.ndarray, experts: np.ndarray, seed: int = 0) -> d
 
 
 def main() -> None:
-    from stats.agreement import compare_to_experts
-    from stats.agreement_csv import agreement_from_csv
+    from calibration.agreement_csv import agreement_from_csv
+    from calibration.comparison import compare_to_experts
 
     grader, experts = make_panel()
     ours = compare_to_experts(grader, experts, domain=DOMAIN, bootstrap=BOOTSTRAP, seed=0)

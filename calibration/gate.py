@@ -61,7 +61,7 @@ def decide(value: float | None, interval: list | None, threshold: float, *, rule
 def gate_checks(gate: Gate, overall: dict[str, Any], *, pearson_ci: list | None,
                 min_items: int, level: float = 0.95) -> list[GateCheck]:
     """Each check of the registered `gate` on a report's overall comparison (the grader
-    against the experts, `stats.agreement.compare_to_experts`, with intervals at `level`):
+    against the experts, `calibration.comparison.compare_to_experts`, with intervals at `level`):
     Pearson r and ICC(2,1) against their thresholds under the gate's rule, the Alternative
     Annotator Test passed (Calderon et al. 2025)."""
     r = overall["pearson"]["r"]

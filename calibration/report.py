@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 from sqlmodel import Session, select
 
+from calibration.comparison import compare_tags, compare_to_experts
 from calibration.gate import GateCheck, gate_checks, gate_passed
 from calibration.protocol import Gate, Statistics, interval_level
 from db.models import (
@@ -29,7 +30,6 @@ from db.rubrics import rubric_by_hash
 from errors import UserError
 from grading.config import get_config, is_dated_snapshot
 from rubric.schema import canonical_json
-from stats.agreement import compare_tags, compare_to_experts
 
 PARTS = ("heldout", "dev", "all")
 

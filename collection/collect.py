@@ -65,6 +65,7 @@ from llm.model_request import (
     template_hash,
     turn_request,
 )
+from llm.plan import Plan
 from llm.run_writer import RunWriter, open_run
 from rubric.schema import canonical_json
 
@@ -463,7 +464,7 @@ def collect(
 # ---------------------------------------------------------------- before and after a run
 
 
-def estimate(s: Session, settings: CollectSettings, selection: Selection = Selection()) -> dict:
+def estimate(s: Session, settings: CollectSettings, selection: Selection = Selection()) -> Plan:
     """What a run would send, before running: items, requests, images and a rough cost.
 
     Text at 4 characters per token (OpenAI's rule of thumb), each image at `IMAGE_TOKENS`,
@@ -493,9 +494,9 @@ def estimate(s: Session, settings: CollectSettings, selection: Selection = Selec
             images += shown
             prompt += text + shown * IMAGE_TOKENS + turn * (answer + 30)
     completion = requests * answer
-    return {"tasks": len(tasks), "items": len(pairs), "requests": requests, "images": images,
-            "prompt_tokens": prompt, "completion_tokens": completion,
-            "cost_usd": estimate_cost(settings.model, prompt, completion)}
+    return Plan("collect", tasks=len(tasks), items=len(pairs), requests=requests, images=images,
+                prompt_tokens=prompt, completion_tokens=completion,
+                cost_usd=estimate_cost(settings.model, prompt, completion))
 
 
 def item_of(s: Session, settings: CollectSettings, task: Task, sample: int = 0) -> Item:

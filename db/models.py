@@ -7,14 +7,34 @@ tool creates itself has an integer id. JSON columns hold small structured values
 """
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal, get_args
 
 from sqlalchemy import JSON, CheckConstraint, Column, DateTime, Text, UniqueConstraint, false
-from sqlmodel import Field, SQLModel
+from sqlmodel import AutoString, Field, SQLModel
 
 ROLES = ("admin", "expert", "physician", "student")
 FAMILIES = ("differential", "lesion", "rationale")
 LEVELS = (1, 2, 3)
+
+# The closed vocabularies of the study's rows: typed here, refused by the database otherwise
+# (a check constraint per column, migration 0013).
+ScoreStatus = Literal["draft", "submitted"]
+RunStatus = Literal["running", "finished", "interrupted"]
+GradeItems = Literal["pending", "calibration", "all"]
+Selection = Literal["all", "calibration"]
+Part = Literal["dev", "heldout"]
+ReportPart = Literal["dev", "heldout", "all"]
+
+
+def one_of(column: str, vocabulary: Any, name: str) -> CheckConstraint:
+    """CHECK (column IN the values of the Literal `vocabulary`), named `name`."""
+    values = ", ".join(f"'{v}'" for v in get_args(vocabulary))
+    return CheckConstraint(f"{column} IN ({values})", name=name)
+
+
+def _word(length: int, **kw: Any) -> Any:
+    """A string column of at most `length` characters that holds one word of a vocabulary."""
+    return Field(sa_type=AutoString(length), **kw)
 
 
 def utcnow() -> datetime:
@@ -205,11 +225,13 @@ class AssignmentDesign(SQLModel, table=True):
 
     id: int | None = Field(default=None, primary_key=True)
     rubric_hash: str = Field(foreign_key="rubric.content_hash", max_length=64)
-    selection: str = Field(max_length=32)  # "all" | "calibration"
+    selection: Selection = _word(32)
     overlap: int
     seed: int
     created_by: str | None = Field(default=None, max_length=64)
     created_at: datetime = _when()
+
+    __table_args__ = (one_of("selection", Selection, "ck_assignmentdesign_selection"),)
 
 
 class Assignment(SQLModel, table=True):
@@ -232,7 +254,7 @@ class ExpertScore(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     assignment_id: int = Field(foreign_key="assignment.id", unique=True)
     rubric_hash: str = Field(foreign_key="rubric.content_hash", max_length=64)
-    status: str = Field(default="draft", max_length=16)  # "draft" | "submitted"
+    status: ScoreStatus = _word(16, default="draft")
     draft: dict[str, Any] | None = _json(nullable=True)
     criteria: dict[str, int | None] = _json()
     correct_diagnosis: bool | None = None
@@ -248,6 +270,8 @@ class ExpertScore(SQLModel, table=True):
     synthetic: bool = False
     updated_at: datetime = _when()
     submitted_at: datetime | None = Field(default=None, sa_type=DateTime(timezone=True))
+
+    __table_args__ = (one_of("status", ScoreStatus, "ck_expertscore_status"),)
 
 
 class ScoreRevision(SQLModel, table=True):
@@ -319,9 +343,9 @@ class GraderConfig(SQLModel, table=True):
 class GraderRun(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     config_id: int = Field(foreign_key="graderconfig.id", index=True)
-    items: str = Field(max_length=32)  # "pending" | "calibration" | "all"
+    items: GradeItems = _word(32)
     batch_id: str | None = Field(default=None, max_length=128)
-    status: str = Field(default="running", max_length=16)  # running | finished | interrupted
+    status: RunStatus = _word(16, default="running")
     n_items: int = 0
     graded: int = 0
     failed: int = 0
@@ -332,6 +356,9 @@ class GraderRun(SQLModel, table=True):
     synthetic: bool = False
     started_at: datetime = _when()
     finished_at: datetime | None = Field(default=None, sa_type=DateTime(timezone=True))
+
+    __table_args__ = (one_of("items", GradeItems, "ck_graderrun_items"),
+                      one_of("status", RunStatus, "ck_graderrun_status"))
 
 
 class GraderScore(SQLModel, table=True):
@@ -401,7 +428,7 @@ class CollectionRun(SQLModel, table=True):
     template_version: str = Field(max_length=32)
     template_hash: str = Field(max_length=64)
     batch: bool = False
-    status: str = Field(default="running", max_length=16)  # running | finished | interrupted
+    status: RunStatus = _word(16, default="running")
     n_items: int = 0
     collected: int = 0
     failed: int = 0
@@ -412,6 +439,8 @@ class CollectionRun(SQLModel, table=True):
     cost_usd: float | None = None  # None while no request of a priced model was sent
     started_at: datetime = _when()
     finished_at: datetime | None = Field(default=None, sa_type=DateTime(timezone=True))
+
+    __table_args__ = (one_of("status", RunStatus, "ck_collectionrun_status"),)
 
 
 class CollectedResponse(SQLModel, table=True):
@@ -472,8 +501,10 @@ class CalibrationItem(SQLModel, table=True):
     """Membership of the calibration subset and its seeded split into `dev` and `heldout`."""
 
     response_id: str = Field(foreign_key="response.response_id", primary_key=True, max_length=128)
-    part: str = Field(max_length=8)  # "dev" | "heldout"
+    part: Part = _word(8)
     seed: int
+
+    __table_args__ = (one_of("part", Part, "ck_calibrationitem_part"),)
 
 
 class CalibrationProtocol(SQLModel, table=True):
@@ -492,7 +523,7 @@ class CalibrationReport(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     config_id: int = Field(foreign_key="graderconfig.id", index=True)
     run_id: int | None = Field(default=None, foreign_key="graderrun.id")
-    part: str = Field(max_length=8)  # "dev" | "heldout" | "all"
+    part: ReportPart = _word(8)
     protocol_id: int | None = Field(default=None, foreign_key="calibrationprotocol.id")
     data_hash: str = Field(default="", max_length=64)  # of the scores the report was computed on
     thresholds: dict[str, Any] = _json()
@@ -500,6 +531,8 @@ class CalibrationReport(SQLModel, table=True):
     html: str | None = Field(default=None, sa_type=Text)  # as shown when it was computed
     passed: bool = False
     created_at: datetime = _when()
+
+    __table_args__ = (one_of("part", ReportPart, "ck_calibrationreport_part"),)
 
 
 class HeldoutLook(SQLModel, table=True):

@@ -40,6 +40,7 @@ from errors import UserError
 from grading.config import get_config
 from llm.call import CallResult, estimate_cost, load_prices, run_batch
 from llm.grader_request import GradeItem, SendJob, api_key_for, grade_request, make_client, send
+from llm.plan import Plan
 from llm.run_writer import RunWriter, open_run
 from rubric import Rubric
 
@@ -141,11 +142,11 @@ class _Grades:
                 continue
             scores.append({
                 "config_id": cid, "response_id": item.response_id, "run_id": run_id,
-                "request_hash": item.request_hash, "criteria": r.data["criteria"],
-                "correct_diagnosis": r.data["correct_diagnosis"],
-                "error_tags": r.data["error_tags"], "justification": r.data["comment"],
-                "diagnosis_rank": r.data.get("diagnosis_rank"), "stages": r.data.get("stages"),
-                "overall": r.data["overall"], "model_returned": r.model_returned,
+                "request_hash": item.request_hash, "criteria": r.data.criteria,
+                "correct_diagnosis": r.data.correct_diagnosis,
+                "error_tags": r.data.error_tags, "justification": r.data.justification,
+                "diagnosis_rank": r.data.diagnosis_rank, "stages": r.data.stages,
+                "overall": r.data.overall, "model_returned": r.model_returned,
                 "system_fingerprint": r.system_fingerprint, "prompt_tokens": r.prompt_tokens,
                 "completion_tokens": r.completion_tokens, "latency_s": r.latency_s,
                 "cost_usd": r.cost_usd, "created_at": now})
@@ -250,7 +251,7 @@ def summary_dict(summary: RunSummary) -> dict:
     return asdict(summary)
 
 
-def estimate(s: Session, *, config_id: int, items: str = "pending") -> dict:
+def estimate(s: Session, *, config_id: int, items: str = "pending") -> Plan:
     """Items a run would send and its approximate cost, before running.
 
     Prompt tokens are estimated at 4 characters per token (OpenAI's rule of thumb for
@@ -265,8 +266,8 @@ def estimate(s: Session, *, config_id: int, items: str = "pending") -> dict:
     completion = (len(work) - cached) * config.max_tokens // 3
     cost = estimate_cost(config.model, prompt * (len(work) - cached) // max(len(work), 1),
                          completion)
-    return {"items": len(work), "cached": cached, "prompt_tokens": prompt,
-            "completion_tokens": completion, "cost_usd": cost}
+    return Plan("grade", items=len(work), cached=cached, prompt_tokens=prompt,
+                completion_tokens=completion, cost_usd=cost)
 
 
 def grades_key(s: Session, *, config_id: int) -> tuple[int | None, ...]:

@@ -162,4 +162,5 @@ def grader_preflight(s: Session, *, config_id: int, items: str = "pending",
     return Preflight.of(result, model=config.model, base_url=config.base_url,
                         sent=f"response {response.blind_code or response.response_id}",
                         images=images,
-                        answer=json.dumps(result.data, indent=1, ensure_ascii=False))
+                        answer=json.dumps(result.data.fields(item.asked.extra) if result.ok
+                                          else None, indent=1, ensure_ascii=False))

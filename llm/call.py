@@ -127,7 +127,7 @@ class CallResult:
     requests sent (HTTP requests, or batch lines)."""
 
     ok: bool
-    data: dict | None = None
+    data: Any = None  # what `validate` returned: a `rubric.grade.Grade`, a model's {"text": ...}
     reason: str | None = None
     raw: str | None = None
     model_returned: str | None = None

@@ -20,6 +20,7 @@ from db.study.cases import reference_fields
 from errors import UserError
 from llm.call import CallResult, LLMRequest, call_structured, request_hash, run_bounded
 from rubric import Rubric
+from rubric.grade import Grade
 from rubric.render import (
     NOT_ASKED,
     Asked,
@@ -39,7 +40,7 @@ class GradeItem:
     request_hash: str
     asked: Asked = NOT_ASKED
 
-    def parse(self, rubric: Rubric, data: Any) -> dict[str, Any]:
+    def parse(self, rubric: Rubric, data: Any) -> Grade:
         """The grader's answer to this request, validated (ValueError otherwise)."""
         return parse_grader_output(rubric, data, self.family, self.asked)
 

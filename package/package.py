@@ -697,8 +697,7 @@ def grade_responses(pkg: Package, responses: list[Response], *, base_url: str | 
     results = _send(pkg, work, base_url=base_url, api_key=api_key, concurrency=concurrency,
                     timeout=timeout)
     return [{"response_id": w.response_id, "task_id": r.task_id, "model": r.model, "ok": res.ok,
-             **({k: res.data[k] for k in (*FROZEN_FIELDS, "comment", *w.asked.extra)} if res.ok
-                else {"reason": res.reason}),
+             **(res.data.fields(w.asked.extra) if res.ok else {"reason": res.reason}),
              "model_returned": res.model_returned, "system_fingerprint": res.system_fingerprint,
              "cost_usd": res.cost_usd}
             for w, r, res in zip(work, responses, results, strict=True)]
@@ -786,11 +785,11 @@ def canary(pkg: Package, *, base_url: str | None = None, api_key: str | None = N
         item = {"response_id": c["response_id"], "ok": res.ok,
                 "answered": res.ok or res.model_returned is not None}
         if res.ok:
-            equal = [res.data["criteria"].get(k) == v for k, v in frozen["criteria"].items()]
+            equal = [res.data.criteria.get(k) == v for k, v in frozen["criteria"].items()]
             same, total = same + sum(equal), total + len(equal)
-            diffs.append(abs(res.data["overall"] - frozen["overall"]))
+            diffs.append(abs(res.data.overall - frozen["overall"]))
             item.update(criteria_equal=all(equal), overall_diff=round(diffs[-1], 4),
-                        diagnosis_equal=res.data["correct_diagnosis"] == frozen["correct_diagnosis"])
+                        diagnosis_equal=res.data.correct_diagnosis == frozen["correct_diagnosis"])
         else:
             item["reason"] = res.reason
         items.append(item)

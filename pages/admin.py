@@ -45,9 +45,9 @@ from db.users import (
 )
 from errors import UserError
 from ui.actions import run_write, show_error
+from ui.admin.flag_review import flag_review
 from ui.auth import require_role
 from ui.case_panel import case_panel
-from ui.flag_review import flag_review
 from ui.plain_text import escape_markdown, untrusted_text
 from ui.response_view import response_view
 

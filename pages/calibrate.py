@@ -12,15 +12,16 @@ from grading.config import GraderSettings, is_dated_snapshot, store_config
 from grading.grader import config_label, config_labels, configs, estimate, grade, grades_key
 from grading.preflight import grader_preflight
 from grading.runs import history, run_failures
+from llm.plan import Plan
 from llm.run_writer import sweep
 from package.package import freeze, packages
 from results.leaderboard import leaderboard
+from ui.admin.calibration_report import report_section, revoke_section
+from ui.admin.leaderboard import chart_png, leaderboard_view
+from ui.admin.preflight import api_key, show_preflight
+from ui.admin.run_outcome import run_outcome
 from ui.auth import require_role
-from ui.calibration_report import report_section, revoke_section
-from ui.leaderboard import chart_png, leaderboard_view
 from ui.plain_text import escape_markdown
-from ui.preflight import api_key, show_preflight
-from ui.run_outcome import run_outcome
 
 user = require_role("admin")
 st.title("Grader calibration")
@@ -29,7 +30,7 @@ st.title("Grader calibration")
 # Every tab runs on every rerun of the page: what reads all pending requests or all grades is
 # cached under `grades_key`, a few COUNT queries that change whenever its inputs do.
 @st.cache_data(max_entries=32, show_spinner="Estimating the cost…")
-def cached_estimate(database: str, config_id: int, items: str, key: tuple) -> dict:
+def cached_estimate(database: str, config_id: int, items: str, key: tuple) -> Plan:
     with session() as s:
         return estimate(s, config_id=config_id, items=items)
 
@@ -133,14 +134,12 @@ with grader_tab:
     concurrency = c2.number_input("Concurrent requests", 1, 64, 8)
     plan = cached_estimate(database_url(), config_id, items,
                            current_key(config_id))
-    cost = "unknown price" if plan["cost_usd"] is None else f"≈ ${plan['cost_usd']:.2f}"
-    st.markdown(f"**{plan['items']}** items to grade ({plan['cached']} answered from the cache), "
-                f"≈ {plan['prompt_tokens']:,} prompt tokens, {cost} (estimate).")
+    st.markdown(plan.sentence())
     left, right = st.columns(2)
     if left.button("Preflight (one request)", key="grader_preflight"):
         show_preflight(lambda s: grader_preflight(s, config_id=config_id, items=items,
                                                   api_key=api_key(), trust_base_url=trusted))
-    if right.button("Run grader", type="primary", disabled=plan["items"] == 0):
+    if right.button("Run grader", type="primary", disabled=plan.items == 0):
         bar = st.progress(0.0, text="grading")
         try:
             with session() as s:

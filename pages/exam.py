@@ -1,6 +1,6 @@
 """/exam: students and physicians take the benchmark as the human baseline.
 
-The answer box keeps what is typed as a draft on the server (`ui.answer_box`: after a pause
+The answer box keeps what is typed as a draft on the server (`ui.exam.answer_box`: after a pause
 in typing, without leaving the box), so a reload or another browser finds it. After a stage
 is recorded the page lands on the stage it reveals. A finished attempt shows its review (the
 taker's answers beside the reference answers) only where the exam allows it.
@@ -23,12 +23,12 @@ from db.study.exams import (
 from db.text_limits import ANSWER
 from errors import UserError
 from ui.actions import confirm, show_confirmation, show_error
-from ui.answer_box import answer_box, last_typed
 from ui.auth import current_user, require_role
 from ui.case_panel import case_panel
+from ui.exam.answer_box import answer_box, last_typed
+from ui.exam.stage_scroll import scroll_to_stage
 from ui.plain_text import untrusted_text
 from ui.response_view import FAMILY_NAMES, response_view, stage_label
-from ui.stage_scroll import scroll_to_stage
 
 STAGES_KEY = "exam-stages"  # the container of the task's stages (where the scroll looks)
 

@@ -12,8 +12,8 @@ from grading.preflight import collect_preflight
 from grading.runs import outcome
 from llm.model_request import IMAGES, CollectSettings
 from llm.run_writer import sweep
+from ui.admin.preflight import api_key, show_preflight
 from ui.auth import require_role
-from ui.preflight import api_key, show_preflight
 
 user = require_role("admin")
 st.title("Models")
@@ -31,14 +31,11 @@ def run_section(settings: CollectSettings, selection: Selection, concurrency: in
     except UserError as e:
         st.error(str(e))
         return
-    cost = "unknown price" if plan["cost_usd"] is None else f"≈ ${plan['cost_usd']:.2f}"
-    st.markdown(f"**{plan['items']}** answers to collect over {plan['tasks']} tasks: "
-                f"{plan['requests']} requests, {plan['images']} images, "
-                f"≈ {plan['prompt_tokens']:,} prompt tokens, {cost} (estimate).")
+    st.markdown(plan.sentence())
     left, right = st.columns(2)
     if left.button("Preflight (one request)"):
         show_preflight(lambda s: collect_preflight(s, settings, selection, api_key=api_key()))
-    if right.button("Collect", type="primary", disabled=plan["items"] == 0):
+    if right.button("Collect", type="primary", disabled=plan.items == 0):
         bar = st.progress(0.0, text="collecting")
         try:
             with session() as s:

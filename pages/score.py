@@ -17,9 +17,9 @@ from ui.auth import require_role, while_signed_in
 from ui.case_panel import case_panel
 from ui.plain_text import escape_markdown, untrusted_text
 from ui.response_view import response_view
-from ui.rubric_form import rubric_form
-from ui.score_keys import COMPACT_CSS, RUBRIC_KEY, SHORTCUT_HELP, SHORTCUTS, score_keys
-from ui.score_queue import filter_controls, queue_filter
+from ui.score.rubric_form import rubric_form
+from ui.score.score_keys import COMPACT_CSS, RUBRIC_KEY, SHORTCUT_HELP, SHORTCUTS, score_keys
+from ui.score.score_queue import filter_controls, queue_filter
 
 user = require_role("expert")
 st.set_page_config(initial_sidebar_state="collapsed")  # the images need the width (docs/scoring.md)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from errors import UserError
+from rubric.grade import Grade
 from rubric.schema import Rubric
 from rubric.scoring import MissingFields, validate_score
 
@@ -340,12 +341,10 @@ def _stages(value: Any, n: int) -> list[dict[str, Any]]:
 
 
 def parse_grader_output(rubric: Rubric, data: Any, family: str,
-                        asked: Asked = NOT_ASKED) -> dict[str, Any]:
-    """The grader's answer as a normalized score (the shape `validate_score` returns, plus
-    `diagnosis_rank` and `stages` when `asked` asks for them).
-
-    The justification becomes the score's "comment"; confidence is None. Raises
-    ValueError with a reason (the caller may re-ask the model).
+                        asked: Asked = NOT_ASKED) -> Grade:
+    """The grader's answer as a `Grade`: checked as an expert's score is (`validate_score`:
+    levels, error classes, the overall score), plus `diagnosis_rank` and `stages` when `asked`
+    asks for them. Raises ValueError with a reason (the caller may re-ask the model).
     """
     rubric.family(family)  # an unknown family is the caller's mistake, not the model's
     if not isinstance(data, dict):
@@ -372,8 +371,8 @@ def parse_grader_output(rubric: Rubric, data: Any, family: str,
         raise ValueError(f"missing: {', '.join(exc.fields)}") from None
     except UserError as exc:
         raise ValueError(str(exc)) from None
-    if asked.rank:
-        clean["diagnosis_rank"] = _rank(data["diagnosis_rank"])
-    if asked.stages:
-        clean["stages"] = _stages(data["stages"], asked.stages)
-    return clean
+    return Grade(criteria=clean["criteria"], correct_diagnosis=clean["correct_diagnosis"],
+                 error_tags=clean["error_tags"], justification=clean["comment"],  # stripped
+                 overall=clean["overall"],
+                 diagnosis_rank=_rank(data["diagnosis_rank"]) if asked.rank else None,
+                 stages=_stages(data["stages"], asked.stages) if asked.stages else None)

@@ -115,3 +115,9 @@ def test_no_import_cycle() -> None:
 def test_a_cycle_is_caught() -> None:
     a, b = ROOT / "db" / "a.py", ROOT / "db" / "b.py"
     assert cycles(module_graph({a: "from db.b import x\n", b: "def f():\n    import db.a\n"}))
+
+
+def test_no_page_is_named_like_a_room() -> None:
+    """A page runs with pages/ first on sys.path (AppTest): pages/results.py would be imported
+    as the package `results` by any page that imports it."""
+    assert {p.stem for p in (ROOT / "pages").glob("*.py")} & set(MAY_IMPORT) == set()

@@ -2,7 +2,7 @@
 
 Every login keeps a login token (`db.users.open_login`) in the `nmb_login` cookie, so a page
 reload, which starts a new Streamlit session, logs the user in again, and the volume route
-(`ui.volume_server`) knows whose request it answers. Single sign-on keeps its own cookie
+(`ui.server.volume_server`) knows whose request it answers. Single sign-on keeps its own cookie
 (`st.login`) as well. Every page run, and every widget callback that writes,
 re-checks the account in the database (`current_user`): a disabled account, a changed role, a
 logout in any browser or an expired token ends the session at once.
@@ -30,8 +30,8 @@ from db.users import (
     user_for_login,
 )
 from errors import UserError
-from ui.peer_address import PEER_HEADER
 from ui.plain_text import escape_markdown
+from ui.server.peer_address import PEER_HEADER
 
 
 @dataclass(frozen=True)

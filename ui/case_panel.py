@@ -34,6 +34,7 @@ import pandas as pd
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
+from db.study.cases import SeriesImage
 from db.study.masks import MaskImage
 from errors import UserError
 from imaging import (
@@ -49,7 +50,7 @@ from imaging import (
 from imaging.geometry import NORMAL_AXIS, voxel_to_world
 from ui.picture_viewer import picture_args, picture_viewer
 from ui.plain_text import untrusted_heading, untrusted_text
-from ui.volume_server import display_file
+from ui.server.volume_server import display_file
 from ui.volume_viewer import NO_WEBGL2, NOT_LOADED, cannot_show, viewer_args, volume_viewer
 
 _log = logging.getLogger(__name__)
@@ -124,7 +125,8 @@ def case_images(key: str, series: list[tuple[str, Path]],
             st.info("This case has no image series.")
         return
     pictures = [s for s in series if getattr(s, "picture", False)]
-    volumes = [(s[0], Path(s[1])) for s in series if not getattr(s, "picture", False)]
+    volumes = [SeriesImage(s[0], Path(s[1]), sha256=getattr(s, "sha256", None))
+               for s in series if not getattr(s, "picture", False)]
     if volumes:
         _volume_images(key, mode, volumes, masks, sticky=not pictures, key_slices=key_slices,
                        fit=fit)
@@ -134,16 +136,17 @@ def case_images(key: str, series: list[tuple[str, Path]],
 
 def _pictures(key: str, mode: str, pictures: list) -> None:
     """The pictures: the picture component, or (Static) their display copies as images."""
-    items = [(item[0], Path(item[1]), getattr(item, "caption", None)) for item in pictures]
+    items = [(item[0], Path(item[1]), getattr(item, "caption", None),
+              getattr(item, "sha256", None)) for item in pictures]
     if mode == "Interactive":
         args, failures = picture_args(items, login_token=st.session_state.get("login_token"))
         for message in failures.values():
             st.error(message)
         picture_viewer(args, key=f"{key}-pictures")
         return
-    for name, path, caption in items:
+    for name, path, caption, sha256 in items:
         try:
-            st.image(str(display_file(path)), caption=f"{name} · {caption}" if caption else name,
+            st.image(str(display_file(path, sha256)), caption=f"{name} · {caption}" if caption else name,
                      width="stretch")
         except Exception as exc:  # one picture must not take the page down
             st.error(_series_error(name, exc))

@@ -15,7 +15,7 @@ PAGES: dict[str, list[tuple[str, str, str, str]]] = {
         ("pages/admin.py", "Data and users", "admin", ":material/database:"),
         ("pages/calibrate.py", "Grader calibration", "calibrate", ":material/query_stats:"),
         ("pages/models.py", "Models", "models", ":material/smart_toy:"),
-        ("pages/results.py", "Results", "results", ":material/table_chart:"),
+        ("pages/study_results.py", "Results", "results", ":material/table_chart:"),
     ],
     "expert": [("pages/score.py", "Score rationales", "score", ":material/rate_review:")],
     "physician": [("pages/exam.py", "Exam", "exam", ":material/quiz:")],

@@ -1,7 +1,7 @@
 """The in-browser volume viewer: a thin Streamlit component over NiiVue (WebGL2).
 
 The component (`ui/viewer_frontend/`, built bundle in `bundle/`) receives `viewer_args`: each
-series' sequence label and the URL of its volume (`ui.volume_server`); for each mask its
+series' sequence label and the URL of its volume (`ui.server.volume_server`); for each mask its
 label, URL and the series it is drawn on (None: every series); and a height. Which masks a
 page passes is decided by `db.study.masks` (never in an exam). Where the case names key slices
 (`Case.key_slices`, the slices a model is shown) and the page passes them, also `start`
@@ -30,7 +30,7 @@ from db.study.masks import MaskImage
 from errors import UserError
 from imaging.geometry import NORMAL_AXIS, PLANES
 from imaging.key_slices import key_slice_world
-from ui.volume_server import publish as publish_for
+from ui.server.volume_server import publish as publish_for
 
 BUNDLE = Path(__file__).parent / "viewer_frontend" / "bundle"
 _component = components.declare_component("nmb_volume_viewer", path=str(BUNDLE))
@@ -42,19 +42,23 @@ def viewer_args(series: list[tuple[str, Path]], masks: Sequence[MaskImage] = (),
                 key_slices: Sequence[dict[str, Any]] = (), fit: str | None = None,
                 ) -> tuple[dict[str, Any], dict[int, str]]:
     """(what the component receives, {series position: why it cannot be shown}); the URLs
-    open only for the login of `login_token` (`ui.volume_server`). `key_slices` and `fit`:
-    see the module docstring."""
+    open only for the login of `login_token` (`ui.server.volume_server`; a series that keeps its stored
+    sha256, `db.study.cases.SeriesImage`, is not hashed again). `key_slices` and `fit`: see the
+    module docstring."""
     publish = functools.partial(publish_for, login_token=login_token)
     shown, failures = [], {}
-    for i, (label, path) in enumerate(series):
+    for i, item in enumerate(series):
+        label, path = item
         try:
-            shown.append({"label": label, "url": publish(path)})
+            shown.append({"label": label,
+                          "url": publish(path, sha256=getattr(item, "sha256", None))})
         except (UserError, OSError) as exc:
             failures[i] = str(exc)
     overlays = []
     for m in masks:
         try:
-            overlays.append({"label": m.label, "url": publish(m.path), "series": m.series})
+            overlays.append({"label": m.label, "url": publish(m.path, sha256=m.sha256),
+                             "series": m.series})
         except (UserError, OSError):
             continue  # a missing mask hides nothing but itself
     args: dict[str, Any] = {"series": shown, "masks": overlays, "height": height}

@@ -43,33 +43,39 @@ def task_list(s: Session) -> list[Task]:
 
 class SeriesImage(tuple):
     """(sequence, absolute path of the stored image): a pair, as every caller unpacks it,
-    that also says whether the series is a picture (`picture`, `caption`, `plane`)."""
+    that also says whether the series is a picture (`picture`, `caption`, `plane`) and the
+    sha256 stored for its file (`sha256`; None where not read from the database), so that
+    serving it needs no second hash of the file."""
 
     picture: bool
     caption: str | None
     plane: str | None
+    sha256: str | None
 
     def __new__(cls, sequence: str, path: Path, *, picture: bool = False,
-                caption: str | None = None, plane: str | None = None) -> "SeriesImage":
+                caption: str | None = None, plane: str | None = None,
+                sha256: str | None = None) -> "SeriesImage":
         self = super().__new__(cls, (sequence, path))
-        self.picture, self.caption, self.plane = picture, caption, plane
+        self.picture, self.caption, self.plane, self.sha256 = picture, caption, plane, sha256
         return self
 
     def __reduce__(self) -> tuple:
-        return (_series_image, (self[0], self[1], self.picture, self.caption, self.plane))
+        return (_series_image, (self[0], self[1], self.picture, self.caption, self.plane,
+                                self.sha256))
 
 
 def _series_image(sequence: str, path: Path, picture: bool, caption: str | None,
-                  plane: str | None) -> SeriesImage:
-    return SeriesImage(sequence, path, picture=picture, caption=caption, plane=plane)
+                  plane: str | None, sha256: str | None = None) -> SeriesImage:
+    return SeriesImage(sequence, path, picture=picture, caption=caption, plane=plane,
+                       sha256=sha256)
 
 
 def case_series(s: Session, case_id: str) -> list[tuple[str, Path]]:
     """(sequence, absolute path of the stored image) of a case's series, in bundle order, as
-    `SeriesImage`s (pictures say so)."""
+    `SeriesImage`s (pictures say so; each keeps its stored sha256)."""
     home = nmb_home()
     return [SeriesImage(x.sequence, home / x.path, picture=x.picture, caption=x.caption,
-                        plane=x.plane)
+                        plane=x.plane, sha256=x.sha256)
             for x in s.exec(select(Series).where(Series.case_id == case_id)
                             .order_by(Series.position))]
 

@@ -16,18 +16,20 @@ from db.models import Mask, Task
 
 @dataclass(frozen=True)
 class MaskImage:
-    """A stored mask: its label, absolute path, and the series it is drawn on (None: all)."""
+    """A stored mask: its label, absolute path, and the series it is drawn on (None: all);
+    `sha256` as stored for its file (None where not read from the database)."""
 
     label: str
     path: Path
     series: str | None
+    sha256: str | None = None
 
 
 def case_masks(s: Session, *, case_id: str) -> list[MaskImage]:
     """The masks of a case, in bundle order."""
     home = nmb_home()
     rows = s.exec(select(Mask).where(Mask.case_id == case_id).order_by(Mask.position))
-    return [MaskImage(m.label, home / m.path, m.series) for m in rows]
+    return [MaskImage(m.label, home / m.path, m.series, m.sha256) for m in rows]
 
 
 def masks_for_task(s: Session, *, task: Task) -> list[MaskImage]:

@@ -118,7 +118,7 @@ def login(page, url: str, name: str, password: str = "demo") -> None:
     wait_until(lambda: login_cookie(page.context), "the login cookie")  # survives a page load
 
 
-ANSWER_BOX = 'iframe[src*="nmb_answer_box"]'  # the exam's answer box (ui.answer_box)
+ANSWER_BOX = 'iframe[src*="nmb_answer_box"]'  # the exam's answer box (ui.exam.answer_box)
 
 
 def answer_box_replaced(page) -> bool:

@@ -2,9 +2,9 @@
 
 `make screenshots` (or `.venv/bin/python -m tests.browser.screenshots [OUT_DIR]`, default
 `docs/img`): loads the synthetic demo into a temporary NMB_HOME, starts the server
-(`serve.py`) on a loopback port and saves `score.png` (`demo-expert1` on `/score`) and
-`exam.png` (`demo-student` on `/exam`) at 1280x800 with the in-browser viewer (software
-WebGL2), `admin-cases.png` (`demo-admin` in the case browser on the stroke case, at
+(`serve.py`) on a loopback port and saves `score.png` (`demo-expert1` on `/score`, as it
+opens) and `exam.png` (`demo-student` on `/exam`, scrolled) at 1280x800 with the in-browser
+viewer (software WebGL2), `admin-cases.png` (`demo-admin` in the case browser on the stroke case, at
 1600x1400), and `calibrate.png` (`demo-admin` takes the grader's held-out look on `/calibrate`;
 the top 1500 px at 1600 wide). No patient data: the demo is synthetic and says so.
 """
@@ -75,15 +75,17 @@ def take(out: Path) -> list[Path]:
         with streamlit_app(Path(tmp)) as url, sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
                                          args=SOFTWARE_WEBGL)
-            shots = [_viewer_page(browser, url, "demo-expert1", out / "score.png", 900),
+            shots = [_viewer_page(browser, url, "demo-expert1", out / "score.png", 0),
                      _viewer_page(browser, url, "demo-student", out / "exam.png", 700),
                      _case_browser(browser, url, out / "admin-cases.png")]
             page = browser.new_page(viewport={"width": 1600, "height": 1500})
             login(page, url, "demo-admin")
             page.get_by_role("link", name="Grader calibration").click()
             page.get_by_role("tab", name="Calibration report").click(timeout=60_000)
-            page.get_by_label("Part").first.click(timeout=60_000)  # the default is dev
-            page.get_by_role("option", name="heldout").click()
+            part = page.get_by_role("combobox", name="Part", exact=True)  # the default is dev
+            page.locator('[data-testid="stSelectbox"]').filter(has=part).get_by_role(
+                "button", name="Open").click(timeout=60_000)
+            page.get_by_role("option", name="heldout", exact=True).click(timeout=60_000)
             page.get_by_role("button", name="Take the held-out look").click(timeout=60_000)
             page.get_by_role("button", name="Yes, take the held-out look").click(timeout=60_000)
             page.get_by_text("gate passed").wait_for(timeout=180_000)

@@ -199,7 +199,7 @@ def test_a_copied_cookie_and_its_open_page_stop_working_after_logout(
 
     _log_out(page)
 
-    # the page left open with the copy: its answer box (ui.answer_box) saves as it is typed
+    # the page left open with the copy: its answer box (ui.exam.answer_box) saves as it is typed
     box = stolen.locator('iframe[src*="nmb_answer_box"]').first.content_frame.locator("textarea")
     _idle(stolen)
     box.fill("typed after the owner logged out")

@@ -83,7 +83,7 @@ def test_every_demo_task_collected_twice_as_the_exam_shows_it(demo_study: Path,
     assert any(c.key_slices for c in cases) and not all(c.key_slices for c in cases)
     assert (out.tasks, out.samples, out.items, out.collected, out.failed) == (12, 2, 24, 24, 0)
     sent = server.chat_requests()
-    assert plan["requests"] == len(sent) and plan["images"] == out.image_count
+    assert plan.requests == len(sent) and plan.images == out.image_count
     assert out.image_count == sum(len(r.images) for r in sent) > 0
 
     # image parts: PNGs of the key slices (the picture case's pictures), each after its caption
@@ -385,6 +385,22 @@ def test_the_official_endpoint_needs_a_key(sqlite_url: str, capsys) -> None:
         make_study(s, n_tasks=1)
     assert main(["collect", "--model", "gpt-4o-2024-08-06"]) == 2
     assert "OPENAI_API_KEY is not set" in capsys.readouterr().err
+
+
+def test_a_run_that_collects_nothing_exits_1_with_the_reason(sqlite_url: str, capsys) -> None:
+    """Nothing listens at the base URL: every item fails, the run is not a success (exit 1)
+    and its last line on stderr says why."""
+    from tests.services import free_port
+
+    with session() as s:
+        make_study(s, n_tasks=1)
+    argv = ["collect", "--model", MODEL, "--base-url", f"http://127.0.0.1:{free_port()}/v1",
+            "--images", "none", "--timeout", "5"]
+    with pytest.raises(SystemExit) as end:
+        main(argv)
+    assert end.value.code == 1
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith("nmb: run 1 collected nothing: 1 failed: connection error"), last
 
 
 def test_a_collected_response_walks_through_the_study(demo_study: Path,

@@ -229,9 +229,9 @@ def test_every_csv_writer_uses_the_one_neutraliser() -> None:
 def test_the_agreement_export_is_what_nmb_agreement_reads(demo_study: Path, tmp_path: Path) -> None:
     """`nmb export agreement` then `nmb agreement FILE --reference grader-N` on the demo: one
     row per submitted expert score and per grade, and the statistics come out."""
+    from calibration.agreement_csv import agreement_from_csv
     from db.engine import session
     from db.models import ExpertScore, GraderConfig, GraderScore
-    from stats.agreement_csv import agreement_from_csv
 
     out = tmp_path / "ratings.csv"
     with session() as s:

@@ -50,3 +50,76 @@ def test_constraints_refuse_bad_rows(database_url: str) -> None:
         s.add(Task(task_id="t2", case_id="missing", family="lesion", level=1, prompt="p", stages=[]))
         with pytest.raises(IntegrityError):
             s.commit()
+
+
+#: (table, column, a word outside its vocabulary): each refused by a check constraint.
+WRONG_WORDS = [("assignmentdesign", "selection", "some"), ("expertscore", "status", "done"),
+               ("graderrun", "items", "some"), ("graderrun", "status", "failed"),
+               ("collectionrun", "status", "done"), ("calibrationitem", "part", "test"),
+               ("calibrationreport", "part", "test")]
+
+
+def _rows_of_every_vocabulary(s: Session) -> dict[str, int]:
+    """One row of each table of WRONG_WORDS, with a child row of each run; {table: rows}."""
+    from db.models import (
+        Assignment,
+        AssignmentDesign,
+        CalibrationItem,
+        CalibrationReport,
+        CollectionFailure,
+        CollectionRun,
+        ExpertScore,
+        GraderFailure,
+        GraderRun,
+        User,
+    )
+    from db.rubrics import ensure_rubric
+    from grading.config import GraderSettings, store_config
+    from tests.factories import make_study
+
+    rid = make_study(s, n_tasks=1, experts=1)[0]
+    rubric = ensure_rubric(s, "neurology-v1").content_hash
+    design = AssignmentDesign(rubric_hash=rubric, selection="all", overlap=1, seed=0)
+    config = store_config(s, GraderSettings(base_url="http://127.0.0.1:9/v1"))
+    s.add_all([design, run := GraderRun(config_id=config.id, items="all"),
+               collection := CollectionRun(model="m", settings={}, template_version="v",
+                                           template_hash="h")])
+    s.flush()
+    expert = s.exec(select(User)).first()
+    s.add(assignment := Assignment(design_id=design.id, rater_id=expert.id, response_id=rid,
+                                   position=0))
+    s.flush()
+    s.add_all([ExpertScore(assignment_id=assignment.id, rubric_hash=rubric, criteria={},
+                           error_tags=[]),
+               GraderFailure(config_id=config.id, response_id=rid, run_id=run.id, reason="x"),
+               CollectionFailure(run_id=collection.id, model="m", task_id="task0", sample=0,
+                                 reason="x"),
+               CalibrationItem(response_id=rid, part="dev", seed=0),
+               CalibrationReport(config_id=config.id, run_id=run.id, part="dev", thresholds={},
+                                 results={})])
+    s.commit()
+    tables = {t for t, _, _ in WRONG_WORDS} | {"graderfailure", "collectionfailure"}
+    return {t: s.exec(text(f"SELECT count(*) FROM {t}")).one()[0] for t in sorted(tables)}
+
+
+def test_closed_vocabularies_are_checked_and_the_migration_keeps_every_row(
+        database_url: str) -> None:
+    """Rows written before migration 0013 (runs with children) are all kept by it, foreign
+    keys are on again afterwards (SQLite), and a word outside a column's vocabulary is
+    refused."""
+    from db.engine import alembic_config, upgrade
+
+    command.downgrade(alembic_config(database_url), "0010")
+    eng = engine_for(database_url)
+    with Session(eng) as s:
+        before = _rows_of_every_vocabulary(s)
+    upgrade(database_url)
+    with Session(eng) as s:
+        after = {t: s.exec(text(f"SELECT count(*) FROM {t}")).one()[0] for t in before}
+    assert after == before and set(after.values()) == {1}
+    if eng.dialect.name == "sqlite":
+        with eng.connect() as conn:
+            assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+    for table, column, word in WRONG_WORDS:
+        with pytest.raises(IntegrityError, match="(?i)check"), eng.begin() as conn:
+            conn.execute(text(f"UPDATE {table} SET {column} = :word"), {"word": word})

@@ -98,16 +98,16 @@ def test_estimate_and_the_grades_key_follow_the_study(sqlite_url: str, server: O
         make_study(s, n_tasks=3)
         cid = _config(s, server)
         before, key = estimate(s, config_id=cid), grades_key(s, config_id=cid)
-        assert (before["items"], before["cached"]) == (6, 0) and before["prompt_tokens"] > 0
+        assert (before.items, before.cached) == (6, 0) and before.prompt_tokens > 0
         assert grades_key(s, config_id=cid) == key  # nothing changed
         grade(s, config_id=cid, trust_base_url=server.base_url, api_key=SECRET, limit=2)
-        assert estimate(s, config_id=cid)["items"] == 4
+        assert estimate(s, config_id=cid).items == 4
         assert grades_key(s, config_id=cid) != key
         key = grades_key(s, config_id=cid)
         s.exec(GraderScore.__table__.delete())  # forget the grades, keep the cache
         s.commit()
         assert grades_key(s, config_id=cid) != key
-        assert (estimate(s, config_id=cid)["items"], estimate(s, config_id=cid)["cached"]) == (6, 2)
+        assert (estimate(s, config_id=cid).items, estimate(s, config_id=cid).cached) == (6, 2)
 
 
 def test_identical_requests_in_one_run_are_sent_once(sqlite_url: str, server: OpenAIServer) -> None:
@@ -528,3 +528,24 @@ def test_many_endless_answers_at_once_stay_within_the_memory_bound(nmb_home: Pat
     with session() as s:
         reasons = {f.reason for f in s.exec(select(GraderFailure))}
     assert any("being read at once hold more than 128 MiB" in r for r in reasons), reasons
+
+
+def test_cli_grade_against_a_closed_port_exits_1_with_the_reason(nmb_home: Path) -> None:
+    """A run that grades nothing is not a success: exit 1 and, on stderr, why its items failed
+    (here: nothing listens at the base URL)."""
+    from db.engine import session, upgrade
+    from tests.services import free_port
+
+    upgrade()
+    with session() as s:
+        make_study(s, n_tasks=1)
+    base_url = f"http://127.0.0.1:{free_port()}/v1"  # a port nobody listens on
+    out = subprocess.run([sys.executable, "-m", "cli", "grade", "--base-url", base_url,
+                          "--timeout", "5"], cwd=ROOT,
+                         env={**os.environ, "OPENAI_API_KEY": SECRET},
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 1, out.stderr
+    assert "0 graded (0 from cache), 2 failed of 2" in out.stdout
+    last = out.stderr.strip().splitlines()[-1]
+    assert last.startswith("nmb: run 1 graded nothing: 2 failed: connection error"), last
+    assert "(2 items)" in last and "Traceback" not in out.stderr

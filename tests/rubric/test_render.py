@@ -70,13 +70,14 @@ def test_a_schema_valid_answer_parses() -> None:
     answer = grader_answer()
     jsonschema.validate(answer, output_json_schema(R, "rationale"))
     out = parse_grader_output(R, answer, "rationale")
-    assert out == {
+    assert out.model_dump() == {
         "criteria": answer["criteria"],
         "correct_diagnosis": True,
         "error_tags": ["perceptual_failure"],
-        "comment": answer["justification"],
-        "confidence": None,
+        "justification": answer["justification"],
         "overall": pytest.approx((0.75 + 0.5 + 1.0) / 3),
+        "diagnosis_rank": None,
+        "stages": None,
     }
     bad = {**answer, "criteria": {**answer["criteria"], "coherence": 5}}
     with pytest.raises(jsonschema.ValidationError):
@@ -169,11 +170,11 @@ def test_a_v2_answer_parses_with_its_rank_and_stages() -> None:
     answer = _staged_answer()
     jsonschema.validate(answer, output_json_schema(R, "rationale", asked))
     out = parse_grader_output(R, answer, "rationale", asked)
-    assert out["diagnosis_rank"] == 2
-    assert out["stages"] == [{"leading_diagnosis": "CIS", "correct": False, "changed": False},
+    assert out.diagnosis_rank == 2
+    assert out.stages == [{"leading_diagnosis": "CIS", "correct": False, "changed": False},
                              {"leading_diagnosis": "MS", "correct": True, "changed": True}]
     assert parse_grader_output(R, {**answer, "diagnosis_rank": None}, "rationale",
-                               asked)["diagnosis_rank"] is None
+                               asked).diagnosis_rank is None
 
 
 @pytest.mark.parametrize(("change", "reason"), [

@@ -1,6 +1,5 @@
 """Agreement statistics against published worked examples and against pingouin/scipy/sklearn."""
 
-import json
 
 import krippendorff
 import numpy as np
@@ -8,9 +7,10 @@ import pandas as pd
 import pingouin as pg
 import pytest
 from scipy import stats
-from sklearn.metrics import cohen_kappa_score, f1_score
+from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.multitest import multipletests
 
+from calibration import comparison as C
 from stats import agreement as A
 
 NAN = np.nan
@@ -196,7 +196,7 @@ def test_icc_leaves_out_a_rater_without_scores_as_pingouin_does():
         assert ours[name]["F"] == pytest.approx(row["F"], rel=1e-9), name
     assert ours["ICC2"]["icc"] == pytest.approx(A.icc(np.delete(x, 2, axis=1))["ICC2"]["icc"])
     grader = x[:, 0] + rng.normal(0, 0.3, 30)
-    res = A.compare_to_experts(grader, x, domain=None, bootstrap=0, expert_names=list("abcd"))
+    res = C.compare_to_experts(grader, x, domain=None, bootstrap=0, expert_names=list("abcd"))
     assert res["icc"]["notes"] == ["rater 'c' has no score and is left out"]
     assert res["icc"]["ICC2"]["icc"] is not None
 
@@ -335,7 +335,7 @@ def test_ci_method_selects_the_interval():
         assert lo < np.corrcoef(x, y)[0, 1] < hi
     with pytest.raises(ValueError, match="ci_method"):
         A.pearson(x, y, ci_method="percentile")
-    res = A.compare_to_experts(y, x[:, None], domain=None, bootstrap=100, ci_method="bca")
+    res = C.compare_to_experts(y, x[:, None], domain=None, bootstrap=100, ci_method="bca")
     assert res["bootstrap"]["interval"] == "bca"
     assert A.pearson(x, x, bootstrap=100)["ci95_bootstrap"] == [1, 1]
 
@@ -420,101 +420,6 @@ def test_alt_test_skips_experts_with_too_few_items():
 # ------------------------------------------------------------------ reports
 
 
-def test_compare_to_experts_is_json_ready_and_complete():
-    rng = np.random.default_rng(21)
-    truth, experts = _random_panel(rng, n=150, k=3)
-    grader = np.clip(truth + rng.normal(0, 0.5, len(truth)), 0, 4)  # non-integer grader means
-    res = A.compare_to_experts(grader, experts, domain=[0, 1, 2, 3, 4], bootstrap=500, seed=1)
-    json.dumps(res, allow_nan=False)
-    for key in ["pearson", "spearman", "kendall", "icc", "krippendorff_alpha", "weighted_kappa",
-                "bland_altman", "mae", "exact", "within_one", "ceiling", "alt_test"]:
-        assert key in res, key
-    lo, hi = res["pearson"]["ci95_bootstrap"]
-    assert lo < res["pearson"]["r"] < hi
-    assert set(res["icc"]) >= {"ICC1", "ICC2", "ICC3", "ICC1k", "ICC2k", "ICC3k"}
-    assert res["icc"]["n_raters"] == 4
-    # Bland-Altman bias is grader minus the experts' per-item mean
-    mean = np.nanmean(experts, axis=1)
-    assert res["bland_altman"]["bias"] == pytest.approx(np.mean(grader - mean))
-    assert res == A.compare_to_experts(grader, experts, domain=[0, 1, 2, 3, 4], bootstrap=500,
-                                       seed=1)
-
-
-def test_compare_to_experts_resamples_cases_when_given():
-    rng = np.random.default_rng(23)
-    truth, experts = _random_panel(rng, n=60, k=3, missing=0)
-    grader = truth + rng.normal(0, 0.8, 60)
-    # every case carries 4 copies of the same response: item resampling overstates precision
-    g4, e4, case = np.repeat(grader, 4), np.repeat(experts, 4, axis=0), np.repeat(np.arange(60), 4)
-    kw = {"domain": [0, 1, 2, 3, 4], "bootstrap": 1000, "seed": 3}
-    by_item = A.compare_to_experts(g4, e4, **kw)
-    by_case = A.compare_to_experts(g4, e4, clusters=case, **kw)
-    assert by_case["bootstrap"]["unit"] == "cluster"
-    width = lambda res: np.diff(res["pearson"]["ci95_bootstrap"])[0]  # noqa: E731
-    assert width(by_case) > 1.5 * width(by_item)
-    row = by_case["ceiling"]["per_expert"][0]["grader_vs_others"]["pearson"]
-    assert row["ci95_bootstrap"][0] < row["r"] < row["ci95_bootstrap"][1]
-
-
-def test_ceiling_puts_each_expert_against_the_others():
-    rng = np.random.default_rng(22)
-    truth, experts = _random_panel(rng, n=120, k=3, missing=0)
-    grader = truth + 0.0
-    res = A.ceiling(grader, experts, domain=[0, 1, 2, 3, 4])
-    assert len(res["per_expert"]) == 3
-    row = res["per_expert"][1]
-    others_mean = experts[:, [0, 2]].mean(axis=1)
-    expected_r = np.corrcoef(experts[:, 1], others_mean)[0, 1]
-    assert row["expert_vs_others"]["pearson"]["r"] == pytest.approx(expected_r)
-    assert row["grader_vs_others"]["pearson"]["r"] == pytest.approx(
-        np.corrcoef(grader, others_mean)[0, 1])
-    # the noise-free grader beats the noisy experts at predicting the other experts
-    assert res["grader_mean"]["pearson.r"] > res["experts_mean"]["pearson.r"]
-
-
-def _tagged(rng, n: int, prevalence: float, expert_noise: float, grader_noise: float):
-    """A binary class: the truth, three experts and a grader, each flipping it at its rate."""
-    truth = rng.random(n) < prevalence
-    experts = np.repeat(truth[:, None], 3, axis=1) ^ (rng.random((n, 3)) < expert_noise)
-    return truth, experts, truth ^ (rng.random(n) < grader_noise)
-
-
-def test_compare_tags_rare_class_kappa_vs_ac1():
-    rng = np.random.default_rng(31)
-    n = 400
-    rare, experts, grader = _tagged(rng, n, 0.04, 0.02, 0.03)
-    common, experts_c, _ = _tagged(rng, n, 0.5, 0.1, 0.0)
-    g = np.column_stack([grader, common])
-    e = np.stack([experts, experts_c], axis=2)
-    res = A.compare_tags(g, e, ["hallucination", "omission"])
-    json.dumps(res, allow_nan=False)
-    hal = res["classes"]["hallucination"]["grader"]
-    majority = e[:, :, 0].sum(axis=1) >= 2
-    assert hal["tp"] == int(np.sum(grader & majority))
-    assert hal["fp"] + hal["fn"] + hal["tp"] + hal["tn"] == n
-    assert hal["f1"] == pytest.approx(f1_score(majority, grader))
-    assert hal["kappa"] == pytest.approx(cohen_kappa_score(grader, majority))
-    assert hal["ac1"] > hal["kappa"]  # AC1 is not dragged down by the low prevalence
-    assert len(res["classes"]["omission"]["ceiling"]) == 3
-
-
-def test_compare_tags_alpha_of_each_class():
-    """Krippendorff's nominal alpha per class, checked by hand (Krippendorff 2011): two raters,
-    no missing value, binary: alpha = 1 - (N - 1) * o01 / (n0 * n1), o01 = disagreeing units."""
-    a = np.array([1, 1, 1, 0, 0, 0, 0, 0, 0, 0], dtype=bool)
-    b = np.array([1, 1, 0, 0, 0, 0, 0, 0, 0, 1], dtype=bool)
-    experts = np.stack([a, b], axis=1)[:, :, None]
-    agreeing = A.compare_tags(a[:, None], experts, ["grounding"])["classes"]["grounding"]
-    assert agreeing["alpha_experts"] == pytest.approx(1 - 19 * 2 / (14 * 6))
-    contrary = A.compare_tags(~a[:, None], experts, ["grounding"])["classes"]["grounding"]
-    assert contrary["alpha_experts"] == agreeing["alpha_experts"]  # the grader is not in it
-    assert contrary["alpha_with_grader"] < 0 < agreeing["alpha_experts"]
-    missing = experts.astype(float)
-    missing[0, 1] = np.nan  # unit 0 keeps one rating, pairs with nothing and drops out
-    assert A.compare_tags(a[:, None], missing, ["grounding"])["classes"]["grounding"][
-        "alpha_experts"] == pytest.approx(1 - 17 * 2 / (14 * 4))
-
-
 def test_tag_statistics_in_each_resample_match_the_one_sample_functions():
     rng = np.random.default_rng(5)
     n = 60
@@ -529,18 +434,6 @@ def test_tag_statistics_in_each_resample_match_the_one_sample_functions():
         assert got["kappa"][b] == pytest.approx(A.cohen_kappa(p, t))
         assert got["ac1"][b] == pytest.approx(A.gwet_ac1(p, t))
         assert got["f1"][b] == pytest.approx(A.binary_confusion(p, t)["f1"])
-
-
-def test_compare_tags_intervals_over_cases():
-    n = 200
-    _, experts, grader = _tagged(np.random.default_rng(8), n, 0.3, 0.05, 0.1)
-    res = A.compare_tags(grader[:, None], experts[:, :, None], ["reasoning"], bootstrap=500,
-                         clusters=np.arange(n) // 2)["classes"]["reasoning"]["grader"]
-    for key in ("kappa", "ac1", "f1"):
-        lo, hi = res["ci95"][key]
-        assert lo < res[key] < hi < 1
-    assert "ci95" not in A.compare_tags(grader[:, None], experts[:, :, None],
-                                        ["reasoning"])["classes"]["reasoning"]["grader"]
 
 
 def test_benjamini_yekutieli_matches_statsmodels():

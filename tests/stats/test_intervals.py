@@ -11,7 +11,8 @@ import pytest
 from scipy import stats as sps
 from statsmodels.stats.proportion import proportion_confint
 
-from stats.agreement import MIN_R_CASES, bootstrap_weights, pearson, versus
+from calibration.comparison import versus
+from stats.agreement import MIN_R_CASES, bootstrap_weights, pearson
 from stats.intervals import MIN_CASES, TOO_FEW, crossed_variance, share_interval, wilson
 from stats.resample import Side, group_mean, over_cases, paired
 

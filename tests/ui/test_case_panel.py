@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 from tests.apptest import viewer_args
 from ui.case_panel import MASKS_NEED_WEBGL2, NO_WEBGL2_KEY, VIEWER_MODE_KEY
-from ui.volume_server import browser_copy
+from ui.server.volume_server import browser_copy
 
 
 def _app(t1: str, flair: str) -> None:

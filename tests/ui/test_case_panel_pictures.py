@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 from tests.apptest import viewer_args
 from tests.db import pictures
 from ui.case_panel import VIEWER_MODE_KEY
-from ui.volume_server import display_copy
+from ui.server.volume_server import display_copy
 
 
 def _app(series: list[list]) -> None:

@@ -22,8 +22,8 @@ from db.models import (
 from db.study.exams import answer_stage, attempt_for, ensure_exam, exam_tasks, finish
 from demo.study import DEMO_EXAM
 from tests.apptest import make_user, page, page_payload
-from ui.answer_box import typed
 from ui.auth import LoggedIn
+from ui.exam.answer_box import typed
 
 
 def _login(name: str) -> LoggedIn:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from tests.services import free_port
-from ui.peer_address import PeerAddress
+from ui.server.peer_address import PeerAddress
 
 ROOT = Path(__file__).resolve().parents[2]
 

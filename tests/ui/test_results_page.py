@@ -5,9 +5,6 @@ from pathlib import Path
 
 from sqlmodel import select
 
-# AppTest puts pages/ first on sys.path: unless the package is imported first, the page's
-# `from results import results` finds pages/results.py itself
-import results.results  # noqa: F401
 from db.engine import session
 from db.models import User
 from tests.apptest import page, page_payload
@@ -21,7 +18,7 @@ def _login(name: str) -> LoggedIn:
 
 
 def test_results_page_shows_every_table_to_admins_only(demo_study: Path) -> None:
-    at = page("pages/results.py", _login("demo-admin")).run(timeout=120)
+    at = page("pages/study_results.py", _login("demo-admin")).run(timeout=120)
     assert not at.exception, at.exception
     assert [s.value for s in at.subheader][:11] == [
         "Overall, per model and human group", "pass@1 per family x level",
@@ -47,5 +44,5 @@ def test_results_page_shows_every_table_to_admins_only(demo_study: Path) -> None
     assert at.caption[0].value.startswith("Judge: experts (the experts' consensus")
     assert any("expert-scored responses" in w.value for w in at.warning)
 
-    student = page("pages/results.py", _login("demo-student")).run()
+    student = page("pages/study_results.py", _login("demo-student")).run()
     assert [e.value for e in student.error] == ["You do not have access to this page."]

@@ -4,7 +4,7 @@ in the history alike (one rule, grading.runs.outcome)."""
 import pytest
 
 from grading.runs import outcome
-from ui.run_outcome import run_outcome
+from ui.admin.run_outcome import run_outcome
 
 
 @pytest.mark.parametrize(("status", "graded", "failed", "named", "shown"), [

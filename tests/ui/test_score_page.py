@@ -12,7 +12,7 @@ from db.rubrics import rubric_by_hash
 from rubric.render import form_spec
 from tests.apptest import page
 from ui.auth import LoggedIn
-from ui.score_keys import SHORTCUTS
+from ui.score.score_keys import SHORTCUTS
 
 
 def _expert() -> LoggedIn:

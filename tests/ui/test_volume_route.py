@@ -17,8 +17,8 @@ from db.models import Mask, Series, User
 from db.users import LOGIN_COOKIE, disable_user, log_out, open_login
 from tests.db.test_image_access import _study
 from tests.factories import add_series
-from ui.security_headers import SecurityHeaders
-from ui.volume_server import publish, routes
+from ui.server.security_headers import SecurityHeaders
+from ui.server.volume_server import publish, routes
 
 
 @pytest.fixture
@@ -142,7 +142,7 @@ def test_pictures_are_authorized_like_volumes(study) -> None:
     from db.engine import session
     from imaging.picture import sanitise_picture
     from tests.db import pictures
-    from ui.volume_server import publish_picture
+    from ui.server.volume_server import publish_picture
 
     source = pictures.save(pictures.wide_figure(), nmb_home() / "fig-source.png", "PNG")
     png = sanitise_picture(source).png
@@ -164,3 +164,31 @@ def test_pictures_are_authorized_like_volumes(study) -> None:
     as_volume = url.removesuffix(".png") + ".nii"
     refused = _get(study, as_volume, "expert")
     assert refused.status_code == 422 and "/" not in refused.text
+
+
+def test_the_viewer_serves_a_case_by_its_stored_sha256_without_hashing_again(
+        study, monkeypatch) -> None:
+    """case_series and case_masks keep the sha256 stored at import; publishing them names the
+    image by it and reads no file to hash (a hash here would fail the test), and the URL opens
+    the image."""
+    import ui.server.volume_server as volume_server
+    from db.study.cases import case_series
+    from db.study.masks import case_masks
+    from ui.volume_viewer import viewer_args
+
+    with Session(engine_for(study[3])) as s:
+        series = case_series(s, "case0")
+        masks = case_masks(s, case_id="case0")
+        stored = {row.sha256 for table in (Series, Mask)
+                  for row in s.exec(select(table).where(table.case_id == "case0"))}
+    assert {x.sha256 for x in [*series, *masks]} == stored and None not in stored
+
+    def no_second_hash(path):
+        raise AssertionError(f"{path} hashed again")
+
+    monkeypatch.setattr(volume_server, "sha256_file", no_second_hash)
+    args, failures = viewer_args(series, masks, login_token=study[1]["expert"])
+    assert failures == {}
+    urls = [x["url"] for x in [*args["series"], *args["masks"]]]
+    assert {u.rsplit("/", 1)[1].removesuffix(".nii") for u in urls} == stored
+    assert all(_get(study, url, "expert").status_code == 200 for url in urls)

@@ -480,7 +480,7 @@ window.addEventListener(
   true,
 );
 
-/** A key the viewer does not use goes on to the page (its rubric keys: ui/score_keys.py). */
+/** A key the viewer does not use goes on to the page (its rubric keys: ui/score/score_keys.py). */
 function forwardKey(e) {
   if (e.key.length !== 1 || e.ctrlKey || e.metaKey || e.altKey) return;
   try {

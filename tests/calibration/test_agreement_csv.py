@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from calibration.agreement_csv import agreement_from_csv, rating_scale, read_ratings
 from errors import UserError
 from stats import agreement
-from stats.agreement_csv import agreement_from_csv, rating_scale, read_ratings
 
 SHROUT_FLEISS = [[9, 2, 5, 8], [6, 1, 3, 2], [8, 4, 6, 8], [7, 1, 2, 6], [10, 5, 6, 9],
                  [6, 2, 4, 7]]
@@ -107,7 +107,7 @@ def test_bad_csv_gives_one_line_user_error(tmp_path, header, rows, reference, ne
                          [("MAX_BYTES", 100, "bytes, more than"), ("MAX_ROWS", 10, "more than 10 rows"),
                           ("MAX_CELLS", 20, "more than 20 cells")])
 def test_size_limits_are_one_line_errors(tmp_path, monkeypatch, limit, value, needle):
-    from stats import agreement_csv
+    from calibration import agreement_csv
 
     path, _ = _panel_csv(tmp_path / "panel.csv", n=8)  # 32 rows, 8 items x 4 raters
     monkeypatch.setattr(agreement_csv, limit, value)

@@ -64,10 +64,11 @@ _prefetch = ThreadPoolExecutor(max_workers=2, thread_name_prefix="nmb-volume-cop
 
 
 @functools.lru_cache(maxsize=4096)
-def _checked_sha256(path: Path, mtime_ns: int, size: int) -> str:
-    """sha256 of an image the viewer can show (its header is checked first: UserError if not)."""
+def _checked_sha256(path: Path, mtime_ns: int, size: int, stored: str | None) -> str:
+    """sha256 of an image the viewer can show (its header is checked first: UserError if not):
+    the one stored for it where the caller has it, else the file's."""
     open_image(path)
-    return sha256_file(path)
+    return stored or sha256_file(path)
 
 
 def ticket(login_token: str | None, sha: str) -> str:
@@ -76,8 +77,10 @@ def ticket(login_token: str | None, sha: str) -> str:
     return hmac.new(_KEY, message, hashlib.sha256).hexdigest()[:32]
 
 
-def publish(path: Path, *, login_token: str | None) -> str:
+def publish(path: Path, *, login_token: str | None, sha256: str | None = None) -> str:
     """The URL of image `path` for the session of `login_token`; starts its browser copy.
+    `sha256`: the one stored for the file (`db.study.cases.SeriesImage.sha256`), so that the
+    file is not hashed again; without it the file is hashed (once per path and version).
 
     Raises UserError (one line naming the file) if it is missing or cannot be shown."""
     path = Path(path).resolve()
@@ -86,7 +89,7 @@ def publish(path: Path, *, login_token: str | None) -> str:
     except OSError:
         open_image(path)  # the file-not-found line
         raise
-    sha = _checked_sha256(path, st.st_mtime_ns, st.st_size)
+    sha = _checked_sha256(path, st.st_mtime_ns, st.st_size, sha256)
     with _registry_lock:
         start = sha not in _started
         _started.add(sha)
@@ -95,12 +98,12 @@ def publish(path: Path, *, login_token: str | None) -> str:
     return ROUTE.format(ticket=ticket(login_token, sha), name=f"{sha}.nii")
 
 
-def publish_picture(path: Path, *, login_token: str | None) -> str:
+def publish_picture(path: Path, *, login_token: str | None, sha256: str | None = None) -> str:
     """The URL of the display copy of the stored picture `path` for the session of
-    `login_token` (OSError if the file is missing)."""
+    `login_token` (OSError if the file is missing); `sha256` as for `publish`."""
     path = Path(path).resolve()
     st = path.stat()
-    sha = _stored_sha256(path, st.st_mtime_ns, st.st_size)
+    sha = sha256 or _stored_sha256(path, st.st_mtime_ns, st.st_size)
     return ROUTE.format(ticket=ticket(login_token, sha), name=f"{sha}.png")
 
 
@@ -109,11 +112,12 @@ def _stored_sha256(path: Path, mtime_ns: int, size: int) -> str:
     return sha256_file(path)
 
 
-def display_file(path: Path) -> Path:
-    """The display copy of the stored picture `path` (written on first use)."""
+def display_file(path: Path, sha256: str | None = None) -> Path:
+    """The display copy of the stored picture `path` (written on first use); `sha256` as for
+    `publish`."""
     path = Path(path).resolve()
     st = path.stat()
-    return display_copy(_stored_sha256(path, st.st_mtime_ns, st.st_size), path)
+    return display_copy(sha256 or _stored_sha256(path, st.st_mtime_ns, st.st_size), path)
 
 
 def display_copy(sha: str, source: Path) -> Path:

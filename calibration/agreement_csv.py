@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from calibration import comparison
 from errors import UserError, one_line
 from stats import agreement
 
@@ -168,7 +169,7 @@ def agreement_from_csv(
     ref, others = x[:, j], np.delete(x, j, axis=1)
     if not np.isfinite(ref).any():
         raise UserError(f"{path}: rater {_shown(reference)} has no numeric score")
-    full = agreement.compare_to_experts(ref, others, domain=scale, bootstrap=bootstrap, seed=seed,
+    full = comparison.compare_to_experts(ref, others, domain=scale, bootstrap=bootstrap, seed=seed,
                                         expert_names=raters[:j] + raters[j + 1:])
     pearson = full["pearson"]
     report["reference"] = {

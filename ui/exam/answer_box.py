@@ -2,7 +2,7 @@
 button that records it.
 
 Streamlit's `st.text_area` sends its text only on blur or Ctrl+Enter, so an answer typed but
-not yet left was lost on a reload. This small component (`ui/answer_frontend/index.html`,
+not yet left was lost on a reload. This small component (`ui/exam/answer_frontend/index.html`,
 plain HTML and JavaScript, no build step) sends `{"text", "edit", "record"}` after a pause in
 typing (under a second), on blur, on Ctrl/Cmd+Enter and when its button is clicked; the page
 stores the text as the attempt's draft (`db.study.exams.save_draft`), so a reload or another

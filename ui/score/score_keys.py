@@ -2,7 +2,7 @@
 
 Next, previous, next unscored and Submit are Streamlit's own button shortcuts (they work in
 text fields too, having a modifier). The rubric's levels are a small component
-(`ui/score_keys_frontend/index.html`, plain JavaScript, no build step) that listens to keydown
+(`ui/score/score_keys_frontend/index.html`, plain JavaScript, no build step) that listens to keydown
 in the page and clicks the rubric's own radio options: a key does what a click does. It
 receives the assignment number and the rubric container's key, nothing else.
 """

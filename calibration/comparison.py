@@ -1,0 +1,276 @@
+"""The agreement comparisons a calibration report is assembled from: one rater against the
+others (`versus`), the human ceiling (`ceiling`), everything for one numeric criterion
+(`compare_to_experts`) and for binary error tags (`compare_tags`). They combine the statistics
+of `stats.agreement` (each with its reference there and in docs/agreement.md) into JSON-ready
+dicts; `calibration.report` and `nmb agreement` (`calibration.agreement_csv`) read them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from stats.agreement import (
+    CONTINUOUS,
+    MIN_R_ITEMS,
+    _clean,
+    _pair,
+    _weighted_kappa,
+    absolute_agreement,
+    alt_test,
+    binary_confusion,
+    binary_stats_resampled,
+    bland_altman,
+    bootstrap_weights,
+    cohen_kappa,
+    gwet_ac1,
+    icc,
+    kendall,
+    krippendorff_alpha,
+    pearson_many,
+    percentile_ci,
+    spearman,
+)
+
+
+def _mean_of(experts: np.ndarray) -> np.ndarray:
+    """Per-item mean of the present ratings (NaN when none)."""
+    cnt = np.isfinite(experts).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(cnt > 0, np.nansum(experts, axis=1) / np.maximum(cnt, 1), np.nan)
+
+
+def _correlation_reason(x: np.ndarray, y: np.ndarray, minimum: int) -> str:
+    """Why a correlation of x and y is None."""
+    xs, ys = _pair(x, y)
+    if len(xs) < minimum:
+        return f"needs {minimum} items scored by both, found {len(xs)}"
+    return "0/0: the scores of one side are constant"
+
+
+def versus(
+    target: np.ndarray,
+    others: np.ndarray,
+    *,
+    domain: Sequence[float] | None,
+    weights: np.ndarray | None = None,
+    clusters: np.ndarray | None = None,
+    pearson_result: dict | None = None,
+    ci_method: str = "studentized_z",
+    confidence: float = 0.95,
+) -> dict:
+    """One rater against the per-item mean of other raters: Pearson (Fisher CI, and bootstrap CI
+    when `weights` are given), Spearman, Kendall tau-b, quadratic- and linear-weighted kappa
+    against the consensus code (others' mean snapped to the domain), Bland-Altman (target minus
+    others' mean), MAE, exact and within-one agreement of codes. `domain` None: continuous
+    scores, no kappa, exact or within-one. `reasons` says why each None statistic is None.
+    `pearson_result`: already computed Pearson."""
+    t = np.asarray(target, dtype=float)
+    ref = _mean_of(np.asarray(others, dtype=float).reshape(len(t), -1))
+    if pearson_result is None:
+        pearson_result = pearson_many([(t, ref)], weights=weights, clusters=clusters,
+                                      ci_method=ci_method, confidence=confidence)[0]
+    absolute = absolute_agreement(t, ref, domain=domain)
+    out = {
+        "n_items": absolute.pop("n"),
+        "pearson": pearson_result,
+        "spearman": spearman(t, ref),
+        "kendall": kendall(t, ref),
+        "bland_altman": bland_altman(t, ref),
+        **absolute,
+    }
+    reasons = {}
+    for key, weighting in (("weighted_kappa", "quadratic"), ("weighted_kappa_linear", "linear")):
+        out[key], why = _weighted_kappa(t, ref, domain, weighting)
+        if why:
+            reasons[key] = why
+    for key in ("exact", "within_one"):
+        if out[key] is None:
+            reasons[key] = CONTINUOUS if out["n_items"] and domain is None else (
+                "no item scored by both")
+    for key, field, minimum in (("pearson", "r", MIN_R_ITEMS), ("spearman", "rho", 3),
+                                ("kendall", "tau_b", 3)):
+        if out[key][field] is None:
+            reasons[key] = _correlation_reason(t, ref, minimum)
+    out["reasons"] = reasons
+    return out
+
+
+_CEILING_KEYS = ("pearson.r", "spearman.rho", "kendall.tau_b", "weighted_kappa",
+                 "weighted_kappa_linear", "mae", "exact", "within_one", "bland_altman.bias")
+
+
+def _get(d: dict, dotted: str) -> float | None:
+    for part in dotted.split("."):
+        d = d.get(part) if isinstance(d, dict) else None  # type: ignore[assignment]
+    return d  # type: ignore[return-value]
+
+
+def _mean_summary(rows: list[dict]) -> dict:
+    out = {}
+    for key in _CEILING_KEYS:
+        vals = [v for v in (_get(r, key) for r in rows) if v is not None]
+        out[key] = float(np.mean(vals)) if vals else None
+    return out
+
+
+def ceiling(
+    grader: np.ndarray,
+    experts: np.ndarray,
+    *,
+    domain: Sequence[float] | None,
+    weights: np.ndarray | None = None,
+    clusters: np.ndarray | None = None,
+    ci_method: str = "studentized_z",
+) -> dict:
+    """The human ceiling: each expert against the mean of the other experts, side by side with
+    the grader against the same other experts (and against all experts), with the statistics of
+    `versus`. The grader is as good as an expert when its rows match the experts' rows."""
+    g = np.asarray(grader, dtype=float)
+    e = np.asarray(experts, dtype=float)
+    refs = [_mean_of(np.delete(e, j, axis=1)) for j in range(e.shape[1])]
+    pairs = [p for j, ref in enumerate(refs) for p in ((e[:, j], ref), (g, ref))]
+    corr = pearson_many(pairs, weights=weights, clusters=clusters, ci_method=ci_method)
+    rows = []
+    for j in range(e.shape[1]):
+        others = np.delete(e, j, axis=1)
+        rows.append(
+            {
+                "expert": j,
+                "expert_vs_others": versus(e[:, j], others, domain=domain,
+                                           pearson_result=corr[2 * j]),
+                "grader_vs_others": versus(g, others, domain=domain,
+                                           pearson_result=corr[2 * j + 1]),
+            }
+        )
+    return {
+        "per_expert": rows,
+        "experts_mean": _mean_summary([r["expert_vs_others"] for r in rows]),
+        "grader_mean": _mean_summary([r["grader_vs_others"] for r in rows]),
+        "grader_vs_all": _mean_summary([versus(g, e, domain=domain)]),
+    }
+
+
+def compare_to_experts(
+    grader: np.ndarray,
+    experts: np.ndarray,
+    *,
+    domain: Sequence[float] | None,
+    bootstrap: int = 2000,
+    seed: int = 0,
+    epsilon: float = 0.2,
+    clusters: np.ndarray | None = None,
+    min_alt_items: int = 30,
+    alt_q: float = 0.05,
+    ci_method: str = "studentized_z",
+    expert_names: Sequence[str] | None = None,
+    confidence: float = 0.95,
+) -> dict:
+    """Everything a calibration report needs for one numeric criterion.
+
+    `grader`: (n_items,) scores (may be means of several samples); `experts`: (n_items,
+    n_experts) with NaN for a missing rating; `domain`: the criterion's allowed values, or None
+    for continuous scores (then no kappa, exact/within-one or nominal alpha; see `reasons`).
+    The grader is compared with the per-item mean of the experts (`versus`, with a bootstrap CI
+    for Pearson r by `ci_method` over `bootstrap` item resamples, or case resamples when
+    `clusters` gives each item's case); ICC (Shrout & Fleiss) and Krippendorff's alpha on
+    grader + experts and on the experts alone (`expert_names` name left-out raters); the human
+    ceiling; the alt-test. `confidence`: the level of the grader's r and ICC intervals (the
+    "ci95" keys keep their name; a protocol allowing several looks lowers it, Bonferroni).
+    JSON-ready.
+    """
+    g = np.asarray(grader, dtype=float)
+    e = np.asarray(experts, dtype=float)
+    if e.ndim != 2 or g.shape != (e.shape[0],):
+        raise ValueError(f"grader {g.shape} and experts {e.shape} do not match (items x experts)")
+    names = list(expert_names or (f"expert {j}" for j in range(e.shape[1])))
+    weights = bootstrap_weights(len(g), bootstrap, seed, clusters) if bootstrap > 0 else None
+    both = np.column_stack([g, e])
+    several = e.shape[1] >= 2
+    out = {
+        "n_items": len(g),
+        "n_experts": e.shape[1],
+        **versus(g, e, domain=domain, weights=weights, clusters=clusters, ci_method=ci_method),
+        "icc": icc(both, raters=["grader", *names]),
+        "icc_experts": icc(e, raters=names),
+        "krippendorff_alpha": krippendorff_alpha(both, domain=domain),
+        "krippendorff_alpha_experts": krippendorff_alpha(e, domain=domain),
+        "ceiling": ceiling(g, e, domain=domain, weights=weights, clusters=clusters,
+                           ci_method=ci_method) if several else None,
+        "alt_test": alt_test(g, e, epsilon=epsilon, q=alt_q, min_items=min_alt_items)
+        if several else None,
+        "bootstrap": {
+            "resamples": bootstrap,
+            "seed": seed,
+            "unit": "item" if clusters is None else "cluster",
+            "interval": ci_method,
+            "confidence": confidence,
+        },
+    }
+    return _clean(out)
+
+
+def _majority(votes: np.ndarray) -> np.ndarray:
+    """Per-item strict majority of present binary votes (axis 1); ties count as absent; NaN when
+    no vote is present."""
+    cnt = np.isfinite(votes).sum(axis=1)
+    share = np.nansum(votes, axis=1) / np.maximum(cnt, 1)
+    return np.where(cnt > 0, (share > 0.5).astype(float), np.nan)
+
+
+def _tag_stats(pred: np.ndarray, truth: np.ndarray) -> dict:
+    conf = binary_confusion(pred, truth)
+    return {"kappa": cohen_kappa(pred, truth), "ac1": gwet_ac1(pred, truth), **conf}
+
+
+def _nominal_alpha(votes: np.ndarray) -> float | None:
+    return krippendorff_alpha(votes, domain=(0, 1), levels=("nominal",))["nominal"]
+
+
+def compare_tags(
+    grader: np.ndarray, experts: np.ndarray, class_names: Sequence[str], *,
+    bootstrap: int = 0, seed: int = 0, clusters: np.ndarray | None = None,
+) -> dict:
+    """Binary error tags: per class, the grader against the experts' strict majority (Cohen's
+    kappa, Gwet's AC1, precision/recall/F1 and the confusion table), and the ceiling: each
+    expert against the majority of the other experts with the same statistics. Reliability of
+    the class itself: Krippendorff's nominal alpha among the experts (missing ratings allowed)
+    and with the grader as one more rater (`krippendorff_alpha`). With `bootstrap` resamples,
+    the grader's kappa, AC1 and F1 get 95% percentile intervals over items (or, with
+    `clusters`, whole cases), the same resamples for every class.
+
+    `grader`: bool (n_items, n_classes); `experts`: bool (n_items, n_experts, n_classes), or
+    float with NaN for a missing expert.
+    """
+    g = np.asarray(grader, dtype=float)
+    e = np.asarray(experts, dtype=float)
+    if g.ndim != 2 or e.ndim != 3 or e.shape[0] != g.shape[0] or e.shape[2] != g.shape[1]:
+        raise ValueError(f"grader {g.shape} and experts {e.shape} do not match")
+    if len(class_names) != g.shape[1]:
+        raise ValueError(f"{len(class_names)} class names for {g.shape[1]} classes")
+    weights = bootstrap_weights(g.shape[0], bootstrap, seed, clusters) if bootstrap else None
+    classes = {}
+    for c, name in enumerate(class_names):
+        votes = e[:, :, c]
+        majority = _majority(votes)
+        grader_stats = _tag_stats(g[:, c], majority)
+        if weights is not None:
+            resampled = binary_stats_resampled(g[:, c], majority, weights)
+            grader_stats["ci95"] = {k: percentile_ci(v) for k, v in resampled.items()}
+        rows = []
+        for j in range(e.shape[1]):
+            rows.append({"expert": j, **_tag_stats(votes[:, j], _majority(np.delete(votes, j, 1)))})
+        summary = {}
+        for key in ("kappa", "ac1", "f1"):
+            vals = [r[key] for r in rows if r[key] is not None]
+            summary[key] = float(np.mean(vals)) if vals else None
+        classes[name] = {
+            "prevalence": np.nanmean(majority) if np.isfinite(majority).any() else None,
+            "alpha_experts": _nominal_alpha(votes),
+            "alpha_with_grader": _nominal_alpha(np.column_stack([votes, g[:, c]])),
+            "grader": grader_stats,
+            "ceiling": rows if e.shape[1] >= 2 else [],
+            "ceiling_mean": summary if e.shape[1] >= 2 else None,
+        }
+    return _clean({"n_items": g.shape[0], "n_experts": e.shape[1], "classes": classes})

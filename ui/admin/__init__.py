@@ -1,0 +1,2 @@
+"""Widgets of the admin pages (/admin, /calibrate, /models): calibration reports, the
+leaderboard, flag review, preflight, run outcomes."""

@@ -1,0 +1,1 @@
+"""Widgets of /score: the rubric form, the queue, the keyboard shortcuts."""
