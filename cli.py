@@ -581,17 +581,46 @@ def cmd_results(args: argparse.Namespace) -> None:
     from results.leaderboard import parse_by
 
     by = parse_by(args.by)
-    if args.out:
-        prepare_out(Path(args.out))  # before anything is computed
+    splits = _splits(args)
+    for folder in (args.out, args.site):
+        if folder:
+            prepare_out(Path(folder))  # before anything is computed
     with _study() as s:
         res = results.build(s, config_id=args.config, by=by, ks=tuple(args.k),
-                            reveal=args.reveal, grader_only=args.grader_only)
+                            reveal=args.reveal, grader_only=args.grader_only,
+                            bertscore=_bertscorer(args), splits=splits)
+        if args.site:
+            from results.site import study_version, write_site
+
+            written = write_site(Path(args.site), res, study_version(s, res))
+            print(f"nmb: wrote the leaderboard site ({len(written)} files) to {args.site}",
+                  file=sys.stderr)
     if args.out:
         from results.plots import all_figures
 
         written = export(Path(args.out), res, all_figures(res))
         print(f"nmb: wrote {len(written)} files to {args.out}", file=sys.stderr)
-    print(as_text(res, args.format))
+    if args.layout == "leaderboard":
+        from results import leaderboard_layout
+
+        print(leaderboard_layout.as_text(res, args.format))
+    else:
+        print(as_text(res, args.format))
+
+
+def _splits(args: argparse.Namespace) -> dict[str, tuple[int, ...]] | None:
+    from results.splits import parse_splits
+
+    splits = parse_splits(args.splits)  # checked even when unused
+    return splits if args.layout == "leaderboard" or args.site else None
+
+
+def _bertscorer(args: argparse.Namespace):
+    if not args.bertscore_model:
+        return None
+    from results.bertscore import BertScorer
+
+    return BertScorer(args.bertscore_model)
 
 
 # --- the parser ----------------------------------------------------------------------------
@@ -875,6 +904,15 @@ def build_parser() -> argparse.ArgumentParser:
     rs.add_argument("--reveal", action="store_true", help="people's names, not pseudonyms")
     rs.add_argument("--grader-only", action="store_true",
                     help="the grader's judgments everywhere (as the leaderboard shows them)")
+    rs.add_argument("--layout", choices=["paper", "leaderboard"], default="paper",
+                    help="what goes to stdout: the paper's tables, or one table per split of the "
+                    "published leaderboard")
+    rs.add_argument("--splits", help="the leaderboard's splits as name=level[+level],... "
+                    "(default direct=1,complex=2,multi-round=3)")
+    rs.add_argument("--bertscore-model", metavar="DIR", help="add BERTScore (secondary) with the "
+                    "model in this local folder (needs pip install -e '.[bertscore]')")
+    rs.add_argument("--site", metavar="DIR", help="write the static leaderboard site (index.html, "
+                    "leaderboard.json, figures) into this folder")
 
     ag = add("agreement", cmd_agreement, "agreement statistics of a long-format CSV (item,rater,score)")
     ag.add_argument("file", help="CSV with columns item, rater, score (nmb export agreement)")

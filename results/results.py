@@ -13,7 +13,7 @@ function), `results.error_classes`, `results.revision` and `results.cost`.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from sqlalchemy import func
@@ -23,6 +23,7 @@ from db.models import ExpertScore, GraderRun, Response, User
 from db.raters.response_flags import held
 from db.rubrics import rubric_by_hash
 from grading.grader import grades_key
+from results.bertscore import BertScoreInfo, BertScorer
 from results.cost import GraderCost, ModelCost, grader_cost, model_costs
 from results.error_classes import ErrorRow, error_rows
 from results.judgments import (
@@ -34,6 +35,7 @@ from results.judgments import (
 )
 from results.leaderboard import Cell, cells
 from results.revision import RevisionRow, revision_rows
+from results.splits import Split, split_cells
 from rubric.render import PROMPT_V1
 
 
@@ -55,6 +57,8 @@ class Results:
     revision: list[RevisionRow]
     model_costs: list[ModelCost]
     grader_cost: GraderCost
+    bertscore: BertScoreInfo | None = None  # secondary; in `overall`, `cells` and `splits`
+    splits: list[Split] = field(default_factory=list)  # the published layout (results.splits)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -90,9 +94,12 @@ def results_key(s: Session, *, config_id: int) -> tuple:
 
 def build(s: Session, *, config_id: int | None = None, by: tuple[str, ...] = ("family", "level"),
           ks: tuple[int, ...] = (1, 5), reveal: bool = False,
-          grader_only: bool = False) -> Results:
+          grader_only: bool = False, bertscore: BertScorer | None = None,
+          splits: dict[str, tuple[int, ...]] | None = None) -> Results:
     """The results of the study under the grader config (default: the newest validated one,
-    else the newest with grades); `reveal` shows people's names instead of pseudonyms."""
+    else the newest with grades); `reveal` shows people's names instead of pseudonyms. With
+    `bertscore`, each model and human group also gets its BERTScore (secondary); with `splits`
+    (name -> levels), the published leaderboard's split tables."""
     config = default_config(s, config_id)
     if grader_only:
         judged, ties = grader_judgments(s, config_id=config.id, reveal=reveal), 0
@@ -102,15 +109,19 @@ def build(s: Session, *, config_id: int | None = None, by: tuple[str, ...] = ("f
     sources = {src: sum(j.source == src for j in judged) for src in (EXPERTS, GRADER)}
     validated = config.validated_report_id is not None
     rubric = rubric_by_hash(s, config.rubric_hash)
+    similar = bertscore.response_scores(s, (j.response_id for j in judged)) if bertscore else None
     return Results(
         grader={"id": config.id, "name": config.name, "model": config.model,
                 "prompt_version": config.prompt_version, "validated": validated},
         judged_by=GRADER if grader_only else f"{EXPERTS} where scored, else {GRADER}",
         by=list(by), ks=list(ks), sources=sources, expert_ties=ties,
         unjudged=total - len(judged), flags=_flags(s, config, validated),
-        overall=cells(judged, ks=ks), cells=cells(judged, ks=ks, by=by) if by else [],
+        overall=cells(judged, ks=ks, bertscore=similar),
+        cells=cells(judged, ks=ks, by=by, bertscore=similar) if by else [],
         people=cells([j for j in judged if not j.is_model], ks=ks, people=True),
         error_classes=rubric.error_class_keys,
         errors=error_rows(judged, rubric.error_class_keys),
         revision=revision_rows(judged), model_costs=model_costs(s),
-        grader_cost=grader_cost(s, config_id=config.id))
+        grader_cost=grader_cost(s, config_id=config.id),
+        bertscore=bertscore.info if bertscore else None,
+        splits=split_cells(judged, splits, ks=ks, bertscore=similar) if splits else [])

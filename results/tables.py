@@ -48,13 +48,16 @@ def fmt(v: Any, digits: int = 3) -> str:
     return str(v)
 
 
+BERTSCORE = "BERTScore (secondary)"
+
+
 def _measures(results: Results) -> list[str]:
     return ([f"pass@{k}" for k in results.ks] + [f"top-{k}" for k in results.ks]
-            + ["rubric score"])
+            + ["rubric score"] + ([BERTSCORE] if results.bertscore else []))
 
 
 def _estimates(c: Cell) -> list[Estimate]:
-    return [*c.pass_at.values(), *c.top.values(), c.score]
+    return [*c.pass_at.values(), *c.top.values(), c.score, *([c.bertscore] if c.bertscore else [])]
 
 
 def _sources(c: Cell) -> list[int]:
@@ -66,6 +69,8 @@ def tables(results: Results) -> list[Table]:
     r, measures = results, _measures(results)
     judged = (f"Judgments: {r.judged_by}; {r.sources['experts']} responses decided by the "
               f"experts' consensus, {r.sources['grader']} by grader config #{r.grader['id']}.")
+    if r.bertscore:
+        judged += " " + bertscore_note(r)
     out = [Table("overall", "Overall, per model and human group",
                  ["who", "group", "tasks", "people", *measures, *SOURCE_COLUMNS],
                  [[c.who, c.group, c.tasks, c.people, *_estimates(c), *_sources(c)]
@@ -122,6 +127,14 @@ def tables(results: Results) -> list[Table]:
         "Means per response over the responses where known; USD per task = USD per response "
         "x responses per task. Grader: per graded response whose request was sent and priced."))
     return out
+
+
+def bertscore_note(r: Results) -> str:
+    b = r.bertscore
+    return "" if b is None else (
+        f"{BERTSCORE}: F1 against the reference answer with model {b.model} "
+        f"(key {b.model_key[:12]}, layer {b.layer}, {'rescaled' if b.rescaled else 'not rescaled'}"
+        f"), {b.scored} responses; a similarity, not a judgment, never part of the gate.")
 
 
 # ------------------------------------------------------------------ formats
