@@ -600,6 +600,10 @@ def cmd_results(args: argparse.Namespace) -> None:
 
         written = export(Path(args.out), res, all_figures(res))
         print(f"nmb: wrote {len(written)} files to {args.out}", file=sys.stderr)
+    if b := res.bertscore:
+        print(f"nmb: BERTScore ({b.model}, secondary): {b.scored} responses, {b.computed} scored "
+              f"by the model, {b.cached} from the cache, {b.without_reference} without a "
+              "reference answer", file=sys.stderr)
     if args.layout == "leaderboard":
         from results import leaderboard_layout
 
