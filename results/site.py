@@ -4,10 +4,11 @@ maintainer publishes as it is (any static host, or opened from disk).
 The folder holds `index.html` (the three split tables of `results.leaderboard_layout`, rendered
 and escaped here, so the page reads without JavaScript; a small inline script sorts a table by
 a click on a column's header), `leaderboard.json` (the same numbers, from `Results`), and
-`figures/*.png` (one chart per split, `results.plots.leaderboard_chart`). Nothing is loaded from
-elsewhere: the page's Content-Security-Policy allows only its own inline style and script (by
-hash) and images from its folder, so even a name that got through escaping could not load or
-run anything. Every number is the `Results` object's, the one `nmb results` prints.
+`figures/*.png` (one chart per split, shown below the tables: `results.plots.leaderboard_chart`).
+Nothing is loaded from elsewhere: the page's Content-Security-Policy allows only its own inline
+style and script (by hash) and images from its folder, so even a name that got through escaping
+could not load or run anything. Every number is the `Results` object's, the one `nmb results`
+prints.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ th button{font:inherit;font-weight:600;background:none;border:0;cursor:pointer;p
 th[aria-sort=ascending] button::after{content:" \\25B2"}
 th[aria-sort=descending] button::after{content:" \\25BC"}
 tr.human td{background:#fff7e6}.ci{color:#777;font-size:12px}.note,.meta{color:#555;font-size:13px}
-.flag{color:#a60}img{max-width:100%;margin:.5em 0}
+.flag{color:#a60}img{max-width:100%;width:640px}figure{margin:1em 0}
 """.strip()
 
 SCRIPT = """
@@ -106,17 +107,16 @@ def _cell(v: Any) -> str:
     return f'<td data-v="{html.escape(_sort_value(v))}">{text}</td>'
 
 
-def _table(t: Table, figure: str | None) -> str:
+def _table(t: Table) -> str:
     head = "".join(f'<th scope=col><button type=button>{html.escape(h)}</button></th>'
                    for h in t.header)
     group = t.header.index("group")
     rows = "".join(f'<tr class="{html.escape(str(row[group]))}">{"".join(map(_cell, row))}</tr>'
                    for row in t.rows)
-    img = (f'<img src="figures/{figure}" alt="{html.escape(t.title)}: chart">' if figure else "")
     empty = "" if t.rows else "<p class=note>No judged responses in this split.</p>"
     return (f'<section id="{html.escape(t.name)}"><h2>{html.escape(t.title)}</h2>'
             f'<table class=sortable><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
-            f"{empty}<p class=note>{html.escape(t.note)}</p>{img}</section>")
+            f"{empty}<p class=note>{html.escape(t.note)}</p></section>")
 
 
 def render(results: Results, study: dict[str, Any], figures: dict[str, str]) -> str:
@@ -134,7 +134,14 @@ def render(results: Results, study: dict[str, Any], figures: dict[str, str]) -> 
     parts = ["<h1>Neural-MedBench leaderboard</h1>", f"<p class=meta>{html.escape(meta)}</p>",
              f"<p class=meta>{html.escape(grader)}</p>"]
     parts += [f"<p class=flag>{html.escape(f)}</p>" for f in results.flags]
-    parts += [_table(t, figures.get(t.name)) for t in split_tables(results)]
+    ts = split_tables(results)
+    parts += [_table(t) for t in ts]
+    charts = [(t.title, figures[t.name]) for t in ts if t.name in figures]
+    if charts:
+        parts.append("<h2>Charts</h2>")
+        parts += [f'<figure><img src="figures/{name}" alt="{html.escape(title)}: pass@1 chart">'
+                  f"<figcaption class=note>{html.escape(title)}</figcaption></figure>"
+                  for title, name in charts]
     parts.append('<p class=note>Data: <a href="leaderboard.json">leaderboard.json</a>.</p>')
     return ("<!doctype html><html lang=en><head><meta charset=utf-8>"
             f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
