@@ -9,7 +9,9 @@ from grading.grader import config_labels
 from results import results
 from results.export import as_text, render_html
 from results.judgments import default_config
+from results.leaderboard_layout import split_tables
 from results.plots import all_figures
+from results.splits import SPLITS
 from results.tables import fmt, tables
 from ui.auth import require_role
 
@@ -26,6 +28,14 @@ def cached(database: str, config_id: int, by: str, ks: tuple, reveal: bool, grad
         res = results.build(s, config_id=config_id, by=tuple(b for b in by.split(",") if b),
                             ks=ks, reveal=reveal, grader_only=grader_only)
     return res, all_figures(res)
+
+
+@st.cache_data(max_entries=16, show_spinner="Computing the split tables…")
+def cached_splits(database: str, config_id: int, ks: tuple, grader_only: bool,
+                  key: tuple) -> results.Results:
+    with session() as s:
+        return results.build(s, config_id=config_id, by=(), ks=ks, grader_only=grader_only,
+                             splits=SPLITS)
 
 
 with session() as s:
@@ -55,12 +65,22 @@ st.caption(f"Judgments: {res.judged_by}. {res.sources['experts']} responses deci
            "percentile bootstrap over tasks; for human groups over people, then their tasks "
            "(docs/results.md).")
 ts = tables(res)
-for t in ts:
+
+
+def show(t) -> None:
     st.subheader(t.title)
     st.dataframe(pd.DataFrame([[fmt(v) for v in row] for row in t.rows], columns=t.header),
                  hide_index=True)
     if t.note:
         st.caption(t.note)
+
+
+if st.toggle("The published leaderboard's layout: one table per split (nmb results --layout "
+             "leaderboard; --site writes it as a static site)", value=False):
+    for t in split_tables(cached_splits(database_url(), config_id, ks, grader_only, key)):
+        show(t)
+for t in ts:
+    show(t)
 st.subheader("Figures")
 for name, data in figures.items():
     st.image(data, caption=name.replace("_", " "))
