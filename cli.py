@@ -520,10 +520,17 @@ def cmd_package_verify(args: argparse.Namespace) -> None:
 
 
 def cmd_package_grade(args: argparse.Namespace) -> None:
-    from package.package import grade_responses, read_responses, summary, summary_markdown
+    from package.package import (
+        bertscore_pairs,
+        grade_responses,
+        read_responses,
+        summary,
+        summary_markdown,
+    )
 
     pkg = _verified(args)
     responses = read_responses(Path(args.responses))
+    scorer = _bertscorer(args)
     out = Path(args.out)
     try:  # before any request is paid for
         fh = open(out, "w")
@@ -533,7 +540,10 @@ def cmd_package_grade(args: argparse.Namespace) -> None:
         rows = grade_responses(pkg, responses, base_url=args.base_url,
                                concurrency=args.concurrency, timeout=args.timeout)
         fh.write("".join(json.dumps(row) + "\n" for row in rows))
-    result = summary(pkg, rows, ks=tuple(args.k))
+    similar = scorer.scores(bertscore_pairs(pkg, responses)) if scorer else None
+    result = summary(pkg, rows, ks=tuple(args.k), bertscore=similar)
+    if scorer:
+        result["bertscore"] = scorer.info.to_json()
     md = summary_markdown(result)
     out.with_suffix(".summary.json").write_text(json.dumps(result, indent=1))
     out.with_suffix(".summary.md").write_text(md)
@@ -881,6 +891,8 @@ def build_parser() -> argparse.ArgumentParser:
                             ".summary.md are written beside it)")
             sp.add_argument("--k", type=_positive(int, 1000), nargs="+", default=[1],
                             help="pass@k for these k")
+            sp.add_argument("--bertscore-model", metavar="DIR", help="add BERTScore "
+                            "(secondary) with the model in this local folder")
         sp.add_argument("--base-url", help="the endpoint to send to (default: the official API "
                         "or OPENAI_BASE_URL; never an address from the package)")
         sp.add_argument("--concurrency", type=_positive(int, 1000), default=8,

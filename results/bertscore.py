@@ -158,24 +158,29 @@ class BertScorer:
         return [known[k] for k in keys]
 
     def response_scores(self, s: Session, response_ids: Iterable[str]) -> dict[str, float]:
-        """BERTScore F1 of each response against its case's reference answer (responses whose
-        case has none are left out and counted in `info.without_reference`)."""
+        """BERTScore F1 of each response of the study against its case's reference answer."""
         ids = set(response_ids)
         responses = list(fetch_in(s, Response.response_id, ids, Response.response_id,
                                   Response.task_id, Response.text, Response.turns))
         case_of = dict(fetch_in(s, Task.task_id, {r[1] for r in responses}, Task.task_id,
                                 Task.case_id))
-        reference = {c.case_id: "\n".join(text for _, text in reference_fields(c.ground_truth)
-                                          if text)
+        reference = {c.case_id: reference_text(c.ground_truth)
                      for c in fetch_in(s, Case.case_id, set(case_of.values()))}
-        pairs = {}
-        for rid, task_id, text, turns in responses:
-            ref = reference.get(case_of[task_id], "")
-            if ref.strip():
-                pairs[rid] = (final_answer(text, turns)[:MAX_CHARS], ref[:MAX_CHARS])
-        self.info.without_reference += len(ids) - len(pairs)
-        self.info.scored += len(pairs)
-        return dict(zip(pairs, self.f1(list(pairs.values())), strict=True))
+        return self.scores({rid: (final_answer(text, turns), reference.get(case_of[task_id], ""))
+                            for rid, task_id, text, turns in responses})
+
+    def scores(self, pairs: dict[str, tuple[str, str]]) -> dict[str, float]:
+        """BERTScore F1 per id of (candidate, reference) pairs; pairs without a reference are
+        left out and counted in `info.without_reference` (a package's responses come this way)."""
+        kept = {k: (c[:MAX_CHARS], r[:MAX_CHARS]) for k, (c, r) in pairs.items() if r.strip()}
+        self.info.without_reference += len(pairs) - len(kept)
+        self.info.scored += len(kept)
+        return dict(zip(kept, self.f1(list(kept.values())), strict=True))
+
+
+def reference_text(ground_truth: dict[str, Any] | None) -> str:
+    """The reference answer as BERTScore's reference: its fields' values, one per line."""
+    return "\n".join(text for _, text in reference_fields(ground_truth) if text)
 
 
 def final_answer(text: str, turns: list[str] | None) -> str:

@@ -175,12 +175,12 @@ def cells(rows: Iterable[Judgment], *, ks: tuple[int, ...] = (1,),
 
 
 def summarize(rows: Iterable[Judgment], *, ks: tuple[int, ...] = (1,),
-              by: tuple[str, ...] = ()) -> list[dict]:
+              by: tuple[str, ...] = (), bertscore: Mapping[str, float] | None = None) -> list[dict]:
     """`cells` as rows: who, group, the cell keys, tasks, people, min_samples, the mean overall
     score, pass@k and top@k with their 95% intervals, the tasks behind top-k, the error classes
     among the wrong responses (share of wrong responses tagged with each; a response may carry
-    several) and the number of responses each source decided."""
-    return [c.row() for c in cells(rows, ks=ks, by=by)]
+    several) and the number of responses each source decided (and BERTScore, when given)."""
+    return [c.row() for c in cells(rows, ks=ks, by=by, bertscore=bertscore)]
 
 
 def leaderboard(s: Session, *, config_id: int, ks: tuple[int, ...] = (1,),

@@ -157,3 +157,30 @@ def test_nmb_results_adds_the_librarys_bertscore_and_a_second_run_uses_the_cache
     for cell in first["overall"]:
         assert f"| {cell['who']} | model |" in second.stdout
         assert f"{cell['bertscore']['value']:.3f} \\[" in second.stdout  # Markdown escapes [
+
+
+def test_a_packages_summary_gives_the_studys_bertscore(model_dir: Path, sqlite_url: str,
+                                                       tmp_path: Path) -> None:
+    """The same responses and reference answers through `nmb package grade`'s summary and
+    `nmb results --grader-only`: the same BERTScore rows."""
+    from package.package import bertscore_pairs, freeze, grade_responses, summary, summary_markdown, verify
+    from results import results
+    from results.bertscore import BertScorer
+    from tests.factories import validated_config
+    from tests.openai_server import OpenAIServer
+
+    with OpenAIServer() as server, Session(engine_for(sqlite_url), expire_on_commit=False) as s:
+        cid = validated_config(s, server.base_url, api_key="sk-test-bert")
+        freeze(s, config_id=cid, out=tmp_path / "g.zip")
+        responses = list(s.exec(select(Response).order_by(Response.response_id)))
+        study = results.build(s, config_id=cid, grader_only=True, by=(), ks=(1,),
+                              bertscore=BertScorer(model_dir))
+        pkg = verify(tmp_path / "g.zip")
+        rows = grade_responses(pkg, responses, base_url=server.base_url, api_key="sk-test-bert")
+    scorer = BertScorer(model_dir)
+    got = summary(pkg, rows, bertscore=scorer.scores(bertscore_pairs(pkg, responses)))
+    assert scorer.info.computed == 0 and scorer.info.scored == len(responses)  # the study's cache
+    assert [(r["who"], r["bertscore"], r["bertscore 95% CI"]) for r in got["overall"]] == [
+        (c.who, c.bertscore.value, c.bertscore.ci) for c in study.overall]
+    md = summary_markdown({**got, "bertscore": scorer.info.to_json()})
+    assert "BERTScore F1 (secondary" in md and "| bertscore |" in md
