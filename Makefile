@@ -2,6 +2,9 @@ VENV := .venv
 PORT ?= 8501
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# CPU torch for the bertscore extra: found in pip's find-links here (/opt/wheels); elsewhere add
+# PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu so pip does not take a CUDA build
+TORCH ?= 2.13.0
 
 .PHONY: install run test bench lint screenshots clean
 
@@ -10,6 +13,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q 'torch==$(TORCH)'  # the CPU build, before the bertscore extra wants one
 	$(PY) -m pip install -q -e '.[test]'
 	touch $(STAMP)
 

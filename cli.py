@@ -582,10 +582,17 @@ def cmd_package_verify(args: argparse.Namespace) -> None:
 
 
 def cmd_package_grade(args: argparse.Namespace) -> None:
-    from package.package import grade_responses, read_responses, summary, summary_markdown
+    from package.package import (
+        bertscore_pairs,
+        grade_responses,
+        read_responses,
+        summary,
+        summary_markdown,
+    )
 
     pkg = _verified(args)
     responses = read_responses(Path(args.responses))
+    scorer = _bertscorer(args)
     out = Path(args.out)
     try:  # before any request is paid for
         fh = open(out, "w")
@@ -595,7 +602,10 @@ def cmd_package_grade(args: argparse.Namespace) -> None:
         rows = grade_responses(pkg, responses, base_url=args.base_url,
                                concurrency=args.concurrency, timeout=args.timeout)
         fh.write("".join(json.dumps(row) + "\n" for row in rows))
-    result = summary(pkg, rows, ks=tuple(args.k))
+    similar = scorer.scores(bertscore_pairs(pkg, responses)) if scorer else None
+    result = summary(pkg, rows, ks=tuple(args.k), bertscore=similar)
+    if scorer:
+        result["bertscore"] = scorer.info.to_json()
     md = summary_markdown(result)
     out.with_suffix(".summary.json").write_text(json.dumps(result, indent=1))
     out.with_suffix(".summary.md").write_text(md)
@@ -643,18 +653,53 @@ def cmd_results(args: argparse.Namespace) -> None:
     from results.leaderboard import parse_by
 
     by = parse_by(args.by)
-    if args.out:
-        prepare_out(Path(args.out))  # before anything is computed
+    splits = _splits(args)
+    for folder in (args.out, args.site):
+        if folder:
+            prepare_out(Path(folder))  # before anything is computed
     with _study() as s:
         res = results.build(s, config_id=args.config, by=by, ks=tuple(args.k),
                             reveal=args.reveal, judge=args.judge,
-                            compare_pairs=tuple(tuple(pair) for pair in args.compare or ()))
+                            compare_pairs=tuple(tuple(pair) for pair in args.compare or ()),
+                            bertscore=_bertscorer(args), splits=splits)
+        if args.site:
+            from results.site import study_version, write_site
+
+            written = write_site(Path(args.site), res, study_version(s, res))
+            print(f"nmb: wrote the leaderboard site ({len(written)} files) to {args.site}",
+                  file=sys.stderr)
     if args.out:
         from results.plots import all_figures
 
         written = export(Path(args.out), res, all_figures(res))
         print(f"nmb: wrote {len(written)} files to {args.out}", file=sys.stderr)
-    print(comparison_text(res, args.format) if args.compare else as_text(res, args.format))
+    if b := res.bertscore:
+        print(f"nmb: BERTScore ({b.model}, secondary): {b.scored} responses, {b.computed} scored "
+              f"by the model, {b.cached} from the cache, {b.without_reference} without a "
+              "reference answer", file=sys.stderr)
+    if args.compare:
+        print(comparison_text(res, args.format))
+    elif args.layout == "leaderboard":
+        from results import leaderboard_layout
+
+        print(leaderboard_layout.as_text(res, args.format))
+    else:
+        print(as_text(res, args.format))
+
+
+def _splits(args: argparse.Namespace) -> dict[str, tuple[int, ...]] | None:
+    from results.splits import parse_splits
+
+    splits = parse_splits(args.splits)  # checked even when unused
+    return splits if args.layout == "leaderboard" or args.site else None
+
+
+def _bertscorer(args: argparse.Namespace):
+    if not args.bertscore_model:
+        return None
+    from results.bertscore import BertScorer
+
+    return BertScorer(args.bertscore_model)
 
 
 # --- the parser ----------------------------------------------------------------------------
@@ -944,6 +989,8 @@ def build_parser() -> argparse.ArgumentParser:
                             ".summary.md are written beside it)")
             sp.add_argument("--k", type=_positive(int, 1000), nargs="+", default=[1],
                             help="pass@k for these k")
+            sp.add_argument("--bertscore-model", metavar="DIR", help="add BERTScore "
+                            "(secondary) with the model in this local folder")
         sp.add_argument("--base-url", help="the endpoint to send to (default: the official API "
                         "or OPENAI_BASE_URL; never an address from the package)")
         sp.add_argument("--concurrency", type=_positive(int, 1000), default=8,
@@ -976,6 +1023,15 @@ def build_parser() -> argparse.ArgumentParser:
     rs.add_argument("--compare", nargs=2, action="append", metavar=("A", "B"),
                     help="print only A - B (models or human groups) on the tasks both answered, "
                     "pass@1 and rubric score with paired intervals; may be repeated")
+    rs.add_argument("--layout", choices=["paper", "leaderboard"], default="paper",
+                    help="what goes to stdout: the paper's tables, or one table per split of the "
+                    "published leaderboard")
+    rs.add_argument("--splits", help="the leaderboard's splits as name=level[+level],... "
+                    "(default direct=1,complex=2,multi-round=3)")
+    rs.add_argument("--bertscore-model", metavar="DIR", help="add BERTScore (secondary) with the "
+                    "model in this local folder (needs pip install -e '.[bertscore]')")
+    rs.add_argument("--site", metavar="DIR", help="write the static leaderboard site (index.html, "
+                    "leaderboard.json, figures) into this folder")
 
     ag = add("agreement", cmd_agreement, "agreement statistics of a long-format CSV (item,rater,score)")
     ag.add_argument("file", help="CSV with columns item, rater, score (nmb export agreement)")

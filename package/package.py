@@ -84,6 +84,7 @@ from llm.model_request import KeyImage, image_parts
 from package.sign import SIGNATURE, load_private, load_public, public_line, sign
 from package.sign import signed_by as signature_problem
 from package.zip import Caps, read_members
+from results.bertscore import final_answer, reference_text
 from results.judgments import grade_judgment
 from results.leaderboard import summarize
 from rubric import Rubric
@@ -703,10 +704,19 @@ def grade_responses(pkg: Package, responses: list[Response], *, base_url: str | 
             for w, r, res in zip(work, responses, results, strict=True)]
 
 
-def summary(pkg: Package, rows: list[dict], *, ks: tuple[int, ...] = (1,)) -> dict[str, Any]:
+def bertscore_pairs(pkg: Package, responses: list[Response]) -> dict[str, tuple[str, str]]:
+    """(final answer, reference answer) per response, as `results.bertscore` scores them."""
+    return {r.response_id: (final_answer(r.text, r.turns),
+                            reference_text(pkg.tasks[r.task_id][1].ground_truth))
+            for r in responses}
+
+
+def summary(pkg: Package, rows: list[dict], *, ks: tuple[int, ...] = (1,),
+            bertscore: dict[str, float] | None = None) -> dict[str, Any]:
     """What `nmb package grade` reports besides its rows: per model, overall and per family x
     level cell, the study's own `summarize` (pass@k with intervals, the mean rubric score with
-    its interval, error classes among wrong responses)."""
+    its interval, error classes among wrong responses; BERTScore F1 per response id, when
+    given, as a secondary column)."""
     judged = []
     for r in rows:
         if r["ok"]:
@@ -719,8 +729,9 @@ def summary(pkg: Package, rows: list[dict], *, ks: tuple[int, ...] = (1,)) -> di
                 response_id=r["response_id"]))
     return {"package_sha256": pkg.sha256, "graded": len(judged),
             "failed": sum(not r["ok"] for r in rows),
-            "overall": summarize(judged, ks=ks),
-            "by_family_level": summarize(judged, ks=ks, by=("family", "level"))}
+            "overall": summarize(judged, ks=ks, bertscore=bertscore),
+            "by_family_level": summarize(judged, ks=ks, by=("family", "level"),
+                                         bertscore=bertscore)}
 
 
 def summary_markdown(data: dict[str, Any]) -> str:
@@ -737,6 +748,9 @@ def summary_markdown(data: dict[str, Any]) -> str:
 
     out = [f"Package sha256 {data['package_sha256']}: {data['graded']} graded, "
            f"{data['failed']} failed.", ""]
+    if b := data.get("bertscore"):
+        out[-1:] = [f"{b['label']}: model {cell(b['model'])} (key {b['model_key'][:12]}, layer "
+                    f"{b['layer']}, {'rescaled' if b['rescaled'] else 'not rescaled'}).", ""]
     for title, rows in (("Overall", data["overall"]), ("By family x level", data["by_family_level"])):
         out.append(f"### {title}")
         if not rows:

@@ -11,7 +11,9 @@ from grading.grader import config_labels
 from results import results
 from results.export import as_text, render_html
 from results.judgments import default_config
+from results.leaderboard_layout import split_tables
 from results.plots import all_figures
+from results.splits import SPLITS
 from results.tables import compare_table, fmt, tables
 from stats.intervals import MIN_CASES
 from ui.auth import require_role
@@ -36,6 +38,14 @@ def cached_compare(database: str, config_id: int, a: str, b: str, judge: str,
                    key: tuple) -> list:
     with session() as s:
         return results.comparisons(s, config_id=config_id, pairs=((a, b),), judge=judge)
+
+
+@st.cache_data(max_entries=16, show_spinner="Computing the split tables…")
+def cached_splits(database: str, config_id: int, ks: tuple, judge: str,
+                  key: tuple) -> results.Results:
+    with session() as s:
+        return results.build(s, config_id=config_id, by=(), ks=ks, judge=judge,
+                             splits=SPLITS)
 
 
 with session() as s:
@@ -66,12 +76,22 @@ st.caption(f"Judge: {res.judge} ({res.judged_by}): {res.sources[res.judge]} resp
            "95%, from resamples of cases (with their tasks; for human groups, people and "
            f"cases), none from fewer than {MIN_CASES} cases (docs/results.md).")
 ts = tables(res)
-for t in ts:
+
+
+def show(t) -> None:
     st.subheader(t.title)
     st.dataframe(pd.DataFrame([[fmt(v) for v in row] for row in t.rows], columns=t.header),
                  hide_index=True)
     if t.note:
         st.caption(t.note)
+
+
+if st.toggle("The published leaderboard's layout: one table per split (nmb results --layout "
+             "leaderboard; --site writes it as a static site)", value=False):
+    for t in split_tables(cached_splits(database_url(), config_id, ks, judge, key)):
+        show(t)
+for t in ts:
+    show(t)
 st.subheader("Paired differences")
 whos = [c.who for c in res.overall]
 humans = [c.who for c in res.overall if c.group == "human"] or whos
@@ -82,9 +102,7 @@ if a and b:
     res = replace(res, comparisons=cached_compare(database_url(), config_id, a, b, judge,
                                                   key))
     t = compare_table(res.comparisons)
-    st.dataframe(pd.DataFrame([[fmt(v) for v in row] for row in t.rows], columns=t.header),
-                 hide_index=True)
-    st.caption(t.note)
+    show(t)
     ts.append(t)  # in the downloads too
 st.subheader("Figures")
 for name, data in figures.items():

@@ -10,6 +10,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from calibration.html import prepare_out
+from results.leaderboard_layout import split_tables
 from results.results import Results
 from results.tables import Table, csv_text, html_table, latex, markdown, tables
 
@@ -79,11 +80,11 @@ def judgments_csv(results: Results) -> str:
 
 
 def export(out: Path, results: Results, figures: dict[str, bytes]) -> list[Path]:
-    """Write results.json, results.md, results.tex, one CSV per table, judgments.csv (the
-    judgment of every response the tables stand on), results.html and the figures into
-    `out`."""
+    """Write results.json, results.md, results.tex, one CSV per table (the split tables too,
+    when the results have splits), judgments.csv (the judgment of every response the tables
+    stand on), results.html and the figures into `out`."""
     prepare_out(out)
-    ts = tables(results)
+    ts = tables(results) + split_tables(results)
     files = {"results.json": as_text(results, "json", ts), "results.md": markdown(ts, results),
              "results.tex": latex(ts), "results.html": render_html(results, figures, ts),
              **{f"{t.name}.csv": csv_text(t) for t in ts},

@@ -19,7 +19,7 @@ leaderboard and packages print.
 
 import math
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,6 +81,7 @@ class Cell:
     errors_among_wrong: dict[str, float]
     sources: dict[str, int] = field(default_factory=dict)  # responses decided by each source
     cases: int = 0  # the cases behind the estimates (the unit their intervals resample)
+    bertscore: Estimate | None = None  # secondary similarity (results.bertscore), when asked
 
     def row(self) -> dict[str, Any]:
         """The row as the leaderboard and `nmb package grade` print it."""
@@ -95,6 +96,8 @@ class Cell:
                 out[f"{name}@{k}"], out[f"{name}@{k} 95% CI"] = e.value, e.ci
         out.update({"top_tasks": self.top_tasks, "wrong": self.wrong,
                     "errors among wrong": self.errors_among_wrong, "sources": self.sources})
+        if self.bertscore is not None:
+            out["bertscore"], out["bertscore 95% CI"] = self.bertscore.value, self.bertscore.ci
         return out
 
 
@@ -123,7 +126,7 @@ class _Rows:
 
 
 def _cell(who: str, group: str, keys: dict[str, Any], js: list[Judgment],
-          ks: tuple[int, ...]) -> Cell:
+          ks: tuple[int, ...], bertscore: Mapping[str, float] | None = None) -> Cell:
     rows = _Rows(js, by_person=group == "human")
     min_samples = min(len(v) for v in rows.tasks.values())
     pass_at = {}
@@ -147,14 +150,17 @@ def _cell(who: str, group: str, keys: dict[str, Any], js: list[Judgment],
         errors_among_wrong={t: round(sum(t in j.error_tags for j in wrong) / len(wrong), 4)
                             for t in tags},
         sources=dict(sorted(Counter(j.source for j in js).items())),
-        cases=len({j.case for j in js}))
+        cases=len({j.case for j in js}),
+        bertscore=None if bertscore is None else rows.mean(lambda j: bertscore.get(j.response_id)))
 
 
 def cells(rows: Iterable[Judgment], *, ks: tuple[int, ...] = (1,),
-          by: tuple[str, ...] = (), people: bool = False) -> list[Cell]:
+          by: tuple[str, ...] = (), people: bool = False,
+          bertscore: Mapping[str, float] | None = None) -> list[Cell]:
     """One cell per model and human group (and per cell of `by`), models first, each part
     sorted by pass@ks[0] (then mean overall score), best first. With `people`, one cell per
-    person instead of per human group (models as usual)."""
+    person instead of per human group (models as usual). With `bertscore` (response id ->
+    BERTScore F1), each cell also estimates its mean BERTScore like the rubric score."""
     if not ks or min(ks) < 1:
         raise UserError(f"--k must be at least 1, got {list(ks)}")
     groups: dict[tuple, list[Judgment]] = defaultdict(list)
@@ -163,7 +169,7 @@ def cells(rows: Iterable[Judgment], *, ks: tuple[int, ...] = (1,),
         keys = (("role", j.who),) if group == "person" else ()
         who = j.person if group == "person" and j.person is not None else j.who
         groups[(group, who, keys + tuple((k, getattr(j, k)) for k in by))].append(j)
-    out = [_cell(who, group, dict(keys), js, ks) for (group, who, keys), js in groups.items()]
+    out = [_cell(who, group, dict(keys), js, ks, bertscore) for (group, who, keys), js in groups.items()]
     first = ks[0]
 
     def order(c: Cell) -> tuple:
@@ -175,12 +181,13 @@ def cells(rows: Iterable[Judgment], *, ks: tuple[int, ...] = (1,),
 
 
 def summarize(rows: Iterable[Judgment], *, ks: tuple[int, ...] = (1,),
-              by: tuple[str, ...] = ()) -> list[dict]:
+              by: tuple[str, ...] = (), bertscore: Mapping[str, float] | None = None) -> list[dict]:
     """`cells` as rows: who, group, the cell keys, tasks, cases, people, min_samples, the mean
     overall score, pass@k and top@k with their 95% intervals, the tasks behind top-k, the error
     classes among the wrong responses (share of wrong responses tagged with each; a response
-    may carry several) and the number of responses each source decided."""
-    return [c.row() for c in cells(rows, ks=ks, by=by)]
+    may carry several) and the number of responses each source decided (and BERTScore, when
+    given)."""
+    return [c.row() for c in cells(rows, ks=ks, by=by, bertscore=bertscore)]
 
 
 def leaderboard(s: Session, *, config_id: int, ks: tuple[int, ...] = (1,),

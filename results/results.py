@@ -18,6 +18,7 @@ exports (`results.recompute`) provide.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -38,6 +39,7 @@ from results.anchoring import (
     final_answer_conflicts,
     stage_agreement,
 )
+from results.bertscore import BertScoreInfo, BertScorer
 from results.compare import Comparison, compare
 from results.cost import GraderCost, ModelCost, grader_cost, model_costs
 from results.error_classes import ErrorRow, compared_error_rows, error_rows
@@ -53,6 +55,7 @@ from results.judgments import (
 )
 from results.leaderboard import Cell, cells
 from results.sensitivity import SensitivityRow, sensitivity_rows
+from results.splits import Split, split_cells
 from rubric.render import PROMPT_V1
 
 JUDGED_BY = {GRADER: "the grader on every response it graded",
@@ -84,6 +87,8 @@ class Results:
     grader_cost: GraderCost
     judgments: list[Judgment]  # one per response the judge judged: what the tables stand on
     comparisons: list[Comparison] = field(default_factory=list)  # `--compare A B`, A - B
+    bertscore: BertScoreInfo | None = None  # secondary; in `overall`, `cells` and `splits`
+    splits: list[Split] = field(default_factory=list)  # the published layout (results.splits)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -110,8 +115,11 @@ def check_judge(judge: str) -> str:
 
 def compute(data: StudyData, *, judge: str = GRADER, by: tuple[str, ...] = ("family", "level"),
             ks: tuple[int, ...] = (1, 5), flags: list[str] | None = None,
-            compare_pairs: tuple[tuple[str, str], ...] = ()) -> Results:
-    """Every table of the results from `data`, the main ones judged by `judge` alone."""
+            compare_pairs: tuple[tuple[str, str], ...] = (),
+            similar: Mapping[str, float] | None = None, bertscore: BertScoreInfo | None = None,
+            splits: dict[str, tuple[int, ...]] | None = None) -> Results:
+    """Every table of the results from `data`, the main ones judged by `judge` alone;
+    `similar`: BERTScore per response id (`bertscore` says with which model)."""
     judged = pick(data.judged, check_judge(judge))
     grades = pick(data.judged, GRADER)
     conflicts = final_answer_conflicts(grades)
@@ -129,7 +137,8 @@ def compute(data: StudyData, *, judge: str = GRADER, by: tuple[str, ...] = ("fam
         sources={src: sum(j.source == src for j in judged) for src in (EXPERTS, GRADER)},
         expert_ties=sum(x.expert_tie for x in data.judged if x.experts),
         unjudged=data.responses - len(judged), flags=flags,
-        overall=cells(judged, ks=ks), cells=cells(judged, ks=ks, by=by) if by else [],
+        overall=cells(judged, ks=ks, bertscore=similar),
+        cells=cells(judged, ks=ks, by=by, bertscore=similar) if by else [],
         people=cells([j for j in judged if not j.is_model], ks=ks, people=True),
         error_classes=data.error_classes,
         errors=error_rows(judged, data.error_classes, judge),
@@ -138,7 +147,9 @@ def compute(data: StudyData, *, judge: str = GRADER, by: tuple[str, ...] = ("fam
         stage_agreement=stage_agreement(data.judged), sensitivity=sensitivity_rows(data.judged),
         model_costs=data.model_costs, grader_cost=data.grader_cost,
         judgments=sorted(judged, key=lambda j: j.response_id),
-        comparisons=[compare(judged, a, b) for a, b in compare_pairs])
+        comparisons=[compare(judged, a, b) for a, b in compare_pairs],
+        bertscore=bertscore,
+        splits=split_cells(judged, splits, ks=ks, bertscore=similar) if splits else [])
 
 
 def _flags(s: Session, config, validated: bool) -> list[str]:
@@ -184,14 +195,22 @@ def load(s: Session, *, config_id: int | None = None, reveal: bool = False) -> S
 
 def build(s: Session, *, config_id: int | None = None, by: tuple[str, ...] = ("family", "level"),
           ks: tuple[int, ...] = (1, 5), reveal: bool = False, judge: str = GRADER,
-          compare_pairs: tuple[tuple[str, str], ...] = ()) -> Results:
+          compare_pairs: tuple[tuple[str, str], ...] = (), bertscore: BertScorer | None = None,
+          splits: dict[str, tuple[int, ...]] | None = None) -> Results:
     """The results of the study under the grader config, the main tables judged by `judge`;
-    `compare_pairs`: (A, B) models or human groups whose paired difference A - B is wanted."""
+    `compare_pairs`: (A, B) models or human groups whose paired difference A - B is wanted.
+    With `bertscore`, each model and human group also gets its BERTScore (secondary); with
+    `splits` (name -> levels), the published leaderboard's split tables."""
     check_judge(judge)
     data = load(s, config_id=config_id, reveal=reveal)
     config = default_config(s, data.grader["id"])
+    similar = None
+    if bertscore:
+        judged = pick(data.judged, judge)
+        similar = bertscore.response_scores(s, (j.response_id for j in judged))
     return compute(data, judge=judge, by=by, ks=ks, compare_pairs=compare_pairs,
-                   flags=_flags(s, config, data.grader["validated"]))
+                   flags=_flags(s, config, data.grader["validated"]), similar=similar,
+                   bertscore=bertscore.info if bertscore else None, splits=splits)
 
 
 def comparisons(s: Session, *, config_id: int | None, pairs: tuple[tuple[str, str], ...],

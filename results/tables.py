@@ -54,13 +54,16 @@ def fmt(v: Any, digits: int = 3) -> str:
     return str(v)
 
 
+BERTSCORE = "BERTScore (secondary)"
+
+
 def _measures(results: Results) -> list[str]:
     return ([f"pass@{k}" for k in results.ks] + [f"top-{k}" for k in results.ks]
-            + ["rubric score"])
+            + ["rubric score"] + ([BERTSCORE] if results.bertscore else []))
 
 
 def _estimates(c: Cell) -> list[Estimate]:
-    return [*c.pass_at.values(), *c.top.values(), c.score]
+    return [*c.pass_at.values(), *c.top.values(), c.score, *([c.bertscore] if c.bertscore else [])]
 
 
 def _sources(c: Cell) -> list[int]:
@@ -72,6 +75,8 @@ def tables(results: Results) -> list[Table]:
     r, measures = results, _measures(results)
     judged = (f"Judge: {r.judge} ({r.judged_by}; grader config #{r.grader['id']}): "
               f"{r.sources[r.judge]} responses, {r.unjudged} not judged by it.")
+    if r.bertscore:
+        judged += " " + bertscore_note(r)
     out = [Table("overall", "Overall, per model and human group",
                  ["who", "group", "tasks", "cases", "people", *measures, *SOURCE_COLUMNS],
                  [[c.who, c.group, c.tasks, c.cases, c.people, *_estimates(c), *_sources(c)]
@@ -181,6 +186,14 @@ def compare_table(comparisons: list[Comparison]) -> Table:
         "from the same cases drawn for both sides (a human group's people drawn too): "
         f"difference +/- t sqrt(variance); none from fewer than {MIN_CASES} cases "
         "(docs/results.md).")
+
+
+def bertscore_note(r: Results) -> str:
+    b = r.bertscore
+    return "" if b is None else (
+        f"{BERTSCORE}: F1 against the reference answer with model {b.model} "
+        f"(key {b.model_key[:12]}, layer {b.layer}, {'rescaled' if b.rescaled else 'not rescaled'}"
+        f"), {b.scored} responses; a similarity, not a judgment, never part of the gate.")
 
 
 # ------------------------------------------------------------------ formats

@@ -6,7 +6,9 @@
 opens) and `exam.png` (`demo-student` on `/exam`, scrolled) at 1280x800 with the in-browser
 viewer (software WebGL2), `admin-cases.png` (`demo-admin` in the case browser on the stroke case, at
 1600x1400), and `calibrate.png` (`demo-admin` takes the grader's held-out look on `/calibrate`;
-the top 1500 px at 1600 wide). No patient data: the demo is synthetic and says so.
+the top 1500 px at 1600 wide), and `leaderboard-site.png` (the static site of
+`nmb results --site`, opened from disk, its first 1500 px at 1280 wide). No patient data: the
+demo is synthetic and says so.
 """
 
 import os
@@ -62,9 +64,23 @@ def _case_browser(browser, url: str, path: Path) -> Path:
     return path
 
 
+def leaderboard_site(browser, home: Path, path: Path) -> Path:
+    """`nmb results --site` of the study in `home`, opened from disk at 1280x1500."""
+    env = {**os.environ, "NMB_HOME": str(home)}
+    env.pop("NMB_DATABASE_URL", None)
+    site = home / "leaderboard-site"
+    subprocess.run([sys.executable, "-m", "cli", "results", "--site", str(site)], cwd=ROOT,
+                   env=env, check=True, stdout=subprocess.DEVNULL)
+    page = browser.new_page(viewport={"width": 1280, "height": 1500})
+    page.goto((site / "index.html").as_uri())
+    page.screenshot(path=path)
+    page.close()
+    return path
+
+
 def take(out: Path) -> list[Path]:
-    """Saves and returns `out/score.png`, `out/exam.png`, `out/admin-cases.png` and
-    `out/calibrate.png`."""
+    """Saves and returns `out/score.png`, `out/exam.png`, `out/admin-cases.png`,
+    `out/leaderboard-site.png` and `out/calibrate.png`."""
     out.mkdir(parents=True, exist_ok=True)
     path = out / "calibrate.png"
     with tempfile.TemporaryDirectory(prefix="nmb-screenshots-") as tmp:
@@ -77,7 +93,8 @@ def take(out: Path) -> list[Path]:
                                          args=SOFTWARE_WEBGL)
             shots = [_viewer_page(browser, url, "demo-expert1", out / "score.png", 0),
                      _viewer_page(browser, url, "demo-student", out / "exam.png", 700),
-                     _case_browser(browser, url, out / "admin-cases.png")]
+                     _case_browser(browser, url, out / "admin-cases.png"),
+                     leaderboard_site(browser, Path(tmp), out / "leaderboard-site.png")]
             page = browser.new_page(viewport={"width": 1600, "height": 1500})
             login(page, url, "demo-admin")
             page.get_by_role("link", name="Grader calibration").click()

@@ -5,6 +5,9 @@ from pathlib import Path
 
 from sqlmodel import select
 
+# the `results` package, imported before AppTest puts pages/ first on sys.path, where
+# pages/results.py would shadow it when this file runs alone
+import results.results  # noqa: F401
 from db.engine import session
 from db.models import User
 from tests.apptest import page, page_payload
@@ -46,3 +49,17 @@ def test_results_page_shows_every_table_to_admins_only(demo_study: Path) -> None
 
     student = page("pages/study_results.py", _login("demo-student")).run()
     assert [e.value for e in student.error] == ["You do not have access to this page."]
+
+
+def test_results_page_shows_the_published_layout_on_request(demo_study: Path) -> None:
+    at = page("pages/results.py", _login("demo-admin")).run(timeout=120)
+    assert at.toggle[2].label.startswith("The published leaderboard's layout")
+    at.toggle[2].set_value(True).run(timeout=120)
+    assert not at.exception, at.exception
+    assert [s.value for s in at.subheader][:4] == [
+        "Direct Diagnosis (level 1)", "Complex Diseases (level 2)",
+        "Multi-round Dialogue (level 3)", "Overall, per model and human group"]
+    direct = at.dataframe[0].value
+    assert list(direct.columns) == ["who", "group", "tasks", "people", "pass@1", "pass@5",
+                                    "BERTScore (secondary)", "rubric score"]
+    assert len(direct) == 6 and set(direct["group"]) == {"model", "human"}

@@ -1,0 +1,177 @@
+"""`nmb results --site DIR`: the public leaderboard as a self-contained static folder that a
+maintainer publishes as it is (any static host, or opened from disk).
+
+The folder holds `index.html` (the three split tables of `results.leaderboard_layout`, rendered
+and escaped here, so the page reads without JavaScript; a small inline script sorts a table by
+a click on a column's header), `leaderboard.json` (the same numbers, from `Results`), and
+`figures/*.png` (one chart per split, shown below the tables: `results.plots.leaderboard_chart`).
+Nothing is loaded from elsewhere: the page's Content-Security-Policy allows only its own inline
+style and script (by hash) and images from its folder, so even a name that got through escaping
+could not load or run anything. Every number is the `Results` object's, the one `nmb results`
+prints.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import json
+from datetime import UTC, datetime
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import func
+from sqlmodel import Session, select
+
+from calibration.html import prepare_out
+from calibration.plots import png
+from db.models import Case, Response, Task
+from results.leaderboard_layout import columns, split_tables
+from results.plots import leaderboard_chart
+from results.results import Results, results_key
+from results.tables import Table, fmt
+
+STYLE = """
+body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
+table{border-collapse:collapse;margin:.5em 0 .3em;font-size:14px;width:100%}
+th,td{border-bottom:1px solid #ddd;padding:4px 8px;text-align:right;white-space:nowrap}
+th:first-child,td:first-child,th:nth-child(2),td:nth-child(2){text-align:left}
+th button{font:inherit;font-weight:600;background:none;border:0;cursor:pointer;padding:0}
+th[aria-sort=ascending] button::after{content:" \\25B2"}
+th[aria-sort=descending] button::after{content:" \\25BC"}
+tr.human td{background:#fff7e6}.ci{color:#777;font-size:12px}.note,.meta{color:#555;font-size:13px}
+.flag{color:#a60}img{max-width:100%;width:640px}figure{margin:1em 0}
+""".strip()
+
+SCRIPT = """
+document.querySelectorAll("table.sortable").forEach(function (table) {
+  table.querySelectorAll("th button").forEach(function (button, col) {
+    button.addEventListener("click", function () {
+      var th = button.parentNode, desc = th.getAttribute("aria-sort") !== "descending";
+      table.querySelectorAll("th").forEach(function (h) { h.removeAttribute("aria-sort"); });
+      th.setAttribute("aria-sort", desc ? "descending" : "ascending");
+      var body = table.tBodies[0], rows = Array.prototype.slice.call(body.rows);
+      function key(row) { var v = row.cells[col].getAttribute("data-v"); return v; }
+      rows.sort(function (a, b) {
+        var x = key(a), y = key(b);
+        if (x === "" || y === "") { return (x === "") - (y === ""); }
+        var nx = Number(x), ny = Number(y), c;
+        c = isNaN(nx) || isNaN(ny) ? x.localeCompare(y) : nx - ny;
+        return desc ? -c : c;
+      });
+      rows.forEach(function (row) { body.appendChild(row); });
+    });
+  });
+});
+""".strip()
+
+
+def _sha(text: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
+
+
+CSP = (f"default-src 'none'; img-src 'self'; style-src {_sha(STYLE)}; script-src {_sha(SCRIPT)}; "
+       "base-uri 'none'; form-action 'none'")
+
+
+def study_version(s: Session, results: Results) -> dict[str, Any]:
+    """What the site was generated from: the bundles, counts, a fingerprint of the judgments
+    (`results_key`: changes whenever a grade, response or expert score does) and the tool."""
+    try:
+        tool = version("neural-medbench-studio")
+    except PackageNotFoundError:  # pragma: no cover (run from a tree that is not installed)
+        tool = "unknown"
+    key = repr(results_key(s, config_id=results.grader["id"])).encode()
+    return {"bundles": sorted(s.exec(select(Case.bundle).distinct()).all()),
+            "cases": s.exec(select(func.count()).select_from(Case)).one(),
+            "tasks": s.exec(select(func.count()).select_from(Task)).one(),
+            "responses": s.exec(select(func.count()).select_from(Response)).one(),
+            "fingerprint": hashlib.sha256(key).hexdigest()[:16], "tool": tool,
+            "generated": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")}
+
+
+def _sort_value(v: Any) -> str:
+    value = getattr(v, "value", v)
+    return "" if value is None else str(value)
+
+
+def _cell(v: Any) -> str:
+    text = fmt(v, 2)
+    if " [" in text:  # an estimate: the interval smaller
+        value, ci = text.split(" ", 1)
+        text = f"{html.escape(value)} <span class=ci>{html.escape(ci)}</span>"
+    else:
+        text = html.escape(text)
+    return f'<td data-v="{html.escape(_sort_value(v))}">{text}</td>'
+
+
+def _table(t: Table) -> str:
+    head = "".join(f'<th scope=col><button type=button>{html.escape(h)}</button></th>'
+                   for h in t.header)
+    group = t.header.index("group")
+    rows = "".join(f'<tr class="{html.escape(str(row[group]))}">{"".join(map(_cell, row))}</tr>'
+                   for row in t.rows)
+    empty = "" if t.rows else "<p class=note>No judged responses in this split.</p>"
+    return (f'<section id="{html.escape(t.name)}"><h2>{html.escape(t.title)}</h2>'
+            f'<table class=sortable><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
+            f"{empty}<p class=note>{html.escape(t.note)}</p></section>")
+
+
+def render(results: Results, study: dict[str, Any], figures: dict[str, str]) -> str:
+    """index.html: the study's version, the grader's validation state, the split tables."""
+    g = results.grader
+    state = ("validated (a passing held-out look)" if g["validated"]
+             else "NOT validated: its grades are not a validated measure")
+    meta = (f"Study: bundles {', '.join(study['bundles']) or '–'}; {study['cases']} cases, "
+            f"{study['tasks']} tasks, {study['responses']} responses; data fingerprint "
+            f"{study['fingerprint']}; generated {study['generated']} by Neural-MedBench Studio "
+            f"{study['tool']}.")
+    grader = (f"Grader: config #{g['id']} {g['name']} (model {g['model']}, prompt "
+              f"{g['prompt_version']}), {state}. Judgments: {results.judged_by}. Intervals: 95% "
+              "bootstrap. Rows shaded are human baselines (physicians, students).")
+    parts = ["<h1>Neural-MedBench leaderboard</h1>", f"<p class=meta>{html.escape(meta)}</p>",
+             f"<p class=meta>{html.escape(grader)}</p>"]
+    parts += [f"<p class=flag>{html.escape(f)}</p>" for f in results.flags]
+    ts = split_tables(results)
+    parts += [_table(t) for t in ts]
+    charts = [(t.title, figures[t.name]) for t in ts if t.name in figures]
+    if charts:
+        parts.append("<h2>Charts</h2>")
+        parts += [f'<figure><img src="figures/{name}" alt="{html.escape(title)}: pass@1 chart">'
+                  f"<figcaption class=note>{html.escape(title)}</figcaption></figure>"
+                  for title, name in charts]
+    parts.append('<p class=note>Data: <a href="leaderboard.json">leaderboard.json</a>.</p>')
+    return ("<!doctype html><html lang=en><head><meta charset=utf-8>"
+            f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+            '<meta name=viewport content="width=device-width,initial-scale=1">'
+            f"<title>Neural-MedBench leaderboard</title><style>{STYLE}</style></head><body>"
+            f"{''.join(parts)}<script>{SCRIPT}</script></body></html>")
+
+
+def data(results: Results, study: dict[str, Any]) -> dict[str, Any]:
+    """leaderboard.json: the study's version, the grader, BERTScore's model, the splits."""
+    full = results.to_json()
+    return {"study": study, "grader": full["grader"], "judged_by": full["judged_by"],
+            "ks": full["ks"], "flags": full["flags"], "columns": columns(results),
+            "bertscore": full["bertscore"], "splits": full["splits"]}
+
+
+def write_site(out: Path, results: Results, study: dict[str, Any]) -> list[Path]:
+    """Write index.html, leaderboard.json and figures/split-*.png into `out`."""
+    prepare_out(out)
+    (out / "figures").mkdir(exist_ok=True)
+    written, figures = [], {}
+    for sp in results.splits:
+        fig = leaderboard_chart([c.row() for c in sp.cells], tuple(results.ks))
+        if fig is not None:
+            name = f"split-{sp.name}.png"
+            (out / "figures" / name).write_bytes(png(fig))
+            figures[f"split-{sp.name}"] = name
+            written.append(out / "figures" / name)
+    for name, text in (("leaderboard.json", json.dumps(data(results, study), indent=1)),
+                       ("index.html", render(results, study, figures))):
+        (out / name).write_text(text, encoding="utf-8")
+        written.append(out / name)
+    return written
