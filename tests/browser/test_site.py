@@ -56,8 +56,8 @@ def test_the_site_reads_from_its_folder_sorts_and_shows_names_as_text(
         browser, sqlite_url: str, tmp_path: Path) -> None:
     _study(sqlite_url)
     site = tmp_path / "site"
-    out = subprocess.run([sys.executable, "-m", "cli", "results", "--site", str(site),
-                          "--grader-only"], cwd=ROOT, env=dict(os.environ), capture_output=True,
+    out = subprocess.run([sys.executable, "-m", "cli", "results", "--site", str(site)],
+                         cwd=ROOT, env=dict(os.environ), capture_output=True,
                          text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert {p.name for p in site.iterdir()} == {"index.html", "leaderboard.json", "figures"}
