@@ -109,7 +109,7 @@ def test_closed_vocabularies_are_checked_and_the_migration_keeps_every_row(
     refused."""
     from db.engine import alembic_config, upgrade
 
-    command.downgrade(alembic_config(database_url), "0010")
+    command.downgrade(alembic_config(database_url), "0012")  # the revision before 0013
     eng = engine_for(database_url)
     with Session(eng) as s:
         before = _rows_of_every_vocabulary(s)
