@@ -52,9 +52,9 @@ def test_results_page_shows_every_table_to_admins_only(demo_study: Path) -> None
 
 
 def test_results_page_shows_the_published_layout_on_request(demo_study: Path) -> None:
-    at = page("pages/results.py", _login("demo-admin")).run(timeout=120)
-    assert at.toggle[2].label.startswith("The published leaderboard's layout")
-    at.toggle[2].set_value(True).run(timeout=120)
+    at = page("pages/study_results.py", _login("demo-admin")).run(timeout=120)
+    assert at.toggle[1].label.startswith("The published leaderboard's layout")
+    at.toggle[1].set_value(True).run(timeout=120)
     assert not at.exception, at.exception
     assert [s.value for s in at.subheader][:4] == [
         "Direct Diagnosis (level 1)", "Complex Diseases (level 2)",
