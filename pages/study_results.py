@@ -9,6 +9,7 @@ from db.engine import database_url, session
 from errors import UserError
 from grading.grader import config_labels
 from results import results
+from results.bertscore import SERVER_MODEL, BertScorer, server_model
 from results.export import as_text, render_html
 from results.judgments import default_config
 from results.leaderboard_layout import split_tables
@@ -26,10 +27,11 @@ BY = {"family,level": "family x level", "family": "family", "level": "level", ""
 
 @st.cache_data(max_entries=16, show_spinner="Computing the results…")
 def cached(database: str, config_id: int, by: str, ks: tuple, reveal: bool, judge: str,
-           key: tuple) -> tuple[results.Results, dict[str, bytes]]:
+           model: str, key: tuple) -> tuple[results.Results, dict[str, bytes]]:
     with session() as s:
         res = results.build(s, config_id=config_id, by=tuple(b for b in by.split(",") if b),
-                            ks=ks, reveal=reveal, judge=judge)
+                            ks=ks, reveal=reveal, judge=judge,
+                            bertscore=BertScorer(model) if model else None)
     return res, all_figures(res)
 
 
@@ -41,11 +43,11 @@ def cached_compare(database: str, config_id: int, a: str, b: str, judge: str,
 
 
 @st.cache_data(max_entries=16, show_spinner="Computing the split tables…")
-def cached_splits(database: str, config_id: int, ks: tuple, judge: str,
+def cached_splits(database: str, config_id: int, ks: tuple, judge: str, model: str,
                   key: tuple) -> results.Results:
     with session() as s:
         return results.build(s, config_id=config_id, by=(), ks=ks, judge=judge,
-                             splits=SPLITS)
+                             splits=SPLITS, bertscore=BertScorer(model) if model else None)
 
 
 with session() as s:
@@ -66,7 +68,12 @@ judge = c1.radio("Judge of the main tables", list(results.JUDGED_BY), horizontal
 reveal = c2.toggle("Show people's names (not pseudonyms)", value=False)
 with session() as s:  # closed before the cached function opens its own (SQLite write lock)
     key = results.results_key(s, config_id=config_id)
-res, figures = cached(database_url(), config_id, by, ks, reveal, judge, key)
+model = server_model()
+try:
+    res, figures = cached(database_url(), config_id, by, ks, reveal, judge, model, key)
+except UserError as e:  # e.g. NMB_BERTSCORE_MODEL is not a model folder
+    st.error(str(e))
+    st.stop()
 
 for flag in res.flags:
     st.warning(flag)
@@ -75,6 +82,9 @@ st.caption(f"Judge: {res.judge} ({res.judged_by}): {res.sources[res.judge]} resp
            "correct). The sensitivity table shows every estimate under each judge. Intervals: "
            "95%, from resamples of cases (with their tasks; for human groups, people and "
            f"cases), none from fewer than {MIN_CASES} cases (docs/results.md).")
+if not model:
+    st.caption(f"BERTScore (secondary): not computed; the server adds it when started with "
+               f"{SERVER_MODEL}=DIR, a local model folder (docs/results.md).")
 ts = tables(res)
 
 
@@ -88,7 +98,7 @@ def show(t) -> None:
 
 if st.toggle("The published leaderboard's layout: one table per split (nmb results --layout "
              "leaderboard; --site writes it as a static site)", value=False):
-    for t in split_tables(cached_splits(database_url(), config_id, ks, judge, key)):
+    for t in split_tables(cached_splits(database_url(), config_id, ks, judge, model, key)):
         show(t)
 for t in ts:
     show(t)

@@ -41,6 +41,7 @@ from db.study.cases import reference_fields
 from errors import UserError
 
 EXTRA = "pip install -e '.[bertscore]'"
+SERVER_MODEL = "NMB_BERTSCORE_MODEL"  # the server's local model folder for /results
 BASELINE_FILE = "bertscore_baseline.tsv"
 LANG = "en"
 MAX_CHARS = 20_000  # of a candidate or reference (the model truncates to its own length anyway)
@@ -187,3 +188,11 @@ def final_answer(text: str, turns: list[str] | None) -> str:
     """The answer a response ends with: its last stage answer, else its text."""
     return next((t for t in reversed(turns or []) if t and t.strip()), text)
 
+
+
+
+def server_model() -> str:
+    """The model folder the server was started with (`NMB_BERTSCORE_MODEL`; "" when unset):
+    /results shows BERTScore only from a folder the operator chose, never from a path typed
+    into the page."""
+    return os.environ.get(SERVER_MODEL, "").strip()

@@ -63,3 +63,26 @@ def test_results_page_shows_the_published_layout_on_request(demo_study: Path) ->
     assert list(direct.columns) == ["who", "group", "tasks", "people", "pass@1", "pass@5",
                                     "BERTScore (secondary)", "rubric score"]
     assert len(direct) == 6 and set(direct["group"]) == {"model", "human"}
+
+
+def test_results_page_adds_bertscore_from_the_servers_model_folder(
+        demo_study: Path, tmp_path: Path, monkeypatch) -> None:
+    """BERTScore on /results comes from NMB_BERTSCORE_MODEL (set by the operator), as a
+    secondary column; a folder that is not a model is one error on the page."""
+    import importlib.util
+
+    from tests.results.tiny_bert import tiny_bert
+    from tests.services import require
+
+    require(importlib.util.find_spec("bert_score") is not None, "the bertscore extra")
+    monkeypatch.setenv("NMB_BERTSCORE_MODEL", str(tiny_bert(tmp_path / "tiny")))
+    at = page("pages/study_results.py", _login("demo-admin")).run(timeout=300)
+    assert not at.exception, at.exception
+    overall = at.dataframe[0].value
+    assert "BERTScore (secondary)" in overall.columns
+    assert overall["BERTScore (secondary)"].str.match(r"^0\.\d{3}").all()
+    assert any("never part of the gate" in c.value for c in at.caption)
+
+    monkeypatch.setenv("NMB_BERTSCORE_MODEL", str(tmp_path))  # a folder, not a model
+    at = page("pages/study_results.py", _login("demo-admin")).run(timeout=300)
+    assert not at.exception and len(at.error) == 1 and not at.dataframe
