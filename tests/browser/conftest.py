@@ -28,6 +28,21 @@ def demo_home(demo_template: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     return home
 
 
+@pytest.fixture(scope="module")
+def home(demo_template: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the demo study of the test module's own, for tests that change it."""
+    home = tmp_path_factory.mktemp("module-home")
+    shutil.copytree(demo_template, home, dirs_exist_ok=True)
+    return home
+
+
+@pytest.fixture(scope="module")
+def url(home: Path) -> Iterator[str]:
+    """The app on the module's `home`."""
+    with streamlit_app(home) as u:
+        yield u
+
+
 @contextlib.contextmanager
 def streamlit_app(home: Path, env: dict[str, str] | None = None) -> Iterator[str]:
     """`streamlit run serve.py` (the app and its volume route) on a free loopback port with

@@ -2,29 +2,14 @@
 and the held-out look is spent only after a confirmation that names the config."""
 
 import re
-import shutil
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.browser.conftest import login, settled, streamlit_app
+from tests.browser.conftest import login, settled
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture(scope="module")
-def home(demo_template: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    home = tmp_path_factory.mktemp("calibrate-home")
-    shutil.copytree(demo_template, home, dirs_exist_ok=True)
-    return home
-
-
-@pytest.fixture(scope="module")
-def url(home: Path) -> Iterator[str]:
-    with streamlit_app(home) as u:
-        yield u
 
 
 def _looks(home: Path) -> list[tuple]:

@@ -3,9 +3,7 @@ not left survives a reload; recording a stage lands on the stage it reveals; a f
 shows one's answers beside the reference answers only where the exam allows it, and nothing
 of a reference reaches the browser where it does not."""
 
-import shutil
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,7 +20,6 @@ from tests.browser.conftest import (
     fresh,
     login,
     settled,
-    streamlit_app,
     wait_until,
 )
 
@@ -30,19 +27,6 @@ pytestmark = pytest.mark.browser
 
 VIEWPORT = {"width": 1280, "height": 800}
 PASSWORD = "exam-browser-test-password"
-
-
-@pytest.fixture(scope="module")
-def home(demo_template: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    home = tmp_path_factory.mktemp("exam-home")
-    shutil.copytree(demo_template, home, dirs_exist_ok=True)
-    return home
-
-
-@pytest.fixture(scope="module")
-def url(home: Path) -> Iterator[str]:
-    with streamlit_app(home) as u:
-        yield u
 
 
 def _db(home: Path) -> Session:

@@ -8,7 +8,6 @@ import json
 import shutil
 import sqlite3
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,6 @@ from tests.browser.conftest import (
     fresh,
     login,
     settled,
-    streamlit_app,
     wait_until,
 )
 from tests.services import require
@@ -29,19 +27,6 @@ pytestmark = pytest.mark.browser
 RATER = "demo-expert1"
 RUBRIC = ".st-key-nmb-rubric"
 KEYED_CASE = "syn-05"  # the demo case with key slices (demo.bundle.KEY_POINTS)
-
-
-@pytest.fixture(scope="module")
-def home(demo_template: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    home = tmp_path_factory.mktemp("score-screen-home")
-    shutil.copytree(demo_template, home, dirs_exist_ok=True)
-    return home
-
-
-@pytest.fixture(scope="module")
-def url(home: Path) -> Iterator[str]:
-    with streamlit_app(home) as u:
-        yield u
 
 
 @pytest.fixture(scope="module")

@@ -3,9 +3,7 @@ item after Submit opens at its top with a confirmation, a finished queue says so
 multi-turn exam task labels its stages "Stage k of n" in order and asks before finishing."""
 
 import re
-import shutil
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,26 +14,12 @@ from tests.browser.conftest import (
     fresh,
     login,
     settled,
-    streamlit_app,
     wait_until,
 )
 
 pytestmark = pytest.mark.browser
 
 MAIN = '[data-testid="stMain"]'
-
-
-@pytest.fixture(scope="module")
-def home(demo_template: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    home = tmp_path_factory.mktemp("workflow-home")
-    shutil.copytree(demo_template, home, dirs_exist_ok=True)
-    return home
-
-
-@pytest.fixture(scope="module")
-def url(home: Path) -> Iterator[str]:
-    with streamlit_app(home) as u:
-        yield u
 
 
 def _draft(home: Path) -> str | None:
