@@ -27,11 +27,12 @@ BY = {"family,level": "family x level", "family": "family", "level": "level", ""
 
 @st.cache_data(max_entries=16, show_spinner="Computing the results…")
 def cached(database: str, config_id: int, by: str, ks: tuple, reveal: bool, judge: str,
-           model: str, key: tuple) -> tuple[results.Results, dict[str, bytes]]:
+           model: str, splits: bool, key: tuple) -> tuple[results.Results, dict[str, bytes]]:
     with session() as s:
         res = results.build(s, config_id=config_id, by=tuple(b for b in by.split(",") if b),
                             ks=ks, reveal=reveal, judge=judge,
-                            bertscore=BertScorer(model) if model else None)
+                            bertscore=BertScorer(model) if model else None,
+                            splits=SPLITS if splits else None)
     return res, all_figures(res)
 
 
@@ -40,14 +41,6 @@ def cached_compare(database: str, config_id: int, a: str, b: str, judge: str,
                    key: tuple) -> list:
     with session() as s:
         return results.comparisons(s, config_id=config_id, pairs=((a, b),), judge=judge)
-
-
-@st.cache_data(max_entries=16, show_spinner="Computing the split tables…")
-def cached_splits(database: str, config_id: int, ks: tuple, judge: str, model: str,
-                  key: tuple) -> results.Results:
-    with session() as s:
-        return results.build(s, config_id=config_id, by=(), ks=ks, judge=judge,
-                             splits=SPLITS, bertscore=BertScorer(model) if model else None)
 
 
 with session() as s:
@@ -66,11 +59,14 @@ c1, c2 = st.columns(2)
 judge = c1.radio("Judge of the main tables", list(results.JUDGED_BY), horizontal=True,
                  format_func=lambda j: f"{j}: {results.JUDGED_BY[j]}")
 reveal = c2.toggle("Show people's names (not pseudonyms)", value=False)
+splits = st.toggle("The published leaderboard's layout: one table per split (nmb results --layout "
+                   "leaderboard; --site writes it as a static site)", value=False)
 with session() as s:  # closed before the cached function opens its own (SQLite write lock)
     key = results.results_key(s, config_id=config_id)
 model = server_model()
 try:
-    res, figures = cached(database_url(), config_id, by, ks, reveal, judge, model, key)
+    res, figures = cached(database_url(), config_id, by, ks, reveal, judge, model, splits,
+                          key)
 except UserError as e:  # e.g. NMB_BERTSCORE_MODEL is not a model folder
     st.error(str(e))
     st.stop()
@@ -96,9 +92,8 @@ def show(t) -> None:
         st.caption(t.note)
 
 
-if st.toggle("The published leaderboard's layout: one table per split (nmb results --layout "
-             "leaderboard; --site writes it as a static site)", value=False):
-    for t in split_tables(cached_splits(database_url(), config_id, ks, judge, model, key)):
+if splits:
+    for t in split_tables(res):
         show(t)
 for t in ts:
     show(t)

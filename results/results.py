@@ -216,5 +216,6 @@ def build(s: Session, *, config_id: int | None = None, by: tuple[str, ...] = ("f
 def comparisons(s: Session, *, config_id: int | None, pairs: tuple[tuple[str, str], ...],
                 judge: str = GRADER) -> list[Comparison]:
     """`build`'s comparisons alone (what /results computes when A and B are chosen)."""
-    judged = pick(load(s, config_id=config_id).judged, check_judge(judge))
+    check_judge(judge)
+    judged = pick(judged_responses(s, config_id=default_config(s, config_id).id), judge)
     return [compare(judged, a, b) for a, b in pairs]
