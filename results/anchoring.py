@@ -35,12 +35,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from results.judgments import Judged, Judgment
+from results.judgments import ALL_MODELS, Judged, Judgment, groups_of
 from stats.agreement import bootstrap_weights, cohen_kappa, percentile_ci
 from stats.intervals import MIN_CASES, TOO_FEW, one_way_variance
 from stats.resample import RESAMPLES, Estimate, group_mean
 
-ALL_MODELS = "all models"
 #: The conditional shares, in the order the table shows them.
 MEASURES = ("no_change_wrong_first", "correct_end_wrong_first", "wrong_end_correct_first",
             "no_change_after_disconfirming")
@@ -105,16 +104,8 @@ def _share(js: Sequence[Judgment], values: Sequence[bool | None], human: bool) -
 
 def anchoring_rows(judgments: Iterable[Judgment]) -> list[AnchoringRow]:
     """Per model, all models together, and per human group, on multi-turn tasks."""
-    groups: dict[tuple[str, str], list[Judgment]] = {}
-    for j in judgments:
-        if j.level != 3 and not j.stages:
-            continue
-        group = "model" if j.is_model else "human"
-        groups.setdefault((j.who, group), []).append(j)
-        if j.is_model:
-            groups.setdefault((ALL_MODELS, group), []).append(j)
     out = []
-    for (who, group), js in groups.items():
+    for (who, group), js in groups_of(j for j in judgments if j.level == 3 or j.stages).items():
         human = group == "human"
         conv = sorted((j for j in js if is_conversation(j)),
                       key=lambda j: (j.task_id, j.person or "", j.response_id))

@@ -20,13 +20,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from results.judgments import EXPERTS, GRADER, Judged, Judgment
+from results.judgments import ALL_MODELS, EXPERTS, GRADER, Judged, Judgment, groups_of
 from stats.agreement import bootstrap_weights
 from stats.intervals import one_way_variance
 from stats.resample import RESAMPLES, Estimate
 
 UNTAGGED = "untagged"
-ALL_MODELS = "all models"
 
 
 @dataclass
@@ -66,16 +65,6 @@ def shares(cases: Sequence[str], tagsets: Sequence[Sequence[str]], classes: Sequ
             for i, c in enumerate([*classes, UNTAGGED])}
 
 
-def _groups(js: Iterable[Judgment]) -> dict[tuple[str, str], list[Judgment]]:
-    groups: dict[tuple[str, str], list[Judgment]] = {}
-    for j in sorted(js, key=lambda j: (not j.is_model, j.who, j.task_id, j.response_id)):
-        group = "model" if j.is_model else "human"
-        groups.setdefault((j.who, group), []).append(j)
-        if j.is_model:
-            groups.setdefault((ALL_MODELS, "model"), []).append(j)
-    return groups
-
-
 def _order(r: ErrorRow) -> tuple:
     return (r.group != "model", r.who == ALL_MODELS, r.who, r.source)
 
@@ -86,7 +75,7 @@ def error_rows(judgments: Iterable[Judgment], classes: Sequence[str],
     responses `judgments` (one judge's, named `source`) say are wrong, by their own tags."""
     out = [ErrorRow(who, group, source, len(js),
                     shares([j.case for j in js], [j.error_tags for j in js], classes))
-           for (who, group), js in _groups(j for j in judgments if not j.correct).items()]
+           for (who, group), js in groups_of(j for j in judgments if not j.correct).items()]
     return sorted(out, key=_order)
 
 
@@ -95,9 +84,9 @@ def compared_error_rows(judged: Iterable[Judged], classes: Sequence[str]) -> lis
     judged wrong; per model, per human group and for all models."""
     both = [x for x in judged if x.grader is not None and x.experts is not None]
     wrong = {x.grader.response_id: x for x in both if not x.grader.correct and not x.experts.correct}
-    disputed = _groups(x.grader for x in both if x.grader.correct != x.experts.correct)
+    disputed = groups_of(x.grader for x in both if x.grader.correct != x.experts.correct)
     out = []
-    for (who, group), js in _groups(wrong[rid].grader for rid in wrong).items():
+    for (who, group), js in groups_of(wrong[rid].grader for rid in wrong).items():
         for source in (EXPERTS, GRADER):
             tags = [getattr(wrong[j.response_id], source).error_tags for j in js]
             out.append(ErrorRow(who, group, source, len(js),

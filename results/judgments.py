@@ -123,6 +123,21 @@ def marks(task: Task) -> tuple[bool, ...]:
     return tuple(bool(x) for x in given) if len(given) == n else (False,) * n
 
 
+ALL_MODELS = "all models"
+
+
+def groups_of(js: Iterable[Judgment]) -> dict[tuple[str, str], list[Judgment]]:
+    """The judgments by (who, "model" or "human"), models also together as ALL_MODELS; each
+    list in (task, response) order."""
+    groups: dict[tuple[str, str], list[Judgment]] = {}
+    for j in sorted(js, key=lambda j: (not j.is_model, j.who, j.task_id, j.response_id)):
+        group = "model" if j.is_model else "human"
+        groups.setdefault((j.who, group), []).append(j)
+        if j.is_model:
+            groups.setdefault((ALL_MODELS, "model"), []).append(j)
+    return groups
+
+
 def pseudonym(user_id: int | None, name: str | None, reveal: bool) -> str | None:
     """A person as results show them: `user-<id>` (as exports do), or the name with `reveal`."""
     if user_id is None:
