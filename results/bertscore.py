@@ -189,8 +189,6 @@ def final_answer(text: str, turns: list[str] | None) -> str:
     return next((t for t in reversed(turns or []) if t and t.strip()), text)
 
 
-
-
 def server_model() -> str:
     """The model folder the server was started with (`NMB_BERTSCORE_MODEL`; "" when unset):
     /results shows BERTScore only from a folder the operator chose, never from a path typed
