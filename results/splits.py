@@ -29,6 +29,9 @@ class Split:
     cells: list[Cell]  # per model and human group, as `cells` orders them
 
 
+MAX_NAME = 40  # a split's name: a table heading, typed on the command line
+
+
 def parse_splits(text: str | None) -> dict[str, tuple[int, ...]]:
     """"direct=1,complex=2,multi-round=3" (the default), a split over several levels as
     "name=1+2"; every name once, every level in at most one split."""
@@ -42,8 +45,10 @@ def parse_splits(text: str | None) -> dict[str, tuple[int, ...]]:
             lv = tuple(int(x) for x in levels.split("+"))
         except ValueError:
             lv = ()
-        if not eq or not name or not lv or any(x not in LEVELS for x in lv) or name in out:
+        if (not eq or not name or len(name) > MAX_NAME or not name.isprintable() or not lv
+                or any(x not in LEVELS for x in lv) or name in out):
             raise UserError(f"--splits {text!r}: give name=level[+level] per split, levels 1-3, "
+                            f"names of at most {MAX_NAME} printable characters, "
                             "e.g. direct=1,complex=2,multi-round=3")
         out[name] = lv
     taken = [x for lv in out.values() for x in lv]

@@ -56,7 +56,8 @@ def test_the_demo_splits_are_its_per_level_cells(demo_study: Path) -> None:
 def test_splits_are_parsed_or_refused_in_one_line() -> None:
     assert parse_splits(None) == SPLITS
     assert parse_splits("a=1+2, b=3") == {"a": (1, 2), "b": (3,)}
-    for bad in ("direct", "a=4", "a=1,a=2", "a=1,b=1", "=1", "a=x"):
+    for bad in ("direct", "a=4", "a=1,a=2", "a=1,b=1", "=1", "a=x", "a\u202eb=1", "a\nb=1",
+                f"{'x' * 41}=1"):
         with pytest.raises(UserError, match="--splits"):
             parse_splits(bad)
     out = _nmb("--layout", "leaderboard", "--splits", "a=1,b=1")
