@@ -107,3 +107,18 @@ def test_every_answer_forbids_framing_by_another_origin(browser, app_url: str) -
     finally:
         server.shutdown()
         context.close()
+
+
+def test_the_agent_api_is_off(app_url: str) -> None:
+    """Streamlit's agent API (a non-browser client driving the app) is pinned off in
+    .streamlit/config.toml: the interaction route answers `not_available` without running
+    anything."""
+    request = urllib.request.Request(app_url + "/_stcore/agent/interact", method="POST",
+                                     data=b'{"tool": "snapshot"}',
+                                     headers={"Content-Type": "application/json"})
+    try:
+        urllib.request.urlopen(request)
+        body = b""
+    except urllib.error.HTTPError as e:
+        body = e.read()
+    assert b"not_available" in body
