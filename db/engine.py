@@ -75,13 +75,17 @@ def alembic_config(url: str | None = None):
     return cfg
 
 
-def _at_head(url: str) -> bool:
+def current_revision(url: str | None = None) -> str | None:
+    """The migration the database is at; None when it cannot be reached or has none yet."""
     try:
-        with engine_for(url).connect() as conn:
-            current = conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
+        with engine_for(url or database_url()).connect() as conn:
+            return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
     except SQLAlchemyError:  # no database or no alembic table yet
-        return False
-    return current == HEAD_REVISION
+        return None
+
+
+def _at_head(url: str) -> bool:
+    return current_revision(url) == HEAD_REVISION
 
 
 def upgrade(url: str | None = None) -> None:

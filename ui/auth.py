@@ -31,6 +31,7 @@ from db.users import (
 )
 from errors import UserError
 from ui.plain_text import escape_markdown
+from ui.server.base_path import base_path
 from ui.server.peer_address import PEER_HEADER
 
 
@@ -98,10 +99,13 @@ def _sign_in(user: User) -> None:
 
 
 def _cookie_script(value: str, max_age: int) -> str:
-    """Sets (or, with max_age 0, clears) the login cookie; the token is URL-safe base64."""
+    """Sets (or, with max_age 0, clears) the login cookie; the token is URL-safe base64.
+    `Secure` when the browser's address is https (behind a TLS-terminating proxy too: it is
+    the browser's URL), `Path` the app's path prefix (`ui.server.base_path`), `SameSite=Strict`.
+    (Not HttpOnly: a script sets it, as Streamlit gives a page no response headers.)"""
     secure = "; Secure" if str(st.context.url or "").startswith("https:") else ""
-    return (f"<script>document.cookie = '{LOGIN_COOKIE}={value}; Path=/; Max-Age={max_age}; "
-            f"SameSite=Strict{secure}';</script>")
+    return (f"<script>document.cookie = '{LOGIN_COOKIE}={value}; Path={base_path() or '/'}; "
+            f"Max-Age={max_age}; SameSite=Strict{secure}';</script>")
 
 
 def restore_login() -> None:

@@ -2,7 +2,8 @@
 and only to those who may see them.
 
 A page `publish`es a series' image for the session's login and hands the viewer the URL
-`/nmb/volumes/<ticket>/<sha256>.nii`: `sha256` names the stored file, `ticket` is an HMAC of
+`/nmb/volumes/<ticket>/<sha256>.nii` (under the app's path prefix, `ui.server.base_path`, when
+it has one: `/<prefix>/nmb/volumes/...`): `sha256` names the stored file, `ticket` is an HMAC of
 the session's login token and that sha256 under a key of this server process, so a URL is
 worth nothing outside the login it was made for, and a content hash alone opens nothing.
 
@@ -19,7 +20,8 @@ file name), gzip-encoded, `Cache-Control: private, no-cache` with an ETag: the b
 the copy but asks again each time, and a revalidation is authorized like a download.
 
 Browser copies live in `NMB_HOME/viewer/`; a publish starts writing the copy in the
-background so that it is usually ready when the browser asks. No Streamlit import here.
+background so that it is usually ready when the browser asks. No Streamlit import here but
+the path prefix setting.
 
 Pictures (2-D series, `imaging.picture`) are published by `publish_picture` under
 `/nmb/volumes/<ticket>/<sha256>.png` and authorized the same way: the route serves their
@@ -46,6 +48,7 @@ from db.users import LOGIN_COOKIE, user_for_login
 from imaging.browser_copy import write_browser_copy
 from imaging.image_file import open_image
 from imaging.picture import downscaled_png
+from ui.server.base_path import base_path
 
 ROUTE = "/nmb/volumes/{ticket}/{name}"
 COPY_VERSION = "v1"  # bump when the browser copy changes: new files, new URLs
@@ -95,7 +98,7 @@ def publish(path: Path, *, login_token: str | None, sha256: str | None = None) -
         _started.add(sha)
     if start and not copy_path(sha).exists():
         _prefetch.submit(browser_copy, sha, path)
-    return ROUTE.format(ticket=ticket(login_token, sha), name=f"{sha}.nii")
+    return base_path() + ROUTE.format(ticket=ticket(login_token, sha), name=f"{sha}.nii")
 
 
 def publish_picture(path: Path, *, login_token: str | None, sha256: str | None = None) -> str:
@@ -104,7 +107,7 @@ def publish_picture(path: Path, *, login_token: str | None, sha256: str | None =
     path = Path(path).resolve()
     st = path.stat()
     sha = sha256 or _stored_sha256(path, st.st_mtime_ns, st.st_size)
-    return ROUTE.format(ticket=ticket(login_token, sha), name=f"{sha}.png")
+    return base_path() + ROUTE.format(ticket=ticket(login_token, sha), name=f"{sha}.png")
 
 
 @functools.lru_cache(maxsize=4096)
@@ -163,7 +166,8 @@ def authorized_image(cookie: str | None, ticket_: str, sha: str) -> Path | None:
 
 
 def routes() -> list:
-    """The Starlette route that serves volumes and pictures (for `st.App(routes=...)`)."""
+    """The Starlette route that serves volumes and pictures (for `st.App(routes=...)`), under
+    the app's path prefix (Streamlit prefixes only its own routes)."""
     from starlette.concurrency import run_in_threadpool
     from starlette.requests import Request
     from starlette.responses import FileResponse, PlainTextResponse, Response
@@ -198,4 +202,4 @@ def routes() -> list:
         return FileResponse(path, media_type="application/octet-stream",
                             headers={**headers, "Content-Encoding": "gzip"})
 
-    return [Route(ROUTE, volume, methods=["GET", "HEAD"])]
+    return [Route(base_path() + ROUTE, volume, methods=["GET", "HEAD"])]
