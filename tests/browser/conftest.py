@@ -1,16 +1,20 @@
 """The real app in a real browser: a Streamlit server on a loopback port and system Chromium."""
 
 import contextlib
+import io
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+import numpy as np
 import pytest
+from PIL import Image
 
 from tests.services import free_port, require
 
@@ -44,32 +48,41 @@ def url(home: Path) -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def streamlit_app(home: Path, env: dict[str, str] | None = None) -> Iterator[str]:
+def streamlit_app(home: Path, env: dict[str, str] | None = None, args: Sequence[str] = (),
+                  log: Path | None = None) -> Iterator[str]:
     """`streamlit run serve.py` (the app and its volume route) on a free loopback port with
-    NMB_HOME = `home` (and the variables in `env`); yields its URL."""
+    NMB_HOME = `home` (and the variables in `env`, the extra command-line `args`); yields its
+    URL, with the path prefix if `args` give one. The server's output goes to `log` (a
+    temporary file if not given)."""
     port = free_port()
     env = {**os.environ, **(env or {}), "NMB_HOME": str(home)}
     env.pop("NMB_DATABASE_URL", None)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "serve.py", "--server.address", "127.0.0.1",
-         "--server.port", str(port), "--server.headless", "true",
-         "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(200):
+    prefix = args[list(args).index("--server.baseUrlPath") + 1].strip("/") \
+        if "--server.baseUrlPath" in args else ""
+    url = f"http://127.0.0.1:{port}" + (f"/{prefix}" if prefix else "")
+    with contextlib.ExitStack() as stack:
+        if log is None:
+            log = Path(stack.enter_context(tempfile.TemporaryDirectory())) / "server.log"
+        out = stack.enter_context(log.open("wb"))
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", "serve.py", "--server.address", "127.0.0.1",
+             "--server.port", str(port), "--server.headless", "true",
+             "--browser.gatherUsageStats", "false", *args],
+            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+        for _ in range(200):
+            try:
+                urllib.request.urlopen(url + "/_stcore/health", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.2)
+        else:
+            proc.kill()
+            raise RuntimeError(f"streamlit did not start: {log.read_text()[-2000:]}")
         try:
-            urllib.request.urlopen(url + "/_stcore/health", timeout=1)
-            break
-        except OSError:
-            time.sleep(0.2)
-    else:
-        proc.kill()
-        raise RuntimeError(f"streamlit did not start: {proc.stderr.read().decode()[-2000:]}")
-    try:
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
+            yield url
+        finally:
+            proc.terminate()
+            proc.wait(timeout=20)
 
 
 @pytest.fixture(scope="session")
@@ -154,3 +167,34 @@ def log_out(page) -> None:
     if expand.count() and expand.first.is_visible():
         expand.first.click()
     page.get_by_role("button", name="Log out").click()
+
+
+def viewer_frames(page) -> list:
+    """The frames of the in-browser volume viewer (`ui.volume_viewer`) on the page."""
+    return [f for f in page.frames if "nmb_volume_viewer" in f.url]
+
+
+def loaded_viewer(page, labels: list[str] | None, old: list, timeout: float = 120.0):
+    """The viewer's frame (not one of the `old` frames) once every series (`labels`, if given)
+    is loaded, and its state."""
+    from playwright.sync_api import Error as PlaywrightError
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for frame in viewer_frames(page):
+            if frame in old:
+                continue
+            try:
+                state = frame.evaluate("() => window.nmbViewer ? window.nmbViewer.state() : null")
+            except PlaywrightError:  # detached meanwhile
+                continue
+            if state and state["ready"] and labels in (None, [t["label"] for t in state["tiles"]]):
+                return frame, state
+        page.wait_for_timeout(200)  # lets Playwright see new frames (time.sleep would not)
+    raise AssertionError(f"the viewer did not load {labels} within {timeout} s")
+
+
+def canvas_pixels(frame, index: int) -> np.ndarray:
+    """The grey levels of the viewer's `index`-th canvas as drawn on screen."""
+    png = frame.locator("canvas").nth(index).screenshot()
+    return np.asarray(Image.open(io.BytesIO(png)).convert("L"), dtype=np.float32)

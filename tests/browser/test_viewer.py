@@ -20,9 +20,16 @@ import nibabel as nib
 import numpy as np
 import pytest
 from PIL import Image
-from playwright.sync_api import Error as PlaywrightError
 
-from tests.browser.conftest import CHROMIUM, SOFTWARE_WEBGL, login, login_cookie
+from tests.browser.conftest import (
+    CHROMIUM,
+    SOFTWARE_WEBGL,
+    canvas_pixels,
+    loaded_viewer,
+    login,
+    login_cookie,
+    viewer_frames,
+)
 from tests.services import require
 
 pytestmark = pytest.mark.browser
@@ -81,33 +88,6 @@ def _wait_rerun(page) -> None:
         timeout=60_000)
 
 
-def _viewer_frames(page) -> list:
-    return [f for f in page.frames if "nmb_volume_viewer" in f.url]
-
-
-def _viewer(page, labels: list[str] | None, old: list, timeout: float = 120.0):
-    """The viewer's frame (not one of the `old` frames) once every series (`labels`, if given)
-    is loaded, and its state."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for frame in _viewer_frames(page):
-            if frame in old:
-                continue
-            try:
-                state = frame.evaluate("() => window.nmbViewer ? window.nmbViewer.state() : null")
-            except PlaywrightError:  # detached meanwhile
-                continue
-            if state and state["ready"] and labels in (None, [t["label"] for t in state["tiles"]]):
-                return frame, state
-        page.wait_for_timeout(200)  # lets Playwright see new frames (time.sleep would not)
-    raise AssertionError(f"the viewer did not load {labels} within {timeout} s")
-
-
-def _pixels(frame, index: int) -> np.ndarray:
-    png = frame.locator("canvas").nth(index).screenshot()
-    return np.asarray(Image.open(io.BytesIO(png)).convert("L"), dtype=np.float32)
-
-
 def _world(path: Path, vox: list[int]) -> tuple[np.ndarray, np.ndarray]:
     """World mm of a voxel of the RAS-reoriented grid (as NiiVue indexes it), and voxel sizes."""
     img = nib.as_closest_canonical(nib.load(path))
@@ -141,12 +121,12 @@ def test_viewer_draws_scrolls_links_grids_and_survives_reruns(webgl_browser, app
     page.on("request", lambda r: "/nmb/volumes/" in r.url and volume_requests.append(r.url))
     login(page, app_url, "demo-expert1")
     page.get_by_role("heading", name="Score rationales").wait_for(timeout=30_000)
-    _viewer(page, None, [])  # the first item's case
-    old = _viewer_frames(page)
+    loaded_viewer(page, None, [])  # the first item's case
+    old = viewer_frames(page)
     _open_item(page, position)
-    frame, state = _viewer(page, ["T1", "DWI", "ADC", "FLAIR"], old)
+    frame, state = loaded_viewer(page, ["T1", "DWI", "ADC", "FLAIR"], old)
 
-    before = _pixels(frame, 0)
+    before = canvas_pixels(frame, 0)
     assert (before > 40).mean() > 0.05 and before.std() > 10  # a brain, not a blank canvas
     _assert_one_world_point(state, files)
 
@@ -156,7 +136,7 @@ def test_viewer_draws_scrolls_links_grids_and_survives_reruns(webgl_browser, app
         page.mouse.wheel(0, 120)
         page.wait_for_timeout(150)
     page.wait_for_timeout(500)
-    after = _pixels(frame, 0)
+    after = canvas_pixels(frame, 0)
     assert np.abs(after - before).mean() > 1.0  # another slice is drawn
     moved = frame.evaluate("() => window.nmbViewer.state()")
     assert moved["mm"][2] != pytest.approx(state["mm"][2])  # an axial step along z
@@ -213,13 +193,13 @@ def test_admin_case_browser_overlays_the_lesion_mask(webgl_browser, app_url: str
     login(page, app_url, "demo-admin")
     page.get_by_role("heading", name="Data and users").wait_for(timeout=30_000)
     page.get_by_role("tab", name="Cases").click()  # the first case is the stroke case (syn-01)
-    frame, state = _viewer(page, ["T1", "DWI", "ADC", "FLAIR"], [])
+    frame, state = loaded_viewer(page, ["T1", "DWI", "ADC", "FLAIR"], [])
     assert [t["masks"] for t in state["tiles"]] == [1, 1, 1, 1]  # no series named: on every one
     page.wait_for_timeout(500)
-    with_mask = [_red(frame, i) for i in range(4)], _pixels(frame, 0)
+    with_mask = [_red(frame, i) for i in range(4)], canvas_pixels(frame, 0)
     frame.get_by_label("Masks").uncheck()
     page.wait_for_timeout(500)
-    without = [_red(frame, i) for i in range(4)], _pixels(frame, 0)
+    without = [_red(frame, i) for i in range(4)], canvas_pixels(frame, 0)
     assert all(n > 50 for n in with_mask[0]), with_mask[0]  # the infarct, on both grids
     assert all(n < with_mask[0][i] / 10 for i, n in enumerate(without[0])), without[0]
     assert np.abs(with_mask[1] - without[1]).mean() > 0.1
