@@ -11,12 +11,14 @@ skips; with `NMB_REQUIRE_SERVICES=1` (CI) it fails (`tests.services.require`).
 
 import contextlib
 import os
+import re
 import shutil
 import socket
 import ssl
 import subprocess
 import tempfile
 import time
+import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +30,17 @@ ROOT = Path(__file__).resolve().parents[1]
 NGINX_CONF = ROOT / "deploy" / "nginx.conf"
 PREFIX = "/nmb/"  # where deploy/nginx.conf publishes the app
 TEMP_PATHS = ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
+
+
+def upload_cap_mib() -> int:
+    """The app's upload cap in MiB (`server.maxUploadSize` in .streamlit/config.toml)."""
+    return tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())["server"]["maxUploadSize"]
+
+
+def nginx_body_limit_mib() -> int:
+    """deploy/nginx.conf's `client_max_body_size`, in MiB (written as `<n>m`)."""
+    [limit] = re.findall(r"^\s*client_max_body_size (\d+)m;$", NGINX_CONF.read_text(), re.M)
+    return int(limit)
 
 
 def nginx_binary() -> str | None:

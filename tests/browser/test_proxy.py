@@ -28,12 +28,9 @@ from tests.browser.conftest import (
     streamlit_app,
     wait_until,
 )
-from tests.proxy import PREFIX, Proxy, nginx_proxy, require_nginx
+from tests.proxy import PREFIX, Proxy, nginx_proxy, require_nginx, upload_cap_mib
 
 pytestmark = [pytest.mark.browser, pytest.mark.nginx]
-
-UPLOAD_CAP_MIB = 200  # .streamlit/config.toml's server.maxUploadSize
-
 
 @pytest.fixture(scope="module")
 def proxied(home: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Proxy, Path]]:
@@ -86,7 +83,7 @@ def test_health_redirects_and_the_upload_cap_through_the_proxy(proxied) -> None:
     assert (status, headers["Location"]) == (302, f"{proxy.url}{PREFIX}")
 
     # An upload one byte above the cap's allowance is refused by nginx before any byte is sent.
-    too_big = (UPLOAD_CAP_MIB + 1) * 2**20 + 1
+    too_big = (upload_cap_mib() + 1) * 2**20 + 1
     host, port = urlsplit(proxy.url).hostname, urlsplit(proxy.url).port
     with socket.create_connection((host, port), 10) as raw, \
             proxy.ssl_context().wrap_socket(raw, server_hostname=host) as tls:
