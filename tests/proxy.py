@@ -111,15 +111,17 @@ def _wait_for_port(port: int, proc: subprocess.Popen, log: Path) -> None:
 
 
 @contextlib.contextmanager
-def nginx_proxy(upstream_url: str) -> Iterator[Proxy]:
-    """nginx (`deploy/nginx.conf`) in the foreground on free loopback ports in front of the
-    app at `upstream_url` (e.g. http://127.0.0.1:8501); yields the Proxy, stops nginx after."""
+def nginx_proxy(upstream_url: str, port: int | None = None) -> Iterator[Proxy]:
+    """nginx (`deploy/nginx.conf`) in the foreground on loopback in front of the app at
+    `upstream_url` (e.g. http://127.0.0.1:8501); yields the Proxy, stops nginx after. `port`:
+    the https port (a free one if not given), for an app that must know its public address
+    before it starts (an OIDC redirect URI: take `free_port()`, start the app, then this)."""
     nginx = require_nginx()
     directory = Path(tempfile.mkdtemp(prefix="nmb-nginx-"))
     directory.chmod(0o755)  # nginx's workers (nobody when the master is root) use the temp paths
     try:
         cert, key = self_signed_certificate(directory)
-        port, http_port = free_port(), free_port()
+        port, http_port = port or free_port(), free_port()
         conf = directory / "nginx.conf"
         conf.write_text(derived_config(upstream=urlsplit(upstream_url).netloc, port=port,
                                     http_port=http_port, cert=cert, key=key, directory=directory))
