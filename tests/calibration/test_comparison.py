@@ -119,3 +119,41 @@ def test_compare_tags_intervals_over_cases():
         assert lo < value < hi < 1
     assert "ci95" not in C.compare_tags(grader[:, None], experts[:, :, None],
                                         ["reasoning"]).classes["reasoning"].grader.to_dict()
+
+
+def test_stored_dicts_keep_the_report_json_shape():
+    """`to_dict()` is the JSON calibration reports have always been stored in (the report's
+    tables, figures and `nmb calibrate --check` read stored reports of earlier versions)."""
+    rng = np.random.default_rng(24)
+    truth, experts = _random_panel(rng, n=40, k=3)
+    res = C.compare_to_experts(truth + rng.normal(0, 0.5, 40), experts, domain=[0, 1, 2, 3, 4],
+                               bootstrap=50, min_alt_items=35)
+    d = json.loads(json.dumps(res.to_dict(), allow_nan=False))
+    assert list(d)[:2] == ["n_items", "n_experts"] and d["n_items"] == res.n_items
+    assert set(d["pearson"]) == {"r", "n", "ci95_fisher", "ci95_bootstrap", "units", "warning"}
+    assert d["pearson"]["ci95_bootstrap"] == res.pearson.ci95_bootstrap
+    assert set(d["icc"]) == {"n_items", "n_raters", "left_out", "notes", "reasons", "ICC1",
+                             "ICC2", "ICC3", "ICC1k", "ICC2k", "ICC3k"}
+    assert d["icc"]["ICC2"] == {"icc": res.icc.icc2.icc, "ci95": res.icc.icc2.ci95,
+                                "F": res.icc.icc2.F, "df1": res.icc.icc2.df1,
+                                "df2": res.icc.icc2.df2, "p": res.icc.icc2.p}
+    assert set(d["krippendorff_alpha"]) == {"interval", "ordinal", "nominal", "reasons"}
+    assert set(d["bland_altman"]) == {"n", "bias", "sd", "loa", "bias_ci95", "loa_lower_ci95",
+                                      "loa_upper_ci95"}
+    assert d["ceiling"]["per_expert"][1]["grader_vs_others"]["pearson"]["r"] == (
+        res.ceiling.per_expert[1].grader_vs_others.pearson.r)
+    assert list(d["ceiling"]["grader_mean"]) == list(C.CEILING_MEASURES)
+    kinds = {tuple(e) for e in d["alt_test"]["experts"]}
+    assert kinds <= {("expert", "n_items", "skipped"),
+                     ("expert", "n_items", "rho_f", "rho_h", "p", "llm_wins")}
+    assert d["bootstrap"] == {"resamples": 50, "seed": 0, "unit": "item",
+                              "interval": "studentized_z", "confidence": 0.95}
+    one = C.versus(np.array([1.0]), np.array([2.0]), domain=None).to_dict()["bland_altman"]
+    assert one == {"n": 1, "bias": None, "sd": None, "loa": [None, None]}
+    tags = C.compare_tags(np.array([[True], [False], [True]]),
+                          np.array([[[1.0], [1.0]], [[0.0], [1.0]], [[1.0], [0.0]]]), ["x"])
+    x = tags.to_dict()["classes"]["x"]
+    assert list(x["grader"]) == ["kappa", "ac1", "tp", "fp", "fn", "tn", "precision", "recall",
+                                 "f1"]
+    assert list(x["ceiling"][0])[0] == "expert" and set(x["ceiling_mean"]) == {"kappa", "ac1",
+                                                                                  "f1"}
