@@ -46,7 +46,7 @@ from stats.agreement import (
     percentile_ci,
     spearman,
 )
-from stats.agreement_types import Pearson, _float
+from stats.agreement_types import Pearson, plain_float
 
 
 def _mean_of(experts: np.ndarray) -> np.ndarray:
@@ -252,7 +252,7 @@ def compare_tags(
                 for j in range(e.shape[1])]
         several = e.shape[1] >= 2
         classes[name] = TagClass(
-            prevalence=_float(np.nanmean(majority)) if np.isfinite(majority).any() else None,
+            prevalence=plain_float(np.nanmean(majority)) if np.isfinite(majority).any() else None,
             alpha_experts=_nominal_alpha(votes),
             alpha_with_grader=_nominal_alpha(np.column_stack([votes, g[:, c]])),
             grader=_tag_stats(g[:, c], majority, ci95),

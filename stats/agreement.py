@@ -26,8 +26,8 @@ from stats.agreement_types import (
     Kendall,
     Pearson,
     Spearman,
-    _float,
     interval,
+    plain_float,
 )
 
 Z95 = 1.959963984540054  # standard normal 97.5% quantile
@@ -276,7 +276,7 @@ def pearson_many(
     out = []
     for (_, _, ok, n, r), boot in zip(prepared, boots, strict=True):
         units = n if clusters is None else len(np.unique(np.asarray(clusters)[ok]))
-        out.append(Pearson(r=_float(r), n=n, ci95_fisher=interval(fisher_ci(r, n, confidence)),
+        out.append(Pearson(r=plain_float(r), n=n, ci95_fisher=interval(fisher_ci(r, n, confidence)),
                            ci95_bootstrap=interval(boot), units=int(units),
                            warning=few_cases_warning(units, clusters is not None)
                            if math.isfinite(r) else None))
@@ -327,7 +327,7 @@ def spearman(x: np.ndarray, y: np.ndarray) -> Spearman:
     if len(xs) < 3 or xs.std() == 0 or ys.std() == 0:
         return Spearman(rho=None, p=None, n=len(xs))
     res = stats.spearmanr(xs, ys)
-    return Spearman(rho=_float(res.statistic), p=_float(res.pvalue), n=len(xs))
+    return Spearman(rho=plain_float(res.statistic), p=plain_float(res.pvalue), n=len(xs))
 
 
 def kendall(x: np.ndarray, y: np.ndarray) -> Kendall:
@@ -336,7 +336,7 @@ def kendall(x: np.ndarray, y: np.ndarray) -> Kendall:
     if len(xs) < 3 or xs.std() == 0 or ys.std() == 0:
         return Kendall(tau_b=None, p=None, n=len(xs))
     res = stats.kendalltau(xs, ys, variant="b")
-    return Kendall(tau_b=_float(res.statistic), p=_float(res.pvalue), n=len(xs))
+    return Kendall(tau_b=plain_float(res.statistic), p=plain_float(res.pvalue), n=len(xs))
 
 
 # ---------------------------------------------------------------- ICC
@@ -458,8 +458,8 @@ def icc(ratings: np.ndarray, confidence: float = 0.95, *,
                              if msr == 0 else "no interval: the F bounds are undefined")
         one_way = name.startswith("ICC1")
         forms[name.lower()] = ICCForm(
-            icc=_float(values[name]), ci95=ci, F=_float(f1 if one_way else f3), df1=df_r,
-            df2=df_w if one_way else df_e, p=_float(p1 if one_way else p3))
+            icc=plain_float(values[name]), ci95=ci, F=plain_float(f1 if one_way else f3), df1=df_r,
+            df2=df_w if one_way else df_e, p=plain_float(p1 if one_way else p3))
     return ICC(n, k, left_out, notes, reasons, **forms)
 
 
@@ -541,7 +541,7 @@ def krippendorff_alpha(
         else:
             out[level] = _alpha_nominal(x)
     return Alpha(levels=tuple(levels), reasons=reasons,
-                 **{level: _float(v) for level, v in out.items()})
+                 **{level: plain_float(v) for level, v in out.items()})
 
 
 # ---------------------------------------------------------------- kappa family
@@ -572,7 +572,7 @@ def _weighted_kappa(a: np.ndarray, b: np.ndarray, domain: Sequence[float] | None
     denom = (w * expected).sum()
     if denom == 0:
         return None, "0/0: both raters use a single level"
-    return _float(1 - (w * observed).sum() / denom), None
+    return plain_float(1 - (w * observed).sum() / denom), None
 
 
 def weighted_kappa(a: np.ndarray, b: np.ndarray, *, domain: Sequence[float] | None,
@@ -596,7 +596,7 @@ def cohen_kappa(a: np.ndarray, b: np.ndarray) -> float | None:
     q = len(cats)
     pa = float(np.mean(ia == ib))
     pe = float(np.bincount(ia, minlength=q) @ np.bincount(ib, minlength=q)) / len(xa) ** 2
-    return _float((pa - pe) / (1 - pe)) if pe < 1 else None
+    return plain_float((pa - pe) / (1 - pe)) if pe < 1 else None
 
 
 def gwet_ac1(a: np.ndarray, b: np.ndarray) -> float | None:
@@ -613,7 +613,7 @@ def gwet_ac1(a: np.ndarray, b: np.ndarray) -> float | None:
     pa = float(np.mean(ia == ib))
     pi = (np.bincount(ia, minlength=q) + np.bincount(ib, minlength=q)) / (2 * len(xa))
     pe = float((pi * (1 - pi)).sum()) / (q - 1)
-    return _float((pa - pe) / (1 - pe)) if pe < 1 else None
+    return plain_float((pa - pe) / (1 - pe)) if pe < 1 else None
 
 
 def binary_confusion(pred: np.ndarray, truth: np.ndarray) -> Confusion:
@@ -626,8 +626,8 @@ def binary_confusion(pred: np.ndarray, truth: np.ndarray) -> Confusion:
     precision = tp / (tp + fp) if tp + fp else math.nan
     recall = tp / (tp + fn) if tp + fn else math.nan
     f1 = 2 * tp / (2 * tp + fp + fn) if tp + fp + fn else math.nan
-    return Confusion(tp=tp, fp=fp, fn=fn, tn=tn, precision=_float(precision),
-                     recall=_float(recall), f1=_float(f1))
+    return Confusion(tp=tp, fp=fp, fn=fn, tn=tn, precision=plain_float(precision),
+                     recall=plain_float(recall), f1=plain_float(f1))
 
 
 def binary_stats_resampled(pred: np.ndarray, truth: np.ndarray, weights: np.ndarray) -> dict:
@@ -683,7 +683,7 @@ def bland_altman(a: np.ndarray, b: np.ndarray, *, z: float = Z95) -> BlandAltman
     se_bias = sd / math.sqrt(n)
     se_loa = sd * math.sqrt(3 / n)
     return BlandAltman(
-        n=n, bias=_float(bias), sd=_float(sd), loa=interval((lo, hi)),
+        n=n, bias=plain_float(bias), sd=plain_float(sd), loa=interval((lo, hi)),
         bias_ci95=interval((bias - t * se_bias, bias + t * se_bias)),
         loa_lower_ci95=interval((lo - t * se_loa, lo + t * se_loa)),
         loa_upper_ci95=interval((hi - t * se_loa, hi + t * se_loa)),
@@ -699,14 +699,14 @@ def absolute_agreement(a: np.ndarray, b: np.ndarray, *,
     if len(xa) == 0:
         return Absolute(mae=None, exact=None, within_one=None, n=0)
     if domain is None:
-        return Absolute(mae=_float(np.abs(xa - xb).mean()), exact=None, within_one=None,
+        return Absolute(mae=plain_float(np.abs(xa - xb).mean()), exact=None, within_one=None,
                         n=len(xa))
     steps = np.abs(
         _domain_index(snap_to_domain(xa, domain), domain)
         - _domain_index(snap_to_domain(xb, domain), domain)
     )
-    return Absolute(mae=_float(np.abs(xa - xb).mean()), exact=_float(np.mean(steps == 0)),
-                    within_one=_float(np.mean(steps <= 1)), n=len(xa))
+    return Absolute(mae=plain_float(np.abs(xa - xb).mean()), exact=plain_float(np.mean(steps == 0)),
+                    within_one=plain_float(np.mean(steps <= 1)), n=len(xa))
 
 
 # ---------------------------------------------------------------- alt-test
@@ -784,11 +784,11 @@ def alt_test(
     reject = _benjamini_yekutieli(np.asarray(p_values), q)
     wins = iter(reject)
     experts_out = [r if isinstance(r, AltExpert) else
-                   AltExpert(expert=r[0], n_items=r[1], rho_f=_float(r[2]), rho_h=_float(r[3]),
-                             p=_float(r[4]), llm_wins=bool(next(wins)))
+                   AltExpert(expert=r[0], n_items=r[1], rho_f=plain_float(r[2]), rho_h=plain_float(r[3]),
+                             p=plain_float(r[4]), llm_wins=bool(next(wins)))
                    for r in per_expert]
     winning = float(reject.mean()) if tested else math.nan
     advantage = float(np.mean([r[2] for r in tested])) if tested else math.nan
-    return AltTest(epsilon=epsilon, q=q, scoring=scoring, winning_rate=_float(winning),
-                   advantage_probability=_float(advantage),
+    return AltTest(epsilon=epsilon, q=q, scoring=scoring, winning_rate=plain_float(winning),
+                   advantage_probability=plain_float(advantage),
                    passed=bool(len(tested) and winning >= 0.5), experts=experts_out)

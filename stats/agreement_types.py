@@ -15,7 +15,7 @@ import numpy as np
 Interval = list[float | None]  # [low, high]; a bound that cannot be formed is None
 
 
-def _float(x: object) -> float | None:
+def plain_float(x: object) -> float | None:
     """A JSON-safe float: numpy scalars to float, NaN and infinities to None."""
     if x is None:
         return None
@@ -39,13 +39,13 @@ def plain(obj: object) -> object:
     if isinstance(obj, int | np.integer):
         return int(obj)
     if isinstance(obj, float | np.floating):
-        return _float(obj)
+        return plain_float(obj)
     return obj
 
 
 def interval(pair: object) -> Interval:
     """A (low, high) pair as a JSON-ready list, NaN bounds as None."""
-    return [_float(v) for v in pair]  # type: ignore[attr-defined]
+    return [plain_float(v) for v in pair]  # type: ignore[attr-defined]
 
 
 class Result:
