@@ -163,9 +163,9 @@ def main() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         base = baseline_report(grader, experts)
-    print(f"check: r {ours['pearson']['r']:.4f} vs {base['grader']['r']:.4f}; "
-          f"ICC2 {ours['icc']['ICC2']['icc']:.4f} vs {base['icc']['ICC'].iloc[1]:.4f}; "
-          f"alt-test winning rate {ours['alt_test']['winning_rate']} vs {base['alt_test'][0]}")
+    print(f"check: r {ours.pearson.r:.4f} vs {base['grader']['r']:.4f}; "
+          f"ICC2 {ours.icc.icc2.icc:.4f} vs {base['icc']['ICC'].iloc[1]:.4f}; "
+          f"alt-test winning rate {ours.alt_test.winning_rate} vs {base['alt_test'][0]}")
 
     t_ours = median_seconds(
         lambda: compare_to_experts(grader, experts, domain=DOMAIN, bootstrap=BOOTSTRAP, seed=0),

@@ -31,8 +31,8 @@ def coverage(rho: float, per_case: int, seed: int = 12) -> dict[str, tuple[float
         weights = bootstrap_weights(N_ITEMS, RESAMPLES, seed=10_000 + study, clusters=clusters)
         for method in CI_METHODS:
             res = pearson(x, y, weights=weights, clusters=clusters, ci_method=method)
-            found[method].append(tuple(res["ci95_bootstrap"]))
-        found["fisher"].append(tuple(res["ci95_fisher"]))
+            found[method].append(tuple(res.ci95_bootstrap))
+        found["fisher"].append(tuple(res.ci95_fisher))
     out = {}
     for method, cis in found.items():
         lo, hi = np.array(cis).T

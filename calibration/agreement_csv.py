@@ -12,6 +12,7 @@ import numpy as np
 from calibration import comparison
 from errors import UserError, one_line
 from stats import agreement
+from stats.agreement_types import plain
 
 REQUIRED = ("item", "rater", "score")
 MISSING = {"", "na", "nan", "null", "none"}
@@ -151,14 +152,14 @@ def agreement_from_csv(
         "n_ratings": int(np.isfinite(x).sum()),
         "scale": scale,
         "scale_note": scale_note,
-        "icc_items_complete": iccs["n_items"],
+        "icc_items_complete": iccs.n_items,
         "icc": {
-            **{k: None if iccs[k] is None else {"icc": iccs[k]["icc"], "ci95": iccs[k]["ci95"]}
+            **{k: None if (f := iccs.form(k)) is None else {"icc": f.icc, "ci95": f.ci95}
                for k in agreement.ICC_FORMS},
-            "notes": iccs["notes"],
-            "reasons": iccs["reasons"],
+            "notes": iccs.notes,
+            "reasons": iccs.reasons,
         },
-        "krippendorff_alpha": agreement.krippendorff_alpha(x, domain=scale),
+        "krippendorff_alpha": agreement.krippendorff_alpha(x, domain=scale).to_dict(),
     }
     if reference is None:
         return report
@@ -171,20 +172,21 @@ def agreement_from_csv(
         raise UserError(f"{path}: rater {_shown(reference)} has no numeric score")
     full = comparison.compare_to_experts(ref, others, domain=scale, bootstrap=bootstrap, seed=seed,
                                         expert_names=raters[:j] + raters[j + 1:])
-    pearson = full["pearson"]
+    pearson = full.pearson
     report["reference"] = {
         "rater": reference,
-        "n_items": full["n_items"],
+        "n_items": full.n_items,
         "pearson": {
-            "r": pearson["r"],
-            "ci95": pearson["ci95_bootstrap"] if bootstrap > 0 else pearson["ci95_fisher"],
-            "ci95_method": full["bootstrap"]["interval"] if bootstrap > 0 else "fisher",
-            "ci95_fisher": pearson["ci95_fisher"],
-            "warning": pearson["warning"],
+            "r": pearson.r,
+            "ci95": pearson.ci95_bootstrap if bootstrap > 0 else pearson.ci95_fisher,
+            "ci95_method": full.bootstrap.interval if bootstrap > 0 else "fisher",
+            "ci95_fisher": pearson.ci95_fisher,
+            "warning": pearson.warning,
         },
-        "spearman": full["spearman"]["rho"],
-        "kendall": full["kendall"]["tau_b"],
-        **{k: full[k] for k in ("weighted_kappa", "weighted_kappa_linear", "bland_altman", "mae",
-                                "exact", "within_one", "alt_test", "ceiling", "reasons")},
+        "spearman": full.spearman.rho,
+        "kendall": full.kendall.tau_b,
+        **{k: plain(getattr(full, k)) for k in (
+            "weighted_kappa", "weighted_kappa_linear", "bland_altman", "mae", "exact",
+            "within_one", "alt_test", "ceiling", "reasons")},
     }
     return report

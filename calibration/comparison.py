@@ -1,8 +1,9 @@
 """The agreement comparisons a calibration report is assembled from: one rater against the
 others (`versus`), the human ceiling (`ceiling`), everything for one numeric criterion
 (`compare_to_experts`) and for binary error tags (`compare_tags`). They combine the statistics
-of `stats.agreement` (each with its reference there and in docs/agreement.md) into JSON-ready
-dicts; `calibration.report` and `nmb agreement` (`calibration.agreement_csv`) read them.
+of `stats.agreement` (each with its reference there and in docs/agreement.md) into the typed
+results of `calibration.comparison_types`; `calibration.report` and `nmb agreement`
+(`calibration.agreement_csv`) read them, and store them by their `to_dict()`.
 """
 
 from __future__ import annotations
@@ -11,10 +12,23 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from calibration.comparison_types import (
+    CEILING_MEASURES,
+    Ceiling,
+    CeilingRow,
+    Comparison,
+    ExpertTags,
+    Resampling,
+    TagClass,
+    TagComparison,
+    TagIntervals,
+    TagMeans,
+    TagStats,
+    Versus,
+)
 from stats.agreement import (
     CONTINUOUS,
     MIN_R_ITEMS,
-    _clean,
     _pair,
     _weighted_kappa,
     absolute_agreement,
@@ -32,6 +46,7 @@ from stats.agreement import (
     percentile_ci,
     spearman,
 )
+from stats.agreement_types import Pearson, plain_float
 
 
 def _mean_of(experts: np.ndarray) -> np.ndarray:
@@ -56,10 +71,10 @@ def versus(
     domain: Sequence[float] | None,
     weights: np.ndarray | None = None,
     clusters: np.ndarray | None = None,
-    pearson_result: dict | None = None,
+    pearson_result: Pearson | None = None,
     ci_method: str = "studentized_z",
     confidence: float = 0.95,
-) -> dict:
+) -> Versus:
     """One rater against the per-item mean of other raters: Pearson (Fisher CI, and bootstrap CI
     when `weights` are given), Spearman, Kendall tau-b, quadratic- and linear-weighted kappa
     against the consensus code (others' mean snapped to the domain), Bland-Altman (target minus
@@ -72,45 +87,31 @@ def versus(
         pearson_result = pearson_many([(t, ref)], weights=weights, clusters=clusters,
                                       ci_method=ci_method, confidence=confidence)[0]
     absolute = absolute_agreement(t, ref, domain=domain)
-    out = {
-        "n_items": absolute.pop("n"),
-        "pearson": pearson_result,
-        "spearman": spearman(t, ref),
-        "kendall": kendall(t, ref),
-        "bland_altman": bland_altman(t, ref),
-        **absolute,
-    }
+    rho, tau = spearman(t, ref), kendall(t, ref)
     reasons = {}
+    kappas = {}
     for key, weighting in (("weighted_kappa", "quadratic"), ("weighted_kappa_linear", "linear")):
-        out[key], why = _weighted_kappa(t, ref, domain, weighting)
+        kappas[key], why = _weighted_kappa(t, ref, domain, weighting)
         if why:
             reasons[key] = why
     for key in ("exact", "within_one"):
-        if out[key] is None:
-            reasons[key] = CONTINUOUS if out["n_items"] and domain is None else (
+        if getattr(absolute, key) is None:
+            reasons[key] = CONTINUOUS if absolute.n and domain is None else (
                 "no item scored by both")
-    for key, field, minimum in (("pearson", "r", MIN_R_ITEMS), ("spearman", "rho", 3),
-                                ("kendall", "tau_b", 3)):
-        if out[key][field] is None:
+    for key, value, minimum in (("pearson", pearson_result.r, MIN_R_ITEMS),
+                                ("spearman", rho.rho, 3), ("kendall", tau.tau_b, 3)):
+        if value is None:
             reasons[key] = _correlation_reason(t, ref, minimum)
-    out["reasons"] = reasons
-    return out
+    return Versus(n_items=absolute.n, pearson=pearson_result, spearman=rho, kendall=tau,
+                  bland_altman=bland_altman(t, ref), mae=absolute.mae, exact=absolute.exact,
+                  within_one=absolute.within_one, **kappas, reasons=reasons)
 
 
-_CEILING_KEYS = ("pearson.r", "spearman.rho", "kendall.tau_b", "weighted_kappa",
-                 "weighted_kappa_linear", "mae", "exact", "within_one", "bland_altman.bias")
-
-
-def _get(d: dict, dotted: str) -> float | None:
-    for part in dotted.split("."):
-        d = d.get(part) if isinstance(d, dict) else None  # type: ignore[assignment]
-    return d  # type: ignore[return-value]
-
-
-def _mean_summary(rows: list[dict]) -> dict:
+def _mean_summary(rows: list[Versus]) -> dict[str, float | None]:
+    """Each measure of `CEILING_MEASURES`, averaged over the rows where it is defined."""
     out = {}
-    for key in _CEILING_KEYS:
-        vals = [v for v in (_get(r, key) for r in rows) if v is not None]
+    for key, measure in CEILING_MEASURES.items():
+        vals = [v for v in (measure(r) for r in rows) if v is not None]
         out[key] = float(np.mean(vals)) if vals else None
     return out
 
@@ -123,7 +124,7 @@ def ceiling(
     weights: np.ndarray | None = None,
     clusters: np.ndarray | None = None,
     ci_method: str = "studentized_z",
-) -> dict:
+) -> Ceiling:
     """The human ceiling: each expert against the mean of the other experts, side by side with
     the grader against the same other experts (and against all experts), with the statistics of
     `versus`. The grader is as good as an expert when its rows match the experts' rows."""
@@ -135,21 +136,14 @@ def ceiling(
     rows = []
     for j in range(e.shape[1]):
         others = np.delete(e, j, axis=1)
-        rows.append(
-            {
-                "expert": j,
-                "expert_vs_others": versus(e[:, j], others, domain=domain,
-                                           pearson_result=corr[2 * j]),
-                "grader_vs_others": versus(g, others, domain=domain,
-                                           pearson_result=corr[2 * j + 1]),
-            }
-        )
-    return {
-        "per_expert": rows,
-        "experts_mean": _mean_summary([r["expert_vs_others"] for r in rows]),
-        "grader_mean": _mean_summary([r["grader_vs_others"] for r in rows]),
-        "grader_vs_all": _mean_summary([versus(g, e, domain=domain)]),
-    }
+        rows.append(CeilingRow(
+            expert=j,
+            expert_vs_others=versus(e[:, j], others, domain=domain, pearson_result=corr[2 * j]),
+            grader_vs_others=versus(g, others, domain=domain, pearson_result=corr[2 * j + 1])))
+    return Ceiling(per_expert=rows,
+                   experts_mean=_mean_summary([r.expert_vs_others for r in rows]),
+                   grader_mean=_mean_summary([r.grader_vs_others for r in rows]),
+                   grader_vs_all=_mean_summary([versus(g, e, domain=domain)]))
 
 
 def compare_to_experts(
@@ -166,7 +160,7 @@ def compare_to_experts(
     ci_method: str = "studentized_z",
     expert_names: Sequence[str] | None = None,
     confidence: float = 0.95,
-) -> dict:
+) -> Comparison:
     """Everything a calibration report needs for one numeric criterion.
 
     `grader`: (n_items,) scores (may be means of several samples); `experts`: (n_items,
@@ -178,7 +172,6 @@ def compare_to_experts(
     grader + experts and on the experts alone (`expert_names` name left-out raters); the human
     ceiling; the alt-test. `confidence`: the level of the grader's r and ICC intervals (the
     "ci95" keys keep their name; a protocol allowing several looks lowers it, Bonferroni).
-    JSON-ready.
     """
     g = np.asarray(grader, dtype=float)
     e = np.asarray(experts, dtype=float)
@@ -188,27 +181,23 @@ def compare_to_experts(
     weights = bootstrap_weights(len(g), bootstrap, seed, clusters) if bootstrap > 0 else None
     both = np.column_stack([g, e])
     several = e.shape[1] >= 2
-    out = {
-        "n_items": len(g),
-        "n_experts": e.shape[1],
-        **versus(g, e, domain=domain, weights=weights, clusters=clusters, ci_method=ci_method),
-        "icc": icc(both, raters=["grader", *names]),
-        "icc_experts": icc(e, raters=names),
-        "krippendorff_alpha": krippendorff_alpha(both, domain=domain),
-        "krippendorff_alpha_experts": krippendorff_alpha(e, domain=domain),
-        "ceiling": ceiling(g, e, domain=domain, weights=weights, clusters=clusters,
-                           ci_method=ci_method) if several else None,
-        "alt_test": alt_test(g, e, epsilon=epsilon, q=alt_q, min_items=min_alt_items)
+    grader_vs = versus(g, e, domain=domain, weights=weights, clusters=clusters,
+                       ci_method=ci_method)
+    return Comparison(
+        **vars(grader_vs),
+        n_experts=e.shape[1],
+        icc=icc(both, raters=["grader", *names]),
+        icc_experts=icc(e, raters=names),
+        krippendorff_alpha=krippendorff_alpha(both, domain=domain),
+        krippendorff_alpha_experts=krippendorff_alpha(e, domain=domain),
+        ceiling=ceiling(g, e, domain=domain, weights=weights, clusters=clusters,
+                        ci_method=ci_method) if several else None,
+        alt_test=alt_test(g, e, epsilon=epsilon, q=alt_q, min_items=min_alt_items)
         if several else None,
-        "bootstrap": {
-            "resamples": bootstrap,
-            "seed": seed,
-            "unit": "item" if clusters is None else "cluster",
-            "interval": ci_method,
-            "confidence": confidence,
-        },
-    }
-    return _clean(out)
+        bootstrap=Resampling(resamples=bootstrap, seed=seed,
+                             unit="item" if clusters is None else "cluster",
+                             interval=ci_method, confidence=confidence),
+    )
 
 
 def _majority(votes: np.ndarray) -> np.ndarray:
@@ -219,19 +208,20 @@ def _majority(votes: np.ndarray) -> np.ndarray:
     return np.where(cnt > 0, (share > 0.5).astype(float), np.nan)
 
 
-def _tag_stats(pred: np.ndarray, truth: np.ndarray) -> dict:
-    conf = binary_confusion(pred, truth)
-    return {"kappa": cohen_kappa(pred, truth), "ac1": gwet_ac1(pred, truth), **conf}
+def _tag_stats(pred: np.ndarray, truth: np.ndarray,
+               ci95: TagIntervals | None = None) -> TagStats:
+    return TagStats(cohen_kappa(pred, truth), gwet_ac1(pred, truth),
+                    binary_confusion(pred, truth), ci95)
 
 
 def _nominal_alpha(votes: np.ndarray) -> float | None:
-    return krippendorff_alpha(votes, domain=(0, 1), levels=("nominal",))["nominal"]
+    return krippendorff_alpha(votes, domain=(0, 1), levels=("nominal",)).nominal
 
 
 def compare_tags(
     grader: np.ndarray, experts: np.ndarray, class_names: Sequence[str], *,
     bootstrap: int = 0, seed: int = 0, clusters: np.ndarray | None = None,
-) -> dict:
+) -> TagComparison:
     """Binary error tags: per class, the grader against the experts' strict majority (Cohen's
     kappa, Gwet's AC1, precision/recall/F1 and the confusion table), and the ceiling: each
     expert against the majority of the other experts with the same statistics. Reliability of
@@ -254,23 +244,18 @@ def compare_tags(
     for c, name in enumerate(class_names):
         votes = e[:, :, c]
         majority = _majority(votes)
-        grader_stats = _tag_stats(g[:, c], majority)
+        ci95 = None
         if weights is not None:
             resampled = binary_stats_resampled(g[:, c], majority, weights)
-            grader_stats["ci95"] = {k: percentile_ci(v) for k, v in resampled.items()}
-        rows = []
-        for j in range(e.shape[1]):
-            rows.append({"expert": j, **_tag_stats(votes[:, j], _majority(np.delete(votes, j, 1)))})
-        summary = {}
-        for key in ("kappa", "ac1", "f1"):
-            vals = [r[key] for r in rows if r[key] is not None]
-            summary[key] = float(np.mean(vals)) if vals else None
-        classes[name] = {
-            "prevalence": np.nanmean(majority) if np.isfinite(majority).any() else None,
-            "alpha_experts": _nominal_alpha(votes),
-            "alpha_with_grader": _nominal_alpha(np.column_stack([votes, g[:, c]])),
-            "grader": grader_stats,
-            "ceiling": rows if e.shape[1] >= 2 else [],
-            "ceiling_mean": summary if e.shape[1] >= 2 else None,
-        }
-    return _clean({"n_items": g.shape[0], "n_experts": e.shape[1], "classes": classes})
+            ci95 = TagIntervals(**{k: percentile_ci(v) for k, v in resampled.items()})
+        rows = [ExpertTags(j, _tag_stats(votes[:, j], _majority(np.delete(votes, j, 1))))
+                for j in range(e.shape[1])]
+        several = e.shape[1] >= 2
+        classes[name] = TagClass(
+            prevalence=plain_float(np.nanmean(majority)) if np.isfinite(majority).any() else None,
+            alpha_experts=_nominal_alpha(votes),
+            alpha_with_grader=_nominal_alpha(np.column_stack([votes, g[:, c]])),
+            grader=_tag_stats(g[:, c], majority, ci95),
+            ceiling=rows if several else [],
+            ceiling_mean=TagMeans.of([r.stats for r in rows]) if several else None)
+    return TagComparison(n_items=g.shape[0], n_experts=e.shape[1], classes=classes)

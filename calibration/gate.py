@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 from calibration.protocol import LOWER_BOUND, Gate
+from stats.agreement_types import AltTest, ICCForm, Pearson
 
 
 @dataclass
@@ -58,35 +58,33 @@ def decide(value: float | None, interval: list | None, threshold: float, *, rule
                    f"{threshold:g} (estimate {value:.3f})")
 
 
-def gate_checks(gate: Gate, overall: dict[str, Any], *, pearson_ci: list | None,
-                min_items: int, level: float = 0.95) -> list[GateCheck]:
+def gate_checks(gate: Gate, pearson: Pearson, icc2: ICCForm | None, alt: AltTest | None, *,
+                pearson_ci: list | None, min_items: int, level: float = 0.95) -> list[GateCheck]:
     """Each check of the registered `gate` on a report's overall comparison (the grader
     against the experts, `calibration.comparison.compare_to_experts`, with intervals at `level`):
     Pearson r and ICC(2,1) against their thresholds under the gate's rule, the Alternative
-    Annotator Test passed (Calderon et al. 2025)."""
-    r = overall["pearson"]["r"]
-    icc2_row = overall["icc"].get("ICC2") or {}
-    icc2, icc2_ci = icc2_row.get("icc"), icc2_row.get("ci95")
-    alt = overall.get("alt_test") or {}
-    rate = alt.get("winning_rate")
+    Annotator Test passed (Calderon et al. 2025); `alt` is None with fewer than two experts."""
+    r = pearson.r
+    icc2_value, icc2_ci = (icc2.icc, icc2.ci95) if icc2 is not None else (None, None)
+    rate = alt.winning_rate if alt is not None else None
     rule = gate.rule
     r_pass, r_why = decide(r, pearson_ci, gate.pearson_min, rule=rule, level=level,
                            undefined="undefined (no variance)")
-    icc_pass, icc_why = decide(icc2, icc2_ci, gate.icc2_min, rule=rule, level=level,
+    icc_pass, icc_why = decide(icc2_value, icc2_ci, gate.icc2_min, rule=rule, level=level,
                                undefined="undefined")
     alt_reason = None
-    if not alt:
+    if alt is None:
         alt_reason = "needs at least two experts"
-    elif not alt.get("passed"):
+    elif not alt.passed:
         alt_reason = (f"winning rate {rate:.2f} is below 0.5" if rate is not None else
                       f"no expert has {min_items} items shared with another expert")
     return [
         GateCheck("pearson", "Pearson r", r, gate.pearson_min, r_pass,
                   "pearson" in gate.required, pearson_ci, r_why, rule, level),
-        GateCheck("icc2", "ICC(2,1), absolute agreement", icc2, gate.icc2_min, icc_pass,
+        GateCheck("icc2", "ICC(2,1), absolute agreement", icc2_value, gate.icc2_min, icc_pass,
                   "icc2" in gate.required, icc2_ci, icc_why, rule, level),
         GateCheck("alt_test", f"Alt-Test winning rate (epsilon {gate.alt_test_epsilon:g}, "
-                  f"q {gate.alt_test_q:g})", rate, 0.5, bool(alt.get("passed")),
+                  f"q {gate.alt_test_q:g})", rate, 0.5, alt is not None and alt.passed,
                   "alt_test" in gate.required, None, alt_reason, rule, None),
     ]
 

@@ -2,9 +2,10 @@
 
 The overall score is compared on the rubric's point scale (overall x (max - min) + min), so
 a bias of 1.0 reads "one rubric point"; each criterion on its own levels. Statistics come
-from `stats.agreement`; this module gathers the scores (`collect`), hashes exactly what
-a report is computed on (`data_hash`) and builds the typed `Report` with the gate's verdict
-(`build`). Which thresholds apply, and the one held-out look, are `calibration.calibrate`'s.
+from `calibration.comparison` (typed, stored as their dicts); this module gathers the scores
+(`collect`), hashes exactly what a report is computed on (`data_hash`) and builds the
+`Report` with the gate's verdict (`build`). Which thresholds apply, and the one held-out
+look, are `calibration.calibrate`'s.
 """
 
 import hashlib
@@ -30,6 +31,7 @@ from db.rubrics import rubric_by_hash
 from errors import UserError
 from grading.config import get_config, is_dated_snapshot
 from rubric.schema import canonical_json
+from stats.agreement_types import r_interval
 
 PARTS = ("heldout", "dev", "all")
 
@@ -201,7 +203,11 @@ class Report:
     """A calibration report: what it was computed on, the gate's verdict, the statistics.
 
     `validates` is true only for a held-out look judged under the registered protocol;
-    `protocol_hash` is None for a dev report run with thresholds of the moment.
+    `protocol_hash` is None for a dev report run with thresholds of the moment. The statistics
+    are held in their stored JSON shape (`overall` and each of `criteria`:
+    `Comparison.to_dict()`; `error_tags`: `TagComparison.to_dict()`, of
+    `calibration.comparison_types`), so reports of earlier versions read back alike; the
+    rows below display them.
     """
 
     config_id: int
@@ -253,15 +259,10 @@ class Report:
         return rows
 
 
-def _r_interval(p: dict[str, Any]) -> list[float | None] | None:
-    """The bootstrap interval of r where one was computed, else Fisher's z interval."""
-    boot = p.get("ci95_bootstrap")
-    return boot if boot and None not in boot else p.get("ci95_fisher")
-
-
 def _stat_row(name: str, res: dict[str, Any]) -> StatRow:
     ba, p = res["bland_altman"], res["pearson"]
-    return StatRow(name, res["n_items"], p["r"], _r_interval(p),
+    return StatRow(name, res["n_items"], p["r"], r_interval(p.get("ci95_bootstrap"),
+                                                            p.get("ci95_fisher")),
                    (res["icc"].get("ICC2") or {}).get("icc"),
                    res["krippendorff_alpha"].get("interval"), res.get("weighted_kappa_linear"),
                    res["weighted_kappa"], ba["bias"],
@@ -280,9 +281,9 @@ def _breakdown(data: CalibrationData) -> dict[str, dict[str, dict[str, Any]]]:
                 groups[str(value)] = {"n_items": int(mask.sum())}
                 continue
             res = compare_to_experts(g[mask], e[mask], domain=data.domain, bootstrap=0)
-            groups[str(value)] = {"n_items": int(mask.sum()), "pearson": res["pearson"]["r"],
-                                  "icc2": (res["icc"].get("ICC2") or {}).get("icc"),
-                                  "bias": res["bland_altman"]["bias"], "mae": res["mae"]}
+            groups[str(value)] = {"n_items": int(mask.sum()), "pearson": res.pearson.r,
+                                  "icc2": res.icc.icc2.icc if res.icc.icc2 else None,
+                                  "bias": res.bland_altman.bias, "mae": res.mae}
         out[key] = groups
     return out
 
@@ -304,8 +305,8 @@ def build(data: CalibrationData, *, config_id: int, part: str, gate: Gate,
                                  confidence=level, **options)
     criteria = {k: compare_to_experts(cg, ce, bootstrap=0, confidence=level, **options)
                 for k, (cg, ce) in data.criteria.items()}
-    p = overall["pearson"]
-    checks = gate_checks(gate, overall, pearson_ci=_r_interval(p),
+    p = overall.pearson
+    checks = gate_checks(gate, p, overall.icc.icc2, overall.alt_test, pearson_ci=p.interval(),
                          min_items=st.alt_test_min_items, level=level)
     passed = gate_passed(checks)
     return Report(
@@ -314,8 +315,8 @@ def build(data: CalibrationData, *, config_id: int, part: str, gate: Gate,
         gate_settings={**asdict(gate), "required": list(gate.required)},
         statistics=asdict(st), gate=checks, passed=passed,
         validates=part == "heldout" and protocol_hash is not None,
-        flags=[*data.flags, *([p["warning"]] if p.get("warning") else [])],
-        overall=overall, criteria=criteria,
+        flags=[*data.flags, *([p.warning] if p.warning else [])],
+        overall=overall.to_dict(), criteria={k: v.to_dict() for k, v in criteria.items()},
         error_tags=compare_tags(*data.tags, data.tag_names, bootstrap=st.bootstrap,
-                                seed=st.seed, clusters=clusters),
+                                seed=st.seed, clusters=clusters).to_dict(),
         breakdown=_breakdown(data), heldout_looks=looks or [])

@@ -1,7 +1,8 @@
 """Agreement statistics between a grader and expert raters (pure, vectorized).
 
 Inputs are numpy arrays: a score vector per rater, or an items x raters matrix with NaN for a
-missing rating. Every public function returns a JSON-ready dict (Python floats, NaN -> None).
+missing rating. The public functions return a float or a typed, JSON-ready result of
+`stats.agreement_types` (Python floats, NaN -> None; `to_dict()` for the stored shape).
 Each statistic names its reference in its docstring; docs/agreement.md lists them all.
 """
 
@@ -13,35 +14,26 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import special, stats
 
+from stats.agreement_types import (
+    ICC,
+    Absolute,
+    Alpha,
+    AltExpert,
+    AltTest,
+    BlandAltman,
+    Confusion,
+    ICCForm,
+    Kendall,
+    Pearson,
+    Spearman,
+    interval,
+    plain_float,
+)
+
 Z95 = 1.959963984540054  # standard normal 97.5% quantile
 
 
 # ---------------------------------------------------------------- helpers
-
-
-def _float(x: object) -> float | None:
-    """A JSON-safe float: numpy scalars to float, NaN and infinities to None."""
-    if x is None:
-        return None
-    v = float(x)  # type: ignore[arg-type]
-    return v if math.isfinite(v) else None
-
-
-def _clean(obj: object) -> object:
-    """Recursively turn numpy scalars/arrays into Python floats/lists, NaN into None."""
-    if isinstance(obj, dict):
-        return {str(k): _clean(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_clean(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return [_clean(v) for v in obj.tolist()]
-    if isinstance(obj, bool | np.bool_):
-        return bool(obj)
-    if isinstance(obj, int | np.integer):
-        return int(obj)
-    if isinstance(obj, float | np.floating):
-        return _float(obj)
-    return obj
 
 
 def _pair(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -242,7 +234,7 @@ def pearson_many(
     clusters: np.ndarray | None = None,
     confidence: float = 0.95,
     ci_method: str = "studentized_z",
-) -> list[dict]:
+) -> list[Pearson]:
     """`pearson` for several (x, y) pairs over the same items, sharing one set of resamples:
     the resampled moment sums of all pairs come from one matrix product (per block of pairs,
     so that memory stays bounded with many raters)."""
@@ -284,10 +276,10 @@ def pearson_many(
     out = []
     for (_, _, ok, n, r), boot in zip(prepared, boots, strict=True):
         units = n if clusters is None else len(np.unique(np.asarray(clusters)[ok]))
-        out.append(_clean({"r": r, "n": n, "ci95_fisher": list(fisher_ci(r, n, confidence)),
-                           "ci95_bootstrap": list(boot), "units": units,
-                           "warning": few_cases_warning(units, clusters is not None)
-                           if math.isfinite(r) else None}))
+        out.append(Pearson(r=plain_float(r), n=n, ci95_fisher=interval(fisher_ci(r, n, confidence)),
+                           ci95_bootstrap=interval(boot), units=int(units),
+                           warning=few_cases_warning(units, clusters is not None)
+                           if math.isfinite(r) else None))
     return out
 
 
@@ -312,7 +304,7 @@ def pearson(
     weights: np.ndarray | None = None,
     confidence: float = 0.95,
     ci_method: str = "studentized_z",
-) -> dict:
+) -> Pearson:
     """Pearson's r (Pearson 1896) with a Fisher-z CI (Fisher 1921) and a bootstrap CI that
     resamples items (or `clusters` of items, e.g. cases), never single ratings. `ci_method`:
     "studentized_z" (default; `_studentized_z_interval`, covers 95 % at rho = 0.9 with 60 items,
@@ -329,22 +321,22 @@ def pearson(
                         ci_method=ci_method)[0]
 
 
-def spearman(x: np.ndarray, y: np.ndarray) -> dict:
+def spearman(x: np.ndarray, y: np.ndarray) -> Spearman:
     """Spearman's rank correlation rho (Spearman 1904), via scipy.stats.spearmanr; ties averaged."""
     xs, ys = _pair(x, y)
     if len(xs) < 3 or xs.std() == 0 or ys.std() == 0:
-        return {"rho": None, "p": None, "n": len(xs)}
+        return Spearman(rho=None, p=None, n=len(xs))
     res = stats.spearmanr(xs, ys)
-    return _clean({"rho": res.statistic, "p": res.pvalue, "n": len(xs)})
+    return Spearman(rho=plain_float(res.statistic), p=plain_float(res.pvalue), n=len(xs))
 
 
-def kendall(x: np.ndarray, y: np.ndarray) -> dict:
+def kendall(x: np.ndarray, y: np.ndarray) -> Kendall:
     """Kendall's tau-b (Kendall 1945, tie-corrected), via scipy.stats.kendalltau."""
     xs, ys = _pair(x, y)
     if len(xs) < 3 or xs.std() == 0 or ys.std() == 0:
-        return {"tau_b": None, "p": None, "n": len(xs)}
+        return Kendall(tau_b=None, p=None, n=len(xs))
     res = stats.kendalltau(xs, ys, variant="b")
-    return _clean({"tau_b": res.statistic, "p": res.pvalue, "n": len(xs)})
+    return Kendall(tau_b=plain_float(res.statistic), p=plain_float(res.pvalue), n=len(xs))
 
 
 # ---------------------------------------------------------------- ICC
@@ -401,7 +393,7 @@ def _icc_intervals(n: int, k: int, msr: float, msc: float, mse: float, msw: floa
 
 
 def icc(ratings: np.ndarray, confidence: float = 0.95, *,
-        raters: Sequence[str] | None = None) -> dict:
+        raters: Sequence[str] | None = None) -> ICC:
     """The six intraclass correlations of Shrout & Fleiss (1979) on complete items.
 
     ICC1/ICC1k: one-way random; ICC2/ICC2k: two-way random, absolute agreement; ICC3/ICC3k:
@@ -410,8 +402,7 @@ def icc(ratings: np.ndarray, confidence: float = 0.95, *,
     at all is left out, with a note naming it (`raters` gives the names), as pingouin does; then
     items with a missing rating are dropped. A form whose value is undefined (a zero
     denominator, e.g. 0/0 when items do not differ and raters agree) is None, as is an interval
-    that cannot be formed; `reasons` says why for each. Returns {"n_items", "n_raters",
-    "left_out", "notes", "reasons", "ICC1": {"icc", "ci95", "F", "df1", "df2", "p"}, ...}.
+    that cannot be formed; `reasons` says why for each.
     """
     x = np.asarray(ratings, dtype=float)
     if x.ndim != 2:
@@ -422,13 +413,11 @@ def icc(ratings: np.ndarray, confidence: float = 0.95, *,
     x = x[:, ~empty]
     x = x[np.isfinite(x).all(axis=1)]
     n, k = x.shape
-    out: dict = {"n_items": n, "n_raters": k, "left_out": left_out,
-                 "notes": [f"rater {name!r} has no score and is left out" for name in left_out]}
+    notes = [f"rater {name!r} has no score and is left out" for name in left_out]
     if n < 2 or k < 2:
         why = (f"needs 2 raters with scores, found {k}" if k < 2
                else f"needs 2 items scored by every rater, found {n}")
-        return _clean({**out, "reasons": dict.fromkeys(ICC_FORMS, why),
-                       **dict.fromkeys(ICC_FORMS)})
+        return ICC(n, k, left_out, notes, dict.fromkeys(ICC_FORMS, why))
     msr, msc, mse, msw = _mean_squares(x)
     fractions = {
         "ICC1": (msr - msw, msr + (k - 1) * msw),
@@ -457,20 +446,21 @@ def icc(ratings: np.ndarray, confidence: float = 0.95, *,
         f1, f3 = np.float64(msr) / msw, np.float64(msr) / mse
     df_r, df_e, df_w = n - 1, (n - 1) * (k - 1), n * (k - 1)
     p1, p3 = stats.f.sf(f1, df_r, df_w), stats.f.sf(f3, df_r, df_e)
+    forms: dict[str, ICCForm | None] = {}
     for name in ICC_FORMS:
         if values[name] is None:
-            out[name] = None
+            forms[name.lower()] = None
             continue
-        ci = [float(v) for v in cis[name]]
-        if not all(map(math.isfinite, ci)):
+        ci: list[float | None] | None = interval(cis[name])
+        if None in ci:
             ci = None
             reasons[name] = ("no interval: F = 0, the items' mean scores do not differ"
                              if msr == 0 else "no interval: the F bounds are undefined")
         one_way = name.startswith("ICC1")
-        out[name] = {"icc": values[name], "ci95": ci, "F": f1 if one_way else f3, "df1": df_r,
-                     "df2": df_w if one_way else df_e, "p": p1 if one_way else p3}
-    out["reasons"] = reasons
-    return _clean(out)
+        forms[name.lower()] = ICCForm(
+            icc=plain_float(values[name]), ci95=ci, F=plain_float(f1 if one_way else f3), df1=df_r,
+            df2=df_w if one_way else df_e, p=plain_float(p1 if one_way else p3))
+    return ICC(n, k, left_out, notes, reasons, **forms)
 
 
 # ---------------------------------------------------------------- Krippendorff
@@ -514,7 +504,7 @@ def krippendorff_alpha(
     *,
     domain: Sequence[float] | None,
     levels: Sequence[str] = ALPHA_LEVELS,
-) -> dict:
+) -> Alpha:
     """Krippendorff's alpha (Krippendorff 2011, "Computing Krippendorff's Alpha-Reliability")
     for each level of measurement, in O(N log N) without a value-by-value coincidence table.
 
@@ -526,6 +516,8 @@ def krippendorff_alpha(
     alpha on mid-ranks. Nominal: `_alpha_nominal`, only on a domain (with continuous scores it
     would make every distinct value a category). A None alpha has its reason in `reasons`.
     """
+    if unknown := [level for level in levels if level not in ALPHA_LEVELS]:
+        raise ValueError(f"unknown level of measurement {unknown[0]!r}")
     x = np.asarray(ratings, dtype=float)
     if domain is not None:
         x = snap_to_domain(x, domain)
@@ -533,7 +525,7 @@ def krippendorff_alpha(
     values = x[np.isfinite(x)]
     why = ("no item has two ratings" if values.size == 0
            else "0/0: only one value occurs" if values.min() == values.max() else None)
-    out: dict = {}
+    out: dict[str, float | None] = {}
     reasons: dict[str, str] = {}
     for level in levels:
         if why is None and level == "nominal" and domain is None:
@@ -546,11 +538,10 @@ def krippendorff_alpha(
             ranks = np.full(x.shape, np.nan)
             ranks[np.isfinite(x)] = stats.rankdata(values)
             out[level] = _alpha_interval(ranks)
-        elif level == "nominal":
-            out[level] = _alpha_nominal(x)
         else:
-            raise ValueError(f"unknown level of measurement {level!r}")
-    return _clean({**out, "reasons": reasons})
+            out[level] = _alpha_nominal(x)
+    return Alpha(levels=tuple(levels), reasons=reasons,
+                 **{level: plain_float(v) for level, v in out.items()})
 
 
 # ---------------------------------------------------------------- kappa family
@@ -581,7 +572,7 @@ def _weighted_kappa(a: np.ndarray, b: np.ndarray, domain: Sequence[float] | None
     denom = (w * expected).sum()
     if denom == 0:
         return None, "0/0: both raters use a single level"
-    return _float(1 - (w * observed).sum() / denom), None
+    return plain_float(1 - (w * observed).sum() / denom), None
 
 
 def weighted_kappa(a: np.ndarray, b: np.ndarray, *, domain: Sequence[float] | None,
@@ -605,7 +596,7 @@ def cohen_kappa(a: np.ndarray, b: np.ndarray) -> float | None:
     q = len(cats)
     pa = float(np.mean(ia == ib))
     pe = float(np.bincount(ia, minlength=q) @ np.bincount(ib, minlength=q)) / len(xa) ** 2
-    return _float((pa - pe) / (1 - pe)) if pe < 1 else None
+    return plain_float((pa - pe) / (1 - pe)) if pe < 1 else None
 
 
 def gwet_ac1(a: np.ndarray, b: np.ndarray) -> float | None:
@@ -622,12 +613,12 @@ def gwet_ac1(a: np.ndarray, b: np.ndarray) -> float | None:
     pa = float(np.mean(ia == ib))
     pi = (np.bincount(ia, minlength=q) + np.bincount(ib, minlength=q)) / (2 * len(xa))
     pe = float((pi * (1 - pi)).sum()) / (q - 1)
-    return _float((pa - pe) / (1 - pe)) if pe < 1 else None
+    return plain_float((pa - pe) / (1 - pe)) if pe < 1 else None
 
 
-def binary_confusion(pred: np.ndarray, truth: np.ndarray) -> dict:
-    """Confusion table and F1 of binary `pred` against binary `truth` (van Rijsbergen 1979):
-    {"tp", "fp", "fn", "tn", "precision", "recall", "f1"}."""
+def binary_confusion(pred: np.ndarray, truth: np.ndarray) -> Confusion:
+    """Confusion table, precision, recall and F1 of binary `pred` against binary `truth` (van
+    Rijsbergen 1979)."""
     p, t = _pair(pred, truth)
     p, t = p > 0.5, t > 0.5
     tp, fp = int(np.sum(p & t)), int(np.sum(p & ~t))
@@ -635,9 +626,8 @@ def binary_confusion(pred: np.ndarray, truth: np.ndarray) -> dict:
     precision = tp / (tp + fp) if tp + fp else math.nan
     recall = tp / (tp + fn) if tp + fn else math.nan
     f1 = 2 * tp / (2 * tp + fp + fn) if tp + fp + fn else math.nan
-    return _clean(
-        {"tp": tp, "fp": fp, "fn": fn, "tn": tn, "precision": precision, "recall": recall, "f1": f1}
-    )
+    return Confusion(tp=tp, fp=fp, fn=fn, tn=tn, precision=plain_float(precision),
+                     recall=plain_float(recall), f1=plain_float(f1))
 
 
 def binary_stats_resampled(pred: np.ndarray, truth: np.ndarray, weights: np.ndarray) -> dict:
@@ -673,7 +663,7 @@ def percentile_ci(values: np.ndarray, confidence: float = 0.95) -> list[float] |
 # ---------------------------------------------------------------- differences
 
 
-def bland_altman(a: np.ndarray, b: np.ndarray, *, z: float = Z95) -> dict:
+def bland_altman(a: np.ndarray, b: np.ndarray, *, z: float = Z95) -> BlandAltman:
     """Bland-Altman agreement of a with b (Bland & Altman 1986, Lancet i:307-310; CIs per their
     1986 paper and 1999, Stat Methods Med Res 8:135-160): bias = mean(a - b), SD of the
     differences (n - 1 divisor), limits of agreement bias -/+ z SD with z = 1.959964, the
@@ -684,7 +674,7 @@ def bland_altman(a: np.ndarray, b: np.ndarray, *, z: float = Z95) -> dict:
     xa, xb = _pair(a, b)
     n = len(xa)
     if n < 2:
-        return _clean({"n": n, "bias": math.nan, "sd": math.nan, "loa": [math.nan, math.nan]})
+        return BlandAltman(n=n, bias=None, sd=None, loa=[None, None])
     d = xa - xb
     bias = float(d.mean())
     sd = float(d.std(ddof=1))
@@ -692,41 +682,31 @@ def bland_altman(a: np.ndarray, b: np.ndarray, *, z: float = Z95) -> dict:
     t = stats.t.ppf(0.975, n - 1)
     se_bias = sd / math.sqrt(n)
     se_loa = sd * math.sqrt(3 / n)
-    return _clean(
-        {
-            "n": n,
-            "bias": bias,
-            "sd": sd,
-            "loa": [lo, hi],
-            "bias_ci95": [bias - t * se_bias, bias + t * se_bias],
-            "loa_lower_ci95": [lo - t * se_loa, lo + t * se_loa],
-            "loa_upper_ci95": [hi - t * se_loa, hi + t * se_loa],
-        }
+    return BlandAltman(
+        n=n, bias=plain_float(bias), sd=plain_float(sd), loa=interval((lo, hi)),
+        bias_ci95=interval((bias - t * se_bias, bias + t * se_bias)),
+        loa_lower_ci95=interval((lo - t * se_loa, lo + t * se_loa)),
+        loa_upper_ci95=interval((hi - t * se_loa, hi + t * se_loa)),
     )
 
 
-def absolute_agreement(a: np.ndarray, b: np.ndarray, *, domain: Sequence[float] | None) -> dict:
+def absolute_agreement(a: np.ndarray, b: np.ndarray, *,
+                       domain: Sequence[float] | None) -> Absolute:
     """Mean absolute error of a against b on raw scores, and the share of items whose rubric
     codes (both snapped to `domain`) agree exactly or differ by at most one level; those two
     are None for continuous scores (`domain` None)."""
     xa, xb = _pair(a, b)
     if len(xa) == 0:
-        return {"mae": None, "exact": None, "within_one": None, "n": 0}
+        return Absolute(mae=None, exact=None, within_one=None, n=0)
     if domain is None:
-        return _clean({"mae": np.abs(xa - xb).mean(), "exact": None, "within_one": None,
-                       "n": len(xa)})
+        return Absolute(mae=plain_float(np.abs(xa - xb).mean()), exact=None, within_one=None,
+                        n=len(xa))
     steps = np.abs(
         _domain_index(snap_to_domain(xa, domain), domain)
         - _domain_index(snap_to_domain(xb, domain), domain)
     )
-    return _clean(
-        {
-            "mae": np.abs(xa - xb).mean(),
-            "exact": np.mean(steps == 0),
-            "within_one": np.mean(steps <= 1),
-            "n": len(xa),
-        }
-    )
+    return Absolute(mae=plain_float(np.abs(xa - xb).mean()), exact=plain_float(np.mean(steps == 0)),
+                    within_one=plain_float(np.mean(steps <= 1)), n=len(xa))
 
 
 # ---------------------------------------------------------------- alt-test
@@ -755,7 +735,7 @@ def alt_test(
     q: float = 0.05,
     scoring: str = "neg_rmse",
     min_items: int = 30,
-) -> dict:
+) -> AltTest:
     """The Alternative Annotator Test (Calderon, Reichart & Dror, ACL 2025, "The Alternative
     Annotator Test for LLM-as-a-Judge").
 
@@ -771,7 +751,7 @@ def alt_test(
     e = np.asarray(experts, dtype=float)
     present = np.isfinite(e)
     n_present = present.sum(axis=1)
-    per_expert = []
+    per_expert: list[tuple[int, int, float, float, float] | AltExpert] = []
     p_values = []
     for j in range(e.shape[1]):
         others = present.copy()
@@ -779,7 +759,7 @@ def alt_test(
         m_others = others.sum(axis=1)
         rows = present[:, j] & (m_others >= 1) & np.isfinite(g) & (n_present >= 2)
         if rows.sum() < min_items:
-            per_expert.append({"expert": j, "n_items": int(rows.sum()), "skipped": True})
+            per_expert.append(AltExpert(expert=j, n_items=int(rows.sum()), skipped=True))
             continue
         ref = np.where(others[rows], e[rows], np.nan)
         cnt = m_others[rows]
@@ -799,24 +779,16 @@ def alt_test(
         else:
             p = float(stats.ttest_1samp(d, epsilon, alternative="less").pvalue)
         p_values.append(p)
-        per_expert.append(
-            {"expert": j, "n_items": int(rows.sum()), "rho_f": w_f.mean(), "rho_h": w_h.mean(),
-             "p": p}
-        )
-    tested = [r for r in per_expert if not r.get("skipped")]
+        per_expert.append((j, int(rows.sum()), float(w_f.mean()), float(w_h.mean()), p))
+    tested = [r for r in per_expert if not isinstance(r, AltExpert)]
     reject = _benjamini_yekutieli(np.asarray(p_values), q)
-    for r, rej in zip(tested, reject, strict=True):
-        r["llm_wins"] = bool(rej)
-    winning = float(reject.mean()) if len(tested) else math.nan
-    advantage = float(np.mean([r["rho_f"] for r in tested])) if tested else math.nan
-    return _clean(
-        {
-            "epsilon": epsilon,
-            "q": q,
-            "scoring": scoring,
-            "winning_rate": winning,
-            "advantage_probability": advantage,
-            "passed": bool(len(tested) and winning >= 0.5),
-            "experts": per_expert,
-        }
-    )
+    wins = iter(reject)
+    experts_out = [r if isinstance(r, AltExpert) else
+                   AltExpert(expert=r[0], n_items=r[1], rho_f=plain_float(r[2]), rho_h=plain_float(r[3]),
+                             p=plain_float(r[4]), llm_wins=bool(next(wins)))
+                   for r in per_expert]
+    winning = float(reject.mean()) if tested else math.nan
+    advantage = float(np.mean([r[2] for r in tested])) if tested else math.nan
+    return AltTest(epsilon=epsilon, q=q, scoring=scoring, winning_rate=plain_float(winning),
+                   advantage_probability=plain_float(advantage),
+                   passed=bool(len(tested) and winning >= 0.5), experts=experts_out)

@@ -77,7 +77,7 @@ def test_missing_ratings_are_allowed(tmp_path):
     assert raters == ["grader", "ex1", "ex2", "ex3"]
     assert np.array_equal(np.isnan(matrix), np.isnan(scores))
     report = agreement_from_csv(path)
-    expected = agreement.icc(scores)["ICC2"]["icc"]
+    expected = agreement.icc(scores).icc2.icc
     assert report["icc"]["ICC2"]["icc"] == pytest.approx(expected)
     assert report["icc_items_complete"] == int(np.isfinite(scores).all(axis=1).sum())
 

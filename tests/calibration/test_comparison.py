@@ -18,17 +18,18 @@ def test_compare_to_experts_is_json_ready_and_complete():
     truth, experts = _random_panel(rng, n=150, k=3)
     grader = np.clip(truth + rng.normal(0, 0.5, len(truth)), 0, 4)  # non-integer grader means
     res = C.compare_to_experts(grader, experts, domain=[0, 1, 2, 3, 4], bootstrap=500, seed=1)
-    json.dumps(res, allow_nan=False)
+    stored = res.to_dict()
+    json.dumps(stored, allow_nan=False)
     for key in ["pearson", "spearman", "kendall", "icc", "krippendorff_alpha", "weighted_kappa",
                 "bland_altman", "mae", "exact", "within_one", "ceiling", "alt_test"]:
-        assert key in res, key
-    lo, hi = res["pearson"]["ci95_bootstrap"]
-    assert lo < res["pearson"]["r"] < hi
-    assert set(res["icc"]) >= {"ICC1", "ICC2", "ICC3", "ICC1k", "ICC2k", "ICC3k"}
-    assert res["icc"]["n_raters"] == 4
+        assert key in stored, key
+    lo, hi = res.pearson.ci95_bootstrap
+    assert lo < res.pearson.r < hi
+    assert set(stored["icc"]) >= {"ICC1", "ICC2", "ICC3", "ICC1k", "ICC2k", "ICC3k"}
+    assert res.icc.n_raters == 4
     # Bland-Altman bias is grader minus the experts' per-item mean
     mean = np.nanmean(experts, axis=1)
-    assert res["bland_altman"]["bias"] == pytest.approx(np.mean(grader - mean))
+    assert res.bland_altman.bias == pytest.approx(np.mean(grader - mean))
     assert res == C.compare_to_experts(grader, experts, domain=[0, 1, 2, 3, 4], bootstrap=500,
                                        seed=1)
 
@@ -42,11 +43,11 @@ def test_compare_to_experts_resamples_cases_when_given():
     kw = {"domain": [0, 1, 2, 3, 4], "bootstrap": 1000, "seed": 3}
     by_item = C.compare_to_experts(g4, e4, **kw)
     by_case = C.compare_to_experts(g4, e4, clusters=case, **kw)
-    assert by_case["bootstrap"]["unit"] == "cluster"
-    width = lambda res: np.diff(res["pearson"]["ci95_bootstrap"])[0]  # noqa: E731
+    assert by_case.bootstrap.unit == "cluster"
+    width = lambda res: np.diff(res.pearson.ci95_bootstrap)[0]  # noqa: E731
     assert width(by_case) > 1.5 * width(by_item)
-    row = by_case["ceiling"]["per_expert"][0]["grader_vs_others"]["pearson"]
-    assert row["ci95_bootstrap"][0] < row["r"] < row["ci95_bootstrap"][1]
+    row = by_case.ceiling.per_expert[0].grader_vs_others.pearson
+    assert row.ci95_bootstrap[0] < row.r < row.ci95_bootstrap[1]
 
 
 def test_ceiling_puts_each_expert_against_the_others():
@@ -54,15 +55,15 @@ def test_ceiling_puts_each_expert_against_the_others():
     truth, experts = _random_panel(rng, n=120, k=3, missing=0)
     grader = truth + 0.0
     res = C.ceiling(grader, experts, domain=[0, 1, 2, 3, 4])
-    assert len(res["per_expert"]) == 3
-    row = res["per_expert"][1]
+    assert len(res.per_expert) == 3
+    row = res.per_expert[1]
     others_mean = experts[:, [0, 2]].mean(axis=1)
     expected_r = np.corrcoef(experts[:, 1], others_mean)[0, 1]
-    assert row["expert_vs_others"]["pearson"]["r"] == pytest.approx(expected_r)
-    assert row["grader_vs_others"]["pearson"]["r"] == pytest.approx(
+    assert row.expert_vs_others.pearson.r == pytest.approx(expected_r)
+    assert row.grader_vs_others.pearson.r == pytest.approx(
         np.corrcoef(grader, others_mean)[0, 1])
     # the noise-free grader beats the noisy experts at predicting the other experts
-    assert res["grader_mean"]["pearson.r"] > res["experts_mean"]["pearson.r"]
+    assert res.grader_mean["pearson.r"] > res.experts_mean["pearson.r"]
 
 
 def _tagged(rng, n: int, prevalence: float, expert_noise: float, grader_noise: float):
@@ -80,15 +81,15 @@ def test_compare_tags_rare_class_kappa_vs_ac1():
     g = np.column_stack([grader, common])
     e = np.stack([experts, experts_c], axis=2)
     res = C.compare_tags(g, e, ["hallucination", "omission"])
-    json.dumps(res, allow_nan=False)
-    hal = res["classes"]["hallucination"]["grader"]
+    json.dumps(res.to_dict(), allow_nan=False)
+    hal = res.classes["hallucination"].grader
     majority = e[:, :, 0].sum(axis=1) >= 2
-    assert hal["tp"] == int(np.sum(grader & majority))
-    assert hal["fp"] + hal["fn"] + hal["tp"] + hal["tn"] == n
-    assert hal["f1"] == pytest.approx(f1_score(majority, grader))
-    assert hal["kappa"] == pytest.approx(cohen_kappa_score(grader, majority))
-    assert hal["ac1"] > hal["kappa"]  # AC1 is not dragged down by the low prevalence
-    assert len(res["classes"]["omission"]["ceiling"]) == 3
+    assert hal.confusion.tp == int(np.sum(grader & majority))
+    assert hal.confusion.fp + hal.confusion.fn + hal.confusion.tp + hal.confusion.tn == n
+    assert hal.confusion.f1 == pytest.approx(f1_score(majority, grader))
+    assert hal.kappa == pytest.approx(cohen_kappa_score(grader, majority))
+    assert hal.ac1 > hal.kappa  # AC1 is not dragged down by the low prevalence
+    assert len(res.classes["omission"].ceiling) == 3
 
 
 def test_compare_tags_alpha_of_each_class():
@@ -97,24 +98,62 @@ def test_compare_tags_alpha_of_each_class():
     a = np.array([1, 1, 1, 0, 0, 0, 0, 0, 0, 0], dtype=bool)
     b = np.array([1, 1, 0, 0, 0, 0, 0, 0, 0, 1], dtype=bool)
     experts = np.stack([a, b], axis=1)[:, :, None]
-    agreeing = C.compare_tags(a[:, None], experts, ["grounding"])["classes"]["grounding"]
-    assert agreeing["alpha_experts"] == pytest.approx(1 - 19 * 2 / (14 * 6))
-    contrary = C.compare_tags(~a[:, None], experts, ["grounding"])["classes"]["grounding"]
-    assert contrary["alpha_experts"] == agreeing["alpha_experts"]  # the grader is not in it
-    assert contrary["alpha_with_grader"] < 0 < agreeing["alpha_experts"]
+    agreeing = C.compare_tags(a[:, None], experts, ["grounding"]).classes["grounding"]
+    assert agreeing.alpha_experts == pytest.approx(1 - 19 * 2 / (14 * 6))
+    contrary = C.compare_tags(~a[:, None], experts, ["grounding"]).classes["grounding"]
+    assert contrary.alpha_experts == agreeing.alpha_experts  # the grader is not in it
+    assert contrary.alpha_with_grader < 0 < agreeing.alpha_experts
     missing = experts.astype(float)
     missing[0, 1] = np.nan  # unit 0 keeps one rating, pairs with nothing and drops out
-    assert C.compare_tags(a[:, None], missing, ["grounding"])["classes"]["grounding"][
-        "alpha_experts"] == pytest.approx(1 - 17 * 2 / (14 * 4))
+    assert C.compare_tags(a[:, None], missing, ["grounding"]).classes[
+        "grounding"].alpha_experts == pytest.approx(1 - 17 * 2 / (14 * 4))
 
 
 def test_compare_tags_intervals_over_cases():
     n = 200
     _, experts, grader = _tagged(np.random.default_rng(8), n, 0.3, 0.05, 0.1)
     res = C.compare_tags(grader[:, None], experts[:, :, None], ["reasoning"], bootstrap=500,
-                         clusters=np.arange(n) // 2)["classes"]["reasoning"]["grader"]
-    for key in ("kappa", "ac1", "f1"):
-        lo, hi = res["ci95"][key]
-        assert lo < res[key] < hi < 1
+                         clusters=np.arange(n) // 2).classes["reasoning"].grader
+    for key, value in (("kappa", res.kappa), ("ac1", res.ac1), ("f1", res.confusion.f1)):
+        lo, hi = getattr(res.ci95, key)
+        assert lo < value < hi < 1
     assert "ci95" not in C.compare_tags(grader[:, None], experts[:, :, None],
-                                        ["reasoning"])["classes"]["reasoning"]["grader"]
+                                        ["reasoning"]).classes["reasoning"].grader.to_dict()
+
+
+def test_stored_dicts_keep_the_report_json_shape():
+    """`to_dict()` is the JSON calibration reports have always been stored in (the report's
+    tables, figures and `nmb calibrate --check` read stored reports of earlier versions)."""
+    rng = np.random.default_rng(24)
+    truth, experts = _random_panel(rng, n=40, k=3)
+    res = C.compare_to_experts(truth + rng.normal(0, 0.5, 40), experts, domain=[0, 1, 2, 3, 4],
+                               bootstrap=50, min_alt_items=35)
+    d = json.loads(json.dumps(res.to_dict(), allow_nan=False))
+    assert list(d)[:2] == ["n_items", "n_experts"] and d["n_items"] == res.n_items
+    assert set(d["pearson"]) == {"r", "n", "ci95_fisher", "ci95_bootstrap", "units", "warning"}
+    assert d["pearson"]["ci95_bootstrap"] == res.pearson.ci95_bootstrap
+    assert set(d["icc"]) == {"n_items", "n_raters", "left_out", "notes", "reasons", "ICC1",
+                             "ICC2", "ICC3", "ICC1k", "ICC2k", "ICC3k"}
+    assert d["icc"]["ICC2"] == {"icc": res.icc.icc2.icc, "ci95": res.icc.icc2.ci95,
+                                "F": res.icc.icc2.F, "df1": res.icc.icc2.df1,
+                                "df2": res.icc.icc2.df2, "p": res.icc.icc2.p}
+    assert set(d["krippendorff_alpha"]) == {"interval", "ordinal", "nominal", "reasons"}
+    assert set(d["bland_altman"]) == {"n", "bias", "sd", "loa", "bias_ci95", "loa_lower_ci95",
+                                      "loa_upper_ci95"}
+    assert d["ceiling"]["per_expert"][1]["grader_vs_others"]["pearson"]["r"] == (
+        res.ceiling.per_expert[1].grader_vs_others.pearson.r)
+    assert list(d["ceiling"]["grader_mean"]) == list(C.CEILING_MEASURES)
+    kinds = {tuple(e) for e in d["alt_test"]["experts"]}
+    assert kinds <= {("expert", "n_items", "skipped"),
+                     ("expert", "n_items", "rho_f", "rho_h", "p", "llm_wins")}
+    assert d["bootstrap"] == {"resamples": 50, "seed": 0, "unit": "item",
+                              "interval": "studentized_z", "confidence": 0.95}
+    one = C.versus(np.array([1.0]), np.array([2.0]), domain=None).to_dict()["bland_altman"]
+    assert one == {"n": 1, "bias": None, "sd": None, "loa": [None, None]}
+    tags = C.compare_tags(np.array([[True], [False], [True]]),
+                          np.array([[[1.0], [1.0]], [[0.0], [1.0]], [[1.0], [0.0]]]), ["x"])
+    x = tags.to_dict()["classes"]["x"]
+    assert list(x["grader"]) == ["kappa", "ac1", "tp", "fp", "fn", "tn", "precision", "recall",
+                                 "f1"]
+    assert list(x["ceiling"][0])[0] == "expert" and set(x["ceiling_mean"]) == {"kappa", "ac1",
+                                                                                  "f1"}

@@ -37,8 +37,8 @@ def _passes(rule: str, rho: float, *, cases: int, per_case: int = 1, within: flo
     for study in range(studies):
         x, y, case = _study(rng, rho, cases, per_case, within)
         res = pearson(x, y, bootstrap=resamples, seed=10_000 + study, clusters=case)
-        overall = {"pearson": res, "icc": {}}
-        check = gate_checks(gate, overall, pearson_ci=res["ci95_bootstrap"], min_items=30)[0]
+        check = gate_checks(gate, res, None, None, pearson_ci=res.ci95_bootstrap,
+                            min_items=30)[0]
         passed += check.passed
     return passed / studies
 
@@ -74,8 +74,8 @@ def test_each_simulated_bound_is_the_reports_bound(method: str) -> None:
     r, lower = lower_bounds(units, _moment_products(units), st, np.random.default_rng(7))
     res = pearson(x, y, weights=bootstrap_weights(len(x), 500, 7, case), clusters=case,
                   ci_method="bca" if method == "fisher" else method, confidence=level)
-    want = res["ci95_fisher" if method == "fisher" else "ci95_bootstrap"][0]
-    assert r[0] == pytest.approx(res["r"], abs=1e-12)
+    want = (res.ci95_fisher if method == "fisher" else res.ci95_bootstrap)[0]
+    assert r[0] == pytest.approx(res.r, abs=1e-12)
     assert lower[0] == pytest.approx(want, abs=1e-12)
 
 

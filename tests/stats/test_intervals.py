@@ -236,16 +236,16 @@ def test_a_paired_difference_on_too_few_cases_has_no_interval() -> None:
 
 def test_r_needs_three_items_and_warns_under_twenty_cases() -> None:
     two = versus(np.array([1.0, 2.0]), np.array([1.0, 3.0]), domain=None)
-    assert two["pearson"]["r"] is None
-    assert two["reasons"]["pearson"] == "needs 3 items scored by both, found 2"
+    assert two.pearson.r is None
+    assert two.reasons["pearson"] == "needs 3 items scored by both, found 2"
     three = pearson(np.array([1.0, 2.0, 4.0]), np.array([1.0, 3.0, 3.5]), bootstrap=0)
-    assert three["r"] is not None and "3 items" in three["warning"]
+    assert three.r is not None and "3 items" in three.warning
     rng = np.random.default_rng(0)
     x = rng.standard_normal(60)
     y = x + rng.standard_normal(60)
     for cases, warned in ((10, True), (MIN_R_CASES, False), (60, False)):
         res = pearson(x, y, bootstrap=200, clusters=np.arange(60) % cases)
-        assert res["units"] == cases
-        assert (res["warning"] is not None) == warned
+        assert res.units == cases
+        assert (res.warning is not None) == warned
         if warned:
-            assert f"{cases} cases, fewer than {MIN_R_CASES}" in res["warning"]
+            assert f"{cases} cases, fewer than {MIN_R_CASES}" in res.warning
