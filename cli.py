@@ -106,6 +106,21 @@ def cmd_status(args: argparse.Namespace) -> None:
             print(f"{name:16} {n}")
 
 
+def cmd_backup(args: argparse.Namespace) -> None:
+    from db.backup import backup_study
+
+    manifest = backup_study(Path(args.out))
+    size = sum(m.size for m in manifest.members)
+    print(f"wrote {args.out}: the {manifest.database} database (revision {manifest.revision}) and "
+          f"{len(manifest.members) - 1} files, {size:,} bytes")
+
+
+def cmd_restore(args: argparse.Namespace) -> None:
+    from db.backup import restore_study
+
+    print(restore_study(Path(args.file)))
+
+
 def _read_password(args: argparse.Namespace) -> str:
     if args.password_file:
         try:
@@ -723,6 +738,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     add("status", cmd_status, "counts of what the study holds").add_argument(
         "--json", action="store_true", help=JSON)
+
+    add("backup", cmd_backup, "one file with a consistent copy of the database, the images "
+        "and the frozen packages (docs/deploy.md)").add_argument(
+        "--out", required=True, help="the backup file to write (a new file)")
+    add("restore", cmd_restore, "restore a backup into an empty NMB_HOME and database").add_argument(
+        "file", help="a file written by nmb backup")
 
     up = sub.add_parser("users", help="accounts and roles")
     usub = up.add_subparsers(dest="users_command", required=True, parser_class=_Parser)

@@ -1,0 +1,137 @@
+"""PostgreSQL: `pg_dump` (custom format) of an exported snapshot, and `pg_restore` into an empty
+database in one transaction.
+
+The snapshot: a REPEATABLE READ transaction exports its snapshot (`pg_export_snapshot()`),
+`pg_dump --snapshot` dumps exactly that view, and the counts and image paths are read in the
+same transaction, so the dump and the images backed up agree while the app keeps writing.
+
+A dump to restore is untrusted: its table of contents (`pg_restore --list`) may hold only what
+the study's migrations create (tables, their data, sequences, defaults, constraints, indexes,
+triggers, and the audit log's one function); anything else refuses the file. The target must
+hold no row in any table but `alembic_version`; the empty tables a start of the app may have
+created are locked, checked and dropped in one transaction. `pg_restore --single-transaction
+--exit-on-error --no-owner --no-acl` then restores all or nothing, owned by the URL's user.
+
+`pg_dump` and `pg_restore` come from PATH, else from the newest /usr/lib/postgresql/*/bin
+(pg_dump must be at least the server's version). The password goes to them in the environment
+(PGPASSWORD), never on a command line.
+"""
+
+import glob
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from sqlalchemy import Connection, text
+from sqlalchemy.engine import make_url
+
+from db.backup.snapshot import Snapshot, describe
+from db.engine import engine_for
+from errors import UserError, one_line
+
+#: The kinds of entry a study's dump holds (longest first: "TABLE DATA" before "TABLE").
+ALLOWED_ENTRIES = ("TABLE DATA", "TABLE", "SEQUENCE OWNED BY", "SEQUENCE SET", "SEQUENCE",
+                   "DEFAULT", "FK CONSTRAINT", "CONSTRAINT", "INDEX", "TRIGGER", "COMMENT",
+                   "ACL", "SCHEMA")
+ALLOWED_FUNCTIONS = {"auditlog_append_only()"}  # migration 0001: the audit log is append-only
+
+
+def _binary(name: str) -> str:
+    if found := shutil.which(name):
+        return found
+    dirs = sorted(glob.glob("/usr/lib/postgresql/*/bin"),
+                  key=lambda d: int(n) if (n := Path(d).parent.name).isdigit() else 0)
+    for folder in reversed(dirs):
+        if (Path(folder) / name).is_file():
+            return str(Path(folder) / name)
+    raise UserError(f"{name} not found: install the PostgreSQL client tools "
+                    "(Debian: apt-get install postgresql-client)")
+
+
+def _libpq(url: str) -> tuple[str, dict[str, str]]:
+    """The URL as libpq reads it (no driver, no password) and the environment with the
+    password."""
+    u = make_url(url)
+    env = dict(os.environ)
+    if u.password is not None:
+        env["PGPASSWORD"] = str(u.password)
+    uri = u.set(drivername="postgresql", password=None).render_as_string(hide_password=False)
+    return uri, env
+
+
+def _run(args: list[str], env: dict[str, str], what: str) -> str:
+    done = subprocess.run(args, env=env, capture_output=True, text=True)
+    if done.returncode:
+        raise UserError(f"{what} failed: {one_line(done.stderr or f'exit {done.returncode}', 300)}")
+    return done.stdout
+
+
+def snapshot(url: str, dest: Path) -> Snapshot:
+    """Dump the database at `url` into `dest` and describe the same snapshot."""
+    uri, env = _libpq(url)
+    with engine_for(url).connect() as conn:
+        conn.execution_options(isolation_level="REPEATABLE READ")
+        with conn.begin():
+            snap = conn.execute(text("SELECT pg_export_snapshot()")).scalar_one()
+            _run([_binary("pg_dump"), "--format=custom", f"--snapshot={snap}", f"--file={dest}",
+                  f"--dbname={uri}"], env, "pg_dump")
+            return describe(conn, dest)
+
+
+def _tables(conn: Connection) -> list[str]:
+    return list(conn.execute(text("SELECT tablename FROM pg_tables "
+                                  "WHERE schemaname = current_schema() ORDER BY tablename"))
+                .scalars())
+
+
+def _first_with_rows(conn: Connection, tables: list[str]) -> str | None:
+    quote = conn.dialect.identifier_preparer.quote
+    return next((t for t in tables if t != "alembic_version" and conn.execute(
+        text(f"SELECT EXISTS (SELECT 1 FROM {quote(t)})")).scalar()), None)
+
+
+def rows_in(url: str) -> str | None:
+    """A table holding rows other than the Alembic revision, or None when the database is
+    empty."""
+    with engine_for(url).connect() as conn:
+        return _first_with_rows(conn, _tables(conn))
+
+
+def check_dump(dump: Path, label: str) -> None:
+    """Refuse a dump that holds anything a study's migrations do not create."""
+    try:
+        listing = _run([_binary("pg_restore"), "--list", str(dump)], dict(os.environ),
+                       "pg_restore --list")
+    except UserError as e:
+        raise UserError(f"{label}: the database dump is not readable ({e})") from None
+    for line in listing.splitlines():
+        if not line.strip() or line.startswith(";"):
+            continue
+        parts = line.split(" ", 3)
+        entry = parts[3] if len(parts) == 4 else line
+        kind = next((k for k in (*ALLOWED_ENTRIES, "FUNCTION") if entry.startswith(k + " ")), None)
+        words = entry.split(" ")
+        if kind is None or (kind == "FUNCTION" and (len(words) < 3
+                                                    or words[2] not in ALLOWED_FUNCTIONS)):
+            raise UserError(f"{label}: the database dump holds {one_line(entry, 120)!r}, which "
+                            "a study's migrations never create")
+
+
+def restore(dump: Path, url: str, empty_message: str) -> None:
+    """Drop the empty tables of the target (refused with `empty_message` when one holds rows),
+    then restore `dump` in one transaction."""
+    engine = engine_for(url)
+    with engine.begin() as conn:
+        if tables := _tables(conn):
+            quote = conn.dialect.identifier_preparer.quote
+            names = ", ".join(quote(t) for t in tables)
+            conn.execute(text(f"LOCK TABLE {names} IN ACCESS EXCLUSIVE MODE"))
+            if table := _first_with_rows(conn, tables):
+                raise UserError(empty_message.format(table=table))
+            conn.execute(text(f"DROP TABLE {names} CASCADE"))
+        conn.execute(text("DROP FUNCTION IF EXISTS auditlog_append_only() CASCADE"))
+    engine.dispose()
+    uri, env = _libpq(url)
+    _run([_binary("pg_restore"), "--single-transaction", "--exit-on-error", "--no-owner",
+          "--no-acl", f"--dbname={uri}", str(dump)], env, "pg_restore")

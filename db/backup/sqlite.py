@@ -1,0 +1,122 @@
+"""SQLite: an online copy with SQLite's backup API, and its restore by renaming into place.
+
+`sqlite3.Connection.backup` copies every page in one step under one read transaction, so the
+copy is consistent while the app keeps writing (WAL). A restored file is checked
+(`PRAGMA integrity_check`, its revision), migrated to the newest revision beside the target,
+then renamed over it; the target's stale `-wal` and `-shm` files go first, since SQLite would
+otherwise replay them onto the new file.
+"""
+
+import os
+import sqlite3
+import uuid
+from pathlib import Path
+
+from sqlalchemy import create_engine
+from sqlalchemy.engine import make_url
+
+from db.backup.snapshot import Snapshot, describe
+from db.engine import engine_for, upgrade
+from errors import UserError
+
+
+def sqlite_path(url: str) -> Path:
+    name = make_url(url).database
+    if not name or name == ":memory:" or name.startswith("file:"):
+        raise UserError(f"cannot back up or restore the SQLite database {url!r}: not a file")
+    return Path(name).resolve()
+
+
+def snapshot(url: str, dest: Path) -> Snapshot:
+    """Copy the database at `url` into `dest` (a new file) and describe the copy."""
+    path = sqlite_path(url)
+    if not path.is_file():
+        raise UserError(f"no study database at {path}: nothing to back up")
+    src = sqlite3.connect(path, timeout=30)
+    copy = sqlite3.connect(dest)
+    try:
+        src.backup(copy)
+        copy.execute("PRAGMA journal_mode=DELETE")  # one self-contained file
+    finally:
+        copy.close()
+        src.close()
+    engine = create_engine(f"sqlite:///{dest}")
+    try:
+        with engine.connect() as conn:
+            return describe(conn, dest)
+    finally:
+        engine.dispose()
+
+
+def rows_in(url: str) -> str | None:
+    """A table holding rows other than the Alembic revision (the first, by name), or None when
+    the database is empty or not there yet."""
+    path = sqlite_path(url)
+    if not path.exists():
+        return None
+    try:
+        conn = sqlite3.connect(path, timeout=30)
+        try:
+            tables = [t for (t,) in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name != 'alembic_version'"
+                " AND name NOT LIKE 'sqlite_%' ORDER BY name")]
+            return next((t for t in tables
+                         if conn.execute(f'SELECT 1 FROM "{t}" LIMIT 1').fetchone()), None)
+        finally:
+            conn.close()
+    except sqlite3.Error as e:
+        raise UserError(f"cannot read the database at {path}: {e}") from None
+
+
+def prepare(staged: Path, url: str, revision: str, label: str) -> Path:
+    """Check the backup's database file, copy it beside the target and migrate the copy to the
+    newest revision; the copy (renamed into place by `install`)."""
+    target = sqlite_path(url)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    ready = target.with_name(f".{target.name}.restore-{uuid.uuid4().hex}")
+    try:
+        src = sqlite3.connect(staged)
+        copy = sqlite3.connect(ready)
+        try:
+            checked = src.execute("PRAGMA integrity_check").fetchone()[0]
+            found = src.execute("SELECT version_num FROM alembic_version").fetchone()
+            src.backup(copy)
+        finally:
+            copy.close()
+            src.close()
+        if checked != "ok":
+            raise UserError(f"{label}: the database fails SQLite's integrity check ({checked})")
+        if found is None or found[0] != revision:
+            raise UserError(f"{label}: the database's revision is {found and found[0]}, the "
+                            f"manifest says {revision}")
+        ready_url = f"sqlite:///{ready}"
+        upgrade(ready_url)
+        engine_for(ready_url).dispose()
+        closing = sqlite3.connect(ready)
+        closing.execute("PRAGMA journal_mode=DELETE")  # folds the WAL in: one file to rename
+        closing.close()
+    except sqlite3.Error as e:
+        _remove(ready)
+        raise UserError(f"{label}: the database is not a readable SQLite study ({e})") from None
+    except BaseException:
+        _remove(ready)
+        raise
+    return ready
+
+
+def _remove(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+
+def install(ready: Path, url: str) -> None:
+    """Rename the prepared copy over the target (empty, checked by the caller)."""
+    target = sqlite_path(url)
+    engine_for(url).dispose()
+    for suffix in ("-wal", "-shm"):
+        Path(f"{target}{suffix}").unlink(missing_ok=True)
+    os.replace(ready, target)
+
+
+def discard(ready: Path) -> None:
+    _remove(ready)

@@ -1,0 +1,164 @@
+"""`nmb backup` and `nmb restore`: the whole study in one file, and back.
+
+A backup holds one consistent view of the database (SQLite: the online backup API;
+PostgreSQL: `pg_dump` of an exported snapshot), the images that view's series and masks
+reference (`NMB_HOME/images/`), the frozen packages the app wrote (`NMB_HOME/packages/*.zip`)
+and the manifest (`db.backup.archive`). The caches (`viewer/`, `key-slices/`, `cache/`) are
+rebuilt on demand and are not in it.
+
+A restore needs an empty study: no row in any table of the database but the Alembic revision
+(the empty tables a start of the app created are fine). Everything is checked and staged in a
+workspace under NMB_HOME/tmp before anything is placed: the whole file (`read_backup`), the
+database's kind and revision (a newer revision than this code refuses the file; an older one
+is migrated by the normal migrations), the database itself (SQLite: integrity check and
+migration of a copy beside the target; PostgreSQL: the dump's contents). Then the images and
+packages are moved into place and the database last (SQLite: one rename; PostgreSQL:
+`pg_restore` in one transaction); if that fails, the files placed are removed.
+"""
+
+import contextlib
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import SQLAlchemyError
+
+from db.backup import postgres, sqlite
+from db.backup.archive import (
+    DATABASE_MEMBER,
+    FORMAT,
+    Manifest,
+    member_problem,
+    read_backup,
+    write_backup,
+)
+from db.backup.snapshot import check_revision
+from db.bundle.store import Workspace
+from db.engine import HEAD_REVISION, database_url, nmb_home, upgrade
+from db.models import utcnow
+from errors import UserError, one_line
+
+NOT_EMPTY = ("the study here is not empty (table {table} holds rows): restore into an empty "
+             "NMB_HOME and database")
+
+
+@dataclass(frozen=True)
+class Restored:
+    manifest: Manifest
+    revision: str  # the database's revision now (the newest)
+
+    def __str__(self) -> str:
+        m = self.manifest
+        migrated = f", migrated to {self.revision}" if self.revision != m.revision else ""
+        counts = ", ".join(f"{n} {name.replace('_', ' ')}" for name, n in m.counts.items())
+        return (f"restored a {m.database} study made {m.created_at} (revision {m.revision}"
+                f"{migrated}): {counts}")
+
+
+def database_kind(url: str) -> str:
+    kind = make_url(url).get_backend_name()
+    if kind not in DATABASE_MEMBER:
+        raise UserError(f"backups cover SQLite and PostgreSQL, not {kind}")
+    return kind
+
+
+@contextlib.contextmanager
+def _database_errors(what: str) -> Iterator[None]:
+    """A database that cannot be reached or read is one line, not a traceback."""
+    try:
+        yield
+    except SQLAlchemyError as e:
+        raise UserError(f"{what}: {one_line(str(getattr(e, 'orig', None) or e), 300)}") from None
+
+
+def _packages(home: Path) -> list[tuple[str, Path]]:
+    folder = home / "packages"
+    if not folder.is_dir():
+        return []
+    found = [(f"packages/{p.name}", p) for p in sorted(folder.iterdir())]
+    return [(name, p) for name, p in found
+            if not p.is_symlink() and p.is_file() and member_problem(name) is None]
+
+
+def backup_study(out: Path) -> Manifest:
+    """Write the study's backup to `out` (a new file); its manifest."""
+    url = database_url()
+    kind = database_kind(url)
+    home = nmb_home()
+    with Workspace("backup") as ws, _database_errors("cannot read the study database"):
+        snap = (sqlite if kind == "sqlite" else postgres).snapshot(url, ws.path / "database")
+        members = [(DATABASE_MEMBER[kind], snap.file)]
+        for rel in snap.images:
+            if member_problem(rel):
+                raise UserError(f"the database names an image outside the store ({rel}); "
+                                "nothing was written")
+            members.append((rel, home / rel))
+        header = {"format": FORMAT, "created_at": utcnow().isoformat(timespec="seconds"),
+                  "database": kind, "revision": snap.revision, "code_revision": HEAD_REVISION,
+                  "counts": snap.counts}
+        return write_backup(out, [*members, *_packages(home)], header)
+
+
+def restore_study(path: Path) -> Restored:
+    """Restore the backup at `path` into the empty study of NMB_HOME and the database URL."""
+    try:
+        return _restore(path)
+    except UserError as e:
+        raise UserError(f"{e}; nothing was restored") from None
+
+
+def _rows_in(kind: str, url: str) -> str | None:
+    with _database_errors("cannot read the study database"):
+        return (sqlite if kind == "sqlite" else postgres).rows_in(url)
+
+
+def _restore(path: Path) -> Restored:
+    url = database_url()
+    kind = database_kind(url)
+    home = nmb_home()
+    label = path.name
+    if table := _rows_in(kind, url):
+        raise UserError(NOT_EMPTY.format(table=table))
+    with Workspace("restore") as ws:
+        staged = ws.path / "backup"
+        manifest = read_backup(path, staged)
+        if manifest.database != kind:
+            raise UserError(f"{label} is a backup of a {manifest.database} study, and the database "
+                            f"here is {kind} (NMB_DATABASE_URL)")
+        check_revision(manifest.revision, label)
+        dump = staged / DATABASE_MEMBER[kind]
+        placed: list[Path] = []
+        ready = None
+        try:
+            if kind == "sqlite":
+                ready = sqlite.prepare(dump, url, manifest.revision, label)
+            else:
+                postgres.check_dump(dump, label)
+            for m in manifest.members:
+                if m.name.startswith(("images/", "packages/")):
+                    target = home / m.name
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    if not target.exists():
+                        placed.append(target)
+                    os.replace(staged / m.name, target)
+            with _database_errors("cannot restore the database"):
+                if kind == "sqlite":
+                    if table := _rows_in(kind, url):  # written to while the file was checked
+                        raise UserError(NOT_EMPTY.format(table=table))
+                    sqlite.install(ready, url)
+                    ready = None
+                else:
+                    postgres.restore(dump, url, NOT_EMPTY)
+        except BaseException:
+            for p in placed:
+                p.unlink(missing_ok=True)
+            raise
+        finally:
+            if ready is not None:
+                sqlite.discard(ready)
+    if kind == "postgresql":  # (SQLite: the copy was migrated before it was placed)
+        with _database_errors("the restored database could not be migrated"):
+            upgrade(url)
+    return Restored(manifest, HEAD_REVISION)
