@@ -110,13 +110,18 @@ class _Hashing:
         return data
 
 
-def write_backup(out: Path, members: Iterable[tuple[str, Path]], header: dict) -> Manifest:
-    """Write `out`: each (name, file) of `members`, then the manifest (`header` + members).
-    Refuses an `out` that exists; removes the partial file on any failure."""
+def check_destination(out: Path) -> None:
+    """Refuse to write a backup over a file, or into a folder that is not there."""
     if out.exists():
         raise UserError(f"{out} exists: a backup never overwrites a file; choose another name")
     if not out.parent.is_dir():
         raise UserError(f"cannot write {out}: no folder {out.parent}")
+
+
+def write_backup(out: Path, members: Iterable[tuple[str, Path]], header: dict) -> Manifest:
+    """Write `out`: each (name, file) of `members`, then the manifest (`header` + members).
+    Refuses an `out` that exists; removes the partial file on any failure."""
+    check_destination(out)
     partial = out.with_name(f".{out.name}.partial")
     try:
         fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

@@ -30,6 +30,7 @@ from db.backup.archive import (
     DATABASE_MEMBER,
     FORMAT,
     Manifest,
+    check_destination,
     member_problem,
     read_backup,
     write_backup,
@@ -84,6 +85,7 @@ def _packages(home: Path) -> list[tuple[str, Path]]:
 
 def backup_study(out: Path) -> Manifest:
     """Write the study's backup to `out` (a new file); its manifest."""
+    check_destination(out)
     url = database_url()
     kind = database_kind(url)
     home = nmb_home()

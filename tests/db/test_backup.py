@@ -1,0 +1,257 @@
+"""`nmb backup` and `nmb restore` (db/backup/): the demo study backed up and restored on SQLite
+and PostgreSQL is the same study (`nmb status`, the calibration report's `--check`, the image
+store); a damaged, truncated or hostile file is refused in one line and writes nothing."""
+
+import hashlib
+import io
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tarfile
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def nmb(*args: str, home: Path, url: str | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "NMB_HOME": str(home)}
+    env.pop("NMB_DATABASE_URL", None)
+    if url:
+        env["NMB_DATABASE_URL"] = url
+    return subprocess.run([sys.executable, "-m", "cli", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
+def ok(done: subprocess.CompletedProcess) -> str:
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def refused(done: subprocess.CompletedProcess, *phrases: str) -> str:
+    """The command failed with one line on stderr (exit 2) holding every phrase."""
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith("nmb: "), done.stderr
+    for phrase in phrases:
+        assert phrase in done.stderr, done.stderr
+    return done.stderr
+
+
+def store(home: Path) -> dict[str, str]:
+    """{path under NMB_HOME: sha256} of the image store."""
+    return {p.relative_to(home).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted((home / "images").rglob("*")) if p.is_file()}
+
+
+def nothing_restored(home: Path) -> None:
+    assert not (home / "study.db").exists()
+    assert not (home / "images").exists() or store(home) == {}
+    assert not (home / "tmp").exists() or [p.name for p in (home / "tmp").iterdir()] == [".lock"]
+
+
+@pytest.mark.parametrize("kind", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_backup_then_restore_reproduces_the_study(kind: str, request: pytest.FixtureRequest,
+                                                  demo_template: Path, tmp_path: Path) -> None:
+    source, target, out = tmp_path / "source", tmp_path / "target", tmp_path / "study.tar"
+    url = new_url = None
+    if kind == "sqlite":
+        shutil.copytree(demo_template, source)
+    else:
+        server = request.getfixturevalue("postgres_server")
+        url, new_url = server.create_database(), server.create_database()
+        ok(nmb("demo", "--resolution", "2", home=source, url=url))
+    look = json.loads(ok(nmb("calibrate", "--config", "1", "--part", "heldout", home=source,
+                             url=url)))
+    before = {cmd: ok(nmb(*cmd.split(), home=source, url=url))
+              for cmd in ("status", "users list --json")}
+
+    assert "revision 0013" in ok(nmb("backup", "--out", str(out), home=source, url=url))
+    assert out.stat().st_mode & 0o777 == 0o600  # it holds password hashes
+    ok(nmb("db", "upgrade", home=target, url=new_url))  # a started app's empty tables are fine
+    said = ok(nmb("restore", str(out), home=target, url=new_url))
+
+    assert "10 cases, 30 series" in said
+    assert {cmd: ok(nmb(*cmd.split(), home=target, url=new_url)) for cmd in before} == before
+    check = json.loads(ok(nmb("calibrate", "--check", str(look["report_id"]), home=target,
+                              url=new_url)))
+    assert check["matches"] and check["data_hash_now"] == look["data_sha256"]
+    assert store(target) == store(source) and len(store(target)) == 31  # 30 series and a mask
+    refused(nmb("restore", str(out), home=target, url=new_url), "not empty")
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A backup of the sample bundle's study (SQLite): 3 series in the store."""
+    folder = tmp_path_factory.mktemp("small")
+    ok(nmb("import", str(ROOT / "examples" / "sample-bundle"), home=folder / "home"))
+    ok(nmb("backup", "--out", str(folder / "small.tar"), home=folder / "home"))
+    return folder / "small.tar"
+
+
+def _members(path: Path) -> dict[str, tarfile.TarInfo]:
+    with tarfile.open(path) as tf:
+        return {m.name: m for m in tf.getmembers()}
+
+
+def _first_image(path: Path) -> tarfile.TarInfo:
+    return next(m for name, m in _members(path).items() if name.startswith("images/"))
+
+
+@pytest.mark.parametrize("cut", ["in the database", "in an image", "before the manifest",
+                                 "in the manifest"])
+def test_a_truncated_backup_is_refused_in_one_line(small: Path, tmp_path: Path, cut: str) -> None:
+    members = _members(small)
+    at = {"in the database": members["database/study.sqlite"].offset_data + 1000,
+          "in an image": _first_image(small).offset_data + 10,
+          "before the manifest": members["manifest.json"].offset,
+          "in the manifest": members["manifest.json"].offset_data + 20}[cut]
+    bad = tmp_path / "cut.tar"
+    bad.write_bytes(small.read_bytes()[:at])
+    home = tmp_path / "home"
+    err = refused(nmb("restore", str(bad), home=home), "cut.tar: ", "nothing was restored")
+    assert ("no manifest.json" in err) == (cut == "before the manifest")
+    nothing_restored(home)
+
+
+def _flip(path: Path, offset: int, dest: Path) -> Path:
+    data = bytearray(path.read_bytes())
+    data[offset] ^= 0xFF
+    dest.write_bytes(bytes(data))
+    return dest
+
+
+@pytest.mark.parametrize("member", ["database/study.sqlite", "image"])
+def test_a_tampered_member_is_refused(small: Path, tmp_path: Path, member: str) -> None:
+    info = _first_image(small) if member == "image" else _members(small)[member]
+    bad = _flip(small, info.offset_data + info.size // 2, tmp_path / "tampered.tar")
+    home = tmp_path / "home"
+    refused(nmb("restore", str(bad), home=home), f"member {info.name} does not match its sha256")
+    nothing_restored(home)
+
+
+def repack(src: Path, dest: Path, extra: list[tuple[tarfile.TarInfo, bytes]] = (),
+           edit: Callable[[dict], None] = lambda manifest: None) -> Path:
+    """`src`'s members, then `extra` (listed in the manifest with their hashes), then its
+    manifest changed by `edit`."""
+    with tarfile.open(src) as tf, tarfile.open(dest, "w", format=tarfile.PAX_FORMAT) as out:
+        manifest = json.loads(tf.extractfile("manifest.json").read())
+        for m in tf.getmembers():
+            if m.name != "manifest.json":
+                out.addfile(m, tf.extractfile(m))
+        for info, data in extra:
+            info.size = len(data) if info.isreg() else 0
+            out.addfile(info, io.BytesIO(data) if info.isreg() else None)
+            manifest["members"].append({"name": info.name, "size": len(data),
+                                        "sha256": hashlib.sha256(data).hexdigest()})
+        edit(manifest)
+        data = json.dumps(manifest).encode()
+        info = tarfile.TarInfo("manifest.json")
+        info.size = len(data)
+        out.addfile(info, io.BytesIO(data))
+    return dest
+
+
+def _entry(name: str, kind: bytes = tarfile.REGTYPE, link: str = "") -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type, info.linkname = kind, link
+    return info
+
+
+@pytest.mark.parametrize("entry, why", [
+    (_entry("../evil.zip"), "has an unsafe path"),
+    (_entry("packages/../../evil.zip"), "has an unsafe path"),
+    (_entry("/tmp/evil.zip"), "has an absolute path"),
+    (_entry("images/ab/evil", tarfile.SYMTYPE, "/etc/passwd"), "is a link"),
+    (_entry("packages/evil.zip", tarfile.LNKTYPE, "database/study.sqlite"), "is a link"),
+    (_entry("images/ab", tarfile.DIRTYPE), "is not a regular file"),
+    (_entry("run.sh"), "is not a file a backup holds"),
+])
+def test_a_member_outside_the_study_is_refused(small: Path, tmp_path: Path,
+                                               entry: tarfile.TarInfo, why: str) -> None:
+    bad = repack(small, tmp_path / "hostile.tar", [(entry, b"#!/bin/sh\necho pwned\n")])
+    home = tmp_path / "deep" / "home"
+    refused(nmb("restore", str(bad), home=home), f"member {entry.name!r} {why}")
+    nothing_restored(home)
+    assert not (tmp_path / "evil.zip").exists() and not (tmp_path / "deep" / "evil.zip").exists()
+
+
+def test_a_member_not_in_the_manifest_or_a_missing_one_is_refused(small: Path,
+                                                                  tmp_path: Path) -> None:
+    image = _first_image(small).name
+
+    def drop(manifest: dict) -> None:
+        manifest["members"] = [m for m in manifest["members"] if m["name"] != image]
+
+    refused(nmb("restore", str(repack(small, tmp_path / "a.tar", edit=drop)),
+                home=tmp_path / "a"), f"member {image} is not in manifest.json")
+
+    def add(manifest: dict) -> None:
+        manifest["members"].append({"name": "packages/gone.zip", "size": 1, "sha256": "0" * 64})
+
+    refused(nmb("restore", str(repack(small, tmp_path / "b.tar", edit=add)),
+                home=tmp_path / "b"), "member packages/gone.zip is missing")
+    not_tar = tmp_path / "notes.tar"
+    not_tar.write_text("not a backup\n" * 100)
+    refused(nmb("restore", str(not_tar), home=tmp_path / "c"), "not a backup file")
+
+
+def test_a_newer_revision_is_refused(small: Path, tmp_path: Path) -> None:
+    def newer(manifest: dict) -> None:
+        manifest["revision"] = "9999"
+
+    bad = repack(small, tmp_path / "newer.tar", edit=newer)
+    refused(nmb("restore", str(bad), home=tmp_path / "home"),
+            "made by a newer version (database revision 9999; this code knows up to 0013)")
+    nothing_restored(tmp_path / "home")
+
+
+def test_an_older_revision_is_restored_then_migrated(nmb_home: Path, tmp_path: Path) -> None:
+    from alembic import command
+
+    from db.engine import alembic_config, database_url
+
+    command.upgrade(alembic_config(database_url()), "0012")
+    out = tmp_path / "old.tar"
+    assert "revision 0012" in ok(nmb("backup", "--out", str(out), home=nmb_home))
+    assert "(revision 0012, migrated to 0013)" in ok(nmb("restore", str(out),
+                                                         home=tmp_path / "new"))
+    with sqlite3.connect(tmp_path / "new" / "study.db") as conn:
+        assert conn.execute("SELECT version_num FROM alembic_version").fetchone() == ("0013",)
+    assert sorted(p.name for p in (tmp_path / "new").iterdir()) == ["study.db", "tmp"]
+
+
+def test_a_backup_never_overwrites_a_file(small: Path, tmp_path: Path) -> None:
+    kept = tmp_path / "kept.tar"
+    kept.write_text("an older backup")
+    refused(nmb("backup", "--out", str(kept), home=tmp_path / "home"), "exists")
+    assert kept.read_text() == "an older backup"
+    refused(nmb("backup", "--out", str(tmp_path / "no" / "b.tar"), home=tmp_path / "home"),
+            "no folder")
+
+
+@pytest.mark.postgres
+def test_postgres_restore_checks_the_kind_the_rows_and_the_dump(postgres_server, small: Path,
+                                                                 tmp_path: Path) -> None:
+    import psycopg
+
+    home = tmp_path / "home"
+    url = postgres_server.create_database()
+    refused(nmb("restore", str(small), home=home, url=url),
+            "small.tar is a backup of a sqlite study, and the database here is postgresql")
+    ok(nmb("import", str(ROOT / "examples" / "sample-bundle"), home=home, url=url))
+    refused(nmb("restore", str(small), home=tmp_path / "other", url=url), "not empty")
+
+    dsn = url.replace("postgresql+psycopg", "postgresql")
+    with psycopg.connect(dsn, autocommit=True) as conn:  # what a study's migrations never make
+        conn.execute("CREATE FUNCTION evil() RETURNS int LANGUAGE sql AS 'SELECT 1'")
+    ok(nmb("backup", "--out", str(tmp_path / "pg.tar"), home=home, url=url))
+    empty = postgres_server.create_database()
+    refused(nmb("restore", str(tmp_path / "pg.tar"), home=tmp_path / "new", url=empty),
+            "the database dump holds 'FUNCTION public evil()")
+    assert ok(nmb("status", "--json", home=tmp_path / "new", url=empty)).startswith(
+        '{"cases": 0,')
