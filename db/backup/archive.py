@@ -25,12 +25,13 @@ import tarfile
 import time
 import zlib
 from collections.abc import Iterable
-from pathlib import Path, PurePosixPath
-from typing import BinaryIO, Literal
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, BinaryIO, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
 
-from errors import UserError
+from errors import UserError, one_line
 
 FORMAT = "nmb-backup/1"
 MANIFEST = "manifest.json"
@@ -49,6 +50,19 @@ _PACKAGE = re.compile(r"packages/[A-Za-z0-9][A-Za-z0-9._-]{0,127}\.zip")
 _READ_ERRORS = (tarfile.TarError, OSError, EOFError, zlib.error)
 
 
+def member_problem(name: str) -> str | None:
+    """Why `name` cannot be a member of a backup, or None."""
+    if name.startswith("/") or "\\" in name or re.match(r"[A-Za-z]:", name):
+        return "has an absolute path"
+    parts = name.split("/")
+    if ".." in parts or "." in parts or "" in parts:
+        return "has an unsafe path ('..', '.' or an empty part)"
+    if (name == MANIFEST or name in DATABASE_MEMBER.values() or _IMAGE.fullmatch(name)
+            or _PACKAGE.fullmatch(name)):
+        return None
+    return "is not a file a backup holds"
+
+
 class Member(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -56,33 +70,31 @@ class Member(BaseModel):
     size: int = Field(ge=0)
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
 
+    @field_validator("name")
+    @classmethod
+    def _a_backup_member(cls, name: str) -> str:
+        if why := member_problem(name):
+            raise ValueError(f"{name!r} {why}")
+        return name
+
+
+CountName = Annotated[str, StringConstraints(pattern=r"^[a-z_]{1,40}$")]
+
 
 class Manifest(BaseModel):
     """What `manifest.json` says: the format, the database's kind and Alembic revision, the
-    code's newest revision when it was made, the study's counts (`nmb status`), every member."""
+    code's newest revision when it was made, the study's counts (`nmb status`), every member.
+    Every field that is printed is constrained to plain text."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     format: Literal["nmb-backup/1"]
-    created_at: str = Field(max_length=40)
+    created_at: datetime
     database: Literal["sqlite", "postgresql"]
     revision: str = Field(pattern=r"^\d{4}$")
-    code_revision: str = Field(max_length=40)
-    counts: dict[str, int]
+    code_revision: str = Field(pattern=r"^\d{4}$")
+    counts: dict[CountName, Annotated[int, Field(ge=0)]] = Field(max_length=50)
     members: list[Member] = Field(max_length=MAX_MEMBERS)
-
-
-def member_problem(name: str) -> str | None:
-    """Why `name` cannot be a member of a backup, or None."""
-    if name.startswith("/") or "\\" in name or re.match(r"[A-Za-z]:", name):
-        return "has an absolute path"
-    parts = PurePosixPath(name).parts
-    if ".." in parts or "." in name.split("/") or "" in name.split("/"):
-        return "has an unsafe path ('..', '.' or an empty part)"
-    if (name == MANIFEST or name in DATABASE_MEMBER.values() or _IMAGE.fullmatch(name)
-            or _PACKAGE.fullmatch(name)):
-        return None
-    return "is not a file a backup holds"
 
 
 def _image_sha256(name: str) -> str | None:
@@ -212,8 +224,8 @@ def _manifest(tf: tarfile.TarFile, found: dict[str, tarfile.TarInfo], label: str
     except (ValueError, ValidationError) as e:
         if isinstance(e, ValidationError):
             first = e.errors()[0]
-            where = ".".join(str(p) for p in first["loc"]) or MANIFEST
-            e = f"{where}: {first['msg']}"
+            where = ".".join(str(p) if str(p).isprintable() else repr(p) for p in first["loc"])
+            e = one_line(f"{where or MANIFEST}: {first['msg']}", 200)
         raise UserError(f"{label}: {MANIFEST} is not a backup manifest ({e})") from None
 
 
@@ -252,7 +264,7 @@ def read_backup(path: Path, dest: Path) -> Manifest:
         manifest = _manifest(tf, found, label)
         dest.mkdir()
         _check_listing(path, manifest, found, dest)
-        for m in manifest.members:
+        for m in sorted(manifest.members, key=lambda m: found[m.name].offset):  # file order
             target = dest.joinpath(*m.name.split("/"))
             target.parent.mkdir(parents=True, exist_ok=True)
             try:

@@ -60,8 +60,8 @@ def rows_in(url: str) -> str | None:
             tables = [t for (t,) in conn.execute(
                 "SELECT name FROM sqlite_master WHERE type = 'table' AND name != 'alembic_version'"
                 " AND name NOT LIKE 'sqlite_%' ORDER BY name")]
-            return next((t for t in tables
-                         if conn.execute(f'SELECT 1 FROM "{t}" LIMIT 1').fetchone()), None)
+            return next((t for t in tables if conn.execute(
+                'SELECT 1 FROM "{}" LIMIT 1'.format(t.replace('"', '""'))).fetchone()), None)
         finally:
             conn.close()
     except sqlite3.Error as e:

@@ -54,7 +54,8 @@ class Restored:
         m = self.manifest
         migrated = f", migrated to {self.revision}" if self.revision != m.revision else ""
         counts = ", ".join(f"{n} {name.replace('_', ' ')}" for name, n in m.counts.items())
-        return (f"restored a {m.database} study made {m.created_at} (revision {m.revision}"
+        return (f"restored a {m.database} study made {m.created_at:%Y-%m-%d %H:%M:%S %Z} "
+                f"(revision {m.revision}"
                 f"{migrated}): {counts}")
 
 
@@ -97,7 +98,7 @@ def backup_study(out: Path) -> Manifest:
                 raise UserError(f"the database names an image outside the store ({rel}); "
                                 "nothing was written")
             members.append((rel, home / rel))
-        header = {"format": FORMAT, "created_at": utcnow().isoformat(timespec="seconds"),
+        header = {"format": FORMAT, "created_at": utcnow().replace(microsecond=0),
                   "database": kind, "revision": snap.revision, "code_revision": HEAD_REVISION,
                   "counts": snap.counts}
         return write_backup(out, [*members, *_packages(home)], header)

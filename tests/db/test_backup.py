@@ -255,3 +255,32 @@ def test_postgres_restore_checks_the_kind_the_rows_and_the_dump(postgres_server,
             "the database dump holds 'FUNCTION public evil()")
     assert ok(nmb("status", "--json", home=tmp_path / "new", url=empty)).startswith(
         '{"cases": 0,')
+
+
+def test_a_manifest_field_that_would_be_printed_must_be_plain_text(small: Path,
+                                                                  tmp_path: Path) -> None:
+    def hostile(manifest: dict) -> None:
+        manifest["counts"]["cases\x1b[2J\nowned"] = 1
+
+    bad = repack(small, tmp_path / "hostile.tar", edit=hostile)
+    refused(nmb("restore", str(bad), home=tmp_path / "home"),
+            "manifest.json is not a backup manifest (counts.")
+    nothing_restored(tmp_path / "home")
+
+
+def test_the_images_backed_up_are_those_the_database_references(nmb_home: Path,
+                                                                tmp_path: Path) -> None:
+    ok(nmb("import", str(ROOT / "examples" / "sample-bundle"), home=nmb_home))
+    referenced = store(nmb_home)
+    orphan = nmb_home / "images" / "00" / f"{'0' * 64}.nii.gz"  # as a killed import leaves one
+    orphan.parent.mkdir()
+    orphan.write_bytes(b"not referenced")
+    ok(nmb("backup", "--out", str(tmp_path / "b.tar"), home=nmb_home))
+    assert {n for n in _members(tmp_path / "b.tar") if n.startswith("images/")} == set(referenced)
+
+    victim = nmb_home / next(iter(referenced))
+    victim.write_bytes(victim.read_bytes()[:-1])  # the store damaged under its name
+    refused(nmb("backup", "--out", str(tmp_path / "c.tar"), home=nmb_home),
+            f"{victim.relative_to(nmb_home).as_posix()} does not match the sha256 of its name",
+            "nothing was written")
+    assert sorted(p.name for p in tmp_path.iterdir() if "tar" in p.name) == ["b.tar"]
