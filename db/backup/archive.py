@@ -272,7 +272,7 @@ def read_backup(path: Path, dest: Path) -> Manifest:
                     digest = _copy_hashed(src, out)
             except _READ_ERRORS as e:
                 raise UserError(f"{label}: damaged or truncated at {m.name} ({e})") from None
-            if digest != m.sha256 or (_image_sha256(m.name) or digest) != digest:
+            if digest != m.sha256 or _image_sha256(m.name) not in (None, digest):
                 raise UserError(f"{label}: member {m.name} does not match its sha256 (damaged "
                                 "or changed)")
     return manifest

@@ -55,8 +55,7 @@ class Restored:
         migrated = f", migrated to {self.revision}" if self.revision != m.revision else ""
         counts = ", ".join(f"{n} {name.replace('_', ' ')}" for name, n in m.counts.items())
         return (f"restored a {m.database} study made {m.created_at:%Y-%m-%d %H:%M:%S %Z} "
-                f"(revision {m.revision}"
-                f"{migrated}): {counts}")
+                f"(revision {m.revision}{migrated}): {counts}")
 
 
 def database_kind(url: str) -> str:
@@ -95,7 +94,7 @@ def backup_study(out: Path) -> Manifest:
         members = [(DATABASE_MEMBER[kind], snap.file)]
         for rel in snap.images:
             if member_problem(rel):
-                raise UserError(f"the database names an image outside the store ({rel}); "
+                raise UserError(f"the database names an image outside the store ({rel!r}); "
                                 "nothing was written")
             members.append((rel, home / rel))
         header = {"format": FORMAT, "created_at": utcnow().replace(microsecond=0),
@@ -107,9 +106,13 @@ def backup_study(out: Path) -> Manifest:
 def restore_study(path: Path) -> Restored:
     """Restore the backup at `path` into the empty study of NMB_HOME and the database URL."""
     try:
-        return _restore(path)
+        manifest = _restore(path)
     except UserError as e:
         raise UserError(f"{e}; nothing was restored") from None
+    if manifest.database == "postgresql":  # (SQLite: the copy was migrated before it was placed)
+        with _database_errors("restored, but the normal migrations failed"):
+            upgrade(database_url())
+    return Restored(manifest, HEAD_REVISION)
 
 
 def _rows_in(kind: str, url: str) -> str | None:
@@ -117,7 +120,7 @@ def _rows_in(kind: str, url: str) -> str | None:
         return (sqlite if kind == "sqlite" else postgres).rows_in(url)
 
 
-def _restore(path: Path) -> Restored:
+def _restore(path: Path) -> Manifest:
     url = database_url()
     kind = database_kind(url)
     home = nmb_home()
@@ -161,7 +164,4 @@ def _restore(path: Path) -> Restored:
         finally:
             if ready is not None:
                 sqlite.discard(ready)
-    if kind == "postgresql":  # (SQLite: the copy was migrated before it was placed)
-        with _database_errors("the restored database could not be migrated"):
-            upgrade(url)
-    return Restored(manifest, HEAD_REVISION)
+    return manifest
