@@ -2,12 +2,14 @@
 
 `sqlite3.Connection.backup` copies every page in one step under one read transaction, so the
 copy is consistent while the app keeps writing (WAL). A restored file is checked
-(`PRAGMA integrity_check`, its revision), migrated to the newest revision beside the target,
-then renamed over it; the target's stale `-wal` and `-shm` files go first, since SQLite would
-otherwise replay them onto the new file.
+(`PRAGMA integrity_check`, its revision) and migrated to the newest revision in the restore's
+workspace, then renamed over the target; the target's stale `-wal` and `-shm` files go first,
+since SQLite would otherwise replay them onto the new file.
 """
 
+import errno
 import os
+import shutil
 import sqlite3
 import uuid
 from pathlib import Path
@@ -68,55 +70,47 @@ def rows_in(url: str) -> str | None:
         raise UserError(f"cannot read the database at {path}: {e}") from None
 
 
-def prepare(staged: Path, url: str, revision: str, label: str) -> Path:
-    """Check the backup's database file, copy it beside the target and migrate the copy to the
-    newest revision; the copy (renamed into place by `install`)."""
-    target = sqlite_path(url)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    ready = target.with_name(f".{target.name}.restore-{uuid.uuid4().hex}")
+def prepare(staged: Path, revision: str, label: str) -> None:
+    """Check the backup's database file (extracted into a workspace) and migrate it to the
+    newest revision in place."""
     try:
-        src = sqlite3.connect(staged)
-        copy = sqlite3.connect(ready)
+        conn = sqlite3.connect(staged)
         try:
-            checked = src.execute("PRAGMA integrity_check").fetchone()[0]
-            found = src.execute("SELECT version_num FROM alembic_version").fetchone()
-            src.backup(copy)
+            checked = conn.execute("PRAGMA integrity_check").fetchone()[0]
+            found = conn.execute("SELECT version_num FROM alembic_version").fetchone()
         finally:
-            copy.close()
-            src.close()
+            conn.close()
         if checked != "ok":
             raise UserError(f"{label}: the database fails SQLite's integrity check ({checked})")
         if found is None or found[0] != revision:
             raise UserError(f"{label}: the database's revision is {found and found[0]}, the "
                             f"manifest says {revision}")
-        ready_url = f"sqlite:///{ready}"
-        upgrade(ready_url)
-        engine_for(ready_url).dispose()
-        closing = sqlite3.connect(ready)
-        closing.execute("PRAGMA journal_mode=DELETE")  # folds the WAL in: one file to rename
-        closing.close()
+        url = f"sqlite:///{staged}"
+        upgrade(url)
+        engine_for(url).dispose()
+        conn = sqlite3.connect(staged)
+        conn.execute("PRAGMA journal_mode=DELETE")  # folds the WAL in: one file to move
+        conn.close()
     except sqlite3.Error as e:
-        _remove(ready)
         raise UserError(f"{label}: the database is not a readable SQLite study ({e})") from None
-    except BaseException:
-        _remove(ready)
-        raise
-    return ready
-
-
-def _remove(path: Path) -> None:
-    for suffix in ("", "-wal", "-shm", "-journal"):
-        Path(f"{path}{suffix}").unlink(missing_ok=True)
 
 
 def install(ready: Path, url: str) -> None:
-    """Rename the prepared copy over the target (empty, checked by the caller)."""
+    """Move the prepared file over the target (empty, checked by the caller): a rename, or
+    across file systems a copy beside the target, then a rename."""
     target = sqlite_path(url)
+    target.parent.mkdir(parents=True, exist_ok=True)
     engine_for(url).dispose()
     for suffix in ("-wal", "-shm"):
         Path(f"{target}{suffix}").unlink(missing_ok=True)
-    os.replace(ready, target)
-
-
-def discard(ready: Path) -> None:
-    _remove(ready)
+    try:
+        os.replace(ready, target)
+    except OSError as e:
+        if e.errno != errno.EXDEV:
+            raise
+        beside = target.with_name(f".{target.name}.restore-{uuid.uuid4().hex}")
+        try:
+            shutil.copyfile(ready, beside)
+            os.replace(beside, target)
+        finally:
+            beside.unlink(missing_ok=True)

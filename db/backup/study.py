@@ -11,7 +11,7 @@ A restore needs an empty study: no row in any table of the database but the Alem
 workspace under NMB_HOME/tmp before anything is placed: the whole file (`read_backup`), the
 database's kind and revision (a newer revision than this code refuses the file; an older one
 is migrated by the normal migrations), the database itself (SQLite: integrity check and
-migration of a copy beside the target; PostgreSQL: the dump's contents). Then the images and
+migration in the workspace; PostgreSQL: the dump's contents). Then the images and
 packages are moved into place and the database last (SQLite: one rename; PostgreSQL:
 `pg_restore` in one transaction); if that fails, the files placed are removed.
 """
@@ -136,10 +136,9 @@ def _restore(path: Path) -> Manifest:
         check_revision(manifest.revision, label)
         dump = staged / DATABASE_MEMBER[kind]
         placed: list[Path] = []
-        ready = None
         try:
             if kind == "sqlite":
-                ready = sqlite.prepare(dump, url, manifest.revision, label)
+                sqlite.prepare(dump, manifest.revision, label)
             else:
                 postgres.check_dump(dump, label)
             for m in manifest.members:
@@ -153,15 +152,11 @@ def _restore(path: Path) -> Manifest:
                 if kind == "sqlite":
                     if table := _rows_in(kind, url):  # written to while the file was checked
                         raise UserError(NOT_EMPTY.format(table=table))
-                    sqlite.install(ready, url)
-                    ready = None
+                    sqlite.install(dump, url)
                 else:
                     postgres.restore(dump, url, NOT_EMPTY)
         except BaseException:
             for p in placed:
                 p.unlink(missing_ok=True)
             raise
-        finally:
-            if ready is not None:
-                sqlite.discard(ready)
     return manifest
