@@ -288,3 +288,34 @@ def test_the_images_backed_up_are_those_the_database_references(nmb_home: Path,
             f"{victim.relative_to(nmb_home).as_posix()} does not match the sha256 of its name",
             "nothing was written")
     assert sorted(p.name for p in tmp_path.iterdir() if "tar" in p.name) == ["b.tar"]
+
+
+def test_caps_refuse_a_file_before_anything_is_extracted(small: Path, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    import gzip
+
+    from db.backup import archive
+    from errors import UserError
+
+    monkeypatch.setattr(archive, "MAX_MEMBERS", 2)
+    with pytest.raises(UserError, match="more than 2 members"):
+        archive.read_backup(small, tmp_path / "a")
+    monkeypatch.undo()
+    monkeypatch.setattr(archive, "RATIO_FROM_BYTES", 2**20)  # a gzip bomb, in small
+
+    def only_zeros(manifest: dict) -> None:
+        manifest["members"] = [m for m in manifest["members"]
+                               if m["name"] in ("database/study.sqlite", "packages/zeros.zip")]
+
+    plain = repack(small, tmp_path / "zeros.tar", [(_entry("packages/zeros.zip"), bytes(8 << 20))],
+                   only_zeros)
+    with tarfile.open(plain) as tf, tarfile.open(tmp_path / "bomb.tar", "w") as out:
+        for m in tf.getmembers():
+            if not m.name.startswith("images/"):
+                out.addfile(m, tf.extractfile(m))
+    bomb = tmp_path / "zeros.tar.gz"
+    bomb.write_bytes(gzip.compress((tmp_path / "bomb.tar").read_bytes()))
+    with pytest.raises(UserError, match=r"zeros.tar.gz: unpacks to [\d,]+ bytes, more than 100x"):
+        archive.read_backup(bomb, tmp_path / "b")
+    assert not (tmp_path / "a").exists()
+    assert list((tmp_path / "b").iterdir()) == []
