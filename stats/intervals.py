@@ -7,16 +7,17 @@ independent units is the plug-in variance, low by that factor; Davison & Hinkley
 2.3 and 3.8), with n - 1 degrees of freedom for the small-sample quantile; for a human group,
 whose people and cases are crossed, `crossed_variance` combines the people, case and
 interaction terms of the pigeonhole resamples (Owen 2007) without counting the interaction
-three times, with Satterthwaite's degrees of freedom.
+three times, with Satterthwaite's degrees of freedom (a one-way term's own where a variance
+component was estimated negative and set to zero).
 
 - A share or a score on 0-1 (pass@1, pass@k, top-k, the rubric score): the Wilson score
   interval (Wilson 1927) at the effective sample size n* = p(1 - p) / v of the design-based
   variance v, shrunk by (z / t_df)^2 so the interval has the width of a t interval where the
   normal one would be right: Korn & Graubard 1998 (Survey Methodology 24:193-201), with the
   Wilson form that Dean & Pagano 2015 (J. Surv. Stat. Methodol. 3:484-503) found to cover in
-  clustered samples. Where no spread was seen (p = 0 or 1, or v = 0), n* is df + 1 (the number
-  of cases), as if each case were one observation: the interval keeps a width of its own,
-  never [1, 1].
+  clustered samples; algebraically, Wilson's formula at n* with t_df in place of z. Where no
+  spread was seen (p = 0 or 1, or v = 0), n* is df + 1 (the number of cases), as if each case
+  were one observation: the interval keeps a width of its own, never [1, 1].
 - A difference of two estimates (`nmb results --compare`): d +/- t_df sqrt(v).
 
 Below `MIN_CASES` cases there is no interval at all (`TOO_FEW`): docs/results.md, and the
@@ -55,9 +56,14 @@ def crossed_variance(both: np.ndarray, people_only: np.ndarray, cases_only: np.n
     people term, a case term and the person x case interaction term, each a plug-in estimate,
     so that it counts the interaction about three times where the estimate's variance has it
     once. The terms are read off the resamples (people alone, cases alone, the rest is the
-    interaction) and combined as the unbiased moment estimator of a balanced crossed design,
-    v = vP R/(R-1) + vC C/(C-1) - vPC RC/((R-1)(C-1)) for R people and C cases, never below
-    either one-way term; its degrees of freedom by Satterthwaite 1946."""
+    interaction) as the mean squares of a balanced crossed design divided by RC, for R people
+    and C cases: vP = MS_people / RC, vC = MS_cases / RC, vPC = MS_error / RC, each scaled from
+    its plug-in form. The unbiased moment estimator is v = vP + vC - vPC, with Satterthwaite's
+    (1946) degrees of freedom v^2 / (vP^2/(R-1) + vC^2/(C-1) + vPC^2/((R-1)(C-1))).
+    Where it falls below a one-way term, the people (or case) component was estimated
+    negative; set to zero, as is usual for ANOVA estimates (Searle, Casella & McCulloch 1992,
+    Variance Components), it leaves v = vC (or vP), one mean square with degrees of freedom of
+    its own, C - 1 (or R - 1); v is never below either one-way term."""
     if people < 2 or cases < 2:
         return math.nan, math.nan
     p_term = one_way_variance(people_only, people)
@@ -67,7 +73,9 @@ def crossed_variance(both: np.ndarray, people_only: np.ndarray, cases_only: np.n
     interaction = ((full.var() if full.size > 1 else 0.0) - p_term * (people - 1) / people
                    - c_term * (cases - 1) / cases) * people * cases / ((people - 1) * (cases - 1))
     interaction = max(interaction, 0.0)
-    v = max(p_term + c_term - interaction, p_term, c_term)
+    v = p_term + c_term - interaction
+    if v < max(p_term, c_term):  # a component estimated negative, set to zero
+        return (c_term, float(cases - 1)) if c_term >= p_term else (p_term, float(people - 1))
     denominator = (p_term ** 2 / (people - 1) + c_term ** 2 / (cases - 1)
                    + interaction ** 2 / ((people - 1) * (cases - 1)))
     df = v * v / denominator if denominator > 0 else float(min(people, cases) - 1)

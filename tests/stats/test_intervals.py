@@ -25,6 +25,16 @@ def test_wilson_matches_statsmodels(count: int, n: int) -> None:
         list(proportion_confint(count, n, alpha=0.05, method="wilson")), abs=1e-12)
 
 
+@pytest.mark.parametrize(("p", "v", "df"), [(0.9, 0.0025, 4), (0.5, 0.02, 11), (0.3, 0.001, 39)])
+def test_the_share_interval_is_the_score_interval_with_t_in_place_of_z(p, v, df) -> None:
+    """Wilson's interval at n* = p(1-p)/v shrunk by (z/t)^2 is the set of p0 with
+    (p - p0)^2 <= t^2 p0 (1 - p0) / n*: the roots of (1 + t^2/n*) p0^2 - (2p + t^2/n*) p0 + p^2."""
+    t = sps.t.ppf(0.975, df)
+    k = t * t / (p * (1 - p) / v)
+    assert share_interval(p, v, df) == pytest.approx(sorted(np.roots([1 + k, -(2 * p + k), p * p])),
+                                                     abs=1e-12)
+
+
 def test_the_cell_interval_from_a_direct_loop_over_the_same_case_resamples() -> None:
     """Seven cases of 1-3 tasks: each resample keeps every task of a drawn case; the interval
     is Wilson's at n* = p(1-p)/v, v the resamples' variance x 7/6, shrunk by (z/t_6)^2."""
@@ -82,11 +92,14 @@ def test_a_share_at_0_or_1_has_an_interval_of_nonzero_width(cases: int, value: f
 
 def _crossed(both, people_only, cases_only, r: int, c: int) -> tuple[float, float]:
     """The people, case and interaction terms of pigeonhole resamples (Owen 2007) as the
-    unbiased moment estimator of a balanced crossed design, with Satterthwaite's df."""
+    unbiased moment estimator of a balanced crossed design, with Satterthwaite's df; below a
+    one-way term (a component estimated negative, set to zero), that term with its own df."""
     vp, vc = np.var(people_only) * r / (r - 1), np.var(cases_only) * c / (c - 1)
     ve = max(0.0, (np.var(both) - np.var(people_only) - np.var(cases_only))
              * r * c / ((r - 1) * (c - 1)))
-    v = max(vp + vc - ve, vp, vc)
+    v = vp + vc - ve
+    if v < max(vp, vc):
+        return (vc, c - 1) if vc >= vp else (vp, r - 1)
     return v, v * v / (vp * vp / (r - 1) + vc * vc / (c - 1) + ve * ve / ((r - 1) * (c - 1)))
 
 
@@ -158,20 +171,24 @@ def test_the_crossed_variance_is_the_unbiased_anova_estimator_on_balanced_data()
     ms_c = r * np.var(y.mean(axis=0), ddof=1)
     resid = y - y.mean(axis=1, keepdims=True) - y.mean(axis=0, keepdims=True) + y.mean()
     ms_e = (resid ** 2).sum() / ((r - 1) * (c - 1))
-    # never below a one-way term (each is at most the variance in expectation): here the
-    # cases' term, MS_cases / RC, is above the ANOVA estimate
-    assert (ms_p + ms_c - ms_e) < ms_c
-    assert v == pytest.approx(max(ms_p + ms_c - ms_e, ms_p, ms_c) / (r * c), rel=0.02)
+    # never below a one-way term: here the people component is estimated negative (MS_people <
+    # MS_error); set to zero, it leaves MS_cases / RC, one mean square with C - 1 df
+    assert ms_p < ms_e and (ms_p + ms_c - ms_e) < ms_c
+    assert v == pytest.approx(ms_c / (r * c), rel=0.02)
+    assert df == c - 1
     strong = rng.normal(size=(r, 1)) * 1.5 + rng.normal(size=(1, c)) + rng.normal(size=(r, c))
-    v2, _ = crossed_variance(np.einsum("bp,pc,bc->b", people, strong, cases) / (r * c),
-                             people @ strong.mean(axis=1) / r, cases @ strong.mean(axis=0) / c, r, c)
+    v2, df2 = crossed_variance(np.einsum("bp,pc,bc->b", people, strong, cases) / (r * c),
+                               people @ strong.mean(axis=1) / r, cases @ strong.mean(axis=0) / c, r, c)
     ms_p, ms_c = c * np.var(strong.mean(axis=1), ddof=1), r * np.var(strong.mean(axis=0), ddof=1)
     resid = (strong - strong.mean(axis=1, keepdims=True) - strong.mean(axis=0, keepdims=True)
              + strong.mean())
     ms_e = (resid ** 2).sum() / ((r - 1) * (c - 1))
     assert ms_p + ms_c - ms_e > max(ms_p, ms_c)
     assert v2 == pytest.approx((ms_p + ms_c - ms_e) / (r * c), rel=0.03)
-    assert 1 <= df <= r * c - 1
+    # Satterthwaite (1946) from the mean squares
+    satterthwaite = (ms_p + ms_c - ms_e) ** 2 / (ms_p ** 2 / (r - 1) + ms_c ** 2 / (c - 1)
+                                                 + ms_e ** 2 / ((r - 1) * (c - 1)))
+    assert df2 == pytest.approx(satterthwaite, rel=0.05)
 
 
 def _study(seed: int = 4) -> tuple[Side, Side, Side]:
