@@ -5,18 +5,20 @@ Both start from the bootstrap variance of the estimate over resamples of cases (
 `stats.resample`), scaled by n / (n - 1) for n cases (the bootstrap variance of a mean of n
 independent units is the plug-in variance, low by that factor; Davison & Hinkley 1997, sec.
 2.3 and 3.8), with n - 1 degrees of freedom for the small-sample quantile; for a human group,
-whose people and cases are crossed, `crossed_variance` combines the people, case and
-interaction terms of the pigeonhole resamples (Owen 2007) without counting the interaction
-three times, with Satterthwaite's degrees of freedom.
+whose people and cases are crossed, `combined_variance` sums the variance components read
+off the people, case and interaction terms of the pigeonhole resamples (`crossed_terms`, Owen
+2007) without counting the interaction three times, a component estimated negative set to
+zero, with Satterthwaite's degrees of freedom over the terms that remain; a paired difference
+adds each human side's own people and interaction terms to the cases' term of the differences.
 
 - A share or a score on 0-1 (pass@1, pass@k, top-k, the rubric score): the Wilson score
   interval (Wilson 1927) at the effective sample size n* = p(1 - p) / v of the design-based
   variance v, shrunk by (z / t_df)^2 so the interval has the width of a t interval where the
   normal one would be right: Korn & Graubard 1998 (Survey Methodology 24:193-201), with the
   Wilson form that Dean & Pagano 2015 (J. Surv. Stat. Methodol. 3:484-503) found to cover in
-  clustered samples. Where no spread was seen (p = 0 or 1, or v = 0), n* is df + 1 (the number
-  of cases), as if each case were one observation: the interval keeps a width of its own,
-  never [1, 1].
+  clustered samples; algebraically, Wilson's formula at n* with t_df in place of z. Where no
+  spread was seen (p = 0 or 1, or v = 0), n* is df + 1 (the number of cases), as if each case
+  were one observation: the interval keeps a width of its own, never [1, 1].
 - A difference of two estimates (`nmb results --compare`): d +/- t_df sqrt(v).
 
 Below `MIN_CASES` cases there is no interval at all (`TOO_FEW`): docs/results.md, and the
@@ -46,32 +48,72 @@ def one_way_variance(resampled: np.ndarray, units: int) -> float:
     return float(v.var() * units / (units - 1))
 
 
-def crossed_variance(both: np.ndarray, people_only: np.ndarray, cases_only: np.ndarray,
-                     people: int, cases: int) -> tuple[float, float]:
-    """(variance, degrees of freedom) of a human group's estimate from its pigeonhole resamples
-    (`both`: people and cases drawn) and the same draws of one factor alone.
+def crossed_terms(both: np.ndarray, people_only: np.ndarray, cases_only: np.ndarray,
+                  people: int, cases: int) -> tuple[float, float]:
+    """(people term, interaction term) of a human group's estimate from its pigeonhole
+    resamples (`both`: people and cases drawn) and the same draws of one factor alone.
 
     Owen 2007 (Ann. Appl. Stat. 1:386-411) shows that the pigeonhole variance is the sum of a
     people term, a case term and the person x case interaction term, each a plug-in estimate,
     so that it counts the interaction about three times where the estimate's variance has it
     once. The terms are read off the resamples (people alone, cases alone, the rest is the
-    interaction) and combined as the unbiased moment estimator of a balanced crossed design,
-    v = vP R/(R-1) + vC C/(C-1) - vPC RC/((R-1)(C-1)) for R people and C cases, never below
-    either one-way term; its degrees of freedom by Satterthwaite 1946."""
-    if people < 2 or cases < 2:
-        return math.nan, math.nan
+    interaction) as the mean squares of a balanced crossed design divided by RC, for R people
+    and C cases: vP = MS_people / RC, vPC = MS_error / RC (and vC = MS_cases / RC, the
+    `one_way_variance` of the cases alone), each scaled from its plug-in form; a negative
+    interaction is zero."""
     p_term = one_way_variance(people_only, people)
     c_term = one_way_variance(cases_only, cases)
     full = np.asarray(both, dtype=float)
     full = full[np.isfinite(full)]
     interaction = ((full.var() if full.size > 1 else 0.0) - p_term * (people - 1) / people
                    - c_term * (cases - 1) / cases) * people * cases / ((people - 1) * (cases - 1))
-    interaction = max(interaction, 0.0)
-    v = max(p_term + c_term - interaction, p_term, c_term)
-    denominator = (p_term ** 2 / (people - 1) + c_term ** 2 / (cases - 1)
-                   + interaction ** 2 / ((people - 1) * (cases - 1)))
-    df = v * v / denominator if denominator > 0 else float(min(people, cases) - 1)
-    return v, max(1.0, min(df, float(people * cases - 1)))
+    return p_term, max(interaction, 0.0)
+
+
+def combined_variance(groups: list[tuple[float, float, int]], case_term: float,
+                      cases: int) -> tuple[float, float]:
+    """(variance, degrees of freedom) of an estimate on C cases (or a paired difference of two,
+    the same cases drawn for both) from the `case_term` vC of the cases alone (C - 1 df) and,
+    for each human group in it, its `crossed_terms` (vP, vPC) and number of people R.
+
+    The unbiased moment estimator of the crossed design is the sum of the variance components,
+    v = sum over groups of (vP - vPC) + (vC - sum of vPC) + sum of vPC: vC holds each group's
+    interaction once, as each vP holds its own. A component estimated negative is set to zero,
+    as is usual for ANOVA estimates (Searle, Casella & McCulloch 1992, Variance Components), so
+    a single group's v is vP + vC - vPC, or vC (vP) where the people (case) component is
+    negative. Its degrees of freedom are Satterthwaite's (1946) over the mean squares that
+    remain, sum(coefficient x term)^2 / sum((coefficient x term)^2 / df) with R - 1, C - 1 and
+    (R - 1)(C - 1) df: a single remaining term keeps its own. v is never below a one-way term
+    (vC, any vP), which then stands alone with its own df."""
+    if cases < 2 or any(r < 2 for _, _, r in groups):
+        return math.nan, math.nan
+    interactions = sum(i for _, i, _ in groups)
+    case_kept = case_term > interactions
+    terms = [(case_term if case_kept else 0.0, cases - 1)]
+    for p_term, interaction, r in groups:
+        people_kept = p_term > interaction
+        terms.append((p_term if people_kept else 0.0, r - 1))
+        terms.append((interaction * (1 - people_kept - case_kept), (r - 1) * (cases - 1)))
+    v = sum(t for t, _ in terms)
+    one_way = [(case_term, cases - 1)] + [(p, r - 1) for p, _, r in groups]
+    top, top_df = max(one_way, key=lambda t: t[0])
+    if not v >= top:
+        return top, float(top_df)
+    denominator = sum(t * t / df for t, df in terms)
+    fewest = min([cases] + [r for _, _, r in groups])
+    df = v * v / denominator if denominator > 0 else float(fewest - 1)
+    return v, max(1.0, min(df, float(cases * max(1, sum(r for _, _, r in groups)) - 1)))
+
+
+def crossed_variance(both: np.ndarray, people_only: np.ndarray, cases_only: np.ndarray,
+                     people: int, cases: int) -> tuple[float, float]:
+    """(variance, degrees of freedom) of a human group's estimate from its pigeonhole resamples
+    (`both`: people and cases drawn) and the same draws of one factor alone: `combined_variance`
+    of its `crossed_terms`."""
+    if people < 2 or cases < 2:
+        return math.nan, math.nan
+    return combined_variance([(*crossed_terms(both, people_only, cases_only, people, cases),
+                               people)], one_way_variance(cases_only, cases), cases)
 
 
 def _quantiles(df: float, confidence: float) -> tuple[float, float]:

@@ -37,6 +37,8 @@ from stats.agreement import bootstrap_weights
 from stats.intervals import (
     MIN_CASES,
     TOO_FEW,
+    combined_variance,
+    crossed_terms,
     crossed_variance,
     difference_interval,
     one_way_variance,
@@ -268,9 +270,10 @@ def paired(a: Side, b: Side, *, resamples: int = RESAMPLES, seed: int = 0) -> Di
     """The difference of a's and b's estimates on the tasks both answered, with the interval
     of `stats.intervals.difference_interval` from paired resamples: the same cases drawn for
     both sides (one generator seeded with `seed` draws the cases, then a's people, then b's),
-    so what the two share (a case's difficulty) cancels. Variance: the cases' one-way variance
-    of the differences, or with a human side `crossed_variance` of the differences' resamples
-    (people: the fewer of a human side's); none below `MIN_CASES` cases."""
+    so what the two share (a case's difficulty) cancels. Variance: `combined_variance` of the
+    cases' one-way variance of the differences and, for each human side of two people or
+    more, the people and interaction terms of its own resamples (`crossed_terms`); none below
+    `MIN_CASES` cases."""
     common = set(a.task) & set(b.task)
     a, b = a.on(common), b.on(common)
     if not common:
@@ -281,11 +284,12 @@ def paired(a: Side, b: Side, *, resamples: int = RESAMPLES, seed: int = 0) -> Di
     case_w = bootstrap_weights(len(labels), resamples, rng)
     pa, ra, na = _side(a, case_index, case_w, rng)
     pb, rb, nb = _side(b, case_index, case_w, rng)
-    people = min([n for n in (na, nb) if n is not None], default=1)
-    d = pa - pb
-    if len(labels) < MIN_CASES:
+    d, n = pa - pb, len(labels)
+    if n < MIN_CASES:
         return Difference(_round(pa), _round(pb), Estimate(_round(d), None, TOO_FEW),
-                          len(common), len(labels))
-    v, df = _variance(*(x - y for x, y in zip(ra, rb, strict=True)), people, len(labels))
+                          len(common), n)
+    groups = [(*crossed_terms(*r, people, n), people) for r, people in ((ra, na), (rb, nb))
+              if people is not None and people >= 2]
+    v, df = combined_variance(groups, one_way_variance(ra[2] - rb[2], n), n)
     est = Estimate(_round(d), [_round(q) for q in difference_interval(d, v, df)])
-    return Difference(_round(pa), _round(pb), est, len(common), len(labels))
+    return Difference(_round(pa), _round(pb), est, len(common), n)

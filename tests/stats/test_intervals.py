@@ -25,6 +25,16 @@ def test_wilson_matches_statsmodels(count: int, n: int) -> None:
         list(proportion_confint(count, n, alpha=0.05, method="wilson")), abs=1e-12)
 
 
+@pytest.mark.parametrize(("p", "v", "df"), [(0.9, 0.0025, 4), (0.5, 0.02, 11), (0.3, 0.001, 39)])
+def test_the_share_interval_is_the_score_interval_with_t_in_place_of_z(p, v, df) -> None:
+    """Wilson's interval at n* = p(1-p)/v shrunk by (z/t)^2 is the set of p0 with
+    (p - p0)^2 <= t^2 p0 (1 - p0) / n*: the roots of (1 + t^2/n*) p0^2 - (2p + t^2/n*) p0 + p^2."""
+    t = sps.t.ppf(0.975, df)
+    k = t * t / (p * (1 - p) / v)
+    assert share_interval(p, v, df) == pytest.approx(sorted(np.roots([1 + k, -(2 * p + k), p * p])),
+                                                     abs=1e-12)
+
+
 def test_the_cell_interval_from_a_direct_loop_over_the_same_case_resamples() -> None:
     """Seven cases of 1-3 tasks: each resample keeps every task of a drawn case; the interval
     is Wilson's at n* = p(1-p)/v, v the resamples' variance x 7/6, shrunk by (z/t_6)^2."""
@@ -80,21 +90,37 @@ def test_a_share_at_0_or_1_has_an_interval_of_nonzero_width(cases: int, value: f
     assert share_interval(value, 0.0, cases - 1) == wilson(value, n, Z)
 
 
-def _crossed(both, people_only, cases_only, r: int, c: int) -> tuple[float, float]:
-    """The people, case and interaction terms of pigeonhole resamples (Owen 2007) as the
-    unbiased moment estimator of a balanced crossed design, with Satterthwaite's df."""
+def _components(groups: list[tuple[float, float, int]], vc: float, c: int
+                ) -> tuple[float, float]:
+    """The variance components of a crossed design from the cases' term vc and each human
+    group's (people term, interaction term, people), a negative component set to zero, never
+    below a one-way term; Satterthwaite's df over the mean squares that remain."""
+    kept_c = vc > sum(i for _, i, _ in groups)
+    terms = [(vc * kept_c, c - 1)]
+    for vp, ve, r in groups:
+        terms += [(vp * (vp > ve), r - 1), (ve * (1 - (vp > ve) - kept_c), (r - 1) * (c - 1))]
+    v = sum(t for t, _ in terms)
+    top = max([(vc, c - 1)] + [(vp, r - 1) for vp, _, r in groups])
+    if v < top[0]:
+        return top
+    return v, v * v / sum(t * t / df for t, df in terms)
+
+
+def _crossed(both, people_only, cases_only, r: int, c: int) -> tuple[float, float, float]:
+    """The people, case and interaction terms of a group's pigeonhole resamples (Owen 2007),
+    each the mean square of a balanced crossed design over RC."""
     vp, vc = np.var(people_only) * r / (r - 1), np.var(cases_only) * c / (c - 1)
     ve = max(0.0, (np.var(both) - np.var(people_only) - np.var(cases_only))
              * r * c / ((r - 1) * (c - 1)))
-    v = max(vp + vc - ve, vp, vc)
-    return v, v * v / (vp * vp / (r - 1) + vc * vc / (c - 1) + ve * ve / ((r - 1) * (c - 1)))
+    return vp, vc, ve
 
 
 def _loop_difference(a: Side, b: Side, resamples: int, seed: int) -> tuple[float, list[float]]:
     """The paired difference and its interval, one resample at a time: the same cases drawn
     for both sides (one generator: cases, then a's people, then b's), each side's estimate of
-    the drawn copies. Two models: v = variance x n/(n-1), n cases, n - 1 df; with a human
-    side, `_crossed` of the resamples drawing people and cases, people alone, cases alone."""
+    the drawn copies. The cases' term: the variance of the differences with the cases alone
+    drawn x n/(n-1); each human side adds the people and interaction terms of its own
+    resamples (`_crossed`), combined by `_components`; d +/- t_df sqrt(v)."""
     rng = np.random.default_rng(seed)
     labels = sorted(set(a.case) | set(b.case))
     case_w = bootstrap_weights(len(labels), resamples, rng)
@@ -124,19 +150,21 @@ def _loop_difference(a: Side, b: Side, resamples: int, seed: int) -> tuple[float
                 weight += drawn
         return total / weight
 
-    def diffs(cases: bool, people: bool) -> np.ndarray:
-        return np.array([estimate(a, r if cases else None, r if people else None)
-                         - estimate(b, r if cases else None, r if people else None)
+    def draws(s: Side, cases: bool, people: bool) -> np.ndarray:
+        return np.array([estimate(s, r if cases else None, r if people else None)
                          for r in range(resamples)])
 
     d = estimate(a, None, None) - estimate(b, None, None)
     n = len(labels)
-    humans = [len(set(s.person)) for s in (a, b) if s.person is not None]
-    if humans:
-        v, df = _crossed(diffs(True, True), diffs(False, True), diffs(True, False),
-                         min(humans), n)
-    else:
-        v, df = np.var(diffs(True, False)) * n / (n - 1), n - 1
+    groups = []
+    for s in (a, b):
+        r = len(set(s.person or []))
+        if r >= 2:
+            vp, _, ve = _crossed(draws(s, True, True), draws(s, False, True),
+                                 draws(s, True, False), r, n)
+            groups.append((vp, ve, r))
+    vc = np.var(draws(a, True, False) - draws(b, True, False)) * n / (n - 1)
+    v, df = _components(groups, vc, n)
     half = sps.t.ppf(0.975, df) * math.sqrt(v)
     return d, [d - half, d + half]
 
@@ -158,20 +186,35 @@ def test_the_crossed_variance_is_the_unbiased_anova_estimator_on_balanced_data()
     ms_c = r * np.var(y.mean(axis=0), ddof=1)
     resid = y - y.mean(axis=1, keepdims=True) - y.mean(axis=0, keepdims=True) + y.mean()
     ms_e = (resid ** 2).sum() / ((r - 1) * (c - 1))
-    # never below a one-way term (each is at most the variance in expectation): here the
-    # cases' term, MS_cases / RC, is above the ANOVA estimate
-    assert (ms_p + ms_c - ms_e) < ms_c
-    assert v == pytest.approx(max(ms_p + ms_c - ms_e, ms_p, ms_c) / (r * c), rel=0.02)
+    # never below a one-way term: here the people component is estimated negative (MS_people <
+    # MS_error); set to zero, it leaves MS_cases / RC, one mean square with C - 1 df
+    assert ms_p < ms_e and (ms_p + ms_c - ms_e) < ms_c
+    assert v == pytest.approx(ms_c / (r * c), rel=0.02)
+    assert df == c - 1
     strong = rng.normal(size=(r, 1)) * 1.5 + rng.normal(size=(1, c)) + rng.normal(size=(r, c))
-    v2, _ = crossed_variance(np.einsum("bp,pc,bc->b", people, strong, cases) / (r * c),
-                             people @ strong.mean(axis=1) / r, cases @ strong.mean(axis=0) / c, r, c)
+    v2, df2 = crossed_variance(np.einsum("bp,pc,bc->b", people, strong, cases) / (r * c),
+                               people @ strong.mean(axis=1) / r, cases @ strong.mean(axis=0) / c,
+                               r, c)
     ms_p, ms_c = c * np.var(strong.mean(axis=1), ddof=1), r * np.var(strong.mean(axis=0), ddof=1)
     resid = (strong - strong.mean(axis=1, keepdims=True) - strong.mean(axis=0, keepdims=True)
              + strong.mean())
     ms_e = (resid ** 2).sum() / ((r - 1) * (c - 1))
     assert ms_p + ms_c - ms_e > max(ms_p, ms_c)
     assert v2 == pytest.approx((ms_p + ms_c - ms_e) / (r * c), rel=0.03)
-    assert 1 <= df <= r * c - 1
+    # Satterthwaite (1946) from the mean squares
+    satterthwaite = (ms_p + ms_c - ms_e) ** 2 / (ms_p ** 2 / (r - 1) + ms_c ** 2 / (c - 1)
+                                                 + ms_e ** 2 / ((r - 1) * (c - 1)))
+    assert df2 == pytest.approx(satterthwaite, rel=0.05)
+    # no people or case effect at all (rows and columns centred): both components set to zero
+    # leave MS_error / RC, with (R - 1)(C - 1) df
+    noise = rng.normal(size=(r, c))
+    noise += noise.mean() - noise.mean(axis=1, keepdims=True) - noise.mean(axis=0, keepdims=True)
+    v3, df3 = crossed_variance(np.einsum("bp,pc,bc->b", people, noise, cases) / (r * c),
+                               people @ noise.mean(axis=1) / r, cases @ noise.mean(axis=0) / c,
+                               r, c)
+    ms_e = (noise ** 2).sum() / ((r - 1) * (c - 1))
+    assert v3 == pytest.approx(ms_e / (r * c), rel=0.03)
+    assert df3 == (r - 1) * (c - 1)
 
 
 def _study(seed: int = 4) -> tuple[Side, Side, Side]:
@@ -190,13 +233,26 @@ def _study(seed: int = 4) -> tuple[Side, Side, Side]:
     return a, b, group
 
 
-@pytest.mark.parametrize("pair", ["model-model", "group-model"])
+def _other_group(group: Side, seed: int = 9) -> Side:
+    """Three other people on the group's tasks but t2 and t6, their own answers."""
+    rng = np.random.default_rng(seed)
+    case = dict(zip(group.task, group.case, strict=True))
+    rows = [(f"q{p}", t) for p in range(3) for t in sorted(case) if t not in ("t2", "t6")]
+    return Side([t for _, t in rows], [case[t] for _, t in rows],
+                list(rng.integers(0, 2, len(rows)) * 1.0), [p for p, _ in rows])
+
+
+@pytest.mark.parametrize("pair", ["model-model", "group-model", "group-group"])
 def test_the_paired_difference_matches_a_direct_loop(pair: str) -> None:
     a, b, group = _study()
-    left, right = (a, b) if pair == "model-model" else (group, b)
+    left, right = {"model-model": (a, b), "group-model": (group, b),
+                   "group-group": (group, _other_group(group))}[pair]
     got = paired(left, right, resamples=400, seed=5)
     d, ci = _loop_difference(left.on(set(right.task)), right.on(set(left.task)), 400, 5)
-    assert (got.tasks, got.cases) == (8, 5)  # t8 (b skipped it; case c5) is left out
+    if pair == "group-group":  # t2 (case c1) and t6 (c4, with t7) left out
+        assert (got.tasks, got.cases) == (7, 5)
+    else:
+        assert (got.tasks, got.cases) == (8, 5)  # t8 (b skipped it; case c5) is left out
     assert got.difference.value == round(d, 4)
     assert got.difference.ci == [round(q, 4) for q in ci]
 
