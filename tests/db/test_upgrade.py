@@ -1,10 +1,11 @@
 """Migrations at start and the refused downgrade (db.engine.upgrade, `nmb db upgrade`)."""
 
 import pytest
+from alembic import command
 from sqlalchemy import text
 
 import cli
-from db.engine import HEAD_REVISION, engine_for, upgrade
+from db.engine import HEAD_REVISION, alembic_config, engine_for, upgrade
 from errors import UserError
 
 
@@ -21,6 +22,13 @@ def _set_revision(url: str, revision: str) -> None:
 def test_a_new_database_is_migrated_to_the_newest_revision(database_url: str) -> None:
     assert _revision(database_url) == HEAD_REVISION
     upgrade(database_url)  # at the newest: nothing to do
+    assert _revision(database_url) == HEAD_REVISION
+
+
+def test_a_database_at_an_older_revision_is_migrated(database_url: str) -> None:
+    command.downgrade(alembic_config(database_url), "0012")
+    assert _revision(database_url) == "0012"
+    upgrade(database_url)
     assert _revision(database_url) == HEAD_REVISION
 
 

@@ -97,6 +97,9 @@ def test_the_entrypoint_migrates_writes_private_secrets_and_serves_under_the_pre
     assert _health(f"{base}/_stcore/health", proc, time.monotonic() + 120) == "ok"
     with urllib.request.urlopen(f"{base}/", timeout=10) as r:
         assert r.status == 200 and "<html" in r.read().decode().lower()
+    # Streamlit read the secrets file: a callback without state finds the redirect URI's origin
+    # there (without it, it logs "misconfigured origin for `redirect_uri` in secrets")
+    urllib.request.urlopen(f"{base}/oauth2callback", timeout=10).close()
 
     assert _revision(deploy_env["NMB_DATABASE_URL"]) == HEAD_REVISION  # migrated at start
     assert Path(deploy_env["NMB_HOME"]).is_dir()
@@ -111,6 +114,7 @@ def test_the_entrypoint_migrates_writes_private_secrets_and_serves_under_the_pre
     proc.wait(timeout=30)
     log = out.read_text()
     assert "single sign-on on" in log and "database is at the newest revision" in log
+    assert "Missing provider for OAuth callback" in log and "misconfigured origin" not in log
     assert (tmp_path / "stderr").read_text() == ""  # one stream: stdout
     for secret in (CLIENT_SECRET, COOKIE_SECRET, DB_PASSWORD):
         assert secret not in log
