@@ -7,6 +7,7 @@
 #   NMB_TRUSTED_PROXIES   the reverse proxy's address or network (X-Forwarded-For is believed
 #                         only from there)
 #   NMB_BASE_PATH         the path prefix, e.g. nmb for https://hospital.example/nmb/
+#                         (else STREAMLIT_SERVER_BASE_URL_PATH, as outside the container)
 #   NMB_PORT              the port the app listens on (8501)
 #   NMB_RUNTIME_DIR       where the generated secrets file is written (/run/nmb)
 #   NMB_OIDC_*, NMB_AUTH_COOKIE_SECRET   single sign-on (deploy/configure.py)
@@ -16,7 +17,8 @@ cd "$(dirname "$0")/.."  # the app's folder: serve.py, app.py, pages/
 
 : "${NMB_HOME:=/var/lib/nmb}"
 : "${NMB_RUNTIME_DIR:=/run/nmb}"
-export NMB_HOME
+: "${NMB_BASE_PATH:=${STREAMLIT_SERVER_BASE_URL_PATH:-}}"
+export NMB_HOME NMB_BASE_PATH
 secrets="$NMB_RUNTIME_DIR/secrets.toml"
 
 python deploy/configure.py "$secrets"

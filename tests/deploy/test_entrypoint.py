@@ -2,6 +2,7 @@
 environment alone, migrations at start against a real PostgreSQL, the app answering, the
 secrets file private and out of the logs, and a database newer than the code refused."""
 
+import json
 import os
 import stat
 import subprocess
@@ -95,6 +96,8 @@ def test_the_entrypoint_migrates_writes_private_secrets_and_serves_under_the_pre
     proc, out = started
     base = f"http://127.0.0.1:{deploy_env['NMB_PORT']}/nmb"
     assert _health(f"{base}/_stcore/health", proc, time.monotonic() + 120) == "ok"
+    with urllib.request.urlopen(f"{base}/healthz", timeout=10) as r:
+        assert json.load(r) == {"status": "ok", "db_revision": HEAD_REVISION}
     with urllib.request.urlopen(f"{base}/", timeout=10) as r:
         assert r.status == 200 and "<html" in r.read().decode().lower()
     # Streamlit read the secrets file: a callback without state finds the redirect URI's origin
