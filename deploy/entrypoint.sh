@@ -10,6 +10,7 @@
 #                         (else STREAMLIT_SERVER_BASE_URL_PATH, as outside the container)
 #   NMB_PORT              the port the app listens on (8501)
 #   NMB_RUNTIME_DIR       where the generated secrets file is written (/run/nmb)
+#   NMB_DB_WAIT           seconds to wait for the database to answer at start (60)
 #   NMB_OIDC_*, NMB_AUTH_COOKIE_SECRET   single sign-on (deploy/configure.py)
 set -eu
 exec 2>&1
@@ -22,6 +23,7 @@ export NMB_HOME NMB_BASE_PATH
 secrets="$NMB_RUNTIME_DIR/secrets.toml"
 
 python deploy/configure.py "$secrets"
+python deploy/wait_for_database.py  # up to NMB_DB_WAIT seconds (60)
 python -m cli db upgrade  # migrations; a database newer than this code is refused (exit 2)
 exec python -m streamlit run serve.py \
   --server.address 0.0.0.0 --server.port "${NMB_PORT:-8501}" \

@@ -57,6 +57,7 @@ def test_every_setting_is_in_the_docs_and_the_example(compose: dict) -> None:
     assert ":-}" not in (DEPLOY / "compose.yaml").read_text()
     for name in used - {"NMB_POSTGRES_IMAGE", "NMB_NGINX_IMAGE"}:
         assert re.search(rf"^#? ?{name}=", example, re.M), name
-    entry = (DEPLOY / "entrypoint.sh").read_text() + (DEPLOY / "configure.py").read_text()
+    entry = "".join((DEPLOY / name).read_text()
+                    for name in ("entrypoint.sh", "configure.py", "wait_for_database.py"))
     for name in set(re.findall(r"\bNMB_[A-Z_]+\b", entry)) - {"NMB_OIDC_", "NMB_"}:
         assert f"`{name}`" in DOC, name

@@ -143,3 +143,18 @@ def test_a_database_newer_than_the_code_stops_the_start_in_one_line(
                        "restore a backup taken before the upgrade"]
     assert "Traceback" not in run.stdout and run.stderr == ""
     assert _revision(url) == "0099"  # unchanged
+
+
+def test_a_database_that_does_not_answer_stops_the_start_in_one_line(
+        deploy_env: dict[str, str], tmp_path: Path) -> None:
+    closed = free_port()  # nothing listens there
+    env = {**deploy_env, "NMB_DB_WAIT": "1",
+           "NMB_DATABASE_URL": f"postgresql+psycopg://nmb:{DB_PASSWORD}@127.0.0.1:{closed}/nmb"}
+    run = subprocess.run(["sh", str(ENTRYPOINT)], env=env, cwd=tmp_path,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and run.stderr == ""
+    line = run.stdout.splitlines()[-1]
+    assert line.startswith(f"nmb: the database postgresql+psycopg://nmb:***@127.0.0.1:{closed}/nmb "
+                           "does not answer after 1 s: ")
+    assert len(run.stdout.splitlines()) == 2  # the settings' line, then this one
+    assert DB_PASSWORD not in run.stdout and "Traceback" not in run.stdout
