@@ -158,3 +158,23 @@ def test_a_database_that_does_not_answer_stops_the_start_in_one_line(
                            "does not answer after 1 s: ")
     assert len(run.stdout.splitlines()) == 2  # the settings' line, then this one
     assert DB_PASSWORD not in run.stdout and "Traceback" not in run.stdout
+
+
+def test_a_database_that_is_not_utf8_stops_the_start_in_one_line(
+        postgres_server, deploy_env: dict[str, str], tmp_path: Path) -> None:
+    import psycopg
+
+    name = f"ascii{time.time_ns()}"
+    with psycopg.connect(f"host=127.0.0.1 port={postgres_server.port} user=postgres",
+                         autocommit=True) as c:
+        c.execute(f"CREATE DATABASE \"{name}\" ENCODING 'SQL_ASCII' TEMPLATE template0 LC_COLLATE 'C' "
+                  "LC_CTYPE 'C'")
+    env = {**deploy_env, "NMB_DATABASE_URL": postgres_server.url(name)}
+    run = subprocess.run(["sh", str(ENTRYPOINT)], env=env, cwd=tmp_path,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and "Traceback" not in run.stdout
+    assert run.stdout.splitlines()[-1] == (
+        f"nmb: the database postgresql+psycopg://postgres@127.0.0.1:{postgres_server.port}/{name} "
+        "stores SQL_ASCII, not UTF8: create it with ENCODING 'UTF8' (docs/deploy.md)")
+    with psycopg.connect(f"host=127.0.0.1 port={postgres_server.port} user=postgres dbname={name}") as c:
+        assert c.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'").fetchone() == (0,)
