@@ -16,6 +16,8 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session, create_engine
 
+from errors import UserError
+
 MIGRATIONS = Path(__file__).parent / "migrations"
 HEAD_REVISION = "0013"  # the newest migration (a test checks it against db/migrations)
 
@@ -84,16 +86,25 @@ def current_revision(url: str | None = None) -> str | None:
         return None
 
 
-def _at_head(url: str) -> bool:
-    return current_revision(url) == HEAD_REVISION
+def _known_revisions(url: str) -> set[str]:
+    from alembic.script import ScriptDirectory
+
+    return {r.revision for r in ScriptDirectory.from_config(alembic_config(url)).walk_revisions()}
 
 
 def upgrade(url: str | None = None) -> None:
     """Create or migrate the database to the newest revision (a quick no-op when it is there).
-    The app and the CLI start with `db.bundle.store.prepare_study`, which also sweeps what
-    killed imports left."""
+    A database at a revision this code does not know (written by a newer version) is refused
+    with a UserError and left unchanged: there is no downgrade. The app and the CLI start with
+    `db.bundle.store.prepare_study`, which also sweeps what killed imports left."""
     url = url or database_url()
-    if not _at_head(url):
-        from alembic import command
+    current = current_revision(url)
+    if current == HEAD_REVISION:
+        return
+    if current is not None and current not in _known_revisions(url):
+        raise UserError(f"the database is at revision {current[:40]!r}, newer than this version "
+                        f"of the app (newest {HEAD_REVISION}): a downgrade is refused; run the newer "
+                        "version, or restore a backup taken before the upgrade")
+    from alembic import command
 
-        command.upgrade(alembic_config(url), "head")
+    command.upgrade(alembic_config(url), "head")
