@@ -25,7 +25,7 @@ import secrets
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import text
-from sqlmodel import Session, delete, select
+from sqlmodel import Session, delete, func, select
 
 from db.audit import record
 from db.models import ROLES, LoginFailure, LoginToken, User, utcnow
@@ -34,6 +34,7 @@ from errors import UserError
 LOGIN_HOURS = 12
 LOGIN_COOKIE = "nmb_login"  # holds the login token; the volume route reads it too
 MAX_NAME = 64  # characters; the column's size on both databases
+MAX_EMAIL = 256  # characters; the column's size
 MAX_PASSWORD = 1024
 MIN_PASSWORD = 12  # for passwords people set (check_new_password)
 LEAST_PRIVILEGED_FIRST = ("student", "physician", "expert", "admin")  # a form's default first
@@ -42,6 +43,7 @@ NAME_FAILURES = 5
 CLIENT_FAILURES = 20
 
 _NAME_RULE = re.compile(rf"[A-Za-z0-9._-]{{1,{MAX_NAME}}}")
+_EMAIL_RULE = re.compile(r"[^@\s]+@[^@\s]+")
 _N, _R, _P = 2**14, 8, 1
 # A well-formed hash no password matches: verified against when there is no account to check.
 _DUMMY_HASH = (f"scrypt${_N}${_R}${_P}${base64.b64encode(bytes(16)).decode()}$"
@@ -81,6 +83,11 @@ def add_user(
         raise UserError(f"the password must be 1-{MAX_PASSWORD} characters")
     if s.exec(select(User).where(User.name == name)).first():
         raise UserError(f"user {name!r} already exists")
+    if email is not None:
+        email = account_email(email)
+        other = user_by_email(s, email=email)
+        if other is not None:
+            raise UserError(f"the e-mail {email!r} is already the account {other.name!r}'s")
     user = User(name=name, role=role, password_hash=hash_password(password), email=email, demo=demo)
     s.add(user)
     record(s, "user.add", actor=actor, user=name, role=role)
@@ -299,12 +306,22 @@ def authenticate(s: Session, *, name: str, password: str, client: str | None = N
     return None
 
 
+def account_email(email: str) -> str:
+    """An account's e-mail as stored: stripped and lower-case (single sign-on matches it
+    ignoring case), or UserError naming it when it is not one address of at most
+    `MAX_EMAIL` printable characters."""
+    email = email.strip()
+    if len(email) > MAX_EMAIL or not email.isprintable() or not _EMAIL_RULE.fullmatch(email):
+        raise UserError(f"the e-mail {email[:MAX_EMAIL]!r} is not an address like "
+                        "name@hospital.example")
+    return email.lower()
+
+
 def user_by_email(s: Session, *, email: str) -> User | None:
-    """The active account matched to an OIDC identity by e-mail."""
-    if len(email) > 256:
+    """The account (enabled or not) with this e-mail, ignoring case."""
+    if len(email) > MAX_EMAIL:
         return None
-    user = s.exec(select(User).where(User.email == email)).first()
-    return user if user is not None and not user.disabled else None
+    return s.exec(select(User).where(func.lower(User.email) == email.lower())).first()
 
 
 def _token_hash(token: str) -> str:
