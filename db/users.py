@@ -83,14 +83,30 @@ def add_user(
         raise UserError(f"the password must be 1-{MAX_PASSWORD} characters")
     if s.exec(select(User).where(User.name == name)).first():
         raise UserError(f"user {name!r} already exists")
-    if email is not None:
-        email = account_email(email)
-        other = user_by_email(s, email=email)
-        if other is not None:
-            raise UserError(f"the e-mail {email!r} is already the account {other.name!r}'s")
+    email = _free_email(s, email) if email is not None else None
     user = User(name=name, role=role, password_hash=hash_password(password), email=email, demo=demo)
     s.add(user)
     record(s, "user.add", actor=actor, user=name, role=role)
+    return user
+
+
+def _free_email(s: Session, email: str, user: User | None = None) -> str:
+    """`email` as stored (`account_email`), refused if another account has it in any case."""
+    email = account_email(email)
+    other = user_by_email(s, email=email)
+    if other is not None and other is not user:
+        raise UserError(f"the e-mail {email!r} is already the account {other.name!r}'s")
+    return email
+
+
+def set_email(s: Session, *, name: str, email: str | None, actor: str | None = None) -> User:
+    """Give the account the e-mail single sign-on maps to it (None: no single sign-on);
+    audited; its open sessions end (they may be another identity's)."""
+    user = get_user(s, name=name)
+    new = _free_email(s, email, user) if email else None
+    record(s, "user.email", actor=actor, user=name, old=user.email, new=new)
+    user.email = new
+    _end_sessions(s, user)
     return user
 
 

@@ -7,7 +7,7 @@ from sqlmodel import Session, select
 from db.engine import engine_for
 from db.models import AuditLog, User
 from db.single_sign_on import sso_account
-from db.users import add_user, disable_user
+from db.users import add_user, disable_user, open_login, set_email, user_for_login
 from errors import UserError
 
 
@@ -82,3 +82,25 @@ def test_two_accounts_cannot_share_an_email_in_any_case(database_url: str) -> No
         s.commit()
         with pytest.raises(UserError, match="already the account 'dr-a'"):
             add_user(s, name="dr-b", role="expert", password="pw", email="DR.A@hospital.example")
+
+
+def test_a_changed_email_maps_the_new_identity_and_ends_the_sessions(database_url: str) -> None:
+    with _session(database_url) as s:
+        user = add_user(s, name="dr-a", role="expert", password="pw", email="old@hospital.example")
+        s.commit()
+        token = open_login(s, user)
+        set_email(s, name="dr-a", email="New@Hospital.example", actor="admin")
+        s.commit()
+        assert user_for_login(s, token) is None  # a session of the old identity ended
+        assert sso_account(s, email="new@hospital.example").name == "dr-a"
+        with pytest.raises(UserError, match="No account has the e-mail old@hospital.example"):
+            sso_account(s, email="old@hospital.example")
+        set_email(s, name="dr-a", email=None)
+        s.commit()
+        with pytest.raises(UserError, match="No account has the e-mail new@hospital.example"):
+            sso_account(s, email="new@hospital.example")
+        changes = [a.detail for a in s.exec(select(AuditLog).where(AuditLog.action == "user.email")
+                                            .order_by(AuditLog.id))]
+        assert changes == [{"user": "dr-a", "old": "old@hospital.example",
+                            "new": "new@hospital.example"},
+                           {"user": "dr-a", "old": "new@hospital.example", "new": None}]
