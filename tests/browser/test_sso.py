@@ -31,6 +31,7 @@ EXPERT = Identity("dr-known", "SSO.Expert@Hospital.example", "Dr Known")  # the 
 STRANGER = Identity("dr-stranger", "stranger@hospital.example", "Dr Stranger")
 GONE = Identity("dr-gone", "gone@hospital.example", "Dr Gone")
 SSO_COOKIE = "_streamlit_user"  # st.login's identity cookie
+PROVIDER_SESSION = "_session"  # oidc-provider's session (cookies do not tell ports apart)
 
 
 @dataclass
@@ -97,7 +98,8 @@ def test_an_identity_logs_in_as_its_account_until_logout(browser, sso: SsoApp) -
     _sign_on(page, sso, EXPERT)
     page.get_by_role("heading", name="Score rationales").wait_for(timeout=30_000)  # an expert's
     wait_until(lambda: login_cookie(ctx), "the login cookie")
-    assert _cookie(ctx, SSO_COOKIE) and _tokens(sso.home, "sso-expert") == 1
+    assert _cookie(ctx, SSO_COOKIE) and _cookie(ctx, PROVIDER_SESSION)
+    assert _tokens(sso.home, "sso-expert") == 1
     page.reload()  # a new Streamlit session: still the expert
     page.get_by_role("heading", name="Score rationales").wait_for(timeout=30_000)
 
@@ -105,6 +107,7 @@ def test_an_identity_logs_in_as_its_account_until_logout(browser, sso: SsoApp) -
     _sign_out_at_provider(page, sso)
     assert _tokens(sso.home, "sso-expert") == 0  # the login token is revoked
     wait_until(lambda: not _cookie(ctx, SSO_COOKIE), "the single sign-on cookie cleared")
+    assert not _cookie(ctx, PROVIDER_SESSION)  # the provider's session ended too
     page.goto(f"{sso.url}/score")
     settled(page)
     page.get_by_role("button", name="Log in with single sign-on").wait_for(timeout=30_000)
@@ -134,5 +137,6 @@ def test_an_identity_without_an_enabled_account_is_refused(
     page.get_by_role("button", name="Log out of single sign-on").click()  # to sign on anew
     _sign_out_at_provider(page, sso)
     wait_until(lambda: not _cookie(ctx, SSO_COOKIE), "the single sign-on cookie cleared")
+    assert not _cookie(ctx, PROVIDER_SESSION)
     assert page.get_by_text(message, exact=True).count() == 0
     ctx.close()

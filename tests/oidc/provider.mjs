@@ -29,7 +29,11 @@ const provider = new Provider(issuer, {
   }],
   claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name'] },
   conformIdTokenClaims: false, // scope claims in the ID token, as hospital IdPs send them
-  cookies: { keys: ['nmb-tests-only'] },
+  cookies: { // its session kept over http (a SameSite=None cookie needs https)
+    keys: ['nmb-tests-only'],
+    long: { signed: true, sameSite: 'lax' },
+    short: { signed: true, sameSite: 'lax' },
+  },
   features: {
     devInteractions: { enabled: true },
     rpInitiatedLogout: {
