@@ -76,18 +76,19 @@ def _tokens(home: Path, name: str) -> int:
 def _sign_on(page, sso: SsoApp, identity: Identity) -> None:
     """Click single sign-on, log in at the provider's form and come back to the app."""
     page.goto(sso.url)
+    settled(page)  # the button's click reaches the server
     page.get_by_role("button", name="Log in with single sign-on").click()
-    page.wait_for_url(f"{sso.provider.issuer}/**", timeout=30_000)
+    page.wait_for_url(f"{sso.provider.issuer}/**", timeout=60_000)
     page.locator('input[name="login"]').fill(identity.login)
     page.locator('input[name="password"]').fill("any password")
     page.get_by_role("button", name="Sign-in").click()
-    page.wait_for_url(f"{sso.url}/**", timeout=30_000)
+    page.wait_for_url(f"{sso.url}/**", timeout=60_000)
     settled(page)
 
 
 def _sign_out_at_provider(page, sso: SsoApp) -> None:
     """The provider asks before ending its session; back at the app's login page after."""
-    page.wait_for_url(f"{sso.provider.issuer}/**", timeout=30_000)
+    page.wait_for_url(f"{sso.provider.issuer}/**", timeout=60_000)
     page.get_by_role("button", name="Yes, sign me out").click()
     page.get_by_role("button", name="Log in with single sign-on").wait_for(timeout=30_000)
 
