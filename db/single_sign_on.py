@@ -7,8 +7,13 @@ in; `db.users.account_email` stores them lower-case). Nobody gets an account by 
 identity with no account, or with a disabled one, or whose provider says the address is not
 verified (`email_verified` false, OpenID Connect Core 1.0, 5.1), is refused with one line
 saying why. Every outcome is audited (`login` with `via: sso`, or `login.sso_refused`).
+
+An identity opens a session only while its ID token is valid (`identity_current`): Streamlit
+keeps the identity in a cookie for 30 days, but a new session after the app's own login ends
+(logout, 12 hours) needs a new sign-on at the provider.
 """
 
+import time
 from typing import Any
 
 from sqlmodel import Session
@@ -21,6 +26,15 @@ from errors import UserError
 
 def _printable(value: Any) -> str:
     return "".join(c if c.isprintable() else "?" for c in str(value)[:MAX_EMAIL])
+
+
+def identity_current(expires: Any, now: float | None = None) -> bool:
+    """Whether an identity whose ID token has this `exp` (seconds since the epoch) may still
+    open a session: the current time is before it (OpenID Connect Core 1.0, 3.1.3.7, step 9).
+    A missing or non-numeric `exp` may not."""
+    if isinstance(expires, bool) or not isinstance(expires, int | float):
+        return False
+    return (time.time() if now is None else now) < expires
 
 
 def sso_account(s: Session, *, email: Any, email_verified: Any = None) -> User:

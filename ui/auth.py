@@ -18,7 +18,7 @@ import streamlit as st
 from db.client_address import client_address, trusted_proxies
 from db.engine import session
 from db.models import Setting, User
-from db.single_sign_on import sso_account
+from db.single_sign_on import identity_current, sso_account
 from db.users import (
     LOGIN_COOKIE,
     LOGIN_HOURS,
@@ -136,11 +136,12 @@ def _oidc_configured() -> bool:
 
 
 def single_sign_on() -> None:
-    """The single sign-on button; back from the identity provider, the identity's account is
-    logged in (`db.single_sign_on`) or the refusal is shown in one line, with a button that
-    ends the refused identity's sign-on (to sign on as someone else)."""
-    if not getattr(st.user, "is_logged_in", False):
-        st.button("Log in with single sign-on", on_click=st.login)
+    """The single sign-on button; back from the identity provider, while its ID token is
+    valid, the identity's account is logged in (`db.single_sign_on`) or the refusal is shown
+    in one line, with a button that ends the refused identity's sign-on (to sign on as someone
+    else)."""
+    if not getattr(st.user, "is_logged_in", False) or not identity_current(st.user.get("exp")):
+        st.button("Log in with single sign-on", on_click=st.login)  # (again, once expired)
         return
     refusal = st.session_state.get("sso_refused")  # checked (and audited) once a session
     if refusal is None:

@@ -4,6 +4,7 @@ case) and lands on its role's page; an identity without an account, or with a di
 is refused in one line and gets no session; logout ends the session: the login token is
 revoked, Streamlit's identity cookie cleared and the provider's session ended."""
 
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +31,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.oidc]
 EXPERT = Identity("dr-known", "SSO.Expert@Hospital.example", "Dr Known")  # the account: lower-case
 STRANGER = Identity("dr-stranger", "stranger@hospital.example", "Dr Stranger")
 GONE = Identity("dr-gone", "gone@hospital.example", "Dr Gone")
+BRIEF = Identity("dr-brief", "sso.expert@hospital.example", "Dr Known", id_token_ttl=1)
 SSO_COOKIE = "_streamlit_user"  # st.login's identity cookie
 PROVIDER_SESSION = "_session"  # oidc-provider's session (cookies do not tell ports apart)
 
@@ -57,7 +59,7 @@ def sso(home: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SsoApp
         s.commit()
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    with oidc_provider([callback_url(base)], [EXPERT, STRANGER, GONE]) as provider:
+    with oidc_provider([callback_url(base)], [EXPERT, STRANGER, GONE, BRIEF]) as provider:
         secrets = write_auth_secrets(tmp_path_factory.mktemp("sso"), provider, base_url=base)
         with streamlit_app(home, env=secrets_env(secrets), port=port) as url:
             yield SsoApp(url, home, provider)
@@ -73,12 +75,15 @@ def _tokens(home: Path, name: str) -> int:
                       .where(User.name == name)).one()
 
 
-def _sign_on(page, sso: SsoApp, identity: Identity) -> None:
-    """Click single sign-on, log in at the provider's form and come back to the app."""
+def _sign_on(page, sso: SsoApp, identity: Identity, delay_return: float = 0) -> None:
+    """Click single sign-on, log in at the provider's form and come back to the app (the
+    app's page held back `delay_return` seconds after the provider's redirect)."""
     page.goto(sso.url)
     settled(page)  # the button's click reaches the server
     page.get_by_role("button", name="Log in with single sign-on").click()
     page.wait_for_url(f"{sso.provider.issuer}/**", timeout=60_000)
+    if delay_return:
+        page.route(f"{sso.url}/", lambda route: (time.sleep(delay_return), route.continue_()))
     page.locator('input[name="login"]').fill(identity.login)
     page.locator('input[name="password"]').fill("any password")
     page.get_by_role("button", name="Sign-in").click()
@@ -140,4 +145,18 @@ def test_an_identity_without_an_enabled_account_is_refused(
     wait_until(lambda: not _cookie(ctx, SSO_COOKIE), "the single sign-on cookie cleared")
     assert not _cookie(ctx, PROVIDER_SESSION)
     assert page.get_by_text(message, exact=True).count() == 0
+    ctx.close()
+
+
+def test_an_identity_whose_id_token_expired_must_sign_on_again(browser, sso: SsoApp) -> None:
+    """Streamlit keeps the identity for 30 days; a session opens only while its ID token is
+    valid (here 1 s, the app's page held back 3 s after the provider's redirect)."""
+    ctx = browser.new_context()
+    page = ctx.new_page()
+    tokens = _tokens(sso.home, "sso-expert")
+    _sign_on(page, sso, BRIEF, delay_return=3)
+    page.get_by_role("button", name="Log in with single sign-on").wait_for(timeout=30_000)
+    assert _cookie(ctx, SSO_COOKIE)  # Streamlit still holds the identity...
+    assert login_cookie(ctx) is None and _tokens(sso.home, "sso-expert") == tokens  # ...unused
+    assert page.get_by_role("heading", name="Score rationales").count() == 0
     ctx.close()

@@ -6,7 +6,7 @@ from sqlmodel import Session, select
 
 from db.engine import engine_for
 from db.models import AuditLog, User
-from db.single_sign_on import sso_account
+from db.single_sign_on import identity_current, sso_account
 from db.users import add_user, disable_user, open_login, set_email, user_for_login
 from errors import UserError
 
@@ -104,3 +104,10 @@ def test_a_changed_email_maps_the_new_identity_and_ends_the_sessions(database_ur
         assert changes == [{"user": "dr-a", "old": "old@hospital.example",
                             "new": "new@hospital.example"},
                            {"user": "dr-a", "old": "new@hospital.example", "new": None}]
+
+
+def test_an_identity_opens_a_session_only_before_its_id_token_expires() -> None:
+    assert identity_current(1_000.0, now=999.5) and identity_current(1_000, now=999)
+    assert not identity_current(1_000, now=1_000) and not identity_current(1_000, now=5_000)
+    for exp in (None, "4102444800", True, [4102444800]):  # missing or not a number
+        assert not identity_current(exp, now=0)

@@ -3,7 +3,8 @@
 // node provider.mjs CONFIG.json, where CONFIG holds
 //   {"port": 4100, "client": {"client_id", "client_secret", "redirect_uris": [...],
 //    "post_logout_redirect_uris": [...]},
-//    "accounts": {"LOGIN": {"email": "...", "email_verified": true, "name": "..."}, ...}}
+//    "accounts": {"LOGIN": {"email": "...", "email_verified": true, "name": "...",
+//                           "id_token_ttl": 3600}, ...}}
 // The provider is `oidc-provider` (a certified OpenID Provider library) with its development
 // login form: any password is accepted for a LOGIN in "accounts", other logins are refused.
 // The app is a first-party client: consent for `openid email profile` is granted without a
@@ -29,6 +30,7 @@ const provider = new Provider(issuer, {
   }],
   claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name'] },
   conformIdTokenClaims: false, // scope claims in the ID token, as hospital IdPs send them
+  ttl: { IdToken: (ctx, token) => config.accounts[token.available.sub]?.id_token_ttl ?? 3600 },
   cookies: { // its session kept over http (a SameSite=None cookie needs https)
     keys: ['nmb-tests-only'],
     long: { signed: true, sameSite: 'lax' },
@@ -47,7 +49,8 @@ const provider = new Provider(issuer, {
   async findAccount(ctx, id) {
     const account = Object.hasOwn(config.accounts, id) ? config.accounts[id] : undefined;
     if (!account) throw new errors.AccessDenied(`no account ${id} at this provider`);
-    return { accountId: id, claims: async () => ({ sub: id, ...account }) };
+    const { id_token_ttl: ttl, ...claims } = account;
+    return { accountId: id, claims: async () => ({ sub: id, ...claims }) };
   },
   async loadExistingGrant(ctx) {
     const { oidc } = ctx;

@@ -29,12 +29,14 @@ CLIENT_ID = "nmb-studio"
 
 @dataclass(frozen=True)
 class Identity:
-    """A person at the provider: `login` is typed into its login form (any password)."""
+    """A person at the provider: `login` is typed into its login form (any password); their
+    ID tokens are valid for `id_token_ttl` seconds."""
 
     login: str
     email: str
     name: str
     email_verified: bool = True
+    id_token_ttl: int = 3600
 
 
 @dataclass(frozen=True)
