@@ -4,7 +4,6 @@ case) and lands on its role's page; an identity without an account, or with a di
 is refused in one line and gets no session; logout ends the session: the login token is
 revoked, Streamlit's identity cookie cleared and the provider's session ended."""
 
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +21,8 @@ from tests.oidc.provider import (
     callback_url,
     oidc_provider,
     secrets_env,
+    sign_on,
+    sign_out_at_provider,
     write_auth_secrets,
 )
 from tests.services import free_port
@@ -75,33 +76,10 @@ def _tokens(home: Path, name: str) -> int:
                       .where(User.name == name)).one()
 
 
-def _sign_on(page, sso: SsoApp, identity: Identity, delay_return: float = 0) -> None:
-    """Click single sign-on, log in at the provider's form and come back to the app (the
-    app's page held back `delay_return` seconds after the provider's redirect)."""
-    page.goto(sso.url)
-    settled(page)  # the button's click reaches the server
-    page.get_by_role("button", name="Log in with single sign-on").click()
-    page.wait_for_url(f"{sso.provider.issuer}/**", timeout=60_000)
-    if delay_return:
-        page.route(f"{sso.url}/", lambda route: (time.sleep(delay_return), route.continue_()))
-    page.locator('input[name="login"]').fill(identity.login)
-    page.locator('input[name="password"]').fill("any password")
-    page.get_by_role("button", name="Sign-in").click()
-    page.wait_for_url(f"{sso.url}/**", timeout=60_000)
-    settled(page)
-
-
-def _sign_out_at_provider(page, sso: SsoApp) -> None:
-    """The provider asks before ending its session; back at the app's login page after."""
-    page.wait_for_url(f"{sso.provider.issuer}/**", timeout=60_000)
-    page.get_by_role("button", name="Yes, sign me out").click()
-    page.get_by_role("button", name="Log in with single sign-on").wait_for(timeout=30_000)
-
-
 def test_an_identity_logs_in_as_its_account_until_logout(browser, sso: SsoApp) -> None:
     ctx = browser.new_context()
     page = ctx.new_page()
-    _sign_on(page, sso, EXPERT)
+    sign_on(page, sso.url, sso.provider, EXPERT)
     page.get_by_role("heading", name="Score rationales").wait_for(timeout=30_000)  # an expert's
     wait_until(lambda: login_cookie(ctx), "the login cookie")
     assert _cookie(ctx, SSO_COOKIE) and _cookie(ctx, PROVIDER_SESSION)
@@ -110,7 +88,7 @@ def test_an_identity_logs_in_as_its_account_until_logout(browser, sso: SsoApp) -
     page.get_by_role("heading", name="Score rationales").wait_for(timeout=30_000)
 
     log_out(page)
-    _sign_out_at_provider(page, sso)
+    sign_out_at_provider(page, sso.provider)
     assert _tokens(sso.home, "sso-expert") == 0  # the login token is revoked
     wait_until(lambda: not _cookie(ctx, SSO_COOKIE), "the single sign-on cookie cleared")
     assert not _cookie(ctx, PROVIDER_SESSION)  # the provider's session ended too
@@ -131,7 +109,7 @@ def test_an_identity_without_an_enabled_account_is_refused(
     page = ctx.new_page()
     with _db(sso.home) as s:
         tokens = s.exec(select(func.count()).select_from(LoginToken)).one()
-    _sign_on(page, sso, identity)
+    sign_on(page, sso.url, sso.provider, identity)
     page.get_by_text(message, exact=True).wait_for(timeout=30_000)
     assert login_cookie(ctx) is None
     with _db(sso.home) as s:
@@ -141,7 +119,7 @@ def test_an_identity_without_an_enabled_account_is_refused(
     assert page.get_by_role("button", name="Log out", exact=True).count() == 0
 
     page.get_by_role("button", name="Log out of single sign-on").click()  # to sign on anew
-    _sign_out_at_provider(page, sso)
+    sign_out_at_provider(page, sso.provider)
     wait_until(lambda: not _cookie(ctx, SSO_COOKIE), "the single sign-on cookie cleared")
     assert not _cookie(ctx, PROVIDER_SESSION)
     assert page.get_by_text(message, exact=True).count() == 0
@@ -154,7 +132,7 @@ def test_an_identity_whose_id_token_expired_must_sign_on_again(browser, sso: Sso
     ctx = browser.new_context()
     page = ctx.new_page()
     tokens = _tokens(sso.home, "sso-expert")
-    _sign_on(page, sso, BRIEF, delay_return=3)
+    sign_on(page, sso.url, sso.provider, BRIEF, delay_return=3)
     page.get_by_role("button", name="Log in with single sign-on").wait_for(timeout=30_000)
     assert _cookie(ctx, SSO_COOKIE)  # Streamlit still holds the identity...
     assert login_cookie(ctx) is None and _tokens(sso.home, "sso-expert") == tokens  # ...unused

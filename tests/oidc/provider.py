@@ -5,7 +5,8 @@ certified OpenID Provider library) on a free loopback port with one confidential
 registered for `redirect_uris`, and yields its issuer and client; `write_auth_secrets(...)`
 writes the `[auth]` section that points an app served at a base URL (any scheme, host and
 path prefix) at it. The app reads the file through Streamlit's `secrets.files` option
-(`secrets_env`). Without Node or `npm ci --prefix tests/oidc` a test skips, or fails with
+(`secrets_env`). `sign_on` and `sign_out_at_provider` drive Chromium (Playwright) through the
+provider's pages. Without Node or `npm ci --prefix tests/oidc` a test skips, or fails with
 NMB_REQUIRE_SERVICES=1 (`tests.services.require`).
 """
 
@@ -123,3 +124,32 @@ def write_auth_secrets(directory: Path, provider: Provider, *, base_url: str) ->
 def secrets_env(path: Path) -> dict[str, str]:
     """The environment that makes `streamlit run` read its secrets from `path` alone."""
     return {"STREAMLIT_SECRETS_FILES": str(path)}
+
+
+def sign_on(page, app_url: str, provider: Provider, identity: Identity,
+            delay_return: float = 0) -> None:
+    """In Playwright's `page`: click single sign-on on the app at `app_url`, log in at the
+    provider's form as `identity` and come back to the app (its page held back
+    `delay_return` seconds after the provider's redirect)."""
+    from tests.browser.conftest import settled
+
+    app_url = app_url.rstrip("/")
+    page.goto(app_url + "/")
+    settled(page)  # the button's click reaches the server
+    page.get_by_role("button", name="Log in with single sign-on").click()
+    page.wait_for_url(f"{provider.issuer}/**", timeout=60_000)
+    if delay_return:
+        page.route(app_url + "/", lambda route: (time.sleep(delay_return), route.continue_()))
+    page.locator('input[name="login"]').fill(identity.login)
+    page.locator('input[name="password"]').fill("any password")
+    page.get_by_role("button", name="Sign-in").click()
+    page.wait_for_url(f"{app_url}/**", timeout=60_000)
+    settled(page)
+
+
+def sign_out_at_provider(page, provider: Provider) -> None:
+    """After the app's logout: the provider asks before ending its session; then back at the
+    app's login page."""
+    page.wait_for_url(f"{provider.issuer}/**", timeout=60_000)
+    page.get_by_role("button", name="Yes, sign me out").click()
+    page.get_by_role("button", name="Log in with single sign-on").wait_for(timeout=30_000)
