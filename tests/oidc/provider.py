@@ -137,19 +137,30 @@ def sign_on(page, app_url: str, provider: Provider, identity: Identity,
     page.goto(app_url + "/")
     settled(page)  # the button's click reaches the server
     page.get_by_role("button", name="Log in with single sign-on").click()
-    page.wait_for_url(f"{provider.issuer}/**", timeout=60_000)
+    _wait_for_url(page, f"{provider.issuer}/**", "the provider's login form")
     if delay_return:
         page.route(app_url + "/", lambda route: (time.sleep(delay_return), route.continue_()))
     page.locator('input[name="login"]').fill(identity.login)
     page.locator('input[name="password"]').fill("any password")
     page.get_by_role("button", name="Sign-in").click()
-    page.wait_for_url(f"{app_url}/**", timeout=60_000)
+    _wait_for_url(page, f"{app_url}/**", "back at the app")
     settled(page)
 
 
 def sign_out_at_provider(page, provider: Provider) -> None:
     """After the app's logout: the provider asks before ending its session; then back at the
     app's login page."""
-    page.wait_for_url(f"{provider.issuer}/**", timeout=60_000)
+    _wait_for_url(page, f"{provider.issuer}/**", "the provider's sign-out page")
     page.get_by_role("button", name="Yes, sign me out").click()
     page.get_by_role("button", name="Log in with single sign-on").wait_for(timeout=30_000)
+
+
+def _wait_for_url(page, pattern: str, what: str) -> None:
+    """Wait a minute for the page to reach `pattern`; else fail saying where it is instead."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.wait_for_url(pattern, timeout=60_000)
+    except PlaywrightTimeout:
+        text = page.locator("body").inner_text(timeout=5_000)[:500]
+        raise AssertionError(f"not {what} within a minute: at {page.url}: {text!r}") from None
