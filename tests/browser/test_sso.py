@@ -2,7 +2,8 @@
 (`oidc-provider`, tests/oidc). An identity logs in as the account with its e-mail (ignoring
 case) and lands on its role's page; an identity without an account, or with a disabled one,
 is refused in one line and gets no session; logout ends the session: the login token is
-revoked, Streamlit's identity cookie cleared and the provider's session ended."""
+revoked, Streamlit's identity cookie cleared and the provider's session ended; an identity
+whose ID token has expired must sign on again."""
 
 from collections.abc import Iterator
 from dataclasses import dataclass
