@@ -156,7 +156,8 @@ def cmd_users_list(args: argparse.Namespace) -> None:
         _print_json(rows)
         return
     for r in rows:
-        print(f"{r['name']:24} {r['role']:10} {'disabled' if r['disabled'] else 'active'}")
+        print(f"{r['name']:24} {r['role']:10} {'disabled' if r['disabled'] else 'active':8} "
+              f"{r['email'] or ''}".rstrip())
 
 
 def cmd_users_role(args: argparse.Namespace) -> None:
@@ -176,6 +177,16 @@ def cmd_users_password(args: argparse.Namespace) -> None:
         reset_password(s, name=args.name, password=password, actor="cli")
         s.commit()
     print(f"new password set for {args.name} (their open sessions ended)")
+
+
+def cmd_users_email(args: argparse.Namespace) -> None:
+    from db.users import set_email
+
+    with _study() as s:
+        user = set_email(s, name=args.name, email=args.email, actor="cli")
+        s.commit()
+    print(f"{args.name} signs on as {user.email}" if user.email
+          else f"{args.name} has no single sign-on")
 
 
 def cmd_users_disable(args: argparse.Namespace) -> None:
@@ -765,6 +776,12 @@ def build_parser() -> argparse.ArgumentParser:
     upw.add_argument("--password-file", help="read the password from this file (else a prompt, "
                                              "or one line of standard input)")
     upw.set_defaults(fn=cmd_users_password)
+    ue = usub.add_parser("email", help="set the e-mail single sign-on maps to the account "
+                                       "(audited; its sessions end)")
+    ue.add_argument("name", help="the account")
+    ue.add_argument("email", nargs="?", help="the identity's e-mail, any case (none: no single "
+                                              "sign-on for this account)")
+    ue.set_defaults(fn=cmd_users_email)
     ul = usub.add_parser("list", help="list accounts")
     ul.add_argument("--json", action="store_true", help=JSON)
     ul.set_defaults(fn=cmd_users_list)

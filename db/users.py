@@ -25,7 +25,7 @@ import secrets
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import text
-from sqlmodel import Session, delete, select
+from sqlmodel import Session, delete, func, select
 
 from db.audit import record
 from db.models import ROLES, LoginFailure, LoginToken, User, utcnow
@@ -34,6 +34,7 @@ from errors import UserError
 LOGIN_HOURS = 12
 LOGIN_COOKIE = "nmb_login"  # holds the login token; the volume route reads it too
 MAX_NAME = 64  # characters; the column's size on both databases
+MAX_EMAIL = 256  # characters; the column's size
 MAX_PASSWORD = 1024
 MIN_PASSWORD = 12  # for passwords people set (check_new_password)
 LEAST_PRIVILEGED_FIRST = ("student", "physician", "expert", "admin")  # a form's default first
@@ -42,6 +43,7 @@ NAME_FAILURES = 5
 CLIENT_FAILURES = 20
 
 _NAME_RULE = re.compile(rf"[A-Za-z0-9._-]{{1,{MAX_NAME}}}")
+_EMAIL_RULE = re.compile(r"[^@\s]+@[^@\s]+")
 _N, _R, _P = 2**14, 8, 1
 # A well-formed hash no password matches: verified against when there is no account to check.
 _DUMMY_HASH = (f"scrypt${_N}${_R}${_P}${base64.b64encode(bytes(16)).decode()}$"
@@ -81,9 +83,30 @@ def add_user(
         raise UserError(f"the password must be 1-{MAX_PASSWORD} characters")
     if s.exec(select(User).where(User.name == name)).first():
         raise UserError(f"user {name!r} already exists")
+    email = _free_email(s, email) if email is not None else None
     user = User(name=name, role=role, password_hash=hash_password(password), email=email, demo=demo)
     s.add(user)
     record(s, "user.add", actor=actor, user=name, role=role)
+    return user
+
+
+def _free_email(s: Session, email: str, user: User | None = None) -> str:
+    """`email` as stored (`account_email`), refused if another account has it in any case."""
+    email = account_email(email)
+    other = user_by_email(s, email=email)
+    if other is not None and other is not user:
+        raise UserError(f"the e-mail {email!r} is already the account {other.name!r}'s")
+    return email
+
+
+def set_email(s: Session, *, name: str, email: str | None, actor: str | None = None) -> User:
+    """Give the account the e-mail single sign-on maps to it (None: no single sign-on);
+    audited; its open sessions end (they may be another identity's)."""
+    user = get_user(s, name=name)
+    new = _free_email(s, email, user) if email else None
+    record(s, "user.email", actor=actor, user=name, old=user.email, new=new)
+    user.email = new
+    _end_sessions(s, user)
     return user
 
 
@@ -299,12 +322,22 @@ def authenticate(s: Session, *, name: str, password: str, client: str | None = N
     return None
 
 
+def account_email(email: str) -> str:
+    """An account's e-mail as stored: stripped and lower-case (single sign-on matches it
+    ignoring case), or UserError naming it when it is not one address of at most
+    `MAX_EMAIL` printable characters."""
+    email = email.strip()
+    if len(email) > MAX_EMAIL or not email.isprintable() or not _EMAIL_RULE.fullmatch(email):
+        raise UserError(f"the e-mail {email[:MAX_EMAIL]!r} is not an address like "
+                        "name@hospital.example")
+    return email.lower()
+
+
 def user_by_email(s: Session, *, email: str) -> User | None:
-    """The active account matched to an OIDC identity by e-mail."""
-    if len(email) > 256:
+    """The account (enabled or not) with this e-mail, ignoring case."""
+    if len(email) > MAX_EMAIL:
         return None
-    user = s.exec(select(User).where(User.email == email)).first()
-    return user if user is not None and not user.disabled else None
+    return s.exec(select(User).where(func.lower(User.email) == email.lower())).first()
 
 
 def _token_hash(token: str) -> str:

@@ -42,6 +42,7 @@ from db.users import (
     disable_user,
     list_users,
     reset_password,
+    set_email,
 )
 from errors import UserError
 from ui.actions import run_write, show_error
@@ -335,6 +336,19 @@ def users_section() -> None:
                 return f"New password set for {who_pw}."
 
             run_write(reset)
+    with st.form("set_email", clear_on_submit=True):
+        st.markdown("**Single sign-on e-mail** (empty: none; the account's open sessions end)")
+        c1, c2 = st.columns(2)
+        who_email = c1.selectbox("Account", [u.name for u in users], index=None, key="email_of")
+        new_email = c2.text_input("E-mail the identity provider sends")
+        if st.form_submit_button("Set e-mail") and who_email:
+            def mail(s) -> str:
+                account = set_email(s, name=who_email, email=new_email.strip() or None,
+                                    actor=user.name)
+                return (f"{who_email} signs on as {account.email}." if account.email
+                        else f"{who_email} has no single sign-on.")
+
+            run_write(mail)
     active = [u.name for u in users if not u.disabled and u.name != user.name]
     who = st.selectbox("Disable an account", active, index=None)
     if st.button("Disable", disabled=who is None):

@@ -18,6 +18,7 @@ import streamlit as st
 from db.client_address import client_address, trusted_proxies
 from db.engine import session
 from db.models import Setting, User
+from db.single_sign_on import identity_current, sso_account
 from db.users import (
     LOGIN_COOKIE,
     LOGIN_HOURS,
@@ -26,7 +27,6 @@ from db.users import (
     log_out,
     open_login,
     session_user,
-    user_by_email,
     user_for_login,
 )
 from errors import UserError
@@ -135,19 +135,34 @@ def _oidc_configured() -> bool:
         return False
 
 
+def single_sign_on() -> None:
+    """The single sign-on button; back from the identity provider, while its ID token is
+    valid, the identity's account is logged in (`db.single_sign_on`) or the refusal is shown
+    in one line, with a button that ends the refused identity's sign-on (to sign on as someone
+    else)."""
+    if not getattr(st.user, "is_logged_in", False) or not identity_current(st.user.get("exp")):
+        st.button("Log in with single sign-on", on_click=st.login)  # (again, once expired)
+        return
+    refusal = st.session_state.get("sso_refused")  # checked (and audited) once a session
+    if refusal is None:
+        try:
+            with session() as s:
+                user = sso_account(s, email=st.user.get("email"),
+                                   email_verified=st.user.get("email_verified"))
+        except UserError as e:
+            refusal = st.session_state["sso_refused"] = str(e)
+        else:
+            _sign_in(user)
+    st.error(escape_markdown(refusal))
+    st.button("Log out of single sign-on", on_click=st.logout)
+
+
 def login_page() -> None:
     """The login form (and, where `[auth]` is configured, single sign-on through st.login)."""
     st.title("Neural-MedBench Studio")
     st.caption("Clinician-validated evaluation of diagnostic reasoning in neurology")
     if _oidc_configured():
-        if getattr(st.user, "is_logged_in", False):
-            with session() as s:
-                user = user_by_email(s, email=st.user.email)
-            if user is not None:
-                _sign_in(user)
-            st.error(f"No active account for {escape_markdown(st.user.email)}; ask an admin "
-                     "to add it.")
-        st.button("Log in with single sign-on", on_click=st.login)
+        single_sign_on()
     with st.form("login"):
         name = st.text_input("Username", max_chars=MAX_NAME)
         password = st.text_input("Password", type="password")

@@ -49,12 +49,12 @@ def url(home: Path) -> Iterator[str]:
 
 @contextlib.contextmanager
 def streamlit_app(home: Path, env: dict[str, str] | None = None, args: Sequence[str] = (),
-                  log: Path | None = None) -> Iterator[str]:
-    """`streamlit run serve.py` (the app and its volume route) on a free loopback port with
-    NMB_HOME = `home` (and the variables in `env`, the extra command-line `args`); yields its
-    URL, with the path prefix if `args` give one. The server's output goes to `log` (a
-    temporary file if not given)."""
-    port = free_port()
+                  log: Path | None = None, port: int | None = None) -> Iterator[str]:
+    """`streamlit run serve.py` (the app and its volume route) on a loopback port (`port`, or
+    a free one) with NMB_HOME = `home` (and the variables in `env`, the extra command-line
+    `args`); yields its URL, with the path prefix if `args` give one. The server's output goes
+    to `log` (a temporary file if not given)."""
+    port = port or free_port()
     env = {**os.environ, **(env or {}), "NMB_HOME": str(home)}
     env.pop("NMB_DATABASE_URL", None)
     prefix = args[list(args).index("--server.baseUrlPath") + 1].strip("/") \

@@ -73,6 +73,24 @@ def test_roles_and_passwords_change_with_their_rules(nmb_home: Path, tmp_path: P
     assert b"another long one" not in (nmb_home / "study.db").read_bytes()
 
 
+def test_an_accounts_single_sign_on_email_is_set_changed_and_removed(nmb_home: Path) -> None:
+    assert nmb("users", "add", "ana", "--role", "expert", "--email", "Ana@Hospital.example",
+               stdin="twelve chars\n").returncode == 0
+    assert nmb("users", "add", "bo", "--role", "student", stdin="twelve chars\n").returncode == 0
+    taken = nmb("users", "email", "bo", "ANA@hospital.example")
+    assert taken.returncode == 2 and taken.stderr.strip() == (
+        "nmb: the e-mail 'ana@hospital.example' is already the account 'ana''s")
+    wrong = nmb("users", "email", "bo", "bo at hospital")
+    assert wrong.returncode == 2 and wrong.stderr.strip() == (
+        "nmb: the e-mail 'bo at hospital' is not an address like name@hospital.example")
+    out = nmb("users", "email", "bo", "Bo@Hospital.example")
+    assert out.returncode == 0 and out.stdout.strip() == "bo signs on as bo@hospital.example"
+    assert nmb("users", "email", "ana").stdout.strip() == "ana has no single sign-on"
+    assert nmb("users", "list").stdout.splitlines() == [
+        "ana                      expert     active",
+        "bo                       student    active   bo@hospital.example"]
+
+
 def test_user_mistakes_are_one_line_and_exit_2(nmb_home: Path) -> None:
     cases = [
         ("users", "add", "x", "--role", "surgeon"),

@@ -11,6 +11,7 @@ from sqlmodel import select
 from db.bundle.importer import import_bundle
 from db.engine import session
 from db.models import Case, User
+from db.users import add_user
 from tests.apptest import app, make_user, page, page_payload
 from tests.factories import make_study
 from ui.auth import LoggedIn
@@ -240,3 +241,28 @@ def test_model_responses_import_from_the_admin_page(sqlite_url: str, tmp_path: P
     next(b for b in at.button if b.label == "Import").click().run()
     [problems] = [df.value for df in at.dataframe if "problem" in df.value.columns]
     assert list(problems["problem"]) == ['1 task_id is not a task of this study: "t9" (row 2)']
+
+
+def test_an_accounts_single_sign_on_email_is_set_on_the_admin_page(sqlite_url: str) -> None:
+    with session() as s:
+        add_user(s, name="dr-a", role="expert", password="pw", email="taken@hospital.example")
+        add_user(s, name="dr-b", role="expert", password="pw")
+        s.commit()
+    at = page("pages/admin.py", make_user("root", "admin"))
+    at.query_params["section"] = "Users"
+    at.run()
+
+    def submit(email: str) -> None:
+        at.selectbox(key="email_of").set_value("dr-b")
+        next(t for t in at.text_input if t.label == "E-mail the identity provider sends"
+             ).input(email)
+        next(b for b in at.button if b.label == "Set e-mail").click().run()
+        assert not at.exception, at.exception
+
+    submit("TAKEN@hospital.example")
+    assert [e.value for e in at.error] == [
+        "the e\\-mail 'taken@hospital\\.example' is already the account 'dr\\-a''s"]
+    submit(" Dr.B@Hospital.example ")
+    assert [m.value for m in at.success] == ["dr\\-b signs on as dr\\.b@hospital\\.example\\."]
+    with session() as s:
+        assert s.exec(select(User.email).where(User.name == "dr-b")).one() == "dr.b@hospital.example"

@@ -1,0 +1,141 @@
+"""Single sign-on for real, in Chromium: `st.login` against a local OpenID Connect provider
+(`oidc-provider`, tests/oidc). An identity logs in as the account with its e-mail (ignoring
+case) and lands on its role's page; an identity without an account, or with a disabled one,
+is refused in one line and gets no session; logout ends the session: the login token is
+revoked, Streamlit's identity cookie cleared and the provider's session ended; an identity
+whose ID token has expired must sign on again."""
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from sqlmodel import Session, func, select
+
+from db.engine import engine_for
+from db.models import LoginToken, User
+from db.users import add_user, disable_user
+from tests.browser.conftest import log_out, login_cookie, settled, streamlit_app, wait_until
+from tests.oidc.provider import (
+    Identity,
+    Provider,
+    callback_url,
+    oidc_provider,
+    secrets_env,
+    sign_on,
+    sign_out_at_provider,
+    write_auth_secrets,
+)
+from tests.services import free_port
+
+pytestmark = [pytest.mark.browser, pytest.mark.oidc]
+
+EXPERT = Identity("dr-known", "SSO.Expert@Hospital.example", "Dr Known")  # the account: lower-case
+STRANGER = Identity("dr-stranger", "stranger@hospital.example", "Dr Stranger")
+GONE = Identity("dr-gone", "gone@hospital.example", "Dr Gone")
+BRIEF = Identity("dr-brief", "sso.expert@hospital.example", "Dr Known", id_token_ttl=1)
+SSO_COOKIE = "_streamlit_user"  # st.login's identity cookie
+PROVIDER_SESSION = "_session"  # oidc-provider's session (cookies do not tell ports apart)
+
+
+@dataclass
+class SsoApp:
+    url: str
+    home: Path
+    provider: Provider
+
+
+def _db(home: Path) -> Session:
+    return Session(engine_for(f"sqlite:///{home / 'study.db'}"), expire_on_commit=False)
+
+
+@pytest.fixture(scope="module")
+def sso(home: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SsoApp]:
+    """The app with `[auth]` pointing at the provider; accounts for the expert's and the
+    disabled identity's e-mails (none for the stranger's)."""
+    with _db(home) as s:
+        add_user(s, name="sso-expert", role="expert", password="unused-password",
+                 email=EXPERT.email.lower())
+        add_user(s, name="sso-gone", role="student", password="unused-password", email=GONE.email)
+        disable_user(s, name="sso-gone")
+        s.commit()
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    with oidc_provider([callback_url(base)], [EXPERT, STRANGER, GONE, BRIEF]) as provider:
+        secrets = write_auth_secrets(tmp_path_factory.mktemp("sso"), provider, base_url=base)
+        with streamlit_app(home, env=secrets_env(secrets), port=port) as url:
+            yield SsoApp(url, home, provider)
+
+
+def _cookie(context, name: str) -> str | None:
+    return next((c["value"] for c in context.cookies() if c["name"] == name), None)
+
+
+def _tokens(home: Path, name: str) -> int:
+    with _db(home) as s:
+        return s.exec(select(func.count()).select_from(LoginToken).join(User)
+                      .where(User.name == name)).one()
+
+
+def test_an_identity_logs_in_as_its_account_until_logout(browser, sso: SsoApp) -> None:
+    ctx = browser.new_context()
+    page = ctx.new_page()
+    sign_on(page, sso.url, sso.provider, EXPERT)
+    page.get_by_role("heading", name="Score rationales").wait_for(timeout=30_000)  # an expert's
+    wait_until(lambda: login_cookie(ctx), "the login cookie")
+    assert _cookie(ctx, SSO_COOKIE) and _cookie(ctx, PROVIDER_SESSION)
+    assert _tokens(sso.home, "sso-expert") == 1
+    page.reload()  # a new Streamlit session: still the expert
+    page.get_by_role("heading", name="Score rationales").wait_for(timeout=30_000)
+
+    log_out(page)
+    sign_out_at_provider(page, sso.provider)
+    assert _tokens(sso.home, "sso-expert") == 0  # the login token is revoked
+    wait_until(lambda: not _cookie(ctx, SSO_COOKIE), "the single sign-on cookie cleared")
+    assert not _cookie(ctx, PROVIDER_SESSION)  # the provider's session ended too
+    page.goto(f"{sso.url}/score")
+    settled(page)
+    page.get_by_role("button", name="Log in with single sign-on").wait_for(timeout=30_000)
+    assert page.get_by_role("heading", name="Score rationales").count() == 0
+    ctx.close()
+
+
+@pytest.mark.parametrize(("identity", "message"), [
+    (STRANGER, "No account has the e-mail stranger@hospital.example; ask an admin to add it."),
+    (GONE, "The account for gone@hospital.example is disabled; ask an admin."),
+])
+def test_an_identity_without_an_enabled_account_is_refused(
+        browser, sso: SsoApp, identity: Identity, message: str) -> None:
+    ctx = browser.new_context()
+    page = ctx.new_page()
+    with _db(sso.home) as s:
+        tokens = s.exec(select(func.count()).select_from(LoginToken)).one()
+    sign_on(page, sso.url, sso.provider, identity)
+    page.get_by_text(message, exact=True).wait_for(timeout=30_000)
+    assert login_cookie(ctx) is None
+    with _db(sso.home) as s:
+        assert s.exec(select(func.count()).select_from(LoginToken)).one() == tokens  # no session
+    page.goto(f"{sso.url}/score")  # no page opens either
+    page.get_by_text(message, exact=True).wait_for(timeout=30_000)
+    assert page.get_by_role("button", name="Log out", exact=True).count() == 0
+
+    page.get_by_role("button", name="Log out of single sign-on").click()  # to sign on anew
+    sign_out_at_provider(page, sso.provider)
+    wait_until(lambda: not _cookie(ctx, SSO_COOKIE), "the single sign-on cookie cleared")
+    assert not _cookie(ctx, PROVIDER_SESSION)
+    assert page.get_by_text(message, exact=True).count() == 0
+    ctx.close()
+
+
+def test_an_identity_whose_id_token_expired_must_sign_on_again(browser, sso: SsoApp) -> None:
+    """Streamlit keeps the identity for 30 days; a session opens only while its ID token is
+    valid (here 1 s, the app's page held back 3 s after the provider's redirect)."""
+    ctx = browser.new_context()
+    page = ctx.new_page()
+    tokens = _tokens(sso.home, "sso-expert")
+    sign_on(page, sso.url, sso.provider, BRIEF, delay_return=3)
+    page.get_by_role("button", name="Log in with single sign-on").wait_for(timeout=30_000)
+    assert _cookie(ctx, SSO_COOKIE)  # Streamlit still holds the identity...
+    assert login_cookie(ctx) is None and _tokens(sso.home, "sso-expert") == tokens  # ...unused
+    assert page.get_by_role("heading", name="Score rationales").count() == 0
+    ctx.close()
