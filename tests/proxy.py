@@ -19,8 +19,11 @@ import subprocess
 import tempfile
 import time
 import tomllib
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
+from email.message import Message
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -138,3 +141,21 @@ def nginx_proxy(upstream_url: str, port: int | None = None) -> Iterator[Proxy]:
             proc.wait(timeout=20)
     finally:
         shutil.rmtree(directory, ignore_errors=True)
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args, **kwargs):
+        return None
+
+
+def https_get(proxy: Proxy, url: str, cookie: str | None = None) -> tuple[int, Message, bytes]:
+    """Status, headers (any case) and body of a GET through the proxy (certificate verified,
+    redirects not followed), with the login cookie if given."""
+    opener = urllib.request.build_opener(
+        _NoRedirect, urllib.request.HTTPSHandler(context=proxy.ssl_context()))
+    headers = {"Cookie": f"nmb_login={cookie}"} if cookie else {}
+    try:
+        with opener.open(urllib.request.Request(url, headers=headers), timeout=30) as answer:
+            return answer.status, answer.headers, answer.read()
+    except urllib.error.HTTPError as refused:
+        return refused.code, refused.headers, refused.read()

@@ -9,11 +9,12 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
 import pytest
+import sqlalchemy
 from PIL import Image
 
 from tests.services import free_port, require
@@ -55,8 +56,8 @@ def streamlit_app(home: Path, env: dict[str, str] | None = None, args: Sequence[
     `args`); yields its URL, with the path prefix if `args` give one. The server's output goes
     to `log` (a temporary file if not given)."""
     port = port or free_port()
-    env = {**os.environ, **(env or {}), "NMB_HOME": str(home)}
-    env.pop("NMB_DATABASE_URL", None)
+    inherited = {k: v for k, v in os.environ.items() if k != "NMB_DATABASE_URL"}
+    env = {**inherited, **(env or {}), "NMB_HOME": str(home)}  # a database URL only from `env`
     prefix = args[list(args).index("--server.baseUrlPath") + 1].strip("/") \
         if "--server.baseUrlPath" in args else ""
     url = f"http://127.0.0.1:{port}" + (f"/{prefix}" if prefix else "")
@@ -198,3 +199,33 @@ def canvas_pixels(frame, index: int) -> np.ndarray:
     """The grey levels of the viewer's `index`-th canvas as drawn on screen."""
     png = frame.locator("canvas").nth(index).screenshot()
     return np.asarray(Image.open(io.BytesIO(png)).convert("L"), dtype=np.float32)
+
+
+def submitted_scores(database_url: str, rater: str) -> int:
+    """How many scores `rater` has submitted, read from the study database at `database_url`."""
+    engine = sqlalchemy.create_engine(database_url)
+    try:
+        with engine.connect() as c:
+            return c.execute(sqlalchemy.text(
+                'SELECT count(*) FROM expertscore e JOIN assignment a ON a.id = e.assignment_id '
+                'JOIN "user" u ON u.id = a.rater_id WHERE e.status = \'submitted\' '
+                'AND u.name = :rater'), {"rater": rater}).scalar_one()
+    finally:
+        engine.dispose()
+
+
+def submit_a_score(page, submitted: Callable[[], int]) -> None:
+    """On /score: choose the first level of every criterion left open and Submit, until
+    `submitted()` (the rater's count of submitted scores) has grown by one."""
+    before = submitted()
+    for _ in range(3):  # a level clicked while a rerun redraws the form is clicked again
+        settled(page)
+        for radio in fresh(page).locator('[data-testid="stRadio"]').all():
+            if not radio.locator("input:checked").count():
+                radio.locator('[data-testid="stRadioOption"]').first.click()
+                settled(page)
+        fresh(page).get_by_role("button", name="Submit").click()
+        settled(page)
+        if submitted() > before:
+            break
+    wait_until(lambda: submitted() == before + 1, "the score submitted")

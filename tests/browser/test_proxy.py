@@ -8,11 +8,7 @@ upload above the app's cap stops at nginx."""
 
 import json
 import socket
-import sqlite3
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
-from email.message import Message
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -21,14 +17,13 @@ import pytest
 from db.engine import HEAD_REVISION
 from tests.browser.conftest import (
     canvas_pixels,
-    fresh,
     loaded_viewer,
     login,
-    settled,
     streamlit_app,
-    wait_until,
+    submit_a_score,
+    submitted_scores,
 )
-from tests.proxy import PREFIX, Proxy, nginx_proxy, require_nginx, upload_cap_mib
+from tests.proxy import PREFIX, Proxy, https_get, nginx_proxy, require_nginx, upload_cap_mib
 
 pytestmark = [pytest.mark.browser, pytest.mark.nginx]
 
@@ -44,42 +39,15 @@ def proxied(home: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tu
         yield proxy, log
 
 
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args, **kwargs):
-        return None
-
-
-def _get(proxy: Proxy, url: str, cookie: str | None = None) -> tuple[int, Message, bytes]:
-    """Status, headers (any case) and body of a GET through the proxy (certificate verified)."""
-    opener = urllib.request.build_opener(
-        _NoRedirect, urllib.request.HTTPSHandler(context=proxy.ssl_context()))
-    headers = {"Cookie": f"nmb_login={cookie}"} if cookie else {}
-    try:
-        with opener.open(urllib.request.Request(url, headers=headers), timeout=30) as answer:
-            return answer.status, answer.headers, answer.read()
-    except urllib.error.HTTPError as refused:
-        return refused.code, refused.headers, refused.read()
-
-
-def _submitted(home: Path, rater: str) -> int:
-    db = sqlite3.connect(home / "study.db")
-    try:
-        return db.execute("SELECT count(*) FROM expertscore e JOIN assignment a ON "
-                          "a.id = e.assignment_id JOIN \"user\" u ON u.id = a.rater_id "
-                          "WHERE e.status = 'submitted' AND u.name = ?", (rater,)).fetchone()[0]
-    finally:
-        db.close()
-
-
 def test_health_redirects_and_the_upload_cap_through_the_proxy(proxied) -> None:
     proxy, log = proxied
-    status, headers, body = _get(proxy, f"{proxy.url}{PREFIX}healthz")
+    status, headers, body = https_get(proxy, f"{proxy.url}{PREFIX}healthz")
     assert (status, json.loads(body)) == (200, {"status": "ok", "db_revision": HEAD_REVISION})
     assert headers["Strict-Transport-Security"] == "max-age=31536000"
-    assert _get(proxy, f"{proxy.url}/healthz")[0] == 404  # outside the prefix: nothing
-    status, headers, _ = _get(proxy, f"{proxy.http_url}{PREFIX}score")
+    assert https_get(proxy, f"{proxy.url}/healthz")[0] == 404  # outside the prefix: nothing
+    status, headers, _ = https_get(proxy, f"{proxy.http_url}{PREFIX}score")
     assert (status, headers["Location"]) == (301, f"https://127.0.0.1{PREFIX}score")
-    status, headers, _ = _get(proxy, f"{proxy.url}/")
+    status, headers, _ = https_get(proxy, f"{proxy.url}/")
     assert (status, headers["Location"]) == (302, f"{proxy.url}{PREFIX}")
 
     # An upload one byte above the cap's allowance is refused by nginx before any byte is sent.
@@ -114,22 +82,12 @@ def test_an_expert_scores_over_https_under_the_prefix(browser, proxied, home: Pa
     [cookie] = [c for c in context.cookies() if c["name"] == "nmb_login"]
     assert cookie["secure"] and cookie["path"] == "/nmb" and cookie["sameSite"] == "Strict"
     volume = volumes[0].url
-    assert _get(proxy, volume)[0] == 403  # no login cookie
-    status, headers, _ = _get(proxy, volume, cookie["value"])
+    assert https_get(proxy, volume)[0] == 403  # no login cookie
+    status, headers, _ = https_get(proxy, volume, cookie["value"])
     assert status == 200 and headers["Cache-Control"] == "private, no-cache"
 
-    before = _submitted(home, "demo-expert1")
-    for _ in range(3):  # a level clicked while a rerun redraws the form is clicked again
-        settled(page)
-        for radio in fresh(page).locator('[data-testid="stRadio"]').all():
-            if not radio.locator("input:checked").count():
-                radio.locator('[data-testid="stRadioOption"]').first.click()
-                settled(page)
-        fresh(page).get_by_role("button", name="Submit").click()
-        settled(page)
-        if _submitted(home, "demo-expert1") > before:
-            break
-    wait_until(lambda: _submitted(home, "demo-expert1") == before + 1, "the score submitted")
+    submit_a_score(page, lambda: submitted_scores(f"sqlite:///{home / 'study.db'}",
+                                                  "demo-expert1"))
     context.close()
 
 
