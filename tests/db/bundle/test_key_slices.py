@@ -14,7 +14,7 @@ from db.engine import engine_for, nmb_home
 from db.models import Case, Series
 from imaging.key_slices import ras_shape, render_key_slice
 from llm.model_request import CollectSettings
-from tests.db.bundles import write_bundle
+from tests.db.bundle.bundles import write_bundle
 from tests.openai_server import OpenAIServer
 
 KEY_SLICES = [{"series": "FLAIR", "plane": "axial", "index": 3},
