@@ -44,7 +44,7 @@ def _fail(why: str) -> None:
     raise PydanticCustomError("bundle", "{why}", {"why": why})
 
 
-def _rule(check: Callable[[Any], str | None]) -> AfterValidator:
+def rule(check: Callable[[Any], str | None]) -> AfterValidator:
     """A check after the type's: `check(value)` says what is wrong, or None."""
     def run(v: Any) -> Any:
         if (why := check(v)) is not None:
@@ -65,7 +65,7 @@ def _whole(why: str) -> WrapValidator:
     return WrapValidator(wrap)
 
 
-def _one_of(options: tuple) -> Any:
+def one_of(options: tuple) -> Any:
     """One of `options`, of their type (true is not 1): "is not 1, 2 or 3"."""
     label = (json.dumps(options[0]) if len(options) == 1
              else f"{', '.join(map(str, options[:-1]))} or {options[-1]}")
@@ -80,7 +80,7 @@ def _one_of(options: tuple) -> Any:
 
 def _filled(max_len: int | None = None) -> Any:
     """Text that is not blank, of at most `max_len` characters."""
-    return Annotated[str, _rule(lambda v: "is empty" if not v.strip() else
+    return Annotated[str, rule(lambda v: "is empty" if not v.strip() else
                                 f"is longer than {max_len} characters"
                                 if max_len is not None and len(v) > max_len else None)]
 
@@ -101,19 +101,19 @@ def _usage(v: Any) -> str | None:
 
 
 Filled = _filled()
-Identifier = Annotated[str, _rule(
+Identifier = Annotated[str, rule(
     lambda v: None if v and v == v.strip() and len(v) <= 128 and v.isprintable()
     else "is not a valid id (1-128 printable characters, no surrounding spaces)")]
-ModelName = Annotated[Any, _rule(
+ModelName = Annotated[Any, rule(
     lambda v: None if (why := model_name_problem(v)) is None else f"is not a model name: {why}")]
-Sample = Annotated[int, _rule(
+Sample = Annotated[int, rule(
     lambda v: "is negative" if v < 0 else f"is larger than {MAX_SAMPLE}" if v > MAX_SAMPLE else None)]
 Scores = Annotated[dict[str, float], _whole("is not an object of finite numbers")]
 Strings = Annotated[list[str], _whole("is not a list of strings")]
-Stages = Annotated[Strings, _rule(
+Stages = Annotated[Strings, rule(
     lambda v: "contains an empty string" if any(not x.strip() for x in v) else None)]
 Marks = Annotated[list[bool], _whole("is not a list of true or false")]
-Usage = Annotated[Any, _rule(_usage)]
+Usage = Annotated[Any, rule(_usage)]
 
 
 # ---------------------------------------------------------------- records
@@ -126,7 +126,7 @@ class Record(BaseModel):
 class BundleMeta(Record):
     """bundle.json"""
 
-    format: _one_of((FORMAT,))
+    format: one_of((FORMAT,))
     name: _filled(256)
     description: str = None
 
@@ -147,7 +147,7 @@ class CaseRecord(Record):
 class SeriesEntry(Record):
     sequence: _filled(32)
     file: Filled
-    plane: _one_of(PICTURE_PLANES) = None
+    plane: one_of(PICTURE_PLANES) = None
     caption: _filled(MAX_CAPTION) = None
 
 
@@ -169,8 +169,8 @@ class TaskRecord(Record):
 
     task_id: Identifier
     case_id: Identifier
-    family: _one_of(FAMILIES)
-    level: _one_of(LEVELS)
+    family: one_of(FAMILIES)
+    level: one_of(LEVELS)
     prompt: Filled
     stages: Stages = None
     show_masks: bool = None
