@@ -12,12 +12,14 @@ from typing import Any, Literal, get_args
 from sqlalchemy import JSON, CheckConstraint, Column, DateTime, Text, UniqueConstraint, false
 from sqlmodel import AutoString, Field, SQLModel
 
-ROLES = ("admin", "expert", "physician", "student")
-FAMILIES = ("differential", "lesion", "rationale")
-LEVELS = (1, 2, 3)
+Role = Literal["admin", "expert", "physician", "student"]
+Family = Literal["differential", "lesion", "rationale"]
+ROLES, FAMILIES, LEVELS = get_args(Role), get_args(Family), (1, 2, 3)
 
 # The closed vocabularies of the study's rows: typed here, refused by the database otherwise
-# (a check constraint per column, migration 0013).
+# (a check constraint per column, migrations 0013 and 0014).
+ResponseSource = Literal["model", "physician", "student"]  # a human's: the taker's role
+PicturePlane = Literal["axial", "coronal", "sagittal", "none"]
 ScoreStatus = Literal["draft", "submitted"]
 RunStatus = Literal["running", "finished", "interrupted"]
 GradeItems = Literal["pending", "calibration", "all"]
@@ -63,7 +65,7 @@ class Setting(SQLModel, table=True):
 class User(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     name: str = Field(unique=True, index=True, max_length=64)
-    role: str = Field(max_length=16)
+    role: Role = _word(16)
     password_hash: str = Field(max_length=256)
     email: str | None = Field(default=None, unique=True, max_length=256)
     disabled: bool = False
@@ -74,7 +76,7 @@ class User(SQLModel, table=True):
     created_at: datetime = _when()
 
     __table_args__ = (
-        CheckConstraint("role IN ('admin', 'expert', 'physician', 'student')", name="ck_user_role"),
+        one_of("role", Role, "ck_user_role"),
     )
 
 
@@ -126,12 +128,13 @@ class Series(SQLModel, table=True):
     shape: list[int] = _json()
     voxel_sizes: list[float] = _json()
     picture: bool = Field(default=False, sa_column_kwargs={"server_default": false()})
-    plane: str | None = Field(default=None, max_length=16)
+    plane: PicturePlane | None = _word(16, default=None)
     caption: str | None = Field(default=None, max_length=500)
     width: int | None = None
     height: int | None = None
 
-    __table_args__ = (UniqueConstraint("case_id", "position"),)
+    __table_args__ = (UniqueConstraint("case_id", "position"),
+                      one_of("plane", PicturePlane, "ck_series_plane"))
 
 
 class Mask(SQLModel, table=True):
@@ -155,7 +158,7 @@ class Mask(SQLModel, table=True):
 class Task(SQLModel, table=True):
     task_id: str = Field(primary_key=True, max_length=128)
     case_id: str = Field(foreign_key="case.case_id", index=True, max_length=128)
-    family: str = Field(max_length=16)
+    family: Family = _word(16)
     level: int
     prompt: str = _text()
     stages: list[str] = _json()
@@ -166,7 +169,7 @@ class Task(SQLModel, table=True):
     show_masks: bool = Field(default=False, sa_column_kwargs={"server_default": false()})
 
     __table_args__ = (
-        CheckConstraint("family IN ('differential', 'lesion', 'rationale')", name="ck_task_family"),
+        one_of("family", Family, "ck_task_family"),
         CheckConstraint("level IN (1, 2, 3)", name="ck_task_level"),
     )
 
@@ -179,7 +182,7 @@ class Response(SQLModel, table=True):
 
     response_id: str = Field(primary_key=True, max_length=128)
     task_id: str = Field(foreign_key="task.task_id", index=True, max_length=128)
-    source: str = Field(max_length=16)  # "model" | "physician" | "student"
+    source: ResponseSource = _word(16)
     model: str | None = Field(default=None, max_length=128)
     user_id: int | None = Field(default=None, foreign_key="user.id")
     sample: int = 0
@@ -193,6 +196,7 @@ class Response(SQLModel, table=True):
     __table_args__ = (
         UniqueConstraint("task_id", "model", "sample"),
         CheckConstraint("sample >= 0", name="ck_response_sample"),
+        one_of("source", ResponseSource, "ck_response_source"),
     )
 
 

@@ -3,7 +3,7 @@
 Two invented cases on 4 mm images derived from the MNI152 2009a template bundled with nilearn
 (painted as the demo paints them: `demo.images`), three tasks (one with two stages) and the
 answers of two fictional models. Nothing here is patient data. The files are committed; this
-script rebuilds them exactly (tests/db/test_sample_bundle.py checks that):
+script rebuilds them exactly (tests/test_examples.py checks that):
 
     .venv/bin/python examples/make_sample_bundle.py [--out FOLDER]
 """

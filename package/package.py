@@ -50,7 +50,6 @@ import random
 import re
 import zipfile
 from dataclasses import dataclass
-from datetime import datetime
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -81,6 +80,19 @@ from grading.config import GraderSettings, config_hash, get_config
 from llm.call import CallResult, load_prices
 from llm.grader_request import GradeItem, SendJob, api_key_for, grade_request, send
 from llm.model_request import KeyImage, image_parts
+from package.members import (
+    CanaryRow,
+    CaseImages,
+    CaseRow,
+    Config,
+    Frozen,
+    Manifest,
+    Protocol,
+    ReportHead,
+    Seal,
+    TaskRow,
+    checked,
+)
 from package.sign import SIGNATURE, load_private, load_public, public_line, sign
 from package.sign import signed_by as signature_problem
 from package.zip import Caps, read_members
@@ -93,17 +105,11 @@ from rubric.render import Asked
 from rubric.schema import canonical_json
 
 FORMAT = "nmb-package-3"
-CONFIG_FIELDS = {"config_hash": str, "name": str, "model": str, "base_url": (str, type(None)),
-                 "temperature": (int, float), "seed": (int, type(None)), "max_tokens": int,
-                 "prompt_version": str, "rubric_hash": str, "vision": bool}
-CASE_FIELDS = ("case_id", "title", "ehr", "scores", "ground_truth")
-TASK_FIELDS = ("task_id", "case_id", "family", "level", "prompt", "stages")
-FROZEN_FIELDS = ("criteria", "correct_diagnosis", "error_tags", "overall")
+CASE_FIELDS = tuple(CaseRow.model_fields)
+TASK_FIELDS = tuple(k for k in TaskRow.model_fields if k != "case")
 SEAL = "seal.json"  # the sha256 of the manifest's fields: a manifest-only edit breaks it
 MEMBERS = ("rubric.toml", "tasks.jsonl", "canary.jsonl", "protocol.json", "report.json",
            "report.html", SEAL)
-MANIFEST_KEYS = {"format", "created_at", "tool_version", "config", "rubric", "report",
-                 "heldout_looks", "canary", "sha256"}
 DRIFT_LIMITS = {"criteria_agreement_min": 0.9, "overall_mad_max": 0.05}
 IMAGE_LIST = "images.jsonl"
 MiB = 2**20
@@ -118,7 +124,6 @@ MAX_MEMBERS = 4096
 MAX_SUPPLIED_IMAGES = 100_000  # PNG files looked at in an --images folder
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _IMAGE_MEMBER = re.compile(r"images/([0-9a-f]{64})\.png")
-_VERSION = re.compile(r"[0-9A-Za-z][0-9A-Za-z.+!_-]{0,63}")  # PEP 440 characters, or "unknown"
 
 
 def member_cap(name: str) -> int | None:
@@ -173,7 +178,7 @@ def _canary_items(s: Session, config: GraderConfig, size: int, seed: int) -> lis
     chosen = random.Random(seed).sample(rows, min(size, len(rows)))
     return [{"response_id": r.response_id, "task_id": r.task_id, "text": r.text,
              "turns": r.turns, "request_hash": g.request_hash,
-             "frozen": {k: getattr(g, k) for k in FROZEN_FIELDS},
+             "frozen": {k: getattr(g, k) for k in Frozen.model_fields},
              "model_returned": g.model_returned, "system_fingerprint": g.system_fingerprint}
             for g, r in sorted(chosen, key=lambda row: row[0].response_id)]
 
@@ -254,7 +259,7 @@ def freeze(s: Session, *, config_id: int, out: Path, canary_size: int = 20, seed
         members |= _key_image_members(s, sorted({t["case_id"] for t in tasks}), with_images)
     manifest = {
         "format": FORMAT, "created_at": utcnow().isoformat(), "tool_version": tool_version(),
-        "config": {k: getattr(config, k) for k in CONFIG_FIELDS},
+        "config": {k: getattr(config, k) for k in Config.model_fields},
         "rubric": {"id": rubric.id, "version": rubric.version, "hash": rubric.content_hash},
         "report": {"id": row.id, "part": row.part, "protocol_id": proto.id,
                    "protocol_sha256": proto.content_hash, "data_sha256": row.data_hash,
@@ -308,74 +313,29 @@ def _json(path: Path, name: str, data: bytes) -> Any:
         raise _refuse(path, f"{name} is not valid JSON ({type(e).__name__})") from None
 
 
-def _object(path: Path, where: str, value: Any, keys: tuple[str, ...] | set[str]) -> dict:
-    if not isinstance(value, dict):
-        raise _refuse(path, f"{where} must be a JSON object")
-    missing = [k for k in keys if k not in value]
-    if missing:
-        raise _refuse(path, f"{where} lacks {missing[0]!r}")
-    return value
-
-
 def _config(path: Path, manifest: dict) -> GraderConfig:
-    cfg = _object(path, "manifest.json config", manifest["config"], tuple(CONFIG_FIELDS))
-    for key, types in CONFIG_FIELDS.items():
-        kinds = types if isinstance(types, tuple) else (types,)
-        if not isinstance(cfg[key], kinds) or (isinstance(cfg[key], bool) and bool not in kinds):
-            raise _refuse(path, f"manifest.json config.{key} has the wrong type")
-    if set(cfg) != set(CONFIG_FIELDS):
-        raise _refuse(path, f"manifest.json config has unknown field "
-                      f"{sorted(set(cfg) - set(CONFIG_FIELDS))[0]!r}")
-    if not math.isfinite(cfg["temperature"]):
-        raise _refuse(path, "manifest.json config.temperature is not a finite number")
-    settings = GraderSettings(model=cfg["model"], base_url=cfg["base_url"],
-                              temperature=cfg["temperature"], seed=cfg["seed"],
-                              max_tokens=cfg["max_tokens"], prompt_version=cfg["prompt_version"],
-                              vision=cfg["vision"])
+    """The frozen config (its fields checked with the manifest), matching its config_hash."""
+    cfg = manifest["config"]
+    settings = GraderSettings(**{k: cfg[k] for k in ("model", "base_url", "temperature", "seed",
+                                                     "max_tokens", "prompt_version", "vision")})
     if config_hash(settings, cfg["rubric_hash"]) != cfg["config_hash"]:
         raise _refuse(path, "manifest.json config does not match its config_hash")
     return GraderConfig(**cfg)
 
 
-def _lines(path: Path, name: str, data: bytes) -> list[dict]:
+def _lines(path: Path, name: str, data: bytes) -> list[Any]:
     rows = []
     for n, line in enumerate(data.decode("utf-8", errors="strict").splitlines(), 1):
         try:
-            row = json.loads(line)
+            rows.append(json.loads(line))
         except (ValueError, RecursionError):
             raise _refuse(path, f"{name} line {n} is not valid JSON") from None
-        if not isinstance(row, dict):
-            raise _refuse(path, f"{name} line {n} must be a JSON object")
-        rows.append(row)
     return rows
 
 
-def _task(path: Path, n: int, row: dict) -> tuple[Task, Case]:
-    where = f"tasks.jsonl line {n}"
-    _object(path, where, row, (*TASK_FIELDS, "case"))
-    case = _object(path, f"{where} case", row["case"], CASE_FIELDS)
-    ok = (all(isinstance(row[k], str) for k in ("task_id", "case_id", "family", "prompt"))
-          and isinstance(row["level"], int)
-          and (row["stages"] is None or (isinstance(row["stages"], list)
-                                         and all(isinstance(x, str) for x in row["stages"])))
-          and all(isinstance(case[k], str) for k in ("case_id", "title", "ehr"))
-          and isinstance(case["scores"], dict | None) and isinstance(case["ground_truth"], dict))
-    if not ok:
-        raise _refuse(path, f"{where} has a field of the wrong type")
-    return Task(**{k: row[k] for k in TASK_FIELDS}), Case(**case)
-
-
-def _canary_row(path: Path, n: int, row: dict) -> dict:
-    where = f"canary.jsonl line {n}"
-    _object(path, where, row, ("response_id", "task_id", "text", "turns", "request_hash",
-                               "frozen", "model_returned", "system_fingerprint"))
-    frozen = _object(path, f"{where} frozen", row["frozen"], FROZEN_FIELDS)
-    ok = (all(isinstance(row[k], str) for k in ("response_id", "task_id", "text", "request_hash"))
-          and isinstance(row["turns"], list | None) and isinstance(frozen["criteria"], dict)
-          and isinstance(frozen["overall"], int | float))
-    if not ok:
-        raise _refuse(path, f"{where} has a field of the wrong type")
-    return row
+def _task(path: Path, n: int, row: Any) -> tuple[Task, Case]:
+    checked(path, f"tasks.jsonl line {n}", row, TaskRow)
+    return Task(**{k: row[k] for k in TASK_FIELDS}), Case(**row["case"])
 
 
 def _open(path: Path, sha256: str | None) -> tuple[str, dict[str, bytes]]:
@@ -399,73 +359,33 @@ def _open(path: Path, sha256: str | None) -> tuple[str, dict[str, bytes]]:
         raise _refuse(path, f"cannot read ({e.strerror})") from None
 
 
-def _exact(path: Path, where: str, value: Any, keys: set[str]) -> dict:
-    """A JSON object with exactly `keys`: none missing, none unknown."""
-    _object(path, where, value, sorted(keys))
-    if unknown := sorted(set(value) - keys):
-        raise _refuse(path, f"{where} has unknown field {str(unknown[0])[:40]!r}")
-    return value
-
-
-def _integer(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
 def _manifest(path: Path, members: dict[str, bytes]) -> dict[str, Any]:
-    """The manifest: exactly its fields, each of its type, the members' hashes, and the seal
-    (so a field edited alone, whatever it is, is refused)."""
+    """The manifest: its format, exactly its fields, each of its type (`Manifest`), and the
+    members' hashes (the seal is checked last, so a field edited alone is refused)."""
     if absent := sorted({"manifest.json", *MEMBERS} - set(members)):
         raise _refuse(path, f"member {absent[0]!r} is missing")
-    manifest = _exact(path, "manifest.json", _json(path, "manifest.json",
-                                                   members["manifest.json"]), MANIFEST_KEYS)
-    if manifest["format"] != FORMAT:
-        hint = " (made by an older version: freeze it again)" if manifest["format"] in (
+    manifest = _json(path, "manifest.json", members["manifest.json"])
+    if isinstance(manifest, dict) and manifest.get("format") != FORMAT:
+        hint = " (made by an older version: freeze it again)" if manifest.get("format") in (
             "nmb-package-1", "nmb-package-2") else ""
-        raise _refuse(path, f"format {str(manifest['format'])[:40]!r}, expected {FORMAT!r}{hint}")
-    hashes = _object(path, "manifest.json sha256", manifest["sha256"], MEMBERS)
-    if set(hashes) != set(members) - {"manifest.json", SIGNATURE}:
+        raise _refuse(path, f"format {str(manifest.get('format'))[:40]!r}, expected {FORMAT!r}{hint}")
+    checked(path, "manifest.json", manifest, Manifest)
+    if set(manifest["sha256"]) != set(members) - {"manifest.json", SIGNATURE}:
         raise _refuse(path, "manifest.json sha256 does not list exactly the package's members")
-    for name in hashes:
-        if hashlib.sha256(members[name]).hexdigest() != hashes[name]:
+    for name, digest in manifest["sha256"].items():
+        if hashlib.sha256(members[name]).hexdigest() != digest:
             raise _refuse(path, f"{name} does not match its sha256 in manifest.json")
-    try:
-        created = datetime.fromisoformat(manifest["created_at"])
-    except (TypeError, ValueError):
-        created = None
-    if created is None or created.tzinfo is None:
-        raise _refuse(path, "manifest.json created_at is not an ISO 8601 time with its zone")
-    if not (isinstance(manifest["tool_version"], str)
-            and _VERSION.fullmatch(manifest["tool_version"])):
-        raise _refuse(path, "manifest.json tool_version is not a version string")
-    rubric = _exact(path, "manifest.json rubric", manifest["rubric"], {"id", "version", "hash"})
-    if not all(isinstance(rubric[k], str) for k in ("id", "version", "hash")):
-        raise _refuse(path, "manifest.json rubric has a field of the wrong type")
-    _exact(path, "manifest.json report", manifest["report"],
-           {"id", "part", "protocol_id", "protocol_sha256", "data_sha256", "passed", "gate"})
-    looks_ = manifest["heldout_looks"]
-    if not (isinstance(looks_, list) and looks_ and all(
-            isinstance(x, dict) and set(x) - {"suspended"} == {"config_id", "passed", "revoked"}
-            and x.get("suspended", True) is True
-            and _integer(x["config_id"]) and isinstance(x["passed"], bool)
-            and isinstance(x["revoked"], bool) for x in looks_)):
-        raise _refuse(path, "manifest.json heldout_looks must list every held-out look "
-                      "(config_id, passed, revoked[, suspended: true])")
-    standing = [x["config_id"] for x in looks_ if "suspended" not in x]
+    standing = [x["config_id"] for x in manifest["heldout_looks"] if "suspended" not in x]
     if len(set(standing)) != len(standing):  # a config looks again only after a suspension
         raise _refuse(path, "manifest.json heldout_looks lists a config twice")
-    canary_info = _exact(path, "manifest.json canary", manifest["canary"],
-                         {"items", "seed", "drift_limits"})
-    if not (_integer(canary_info["items"]) and _integer(canary_info["seed"])):
-        raise _refuse(path, "manifest.json canary items and seed must be whole numbers")
-    _drift_limits(path, canary_info["drift_limits"])
     return manifest
 
 
 def _check_seal(path: Path, manifest: dict, members: dict[str, bytes]) -> None:
     """Last: a manifest edit that every other check let through (a time, a seed, limits still
     in range) is refused here."""
-    seal = _exact(path, SEAL, _json(path, SEAL, members[SEAL]), {"manifest_sha256"})
-    if seal["manifest_sha256"] != manifest_digest(manifest):
+    seal = checked(path, SEAL, _json(path, SEAL, members[SEAL]), Seal)
+    if seal.manifest_sha256 != manifest_digest(manifest):
         raise _refuse(path, f"manifest.json was edited after freeze (its fields do not match "
                       f"the sha256 in {SEAL})")
 
@@ -501,8 +421,9 @@ def verify(path: Path, *, sha256: str | None = None, images: Path | None = None,
         for n, row in enumerate(_lines(path, "tasks.jsonl", members["tasks.jsonl"]), 1):
             task, case = _task(path, n, row)
             tasks[task.task_id] = (task, case)
-        canary = [_canary_row(path, n, row) for n, row in
-                  enumerate(_lines(path, "canary.jsonl", members["canary.jsonl"]), 1)]
+        canary = _lines(path, "canary.jsonl", members["canary.jsonl"])
+        for n, row in enumerate(canary, 1):
+            checked(path, f"canary.jsonl line {n}", row, CanaryRow)
     except UnicodeDecodeError:
         raise _refuse(path, "a JSONL member is not UTF-8 text") from None
     if manifest["canary"]["items"] != len(canary) or not canary:
@@ -555,14 +476,10 @@ def _case_images(path: Path, members: dict[str, bytes], config: GraderConfig,
     listing: dict[str, list[tuple[str, str]]] = {}
     for n, row in enumerate(_lines(path, IMAGE_LIST, members[IMAGE_LIST]), 1):
         where = f"{IMAGE_LIST} line {n}"
-        _object(path, where, row, ("case_id", "images"))
-        shown = row["images"]
-        if (row["case_id"] not in case_ids or row["case_id"] in listing
-                or not isinstance(shown, list)
-                or not all(isinstance(i, dict) and isinstance(i.get("caption"), str)
-                           and _HEX64.fullmatch(str(i.get("sha256"))) for i in shown)):
+        checked(path, where, row, CaseImages)
+        if row["case_id"] not in case_ids or row["case_id"] in listing:
             raise _refuse(path, f"{where} is not a case of the package with its images")
-        listing[row["case_id"]] = [(i["caption"], i["sha256"]) for i in shown]
+        listing[row["case_id"]] = [(i["caption"], i["sha256"]) for i in row["images"]]
     if absent := sorted(case_ids - set(listing)):
         raise _refuse(path, f"{IMAGE_LIST} does not list case {absent[0]!r}")
     wanted = {h for shown in listing.values() for _, h in shown}
@@ -581,19 +498,18 @@ def _case_images(path: Path, members: dict[str, bytes], config: GraderConfig,
 def _report(path: Path, manifest: dict, members: dict[str, bytes],
             config: GraderConfig) -> Report:
     """The validating report and its protocol, consistent with the manifest and the config."""
-    summary = _object(path, "manifest.json report", manifest["report"],
-                      ("id", "protocol_sha256", "data_sha256", "passed", "gate"))
-    proto = _object(path, "protocol.json", _json(path, "protocol.json", members["protocol.json"]),
-                    ("sha256", "content"))
-    if hashlib.sha256(canonical_json(proto["content"]).encode()).hexdigest() != proto["sha256"]:
+    summary = manifest["report"]
+    proto = checked(path, "protocol.json", _json(path, "protocol.json", members["protocol.json"]),
+                    Protocol)
+    if hashlib.sha256(canonical_json(proto.content).encode()).hexdigest() != proto.sha256:
         raise _refuse(path, "protocol.json does not match its sha256")
-    data = _object(path, "report.json", _json(path, "report.json", members["report.json"]),
-                   ("id", "protocol_hash", "data_hash", "passed", "validates", "gate"))
+    data = _json(path, "report.json", members["report.json"])
+    checked(path, "report.json", data, ReportHead)
     try:
         report = Report.from_json({k: v for k, v in data.items() if k != "id"})
     except (TypeError, KeyError, ValueError):
         raise _refuse(path, "report.json is not a calibration report") from None
-    facts = [(data["id"], summary["id"], "id"), (report.protocol_hash, proto["sha256"], "protocol"),
+    facts = [(data["id"], summary["id"], "id"), (report.protocol_hash, proto.sha256, "protocol"),
              (report.protocol_hash, summary["protocol_sha256"], "protocol"),
              (report.data_hash, summary["data_sha256"], "data sha256"),
              (report.passed, summary["passed"], "verdict"),
@@ -601,7 +517,7 @@ def _report(path: Path, manifest: dict, members: dict[str, bytes],
              (report.config_id is not None, True, "config"),
              (report.part, summary["part"], "part"),
              (report.protocol_id, summary["protocol_id"], "protocol id"),
-             (proto.get("id"), summary["protocol_id"], "protocol id")]
+             (proto.id, summary["protocol_id"], "protocol id")]
     for got, want, what in facts:
         if got != want:
             raise _refuse(path, f"report.json and manifest.json disagree on the {what}")
@@ -612,16 +528,6 @@ def _report(path: Path, manifest: dict, members: dict[str, bytes],
         raise _refuse(path, "manifest.json heldout_looks does not list the validating look "
                       f"of config {report.config_id} as passed and not revoked")
     return report
-
-
-def _drift_limits(path: Path, limits: Any) -> None:
-    ranges = {"criteria_agreement_min": (0.5, 1.0), "overall_mad_max": (0.0, 0.5)}
-    _exact(path, "manifest.json canary.drift_limits", limits, set(ranges))
-    for key, (lo, hi) in ranges.items():
-        v = limits[key]
-        if isinstance(v, bool) or not isinstance(v, int | float) or not lo <= v <= hi:
-            raise _refuse(path, f"manifest.json canary.drift_limits.{key} must be in "
-                          f"[{lo:g}, {hi:g}]")
 
 
 # ---------------------------------------------------------------- grade and canary

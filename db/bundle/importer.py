@@ -23,9 +23,9 @@ from sqlmodel import Session, select
 
 from db.audit import record
 from db.bundle.errors import BundleInvalid, Problem
+from db.bundle.records import FORMAT
 from db.bundle.store import Workspace, image_path
 from db.bundle.validate import (
-    FORMAT,
     MaskFile,
     SeriesFile,
     ValidBundle,

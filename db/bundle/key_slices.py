@@ -6,9 +6,10 @@ the case; the index range once the images are known (from the image header, on i
 """
 
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from db.bundle.errors import Problem
+from db.bundle.records import Record, check_fields, one_of, rule, show
 from errors import UserError
 from imaging.geometry import PLANES
 from imaging.key_slices import n_slices
@@ -16,10 +17,10 @@ from imaging.key_slices import n_slices
 MAX_KEY_SLICES = 64
 
 
-def _index(v: Any) -> str | None:
-    if not isinstance(v, int) or isinstance(v, bool):
-        return "is not an integer"
-    return "is negative" if v < 0 else None
+class KeySlice(Record):
+    series: str
+    plane: one_of(PLANES)
+    index: Annotated[int, rule(lambda v: "is negative" if v < 0 else None)] = None
 
 
 def key_slice_messages(value: Any, sequences: list[str]) -> list[str]:
@@ -30,28 +31,15 @@ def key_slice_messages(value: Any, sequences: list[str]) -> list[str]:
         return [f"key_slices has {len(value)} slices, more than {MAX_KEY_SLICES}"]
     out, seen = [], set()
     for i, item in enumerate(value):
-        where = f"key_slices[{i}]"
-        if not isinstance(item, dict):
-            out.append(f"{where} must be a JSON object")
-            continue
-        out += [f'unknown field "{where}.{k}"' for k in item if k not in ("series", "plane",
-                                                                             "index")]
-        series, plane = item.get("series"), item.get("plane")
-        for key in ("series", "plane"):
-            if key not in item:
-                out.append(f'missing required field "{where}.{key}"')
-        if "series" in item and sequences.count(series) != 1:
-            what = "names two series" if sequences.count(series) > 1 else "is not a series"
-            out.append(f"{where}.series {series!r} {what} of this case")
-        if "plane" in item and plane not in PLANES:
-            out.append(f"{where}.plane {plane!r} is not one of {', '.join(PLANES)}")
-        if "index" in item and (why := _index(item["index"])):
-            out.append(f"{where}.index {item['index']!r} {why}")
-        key = (series, plane, item.get("index"))
-        if all(isinstance(k, str | int | None) for k in key):
-            if key in seen:
-                out.append(f"{where} repeats an earlier key slice")
+        msgs = check_fields(item, KeySlice, f"key_slices[{i}].")
+        if not msgs and (n := sequences.count(item["series"])) != 1:
+            msgs.append(f"key_slices[{i}].series {show(item['series'])} "
+                        f"{'names two series' if n > 1 else 'is not a series'} of this case")
+        elif not msgs:
+            if (key := (item["series"], item["plane"], item.get("index"))) in seen:
+                msgs.append(f"key_slices[{i}] repeats an earlier key slice")
             seen.add(key)
+        out += msgs
     return out
 
 

@@ -2,7 +2,8 @@
 
 Every rule is checked and every problem is collected, so the user sees them all at once:
 JSON/JSONL syntax, values the database can store (64-bit integers, text that encodes as UTF-8
-without NUL, bounded nesting), required fields and types, families and levels, unique ids,
+without NUL, bounded nesting), required fields and types (the pydantic models of
+`db.bundle.records`, whose errors become problem lines), families and levels, unique ids,
 references, case folders, stages, image paths (no escape from the bundle) and the images
 themselves (`imaging.inspect_image` opens and reads each one fully), which are hashed (sha256)
 as well. Lesion masks pass the same checks plus their own (`imaging.inspect_mask`: one 3-D
@@ -14,7 +15,6 @@ workspace, and that sanitised PNG is what is hashed and stored.
 
 import hashlib
 import json
-import math
 import re
 import time
 from collections.abc import Callable
@@ -25,25 +25,30 @@ from typing import Any
 from db.bundle.errors import BundleInvalid, Problem
 from db.bundle.images import Facts, hash_all, inspect_all, timed
 from db.bundle.key_slices import key_slice_messages, key_slice_range_problems
+from db.bundle.records import (
+    BundleMeta,
+    CaseRecord,
+    GroundTruth,
+    MaskEntry,
+    Record,
+    ResponseRecord,
+    SeriesEntry,
+    TaskRecord,
+    check_fields,
+    show,
+)
 from db.bundle.store import Workspace
 from db.bundle.zip import MAX_UNZIPPED_BYTES, open_bundle
-from db.models import FAMILIES, LEVELS
-from db.text_limits import BUNDLE_FIELDS, model_name_problem, too_long
 from errors import UserError
 from imaging import image_box, inspect_mask, overlaps
 from imaging.picture import other_format, sanitise_picture, sniff_file
 
-FORMAT = "nmb-bundle/1"
 IMAGE_SUFFIXES = (".nii.gz", ".nii", ".mgz")
-PICTURE_PLANES = ("axial", "coronal", "sagittal", "none")
-MAX_CAPTION = 500
 #: A JSON or JSONL file larger than this is refused before it is read.
 MAX_TEXT_FILE_BYTES = 512 * 2**20
 #: Nesting of objects and lists in one JSON value (the format itself needs 3).
 MAX_JSON_DEPTH = 16
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
-#: `Response.sample` is an INTEGER column: 32 bits on PostgreSQL.
-MAX_SAMPLE = 2**31 - 1
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")  # NUL (PostgreSQL text), lone surrogates (UTF-8)
 # In JSON text from valid UTF-8, NUL and surrogates only come from these `\u` escapes.
 _ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
@@ -124,214 +129,6 @@ class ValidBundle:
         self.close()
 
 
-# ---------------------------------------------------------------- field rules
-
-Check = Callable[[Any], str | None]  # None when fine, else what is wrong ("is not a string")
-
-
-def _show(v: Any, limit: int = 60) -> str:
-    """`v` as JSON, cut at `limit` characters; characters that are not printable (U+202E,
-    U+2028, ...) escaped as JSON does control characters, so a problem stays one line."""
-    text = json.dumps(v, ensure_ascii=False) if not isinstance(v, float) or math.isfinite(v) else str(v)
-    text = text if len(text) <= limit else text[: limit - 3] + "..."
-    return "".join(c if c.isprintable() else json.dumps(c)[1:-1] if ord(c) < 0x10000
-                   else f"\\U{ord(c):08x}" for c in text)
-
-
-def _string(*, empty: bool = True, max_len: int | None = None) -> Check:
-    def check(v: Any) -> str | None:
-        if not isinstance(v, str):
-            return "is not a string"
-        if not empty and not v.strip():
-            return "is empty"
-        if max_len is not None and len(v) > max_len:
-            return f"is longer than {max_len} characters"
-        return None
-
-    return check
-
-
-def _identifier(v: Any) -> str | None:
-    if not isinstance(v, str):
-        return "is not a string"
-    if not v or v != v.strip() or len(v) > 128 or not v.isprintable():
-        return "is not a valid id (1-128 printable characters, no surrounding spaces)"
-    return None
-
-
-def _model_name(v: Any) -> str | None:
-    why = model_name_problem(v)
-    return None if why is None else f"is not a model name: {why}"
-
-
-def _integer(v: Any) -> str | None:
-    return None if isinstance(v, int) and not isinstance(v, bool) else "is not an integer"
-
-
-def _sample(v: Any) -> str | None:
-    if why := _integer(v):
-        return why
-    if v < 0:
-        return "is negative"
-    return f"is larger than {MAX_SAMPLE}" if v > MAX_SAMPLE else None
-
-
-def _number(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
-
-
-def _one_of(options: tuple, label: str) -> Check:
-    def check(v: Any) -> str | None:
-        ok = not isinstance(v, bool) and type(v) is type(options[0]) and v in options
-        return None if ok else f"is not {label}"
-
-    return check
-
-
-def _string_list(*, empty_items: bool = True) -> Check:
-    def check(v: Any) -> str | None:
-        if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
-            return "is not a list of strings"
-        if not empty_items and any(not x.strip() for x in v):
-            return "contains an empty string"
-        return None
-
-    return check
-
-
-def _scores(v: Any) -> str | None:
-    if not isinstance(v, dict) or not all(_number(x) for x in v.values()):
-        return "is not an object of finite numbers"
-    return None
-
-
-USAGE_COUNTS = ("prompt_tokens", "completion_tokens", "images")
-
-
-def _usage(v: Any) -> str | None:
-    """What answering cost: token and image counts (integers >= 0), `cost_usd` (>= 0)."""
-    if not isinstance(v, dict) or not v:
-        return "is not an object with prompt_tokens, completion_tokens, images or cost_usd"
-    for key, x in v.items():
-        if key in USAGE_COUNTS:
-            if _integer(x) is not None or x < 0:
-                return f"has {key} {_show(x)}, not an integer >= 0"
-        elif key == "cost_usd":
-            if not _number(x) or x < 0:
-                return f"has cost_usd {_show(x)}, not a number >= 0"
-        else:
-            return f"has unknown field {_show(key)} (known: {', '.join(USAGE_COUNTS)}, cost_usd)"
-    return None
-
-
-def _boolean(v: Any) -> str | None:
-    return None if isinstance(v, bool) else "is not true or false"
-
-
-def _boolean_list(v: Any) -> str | None:
-    if not isinstance(v, list) or not all(isinstance(x, bool) for x in v):
-        return "is not a list of true or false"
-    return None
-
-
-def _object(v: Any) -> str | None:
-    return None if isinstance(v, dict) else "is not an object"
-
-
-def _list(v: Any) -> str | None:
-    return None if isinstance(v, list) else "is not a list"
-
-
-Spec = dict[str, tuple[bool, Check]]  # field -> (required, check)
-
-BUNDLE_SPEC: Spec = {
-    "format": (True, _one_of((FORMAT,), f'"{FORMAT}"')),
-    "name": (True, _string(empty=False, max_len=256)),
-    "description": (False, _string()),
-}
-CASE_SPEC: Spec = {
-    "case_id": (True, _identifier),
-    "title": (True, _string(empty=False)),
-    "ehr": (True, _string()),
-    "scores": (False, _scores),
-    "series": (True, _list),
-    "ground_truth": (False, _object),  # absent: no reference answer yet (db.study.reference)
-    "key_slices": (False, _list),  # db.bundle.key_slices
-    "masks": (False, _list),
-}
-SERIES_SPEC: Spec = {
-    "sequence": (True, _string(empty=False, max_len=32)),
-    "file": (True, _string(empty=False)),
-    "plane": (False, _one_of(PICTURE_PLANES, "axial, coronal, sagittal or none")),
-    "caption": (False, _string(empty=False, max_len=MAX_CAPTION)),
-}
-MASK_SPEC: Spec = {
-    "label": (True, _string(empty=False, max_len=32)),
-    "file": (True, _string(empty=False)),
-    "series": (False, _string(empty=False, max_len=32)),
-}
-GROUND_TRUTH_SPEC: Spec = {
-    "final_diagnosis": (True, _string(empty=False)),
-    "differential": (True, _string_list()),
-    "lesion": (False, _string()),
-    "reasoning": (False, _string()),
-}
-TASK_SPEC: Spec = {
-    "task_id": (True, _identifier),
-    "case_id": (True, _identifier),
-    "family": (True, _one_of(FAMILIES, "differential, lesion or rationale")),
-    "level": (True, _one_of(LEVELS, "1, 2 or 3")),
-    "prompt": (True, _string(empty=False)),
-    "stages": (False, _string_list(empty_items=False)),
-    "show_masks": (False, _boolean),
-    "disconfirming": (False, _boolean_list),
-}
-RESPONSE_SPEC: Spec = {
-    "response_id": (True, _identifier),
-    "task_id": (True, _identifier),
-    "model": (True, _model_name),
-    "sample": (True, _sample),
-    "text": (True, _string()),
-    "turns": (False, _string_list()),
-    "usage": (False, _usage),
-}
-
-
-def check_fields(obj: Any, spec: Spec, prefix: str = "") -> list[str]:
-    """Every problem of one JSON object against `spec`: not an object, missing, unknown, bad value."""
-    if not isinstance(obj, dict):
-        return [f"{prefix.rstrip('.') or 'record'} must be a JSON object, got {_show(obj)}"]
-    out = [f'unknown field "{prefix}{k}"' for k in obj if k not in spec]
-    for key, (required, check) in spec.items():
-        if key not in obj:
-            if required:
-                out.append(f'missing required field "{prefix}{key}"')
-        elif (why := check(obj[key])) is not None:
-            out.append(f"{prefix}{key} {_show(obj[key])} {why}")
-        elif (why := over_limit(f"{prefix}{key}", obj[key])) is not None:
-            out.append(why)
-    return out
-
-
-def over_limit(name: str, v: Any) -> str | None:
-    """Why field `name` (its value `v` of the right type) is over its limit in
-    `db.text_limits.BUNDLE_FIELDS`, or None: too many items, or too long a text or item."""
-    limit = BUNDLE_FIELDS.get(re.sub(r"\[\d+\]", "[]", name))
-    if limit is None:
-        return None
-    chars, items = limit
-    if isinstance(v, str):
-        return too_long(name, v, chars)
-    if items is not None and len(v) > items:
-        what = "entries" if isinstance(v, dict) else "items"
-        return f"{name} has {len(v):,} {what}, more than the limit of {items:,}"
-    for i, x in enumerate(v):  # the items of a list, the names of an object
-        if why := too_long(f"a name in {name}" if isinstance(v, dict) else f"{name}[{i}]", x,
-                           chars):
-            return why
-    return None
-
-
 # ---------------------------------------------------------------- JSON reading
 
 
@@ -377,7 +174,7 @@ def unstorable(value: Any) -> str | None:
             return (f"{where or 'text'} contains {what} (\\u{ord(bad.group()):04x}) "
                     f"at character {bad.start()}, which cannot be stored")
         elif isinstance(v, int) and not INT64_MIN <= v <= INT64_MAX:
-            return f"{where or 'integer'} {_show(v)} does not fit in 64 bits"
+            return f"{where or 'integer'} {show(v)} does not fit in 64 bits"
     return None
 
 
@@ -507,19 +304,19 @@ def _image_path_problem(root: Path, case_dir: Path, file: str, *, pictures: bool
 # ---------------------------------------------------------------- the bundle
 
 
-def _image_entries(root: Path, case_dir: Path, obj: dict, name: str, spec: Spec,
+def _image_entries(root: Path, case_dir: Path, obj: dict, name: str, model: type[Record],
                    msgs: list[str]) -> list[tuple[int, dict, str]]:
     """(position, item, file relative to the bundle) of the valid items of case.json's list
     `name` (series or masks); what is wrong with the others goes to `msgs`."""
     out = []
     for i, item in enumerate(obj.get(name) if isinstance(obj.get(name), list) else []):
-        item_msgs = check_fields(item, spec, f"{name}[{i}].")
+        item_msgs = check_fields(item, model, f"{name}[{i}].")
         msgs += item_msgs
         if item_msgs:
             continue
         why = _image_path_problem(root, case_dir, item["file"], pictures=name == "series")
         if why:
-            msgs.append(f"{name}[{i}].file {_show(item['file'])} {why}")
+            msgs.append(f"{name}[{i}].file {show(item['file'])} {why}")
             continue
         out.append((i, item, f"cases/{case_dir.name}/{PurePosixPath(item['file'])}"))
     return out
@@ -534,24 +331,24 @@ def _parse_case(root: Path, case_dir: Path, problems: list[Problem]
     obj = read_json(case_dir / "case.json", rel, problems)
     if obj is None:
         return None, [], []
-    msgs = check_fields(obj, CASE_SPEC)
+    msgs = check_fields(obj, CaseRecord)
     if isinstance(obj, dict):
         if isinstance(obj.get("case_id"), str) and obj["case_id"] != case_dir.name:
-            msgs.append(f"case_id {_show(obj['case_id'])} does not match its folder name "
-                        f"{_show(case_dir.name)}")
+            msgs.append(f"case_id {show(obj['case_id'])} does not match its folder name "
+                        f"{show(case_dir.name)}")
         if isinstance(obj.get("ground_truth"), dict):
-            msgs += check_fields(obj["ground_truth"], GROUND_TRUTH_SPEC, "ground_truth.")
+            msgs += check_fields(obj["ground_truth"], GroundTruth, "ground_truth.")
         series = obj.get("series")
         if isinstance(series, list) and not series:
             msgs.append("series is empty (a case has at least one image)")
     files: list[SeriesFile] = []
     masks: list[MaskFile] = []
     if isinstance(obj, dict):
-        for i, item, file in _image_entries(root, case_dir, obj, "series", SERIES_SPEC, msgs):
+        for i, item, file in _image_entries(root, case_dir, obj, "series", SeriesEntry, msgs):
             picture = sniff_file(case_dir / item["file"]) is not None  # bytes decide
             for key in ("plane", "caption") if not picture else ():
                 if key in item:
-                    msgs.append(f"series[{i}].{key} is for pictures; {_show(item['file'])} is "
+                    msgs.append(f"series[{i}].{key} is for pictures; {show(item['file'])} is "
                                 "a volume")
             files.append(SeriesFile(
                 case_id=case_dir.name, position=i, sequence=item["sequence"], file=file,
@@ -561,14 +358,14 @@ def _parse_case(root: Path, case_dir: Path, problems: list[Problem]
         sequences = [s.get("sequence") for s in obj["series"]
                      if isinstance(s, dict)] if isinstance(obj.get("series"), list) else None
         pictures = {f.sequence for f in files if f.picture}
-        for i, item, file in _image_entries(root, case_dir, obj, "masks", MASK_SPEC, msgs):
+        for i, item, file in _image_entries(root, case_dir, obj, "masks", MaskEntry, msgs):
             named = item.get("series")
             if named is not None and sequences is not None and sequences.count(named) != 1:
                 what = "names two series" if sequences.count(named) > 1 else "is not a series"
-                msgs.append(f"masks[{i}].series {_show(named)} {what} of this case")
+                msgs.append(f"masks[{i}].series {show(named)} {what} of this case")
                 continue
             if named in pictures:
-                msgs.append(f"masks[{i}].series {_show(named)} is a picture (masks are drawn "
+                msgs.append(f"masks[{i}].series {show(named)} is a picture (masks are drawn "
                             "on volumes)")
                 continue
             masks.append(MaskFile(case_id=case_dir.name, position=i, label=item["label"],
@@ -578,7 +375,7 @@ def _parse_case(root: Path, case_dir: Path, problems: list[Problem]
             msgs += key_slice_messages(obj.get("key_slices", []), sequences)
             for i, ks in enumerate(obj.get("key_slices") or []):
                 if isinstance(ks, dict) and ks.get("series") in pictures:
-                    msgs.append(f"key_slices[{i}].series {_show(ks['series'])} is a picture "
+                    msgs.append(f"key_slices[{i}].series {show(ks['series'])} is a picture "
                                 "(a picture is always shown whole)")
     problems += [Problem(rel, None, m) for m in msgs]
     if msgs:
@@ -601,21 +398,21 @@ def _parse_tasks(root: Path, case_ids: set[str], all_case_dirs: set[str],
     rows = read_jsonl(root / rel, rel, problems)
     complete = len(problems) == before
     for n, obj, why in rows:
-        msgs = [why] if why else check_fields(obj, TASK_SPEC)
+        msgs = [why] if why else check_fields(obj, TaskRecord)
         if isinstance(obj, dict) and not why:
             tid, level, stages = obj.get("task_id"), obj.get("level"), obj.get("stages")
             if isinstance(tid, str) and ("task", tid) in where:
                 first = where["task", tid][1]
-                msgs.append(f"task_id {_show(tid)} is used twice (first on line {first})")
+                msgs.append(f"task_id {show(tid)} is used twice (first on line {first})")
             cid = obj.get("case_id")
             if isinstance(cid, str) and cid not in all_case_dirs:
-                msgs.append(f"case_id {_show(cid)} is not a case of this bundle")
+                msgs.append(f"case_id {show(cid)} is not a case of this bundle")
             if level == 3 and "stages" in obj and stages == []:
                 msgs.append("a level-3 task needs at least one stage (stages is empty)")
             elif level == 3 and "stages" not in obj:
                 msgs.append("a level-3 task needs stages (at least one)")
             elif level in (1, 2) and stages:
-                msgs.append(f"a level-{level} task has no stages, got {_show(stages)}")
+                msgs.append(f"a level-{level} task has no stages, got {show(stages)}")
             marks, n_stages = obj.get("disconfirming"), len(stages or []) if (
                 stages is None or isinstance(stages, list)) else None
             if isinstance(marks, list) and n_stages is not None and len(marks) != n_stages:
@@ -657,29 +454,29 @@ def _parse_responses(root: Path, tasks: dict[str, dict], problems: list[Problem]
         if (study_tasks is not None and not why and isinstance(obj, dict)
                 and isinstance(obj.get("task_id"), str) and obj["task_id"] not in tasks):
             unknown.setdefault(obj["task_id"], []).append(n)
-        msgs = [why] if why else check_fields(obj, RESPONSE_SPEC)
+        msgs = [why] if why else check_fields(obj, ResponseRecord)
         if isinstance(obj, dict) and not why:
             rid, tid = obj.get("response_id"), obj.get("task_id")
             twice = isinstance(rid, str) and ("response", rid) in where
             if twice:
                 first = where["response", rid][1]
-                msgs.append(f"response_id {_show(rid)} is used twice (first on line {first})")
+                msgs.append(f"response_id {show(rid)} is used twice (first on line {first})")
             if (all_task_ids_known and isinstance(tid, str) and tid not in tasks
                     and ("task", tid) not in where):
-                msgs.append(f"task_id {_show(tid)} is not a task of this bundle")
+                msgs.append(f"task_id {show(tid)} is not a task of this bundle")
             key = (tid, obj.get("model"), obj.get("sample"))
             if all(isinstance(k, str | int) for k in key) and not isinstance(key[2], bool):
                 if key in keys and not twice:  # a repeated line: said once above
-                    msgs.append(f"model {_show(key[1])} has two responses with sample {key[2]} "
-                                f"for task {_show(tid)} (first on line {keys[key]})")
+                    msgs.append(f"model {show(key[1])} has two responses with sample {key[2]} "
+                                f"for task {show(tid)} (first on line {keys[key]})")
                 keys.setdefault(key, n)
             task, turns = tasks.get(tid) if isinstance(tid, str) else None, obj.get("turns")
             if task is not None and isinstance(turns, list):
                 if task["level"] != 3:
-                    msgs.append(f"turns are for level-3 tasks; task {_show(tid)} is "
+                    msgs.append(f"turns are for level-3 tasks; task {show(tid)} is "
                                 f"level {task['level']}")
                 elif len(turns) != len(task["stages"]):
-                    msgs.append(f"turns has {len(turns)} answers but task {_show(tid)} has "
+                    msgs.append(f"turns has {len(turns)} answers but task {show(tid)} has "
                                 f"{len(task['stages'])} stages (one answer per stage)")
         problems += [Problem(rel, n, m) for m in msgs]
         if isinstance(obj, dict) and isinstance(obj.get("response_id"), str):
@@ -696,7 +493,7 @@ def _parse_responses(root: Path, tasks: dict[str, dict], problems: list[Problem]
 
 def unknown_tasks_message(unknown: dict[str, list[int]], what: str = "line") -> str:
     """One line naming the task ids (and where they are) that the study does not hold."""
-    named = [f"{_show(tid)} ({what}{'s' if len(at) > 1 else ''} "
+    named = [f"{show(tid)} ({what}{'s' if len(at) > 1 else ''} "
              f"{', '.join(map(str, at[:3]))}{', ...' if len(at) > 3 else ''})"
              for tid, at in list(unknown.items())[:MAX_NAMED_UNKNOWN]]
     more = len(unknown) - len(named)
@@ -774,7 +571,7 @@ def _check_masks(masks: list[MaskFile], files: list[SeriesFile], problems: list[
         if sf.shape and not sf.picture:  # a usable volume
             series_of.setdefault(sf.case_id, []).append(sf)
     for mf, h in zip(masks, hash_all([m.source for m in masks]), strict=True):
-        field_ = f"masks[{mf.position}].file {_show(mf.file.removeprefix(f'cases/{mf.case_id}/'))}"
+        field_ = f"masks[{mf.position}].file {show(mf.file.removeprefix(f'cases/{mf.case_id}/'))}"
         where = f"cases/{mf.case_id}/case.json"
         if isinstance(h, OSError):
             problems.append(Problem(where, None, f"{field_} cannot be read: {h.strerror or h}"))
@@ -808,7 +605,7 @@ def _validate_open(root: Path, label: str, progress: Progress | None,
     t0 = time.perf_counter()
     meta = read_json(root / "bundle.json", "bundle.json", problems)
     if meta is not None:
-        problems += [Problem("bundle.json", None, m) for m in check_fields(meta, BUNDLE_SPEC)]
+        problems += [Problem("bundle.json", None, m) for m in check_fields(meta, BundleMeta)]
     meta = meta if isinstance(meta, dict) else {}
     name = meta.get("name") if isinstance(meta.get("name"), str) else label
     if responses_only(root):

@@ -11,15 +11,16 @@ from pathlib import Path
 from typing import Any
 
 from db.bundle.errors import Problem
-from db.bundle.validate import Spec, _string, _string_list, check_fields, read_json
+from db.bundle.records import Filled, Record, Strings, check_fields
+from db.bundle.validate import read_json
 from db.release.format import MAX_ANSWERS_FILE_BYTES
 
-ANSWER_SPEC: Spec = {
-    "diagnosis": (True, _string(empty=False)),
-    "differential": (True, _string_list()),
-    "lesion": (False, _string()),
-    "reasoning": (False, _string()),
-}
+
+class Answer(Record):
+    diagnosis: Filled
+    differential: Strings
+    lesion: str = None
+    reasoning: str = None
 
 
 def read_answers(path: Path, problems: list[Problem]) -> dict[str, dict[str, Any]]:
@@ -44,7 +45,7 @@ def read_answers(path: Path, problems: list[Problem]) -> dict[str, dict[str, Any
         return {}
     out = {}
     for name, answer in key.items():
-        msgs = check_fields(answer, ANSWER_SPEC)
+        msgs = check_fields(answer, Answer)
         problems += [Problem(f"{label}[{_quoted(name)}]", None, m) for m in msgs]
         if not msgs:
             out[name] = {"final_diagnosis": answer["diagnosis"],

@@ -5,7 +5,7 @@ One JSON list per split (`db.release.format.SPLITS`, chosen by the task's level)
 `{"case_id", "text", "images": [data URI], "questions": [...]}` with the pictures as data URIs of
 their true MIME type (sniffed from the stored bytes) and question numbers counting through each
 file. Importing the export into an empty study gives the same content (case ids, records, image
-sha256s, prompts, stages, answers): `tests/db/test_release.py`. What the published shape cannot
+sha256s, prompts, stages, answers): `tests/db/release/test_release.py`. What the published shape cannot
 hold is not written and is counted: cases with MRI volumes (pictures only), a second dialogue of
 one case; families, titles, test scores, masks, key slices and responses are not part of it.
 The answers go to a separate file, never inside DIR (they are kept apart from the release).

@@ -104,10 +104,13 @@ def exams(s: Session) -> list[Exam]:
 
 
 def attempt_for(s: Session, *, exam_id: int, user_id: int) -> ExamAttempt:
-    """The user's attempt at the exam, started now if it does not exist yet."""
+    """The user's attempt at the exam, started now if it does not exist yet. Physicians and
+    students take exams (their answers are responses whose source is their role)."""
     q = select(ExamAttempt).where(ExamAttempt.exam_id == exam_id, ExamAttempt.user_id == user_id)
     attempt = s.exec(q).first()
     if attempt is None:
+        if (role := s.get(User, user_id).role) not in ("physician", "student"):
+            raise UserError(f"only physicians and students take exams; this account is {role!r}")
         attempt = ExamAttempt(exam_id=exam_id, user_id=user_id)
         s.add(attempt)
         s.commit()

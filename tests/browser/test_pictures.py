@@ -22,8 +22,8 @@ from playwright.sync_api import Error as PlaywrightError
 
 from demo.pictures import PICTURE_CASE
 from tests.browser.conftest import ROOT, SOFTWARE_WEBGL, login, settled, streamlit_app
-from tests.db import pictures
-from tests.db.bundles import write_bundle
+from tests.db.bundle import pictures
+from tests.db.bundle.bundles import write_bundle
 
 pytestmark = pytest.mark.browser
 MIXED = "mixed-1"

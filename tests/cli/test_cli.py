@@ -167,7 +167,7 @@ def test_exam_add(nmb_home: Path) -> None:
 
 
 def test_import_status_reimport_and_refusal(nmb_home: Path, tmp_path: Path) -> None:
-    from tests.db.bundles import CASES, TASKS, responses, write_bundle
+    from tests.db.bundle.bundles import CASES, TASKS, responses, write_bundle
 
     bundle = write_bundle(tmp_path / "tiny")
     out = nmb("import", str(bundle), "--json")

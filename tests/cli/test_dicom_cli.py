@@ -11,9 +11,9 @@ import cli
 from db.engine import engine_for
 from db.models import Case, Series
 from tests.cli.test_cli import nmb
-from tests.db.bundles import snapshot
-from tests.db.dicom_files import pacs_export
-from tests.db.test_bids_import import TASK, dataset
+from tests.db.bundle.bundles import snapshot
+from tests.db.sources.dicom_files import pacs_export
+from tests.db.sources.test_bids_import import TASK, dataset
 
 
 def test_readme_dicom_import_and_its_mistakes(nmb_home: Path, tmp_path: Path) -> None:

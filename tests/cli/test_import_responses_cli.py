@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 
 from tests.cli.test_cli import nmb
-from tests.db.bundles import snapshot, write_bundle, write_jsonl
+from tests.db.bundle.bundles import snapshot, write_bundle, write_jsonl
 
 
 def test_readme_import_responses_from_batch_output(nmb_home: Path, tmp_path: Path) -> None:

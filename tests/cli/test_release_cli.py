@@ -10,9 +10,9 @@ import cli
 from db.engine import engine_for
 from db.models import Case, Series, Task
 from tests.cli.test_cli import nmb
-from tests.db import pictures
-from tests.db.bundles import snapshot
-from tests.db.release_files import (
+from tests.db.bundle import pictures
+from tests.db.bundle.bundles import snapshot
+from tests.db.release.release_files import (
     PROMPT,
     data_uri,
     direct_diagnosis,

@@ -12,10 +12,10 @@ from pydicom.uid import generate_uid
 
 import cli
 from db.engine import engine_for, upgrade
-from tests.db.bundles import snapshot, write_bundle
-from tests.db.dicom_files import classic_series, volume, write_series
-from tests.db.test_bids_import import dataset
-from tests.db.test_dicom_import import CASE
+from tests.db.bundle.bundles import snapshot, write_bundle
+from tests.db.sources.dicom_files import classic_series, volume, write_series
+from tests.db.sources.test_bids_import import dataset
+from tests.db.sources.test_dicom_import import CASE
 
 
 def _series(description: str = "T2 AX", **kw) -> list:

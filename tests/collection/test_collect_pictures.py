@@ -15,8 +15,8 @@ import cli
 from db.engine import engine_for, upgrade
 from db.models import Case
 from llm.key_images import key_images
-from tests.db import pictures
-from tests.db.bundles import write_bundle
+from tests.db.bundle import pictures
+from tests.db.bundle.bundles import write_bundle
 from tests.openai_server import OpenAIServer
 
 MODEL = "local-vlm-2026-01-01"

@@ -28,7 +28,7 @@ from db.models import (
     utcnow,
 )
 from errors import UserError
-from tests.db.bundles import write_bundle
+from tests.db.bundle.bundles import write_bundle
 
 
 def _study(url: str, tmp_path: Path) -> None:

@@ -123,3 +123,38 @@ def test_closed_vocabularies_are_checked_and_the_migration_keeps_every_row(
     for table, column, word in WRONG_WORDS:
         with pytest.raises(IntegrityError, match="(?i)check"), eng.begin() as conn:
             conn.execute(text(f"UPDATE {table} SET {column} = :word"), {"word": word})
+
+
+def test_a_response_source_and_a_picture_plane_are_checked_and_migration_0014_keeps_rows(
+        database_url: str) -> None:
+    """Responses (a model's, a student's) and series (a volume without a plane, a picture with
+    one) written before migration 0014 are kept by it; a source or plane outside its
+    vocabulary is refused afterwards."""
+    from db.engine import alembic_config, upgrade
+    from db.models import Response, Series, User
+    from tests.factories import add_series, make_study
+
+    command.downgrade(alembic_config(database_url), "0013")  # the revision before 0014
+    eng = engine_for(database_url)
+    with Session(eng) as s:
+        rid = make_study(s, n_tasks=1, experts=0)[0]
+        student = User(name="stu", role="student", password_hash="x")
+        s.add(student)
+        s.flush()
+        s.add(Response(response_id="human-1", task_id="task0", source="student",
+                       user_id=student.id, text="An answer.", blind_code="R-HUMAN"))
+        add_series(s, ["case0"])
+        s.add(Series(case_id="case0", position=1, sequence="KEY", path="images/x.png",
+                     sha256="0" * 64, shape=[8, 8], voxel_sizes=[], picture=True, plane="axial"))
+        s.commit()
+        before = {t: s.exec(text(f"SELECT count(*) FROM {t}")).one()[0]
+                  for t in ("response", "series")}
+    upgrade(database_url)
+    with Session(eng) as s:
+        assert s.get(Response, rid).source == "model"
+        assert s.get(Response, "human-1").source == "student"
+        assert sorted(x.plane or "" for x in s.exec(select(Series))) == ["", "axial"]
+        assert {t: s.exec(text(f"SELECT count(*) FROM {t}")).one()[0] for t in before} == before
+    for table, column, word in (("response", "source", "human"), ("series", "plane", "oblique")):
+        with pytest.raises(IntegrityError, match="(?i)check"), eng.begin() as conn:
+            conn.execute(text(f"UPDATE {table} SET {column} = :word"), {"word": word})

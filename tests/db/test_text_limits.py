@@ -1,7 +1,7 @@
 """Text limits and the model-name rule (db.text_limits): documented as enforced, and checked
 where people type (exam answers, expert comments, an admin's edit of a flagged response) and
 where model names enter (grader configs: file, `--model`, /calibrate; `nmb package grade`
-responses). Bundles: tests/db/malformed and test_bundle.py;
+responses). Bundles: tests/db/bundle/malformed and test_bundle.py;
 `nmb collect --model`: tests/collection/test_collect.py."""
 
 import json
@@ -163,7 +163,7 @@ def test_an_admins_edit_of_a_flagged_response_over_the_limit_is_refused(sqlite_u
     from db.bundle.importer import import_bundle
     from db.models import Response, ResponseFlag
     from db.raters.response_flags import review
-    from tests.db.bundles import responses, write_bundle
+    from tests.db.bundle.bundles import responses, write_bundle
 
     rows = responses()
     rows[0]["text"] = "As GPT-4o, I think this is a stroke."

@@ -729,3 +729,23 @@ def test_a_signed_package_is_checked_against_the_study_key(sqlite_url: str,
     for what, (pkg, key, needle) in refusals.items():
         code, err = _verify_cli(pkg, capsys, "--public-key", key)
         assert code == 2 and err.count("\n") == 1 and needle in err, (what, err)
+
+
+def test_a_member_of_the_wrong_shape_names_each_wrong_field_on_one_line() -> None:
+    from package.members import MAX_SHOWN, TaskRow, checked
+
+    row = {"task_id": "t1", "case_id": "c1", "family": "lesion", "level": "2", "prompt": "p",
+           "stages": None, "case": {"case_id": "c1", "title": "T", "ehr": "", "scores": None,
+                                    "ground_truth": [], "note": 1}}
+    with pytest.raises(UserError) as info:
+        checked("p.zip", "tasks.jsonl line 3", row, TaskRow)
+    assert str(info.value) == (
+        "p.zip: tasks.jsonl line 3 level: input should be a valid integer; "
+        "tasks.jsonl line 3 case.ground_truth must be a JSON object; "
+        "tasks.jsonl line 3 case has unknown field 'note'")
+    hostile = {**row, **{f"x{i}": i for i in range(10_000)}}
+    with pytest.raises(UserError) as info:
+        checked("p.zip", "tasks.jsonl line 3", hostile, TaskRow)
+    message = str(info.value)
+    assert "\n" not in message and message.count(";") == MAX_SHOWN
+    assert message.endswith(f"and {10_003 - MAX_SHOWN} more")

@@ -10,9 +10,9 @@ from sqlmodel import select
 from db.engine import nmb_home, session
 from db.models import Case, Series
 from tests.apptest import make_user, page
-from tests.db.dicom_files import IDENTIFYING, pacs_export
-from tests.db.test_bids_import import TASK, dataset
-from tests.db.test_dicom_import import CASE
+from tests.db.sources.dicom_files import IDENTIFYING, pacs_export
+from tests.db.sources.test_bids_import import TASK, dataset
+from tests.db.sources.test_dicom_import import CASE
 from tests.ui.test_admin_page import _zip
 
 

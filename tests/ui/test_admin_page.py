@@ -178,7 +178,7 @@ def test_assigning_shows_what_it_adds_before_adding_it(sqlite_url: str) -> None:
 def test_release_files_import_from_the_admin_page(sqlite_url: str, tmp_path: Path) -> None:
     """The release tab: uploaded task files keep their names (they decide family and level),
     the answer key is read, placeholders are counted, problems are table rows."""
-    from tests.db.release_files import write_release
+    from tests.db.release.release_files import write_release
 
     files = write_release(tmp_path / "release")
     at = page("pages/admin.py", make_user("root", "admin")).run()
@@ -212,7 +212,7 @@ def test_model_responses_import_from_the_admin_page(sqlite_url: str, tmp_path: P
     import openpyxl
 
     from db.models import Response
-    from tests.db.bundles import write_bundle
+    from tests.db.bundle.bundles import write_bundle
 
     with session() as s:
         import_bundle(s, write_bundle(tmp_path / "b", with_responses=[]))

@@ -12,7 +12,7 @@ from PIL import Image
 from streamlit.testing.v1 import AppTest
 
 from tests.apptest import viewer_args
-from tests.db import pictures
+from tests.db.bundle import pictures
 from ui.case_panel import VIEWER_MODE_KEY
 from ui.server.volume_server import display_copy
 

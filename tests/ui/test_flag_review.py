@@ -9,7 +9,7 @@ from db.bundle.importer import import_bundle
 from db.engine import session
 from db.models import AuditLog, Response, ResponseFlag
 from tests.apptest import make_user, page
-from tests.db.bundles import responses, write_bundle
+from tests.db.bundle.bundles import responses, write_bundle
 
 NAMING = "As GPT-4o, a model developed by OpenAI, I think this is a left MCA stroke."
 

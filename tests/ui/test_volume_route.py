@@ -15,7 +15,7 @@ from starlette.testclient import TestClient
 from db.engine import engine_for, nmb_home
 from db.models import Mask, Series, User
 from db.users import LOGIN_COOKIE, disable_user, log_out, open_login
-from tests.db.test_image_access import _study
+from tests.db.study.test_image_access import _study
 from tests.factories import add_series
 from ui.server.security_headers import SecurityHeaders
 from ui.server.volume_server import publish, routes
@@ -141,7 +141,7 @@ def test_pictures_are_authorized_like_volumes(study) -> None:
 
     from db.engine import session
     from imaging.picture import sanitise_picture
-    from tests.db import pictures
+    from tests.db.bundle import pictures
     from ui.server.volume_server import publish_picture
 
     source = pictures.save(pictures.wide_figure(), nmb_home() / "fig-source.png", "PNG")

@@ -18,9 +18,9 @@ import pytest
 from sqlalchemy import text
 
 from db.engine import engine_for, upgrade
-from tests.db.bundles import TASKS, write_jsonl
+from tests.db.bundle.bundles import TASKS, write_jsonl
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 N_IMAGES = 40  # above PROCESS_THRESHOLD: inspected by worker processes, for a few seconds
 
 

@@ -1,6 +1,6 @@
 """The malformed and hostile bundle corpus: each entry breaks one rule of docs/bundle-format.md.
 
-`build(name, dest)` writes the valid base bundle (tests/db/bundles.py), applies the mutation
+`build(name, dest)` writes the valid base bundle (tests/db/bundle/bundles.py), applies the mutation
 and returns what to import (the folder, or a zip made of it); `CORPUS[name].expect` holds the
 substrings the one problem line must contain (the file, the line for JSONL, and the offending
 value). Besides plain mistakes, it holds what an attacker or an unlucky user would try (issue
@@ -32,8 +32,8 @@ from db.text_limits import (
     STAGES,
     TITLE,
 )
-from tests.db import pictures
-from tests.db.bundles import responses, write_bundle, write_image, write_jsonl
+from tests.db.bundle import pictures
+from tests.db.bundle.bundles import responses, write_bundle, write_image, write_jsonl
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from sqlmodel import Session
 from db.bundle.importer import BundleInvalid, import_bundle
 from db.engine import engine_for
 from db.models import Task
-from tests.db.bundles import TASKS, write_bundle, write_jsonl
+from tests.db.bundle.bundles import TASKS, write_bundle, write_jsonl
 
 
 def _with_marks(path: Path, marks: dict[str, object]) -> Path:

@@ -15,7 +15,7 @@ from db.bundle.importer import BundleInvalid, import_bundle
 from db.engine import engine_for
 from db.models import CollectionFailure, Response, ResponseFlag
 from db.sources import responses as response_import
-from tests.db.bundles import snapshot, write_bundle, write_jsonl
+from tests.db.bundle.bundles import snapshot, write_bundle, write_jsonl
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from db.bundle.importer import import_bundle
 from db.bundle.store import Workspace, image_path, sweep
 from db.engine import engine_for
 from db.models import Series
-from tests.db.bundles import write_bundle
+from tests.db.bundle.bundles import write_bundle
 
 
 def _dead_workspace(home: Path, name: str, added: list[str]) -> Path:

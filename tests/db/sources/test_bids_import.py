@@ -13,7 +13,7 @@ from db.bundle.importer import BundleInvalid
 from db.engine import engine_for, nmb_home
 from db.models import Case, Series, Task
 from db.sources.bids import import_bids
-from tests.db.bundles import snapshot
+from tests.db.bundle.bundles import snapshot
 
 TASK = {"task_id": "dx", "family": "differential", "level": 1, "prompt": "Diagnosis?"}
 

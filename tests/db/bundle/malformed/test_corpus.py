@@ -10,8 +10,8 @@ from sqlmodel import Session
 import cli
 from db.bundle.importer import BundleInvalid, import_bundle
 from db.engine import engine_for, upgrade
-from tests.db.bundles import MODELS, responses, snapshot, write_bundle
-from tests.db.malformed.corpus import CORPUS, build
+from tests.db.bundle.bundles import MODELS, responses, snapshot, write_bundle
+from tests.db.bundle.malformed.corpus import CORPUS, build
 
 
 @pytest.fixture(scope="module")

@@ -14,8 +14,8 @@ from sqlmodel import Session, select
 from db.bundle.importer import import_bundle
 from db.engine import engine_for, nmb_home
 from db.models import Series
-from tests.db import pictures
-from tests.db.bundles import write_bundle
+from tests.db.bundle import pictures
+from tests.db.bundle.bundles import write_bundle
 
 METADATA_CHUNKS = (b"tEXt", b"iTXt", b"zTXt", b"eXIf", b"iCCP", b"tIME", b"pHYs")
 

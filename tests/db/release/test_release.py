@@ -1,6 +1,6 @@
 """Importing Neural-MedBench release files as published, and exporting a study back.
 
-The release files are built in the published shape (tests/db/release_files.py). Pictures pass
+The release files are built in the published shape (tests/db/release/release_files.py). Pictures pass
 validation once the `pictures` branch is merged (here: the temporary acceptance commit).
 """
 
@@ -25,8 +25,8 @@ from db.release.reader import import_release
 from errors import UserError
 from grading.config import GraderSettings, store_config
 from grading.grader import grade
-from tests.db.bundles import snapshot
-from tests.db.release_files import (
+from tests.db.bundle.bundles import snapshot
+from tests.db.release.release_files import (
     ANSWERS,
     COLOUR_JPEG,
     DIALOGUE,
@@ -348,7 +348,7 @@ def test_export_release_round_trips(sqlite_url: str, tmp_path: Path,
 
 def test_export_skips_cases_with_volumes(sqlite_url: str, tmp_path: Path) -> None:
     from db.bundle.importer import import_bundle
-    from tests.db.bundles import write_bundle
+    from tests.db.bundle.bundles import write_bundle
 
     with Session(engine_for(sqlite_url)) as s:
         import_bundle(s, write_bundle(tmp_path / "b"))

@@ -4,7 +4,7 @@ import pytest
 from sqlmodel import Session, select
 
 from db.engine import engine_for
-from db.models import Case, Exam, ExamAttempt, Response, Task
+from db.models import Case, Exam, ExamAttempt, Response, Task, User
 from db.study.exams import (
     answer_stage,
     attempt_for,
@@ -129,3 +129,16 @@ def test_a_draft_is_capped_and_kept_only_for_an_open_attempt(database_url: str) 
         finish(s, attempt=attempt)
         with pytest.raises(UserError, match="finished"):
             save_draft(s, attempt=attempt, task_id="task0", text="late")
+
+
+def test_only_physicians_and_students_take_exams(database_url: str) -> None:
+    """A human response's source is the taker's role, which must be a response source."""
+    with Session(engine_for(database_url)) as s:
+        make_study(s, n_tasks=1)  # expert1..3
+        exam = ensure_exam(s, name="baseline")
+        s.commit()
+        expert = s.exec(select(User).where(User.role == "expert")).first()
+        with pytest.raises(UserError, match="only physicians and students take exams; this "
+                                            "account is 'expert'"):
+            attempt_for(s, exam_id=exam.id, user_id=expert.id)
+        assert s.exec(select(ExamAttempt)).all() == []

@@ -28,7 +28,7 @@ from db.rubrics import ensure_rubric
 from db.users import add_user
 from errors import UserError
 from llm.grader_request import user_message
-from tests.db.bundles import MODELS, responses, write_bundle
+from tests.db.bundle.bundles import MODELS, responses, write_bundle
 
 NAMING = "As GPT-4o, a model developed by OpenAI, I think this is a left MCA stroke."
 TURN = "Claude syndrome is unlikely; as model-a I now favour multiple sclerosis."

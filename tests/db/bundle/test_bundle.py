@@ -21,7 +21,7 @@ from db.engine import engine_for, nmb_home
 from db.models import AuditLog, Mask, Response, Series, Task
 from db.status import counts
 from db.study.masks import case_masks
-from tests.db.bundles import MODELS, responses, snapshot, write_bundle, write_image
+from tests.db.bundle.bundles import MODELS, responses, snapshot, write_bundle, write_image
 
 EXPECTED = {"cases": 2, "series": 3, "tasks": 3, "responses": 12}
 
@@ -89,7 +89,7 @@ def test_bundle_adding_responses_adds_just_those(database_url: str, tmp_path: Pa
 
 def test_many_images_are_inspected_in_worker_processes(tmp_path: Path, monkeypatch) -> None:
     import db.bundle.images
-    from tests.db.malformed.corpus import build
+    from tests.db.bundle.malformed.corpus import build
 
     monkeypatch.setattr(db.bundle.images, "PROCESS_THRESHOLD", 2)
     with pytest.raises(BundleInvalid) as info:
@@ -103,7 +103,7 @@ def test_workers_do_not_rerun_a_streamlit_page(tmp_path: Path, monkeypatch) -> N
     import types
 
     import db.bundle.images
-    from tests.db.malformed.corpus import build
+    from tests.db.bundle.malformed.corpus import build
 
     marker = tmp_path / "page-ran"
     page = tmp_path / "page.py"
@@ -319,7 +319,7 @@ def test_failure_half_way_leaves_no_rows(database_url: str, tmp_path: Path, when
 
 
 def test_the_documented_example_is_valid(tmp_path: Path) -> None:
-    doc = (Path(__file__).parents[2] / "docs" / "bundle-format.md").read_text()
+    doc = (Path(__file__).parents[3] / "docs" / "bundle-format.md").read_text()
     example = doc.split("## Example", 1)[1].split("## Export", 1)[0]
     files = re.findall(r"^`([\w./]+)`\n```json\n(.*?)```", example, flags=re.S | re.M)
     assert [f for f, _ in files] == ["bundle.json", "cases/c001/case.json", "tasks.jsonl",
@@ -329,7 +329,7 @@ def test_the_documented_example_is_valid(tmp_path: Path) -> None:
         (tmp_path / name).write_text(body)
     for image in ("t1.nii.gz", "flair.nii.gz"):
         write_image(tmp_path / "cases" / "c001" / image)
-    from tests.db.pictures import noise, save
+    from tests.db.bundle.pictures import noise, save
     save(noise(), tmp_path / "cases" / "c001" / "figure.png", "PNG")
     with validate_bundle(tmp_path) as vb:
         assert (len(vb.cases), len(vb.series), len(vb.tasks), len(vb.responses)) == (1, 3, 3, 2)

@@ -22,7 +22,7 @@ from errors import UserError
 from grading.config import GraderSettings, store_config
 from grading.grader import grade
 from llm.model_request import CollectSettings
-from tests.db.bundles import snapshot, write_bundle
+from tests.db.bundle.bundles import snapshot, write_bundle
 from tests.openai_server import OpenAIServer
 
 ANSWER = {"final_diagnosis": "Left MCA stroke", "differential": ["a", "b"]}

@@ -17,8 +17,8 @@ from db.bundle.importer import BundleInvalid
 from db.engine import engine_for, nmb_home
 from db.models import AuditLog, Case, Series, Task
 from db.sources.dicom import import_dicom
-from tests.db.bundles import snapshot
-from tests.db.dicom_files import (
+from tests.db.bundle.bundles import snapshot
+from tests.db.sources.dicom_files import (
     IDENTIFYING,
     classic_series,
     pacs_export,

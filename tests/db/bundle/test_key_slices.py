@@ -14,7 +14,7 @@ from db.engine import engine_for, nmb_home
 from db.models import Case, Series
 from imaging.key_slices import ras_shape, render_key_slice
 from llm.model_request import CollectSettings
-from tests.db.bundles import write_bundle
+from tests.db.bundle.bundles import write_bundle
 from tests.openai_server import OpenAIServer
 
 KEY_SLICES = [{"series": "FLAIR", "plane": "axial", "index": 3},
@@ -69,14 +69,14 @@ def test_every_key_slice_problem_is_reported_at_once(tmp_path: Path) -> None:
         validate_bundle(bundle)
     got = [p.message for p in info.value.problems]
     assert got == [
-        "key_slices[0].series 'T2' is not a series of this case",
-        "key_slices[1].plane 'oblique' is not one of axial, coronal, sagittal",
+        'key_slices[0].series "T2" is not a series of this case',
+        'key_slices[1].plane "oblique" is not axial, coronal or sagittal',
         "key_slices[2].index -1 is negative",
-        "key_slices[3].index '3' is not an integer",
+        'key_slices[3].index "3" is not an integer',
         'unknown field "key_slices[5].zoom"',
         'missing required field "key_slices[6].plane"',
         "key_slices[8] repeats an earlier key slice",
-        "key_slices[9] must be a JSON object",
+        'key_slices[9] must be a JSON object, got "T1 axial"',
         'key_slices {"series": "DWI"} is not a list',
     ]
     # the range is checked once the case is otherwise valid, on the image's RAS+ grid
@@ -96,7 +96,7 @@ def test_two_series_of_one_name_cannot_be_told_apart(tmp_path: Path) -> None:
     with pytest.raises(BundleInvalid) as info:
         validate_bundle(bundle)
     assert [p.message for p in info.value.problems] == [
-        "key_slices[0].series 'DWI' names two series of this case"]
+        'key_slices[0].series "DWI" names two series of this case']
 
 
 def test_indices_count_on_the_ras_grid(tmp_path: Path) -> None:
