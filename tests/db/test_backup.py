@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from db.engine import HEAD_REVISION
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -70,7 +72,7 @@ def test_backup_then_restore_reproduces_the_study(kind: str, request: pytest.Fix
     before = {cmd: ok(nmb(*cmd.split(), home=source, url=url))
               for cmd in ("status", "users list --json")}
 
-    assert "revision 0013" in ok(nmb("backup", "--out", str(out), home=source, url=url))
+    assert f"revision {HEAD_REVISION}" in ok(nmb("backup", "--out", str(out), home=source, url=url))
     assert out.stat().st_mode & 0o777 == 0o600  # it holds password hashes
     ok(nmb("db", "upgrade", home=target, url=new_url))  # a started app's empty tables are fine
     said = ok(nmb("restore", str(out), home=target, url=new_url))
@@ -206,7 +208,8 @@ def test_a_newer_revision_is_refused(small: Path, tmp_path: Path) -> None:
 
     bad = repack(small, tmp_path / "newer.tar", edit=newer)
     refused(nmb("restore", str(bad), home=tmp_path / "home"),
-            "made by a newer version (database revision 9999; this code knows up to 0013)")
+            "made by a newer version (database revision 9999; this code knows up to "
+            f"{HEAD_REVISION})")
     nothing_restored(tmp_path / "home")
 
 
@@ -218,10 +221,11 @@ def test_an_older_revision_is_restored_then_migrated(nmb_home: Path, tmp_path: P
     command.upgrade(alembic_config(database_url()), "0012")
     out = tmp_path / "old.tar"
     assert "revision 0012" in ok(nmb("backup", "--out", str(out), home=nmb_home))
-    assert "(revision 0012, migrated to 0013)" in ok(nmb("restore", str(out),
+    assert f"(revision 0012, migrated to {HEAD_REVISION})" in ok(nmb("restore", str(out),
                                                          home=tmp_path / "new"))
     with sqlite3.connect(tmp_path / "new" / "study.db") as conn:
-        assert conn.execute("SELECT version_num FROM alembic_version").fetchone() == ("0013",)
+        [revision] = conn.execute("SELECT version_num FROM alembic_version").fetchone()
+        assert revision == HEAD_REVISION
     assert sorted(p.name for p in (tmp_path / "new").iterdir()) == ["study.db", "tmp"]
 
 
