@@ -214,9 +214,11 @@ def submitted_scores(database_url: str, rater: str) -> int:
         engine.dispose()
 
 
-def submit_a_score(page, submitted: Callable[[], int]) -> None:
-    """On /score: choose the first level of every criterion left open and Submit, until
-    `submitted()` (the rater's count of submitted scores) has grown by one."""
+def submit_a_score(page, submitted: Callable[[], int],
+                   before_submit: Callable[[], None] = lambda: None) -> None:
+    """On /score: choose the first level of every criterion left open and Submit (after
+    `before_submit()`), until `submitted()` (the rater's count of submitted scores) has grown
+    by one."""
     before = submitted()
     for _ in range(3):  # a level clicked while a rerun redraws the form is clicked again
         settled(page)
@@ -224,6 +226,7 @@ def submit_a_score(page, submitted: Callable[[], int]) -> None:
             if not radio.locator("input:checked").count():
                 radio.locator('[data-testid="stRadioOption"]').first.click()
                 settled(page)
+        before_submit()
         fresh(page).get_by_role("button", name="Submit").click()
         settled(page)
         if submitted() > before:
