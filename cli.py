@@ -675,8 +675,8 @@ def cmd_leaderboard(args: argparse.Namespace) -> None:
 
 def cmd_results(args: argparse.Namespace) -> None:
     from results import results
-    from results.export import as_text, comparison_text, export, prepare_out
     from results.leaderboard import parse_by
+    from results.publish.export import as_text, comparison_text, export, prepare_out
 
     by = parse_by(args.by)
     splits = _splits(args)
@@ -689,13 +689,13 @@ def cmd_results(args: argparse.Namespace) -> None:
                             compare_pairs=tuple(tuple(pair) for pair in args.compare or ()),
                             bertscore=_bertscorer(args), splits=splits)
         if args.site:
-            from results.site import study_version, write_site
+            from results.publish.site import study_version, write_site
 
             written = write_site(Path(args.site), res, study_version(s, res))
             print(f"nmb: wrote the leaderboard site ({len(written)} files) to {args.site}",
                   file=sys.stderr)
     if args.out:
-        from results.plots import all_figures
+        from results.publish.plots import all_figures
 
         written = export(Path(args.out), res, all_figures(res))
         print(f"nmb: wrote {len(written)} files to {args.out}", file=sys.stderr)
@@ -706,7 +706,7 @@ def cmd_results(args: argparse.Namespace) -> None:
     if args.compare:
         print(comparison_text(res, args.format))
     elif args.layout == "leaderboard":
-        from results import leaderboard_layout
+        from results.publish import leaderboard_layout
 
         print(leaderboard_layout.as_text(res, args.format))
     else:

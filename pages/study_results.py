@@ -10,12 +10,12 @@ from errors import UserError
 from grading.grader import config_labels
 from results import results
 from results.bertscore import SERVER_MODEL, BertScorer, server_model
-from results.export import as_text, render_html
 from results.judgments import default_config
-from results.leaderboard_layout import split_tables
-from results.plots import all_figures
+from results.publish.export import as_text, render_html
+from results.publish.leaderboard_layout import split_tables
+from results.publish.plots import all_figures
+from results.publish.tables import compare_table, fmt, tables
 from results.splits import SPLITS
-from results.tables import compare_table, fmt, tables
 from stats.intervals import MIN_CASES
 from ui.auth import require_role
 

@@ -14,9 +14,9 @@ from calibration import plots
 from calibration.protocol import Gate, Statistics
 from calibration.report import build, collect
 from db.engine import session
-from results import plots as results_plots
 from results import results
 from results.leaderboard import leaderboard
+from results.publish import plots as results_plots
 
 MIN_PX = 10  # smallest text height, in screen pixels, as the page shows the figure
 # How wide the page shows each figure at 1600 px wide: report figures two to a row, the others

@@ -198,7 +198,7 @@ def test_a_model_named_like_a_formula_is_quoted_in_every_csv(sqlite_url: str,
     `nmb export` and in the results CSV, which share `neutralise`."""
     import csv
 
-    from results.tables import Table, csv_text
+    from results.publish.tables import Table, csv_text
 
     _study(sqlite_url, tmp_path)
     with Session(engine_for(sqlite_url)) as s:
@@ -222,7 +222,7 @@ def test_every_csv_writer_uses_the_one_neutraliser() -> None:
                if not {"tests", "benchmarks", ".venv"} & set(p.relative_to(root).parts)
                and (".to_csv(" in (text := p.read_text()) or "csv.writer(" in text)]
     assert {p.relative_to(root).as_posix() for p in writers} == {
-        "db/export.py", "results/tables.py"}
+        "db/export.py", "results/publish/tables.py"}
     assert all("neutralise(" in p.read_text() for p in writers)
 
 

@@ -16,9 +16,9 @@ from db.engine import database_url, engine_for
 from errors import UserError
 from results import results
 from results.judgments import EXPERTS, GRADER, GRADER_ON_SUBSET, MIXED, Judged, Judgment
+from results.publish.tables import tables
 from results.recompute import recompute
 from results.sensitivity import sensitivity_rows
-from results.tables import tables
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -289,8 +289,8 @@ def test_compare_gives_the_paired_difference_of_a_direct_loop(demo_study: Path) 
 
 def test_every_format_renders_text_from_a_bundle_as_text(sqlite_url: str) -> None:
     from db.models import GraderRun
-    from results.export import as_text, render_html
-    from results.tables import tables
+    from results.publish.export import as_text, render_html
+    from results.publish.tables import tables
 
     hostile = "=1+2|<img src=x>_$\\textbf{x}"
     with Session(engine_for(sqlite_url)) as s:
@@ -317,7 +317,7 @@ def test_every_format_renders_text_from_a_bundle_as_text(sqlite_url: str) -> Non
 
 
 def test_too_few_cases_is_shown_instead_of_an_interval_in_every_format() -> None:
-    from results.tables import Table, csv_text, fmt, html_table, latex, markdown
+    from results.publish.tables import Table, csv_text, fmt, html_table, latex, markdown
     from stats.resample import TOO_FEW, Estimate
 
     few, some = Estimate(0.5, None, TOO_FEW), Estimate(0.25, [0.1, 0.4])

@@ -17,9 +17,9 @@ def leaderboard_view(rows: list[dict], chart: bytes | None) -> None:
 
 
 def chart_png(rows: list[dict], ks: tuple[int, ...]) -> bytes | None:
-    """The leaderboard's chart as PNG (results.plots.leaderboard_chart)."""
+    """The leaderboard's chart as PNG (results.publish.plots.leaderboard_chart)."""
     from calibration.plots import png  # matplotlib: only when a leaderboard is drawn
-    from results.plots import leaderboard_chart
+    from results.publish.plots import leaderboard_chart
 
     fig = leaderboard_chart(rows, ks)
     return None if fig is None else png(fig)

@@ -1,10 +1,10 @@
 """`nmb results --site DIR`: the public leaderboard as a self-contained static folder that a
 maintainer publishes as it is (any static host, or opened from disk).
 
-The folder holds `index.html` (the three split tables of `results.leaderboard_layout`, rendered
+The folder holds `index.html` (the three split tables of `results.publish.leaderboard_layout`, rendered
 and escaped here, so the page reads without JavaScript; a small inline script sorts a table by
 a click on a column's header), `leaderboard.json` (the same numbers, from `Results`), and
-`figures/*.png` (one chart per split, shown below the tables: `results.plots.leaderboard_chart`).
+`figures/*.png` (one chart per split, shown below the tables: `results.publish.plots.leaderboard_chart`).
 Nothing is loaded from elsewhere: the page's Content-Security-Policy allows only its own inline
 style and script (by hash) and images from its folder, so even a name that got through escaping
 could not load or run anything. Every number is the `Results` object's, the one `nmb results`
@@ -28,10 +28,10 @@ from sqlmodel import Session, select
 from calibration.html import prepare_out
 from calibration.plots import png
 from db.models import Case, Response, Task
-from results.leaderboard_layout import columns, split_tables
-from results.plots import leaderboard_chart
+from results.publish.leaderboard_layout import columns, split_tables
+from results.publish.plots import leaderboard_chart
+from results.publish.tables import Table, fmt
 from results.results import Results, results_key
-from results.tables import Table, fmt
 
 STYLE = """
 body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}

@@ -10,9 +10,9 @@ from dataclasses import asdict
 from pathlib import Path
 
 from calibration.html import prepare_out
-from results.leaderboard_layout import split_tables
+from results.publish.leaderboard_layout import split_tables
+from results.publish.tables import Table, csv_text, html_table, latex, markdown, tables
 from results.results import Results
-from results.tables import Table, csv_text, html_table, latex, markdown, tables
 
 FORMATS = ("json", "md", "csv", "latex")
 STYLE = ("body{font-family:sans-serif;max-width:1200px;margin:2em auto}"

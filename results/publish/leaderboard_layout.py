@@ -1,15 +1,15 @@
 """`nmb results --layout leaderboard`: the published leaderboard's layout, one table per split
 (`results.splits`) with pass@k, BERTScore (secondary) and the rubric score with their 95%
 intervals, models and human groups as rows. The numbers are the `Results` object's split cells;
-this module only lays them out (and prints them in the formats of `results.tables`)."""
+this module only lays them out (and prints them in the formats of `results.publish.tables`)."""
 
 from __future__ import annotations
 
 import json
 
+from results.publish.tables import BERTSCORE, Table, bertscore_note, csv_text, latex, markdown
 from results.results import Results
 from results.splits import Split
-from results.tables import BERTSCORE, Table, bertscore_note, csv_text, latex, markdown
 
 
 def columns(results: Results) -> list[str]:
