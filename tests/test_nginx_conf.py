@@ -1,6 +1,6 @@
 """deploy/nginx.conf keeps in step with the app: its body limit is the app's upload cap plus
 1 MiB of multipart envelope, and the lines tests/proxy.py replaces are there once each (the
-proxy itself is tested in tests/browser/test_proxy.py)."""
+proxy itself is tested in tests/browser/deploy/test_proxy.py)."""
 
 from pathlib import Path
 

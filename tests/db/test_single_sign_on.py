@@ -1,5 +1,5 @@
 """An OpenID Connect identity mapped to an account by e-mail, on SQLite and PostgreSQL (the
-whole sign-on, with a real provider and Chromium: tests/browser/test_sso.py)."""
+whole sign-on, with a real provider and Chromium: tests/browser/deploy/test_sso.py)."""
 
 import pytest
 from sqlmodel import Session, select

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from tests.services import free_port
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _serve(env: dict[str, str], out: Path, err: Path, port: int) -> subprocess.Popen:

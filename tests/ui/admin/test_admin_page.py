@@ -17,7 +17,7 @@ from tests.factories import make_study
 from ui.auth import LoggedIn
 from ui.synthetic_banner import ALL_DEMO
 
-SAMPLE = Path(__file__).resolve().parents[2] / "examples" / "sample-bundle"
+SAMPLE = Path(__file__).resolve().parents[3] / "examples" / "sample-bundle"
 
 
 def _zip(folder: Path) -> bytes:

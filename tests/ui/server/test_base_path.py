@@ -12,7 +12,7 @@ from streamlit import config
 from db.engine import HEAD_REVISION, engine_for
 from db.users import LOGIN_COOKIE
 from tests.services import free_port
-from tests.ui.test_volume_route import study  # noqa: F401 (a fixture)
+from tests.ui.server.test_volume_route import study  # noqa: F401 (a fixture)
 from ui.server import health, volume_server
 from ui.server.base_path import base_path
 

@@ -13,7 +13,7 @@ from tests.apptest import make_user, page
 from tests.db.sources.dicom_files import IDENTIFYING, pacs_export
 from tests.db.sources.test_bids_import import TASK, dataset
 from tests.db.sources.test_dicom_import import CASE
-from tests.ui.test_admin_page import _zip
+from tests.ui.admin.test_admin_page import _zip
 
 
 def test_dicom_zip_and_bids_path_import_from_the_admin_page(sqlite_url: str,

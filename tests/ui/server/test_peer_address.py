@@ -10,7 +10,7 @@ from pathlib import Path
 from tests.services import free_port
 from ui.server.peer_address import PeerAddress
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _seen(scope: dict) -> list[tuple[bytes, bytes]]:
