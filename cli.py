@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy.exc import OperationalError
+
 from errors import UserError, one_line
 
 
@@ -1079,12 +1081,25 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _shown_url() -> str:
+    """The study database's URL as it may be shown: without its password."""
+    from sqlalchemy.engine import make_url
+
+    from db.engine import database_url
+
+    return make_url(database_url()).render_as_string(hide_password=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         args.fn(args)
     except UserError as e:
         print(f"nmb: {e}", file=sys.stderr)
+        return 2
+    except OperationalError as e:  # the database does not answer (down, wrong address, locked)
+        print(f"nmb: the database {_shown_url()} failed: {one_line(str(e.orig or e), 300)}",
+              file=sys.stderr)
         return 2
     except _Terminated:
         print("nmb: terminated", file=sys.stderr)

@@ -185,3 +185,14 @@ def test_import_status_reimport_and_refusal(nmb_home: Path, tmp_path: Path) -> N
     assert refused.returncode == 2 and "Traceback" not in refused.stderr
     assert "tasks.jsonl" in refused.stderr and "4" in refused.stderr
     assert json.loads(nmb("status", "--json").stdout) == status
+
+
+def test_a_database_that_does_not_answer_is_one_line_without_its_password(nmb_home: Path) -> None:
+    from tests.services import free_port
+
+    url = f"postgresql+psycopg://nmb:s3cret-word@127.0.0.1:{free_port()}/study"  # nothing there
+    r = nmb("status", env={**os.environ, "NMB_DATABASE_URL": url})
+    assert r.returncode == 2 and r.stdout == ""
+    [line] = r.stderr.splitlines()
+    assert line.startswith("nmb: the database postgresql+psycopg://nmb:***@127.0.0.1:")
+    assert "Connection refused" in line and "s3cret-word" not in line
