@@ -29,17 +29,20 @@ def postgres_server() -> Iterator[PostgresServer]:
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def database_url(request: pytest.FixtureRequest, nmb_home: Path, monkeypatch) -> str:
-    """The URL of a fresh, migrated study database, once on SQLite and once on PostgreSQL."""
+def database_url(request: pytest.FixtureRequest, nmb_home: Path, monkeypatch) -> Iterator[str]:
+    """The URL of a fresh, migrated study database, once on SQLite and once on PostgreSQL; its
+    pooled connections are closed after the test (the session's one PostgreSQL server allows
+    100 at once, and every test's database has its own engine)."""
     from db.engine import database_url as current_url
-    from db.engine import upgrade
+    from db.engine import engine_for, upgrade
 
     if request.param == "postgres":
         server = request.getfixturevalue("postgres_server")
         monkeypatch.setenv("NMB_DATABASE_URL", server.create_database())
     url = current_url()
     upgrade(url)
-    return url
+    yield url
+    engine_for(url).dispose()
 
 
 @pytest.fixture
