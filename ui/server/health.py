@@ -1,9 +1,9 @@
 """`GET /<prefix>/healthz`: whether this server can serve the study, for a load balancer, a
-container's health check or a monitor. 200 `{"status": "ok", "db_revision": "0013"}` after one
-cheap query (the database's migration revision); 503 `{"status": "unavailable", ...}` when the
-database cannot be reached within `TIMEOUT` seconds or is not at `db.engine.HEAD_REVISION`.
-It tells nothing else (no counts, names, paths or settings) and needs no login.
-No Streamlit import here but the path prefix setting."""
+container's health check or a monitor. 200 `{"status": "ok", "db_revision": "0014"}` after one
+cheap query (the database's migration revision, here the newest); 503 `{"status":
+"unavailable", ...}` when the database cannot be reached within `TIMEOUT` seconds or is not
+at `db.engine.HEAD_REVISION`. It tells nothing else (no counts, names, paths or settings) and
+needs no login. No Streamlit import here but the path prefix setting."""
 
 import asyncio
 import logging
