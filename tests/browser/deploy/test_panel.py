@@ -19,7 +19,6 @@ from tests.browser.conftest import (
     canvas_pixels,
     loaded_viewer,
     log_out,
-    settled,
     streamlit_app,
     submit_a_score,
     submitted_scores,
@@ -105,7 +104,6 @@ def test_an_expert_signs_on_over_https_under_the_prefix_and_scores(browser, pane
 
     submit_a_score(page, lambda: submitted_scores(panel.database_url, "demo-expert1"))
 
-    settled(page)  # the next item's run has ended: the click is not lost in it
     log_out(page)
     sign_out_at_provider(page, panel.provider)
     wait_until(lambda: not any(c["name"] == "_streamlit_user" for c in context.cookies()),
