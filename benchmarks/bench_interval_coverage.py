@@ -11,13 +11,26 @@ asserted: coverage at 5, 12 and 40 cases for a share near 0.5 and one near 0.9, 
 intervals entirely below and above, the median width, and that a one-case cell shows no
 interval. Monte Carlo standard error of a coverage of 0.95 from 4,000 studies: about 0.35 points
 (at 1,000, about 0.7: too coarse to tell a close call from 93 %).
+
+The same cells, through the same variance v and degrees of freedom df the rule computed, are
+then given the published alternatives, so that the rule's few-case behaviour is seen beside
+theirs (none of them is in the product): Wilson at n* with the normal quantile (no df
+correction), the t interval p +/- t_df sqrt(v), the t interval on the logit scale, Clopper-
+Pearson and Jeffreys at Korn & Graubard's df-adjusted n* (Korn & Graubard 1998; Dean & Pagano
+2015), and, as a yardstick no study has, Wilson at the n* of the true variance (the variance of
+the estimate over the simulated cells) with the normal quantile: what the rule could reach if
+5 cases told the variance exactly.
 """
 
 import math
 
 import numpy as np
+from scipy import special
+from scipy import stats as sps
 from scipy.special import expit
 
+import stats.resample as resample
+from stats.intervals import CONFIDENCE, NO_SPREAD, share_interval, wilson
 from stats.resample import TOO_FEW, group_mean, over_cases
 
 STUDIES, SAMPLES, PEOPLE = 4000, 5, 6
@@ -59,27 +72,105 @@ def human_cell(rng: np.random.Generator, cases: int, mu: float):
                       cases=list(np.tile(case, PEOPLE)), seed=int(rng.integers(1 << 30)))
 
 
-def coverage(cell, cases: int, mu: float, target: float, seed: int) -> tuple[float, ...]:
+Z = float(special.ndtri(0.5 + CONFIDENCE / 2))
+LOW, HIGH = 0.93, 0.97  # issue 26's band
+
+
+def _n_star(p: float, v: float, df: float) -> float:
+    """Korn & Graubard's df-adjusted effective sample size, as in `share_interval`."""
+    spread = 0 < p < 1 and v > NO_SPREAD
+    t = sps.t.ppf(0.5 + CONFIDENCE / 2, df)
+    return (p * (1 - p) / v if spread else df + 1) * (Z / t) ** 2
+
+
+def _wilson_z(p: float, v: float, df: float) -> list[float]:
+    spread = 0 < p < 1 and v > NO_SPREAD
+    return wilson(p, p * (1 - p) / v if spread else df + 1, Z)
+
+
+def _t(p: float, v: float, df: float) -> list[float]:
+    half = sps.t.ppf(0.5 + CONFIDENCE / 2, df) * math.sqrt(v)
+    return [max(0.0, p - half), min(1.0, p + half)]
+
+
+def _logit_t(p: float, v: float, df: float) -> list[float]:
+    if not (0 < p < 1 and v > NO_SPREAD):
+        return share_interval(p, v, df)
+    half = sps.t.ppf(0.5 + CONFIDENCE / 2, df) * math.sqrt(v) / (p * (1 - p))
+    return [float(expit(special.logit(p) - half)), float(expit(special.logit(p) + half))]
+
+
+def _beta(p: float, v: float, df: float, prior: float) -> list[float]:
+    """Clopper-Pearson (prior 0) or Jeffreys (prior 0.5) at the df-adjusted n*."""
+    n = _n_star(p, v, df)
+    x, a = p * n, (1 - CONFIDENCE) / 2
+    lo = sps.beta.ppf(a, x + prior, n - x + 1 - prior) if x > 0 else 0.0
+    hi = sps.beta.ppf(1 - a, x + 1 - prior, n - x + prior) if x < n else 1.0
+    return [float(lo), float(hi)]
+
+
+ALTERNATIVES = {
+    "Wilson, normal quantile": _wilson_z,
+    "t interval": _t,
+    "t interval, logit scale": _logit_t,
+    "Clopper-Pearson (Korn-Graubard)": lambda p, v, df: _beta(p, v, df, 0.0),
+    "Jeffreys (Korn-Graubard)": lambda p, v, df: _beta(p, v, df, 0.5),
+}
+
+
+def simulate(cell, cases: int, mu: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(the rule's intervals, each cell's (estimate, v, df)) for `STUDIES` cells, the v and df
+    read where the product passes them to `share_interval`."""
+    seen: list[tuple[float, float, float]] = []
+
+    def recorded(p: float, v: float, df: float) -> list[float]:
+        seen.append((p, v, df))
+        return share_interval(p, v, df)
+
     rng = np.random.default_rng(seed)
-    cis = np.array([cell(rng, cases, mu).ci for _ in range(STUDIES)])
-    lo, hi = cis.T
-    return (float(np.mean((lo <= target) & (target <= hi))), float(np.mean(hi < target)),
-            float(np.mean(lo > target)), float(np.median(hi - lo)))
+    resample.share_interval, kept = recorded, resample.share_interval
+    try:
+        cis = np.array([cell(rng, cases, mu).ci for _ in range(STUDIES)])
+    finally:
+        resample.share_interval = kept
+    return cis, np.array(seen)
+
+
+def covers(cis: np.ndarray, target: float) -> float:
+    lo, hi = np.asarray(cis).T
+    return float(np.mean((lo <= target) & (target <= hi)))
 
 
 def main() -> None:
     se = math.sqrt(0.95 * 0.05 / STUDIES)
     print(f"{STUDIES} simulated cells per line, 2,000 case resamples each; Monte Carlo SE of a "
           f"coverage ~ {se:.3f}")
+    columns: list[str] = []
+    table: dict[str, list[float]] = {name: [] for name in ("the rule", *ALTERNATIVES, "yardstick")}
     for who, cell in (("model (5 samples per task)", model_cell),
                       (f"human group ({PEOPLE} people)", human_cell)):
         for label, mu in SHARES.items():
             target = truth(mu, cell is human_cell)
             for cases in CASES:
-                cover, below, above, width = coverage(cell, cases, mu, target, seed=cases)
+                cis, seen = simulate(cell, cases, mu, seed=cases)
+                lo, hi = cis.T
                 print(f"{who}, share {label} ({target:.3f}), {cases:2d} cases: coverage "
-                      f"{cover:.3f} (interval below {below:.3f}, above {above:.3f}), median "
-                      f"width {width:.3f}")
+                      f"{covers(cis, target):.3f} (interval below {np.mean(hi < target):.3f}, "
+                      f"above {np.mean(lo > target):.3f}), median width "
+                      f"{np.median(hi - lo):.3f}")
+                columns.append(f"{who.split()[0]} {label[-3:]} {cases}")
+                table["the rule"].append(covers(cis, target))
+                for name, interval in ALTERNATIVES.items():
+                    table[name].append(covers([interval(*row) for row in seen], target))
+                n_true = target * (1 - target) / seen[:, 0].var()
+                table["yardstick"].append(covers([wilson(p, n_true, Z) for p in seen[:, 0]],
+                                                 target))
+    print(f"\nThe same cells, other intervals from the same v and df (coverage; cells in "
+          f"{LOW:.0%}-{HIGH:.0%}):")
+    print(f"{'':32s}" + "".join(f"{c:>14s}" for c in columns))
+    for name, row in table.items():
+        inside = sum(LOW <= c <= HIGH for c in row)
+        print(f"{name:32s}" + "".join(f"{c:14.3f}" for c in row) + f"   {inside}/{len(row)}")
     one = over_cases([1.0, 0.0, 1.0], ["case-1"] * 3)
     print(f"one-case cell (3 tasks of one case): value {one.value}, interval {one.ci}, "
           f"shown as {one.note!r}" + ("" if one.note == TOO_FEW else " (UNEXPECTED)"))
