@@ -3,9 +3,11 @@
 The body comes in chunks (the SDK's `with_streaming_response`) under the client's byte cap
 (`llm.http_client.CappedClient`: `MAX_FILE_BYTES`; a larger `Content-Length` is refused before
 the body, a longer body is dropped where it crosses the cap). Each line is parsed as soon as it
-ends and only the result lines of the items asked for are kept, so a file costs one line (at
-most `MAX_LINE_BYTES`) plus the lines kept, not its size: read whole, it was held as bytes, as
-text and as a list of lines at once.
+ends, and only the result lines of the items asked for are kept, as their bytes (`ResultLines`:
+parsed again when read, a parsed line weighing two to three times its text). So a file costs
+one line (at most `MAX_LINE_BYTES`) and the lines kept, not its size: read whole, it was held
+as bytes, as text and as a list of lines at once, and every line parsed
+(`benchmarks/bench_batch_file.py`).
 
 A file over its cap, or a line over `MAX_LINE_BYTES`, refuses the whole file (`UserError`,
 one line naming the file and the cap or the line) before any of its results is used: a run's
@@ -17,7 +19,7 @@ included, counts as missing, as it did when the file was read whole.
 from __future__ import annotations
 
 import json
-from collections.abc import Container
+from collections.abc import Container, Iterator, Mapping
 from typing import Any
 
 from errors import UserError, one_line
@@ -48,11 +50,31 @@ def result_line(raw: str | bytes) -> dict | None:
     return entry
 
 
-async def read_result_file(api: Any, file_id: str, wanted: Container[str]) -> dict[str, dict]:
-    """{custom_id: result line} of the lines of file `file_id` whose custom_id is `wanted` (the
-    last one of a custom_id written twice); UserError when the file or one line is over its
+class ResultLines(Mapping[str, dict]):
+    """Result lines by custom_id, each kept as its bytes (checked by `result_line`) and parsed
+    when read."""
+
+    def __init__(self) -> None:
+        self._lines: dict[str, bytes] = {}
+
+    def __getitem__(self, custom_id: str) -> dict:
+        return json.loads(self._lines[custom_id].decode())
+
+    def keep(self, custom_id: str, line: bytes) -> None:
+        self._lines[custom_id] = line
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._lines)
+
+    def __len__(self) -> int:
+        return len(self._lines)
+
+
+async def read_result_file(api: Any, file_id: str, wanted: Container[str],
+                           into: ResultLines) -> None:
+    """Keep in `into` the result lines of file `file_id` whose custom_id is `wanted` (a
+    custom_id written twice: its last line); UserError when the file or a line is over its
     cap."""
-    entries: dict[str, dict] = {}
     number = 0  # lines ended so far
 
     def take(raw: bytes) -> None:
@@ -62,7 +84,7 @@ async def read_result_file(api: Any, file_id: str, wanted: Container[str]) -> di
             raise UserError(_line_too_long(file_id, number))
         entry = result_line(raw) if raw.strip() else None
         if entry is not None and entry["custom_id"] in wanted:
-            entries[entry["custom_id"]] = entry
+            into.keep(entry["custom_id"], raw)
 
     try:
         async with api.files.with_streaming_response.content(file_id) as response:
@@ -81,7 +103,6 @@ async def read_result_file(api: Any, file_id: str, wanted: Container[str]) -> di
     except ResponseRefused as exc:
         raise UserError(f"Batch API result file {file_id} refused: "
                         f"{one_line(exc.message, 300)}") from None
-    return entries
 
 
 def _line_too_long(file_id: str, number: int) -> str:

@@ -558,11 +558,11 @@ def batch_line(custom_id: str, body: dict) -> str:
 async def _submit_batch(
     api: AsyncOpenAI, lines: str, *, wanted: Collection[str], poll_interval: float,
     max_wait: float | None, on_poll: Callable[[Any], Any] | None,
-) -> tuple[Any, dict[str, dict]]:
+) -> tuple[Any, Mapping[str, dict]]:
     """Upload, create, poll until done (or `max_wait`, then cancel); {custom_id: result line}
     of the `wanted` custom_ids, read from the output and error files as they stream
     (`llm.batch_file`: UserError when a file or a line is over its cap)."""
-    from llm.batch_file import read_result_file
+    from llm.batch_file import ResultLines, read_result_file
 
     uploaded = await api.files.create(
         file=("grader_batch.jsonl", lines.encode(), "application/jsonl"), purpose="batch"
@@ -583,10 +583,10 @@ async def _submit_batch(
         batch = await api.batches.retrieve(batch.id)
         if on_poll is not None:
             on_poll(batch)
-    entries: dict[str, dict] = {}
+    entries = ResultLines()
     for file_id in (batch.output_file_id, batch.error_file_id):
         if file_id:
-            entries.update(await read_result_file(api, file_id, wanted))
+            await read_result_file(api, file_id, wanted, entries)
     return batch, entries
 
 
