@@ -18,12 +18,18 @@ included, counts as missing, as it did when the file was read whole.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 from collections.abc import Container, Iterator, Mapping
 from typing import Any
 
+import httpx2
+
 from errors import UserError, one_line
 from llm.http_client import MAX_RESPONSE_BYTES, ResponseRefused, too_many_json_values
+
+log = logging.getLogger(__name__)
 
 MAX_LINE_BYTES = MAX_RESPONSE_BYTES + 2**20  # one chat completion's cap, and its line's envelope
 
@@ -63,6 +69,9 @@ class ResultLines(Mapping[str, dict]):
     def keep(self, custom_id: str, line: bytes) -> None:
         self._lines[custom_id] = line
 
+    def update(self, other: ResultLines) -> None:
+        self._lines.update(other._lines)
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._lines)
 
@@ -74,7 +83,24 @@ async def read_result_file(api: Any, file_id: str, wanted: Container[str],
                            into: ResultLines) -> None:
     """Keep in `into` the result lines of file `file_id` whose custom_id is `wanted` (a
     custom_id written twice: its last line); UserError when the file or a line is over its
-    cap."""
+    cap. A connection failing while the body is read (past the SDK's own retries, which end
+    with the headers) reads the file again from its start, `api.max_retries` times at most
+    with the SDK's backoff (0.5 s doubling to 8 s), as the SDK did when it read the body."""
+    retries = api.max_retries
+    for attempt in range(retries + 1):
+        lines = ResultLines()
+        try:
+            await _read(api, file_id, wanted, lines)
+            break
+        except httpx2.RequestError as exc:
+            if attempt == retries:
+                raise
+            log.info("reading %s again (%s): %s", file_id, attempt + 1, type(exc).__name__)
+            await asyncio.sleep(min(8.0, 0.5 * 2**attempt))
+    into.update(lines)
+
+
+async def _read(api: Any, file_id: str, wanted: Container[str], into: ResultLines) -> None:
     number = 0  # lines ended so far
 
     def take(raw: bytes) -> None:

@@ -12,7 +12,8 @@ The real `openai` client talks to it; nothing is mocked. It serves
   POST /v1/batches, GET /v1/batches/{id} (completes after `batch_polls` polls), POST .../cancel;
   a file's content is written 64 KiB at a time, with a Content-Length or chunked
   (`chunked_files`), and the bytes written before the end or the client's hang-up are counted
-  (`sent_of`); `edit_batch_file` rewrites result files (hostile, large).
+  (`sent_of`); `cut_files` ends the next contents halfway (the connection closed);
+  `edit_batch_file` rewrites result files (hostile, large).
 
 Fault injection (`inject`, `inject_when`): "429" (with `Retry-After`), "500", "400", "truncated"
 (cut JSON), "badschema" (valid JSON that breaks the schema), "slow" (sleeps before answering),
@@ -230,6 +231,8 @@ class OpenAIServer:
         self.edit_batch_file: Callable[[bytes], bytes] | None = None
         #: Serve file contents chunked, without a Content-Length (else with one).
         self.chunked_files = False
+        #: The next `cut_files` file contents end halfway: the connection is closed.
+        self.cut_files = 0
         #: Bytes of each file's content written by its last GET .../content, once it ended.
         self.file_bytes_sent: dict[str, int] = {}
         self._file_sent = threading.Condition()
@@ -583,18 +586,24 @@ class _Handler(BaseHTTPRequestHandler):
         """A file's content in 64 KiB writes (chunked if `chunked_files`), counting the bytes
         written until the end or until the client hangs up (`file_bytes_sent`)."""
         state, sent, chunked = self.server_state, 0, self.server_state.chunked_files
-        view = memoryview(data)
+        view, end = memoryview(data), len(data)
+        with state._lock:
+            if state.cut_files > 0:
+                state.cut_files -= 1
+                end = len(data) // 2
         try:
             self.send_response(200)
             self.send_header("Content-Type", "application/octet-stream")
             self.send_header(*(("Transfer-Encoding", "chunked") if chunked
                                else ("Content-Length", str(len(data)))))
             self.end_headers()
-            for at in range(0, len(data), 65536):
-                part = view[at:at + 65536]
+            for at in range(0, end, 65536):
+                part = view[at:min(at + 65536, end)]
                 self.wfile.write(b"%x\r\n%b\r\n" % (len(part), part) if chunked else part)
                 sent += len(part)
-            if chunked:
+            if end < len(data):
+                self.close_connection = True
+            elif chunked:
                 self.wfile.write(b"0\r\n\r\n")
         except (BrokenPipeError, ConnectionResetError):  # the client stopped reading
             self.close_connection = True

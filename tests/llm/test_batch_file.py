@@ -20,11 +20,12 @@ FILLER = (json.dumps({"custom_id": "other", "response": None,
                       "error": {"code": "x", "message": "y" * 960}}) + "\n").encode() * 49_152
 
 
-def _grade(server: OpenAIServer, n: int = 3, http_client=None) -> dict[str, CallResult]:
+def _grade(server: OpenAIServer, n: int = 3, http_client=None,
+           **options) -> dict[str, CallResult]:
     reqs = {f"item-{i}": base.request(f"case-{i}") for i in range(n)}
     api = AsyncOpenAI(base_url=server.base_url, api_key=base.KEY, http_client=http_client)
     return asyncio.run(run_batch(api, reqs, poll_interval=0.01, validate=base.validate,
-                                 max_reasks=0, max_retries=0))
+                                 max_reasks=0, max_retries=0, **options))
 
 
 def _output_file(server: OpenAIServer) -> str:
@@ -112,6 +113,24 @@ def test_lines_not_utf8_not_json_or_cut_count_as_missing(srv: OpenAIServer) -> N
     for i in (0, 1, 3):
         assert results[f"item-{i}"].reason == (
             "no result in batch batch-test1 completed (gave up after 1 attempts)")
+
+
+@pytest.mark.parametrize("chunked", [True, False], ids=["chunked", "content-length"])
+def test_a_file_cut_by_the_connection_is_read_again(chunked: bool) -> None:
+    """The connection closed halfway through the body: the file is read again from its start,
+    as many times as the SDK retries (`api_retries`), then the error propagates."""
+    from httpx2 import RemoteProtocolError
+
+    with OpenAIServer(api_key=base.KEY) as server:
+        server.chunked_files, server.cut_files = chunked, 1
+        server.edit_batch_file = lambda data: data + FILLER[: 4 * 2**20]
+        results = _grade(server, http_client=CappedClient(timeout=30.0), api_retries=1)
+        assert all(r.ok for r in results.values()), results
+        reads = [r for r in server.requests if r.path.endswith("/content")]
+        assert len(reads) == 2 and reads[0].path == reads[1].path
+        server.cut_files = 2
+        with pytest.raises(RemoteProtocolError):
+            _grade(server, http_client=CappedClient(timeout=30.0), api_retries=1)
 
 
 @pytest.fixture
