@@ -15,9 +15,12 @@ from llm.http_client import CappedClient
 from tests.llm import test_call as base
 from tests.openai_server import OpenAIServer
 
-#: 48 MiB of result lines of an item not asked for.
-FILLER = (json.dumps({"custom_id": "other", "response": None,
-                      "error": {"code": "x", "message": "y" * 960}}) + "\n").encode() * 49_152
+
+def _filler(mib: int) -> bytes:
+    """About `mib` MiB of result lines (about 1 KiB each) of an item not asked for."""
+    line = json.dumps({"custom_id": "other", "response": None,
+                       "error": {"code": "x", "message": "y" * 960}}) + "\n"
+    return line.encode() * (mib * 1024)
 
 
 def _grade(server: OpenAIServer, n: int = 3, http_client=None,
@@ -40,7 +43,7 @@ def test_a_result_file_over_the_cap_is_refused_while_read(chunked: bool) -> None
     length)."""
     with OpenAIServer(api_key=base.KEY) as server:
         server.chunked_files = chunked
-        server.edit_batch_file = lambda data: data + FILLER
+        server.edit_batch_file = lambda data: data + _filler(48)
         with pytest.raises(UserError) as caught:
             _grade(server, http_client=CappedClient(timeout=30.0, max_file_bytes=2**20))
         file_id = _output_file(server)
@@ -123,7 +126,7 @@ def test_a_file_cut_by_the_connection_is_read_again(chunked: bool) -> None:
 
     with OpenAIServer(api_key=base.KEY) as server:
         server.chunked_files, server.cut_files = chunked, 1
-        server.edit_batch_file = lambda data: data + FILLER[: 4 * 2**20]
+        server.edit_batch_file = lambda data: data + _filler(4)
         results = _grade(server, http_client=CappedClient(timeout=30.0), api_retries=1)
         assert all(r.ok for r in results.values()), results
         reads = [r for r in server.requests if r.path.endswith("/content")]
