@@ -342,8 +342,9 @@ class _Sender:
             if not lines:
                 return
             body = "".join(batch_line(cid, req.body()) for cid, (_, req, _) in lines.items())
-            batch, entries = await _submit_batch(api, body, poll_interval=poll_interval,
-                                                 max_wait=None, on_poll=None)
+            batch, entries = await _submit_batch(api, body, wanted=set(lines),
+                                                 poll_interval=poll_interval, max_wait=None,
+                                                 on_poll=None)
             whole_failed = batch.status != "completed"
             pending = []
             for cid, (conv, req, key) in lines.items():

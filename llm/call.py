@@ -47,7 +47,7 @@ import math
 import random
 import time
 import tomllib
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -527,30 +527,6 @@ def batch_failure(entry: dict | None) -> tuple[str, bool] | None:
     return problem, status is None or status in TRANSIENT_STATUS or status >= 500
 
 
-def result_line(raw: str) -> dict | None:
-    """A Batch API result line, or None for one that is not (its item then has no result line):
-    a JSON object of at most `llm.http_client.MAX_JSON_VALUES` values with a string
-    `custom_id`, `response` and `error` objects or null, the response's `status_code` an
-    integer or null and its `body` an object or null."""
-    from llm.http_client import too_many_json_values
-
-    if too_many_json_values(raw.encode()):
-        return None
-    try:
-        entry = json.loads(raw)
-    except (ValueError, RecursionError):
-        return None
-    if not isinstance(entry, dict) or not isinstance(entry.get("custom_id"), str):
-        return None
-    response, error = entry.get("response"), entry.get("error")
-    if not isinstance(response, dict | None) or not isinstance(error, dict | None):
-        return None
-    if response is not None and not (isinstance(response.get("status_code"), int | None)
-                                     and isinstance(response.get("body"), dict | None)):
-        return None
-    return entry
-
-
 def batch_body_problem(entry: dict) -> str | None:
     """What makes an HTTP 200 result line's body unusable as a chat completion, or None."""
     from openai._models import construct_type
@@ -580,10 +556,14 @@ def batch_line(custom_id: str, body: dict) -> str:
 
 
 async def _submit_batch(
-    api: AsyncOpenAI, lines: str, *, poll_interval: float, max_wait: float | None,
-    on_poll: Callable[[Any], Any] | None,
-) -> tuple[Any, dict[str, dict]]:
-    """Upload, create, poll until done (or `max_wait`, then cancel); {custom_id: result line}."""
+    api: AsyncOpenAI, lines: str, *, wanted: Collection[str], poll_interval: float,
+    max_wait: float | None, on_poll: Callable[[Any], Any] | None,
+) -> tuple[Any, Mapping[str, dict]]:
+    """Upload, create, poll until done (or `max_wait`, then cancel); {custom_id: result line}
+    of the `wanted` custom_ids, read from the output and error files as they stream
+    (`llm.batch_file`: UserError when a file or a line is over its cap)."""
+    from llm.batch_file import ResultLines, read_result_file
+
     uploaded = await api.files.create(
         file=("grader_batch.jsonl", lines.encode(), "application/jsonl"), purpose="batch"
     )
@@ -603,13 +583,10 @@ async def _submit_batch(
         batch = await api.batches.retrieve(batch.id)
         if on_poll is not None:
             on_poll(batch)
-    entries: dict[str, dict] = {}
+    entries = ResultLines()
     for file_id in (batch.output_file_id, batch.error_file_id):
         if file_id:
-            text = (await api.files.content(file_id)).content.decode()
-            for raw in text.splitlines():
-                if raw.strip() and (entry := result_line(raw)) is not None:
-                    entries[entry["custom_id"]] = entry
+            await read_result_file(api, file_id, wanted, entries)
     return batch, entries
 
 
@@ -667,8 +644,8 @@ async def run_batch(
         for cid in pending:
             items[cid].result.attempts += 1
         batch, entries = await _submit_batch(
-            api, lines, poll_interval=poll_interval, max_wait=max_wait, on_poll=on_poll
-        )
+            api, lines, wanted=set(pending), poll_interval=poll_interval, max_wait=max_wait,
+            on_poll=on_poll)
         whole_batch_failed = batch.status in ("failed", "cancelled") or (
             max_wait is not None and batch.status != "completed"
         )

@@ -2,7 +2,8 @@
 model or grader server may send back is bounded before it is read.
 
 - Every response body is capped while it is read (`MAX_RESPONSE_BYTES` for the JSON endpoints,
-  `MAX_FILE_BYTES` for a Batch API result file): past the cap the connection is dropped and the
+  `MAX_FILE_BYTES` for a Batch API result file, which `llm.batch_file` reads as a stream, one
+  line at a time): past the cap the connection is dropped and the
   call fails with `ResponseRefused`, so an endless chunked body or a huge JSON costs at most the
   cap in memory, whatever `Content-Length` says (a declared length above the cap is refused
   before any byte of the body is read). The bodies one client is reading at once share a cap

@@ -9,7 +9,11 @@ The real `openai` client talks to it; nothing is mocked. It serves
   decoded in `Recorded.images`;
 - GET /v1/models;
 - the Batch API: POST /v1/files (multipart, purpose=batch), GET /v1/files/{id}[/content],
-  POST /v1/batches, GET /v1/batches/{id} (completes after `batch_polls` polls), POST .../cancel.
+  POST /v1/batches, GET /v1/batches/{id} (completes after `batch_polls` polls), POST .../cancel;
+  a file's content is written 64 KiB at a time, with a Content-Length or chunked
+  (`chunked_files`), and the bytes written before the end or the client's hang-up are counted
+  (`sent_of`); `cut_files` ends the next contents halfway (the connection closed);
+  `edit_batch_file` rewrites result files (hostile, large).
 
 Fault injection (`inject`, `inject_when`): "429" (with `Retry-After`), "500", "400", "truncated"
 (cut JSON), "badschema" (valid JSON that breaks the schema), "slow" (sleeps before answering),
@@ -225,6 +229,13 @@ class OpenAIServer:
         self.retry_after = retry_after
         #: Rewrites each Batch API output/error file before it is stored (hostile batch lines).
         self.edit_batch_file: Callable[[bytes], bytes] | None = None
+        #: Serve file contents chunked, without a Content-Length (else with one).
+        self.chunked_files = False
+        #: The next `cut_files` file contents end halfway: the connection is closed.
+        self.cut_files = 0
+        #: Bytes of each file's content written by its last GET .../content, once it ended.
+        self.file_bytes_sent: dict[str, int] = {}
+        self._file_sent = threading.Condition()
         self.requests: list[Recorded] = []
         self.counts: Counter[str] = Counter()
         self.files: dict[str, dict] = {}
@@ -323,6 +334,13 @@ class OpenAIServer:
             self.counts[rec.path] += 1
             if rec.fault:
                 self.counts[f"fault:{rec.fault}"] += 1
+
+    def sent_of(self, file_id: str, timeout: float = 60.0) -> int:
+        """Bytes of file `file_id`'s content written by its last GET .../content, once the
+        answer ended (the whole body, or the client hung up); KeyError if it did not end."""
+        with self._file_sent:
+            self._file_sent.wait_for(lambda: file_id in self.file_bytes_sent, timeout)
+            return self.file_bytes_sent[file_id]
 
     def _new_id(self, prefix: str) -> str:
         with self._lock:
@@ -564,6 +582,36 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
             self.close_connection = True
 
+    def _send_file(self, file_id: str, data: bytes) -> None:
+        """A file's content in 64 KiB writes (chunked if `chunked_files`), counting the bytes
+        written until the end or until the client hangs up (`file_bytes_sent`)."""
+        state, sent, chunked = self.server_state, 0, self.server_state.chunked_files
+        view, end = memoryview(data), len(data)
+        with state._lock:
+            if state.cut_files > 0:
+                state.cut_files -= 1
+                end = len(data) // 2
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header(*(("Transfer-Encoding", "chunked") if chunked
+                               else ("Content-Length", str(len(data)))))
+            self.end_headers()
+            for at in range(0, end, 65536):
+                part = view[at:min(at + 65536, end)]
+                self.wfile.write(b"%x\r\n%b\r\n" % (len(part), part) if chunked else part)
+                sent += len(part)
+            if end < len(data):
+                self.close_connection = True
+            elif chunked:
+                self.wfile.write(b"0\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError):  # the client stopped reading
+            self.close_connection = True
+        finally:
+            with state._file_sent:
+                state.file_bytes_sent[file_id] = sent
+                state._file_sent.notify_all()
+
     def _trickle(self, status: int, payload: dict, seconds: float) -> None:
         """The answer, one byte at a time, over `seconds` (ends early if the client leaves)."""
         data = json.dumps(payload).encode()
@@ -669,7 +717,7 @@ class _Handler(BaseHTTPRequestHandler):
             if found is None:
                 self._send(404, _error("No such file.", "not_found"))
             else:
-                self._send(200, found["content"], content_type="application/octet-stream")
+                self._send_file(m.group(1), found["content"])
         elif m := re.fullmatch(r"/v1/files/([\w-]+)", path):
             found = state.files.get(m.group(1))
             meta = {k: v for k, v in (found or {}).items() if k != "content"}

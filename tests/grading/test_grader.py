@@ -145,6 +145,28 @@ def test_batch_api(sqlite_url: str) -> None:
         assert not srv.chat_requests() and len(srv.batch_lines) == 6
 
 
+def test_a_batch_result_file_refused_stores_nothing(sqlite_url: str) -> None:
+    """A result file whose second line is over the line cap: one line naming the file and the
+    line, no grade nor failure stored, the run ends interrupted; the next run grades all."""
+    from llm.batch_file import MAX_LINE_BYTES
+
+    big = b'{"custom_id": "x", "pad": "' + b"a" * MAX_LINE_BYTES + b'"}\n'
+    with OpenAIServer() as srv, Session(engine_for(sqlite_url), expire_on_commit=False) as s:
+        make_study(s, n_tasks=2)
+        cid = _config(s, srv)
+        srv.edit_batch_file = lambda data: data.replace(b"\n", b"\n" + big, 1)
+        with pytest.raises(UserError, match=r"^Batch API result file file-test2 refused: line 2 "
+                           r"is longer than 9 MiB \(the cap on one line\)"):
+            grade(s, config_id=cid, trust_base_url=srv.base_url, api_key=SECRET, batch=True,
+                  poll_interval=0.01)
+        assert _count(s, GraderScore) == _count(s, GraderFailure) == 0
+        assert s.exec(select(GraderRun.status)).all() == ["interrupted"]
+        srv.edit_batch_file = None
+        out = grade(s, config_id=cid, trust_base_url=srv.base_url, api_key=SECRET, batch=True,
+                    poll_interval=0.01)
+        assert (out.graded, out.failed) == (4, 0)
+
+
 def test_cli_grade_json_summary_and_no_key_leak(nmb_home: Path, server: OpenAIServer) -> None:
     from db.engine import session, upgrade
 

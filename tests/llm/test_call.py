@@ -493,7 +493,7 @@ def test_hostile_batch_result_lines_fail_their_items_not_the_run(srv):
     """A Batch API server writing hostile result lines: each item ends answered or failed with
     a reason (a line that is not a result line counts as missing), no exception, for the
     grader's `run_batch` and for free-text batch answers (`batch_outcome`)."""
-    from llm.call import result_line
+    from llm.batch_file import result_line
     from llm.model_call import batch_outcome
 
     srv.edit_batch_file = _hostile_lines
