@@ -11,6 +11,10 @@ secret's value is never printed. The variables:
 - `NMB_OIDC_CLIENT_ID`, `NMB_OIDC_CLIENT_SECRET`, `NMB_OIDC_METADATA_URL` (the provider's
   `.well-known/openid-configuration`), `NMB_OIDC_REDIRECT_URI` (`https://host/<prefix>/oauth2callback`),
   `NMB_AUTH_COOKIE_SECRET` (at least 32 characters): single sign-on, all or none of them.
+- `NMB_OIDC_PROMPT` (optional, with single sign-on only): the OpenID Connect `prompt` sent to
+  the provider (`client_kwargs`), e.g. `login` to ask for the password at every sign-on;
+  `none`, `login`, `consent`, `select_account`, or several of the last three separated by
+  spaces (OpenID Connect Core 1.0, 3.1.2.1). Empty: Streamlit's default, `select_account`.
 """
 
 import json
@@ -27,6 +31,7 @@ OIDC = {  # variable -> key of Streamlit's [auth] section
     "NMB_OIDC_METADATA_URL": "server_metadata_url",
 }
 SECRET = {"NMB_AUTH_COOKIE_SECRET", "NMB_OIDC_CLIENT_SECRET"}
+PROMPTS = ("none", "login", "consent", "select_account")  # OpenID Connect Core 1.0, 3.1.2.1
 MAX_VALUE = 2000  # characters of one setting
 _BASE_PATH = re.compile(r"[A-Za-z0-9_/-]*")
 
@@ -59,11 +64,27 @@ def _url(name: str, value: str) -> None:
         raise SettingError(f"{name}: {value[:80]!r} is not an http(s) URL")
 
 
-def auth_section() -> dict[str, str]:
+def oidc_prompt() -> str:
+    """`NMB_OIDC_PROMPT`: '' (Streamlit's default) or a space-separated list of `PROMPTS`, with
+    `none` alone (OpenID Connect Core 1.0, 3.1.2.1)."""
+    value = _value("NMB_OIDC_PROMPT")
+    words = value.split()
+    if (any(w not in PROMPTS for w in words) or len(set(words)) < len(words)
+            or ("none" in words and len(words) > 1)):
+        raise SettingError(f"NMB_OIDC_PROMPT: {value[:80]!r} is not an OpenID Connect prompt "
+                           f"({', '.join(PROMPTS)}; none alone, the others may be combined)")
+    return " ".join(words)
+
+
+def auth_section() -> dict[str, str | dict[str, str]]:
     """Streamlit's `[auth]` settings from the environment; {} when single sign-on is off."""
     values = {name: _value(name) for name in OIDC}
     given = [n for n, v in values.items() if v]
+    asked = oidc_prompt()
     if not given:
+        if asked:
+            raise SettingError(f"NMB_OIDC_PROMPT: {asked!r} is set but single sign-on is off "
+                               f"(set {', '.join(OIDC)} too, or leave it empty)")
         return {}
     missing = [n for n, v in values.items() if not v]
     if missing:
@@ -77,16 +98,26 @@ def auth_section() -> dict[str, str]:
     if len(values["NMB_AUTH_COOKIE_SECRET"]) < 32:
         raise SettingError("NMB_AUTH_COOKIE_SECRET: shorter than 32 characters "
                            "(make one with `openssl rand -hex 32`)")
-    return {OIDC[n]: v for n, v in values.items()}
+    auth: dict[str, str | dict[str, str]] = {OIDC[n]: v for n, v in values.items()}
+    if asked:
+        auth["client_kwargs"] = {"prompt": asked}
+    return auth
 
 
-def secrets_toml(auth: dict[str, str]) -> str:
-    """The secrets file: a TOML basic string per value (printable text, so JSON's escaping of
-    `"` and `\\` is TOML's)."""
+def _toml(value: str | dict[str, str]) -> str:
+    """A TOML basic string (printable text, so JSON's escaping of `"` and `\\` is TOML's), or
+    an inline table of them."""
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k} = {_toml(v)}" for k, v in value.items()) + " }"
+    return json.dumps(value, ensure_ascii=False)
+
+
+def secrets_toml(auth: dict[str, str | dict[str, str]]) -> str:
+    """The secrets file: the `[auth]` section, if any."""
     lines = ["# written by deploy/configure.py from the environment at each start; do not edit"]
     if auth:
         lines.append("[auth]")
-        lines += [f"{key} = {json.dumps(value, ensure_ascii=False)}" for key, value in auth.items()]
+        lines += [f"{key} = {_toml(value)}" for key, value in auth.items()]
     return "\n".join(lines) + "\n"
 
 
@@ -113,6 +144,8 @@ def main(argv: list[str]) -> int:
         return 2
     write_private(Path(argv[0]), secrets_toml(auth))
     sso = f"on ({auth['server_metadata_url']})" if auth else "off (password logins only)"
+    if "client_kwargs" in auth:
+        sso += f", prompt {auth['client_kwargs']['prompt']}"
     print(f"nmb: path prefix /{prefix}{'/' if prefix else ''}; single sign-on {sso}")
     return 0
 

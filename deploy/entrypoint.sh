@@ -11,7 +11,8 @@
 #   NMB_PORT              the port the app listens on (8501)
 #   NMB_RUNTIME_DIR       where the generated secrets file is written (/run/nmb)
 #   NMB_DB_WAIT           seconds to wait for the database to answer at start (60)
-#   NMB_OIDC_*, NMB_AUTH_COOKIE_SECRET   single sign-on (deploy/configure.py)
+#   NMB_OIDC_*, NMB_AUTH_COOKIE_SECRET   single sign-on, NMB_OIDC_PROMPT its prompt
+#                         (deploy/configure.py)
 set -eu
 exec 2>&1
 cd "$(dirname "$0")/.."  # the app's folder: serve.py, app.py, pages/

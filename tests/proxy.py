@@ -1,8 +1,10 @@
 """nginx from Debian in front of a running app, as a hospital would publish it: TLS with a
 self-signed certificate, the app under `/nmb/`, on free loopback ports. The configuration is
-`deploy/nginx.conf` with only its site lines replaced (ports, certificate, upstream, and the
-pid and temp paths of a process that is not the system's), so the tests exercise the file the
-deployment ships.
+`deploy/nginx.conf` with only its site lines replaced (ports, certificate, the app's address,
+the DNS server when a test gives one, and the pid and temp paths of a process that is not the
+system's; one worker process, so that what a test sees does not depend on which worker took
+its connection, each having its own DNS cache), so the tests exercise the file the deployment
+ships.
 
 `nginx_proxy(upstream)` composes with any app server: give it the app's URL (an app started
 with `--server.baseUrlPath nmb`), get the https origin to open `/nmb/` on. Without nginx a test
@@ -76,15 +78,20 @@ def _replace_once(text: str, old: str, new: str) -> str:
 
 
 def derived_config(*, upstream: str, port: int, http_port: int, cert: Path, key: Path,
-                directory: Path) -> str:
-    """deploy/nginx.conf with its site lines replaced: `upstream` is the app's host:port."""
+                directory: Path, resolver: str | None = None) -> str:
+    """deploy/nginx.conf with its site lines replaced: `upstream` is the app's host:port (an
+    address needs no DNS), `resolver` the address[:port] of the DNS server that resolves a
+    name there (the shipped one, with its `valid=` time, if not given)."""
     text = NGINX_CONF.read_text()
+    if resolver is not None:
+        text = _replace_once(text, "resolver 127.0.0.11 ", f"resolver {resolver} ")
     for old, new in (
-            ("server app:8501;", f"server {upstream};"),
+            ("set $nmb_app app:8501;", f"set $nmb_app {upstream};"),
             ("listen 443 ssl;", f"listen 127.0.0.1:{port} ssl;"),
             ("listen 80;", f"listen 127.0.0.1:{http_port};"),
             ("ssl_certificate /etc/nginx/tls/fullchain.pem;", f"ssl_certificate {cert};"),
             ("ssl_certificate_key /etc/nginx/tls/privkey.pem;", f"ssl_certificate_key {key};"),
+            ("worker_processes auto;", "worker_processes 1;"),
             ("pid /run/nginx.pid;", f"pid {directory / 'nginx.pid'};"),
             ("access_log /dev/stdout;", f"access_log {directory / 'access.log'};")):
         text = _replace_once(text, old, new)
@@ -114,11 +121,13 @@ def _wait_for_port(port: int, proc: subprocess.Popen, log: Path) -> None:
 
 
 @contextlib.contextmanager
-def nginx_proxy(upstream_url: str, port: int | None = None) -> Iterator[Proxy]:
+def nginx_proxy(upstream_url: str, port: int | None = None,
+                resolver: str | None = None) -> Iterator[Proxy]:
     """nginx (`deploy/nginx.conf`) in the foreground on loopback in front of the app at
     `upstream_url` (e.g. http://127.0.0.1:8501); yields the Proxy, stops nginx after. `port`:
     the https port (a free one if not given), for an app that must know its public address
-    before it starts (an OIDC redirect URI: take `free_port()`, start the app, then this)."""
+    before it starts (an OIDC redirect URI: take `free_port()`, start the app, then this).
+    `resolver`: the DNS server (address:port) for an `upstream_url` that names a host."""
     nginx = require_nginx()
     directory = Path(tempfile.mkdtemp(prefix="nmb-nginx-"))
     directory.chmod(0o755)  # nginx's workers (nobody when the master is root) use the temp paths
@@ -127,7 +136,8 @@ def nginx_proxy(upstream_url: str, port: int | None = None) -> Iterator[Proxy]:
         port, http_port = port or free_port(), free_port()
         conf = directory / "nginx.conf"
         conf.write_text(derived_config(upstream=urlsplit(upstream_url).netloc, port=port,
-                                    http_port=http_port, cert=cert, key=key, directory=directory))
+                                    http_port=http_port, cert=cert, key=key, directory=directory,
+                                    resolver=resolver))
         log = directory / "nginx.out"
         with log.open("wb") as out:
             proc = subprocess.Popen([nginx, "-e", "stderr", "-p", str(directory), "-c", str(conf),

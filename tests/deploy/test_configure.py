@@ -40,6 +40,18 @@ def test_single_sign_on_settings_become_a_private_auth_section(tmp_path: Path) -
         "redirect_uri": SSO["NMB_OIDC_REDIRECT_URI"], "cookie_secret": "c" * 32}}
 
 
+@pytest.mark.parametrize("prompt, sent", [("login", "login"), (" select_account  login ",
+                                                                 "select_account login")])
+def test_the_prompt_becomes_the_client_kwargs_of_the_auth_section(
+        tmp_path: Path, prompt: str, sent: str) -> None:
+    done, out = configure(tmp_path, NMB_OIDC_PROMPT=prompt, **SSO)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.endswith(f"single sign-on on ({SSO['NMB_OIDC_METADATA_URL']}), prompt {sent}\n")
+    auth = tomllib.loads(out.read_text())["auth"]
+    assert auth["client_kwargs"] == {"prompt": sent}
+    assert auth["client_id"] == "nmb-studio"
+
+
 def test_without_single_sign_on_an_earlier_secrets_file_is_replaced(tmp_path: Path) -> None:
     assert configure(tmp_path, **SSO)[0].returncode == 0
     done, out = configure(tmp_path)
@@ -59,6 +71,12 @@ def test_without_single_sign_on_an_earlier_secrets_file_is_replaced(tmp_path: Pa
                                                       "a control character"),
     ({"NMB_BASE_PATH": "nmb/../x"}, "NMB_BASE_PATH: 'nmb/../x' is not a path"),
     ({"NMB_BASE_PATH": "a b"}, "NMB_BASE_PATH: 'a b' is not a path"),
+    ({**SSO, "NMB_OIDC_PROMPT": "Login"}, "NMB_OIDC_PROMPT: 'Login' is not an OpenID Connect "
+                                          "prompt (none, login, consent, select_account;"),
+    ({**SSO, "NMB_OIDC_PROMPT": "none login"}, "NMB_OIDC_PROMPT: 'none login' is not an OpenID"),
+    ({**SSO, "NMB_OIDC_PROMPT": "login login"}, "NMB_OIDC_PROMPT: 'login login' is not an OpenID"),
+    ({**SSO, "NMB_OIDC_PROMPT": "login\tx"}, "NMB_OIDC_PROMPT: 'login\\tx' has a control character"),
+    ({"NMB_OIDC_PROMPT": "login"}, "NMB_OIDC_PROMPT: 'login' is set but single sign-on is off"),
 ])
 def test_a_mistake_is_one_line_naming_the_variable_and_writes_nothing(
         tmp_path: Path, settings: dict[str, str], message: str) -> None:

@@ -1,17 +1,22 @@
 """deploy/entrypoint.sh run natively, as the container runs it: configuration from the
 environment alone, migrations at start against a real PostgreSQL, the app answering, the
-secrets file private and out of the logs, and a database newer than the code refused."""
+secrets file private and out of the logs, a sign-on sent to the provider with the configured
+prompt, and a database newer than the code refused."""
 
+import http.server
 import json
 import os
 import stat
 import subprocess
 import sys
+import threading
 import time
 import tomllib
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from sqlalchemy import create_engine, text
@@ -38,9 +43,39 @@ def _revision(url: str) -> str | None:
 
 
 @pytest.fixture
-def deploy_env(postgres_server, tmp_path: Path) -> dict[str, str]:
+def discovery() -> Iterator[str]:
+    """The URL of an OpenID Connect discovery document served on loopback: all the app reads
+    of a provider before it sends the browser to the provider's authorization endpoint."""
+
+    class Metadata(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            issuer = f"http://127.0.0.1:{self.server.server_address[1]}"
+            body = json.dumps({"issuer": issuer, "authorization_endpoint": f"{issuer}/auth",
+                               "token_endpoint": f"{issuer}/token", "jwks_uri": f"{issuer}/jwks",
+                               "response_types_supported": ["code"]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Metadata)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/.well-known/openid-configuration"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def deploy_env(postgres_server, discovery: str, tmp_path: Path) -> dict[str, str]:
     """The container's environment: a new PostgreSQL database (its URL with a password, which
-    the trust authentication of the test server ignores), a fresh NMB_HOME, single sign-on."""
+    the trust authentication of the test server ignores), a fresh NMB_HOME, single sign-on
+    with `prompt=login`."""
     url = postgres_server.create_database().replace("postgres@", f"postgres:{DB_PASSWORD}@")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NMB_", "STREAMLIT_"))}
     env.update({
@@ -53,9 +88,10 @@ def deploy_env(postgres_server, tmp_path: Path) -> dict[str, str]:
         "NMB_TRUSTED_PROXIES": "127.0.0.1",
         "NMB_OIDC_CLIENT_ID": "nmb-studio",
         "NMB_OIDC_CLIENT_SECRET": CLIENT_SECRET,
-        "NMB_OIDC_METADATA_URL": "https://sso.hospital.example/.well-known/openid-configuration",
+        "NMB_OIDC_METADATA_URL": discovery,
         "NMB_OIDC_REDIRECT_URI": "https://hospital.example/nmb/oauth2callback",
         "NMB_AUTH_COOKIE_SECRET": COOKIE_SECRET,
+        "NMB_OIDC_PROMPT": "login",
     })
     return env
 
@@ -91,6 +127,30 @@ def _health(url: str, proc: subprocess.Popen, deadline: float) -> str:
             time.sleep(0.5)
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args, **kwargs):
+        return None
+
+
+def _authorization_request(base: str, secrets: Path) -> dict[str, list[str]]:
+    """The query of the provider URL the app sends a browser to at "Log in with single sign-on"
+    (Streamlit's `/auth/login` with a provider token signed with the secrets file's cookie
+    secret, as `st.login` makes it)."""
+    token = subprocess.run(
+        [sys.executable, "-c", "import sys; from streamlit import config; "
+         "config.set_option('secrets.files', sys.argv[1:]); "
+         "from streamlit.auth_util import encode_provider_token; "
+         "print(encode_provider_token('default'))", str(secrets)],
+        capture_output=True, text=True, check=True).stdout.strip()
+    try:
+        urllib.request.build_opener(_NoRedirect).open(f"{base}/auth/login?provider={token}",
+                                                      timeout=10).close()
+    except urllib.error.HTTPError as redirect:
+        assert redirect.code == 302, redirect.read()
+        return parse_qs(urlsplit(redirect.headers["Location"]).query)
+    raise AssertionError("/auth/login did not redirect to the provider")
+
+
 def test_the_entrypoint_migrates_writes_private_secrets_and_serves_under_the_prefix(
         started, deploy_env: dict[str, str], tmp_path: Path) -> None:
     proc, out = started
@@ -111,7 +171,10 @@ def test_the_entrypoint_migrates_writes_private_secrets_and_serves_under_the_pre
     auth = tomllib.loads(secrets.read_text())["auth"]
     assert auth == {"redirect_uri": deploy_env["NMB_OIDC_REDIRECT_URI"], "cookie_secret": COOKIE_SECRET,
                     "client_id": "nmb-studio", "client_secret": CLIENT_SECRET,
-                    "server_metadata_url": deploy_env["NMB_OIDC_METADATA_URL"]}
+                    "server_metadata_url": deploy_env["NMB_OIDC_METADATA_URL"],
+                    "client_kwargs": {"prompt": "login"}}
+    asked = _authorization_request(base, secrets)  # NMB_OIDC_PROMPT reaches the provider
+    assert (asked["prompt"], asked["client_id"]) == (["login"], ["nmb-studio"])
 
     proc.terminate()
     proc.wait(timeout=30)
