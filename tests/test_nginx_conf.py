@@ -26,7 +26,7 @@ def test_the_test_configuration_differs_from_the_shipped_one_in_site_lines_only(
                  "proxy_set_header Upgrade $http_upgrade;",
                  "proxy_set_header Connection $connection_upgrade;",
                  "location /nmb/ {", "client_max_body_size 201m;", "proxy_pass http://$nmb_app;",
-                 "resolver 127.0.0.11 valid=10s ipv6=off;"):
+                 "resolver 127.0.0.11 valid=10s ipv6=off;", "proxy_cookie_flags ~ secure;"):
         assert kept in conf, kept
     for replaced in ("app:8501", "/etc/nginx/tls", "/run/nginx.pid", "listen 443", "listen 80"):
         assert replaced not in _directives(conf), replaced

@@ -96,6 +96,8 @@ def test_an_expert_signs_on_over_https_under_the_prefix_and_scores(browser, pane
                "the login cookie")
     [cookie] = [c for c in context.cookies() if c["name"] == "nmb_login"]
     assert cookie["secure"] and cookie["path"] == PREFIX.rstrip("/")
+    apps = {c["name"]: c["secure"] for c in context.cookies() if c["name"].startswith("_streamlit")}
+    assert "_streamlit_user" in apps and all(apps.values()), apps  # Secure through the proxy
     volume = volumes[0].url
     assert https_get(panel.proxy, volume)[0] == 403  # no login: nothing
     assert https_get(panel.proxy, volume, cookie["value"])[0] == 200
