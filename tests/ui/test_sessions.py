@@ -2,7 +2,9 @@
 or a logout in another browser ends an open session, and its page can no longer write; a run
 of wrong passwords locks the login out."""
 
+import pytest
 from sqlmodel import select
+from streamlit.testing.v1 import local_script_runner
 
 from db.engine import session
 from db.models import ExpertScore, User
@@ -48,6 +50,36 @@ def test_logout_ends_the_sessions_of_the_user_in_other_browsers(sqlite_url: str)
     there.run()
     other.run()
     assert _ended(there) and not _ended(other)
+
+
+def _redirects(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The `st.login`/`st.logout` redirects among the messages each AppTest run leaves for the
+    browser (filled as runs end). AppTest parses the messages of a click once all of its
+    runs have ended, as the server sends them when it flushes before the next run only by
+    luck: a redirect a later run drops here is one the server may drop."""
+    urls: list[str] = []
+    parse = local_script_runner.parse_tree_from_messages
+
+    def spy(messages):
+        urls.extend(m.auth_redirect.url for m in messages if m.HasField("auth_redirect"))
+        return parse(messages)
+
+    monkeypatch.setattr(local_script_runner, "parse_tree_from_messages", spy)
+    return urls
+
+
+def test_a_single_sign_on_logout_keeps_the_redirect_to_the_provider(
+        sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Log out of a single sign-on session: the login ends and the browser is still sent to
+    Streamlit's logout route (which sends it on to the provider's end-session endpoint); a
+    new run right after `st.logout()` (as `st.rerun()` starts) would drop that redirect."""
+    at = app(make_user("ann", "expert"))
+    at.user = {"is_logged_in": True, "email": "ann@hospital.example", "exp": 4102444800}
+    at.run()
+    redirects = _redirects(monkeypatch)
+    next(b for b in at.button if b.label == "Log out").click().run()
+    assert _ended(at) and not at.exception
+    assert redirects == ["/auth/logout"]
 
 
 def test_a_disabled_raters_open_page_saves_nothing(sqlite_url: str) -> None:
