@@ -5,6 +5,8 @@ is refused in one line and gets no session; logout ends the session: the login t
 revoked, Streamlit's identity cookie cleared and the provider's session ended; an identity
 whose ID token has expired must sign on again."""
 
+import contextlib
+import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +46,7 @@ BRIEF = Identity("dr-brief", "sso.expert@hospital.example", "Dr Known", id_token
 SCORER = Identity("dr-scorer", "scorer@hospital.example", "Dr Scorer")  # demo-expert1: a queue
 SSO_COOKIE = "_streamlit_user"  # st.login's identity cookie
 PROVIDER_SESSION = "_session"  # oidc-provider's session (cookies do not tell ports apart)
+RUNNING = '[data-testid="stApp"][data-test-script-state="running"]'  # a page run under way
 
 
 @dataclass
@@ -109,14 +112,27 @@ def test_an_identity_logs_in_as_its_account_until_logout(browser, sso: SsoApp) -
     ctx.close()
 
 
+@contextlib.contextmanager
+def _writes_held(home: Path) -> Iterator[None]:
+    """The study database's write lock held by the test: an app run that saves waits (its
+    busy timeout is 30 s) until the block ends."""
+    db = sqlite3.connect(home / "study.db", isolation_level=None)
+    try:
+        db.execute("BEGIN IMMEDIATE")
+        yield
+        db.execute("ROLLBACK")
+    finally:
+        db.close()
+
+
 def test_a_logout_clicked_while_a_rerun_draws_the_page_ends_the_providers_session(
         browser, sso: SsoApp) -> None:
-    """Log out clicked at once after a level of the rubric form, while the rerun that saves
-    the draft and redraws the page (sidebar, case, form) runs, without waiting for that run
-    to end: the app's login and the provider's session both end. The logout's redirect was
-    lost when a new run began before the server had sent it (the logout itself once started
-    one: `ui.auth.logout`), which depends on the server's timing, so the race is run three
-    times; tests/ui/test_sessions.py pins that cause without timing."""
+    """Log out clicked while a rerun is running: a level of the rubric form is clicked, and
+    the rerun it starts waits to save the draft (the test holds the database's write lock)
+    until Log out has been clicked and sent. The app's login and the provider's session
+    both end. The logout's redirect was lost when a new run began before the server had sent
+    it (the logout itself started one: `ui.auth.logout`), which the server's timing decides,
+    so the race is run three times; tests/ui/test_sessions.py pins that cause without it."""
     for option in range(3):  # another level each time: a change, so a rerun
         _log_out_during_a_rerun(browser, sso, option)
 
@@ -124,6 +140,8 @@ def test_a_logout_clicked_while_a_rerun_draws_the_page_ends_the_providers_sessio
 def _log_out_during_a_rerun(browser, sso: SsoApp, option: int) -> None:
     ctx = browser.new_context()
     page = ctx.new_page()
+    sockets = []
+    page.on("websocket", lambda ws: sockets.append(ws))
     sign_on(page, sso.url, sso.provider, SCORER)
     level = fresh(page).locator('[data-testid="stRadio"]').first.locator(
         '[data-testid="stRadioOption"]').nth(option)
@@ -131,8 +149,11 @@ def _log_out_during_a_rerun(browser, sso: SsoApp, option: int) -> None:
     page.locator('[data-testid="stExpandSidebarButton"]').click()  # /score starts collapsed
     logout = page.get_by_role("button", name="Log out")
     logout.wait_for(timeout=30_000)
-    level.click()  # a rerun: the draft saved, the page drawn again...
-    logout.click()  # ...and Log out clicked while it runs
+    with _writes_held(sso.home):
+        level.click()  # a rerun, held while it saves the draft...
+        page.wait_for_selector(RUNNING, state="attached", timeout=30_000)
+        with sockets[-1].expect_event("framesent"):
+            logout.click()  # ...and Log out clicked and sent meanwhile
     sign_out_at_provider(page, sso.provider)
     wait_until(lambda: not _cookie(ctx, SSO_COOKIE), "the single sign-on cookie cleared")
     assert not _cookie(ctx, PROVIDER_SESSION)  # the provider's session ended
