@@ -206,8 +206,8 @@ def logout() -> None:
 
     The "Log out" button's callback: the run it starts goes on to draw the login page. No
     `st.rerun()` here: a new run empties the queue of messages not yet sent to the browser,
-    keeping only the run's lifecycle messages (`ForwardMsgQueue.clear`), so it would drop the
-    redirect `st.logout()` has just queued, and with it the identity provider's logout."""
+    keeping only run-lifecycle messages and toasts (`ForwardMsgQueue.clear`), so it would drop
+    the redirect `st.logout()` has just queued, and with it the identity provider's logout."""
     user = st.session_state.get("user")
     if user is not None:
         with session() as s:

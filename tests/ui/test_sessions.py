@@ -1,6 +1,7 @@
 """Sessions in AppTest: every page run re-checks the account, so disabling it, a changed role
-or a logout in another browser ends an open session, and its page can no longer write; a run
-of wrong passwords locks the login out."""
+or a logout in another browser ends an open session, and its page can no longer write; a
+single sign-on logout still sends the browser to the provider; a run of wrong passwords locks
+the login out."""
 
 import pytest
 from sqlmodel import select
@@ -53,10 +54,10 @@ def test_logout_ends_the_sessions_of_the_user_in_other_browsers(sqlite_url: str)
 
 
 def _redirects(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The `st.login`/`st.logout` redirects among the messages each AppTest run leaves for the
-    browser (filled as runs end). AppTest parses the messages of a click once all of its
-    runs have ended, as the server sends them when it flushes before the next run only by
-    luck: a redirect a later run drops here is one the server may drop."""
+    """The `st.login`/`st.logout` redirects left for the browser once AppTest's runs of a
+    click end (filled as they end). AppTest sends nothing between the runs of one click (its
+    runner empties its queue at each run's start, as the server's session does, and never
+    flushes): the server's worst case, as it flushes only every few milliseconds."""
     urls: list[str] = []
     parse = local_script_runner.parse_tree_from_messages
 
