@@ -202,13 +202,17 @@ def login_client() -> str | None:
 
 
 def logout() -> None:
-    """Log out: every session of this user ends, in this browser and any other."""
+    """Log out: every session of this user ends, in this browser and any other.
+
+    The "Log out" button's callback: the run it starts goes on to draw the login page. No
+    `st.rerun()` here: a new run empties the queue of messages not yet sent to the browser,
+    keeping only run-lifecycle messages and toasts (`ForwardMsgQueue.clear`), so it would drop
+    the redirect `st.logout()` has just queued, and with it the identity provider's logout."""
     user = st.session_state.get("user")
     if user is not None:
         with session() as s:
             log_out(s, user_id=user.id)
     _forget()
-    st.rerun()
 
 
 def demo_active() -> bool:

@@ -1,8 +1,11 @@
 """Sessions in AppTest: every page run re-checks the account, so disabling it, a changed role
-or a logout in another browser ends an open session, and its page can no longer write; a run
-of wrong passwords locks the login out."""
+or a logout in another browser ends an open session, and its page can no longer write; a
+single sign-on logout still sends the browser to the provider; a run of wrong passwords locks
+the login out."""
 
+import pytest
 from sqlmodel import select
+from streamlit.testing.v1 import local_script_runner
 
 from db.engine import session
 from db.models import ExpertScore, User
@@ -48,6 +51,36 @@ def test_logout_ends_the_sessions_of_the_user_in_other_browsers(sqlite_url: str)
     there.run()
     other.run()
     assert _ended(there) and not _ended(other)
+
+
+def _redirects(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The `st.login`/`st.logout` redirects left for the browser once AppTest's runs of a
+    click end (filled as they end). AppTest sends nothing between the runs of one click (its
+    runner empties its queue at each run's start, as the server's session does, and never
+    flushes): the server's worst case, as it flushes only every few milliseconds."""
+    urls: list[str] = []
+    parse = local_script_runner.parse_tree_from_messages
+
+    def spy(messages):
+        urls.extend(m.auth_redirect.url for m in messages if m.HasField("auth_redirect"))
+        return parse(messages)
+
+    monkeypatch.setattr(local_script_runner, "parse_tree_from_messages", spy)
+    return urls
+
+
+def test_a_single_sign_on_logout_keeps_the_redirect_to_the_provider(
+        sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Log out of a single sign-on session: the login ends and the browser is still sent to
+    Streamlit's logout route (which sends it on to the provider's end-session endpoint); a
+    new run right after `st.logout()` (as `st.rerun()` starts) would drop that redirect."""
+    at = app(make_user("ann", "expert"))
+    at.user = {"is_logged_in": True, "email": "ann@hospital.example", "exp": 4102444800}
+    at.run()
+    redirects = _redirects(monkeypatch)
+    next(b for b in at.button if b.label == "Log out").click().run()
+    assert _ended(at) and not at.exception
+    assert redirects == ["/auth/logout"]
 
 
 def test_a_disabled_raters_open_page_saves_nothing(sqlite_url: str) -> None:

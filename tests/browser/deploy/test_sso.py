@@ -5,6 +5,8 @@ is refused in one line and gets no session; logout ends the session: the login t
 revoked, Streamlit's identity cookie cleared and the provider's session ended; an identity
 whose ID token has expired must sign on again."""
 
+import contextlib
+import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,8 +16,15 @@ from sqlmodel import Session, func, select
 
 from db.engine import engine_for
 from db.models import LoginToken, User
-from db.users import add_user, disable_user
-from tests.browser.conftest import log_out, login_cookie, settled, streamlit_app, wait_until
+from db.users import add_user, disable_user, set_email
+from tests.browser.conftest import (
+    fresh,
+    log_out,
+    login_cookie,
+    settled,
+    streamlit_app,
+    wait_until,
+)
 from tests.oidc.provider import (
     Identity,
     Provider,
@@ -34,8 +43,10 @@ EXPERT = Identity("dr-known", "SSO.Expert@Hospital.example", "Dr Known")  # the 
 STRANGER = Identity("dr-stranger", "stranger@hospital.example", "Dr Stranger")
 GONE = Identity("dr-gone", "gone@hospital.example", "Dr Gone")
 BRIEF = Identity("dr-brief", "sso.expert@hospital.example", "Dr Known", id_token_ttl=1)
+SCORER = Identity("dr-scorer", "scorer@hospital.example", "Dr Scorer")  # demo-expert1: a queue
 SSO_COOKIE = "_streamlit_user"  # st.login's identity cookie
 PROVIDER_SESSION = "_session"  # oidc-provider's session (cookies do not tell ports apart)
+RUNNING = '[data-testid="stApp"][data-test-script-state="running"]'  # a page run under way
 
 
 @dataclass
@@ -58,10 +69,11 @@ def sso(home: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SsoApp
                  email=EXPERT.email.lower())
         add_user(s, name="sso-gone", role="student", password="unused-password", email=GONE.email)
         disable_user(s, name="sso-gone")
+        set_email(s, name="demo-expert1", email=SCORER.email)
         s.commit()
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    with oidc_provider([callback_url(base)], [EXPERT, STRANGER, GONE, BRIEF]) as provider:
+    with oidc_provider([callback_url(base)], [EXPERT, STRANGER, GONE, BRIEF, SCORER]) as provider:
         secrets = write_auth_secrets(tmp_path_factory.mktemp("sso"), provider, base_url=base)
         with streamlit_app(home, env=secrets_env(secrets), port=port) as url:
             yield SsoApp(url, home, provider)
@@ -97,6 +109,55 @@ def test_an_identity_logs_in_as_its_account_until_logout(browser, sso: SsoApp) -
     settled(page)
     page.get_by_role("button", name="Log in with single sign-on").wait_for(timeout=30_000)
     assert page.get_by_role("heading", name="Score rationales").count() == 0
+    ctx.close()
+
+
+@contextlib.contextmanager
+def _writes_held(home: Path) -> Iterator[None]:
+    """The study database's write lock held by the test: an app run that saves waits (its
+    busy timeout is 30 s) until the block ends."""
+    db = sqlite3.connect(home / "study.db", isolation_level=None)
+    try:
+        db.execute("BEGIN IMMEDIATE")
+        yield
+        db.execute("ROLLBACK")
+    finally:
+        db.close()
+
+
+def test_a_logout_clicked_while_a_rerun_draws_the_page_ends_the_providers_session(
+        browser, sso: SsoApp) -> None:
+    """Log out clicked while a rerun is running: a level of the rubric form is clicked, and
+    the rerun it starts waits to save the draft (the test holds the database's write lock)
+    until Log out has been clicked and sent. The app's login and the provider's session
+    both end. The logout's redirect was lost when a new run began before the server had sent
+    it (the logout itself started one: `ui.auth.logout`), which the server's timing decides,
+    so the race is run three times; tests/ui/test_sessions.py pins that cause without it."""
+    for option in range(3):  # another level each time: a change, so a rerun
+        _log_out_during_a_rerun(browser, sso, option)
+
+
+def _log_out_during_a_rerun(browser, sso: SsoApp, option: int) -> None:
+    ctx = browser.new_context()
+    page = ctx.new_page()
+    sockets = []
+    page.on("websocket", lambda ws: sockets.append(ws))
+    sign_on(page, sso.url, sso.provider, SCORER)
+    level = fresh(page).locator('[data-testid="stRadio"]').first.locator(
+        '[data-testid="stRadioOption"]').nth(option)
+    level.wait_for(timeout=60_000)
+    page.locator('[data-testid="stExpandSidebarButton"]').click()  # /score starts collapsed
+    logout = page.get_by_role("button", name="Log out")
+    logout.wait_for(timeout=30_000)
+    with _writes_held(sso.home):
+        level.click()  # a rerun, held while it saves the draft...
+        page.wait_for_selector(RUNNING, state="attached", timeout=30_000)
+        with sockets[-1].expect_event("framesent"):
+            logout.click()  # ...and Log out clicked and sent meanwhile
+    sign_out_at_provider(page, sso.provider)
+    wait_until(lambda: not _cookie(ctx, SSO_COOKIE), "the single sign-on cookie cleared")
+    assert not _cookie(ctx, PROVIDER_SESSION)  # the provider's session ended
+    assert _tokens(sso.home, "demo-expert1") == 0  # the app's login revoked
     ctx.close()
 
 
