@@ -321,5 +321,84 @@ def test_caps_refuse_a_file_before_anything_is_extracted(small: Path, tmp_path: 
     bomb.write_bytes(gzip.compress((tmp_path / "bomb.tar").read_bytes()))
     with pytest.raises(UserError, match=r"zeros.tar.gz: unpacks to [\d,]+ bytes, more than 100x"):
         archive.read_backup(bomb, tmp_path / "b")
-    assert not (tmp_path / "a").exists()
-    assert list((tmp_path / "b").iterdir()) == []
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def _tar_with(dest: Path, entries: list[tuple[tarfile.TarInfo, bytes]], mode: str = "w",
+              tar_format: int = tarfile.PAX_FORMAT) -> Path:
+    """A tar of `entries` exactly as given (a hostile file: no manifest unless one is given)."""
+    with tarfile.open(dest, mode, format=tar_format) as out:
+        for info, data in entries:
+            info.size = len(data)
+            out.addfile(info, io.BytesIO(data))
+    return dest
+
+
+def test_a_deeply_nested_manifest_is_one_line(small: Path, tmp_path: Path) -> None:
+    with tarfile.open(small) as tf:
+        entries = [(m, tf.extractfile(m).read()) for m in tf.getmembers()
+                   if m.name != "manifest.json"]
+    nested = b"[" * 200_000 + b"]" * 200_000  # under the manifest's cap, past the decoder's depth
+    bad = _tar_with(tmp_path / "nested.tar", [*entries, (_entry("manifest.json"), nested)])
+    refused(nmb("restore", str(bad), home=tmp_path / "home"),
+            "manifest.json is not a backup manifest")
+    nothing_restored(tmp_path / "home")
+
+
+def test_an_extended_header_is_capped_before_it_is_read(tmp_path: Path) -> None:
+    """A GNU long name of 64 MiB (a gzip bomb of 64 KiB) is refused at its header: tarfile
+    would read it whole into memory."""
+    import tracemalloc
+
+    from db.backup import archive
+    from errors import UserError
+
+    bomb = _tar_with(tmp_path / "long.tar.gz", [
+        (_entry("packages/a.zip"), b"a package"),
+        (_entry("././@LongLink", tarfile.GNUTYPE_LONGNAME), bytes(64 << 20)),
+        (_entry("packages/b.zip"), b"another")], "w:gz", tarfile.GNU_FORMAT)
+    assert bomb.stat().st_size < 1 << 20
+    tracemalloc.start()
+    try:
+        with pytest.raises(UserError, match=r"long.tar.gz: damaged or truncated \(an extended "
+                                            r"header of 67,108,864 bytes"):
+            archive.read_backup(bomb, tmp_path / "out")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 << 20
+
+
+@pytest.mark.parametrize("options", [["--format=gnu"], ["--format=pax"],
+                                     ["--format=pax", "--sparse-version=0.1"]])
+def test_a_sparse_member_is_refused(tmp_path: Path, options: list[str]) -> None:
+    """GNU tar's sparse files (tarfile takes them for regular files and reads their maps, of any
+    length, into memory) are not what a backup writes."""
+    folder = tmp_path / "src" / "packages"
+    folder.mkdir(parents=True)
+    with open(folder / "holes.zip", "wb") as f:
+        f.seek(8 << 20)
+        f.write(b"end")
+    bad = tmp_path / "holes.tar"
+    subprocess.run(["tar", "-C", str(tmp_path / "src"), "--sparse", *options, "-cf", str(bad),
+                    "packages/holes.zip"], check=True)
+    home = tmp_path / "home"
+    refused(nmb("restore", str(bad), home=home), "holes.tar: ", "is a sparse file")
+    nothing_restored(home)
+
+
+def test_a_gzip_bomb_is_refused_at_its_header(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The unpacked size is checked as each header is read, not after every member has been
+    decompressed to find the next header."""
+    from db.backup import archive
+    from errors import UserError
+
+    monkeypatch.setattr(archive, "RATIO_FROM_BYTES", 2**20)
+    whole = _tar_with(tmp_path / "whole.tar.gz", [(_entry("packages/zeros.zip"), bytes(32 << 20)),
+                                                  (_entry("packages/b.zip"), b"after")], "w:gz")
+    bomb = tmp_path / "bomb.tar.gz"  # cut: reading past the zeros would find the damage first
+    bomb.write_bytes(whole.read_bytes()[: whole.stat().st_size * 2 // 3])
+    with pytest.raises(UserError, match=r"bomb.tar.gz: unpacks to [\d,]+ bytes, more than 100x"):
+        archive.read_backup(bomb, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
