@@ -7,13 +7,14 @@ and the manifest (`db.backup.archive`). The caches (`viewer/`, `key-slices/`, `c
 rebuilt on demand and are not in it.
 
 A restore needs an empty study: no row in any table of the database but the Alembic revision
-(the empty tables a start of the app created are fine). Everything is checked and staged in a
-workspace under NMB_HOME/tmp before anything is placed: the whole file (`read_backup`), the
-database's kind and revision (a newer revision than this code refuses the file; an older one
-is migrated by the normal migrations), the database itself (SQLite: integrity check and
-migration in the workspace; PostgreSQL: the dump's contents). Then the images and
-packages are moved into place and the database last (SQLite: one rename; PostgreSQL:
-`pg_restore` in one transaction); if that fails, the files placed are removed.
+(the empty tables a start of the app created are fine), and no package in NMB_HOME of a name
+the backup holds (an image of the same name has the same content: its name is its sha256).
+Everything is checked and staged in a workspace under NMB_HOME/tmp before anything is placed:
+the whole file (`read_backup`), the database's kind and revision (a newer revision than this
+code refuses the file; an older one is migrated by the normal migrations), the database itself
+(SQLite: integrity check and migration in the workspace; PostgreSQL: the dump's contents).
+Then the images and packages are moved into place and the database last (SQLite: one rename;
+PostgreSQL: `pg_restore` in one transaction); if that fails, the files placed are removed.
 """
 
 import contextlib
@@ -41,8 +42,8 @@ from db.engine import HEAD_REVISION, database_url, nmb_home, upgrade
 from db.models import utcnow
 from errors import UserError, one_line
 
-NOT_EMPTY = ("the study here is not empty (table {table} holds rows): restore into an empty "
-             "NMB_HOME and database")
+NOT_EMPTY = "the study here is not empty ({}): restore into an empty NMB_HOME and database"
+ROWS = NOT_EMPTY.format("table {table} holds rows")
 
 
 @dataclass(frozen=True)
@@ -126,7 +127,7 @@ def _restore(path: Path) -> Manifest:
     home = nmb_home()
     label = path.name
     if table := _rows_in(kind, url):
-        raise UserError(NOT_EMPTY.format(table=table))
+        raise UserError(ROWS.format(table=table))
     with Workspace("restore") as ws:
         staged = ws.path / "backup"
         manifest = read_backup(path, staged)
@@ -134,6 +135,9 @@ def _restore(path: Path) -> Manifest:
             raise UserError(f"{label} is a backup of a {manifest.database} study, and the database "
                             f"here is {kind} (NMB_DATABASE_URL)")
         check_revision(manifest.revision, label)
+        if kept := next((m.name for m in manifest.members
+                         if m.name.startswith("packages/") and (home / m.name).exists()), None):
+            raise UserError(NOT_EMPTY.format(f"NMB_HOME holds {kept}"))
         dump = staged / DATABASE_MEMBER[kind]
         placed: list[Path] = []
         try:
@@ -151,10 +155,10 @@ def _restore(path: Path) -> Manifest:
             with _database_errors("cannot restore the database"):
                 if kind == "sqlite":
                     if table := _rows_in(kind, url):  # written to while the file was checked
-                        raise UserError(NOT_EMPTY.format(table=table))
+                        raise UserError(ROWS.format(table=table))
                     sqlite.install(dump, url)
                 else:
-                    postgres.restore(dump, url, NOT_EMPTY)
+                    postgres.restore(dump, url, ROWS)
         except BaseException:
             for p in placed:
                 p.unlink(missing_ok=True)

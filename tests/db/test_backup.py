@@ -402,3 +402,16 @@ def test_a_gzip_bomb_is_refused_at_its_header(tmp_path: Path,
     with pytest.raises(UserError, match=r"bomb.tar.gz: unpacks to [\d,]+ bytes, more than 100x"):
         archive.read_backup(bomb, tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_restore_never_overwrites_a_package_in_the_home(small: Path, tmp_path: Path) -> None:
+    """The database may be empty while NMB_HOME still holds frozen packages (a new database
+    URL): a package of the same name is the home's, not the backup's, to keep."""
+    bad = repack(small, tmp_path / "with-package.tar", [(_entry("packages/p.zip"), b"theirs")])
+    home = tmp_path / "home"
+    (home / "packages").mkdir(parents=True)
+    (home / "packages" / "p.zip").write_bytes(b"mine")
+    refused(nmb("restore", str(bad), home=home), "not empty (NMB_HOME holds packages/p.zip)",
+            "nothing was restored")
+    assert (home / "packages" / "p.zip").read_bytes() == b"mine"
+    nothing_restored(home)
