@@ -1,8 +1,11 @@
 """SQLite: an online copy with SQLite's backup API, and its restore by renaming into place.
 
 `sqlite3.Connection.backup` copies every page in one step under one read transaction, so the
-copy is consistent while the app keeps writing (WAL). A restored file is checked
-(`PRAGMA integrity_check`, its revision) and migrated to the newest revision in the restore's
+copy is consistent while the app keeps writing (WAL). A restored file is untrusted, as a
+PostgreSQL dump is: it is checked (`PRAGMA integrity_check`, its revision, its schema against
+a scratch database the migrations build to the same revision: the same tables, indexes,
+triggers and views by name, the triggers and views word for word, so no trigger of its own
+rides along and the audit log's stay) and migrated to the newest revision in the restore's
 workspace, then renamed over the target; the target's stale `-wal` and `-shm` files go first,
 since SQLite would otherwise replay them onto the new file.
 """
@@ -18,7 +21,7 @@ from sqlalchemy import create_engine
 from sqlalchemy.engine import make_url
 
 from db.backup.snapshot import Snapshot, describe
-from db.engine import engine_for, upgrade
+from db.engine import alembic_config, engine_for, upgrade
 from errors import UserError
 
 
@@ -85,6 +88,8 @@ def prepare(staged: Path, revision: str, label: str) -> None:
         if found is None or found[0] != revision:
             raise UserError(f"{label}: the database's revision is {found and found[0]}, the "
                             f"manifest says {revision}")
+        if why := _schema_problem(staged, revision):
+            raise UserError(f"{label}: the database {why}")
         url = f"sqlite:///{staged}"
         upgrade(url)
         engine_for(url).dispose()
@@ -93,6 +98,43 @@ def prepare(staged: Path, revision: str, label: str) -> None:
         conn.close()
     except sqlite3.Error as e:
         raise UserError(f"{label}: the database is not a readable SQLite study ({e})") from None
+
+
+def _schema(path: Path) -> dict[tuple[str, str], str]:
+    """{(type, name): its SQL, whitespace folded} of every object but SQLite's own."""
+    conn = sqlite3.connect(path)
+    try:
+        return {(kind, name): " ".join((sql or "").split()) for kind, name, sql in conn.execute(
+            "SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'")}
+    finally:
+        conn.close()
+
+
+def _schema_problem(staged: Path, revision: str) -> str | None:
+    """What `staged` holds or lacks against the migrations to `revision` (module docstring), or
+    None. A table's or an index's SQL may differ in form (the SQLAlchemy of the day renders it)."""
+    from alembic import command
+
+    reference = staged.with_name("migrations.sqlite")
+    url = f"sqlite:///{reference}"
+    command.upgrade(alembic_config(url), revision)
+    engine_for(url).dispose()
+    want, got = _schema(reference), _schema(staged)
+    extra = sorted(got.keys() - want.keys())
+    missing = sorted(want.keys() - got.keys())
+    changed = [k for k in sorted(want.keys() & got.keys())
+               if k[0] in ("trigger", "view") and want[k] != got[k]]
+    if extra:
+        return f"holds {_named(extra[0])}, which a study's migrations never create"
+    if missing:
+        return f"lacks {_named(missing[0])}, which the migrations create"
+    if changed:
+        return f"holds {_named(changed[0])} other than the migrations write it"
+    return None
+
+
+def _named(key: tuple[str, str]) -> str:
+    return f"{key[0]} {key[1][:60]!r}"
 
 
 def install(ready: Path, url: str) -> None:

@@ -415,3 +415,32 @@ def test_a_restore_never_overwrites_a_package_in_the_home(small: Path, tmp_path:
             "nothing was restored")
     assert (home / "packages" / "p.zip").read_bytes() == b"mine"
     nothing_restored(home)
+
+
+SQLITE_EDITS = {  # what a hostile SQLite file holds that the migrations never create
+    "a trigger of its own": ("CREATE TRIGGER evil AFTER INSERT ON expertscore BEGIN "
+                             "UPDATE user SET role = 'admin'; END", "holds trigger 'evil'"),
+    "a view": ("CREATE VIEW evil AS SELECT * FROM user", "holds view 'evil'"),
+    "a table": ("CREATE TABLE evil (x)", "holds table 'evil'"),
+    "the audit log's trigger dropped": ("DROP TRIGGER auditlog_no_delete",
+                                        "lacks trigger 'auditlog_no_delete'"),
+    "the audit log's trigger rewritten": (
+        "DROP TRIGGER auditlog_no_update; CREATE TRIGGER auditlog_no_update BEFORE UPDATE ON "
+        "auditlog BEGIN SELECT 1; END",
+        "holds trigger 'auditlog_no_update' other than the migrations write it"),
+}
+
+
+@pytest.mark.parametrize("edit", list(SQLITE_EDITS))
+def test_a_sqlite_file_holds_only_what_the_migrations_create(nmb_home: Path, tmp_path: Path,
+                                                             edit: str) -> None:
+    """As a PostgreSQL dump's table of contents is (test_postgres_restore_checks_...)."""
+    sql, why = SQLITE_EDITS[edit]
+    ok(nmb("import", str(ROOT / "examples" / "sample-bundle"), home=nmb_home))
+    with sqlite3.connect(nmb_home / "study.db") as conn:
+        conn.executescript(sql)
+    ok(nmb("backup", "--out", str(tmp_path / "b.tar"), home=nmb_home))
+    home = tmp_path / "new"
+    refused(nmb("restore", str(tmp_path / "b.tar"), home=home),
+            f"b.tar: the database {why}")
+    nothing_restored(home)
