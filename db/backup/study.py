@@ -121,6 +121,19 @@ def _rows_in(kind: str, url: str) -> str | None:
         return (sqlite if kind == "sqlite" else postgres).rows_in(url)
 
 
+def _place(staged: Path, home: Path, name: str, placed: list[Path]) -> None:
+    """Move member `name` from `staged` into `home`, adding it to `placed` when it was not
+    there."""
+    target = home / name
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if not target.exists():
+            placed.append(target)
+        os.replace(staged / name, target)
+    except OSError as e:
+        raise UserError(f"cannot place {name} in NMB_HOME: {e.strerror or e}") from None
+
+
 def _restore(path: Path) -> Manifest:
     url = database_url()
     kind = database_kind(url)
@@ -147,11 +160,7 @@ def _restore(path: Path) -> Manifest:
                 postgres.check_dump(dump, label)
             for m in manifest.members:
                 if m.name.startswith(("images/", "packages/")):
-                    target = home / m.name
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    if not target.exists():
-                        placed.append(target)
-                    os.replace(staged / m.name, target)
+                    _place(staged, home, m.name, placed)
             with _database_errors("cannot restore the database"):
                 if kind == "sqlite":
                     if table := _rows_in(kind, url):  # written to while the file was checked

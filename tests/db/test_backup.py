@@ -444,3 +444,14 @@ def test_a_sqlite_file_holds_only_what_the_migrations_create(nmb_home: Path, tmp
     refused(nmb("restore", str(tmp_path / "b.tar"), home=home),
             f"b.tar: the database {why}")
     nothing_restored(home)
+
+
+def test_a_file_that_cannot_be_placed_is_one_line(small: Path, tmp_path: Path) -> None:
+    """NMB_HOME/images that is not a folder (or not writable): one line, and the images
+    already placed are removed again."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "images").write_text("not a folder")
+    refused(nmb("restore", str(small), home=home), "cannot place images/", "nothing was restored")
+    assert (home / "images").read_text() == "not a folder"
+    assert not (home / "study.db").exists()
