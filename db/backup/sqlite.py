@@ -37,14 +37,17 @@ def snapshot(url: str, dest: Path) -> Snapshot:
     path = sqlite_path(url)
     if not path.is_file():
         raise UserError(f"no study database at {path}: nothing to back up")
-    src = sqlite3.connect(path, timeout=30)
-    copy = sqlite3.connect(dest)
     try:
-        src.backup(copy)
-        copy.execute("PRAGMA journal_mode=DELETE")  # one self-contained file
-    finally:
-        copy.close()
-        src.close()
+        src = sqlite3.connect(path, timeout=30)
+        copy = sqlite3.connect(dest)
+        try:
+            src.backup(copy)
+            copy.execute("PRAGMA journal_mode=DELETE")  # one self-contained file
+        finally:
+            copy.close()
+            src.close()
+    except sqlite3.Error as e:
+        raise UserError(f"cannot back up the database at {path}: {e}") from None
     engine = create_engine(f"sqlite:///{dest}")
     try:
         with engine.connect() as conn:
@@ -141,18 +144,21 @@ def install(ready: Path, url: str) -> None:
     """Move the prepared file over the target (empty, checked by the caller): a rename, or
     across file systems a copy beside the target, then a rename."""
     target = sqlite_path(url)
-    target.parent.mkdir(parents=True, exist_ok=True)
     engine_for(url).dispose()
-    for suffix in ("-wal", "-shm"):
-        Path(f"{target}{suffix}").unlink(missing_ok=True)
     try:
-        os.replace(ready, target)
-    except OSError as e:
-        if e.errno != errno.EXDEV:
-            raise
-        beside = target.with_name(f".{target.name}.restore-{uuid.uuid4().hex}")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        for suffix in ("-wal", "-shm"):
+            Path(f"{target}{suffix}").unlink(missing_ok=True)
         try:
-            shutil.copyfile(ready, beside)
-            os.replace(beside, target)
-        finally:
-            beside.unlink(missing_ok=True)
+            os.replace(ready, target)
+        except OSError as e:
+            if e.errno != errno.EXDEV:
+                raise
+            beside = target.with_name(f".{target.name}.restore-{uuid.uuid4().hex}")
+            try:
+                shutil.copyfile(ready, beside)
+                os.replace(beside, target)
+            finally:
+                beside.unlink(missing_ok=True)
+    except OSError as e:
+        raise UserError(f"cannot restore the database at {target}: {e.strerror or e}") from None

@@ -455,3 +455,19 @@ def test_a_file_that_cannot_be_placed_is_one_line(small: Path, tmp_path: Path) -
     refused(nmb("restore", str(small), home=home), "cannot place images/", "nothing was restored")
     assert (home / "images").read_text() == "not a folder"
     assert not (home / "study.db").exists()
+
+
+def test_a_database_that_cannot_be_read_or_written_is_one_line(small: Path,
+                                                               tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "study.db").write_bytes(b"not a database, " * 500)
+    refused(nmb("backup", "--out", str(tmp_path / "b.tar"), home=home),
+            "cannot back up the database at", "file is not a database")
+    assert not (tmp_path / "b.tar").exists()
+
+    (tmp_path / "file").write_text("not a folder")
+    url = f"sqlite:///{tmp_path / 'file' / 'study.db'}"
+    refused(nmb("restore", str(small), home=tmp_path / "new", url=url),
+            "cannot restore the database at", "nothing was restored")
+    nothing_restored(tmp_path / "new")
