@@ -78,7 +78,8 @@ def rows_in(url: str) -> str | None:
 
 def prepare(staged: Path, revision: str, label: str) -> None:
     """Check the backup's database file (extracted into a workspace) and migrate it to the
-    newest revision in place."""
+    newest revision in place (a row that a newer check constraint refuses raises SQLAlchemy's
+    error)."""
     try:
         conn = sqlite3.connect(staged)
         try:

@@ -155,7 +155,9 @@ def _restore(path: Path) -> Manifest:
         placed: list[Path] = []
         try:
             if kind == "sqlite":
-                sqlite.prepare(dump, manifest.revision, label)
+                with _database_errors(f"{label}: the database cannot be migrated to "
+                                      f"{HEAD_REVISION}"):
+                    sqlite.prepare(dump, manifest.revision, label)
             else:
                 postgres.check_dump(dump, label)
             for m in manifest.members:

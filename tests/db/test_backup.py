@@ -471,3 +471,26 @@ def test_a_database_that_cannot_be_read_or_written_is_one_line(small: Path,
     refused(nmb("restore", str(small), home=tmp_path / "new", url=url),
             "cannot restore the database at", "nothing was restored")
     nothing_restored(tmp_path / "new")
+
+
+def test_an_older_backup_the_migrations_refuse_is_one_line(nmb_home: Path,
+                                                           tmp_path: Path) -> None:
+    """A 0013 backup holding a response source 0014's check constraint refuses: one line naming
+    the constraint, nothing restored."""
+    from alembic import command
+
+    from db.engine import alembic_config, database_url
+
+    command.upgrade(alembic_config(database_url()), "0013")
+    with sqlite3.connect(nmb_home / "study.db") as conn:
+        columns = conn.execute("PRAGMA table_info(response)").fetchall()
+        values = {name: ("weird" if name == "source" else 0 if "INT" in kind or "BOOL" in kind
+                         else "x") for _, name, kind, notnull, default, _ in columns
+                  if notnull and default is None}
+        conn.execute(f"INSERT INTO response ({', '.join(values)}) "
+                     f"VALUES ({', '.join('?' * len(values))})", list(values.values()))
+    ok(nmb("backup", "--out", str(tmp_path / "old.tar"), home=nmb_home))
+    refused(nmb("restore", str(tmp_path / "old.tar"), home=tmp_path / "new"),
+            f"old.tar: the database cannot be migrated to {HEAD_REVISION}",
+            "ck_response_source", "nothing was restored")
+    nothing_restored(tmp_path / "new")
