@@ -10,7 +10,8 @@ the study's migrations create (tables, their data, sequences, defaults, constrai
 triggers, and the audit log's one function); anything else refuses the file. The target must
 hold no row in any table but `alembic_version`; the empty tables a start of the app may have
 created are locked, checked and dropped in one transaction. `pg_restore --single-transaction
---exit-on-error --no-owner --no-acl` then restores all or nothing, owned by the URL's user.
+--exit-on-error --no-owner --no-acl` then restores all or nothing, owned by the URL's user; the
+restore's caller drops it all again (`empty`) when the migrations then refuse it.
 
 `pg_dump` and `pg_restore` come from PATH, else from the newest /usr/lib/postgresql/*/bin
 (pg_dump must be at least the server's version). The password goes to them in the environment
@@ -118,19 +119,35 @@ def check_dump(dump: Path, label: str) -> None:
                             "a study's migrations never create")
 
 
+def _names(conn: Connection, tables: list[str]) -> str:
+    quote = conn.dialect.identifier_preparer.quote
+    return ", ".join(quote(t) for t in tables)
+
+
+def _drop(conn: Connection, tables: list[str]) -> None:
+    if tables:
+        conn.execute(text(f"DROP TABLE {_names(conn, tables)} CASCADE"))
+    conn.execute(text("DROP FUNCTION IF EXISTS auditlog_append_only() CASCADE"))
+
+
+def empty(url: str) -> None:
+    """Drop every table of the study and the audit log's function: a restore undone."""
+    engine = engine_for(url)
+    with engine.begin() as conn:
+        _drop(conn, _tables(conn))
+    engine.dispose()
+
+
 def restore(dump: Path, url: str, empty_message: str) -> None:
     """Drop the empty tables of the target (refused with `empty_message` when one holds rows),
     then restore `dump` in one transaction."""
     engine = engine_for(url)
     with engine.begin() as conn:
         if tables := _tables(conn):
-            quote = conn.dialect.identifier_preparer.quote
-            names = ", ".join(quote(t) for t in tables)
-            conn.execute(text(f"LOCK TABLE {names} IN ACCESS EXCLUSIVE MODE"))
+            conn.execute(text(f"LOCK TABLE {_names(conn, tables)} IN ACCESS EXCLUSIVE MODE"))
             if table := _first_with_rows(conn, tables):
                 raise UserError(empty_message.format(table=table))
-            conn.execute(text(f"DROP TABLE {names} CASCADE"))
-        conn.execute(text("DROP FUNCTION IF EXISTS auditlog_append_only() CASCADE"))
+        _drop(conn, tables)
     engine.dispose()
     uri, env = _libpq(url)
     _run([_binary("pg_restore"), "--single-transaction", "--exit-on-error", "--no-owner",

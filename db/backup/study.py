@@ -14,7 +14,8 @@ the whole file (`read_backup`), the database's kind and revision (a newer revisi
 code refuses the file; an older one is migrated by the normal migrations), the database itself
 (SQLite: integrity check and migration in the workspace; PostgreSQL: the dump's contents).
 Then the images and packages are moved into place and the database last (SQLite: one rename;
-PostgreSQL: `pg_restore` in one transaction); if that fails, the files placed are removed.
+PostgreSQL: `pg_restore` in one transaction, then the migrations, its tables dropped again when
+they refuse it); if that fails, the files placed are removed.
 """
 
 import contextlib
@@ -110,9 +111,6 @@ def restore_study(path: Path) -> Restored:
         manifest = _restore(path)
     except UserError as e:
         raise UserError(f"{e}; nothing was restored") from None
-    if manifest.database == "postgresql":  # (SQLite: the copy was migrated before it was placed)
-        with _database_errors("restored, but the normal migrations failed"):
-            upgrade(database_url())
     return Restored(manifest, HEAD_REVISION)
 
 
@@ -132,6 +130,18 @@ def _place(staged: Path, home: Path, name: str, placed: list[Path]) -> None:
         os.replace(staged / name, target)
     except OSError as e:
         raise UserError(f"cannot place {name} in NMB_HOME: {e.strerror or e}") from None
+
+
+def _migrate_restored(url: str, label: str) -> None:
+    """Migrate the restored PostgreSQL database to the newest revision, or drop what was
+    restored when the migrations refuse it (a row a newer check constraint refuses)."""
+    try:
+        with _database_errors(f"{label}: the database cannot be migrated to {HEAD_REVISION}"):
+            upgrade(url)
+    except BaseException:
+        with _database_errors("cannot drop the restored tables either"):
+            postgres.empty(url)
+        raise
 
 
 def _restore(path: Path) -> Manifest:
@@ -170,6 +180,8 @@ def _restore(path: Path) -> Manifest:
                     sqlite.install(dump, url)
                 else:
                     postgres.restore(dump, url, ROWS)
+            if kind == "postgresql":  # (SQLite: the copy was migrated before it was placed)
+                _migrate_restored(url, label)
         except BaseException:
             for p in placed:
                 p.unlink(missing_ok=True)

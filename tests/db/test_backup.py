@@ -473,24 +473,59 @@ def test_a_database_that_cannot_be_read_or_written_is_one_line(small: Path,
     nothing_restored(tmp_path / "new")
 
 
-def test_an_older_backup_the_migrations_refuse_is_one_line(nmb_home: Path,
-                                                           tmp_path: Path) -> None:
-    """A 0013 backup holding a response source 0014's check constraint refuses: one line naming
-    the constraint, nothing restored."""
+def _at_0013_with_a_weird_source(url: str | None, home: Path) -> None:
+    """The sample bundle's study at revision 0013 (SQLite when `url` is None), one response's
+    source a word 0014's check constraint refuses."""
     from alembic import command
 
-    from db.engine import alembic_config, database_url
+    from db.engine import alembic_config, engine_for
 
-    command.upgrade(alembic_config(database_url()), "0013")
-    with sqlite3.connect(nmb_home / "study.db") as conn:
-        columns = conn.execute("PRAGMA table_info(response)").fetchall()
-        values = {name: ("weird" if name == "source" else 0 if "INT" in kind or "BOOL" in kind
-                         else "x") for _, name, kind, notnull, default, _ in columns
-                  if notnull and default is None}
-        conn.execute(f"INSERT INTO response ({', '.join(values)}) "
-                     f"VALUES ({', '.join('?' * len(values))})", list(values.values()))
-    ok(nmb("backup", "--out", str(tmp_path / "old.tar"), home=nmb_home))
-    refused(nmb("restore", str(tmp_path / "old.tar"), home=tmp_path / "new"),
+    ok(nmb("import", str(ROOT / "examples" / "sample-bundle"), home=home, url=url))
+    url = url or f"sqlite:///{home / 'study.db'}"
+    command.downgrade(alembic_config(url), "0013")
+    with engine_for(url).begin() as conn:
+        conn.exec_driver_sql("UPDATE response SET source = 'weird' WHERE response_id = "
+                             "(SELECT min(response_id) FROM response)")
+    engine_for(url).dispose()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_an_older_backup_the_migrations_refuse_restores_nothing(kind: str, tmp_path: Path,
+                                                                request: pytest.FixtureRequest
+                                                                ) -> None:
+    """One line naming the constraint; on PostgreSQL, where pg_restore has committed the older
+    revision before the migrations run, the restored tables are dropped again: an empty
+    study, not a half-restored one."""
+    from db.engine import engine_for
+
+    url = new_url = None
+    if kind == "postgres":
+        server = request.getfixturevalue("postgres_server")
+        url, new_url = server.create_database(), server.create_database()
+    _at_0013_with_a_weird_source(url, tmp_path / "home")
+    ok(nmb("backup", "--out", str(tmp_path / "old.tar"), home=tmp_path / "home", url=url))
+    refused(nmb("restore", str(tmp_path / "old.tar"), home=tmp_path / "new", url=new_url),
             f"old.tar: the database cannot be migrated to {HEAD_REVISION}",
             "ck_response_source", "nothing was restored")
     nothing_restored(tmp_path / "new")
+    if new_url:
+        with engine_for(new_url).connect() as conn:
+            assert conn.exec_driver_sql("SELECT count(*) FROM pg_tables WHERE schemaname = "
+                                        "'public'").scalar() == 0
+        engine_for(new_url).dispose()
+        ok(nmb("db", "upgrade", home=tmp_path / "new", url=new_url))  # empty: a restore may follow
+
+
+@pytest.mark.postgres
+def test_a_database_password_is_never_shown_or_backed_up(postgres_server,
+                                                         tmp_path: Path) -> None:
+    password = "s3cret-Pa55word"
+    url = postgres_server.create_database().replace("postgres@", f"postgres:{password}@")
+    home = tmp_path / "home"
+    said = ok(nmb("import", str(ROOT / "examples" / "sample-bundle"), home=home, url=url))
+    said += ok(nmb("backup", "--out", str(tmp_path / "b.tar"), home=home, url=url))
+    assert password.encode() not in (tmp_path / "b.tar").read_bytes()
+    gone = url.rsplit("/", 1)[0] + "/no_such_database"
+    err = refused(nmb("backup", "--out", str(tmp_path / "c.tar"), home=home, url=gone))
+    err += refused(nmb("restore", str(tmp_path / "b.tar"), home=tmp_path / "new", url=gone))
+    assert password not in said + err and "no_such_database" in err
