@@ -2,9 +2,9 @@
 with `manifest.json` last (the sha256 and size of every other member).
 
 Writing hashes each member as it is copied in; an image's content must match the sha256 in its
-store name. The file is written under a temporary name beside the destination (mode 0600: it
-holds password hashes) and renamed when complete, so a killed backup never leaves a file under
-the name asked for.
+store name. The file is written under a temporary name beside the destination (a new file,
+never through a link; mode 0600: it holds password hashes) and renamed when complete, so a
+killed backup never leaves a file under the name asked for.
 
 Reading treats the file as untrusted. Before a byte is extracted, every header is read (plain
 tar, or gzip-compressed tar): only regular files (no link, folder, device or sparse file), each
@@ -142,8 +142,9 @@ def write_backup(out: Path, members: Iterable[tuple[str, Path]], header: dict) -
     Refuses an `out` that exists; removes the partial file on any failure."""
     check_destination(out)
     partial = out.with_name(f".{out.name}.partial")
-    try:
-        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:  # a new file, never through a link planted in a shared folder
+        partial.unlink(missing_ok=True)  # (a killed backup's, or a link: not what it points to)
+        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except OSError as e:
         raise UserError(f"cannot write {out}: {e.strerror}") from None
     listed = []

@@ -171,6 +171,8 @@ def _entry(name: str, kind: bytes = tarfile.REGTYPE, link: str = "") -> tarfile.
     (_entry("images/ab/evil", tarfile.SYMTYPE, "/etc/passwd"), "is a link"),
     (_entry("packages/evil.zip", tarfile.LNKTYPE, "database/study.sqlite"), "is a link"),
     (_entry("images/ab", tarfile.DIRTYPE), "is not a regular file"),
+    (_entry("packages/fifo.zip", tarfile.FIFOTYPE), "is not a regular file"),
+    (_entry("packages/null.zip", tarfile.CHRTYPE), "is not a regular file"),
     (_entry("run.sh"), "is not a file a backup holds"),
 ])
 def test_a_member_outside_the_study_is_refused(small: Path, tmp_path: Path,
@@ -236,6 +238,19 @@ def test_a_backup_never_overwrites_a_file(small: Path, tmp_path: Path) -> None:
     assert kept.read_text() == "an older backup"
     refused(nmb("backup", "--out", str(tmp_path / "no" / "b.tar"), home=tmp_path / "home"),
             "no folder")
+
+
+def test_a_backup_never_writes_through_a_link_at_its_temporary_name(nmb_home: Path,
+                                                                      tmp_path: Path) -> None:
+    """In a shared folder (/tmp), another user may plant `.NAME.partial` as a link to a file
+    of the user who runs the backup."""
+    ok(nmb("import", str(ROOT / "examples" / "sample-bundle"), home=nmb_home))
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    (tmp_path / ".b.tar.partial").symlink_to(victim)
+    ok(nmb("backup", "--out", str(tmp_path / "b.tar"), home=nmb_home))
+    assert victim.read_text() == "precious"
+    assert not (tmp_path / "b.tar").is_symlink() and "manifest.json" in _members(tmp_path / "b.tar")
 
 
 @pytest.mark.postgres
