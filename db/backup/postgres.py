@@ -10,8 +10,11 @@ the study's migrations create (tables, their data, sequences, defaults, constrai
 triggers, and the audit log's one function); anything else refuses the file. The target must
 hold no row in any table but `alembic_version`; the empty tables a start of the app may have
 created are locked, checked and dropped in one transaction. `pg_restore --single-transaction
---exit-on-error --no-owner --no-acl` then restores all or nothing, owned by the URL's user; the
-restore's caller drops it all again (`empty`) when the migrations then refuse it.
+--exit-on-error --no-owner --no-acl` then restores all or nothing, owned by the URL's user.
+What its functions and triggers do is then read from the catalog (`restored_problem`: exactly
+migration 0001's, body and events); the restore's caller drops it all again (`empty`) when
+they differ or the migrations refuse the database. No trigger fires in between: a dump
+creates its triggers after its data.
 
 `pg_dump` and `pg_restore` come from PATH, else from the newest /usr/lib/postgresql/*/bin
 (pg_dump must be at least the server's version). The password goes to them in the environment
@@ -36,6 +39,20 @@ ALLOWED_ENTRIES = ("TABLE DATA", "TABLE", "SEQUENCE OWNED BY", "SEQUENCE SET", "
                    "DEFAULT", "FK CONSTRAINT", "CONSTRAINT", "INDEX", "TRIGGER", "COMMENT",
                    "ACL", "SCHEMA")
 ALLOWED_FUNCTIONS = {"auditlog_append_only()"}  # migration 0001: the audit log is append-only
+#: What the migrations create of functions (name, language, source, security definer, no
+#: settings) and triggers (table, name, function, pg_trigger.tgtype: BEFORE UPDATE OR DELETE
+#: FOR EACH ROW, enabled): migration 0001's. tests/db/test_backup.py reads them from a migrated
+#: database.
+FUNCTIONS = {("auditlog_append_only", "plpgsql",
+              " BEGIN RAISE EXCEPTION 'audit log is append-only'; END ", False, True)}
+TRIGGERS = {("auditlog", "auditlog_append_only", "auditlog_append_only", 27, "O")}
+_OURS = "n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%'"
+_FUNCTIONS = ("SELECT p.proname, l.lanname, p.prosrc, p.prosecdef, p.proconfig IS NULL "
+              "FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+              f"JOIN pg_language l ON l.oid = p.prolang WHERE {_OURS}")
+_TRIGGERS = ("SELECT c.relname, t.tgname, p.proname, t.tgtype, t.tgenabled FROM pg_trigger t "
+             "JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_proc p ON p.oid = t.tgfoid "
+             f"JOIN pg_namespace n ON n.oid = c.relnamespace WHERE NOT t.tgisinternal AND {_OURS}")
 
 
 def _binary(name: str) -> str:
@@ -136,6 +153,26 @@ def empty(url: str) -> None:
     with engine.begin() as conn:
         _drop(conn, _tables(conn))
     engine.dispose()
+
+
+def functions_and_triggers(conn: Connection) -> tuple[set[tuple], set[tuple]]:
+    """The functions and triggers of the database, as FUNCTIONS and TRIGGERS list them."""
+    return ({tuple(r) for r in conn.execute(text(_FUNCTIONS))},
+            {tuple(r) for r in conn.execute(text(_TRIGGERS))})
+
+
+def restored_problem(url: str) -> str | None:
+    """What the restored database holds or lacks of functions and triggers against what the
+    migrations create (a dump's table of contents names only their kinds), or None."""
+    with engine_for(url).connect() as conn:
+        got = functions_and_triggers(conn)
+    for kind, have, want in zip(("function", "trigger"), got, (FUNCTIONS, TRIGGERS), strict=True):
+        name = 0 if kind == "function" else 1
+        if extra := sorted(have - want, key=str):
+            return f"holds {kind} {extra[0][name][:60]!r} other than the migrations create it"
+        if missing := sorted(want - have, key=str):
+            return f"lacks {kind} {missing[0][name]!r}, which the migrations create"
+    return None
 
 
 def restore(dump: Path, url: str, empty_message: str) -> None:

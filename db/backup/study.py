@@ -14,8 +14,9 @@ the whole file (`read_backup`), the database's kind and revision (a newer revisi
 code refuses the file; an older one is migrated by the normal migrations), the database itself
 (SQLite: integrity check and migration in the workspace; PostgreSQL: the dump's contents).
 Then the images and packages are moved into place and the database last (SQLite: one rename;
-PostgreSQL: `pg_restore` in one transaction, then the migrations, its tables dropped again when
-they refuse it); if that fails, the files placed are removed.
+PostgreSQL: `pg_restore` in one transaction, then its functions and triggers checked and the
+migrations run, its tables dropped again when either refuses it); if that fails, the files
+placed are removed.
 """
 
 import contextlib
@@ -132,10 +133,13 @@ def _place(staged: Path, home: Path, name: str, placed: list[Path]) -> None:
         raise UserError(f"cannot place {name} in NMB_HOME: {e.strerror or e}") from None
 
 
-def _migrate_restored(url: str, label: str) -> None:
-    """Migrate the restored PostgreSQL database to the newest revision, or drop what was
-    restored when the migrations refuse it (a row a newer check constraint refuses)."""
+def _check_and_migrate_restored(url: str, label: str) -> None:
+    """Check the restored PostgreSQL database's functions and triggers and migrate it to the
+    newest revision, or drop what was restored when either refuses it."""
     try:
+        with _database_errors("cannot read the restored database"):
+            if why := postgres.restored_problem(url):
+                raise UserError(f"{label}: the database dump {why}")
         with _database_errors(f"{label}: the database cannot be migrated to {HEAD_REVISION}"):
             upgrade(url)
     except BaseException:
@@ -181,7 +185,7 @@ def _restore(path: Path) -> Manifest:
                 else:
                     postgres.restore(dump, url, ROWS)
             if kind == "postgresql":  # (SQLite: the copy was migrated before it was placed)
-                _migrate_restored(url, label)
+                _check_and_migrate_restored(url, label)
         except BaseException:
             for p in placed:
                 p.unlink(missing_ok=True)

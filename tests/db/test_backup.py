@@ -544,3 +544,58 @@ def test_a_database_password_is_never_shown_or_backed_up(postgres_server,
     err = refused(nmb("backup", "--out", str(tmp_path / "c.tar"), home=home, url=gone))
     err += refused(nmb("restore", str(tmp_path / "b.tar"), home=tmp_path / "new", url=gone))
     assert password not in said + err and "no_such_database" in err
+
+
+PG_EDITS = {  # made with the one function a dump may hold: what the migrations never create
+    "the audit function's body rewritten": (
+        "CREATE OR REPLACE FUNCTION auditlog_append_only() RETURNS trigger AS $$ BEGIN "
+        "UPDATE \"user\" SET role = 'admin'; RETURN NEW; END $$ LANGUAGE plpgsql",
+        "function 'auditlog_append_only'"),
+    "a trigger of its own": ("CREATE TRIGGER evil BEFORE INSERT ON response FOR EACH ROW "
+                             "EXECUTE FUNCTION auditlog_append_only()", "trigger 'evil'"),
+    "the audit trigger on inserts too": (
+        "DROP TRIGGER auditlog_append_only ON auditlog; CREATE TRIGGER auditlog_append_only "
+        "BEFORE INSERT OR UPDATE OR DELETE ON auditlog FOR EACH ROW EXECUTE FUNCTION "
+        "auditlog_append_only()", "trigger 'auditlog_append_only'"),
+}
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("edit", list(PG_EDITS))
+def test_a_postgres_dump_holds_only_the_migrations_trigger_and_function(
+        postgres_server, tmp_path: Path, edit: str) -> None:
+    """A dump's table of contents names kinds of entry; what a trigger or the audit log's
+    function does is read from the restored catalog, before anything else is placed."""
+    import psycopg
+
+    from db.engine import engine_for
+
+    sql, named = PG_EDITS[edit]
+    url, empty = postgres_server.create_database(), postgres_server.create_database()
+    ok(nmb("import", str(ROOT / "examples" / "sample-bundle"), home=tmp_path / "home", url=url))
+    with psycopg.connect(url.replace("postgresql+psycopg", "postgresql"), autocommit=True) as conn:
+        conn.execute(sql)
+    ok(nmb("backup", "--out", str(tmp_path / "b.tar"), home=tmp_path / "home", url=url))
+    refused(nmb("restore", str(tmp_path / "b.tar"), home=tmp_path / "new", url=empty),
+            f"b.tar: the database dump holds {named} other than the migrations create it",
+            "nothing was restored")
+    nothing_restored(tmp_path / "new")
+    with engine_for(empty).connect() as conn:
+        assert conn.exec_driver_sql("SELECT count(*) FROM pg_tables WHERE schemaname = "
+                                    "'public'").scalar() == 0
+        assert conn.exec_driver_sql("SELECT count(*) FROM pg_proc WHERE proname = "
+                                    "'auditlog_append_only'").scalar() == 0
+    engine_for(empty).dispose()
+
+
+@pytest.mark.postgres
+def test_the_functions_and_triggers_a_restore_allows_are_the_migrations(postgres_server) -> None:
+    from db.backup import postgres
+    from db.engine import engine_for, upgrade
+
+    url = postgres_server.create_database()
+    upgrade(url)
+    with engine_for(url).connect() as conn:
+        assert postgres.functions_and_triggers(conn) == (postgres.FUNCTIONS, postgres.TRIGGERS)
+    assert postgres.restored_problem(url) is None
+    engine_for(url).dispose()
