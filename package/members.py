@@ -9,10 +9,11 @@ What a field means (hashes, the seal, the report agreeing with the manifest) is 
 """
 
 from datetime import datetime
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
+from db.bundle.records import one_of
 from errors import UserError
 
 HEX64 = r"^[0-9a-f]{64}$"
@@ -74,7 +75,7 @@ class Look(Member):
     config_id: int
     passed: bool
     revoked: bool
-    suspended: Literal[True] = None
+    suspended: one_of((True,)) = None  # (a Literal[True] takes 1 and 1.0)
 
 
 class DriftLimits(Member):

@@ -773,3 +773,15 @@ def test_a_frozen_overall_that_is_not_a_finite_number_is_refused(frozen_package,
         code, err = _verify_cli(pkg, capsys)
         assert code == 2 and err.count("\n") == 1, err
         assert "canary.jsonl line 1 frozen.overall: input should be a finite number" in err, err
+
+
+def test_a_look_is_suspended_by_true_not_by_one() -> None:
+    """As the checker before the models: `suspended` is true or absent; 1 and 1.0 equal True
+    in Python, and a Literal[True] took them."""
+    from package.members import Look, checked
+
+    look = {"config_id": 1, "passed": True, "revoked": False}
+    assert checked("p.zip", "look", {**look, "suspended": True}, Look).suspended is True
+    for value in (1, 1.0, "true"):
+        with pytest.raises(UserError, match=r"^p.zip: look suspended: is not true$"):
+            checked("p.zip", "look", {**look, "suspended": value}, Look)
