@@ -13,7 +13,8 @@ them, their declared sizes summing to at most `MAX_BACKUP_BYTES`, to at most `MA
 the file's size (checked at each header, before its data is decompressed to reach the next
 one) and to less than the free disk space; extended headers (pax, GNU long names) of at most
 `MAX_HEADER_BYTES`, since tarfile reads one whole into memory; a manifest of at most
-`MAX_MANIFEST_BYTES` that lists exactly the other members with their sizes.
+`MAX_MANIFEST_BYTES`, and of no more than its members need, that lists exactly the other
+members with their sizes.
 Then each member is extracted under the folder given (tarfile yields exactly the declared size
 or fails on a truncated file) and hashed; one hash that differs refuses the whole file.
 """
@@ -43,6 +44,9 @@ DATABASE_MEMBER = {"sqlite": "database/study.sqlite", "postgresql": "database/st
 MAX_BACKUP_BYTES = 2**40
 MAX_MEMBERS = 1_000_000
 MAX_MANIFEST_BYTES = 256 * 2**20
+#: A manifest holds its header and a line per member: at most this much, and this per member
+#: (JSON of small objects takes about 20 times its size in memory).
+MANIFEST_HEADER_BYTES, MANIFEST_MEMBER_BYTES = 16 * 2**10, 512
 #: Once it unpacks to more than RATIO_FROM_BYTES, a compressed file may unpack to at most this
 #: many times its size (a gzip bomb; a backup's images are compressed already).
 MAX_RATIO = 100
@@ -244,8 +248,10 @@ def _manifest(tf: tarfile.TarFile, found: dict[str, tarfile.TarInfo], label: str
     info = found.pop(MANIFEST, None)
     if info is None:
         raise UserError(f"{label}: no {MANIFEST} (not a backup, or truncated)")
-    if info.size > MAX_MANIFEST_BYTES:
-        raise UserError(f"{label}: {MANIFEST} is larger than {MAX_MANIFEST_BYTES:,} bytes")
+    limit = min(MAX_MANIFEST_BYTES, MANIFEST_HEADER_BYTES + MANIFEST_MEMBER_BYTES * len(found))
+    if info.size > limit:
+        raise UserError(f"{label}: {MANIFEST} is {info.size:,} bytes, more than {limit:,} (for "
+                        f"{len(found):,} members)")
     try:
         data = tf.extractfile(info).read()
         return Manifest.model_validate(json.loads(data))

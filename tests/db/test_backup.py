@@ -353,7 +353,7 @@ def test_a_deeply_nested_manifest_is_one_line(small: Path, tmp_path: Path) -> No
     with tarfile.open(small) as tf:
         entries = [(m, tf.extractfile(m).read()) for m in tf.getmembers()
                    if m.name != "manifest.json"]
-    nested = b"[" * 200_000 + b"]" * 200_000  # under the manifest's cap, past the decoder's depth
+    nested = b"[" * 5_000 + b"]" * 5_000  # under the manifest's cap, past the decoder's depth
     bad = _tar_with(tmp_path / "nested.tar", [*entries, (_entry("manifest.json"), nested)])
     refused(nmb("restore", str(bad), home=tmp_path / "home"),
             "manifest.json is not a backup manifest")
@@ -599,3 +599,21 @@ def test_the_functions_and_triggers_a_restore_allows_are_the_migrations(postgres
         assert postgres.functions_and_triggers(conn) == (postgres.FUNCTIONS, postgres.TRIGGERS)
     assert postgres.restored_problem(url) is None
     engine_for(url).dispose()
+
+
+def test_a_manifest_larger_than_its_members_need_is_not_parsed(small: Path,
+                                                               tmp_path: Path) -> None:
+    """JSON of empty objects, `[{},{},...]`, takes about 20 times its size in memory: the
+    manifest of 4 members may not be megabytes (under the gzip it is a few kilobytes)."""
+    from db.backup import archive
+    from errors import UserError
+
+    with tarfile.open(small) as tf:
+        entries = [(m, tf.extractfile(m).read()) for m in tf.getmembers()
+                   if m.name != "manifest.json"]
+    bomb = b"[" + b"{}," * (1 << 20) + b"{}]"
+    bad = _tar_with(tmp_path / "objects.tar.gz", [*entries, (_entry("manifest.json"), bomb)],
+                    "w:gz")
+    with pytest.raises(UserError, match=rf"objects.tar.gz: manifest.json is {len(bomb):,} bytes, "
+                                        r"more than [\d,]+ \(for 4 members\)"):
+        archive.read_backup(bad, tmp_path / "out")
