@@ -13,13 +13,12 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
-from db.bundle.records import one_of
+from db.bundle.records import Finite, one_of
 from errors import UserError
 
 HEX64 = r"^[0-9a-f]{64}$"
 MAX_SHOWN = 10  # problems on the one line of a refusal (a hostile member may have thousands)
 MAX_NAME = 40  # characters of a key a refusal echoes
-Finite = Annotated[float, Field(allow_inf_nan=False)]  # JSON as Python reads it has NaN
 
 
 def _zoned(v: str) -> str:

@@ -116,8 +116,8 @@ ModelName = Annotated[Any, rule(
     lambda v: None if (why := model_name_problem(v)) is None else f"is not a model name: {why}")]
 Sample = Annotated[int, rule(
     lambda v: "is negative" if v < 0 else f"is larger than {MAX_SAMPLE}" if v > MAX_SAMPLE else None)]
-Scores = Annotated[dict[str, Annotated[float, Field(allow_inf_nan=False)]],
-                   _whole("is not an object of finite numbers")]
+Finite = Annotated[float, Field(allow_inf_nan=False)]  # JSON as Python reads it has NaN, 1e400
+Scores = Annotated[dict[str, Finite], _whole("is not an object of finite numbers")]
 Strings = Annotated[list[str], _whole("is not a list of strings")]
 Stages = Annotated[Strings, rule(
     lambda v: "contains an empty string" if any(not x.strip() for x in v) else None)]
