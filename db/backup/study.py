@@ -38,7 +38,7 @@ from db.backup.archive import (
     read_backup,
     write_backup,
 )
-from db.backup.snapshot import check_revision
+from db.backup.snapshot import check_revision, restored_counts
 from db.bundle.store import Workspace
 from db.engine import HEAD_REVISION, database_url, nmb_home, upgrade
 from db.models import utcnow
@@ -52,11 +52,12 @@ ROWS = NOT_EMPTY.format("table {table} holds rows")
 class Restored:
     manifest: Manifest
     revision: str  # the database's revision now (the newest)
+    counts: dict[str, int]  # what the restored database holds (`nmb status`)
 
     def __str__(self) -> str:
         m = self.manifest
         migrated = f", migrated to {self.revision}" if self.revision != m.revision else ""
-        counts = ", ".join(f"{n} {name.replace('_', ' ')}" for name, n in m.counts.items())
+        counts = ", ".join(f"{n} {name.replace('_', ' ')}" for name, n in self.counts.items())
         return (f"restored a {m.database} study made {m.created_at:%Y-%m-%d %H:%M:%S %Z} "
                 f"(revision {m.revision}{migrated}): {counts}")
 
@@ -109,10 +110,10 @@ def backup_study(out: Path) -> Manifest:
 def restore_study(path: Path) -> Restored:
     """Restore the backup at `path` into the empty study of NMB_HOME and the database URL."""
     try:
-        manifest = _restore(path)
+        manifest, counts = _restore(path)
     except UserError as e:
         raise UserError(f"{e}; nothing was restored") from None
-    return Restored(manifest, HEAD_REVISION)
+    return Restored(manifest, HEAD_REVISION, counts)
 
 
 def _rows_in(kind: str, url: str) -> str | None:
@@ -133,22 +134,25 @@ def _place(staged: Path, home: Path, name: str, placed: list[Path]) -> None:
         raise UserError(f"cannot place {name} in NMB_HOME: {e.strerror or e}") from None
 
 
-def _check_and_migrate_restored(url: str, label: str) -> None:
-    """Check the restored PostgreSQL database's functions and triggers and migrate it to the
-    newest revision, or drop what was restored when either refuses it."""
+def _check_and_migrate_restored(url: str, manifest: Manifest, label: str) -> dict[str, int]:
+    """Check the restored PostgreSQL database's functions and triggers, migrate it to the
+    newest revision and check its counts, or drop what was restored when one refuses it; the
+    counts."""
     try:
         with _database_errors("cannot read the restored database"):
             if why := postgres.restored_problem(url):
                 raise UserError(f"{label}: the database dump {why}")
         with _database_errors(f"{label}: the database cannot be migrated to {HEAD_REVISION}"):
             upgrade(url)
+        with _database_errors("cannot read the restored database"):
+            return restored_counts(url, manifest.counts, label)
     except BaseException:
         with _database_errors("cannot drop the restored tables either"):
             postgres.empty(url)
         raise
 
 
-def _restore(path: Path) -> Manifest:
+def _restore(path: Path) -> tuple[Manifest, dict[str, int]]:
     url = database_url()
     kind = database_kind(url)
     home = nmb_home()
@@ -172,6 +176,8 @@ def _restore(path: Path) -> Manifest:
                 with _database_errors(f"{label}: the database cannot be migrated to "
                                       f"{HEAD_REVISION}"):
                     sqlite.prepare(dump, manifest.revision, label)
+                with _database_errors(f"{label}: cannot read the database"):
+                    counts = restored_counts(f"sqlite:///{dump}", manifest.counts, label)
             else:
                 postgres.check_dump(dump, label)
             for m in manifest.members:
@@ -185,9 +191,9 @@ def _restore(path: Path) -> Manifest:
                 else:
                     postgres.restore(dump, url, ROWS)
             if kind == "postgresql":  # (SQLite: the copy was migrated before it was placed)
-                _check_and_migrate_restored(url, label)
+                counts = _check_and_migrate_restored(url, manifest, label)
         except BaseException:
             for p in placed:
                 p.unlink(missing_ok=True)
             raise
-    return manifest
+    return manifest, counts
