@@ -407,3 +407,15 @@ def test_a_problem_line_caps_and_escapes_what_it_echoes(tmp_path: Path) -> None:
     assert [str(p) for p in info.value.problems] == [
         f'cases/c1/case.json: unknown field "{"x" * 56}...',
         'cases/c1/case.json: scores {"nihss": Infinity} is not an object of finite numbers']
+
+
+def test_a_value_that_cannot_be_stored_names_its_key_in_a_short_line(tmp_path: Path) -> None:
+    root = write_bundle(tmp_path / "b")
+    case = json.loads((root / "cases/c1/case.json").read_text())
+    case["ground_truth"]["reasoning"] = {"k" * 100_000 + "\n": "a\u0000b"}
+    (root / "cases/c1/case.json").write_text(json.dumps(case))
+    with pytest.raises(BundleInvalid) as info:
+        validate_bundle(root)
+    [problem] = [str(p) for p in info.value.problems]
+    assert problem.startswith('cases/c1/case.json: ground_truth.reasoning."kkk')
+    assert "contains a NUL character" in problem and len(problem) < 200 and "\n" not in problem
