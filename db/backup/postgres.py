@@ -11,10 +11,11 @@ triggers, and the audit log's one function); anything else refuses the file. The
 hold no row in any table but `alembic_version`; the empty tables a start of the app may have
 created are locked, checked and dropped in one transaction. `pg_restore --single-transaction
 --exit-on-error --no-owner --no-acl` then restores all or nothing, owned by the URL's user.
-What its functions and triggers do is then read from the catalog (`restored_problem`: exactly
-migration 0001's, body and events); the restore's caller drops it all again (`empty`) when
-they differ or the migrations refuse the database. No trigger fires in between: a dump
-creates its triggers after its data.
+What its column defaults, functions and triggers do is then read from the catalog
+(`restored_problem`: sequences and constants; exactly migration 0001's function and trigger,
+body and events); the restore's caller drops it all again (`empty`) when they differ or the
+migrations refuse the database. Nothing of theirs runs in between: a dump creates its
+triggers after its data, and its COPY names every column.
 
 `pg_dump` and `pg_restore` come from PATH, else from the newest /usr/lib/postgresql/*/bin
 (pg_dump must be at least the server's version). The password goes to them in the environment
@@ -23,6 +24,7 @@ creates its triggers after its data.
 
 import glob
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -50,6 +52,12 @@ _OURS = "n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT
 _FUNCTIONS = ("SELECT p.proname, l.lanname, p.prosrc, p.prosecdef, p.proconfig IS NULL "
               "FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
               f"JOIN pg_language l ON l.oid = p.prolang WHERE {_OURS}")
+#: A column default the migrations write: a sequence's next value or a constant (a default is
+#: evaluated whenever the app leaves a column out: current_setting(), pg_read_file(), ...).
+DEFAULT = re.compile(r"nextval\('[a-z0-9_]+'::regclass\)|'[^']*'::character varying|-?\d+|true|false")
+_DEFAULTS = ("SELECT c.relname, a.attname, pg_get_expr(d.adbin, d.adrelid) FROM pg_attrdef d "
+             "JOIN pg_class c ON c.oid = d.adrelid JOIN pg_attribute a ON a.attrelid = d.adrelid "
+             f"AND a.attnum = d.adnum JOIN pg_namespace n ON n.oid = c.relnamespace WHERE {_OURS}")
 _TRIGGERS = ("SELECT c.relname, t.tgname, p.proname, t.tgtype, t.tgenabled FROM pg_trigger t "
              "JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_proc p ON p.oid = t.tgfoid "
              f"JOIN pg_namespace n ON n.oid = c.relnamespace WHERE NOT t.tgisinternal AND {_OURS}")
@@ -162,10 +170,16 @@ def functions_and_triggers(conn: Connection) -> tuple[set[tuple], set[tuple]]:
 
 
 def restored_problem(url: str) -> str | None:
-    """What the restored database holds or lacks of functions and triggers against what the
-    migrations create (a dump's table of contents names only their kinds), or None."""
+    """What the restored database holds or lacks of column defaults, functions and triggers
+    against what the migrations create (a dump's table of contents names only their kinds),
+    or None."""
     with engine_for(url).connect() as conn:
         got = functions_and_triggers(conn)
+        defaults = conn.execute(text(_DEFAULTS)).all()
+    for table, column, expression in defaults:
+        if not DEFAULT.fullmatch(expression):
+            return (f"holds a default of {f'{table}.{column}'[:80]!r} other than the migrations "
+                    f"create it ({one_line(expression, 80)})")
     for kind, have, want in zip(("function", "trigger"), got, (FUNCTIONS, TRIGGERS), strict=True):
         name = 0 if kind == "function" else 1
         if extra := sorted(have - want, key=str):

@@ -557,6 +557,9 @@ PG_EDITS = {  # made with the one function a dump may hold: what the migrations 
         "DROP TRIGGER auditlog_append_only ON auditlog; CREATE TRIGGER auditlog_append_only "
         "BEFORE INSERT OR UPDATE OR DELETE ON auditlog FOR EACH ROW EXECUTE FUNCTION "
         "auditlog_append_only()", "trigger 'auditlog_append_only'"),
+    "a default that reads the server's settings": (
+        "ALTER TABLE response ALTER COLUMN model SET DEFAULT current_setting('data_directory')",
+        "a default of 'response.model'"),
 }
 
 
