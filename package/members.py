@@ -9,14 +9,16 @@ What a field means (hashes, the seal, the report agreeing with the manifest) is 
 """
 
 from datetime import datetime
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
+from db.bundle.records import Finite, one_of
 from errors import UserError
 
 HEX64 = r"^[0-9a-f]{64}$"
 MAX_SHOWN = 10  # problems on the one line of a refusal (a hostile member may have thousands)
+MAX_NAME = 40  # characters of a key a refusal echoes
 
 
 def _zoned(v: str) -> str:
@@ -44,7 +46,7 @@ class Config(Member):
     name: str
     model: str
     base_url: str | None
-    temperature: Annotated[float, Field(allow_inf_nan=False)]
+    temperature: Finite
     seed: int | None
     max_tokens: int
     prompt_version: str
@@ -72,7 +74,7 @@ class Look(Member):
     config_id: int
     passed: bool
     revoked: bool
-    suspended: Literal[True] = None
+    suspended: one_of((True,)) = None  # (a Literal[True] takes 1 and 1.0)
 
 
 class DriftLimits(Member):
@@ -144,7 +146,7 @@ class Frozen(Member):
     criteria: dict[str, int | None]
     correct_diagnosis: bool
     error_tags: list[str]
-    overall: float
+    overall: Finite
 
 
 class CanaryRow(Member):
@@ -170,16 +172,24 @@ class CaseImages(Member):
     images: list[Shown]
 
 
+def _key(name: Any) -> str:
+    """A key as echoed: cut at MAX_NAME characters, quoted and escaped by repr."""
+    return repr(str(name)[:MAX_NAME])
+
+
 def _at(where: str, loc: tuple) -> str:
-    """"manifest.json canary.drift_limits", "tasks.jsonl line 3 case", "images.jsonl line 2 images[0]"."""
-    dotted = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
+    """"manifest.json canary.drift_limits", "tasks.jsonl line 3 case", "images.jsonl line 2
+    images[0]", "manifest.json sha256.'a key of a dict'"."""
+    dotted = "".join(f"[{p}]" if isinstance(p, int) else
+                     f".{p if p.isidentifier() and len(p) <= MAX_NAME else _key(p)}"
+                     for p in loc).lstrip(".")
     return f"{where} {dotted}" if dotted else where
 
 
 def _problem(where: str, error: dict[str, Any]) -> str:
     loc, kind = error["loc"], error["type"]
     if kind == "extra_forbidden":
-        return f"{_at(where, loc[:-1])} has unknown field {str(loc[-1])[:40]!r}"
+        return f"{_at(where, loc[:-1])} has unknown field {_key(loc[-1])}"
     if kind == "missing":
         return f"{_at(where, loc[:-1])} lacks {loc[-1]!r}"
     if kind in ("model_type", "dict_type"):

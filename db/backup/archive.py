@@ -2,15 +2,19 @@
 with `manifest.json` last (the sha256 and size of every other member).
 
 Writing hashes each member as it is copied in; an image's content must match the sha256 in its
-store name. The file is written under a temporary name beside the destination (mode 0600: it
-holds password hashes) and renamed when complete, so a killed backup never leaves a file under
-the name asked for.
+store name. The file is written under a temporary name beside the destination (a new file,
+never through a link; mode 0600: it holds password hashes) and renamed when complete, so a
+killed backup never leaves a file under the name asked for.
 
 Reading treats the file as untrusted. Before a byte is extracted, every header is read (plain
-tar, or gzip-compressed tar): only regular files (no link, folder or device), each name one a
-backup holds (no absolute path, no `..`, no name twice), at most `MAX_MEMBERS` of them, their
-declared sizes summing to at most `MAX_BACKUP_BYTES` and to less than the free disk space; a
-manifest of at most `MAX_MANIFEST_BYTES` that lists exactly the other members with their sizes.
+tar, or gzip-compressed tar): only regular files (no link, folder, device or sparse file), each
+name one a backup holds (no absolute path, no `..`, no name twice), at most `MAX_MEMBERS` of
+them, their declared sizes summing to at most `MAX_BACKUP_BYTES`, to at most `MAX_RATIO` times
+the file's size (checked at each header, before its data is decompressed to reach the next
+one) and to less than the free disk space; extended headers (pax, GNU long names) of at most
+`MAX_HEADER_BYTES`, since tarfile reads one whole into memory; a manifest of at most
+`MAX_MANIFEST_BYTES`, and of no more than its members need, that lists exactly the other
+members with their sizes.
 Then each member is extracted under the folder given (tarfile yields exactly the declared size
 or fails on a truncated file) and hashed; one hash that differs refuses the whole file.
 """
@@ -40,10 +44,17 @@ DATABASE_MEMBER = {"sqlite": "database/study.sqlite", "postgresql": "database/st
 MAX_BACKUP_BYTES = 2**40
 MAX_MEMBERS = 1_000_000
 MAX_MANIFEST_BYTES = 256 * 2**20
+#: A manifest holds its header and a line per member: at most this much, and this per member
+#: (JSON of small objects takes about 20 times its size in memory).
+MANIFEST_HEADER_BYTES, MANIFEST_MEMBER_BYTES = 16 * 2**10, 512
 #: Once it unpacks to more than RATIO_FROM_BYTES, a compressed file may unpack to at most this
 #: many times its size (a gzip bomb; a backup's images are compressed already).
 MAX_RATIO = 100
 RATIO_FROM_BYTES = 64 * 2**20
+#: A pax or GNU long-name header (a backup's names are at most 300 characters).
+MAX_HEADER_BYTES = 64 * 2**10
+_EXTENDED = (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK, tarfile.XHDTYPE, tarfile.XGLTYPE,
+             tarfile.SOLARIS_XHDTYPE)
 _CHUNK = 1 << 20
 _IMAGE = re.compile(r"images/([0-9a-f]{2})/(\1[0-9a-f]{62})(\.[a-z]{2,4}){0,2}")
 _PACKAGE = re.compile(r"packages/[A-Za-z0-9][A-Za-z0-9._-]{0,127}\.zip")
@@ -135,8 +146,9 @@ def write_backup(out: Path, members: Iterable[tuple[str, Path]], header: dict) -
     Refuses an `out` that exists; removes the partial file on any failure."""
     check_destination(out)
     partial = out.with_name(f".{out.name}.partial")
-    try:
-        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:  # a new file, never through a link planted in a shared folder
+        partial.unlink(missing_ok=True)  # (a killed backup's, or a link: not what it points to)
+        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except OSError as e:
         raise UserError(f"cannot write {out}: {e.strerror}") from None
     listed = []
@@ -176,25 +188,44 @@ def _add(tf: tarfile.TarFile, name: str, source: Path) -> Member:
     return Member(name=name, size=info.size, sha256=digest)
 
 
+class _Header(tarfile.TarInfo):
+    """A header whose extended header is capped and whose sparse map is never read: tarfile
+    reads either whole into memory, whatever the length the file declares."""
+
+    def _proc_member(self, tf: tarfile.TarFile) -> tarfile.TarInfo:
+        if self.type == tarfile.GNUTYPE_SPARSE:
+            raise tarfile.SubsequentHeaderError(f"member {self.name!r} is a sparse file")
+        if self.type in _EXTENDED and self.size > MAX_HEADER_BYTES:
+            raise tarfile.SubsequentHeaderError(f"an extended header of {self.size:,} bytes, "
+                                                f"more than {MAX_HEADER_BYTES:,}")
+        return super()._proc_member(tf)
+
+    def _proc_gnusparse_10(self, next: tarfile.TarInfo, pax_headers: dict,
+                           tf: tarfile.TarFile) -> None:
+        raise tarfile.SubsequentHeaderError("a member is a sparse file")
+
+
 def _open(path: Path) -> tarfile.TarFile:
     try:
         with open(path, "rb") as f:
             gzipped = f.read(2) == b"\x1f\x8b"
-        return tarfile.open(path, mode="r:gz" if gzipped else "r:")
+        return tarfile.open(path, mode="r:gz" if gzipped else "r:", tarinfo=_Header)
     except FileNotFoundError:
         raise UserError(f"{path}: no such file") from None
     except _READ_ERRORS as e:
         raise UserError(f"{path.name}: not a backup file (not a tar archive: {e})") from None
 
 
-def _scan(tf: tarfile.TarFile, label: str) -> dict[str, tarfile.TarInfo]:
+def _scan(tf: tarfile.TarFile, path: Path) -> dict[str, tarfile.TarInfo]:
     """Every header, checked (module docstring); {name: header}."""
+    label, size = path.name, max(1, path.stat().st_size)
     found: dict[str, tarfile.TarInfo] = {}
     total = 0
     try:
         while (m := tf.next()) is not None:
-            if not m.isreg():
-                kind = "a link" if m.issym() or m.islnk() else "not a regular file"
+            if not m.isreg() or m.sparse is not None:
+                kind = ("a link" if m.issym() or m.islnk() else "a sparse file" if m.isreg()
+                        else "not a regular file")
                 raise UserError(f"{label}: member {m.name!r} is {kind}")
             if why := member_problem(m.name):
                 raise UserError(f"{label}: member {m.name!r} {why}")
@@ -205,6 +236,9 @@ def _scan(tf: tarfile.TarFile, label: str) -> dict[str, tarfile.TarInfo]:
             if len(found) > MAX_MEMBERS or total > MAX_BACKUP_BYTES:
                 raise UserError(f"{label}: more than {MAX_MEMBERS:,} members or "
                                 f"{MAX_BACKUP_BYTES:,} bytes")
+            if total > RATIO_FROM_BYTES and total > MAX_RATIO * size:
+                raise UserError(f"{label}: unpacks to {total:,} bytes, more than {MAX_RATIO}x "
+                                "its size")
     except _READ_ERRORS as e:
         raise UserError(f"{label}: damaged or truncated ({e})") from None
     return found
@@ -214,13 +248,17 @@ def _manifest(tf: tarfile.TarFile, found: dict[str, tarfile.TarInfo], label: str
     info = found.pop(MANIFEST, None)
     if info is None:
         raise UserError(f"{label}: no {MANIFEST} (not a backup, or truncated)")
-    if info.size > MAX_MANIFEST_BYTES:
-        raise UserError(f"{label}: {MANIFEST} is larger than {MAX_MANIFEST_BYTES:,} bytes")
+    limit = min(MAX_MANIFEST_BYTES, MANIFEST_HEADER_BYTES + MANIFEST_MEMBER_BYTES * len(found))
+    if info.size > limit:
+        raise UserError(f"{label}: {MANIFEST} is {info.size:,} bytes, more than {limit:,} (for "
+                        f"{len(found):,} members)")
     try:
         data = tf.extractfile(info).read()
         return Manifest.model_validate(json.loads(data))
     except _READ_ERRORS as e:
         raise UserError(f"{label}: damaged or truncated ({e})") from None
+    except RecursionError:
+        raise UserError(f"{label}: {MANIFEST} is not a backup manifest (nested too deeply)") from None
     except (ValueError, ValidationError) as e:
         if isinstance(e, ValidationError):
             first = e.errors()[0]
@@ -229,9 +267,8 @@ def _manifest(tf: tarfile.TarFile, found: dict[str, tarfile.TarInfo], label: str
         raise UserError(f"{label}: {MANIFEST} is not a backup manifest ({e})") from None
 
 
-def _check_listing(path: Path, manifest: Manifest, found: dict[str, tarfile.TarInfo],
+def _check_listing(label: str, manifest: Manifest, found: dict[str, tarfile.TarInfo],
                    dest: Path) -> None:
-    label = path.name
     listed = {m.name: m for m in manifest.members}
     if len(listed) != len(manifest.members):
         raise UserError(f"{label}: {MANIFEST} lists a member twice")
@@ -247,9 +284,6 @@ def _check_listing(path: Path, manifest: Manifest, found: dict[str, tarfile.TarI
             raise UserError(f"{label}: member {name} has {found[name].size:,} bytes, "
                             f"{MANIFEST} says {m.size:,} (damaged)")
     total = sum(m.size for m in manifest.members)
-    size = max(1, path.stat().st_size)
-    if total > RATIO_FROM_BYTES and total > MAX_RATIO * size:
-        raise UserError(f"{label}: unpacks to {total:,} bytes, more than {MAX_RATIO}x its size")
     if total > shutil.disk_usage(dest).free:
         raise UserError(f"{label}: unpacks to {total:,} bytes, more than the free disk space "
                         f"in {dest}")
@@ -260,10 +294,10 @@ def read_backup(path: Path, dest: Path) -> Manifest:
     caller removes it), each hashed against the manifest; the manifest."""
     label = path.name
     with _open(path) as tf:
-        found = _scan(tf, label)
+        found = _scan(tf, path)
         manifest = _manifest(tf, found, label)
         dest.mkdir()
-        _check_listing(path, manifest, found, dest)
+        _check_listing(label, manifest, found, dest)
         for m in sorted(manifest.members, key=lambda m: found[m.name].offset):  # file order
             target = dest.joinpath(*m.name.split("/"))
             target.parent.mkdir(parents=True, exist_ok=True)

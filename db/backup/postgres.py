@@ -11,6 +11,11 @@ triggers, and the audit log's one function); anything else refuses the file. The
 hold no row in any table but `alembic_version`; the empty tables a start of the app may have
 created are locked, checked and dropped in one transaction. `pg_restore --single-transaction
 --exit-on-error --no-owner --no-acl` then restores all or nothing, owned by the URL's user.
+What its column defaults, functions and triggers do is then read from the catalog
+(`restored_problem`: sequences and constants; exactly migration 0001's function and trigger,
+body and events); the restore's caller drops it all again (`empty`) when they differ or the
+migrations refuse the database. Nothing of theirs runs in between: a dump creates its
+triggers after its data, and its COPY names every column.
 
 `pg_dump` and `pg_restore` come from PATH, else from the newest /usr/lib/postgresql/*/bin
 (pg_dump must be at least the server's version). The password goes to them in the environment
@@ -19,6 +24,7 @@ created are locked, checked and dropped in one transaction. `pg_restore --single
 
 import glob
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -35,6 +41,26 @@ ALLOWED_ENTRIES = ("TABLE DATA", "TABLE", "SEQUENCE OWNED BY", "SEQUENCE SET", "
                    "DEFAULT", "FK CONSTRAINT", "CONSTRAINT", "INDEX", "TRIGGER", "COMMENT",
                    "ACL", "SCHEMA")
 ALLOWED_FUNCTIONS = {"auditlog_append_only()"}  # migration 0001: the audit log is append-only
+#: What the migrations create of functions (name, language, source, security definer, no
+#: settings) and triggers (table, name, function, pg_trigger.tgtype: BEFORE UPDATE OR DELETE
+#: FOR EACH ROW, enabled): migration 0001's. tests/db/test_backup.py reads them from a migrated
+#: database.
+FUNCTIONS = {("auditlog_append_only", "plpgsql",
+              " BEGIN RAISE EXCEPTION 'audit log is append-only'; END ", False, True)}
+TRIGGERS = {("auditlog", "auditlog_append_only", "auditlog_append_only", 27, "O")}
+_OURS = "n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%'"
+_FUNCTIONS = ("SELECT p.proname, l.lanname, p.prosrc, p.prosecdef, p.proconfig IS NULL "
+              "FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+              f"JOIN pg_language l ON l.oid = p.prolang WHERE {_OURS}")
+#: A column default the migrations write: a sequence's next value or a constant (a default is
+#: evaluated whenever the app leaves a column out: current_setting(), pg_read_file(), ...).
+DEFAULT = re.compile(r"nextval\('[a-z0-9_]+'::regclass\)|'[^']*'::character varying|-?\d+|true|false")
+_DEFAULTS = ("SELECT c.relname, a.attname, pg_get_expr(d.adbin, d.adrelid) FROM pg_attrdef d "
+             "JOIN pg_class c ON c.oid = d.adrelid JOIN pg_attribute a ON a.attrelid = d.adrelid "
+             f"AND a.attnum = d.adnum JOIN pg_namespace n ON n.oid = c.relnamespace WHERE {_OURS}")
+_TRIGGERS = ("SELECT c.relname, t.tgname, p.proname, t.tgtype, t.tgenabled FROM pg_trigger t "
+             "JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_proc p ON p.oid = t.tgfoid "
+             f"JOIN pg_namespace n ON n.oid = c.relnamespace WHERE NOT t.tgisinternal AND {_OURS}")
 
 
 def _binary(name: str) -> str:
@@ -118,19 +144,61 @@ def check_dump(dump: Path, label: str) -> None:
                             "a study's migrations never create")
 
 
+def _names(conn: Connection, tables: list[str]) -> str:
+    quote = conn.dialect.identifier_preparer.quote
+    return ", ".join(quote(t) for t in tables)
+
+
+def _drop(conn: Connection, tables: list[str]) -> None:
+    if tables:
+        conn.execute(text(f"DROP TABLE {_names(conn, tables)} CASCADE"))
+    conn.execute(text("DROP FUNCTION IF EXISTS auditlog_append_only() CASCADE"))
+
+
+def empty(url: str) -> None:
+    """Drop every table of the study and the audit log's function: a restore undone."""
+    engine = engine_for(url)
+    with engine.begin() as conn:
+        _drop(conn, _tables(conn))
+    engine.dispose()
+
+
+def functions_and_triggers(conn: Connection) -> tuple[set[tuple], set[tuple]]:
+    """The functions and triggers of the database, as FUNCTIONS and TRIGGERS list them."""
+    return ({tuple(r) for r in conn.execute(text(_FUNCTIONS))},
+            {tuple(r) for r in conn.execute(text(_TRIGGERS))})
+
+
+def restored_problem(url: str) -> str | None:
+    """What the restored database holds or lacks of column defaults, functions and triggers
+    against what the migrations create (a dump's table of contents names only their kinds),
+    or None."""
+    with engine_for(url).connect() as conn:
+        got = functions_and_triggers(conn)
+        defaults = conn.execute(text(_DEFAULTS)).all()
+    for table, column, expression in defaults:
+        if not DEFAULT.fullmatch(expression):
+            return (f"holds a default of {f'{table}.{column}'[:80]!r} other than the migrations "
+                    f"create it ({one_line(expression, 80)})")
+    for kind, have, want in zip(("function", "trigger"), got, (FUNCTIONS, TRIGGERS), strict=True):
+        name = 0 if kind == "function" else 1
+        if extra := sorted(have - want, key=str):
+            return f"holds {kind} {extra[0][name][:60]!r} other than the migrations create it"
+        if missing := sorted(want - have, key=str):
+            return f"lacks {kind} {missing[0][name]!r}, which the migrations create"
+    return None
+
+
 def restore(dump: Path, url: str, empty_message: str) -> None:
     """Drop the empty tables of the target (refused with `empty_message` when one holds rows),
     then restore `dump` in one transaction."""
     engine = engine_for(url)
     with engine.begin() as conn:
         if tables := _tables(conn):
-            quote = conn.dialect.identifier_preparer.quote
-            names = ", ".join(quote(t) for t in tables)
-            conn.execute(text(f"LOCK TABLE {names} IN ACCESS EXCLUSIVE MODE"))
+            conn.execute(text(f"LOCK TABLE {_names(conn, tables)} IN ACCESS EXCLUSIVE MODE"))
             if table := _first_with_rows(conn, tables):
                 raise UserError(empty_message.format(table=table))
-            conn.execute(text(f"DROP TABLE {names} CASCADE"))
-        conn.execute(text("DROP FUNCTION IF EXISTS auditlog_append_only() CASCADE"))
+        _drop(conn, tables)
     engine.dispose()
     uri, env = _libpq(url)
     _run([_binary("pg_restore"), "--single-transaction", "--exit-on-error", "--no-owner",

@@ -1,11 +1,12 @@
 """What one consistent view of the database holds that a backup needs: its Alembic revision,
 the study's counts (`nmb status`) and the store paths of the images its series and masks
-reference; and which revisions this code can restore."""
+reference; which revisions this code can restore; and the counts of a restored database,
+checked against the manifest's."""
 
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import Connection, select, text
+from sqlalchemy import Connection, create_engine, select, text
 from sqlmodel import Session
 
 from db.engine import HEAD_REVISION, MIGRATIONS
@@ -45,3 +46,20 @@ def check_revision(revision: str, label: str) -> None:
         raise UserError(f"{label}: made by a newer version (database revision {revision}; this "
                         f"code knows up to {HEAD_REVISION}): upgrade the app first")
     raise UserError(f"{label}: database revision {revision} is not one of this code's migrations")
+
+
+def restored_counts(url: str, said: dict[str, int], label: str) -> dict[str, int]:
+    """The study's counts in the restored (and migrated) database at `url`; a count the
+    manifest `said` otherwise refuses the file (one this code does not count is ignored). A
+    plain engine: the app's would turn a SQLite file to WAL."""
+    engine = create_engine(url)
+    try:
+        with Session(engine) as s:
+            got = counts(s)
+    finally:
+        engine.dispose()
+    for name, n in said.items():
+        if name in got and got[name] != n:
+            raise UserError(f"{label}: the database holds {got[name]:,} {name.replace('_', ' ')}, "
+                            f"manifest.json says {n:,}")
+    return got

@@ -7,13 +7,16 @@ and the manifest (`db.backup.archive`). The caches (`viewer/`, `key-slices/`, `c
 rebuilt on demand and are not in it.
 
 A restore needs an empty study: no row in any table of the database but the Alembic revision
-(the empty tables a start of the app created are fine). Everything is checked and staged in a
-workspace under NMB_HOME/tmp before anything is placed: the whole file (`read_backup`), the
-database's kind and revision (a newer revision than this code refuses the file; an older one
-is migrated by the normal migrations), the database itself (SQLite: integrity check and
-migration in the workspace; PostgreSQL: the dump's contents). Then the images and
-packages are moved into place and the database last (SQLite: one rename; PostgreSQL:
-`pg_restore` in one transaction); if that fails, the files placed are removed.
+(the empty tables a start of the app created are fine), and no package in NMB_HOME of a name
+the backup holds (an image of the same name has the same content: its name is its sha256).
+Everything is checked and staged in a workspace under NMB_HOME/tmp before anything is placed:
+the whole file (`read_backup`), the database's kind and revision (a newer revision than this
+code refuses the file; an older one is migrated by the normal migrations), the database itself
+(SQLite: integrity check and migration in the workspace; PostgreSQL: the dump's contents).
+Then the images and packages are moved into place and the database last (SQLite: one rename;
+PostgreSQL: `pg_restore` in one transaction, then its functions and triggers checked and the
+migrations run, its tables dropped again when either refuses it); if that fails, the files
+placed are removed.
 """
 
 import contextlib
@@ -35,25 +38,26 @@ from db.backup.archive import (
     read_backup,
     write_backup,
 )
-from db.backup.snapshot import check_revision
+from db.backup.snapshot import check_revision, restored_counts
 from db.bundle.store import Workspace
 from db.engine import HEAD_REVISION, database_url, nmb_home, upgrade
 from db.models import utcnow
 from errors import UserError, one_line
 
-NOT_EMPTY = ("the study here is not empty (table {table} holds rows): restore into an empty "
-             "NMB_HOME and database")
+NOT_EMPTY = "the study here is not empty ({}): restore into an empty NMB_HOME and database"
+ROWS = NOT_EMPTY.format("table {table} holds rows")
 
 
 @dataclass(frozen=True)
 class Restored:
     manifest: Manifest
     revision: str  # the database's revision now (the newest)
+    counts: dict[str, int]  # what the restored database holds (`nmb status`)
 
     def __str__(self) -> str:
         m = self.manifest
         migrated = f", migrated to {self.revision}" if self.revision != m.revision else ""
-        counts = ", ".join(f"{n} {name.replace('_', ' ')}" for name, n in m.counts.items())
+        counts = ", ".join(f"{n} {name.replace('_', ' ')}" for name, n in self.counts.items())
         return (f"restored a {m.database} study made {m.created_at:%Y-%m-%d %H:%M:%S %Z} "
                 f"(revision {m.revision}{migrated}): {counts}")
 
@@ -106,13 +110,10 @@ def backup_study(out: Path) -> Manifest:
 def restore_study(path: Path) -> Restored:
     """Restore the backup at `path` into the empty study of NMB_HOME and the database URL."""
     try:
-        manifest = _restore(path)
+        manifest, counts = _restore(path)
     except UserError as e:
         raise UserError(f"{e}; nothing was restored") from None
-    if manifest.database == "postgresql":  # (SQLite: the copy was migrated before it was placed)
-        with _database_errors("restored, but the normal migrations failed"):
-            upgrade(database_url())
-    return Restored(manifest, HEAD_REVISION)
+    return Restored(manifest, HEAD_REVISION, counts)
 
 
 def _rows_in(kind: str, url: str) -> str | None:
@@ -120,13 +121,44 @@ def _rows_in(kind: str, url: str) -> str | None:
         return (sqlite if kind == "sqlite" else postgres).rows_in(url)
 
 
-def _restore(path: Path) -> Manifest:
+def _place(staged: Path, home: Path, name: str, placed: list[Path]) -> None:
+    """Move member `name` from `staged` into `home`, adding it to `placed` when it was not
+    there."""
+    target = home / name
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if not target.exists():
+            placed.append(target)
+        os.replace(staged / name, target)
+    except OSError as e:
+        raise UserError(f"cannot place {name} in NMB_HOME: {e.strerror or e}") from None
+
+
+def _check_and_migrate_restored(url: str, manifest: Manifest, label: str) -> dict[str, int]:
+    """Check the restored PostgreSQL database's functions and triggers, migrate it to the
+    newest revision and check its counts, or drop what was restored when one refuses it; the
+    counts."""
+    try:
+        with _database_errors("cannot read the restored database"):
+            if why := postgres.restored_problem(url):
+                raise UserError(f"{label}: the database dump {why}")
+        with _database_errors(f"{label}: the database cannot be migrated to {HEAD_REVISION}"):
+            upgrade(url)
+        with _database_errors("cannot read the restored database"):
+            return restored_counts(url, manifest.counts, label)
+    except BaseException:
+        with _database_errors("cannot drop the restored tables either"):
+            postgres.empty(url)
+        raise
+
+
+def _restore(path: Path) -> tuple[Manifest, dict[str, int]]:
     url = database_url()
     kind = database_kind(url)
     home = nmb_home()
     label = path.name
     if table := _rows_in(kind, url):
-        raise UserError(NOT_EMPTY.format(table=table))
+        raise UserError(ROWS.format(table=table))
     with Workspace("restore") as ws:
         staged = ws.path / "backup"
         manifest = read_backup(path, staged)
@@ -134,29 +166,34 @@ def _restore(path: Path) -> Manifest:
             raise UserError(f"{label} is a backup of a {manifest.database} study, and the database "
                             f"here is {kind} (NMB_DATABASE_URL)")
         check_revision(manifest.revision, label)
+        if kept := next((m.name for m in manifest.members
+                         if m.name.startswith("packages/") and (home / m.name).exists()), None):
+            raise UserError(NOT_EMPTY.format(f"NMB_HOME holds {kept}"))
         dump = staged / DATABASE_MEMBER[kind]
         placed: list[Path] = []
         try:
             if kind == "sqlite":
-                sqlite.prepare(dump, manifest.revision, label)
+                with _database_errors(f"{label}: the database cannot be migrated to "
+                                      f"{HEAD_REVISION}"):
+                    sqlite.prepare(dump, manifest.revision, label)
+                with _database_errors(f"{label}: cannot read the database"):
+                    counts = restored_counts(f"sqlite:///{dump}", manifest.counts, label)
             else:
                 postgres.check_dump(dump, label)
             for m in manifest.members:
                 if m.name.startswith(("images/", "packages/")):
-                    target = home / m.name
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    if not target.exists():
-                        placed.append(target)
-                    os.replace(staged / m.name, target)
+                    _place(staged, home, m.name, placed)
             with _database_errors("cannot restore the database"):
                 if kind == "sqlite":
                     if table := _rows_in(kind, url):  # written to while the file was checked
-                        raise UserError(NOT_EMPTY.format(table=table))
+                        raise UserError(ROWS.format(table=table))
                     sqlite.install(dump, url)
                 else:
-                    postgres.restore(dump, url, NOT_EMPTY)
+                    postgres.restore(dump, url, ROWS)
+            if kind == "postgresql":  # (SQLite: the copy was migrated before it was placed)
+                counts = _check_and_migrate_restored(url, manifest, label)
         except BaseException:
             for p in placed:
                 p.unlink(missing_ok=True)
             raise
-    return manifest
+    return manifest, counts

@@ -14,7 +14,15 @@ import re
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, ValidationError, WrapValidator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    WrapValidator,
+)
 from pydantic_core import PydanticCustomError
 
 from db.models import FAMILIES, LEVELS
@@ -108,7 +116,8 @@ ModelName = Annotated[Any, rule(
     lambda v: None if (why := model_name_problem(v)) is None else f"is not a model name: {why}")]
 Sample = Annotated[int, rule(
     lambda v: "is negative" if v < 0 else f"is larger than {MAX_SAMPLE}" if v > MAX_SAMPLE else None)]
-Scores = Annotated[dict[str, float], _whole("is not an object of finite numbers")]
+Finite = Annotated[float, Field(allow_inf_nan=False)]  # JSON as Python reads it has NaN, 1e400
+Scores = Annotated[dict[str, Finite], _whole("is not an object of finite numbers")]
 Strings = Annotated[list[str], _whole("is not a list of strings")]
 Stages = Annotated[Strings, rule(
     lambda v: "contains an empty string" if any(not x.strip() for x in v) else None)]
@@ -210,7 +219,7 @@ def check_fields(obj: Any, model: type[Record], prefix: str = "") -> list[str]:
     for e in errors:
         key, kind = e["loc"][0], e["type"]
         if kind == "extra_forbidden":
-            unknown.append(f'unknown field "{prefix}{key}"')
+            unknown.append(f"unknown field {show(f'{prefix}{key}')}")
         elif kind == "missing":
             found[key] = f'missing required field "{prefix}{key}"'
         else:

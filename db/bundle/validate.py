@@ -166,8 +166,9 @@ def unstorable(value: Any) -> str | None:
             if depth > MAX_JSON_DEPTH:
                 return f"{where or 'value'} is nested deeper than {MAX_JSON_DEPTH} levels"
             pairs = v.items() if isinstance(v, dict) else enumerate(v)
-            for k, x in pairs:
-                inner = f"{where}[{k}]" if isinstance(k, int) else f"{where}.{k}" if where else k
+            for k, x in pairs:  # a key is named as is when short and printable, else shown
+                name = k if isinstance(k, int) or (len(k) <= 40 and k.isprintable()) else show(k, 40)
+                inner = f"{where}[{k}]" if isinstance(k, int) else f"{where}.{name}" if where else name
                 stack += [(k, depth, f"a key of {where or 'the record'}"), (x, depth + 1, inner)]
         elif isinstance(v, str) and (bad := _UNSTORABLE.search(v)):
             what = "a NUL character" if bad.group() == "\x00" else "an unpaired surrogate"

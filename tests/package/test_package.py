@@ -572,6 +572,21 @@ def frozen_package(tmp_path_factory) -> tuple[Path, str]:
     return root / "good.zip", row.sha256
 
 
+def _resealed(src: Path, dst: Path, manifest: dict, change: dict[str, bytes] | None = None) -> Path:
+    """`src` with `change` and `manifest` (its hashes following `change`), sealed again: the
+    careful forger's package, refused only by what the fields' shapes or a digest catch."""
+    from package.package import manifest_digest
+
+    change = dict(change or {})
+    for name, data in change.items():
+        manifest["sha256"][name] = hashlib.sha256(data).hexdigest()
+    seal = json.dumps({"manifest_sha256": manifest_digest(manifest)}).encode()
+    manifest["sha256"]["seal.json"] = hashlib.sha256(seal).hexdigest()
+    return _rewrite(src, dst, rehash=False,
+                    change={**change, "manifest.json": json.dumps(manifest).encode(),
+                            "seal.json": seal})
+
+
 def _loosen(m: dict) -> None:
     m["canary"]["drift_limits"] = {"criteria_agreement_min": 0.5, "overall_mad_max": 0.5}
 
@@ -586,6 +601,8 @@ MANIFEST_EDITS = {  # edit, words of the refusal, refused even when the seal is 
                            "edited after freeze", False),
     "created_at not a time": (lambda m: m.update(created_at="yesterday"), "created_at", True),
     "canary seed changed": (lambda m: m["canary"].update(seed=7), "edited after freeze", False),
+    "a key of 100,000 characters and a line break in sha256": (
+        lambda m: m["sha256"].update({"k" * 100_000 + "\n": 5}), "manifest.json sha256.'kkk", True),
 }
 
 
@@ -593,8 +610,6 @@ MANIFEST_EDITS = {  # edit, words of the refusal, refused even when the seal is 
 def test_a_manifest_only_edit_is_refused_with_and_without_the_digest(frozen_package, what,
                                                                      tmp_path: Path,
                                                                      capsys) -> None:
-    from package.package import manifest_digest
-
     good, digest = frozen_package
     edit, needle, structural = MANIFEST_EDITS[what]
     m = _manifest(good)
@@ -606,10 +621,7 @@ def test_a_manifest_only_edit_is_refused_with_and_without_the_digest(frozen_pack
         assert (needle if not extra else "not the published") in err, err
     # A careful forger rewrites seal.json and its hash as well: a malformed field is still
     # refused; a well-formed one only the published digest (or a signature) can catch.
-    seal = json.dumps({"manifest_sha256": manifest_digest(m)}).encode()
-    m["sha256"]["seal.json"] = hashlib.sha256(seal).hexdigest()
-    resealed = _rewrite(good, tmp_path / "resealed.zip", rehash=False,
-                        change={"manifest.json": json.dumps(m).encode(), "seal.json": seal})
+    resealed = _resealed(good, tmp_path / "resealed.zip", m)
     code, err = _verify_cli(resealed, capsys)
     if structural:
         assert code == 2 and err.count("\n") == 1 and needle in err, err
@@ -686,8 +698,6 @@ def test_a_signed_package_is_checked_against_the_study_key(sqlite_url: str,
                                                            tmp_path: Path, capsys) -> None:
     """keygen, freeze --sign, verify --public-key: a forgery consistent with every internal
     check (manifest edited, seal rewritten) is refused by the key alone, without a digest."""
-    from package.package import manifest_digest
-
     assert main(["package", "keygen", "--out", str(tmp_path / "study.key")]) == 0
     line = json.loads(capsys.readouterr().out)["public_key"]
     assert (tmp_path / "study.pub").read_text().strip() == line
@@ -713,10 +723,7 @@ def test_a_signed_package_is_checked_against_the_study_key(sqlite_url: str,
 
     m = _manifest(signed)
     _loosen(m)
-    seal = json.dumps({"manifest_sha256": manifest_digest(m)}).encode()
-    m["sha256"]["seal.json"] = hashlib.sha256(seal).hexdigest()
-    forged = _rewrite(signed, tmp_path / "forged.zip", rehash=False,
-                      change={"manifest.json": json.dumps(m).encode(), "seal.json": seal})
+    forged = _resealed(signed, tmp_path / "forged.zip", m)
     assert _verify_cli(forged, capsys)[0] == 0  # consistent: only the key or digest tells
     refusals = {
         "forged": (forged, pub, "is not a signature of manifest.json by nmb-ed25519"),
@@ -749,3 +756,32 @@ def test_a_member_of_the_wrong_shape_names_each_wrong_field_on_one_line() -> Non
     message = str(info.value)
     assert "\n" not in message and message.count(";") == MAX_SHOWN
     assert message.endswith(f"and {10_003 - MAX_SHOWN} more")
+
+
+def test_a_frozen_overall_that_is_not_a_finite_number_is_refused(frozen_package, tmp_path: Path,
+                                                                  capsys) -> None:
+    """NaN (which Python's JSON reader accepts) would make every drift of the overall score
+    compare as no drift."""
+    good, _ = frozen_package
+    with zipfile.ZipFile(good) as zf:
+        first, *rest = zf.read("canary.jsonl").decode().split("\n")
+    for value in (float("nan"), float("inf")):
+        row = json.loads(first)
+        row["frozen"]["overall"] = value
+        canary = "\n".join([json.dumps(row), *rest]).encode()
+        pkg = _resealed(good, tmp_path / "nan.zip", _manifest(good), {"canary.jsonl": canary})
+        code, err = _verify_cli(pkg, capsys)
+        assert code == 2 and err.count("\n") == 1, err
+        assert "canary.jsonl line 1 frozen.overall: input should be a finite number" in err, err
+
+
+def test_a_look_is_suspended_by_true_not_by_one() -> None:
+    """As the checker before the models: `suspended` is true or absent; 1 and 1.0 equal True
+    in Python, and a Literal[True] took them."""
+    from package.members import Look, checked
+
+    look = {"config_id": 1, "passed": True, "revoked": False}
+    assert checked("p.zip", "look", {**look, "suspended": True}, Look).suspended is True
+    for value in (1, 1.0, "true"):
+        with pytest.raises(UserError, match=r"^p.zip: look suspended: is not true$"):
+            checked("p.zip", "look", {**look, "suspended": value}, Look)

@@ -391,3 +391,31 @@ def test_the_sweep_keeps_images_that_only_a_mask_references(sqlite_url: str,
     (dead / "added.txt").write_text(mask.path + "\n")
     assert sweep(engine_for(sqlite_url)) == 1
     assert (nmb_home() / mask.path).is_file()
+
+
+def test_a_problem_line_caps_and_escapes_what_it_echoes(tmp_path: Path) -> None:
+    """An unknown field's name is echoed as every value is (cut at 60 characters, unprintable
+    characters escaped): a name of 100,000 characters with a line break stays one short line;
+    a score of 1e400 (JSON's way to write infinity) is not a finite number."""
+    root = write_bundle(tmp_path / "b")
+    case = json.loads((root / "cases/c1/case.json").read_text())
+    case["x" * 100_000 + "\n\u202e"] = 1
+    case["scores"] = {"nihss": 1}
+    (root / "cases/c1/case.json").write_text(json.dumps(case).replace('"nihss": 1', '"nihss": 1e400'))
+    with pytest.raises(BundleInvalid) as info:
+        validate_bundle(root)
+    assert [str(p) for p in info.value.problems] == [
+        f'cases/c1/case.json: unknown field "{"x" * 56}...',
+        'cases/c1/case.json: scores {"nihss": Infinity} is not an object of finite numbers']
+
+
+def test_a_value_that_cannot_be_stored_names_its_key_in_a_short_line(tmp_path: Path) -> None:
+    root = write_bundle(tmp_path / "b")
+    case = json.loads((root / "cases/c1/case.json").read_text())
+    case["ground_truth"]["reasoning"] = {"k" * 100_000 + "\n": "a\u0000b"}
+    (root / "cases/c1/case.json").write_text(json.dumps(case))
+    with pytest.raises(BundleInvalid) as info:
+        validate_bundle(root)
+    [problem] = [str(p) for p in info.value.problems]
+    assert problem.startswith('cases/c1/case.json: ground_truth.reasoning."kkk')
+    assert "contains a NUL character" in problem and len(problem) < 200 and "\n" not in problem
