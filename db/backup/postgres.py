@@ -10,12 +10,13 @@ the study's migrations create (tables, their data, sequences, defaults, constrai
 triggers, and the audit log's one function); anything else refuses the file. The target must
 hold no row in any table but `alembic_version`; the empty tables a start of the app may have
 created are locked, checked and dropped in one transaction. `pg_restore --single-transaction
---exit-on-error --no-owner --no-acl` then restores all or nothing, owned by the URL's user.
+--exit-on-error --no-owner --no-acl` then restores all or nothing, owned by the URL's user,
+once its definitions are those the migrations to its revision write (`_unexpected_statement`).
 What its column defaults, functions and triggers do is then read from the catalog
 (`restored_problem`: sequences and constants; exactly migration 0001's function and trigger,
 body and events); the restore's caller drops it all again (`empty`) when they differ or the
-migrations refuse the database. Nothing of theirs runs in between: a dump creates its
-triggers after its data, and its COPY names every column.
+migrations refuse the database. The definitions are compared first because some run as the
+data are copied: a CHECK constraint or an index expression is evaluated on every row.
 
 `pg_dump` and `pg_restore` come from PATH, else from the newest /usr/lib/postgresql/*/bin
 (pg_dump must be at least the server's version). The password goes to them in the environment
@@ -29,11 +30,12 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from alembic import command
 from sqlalchemy import Connection, text
 from sqlalchemy.engine import make_url
 
 from db.backup.snapshot import Snapshot, describe
-from db.engine import engine_for
+from db.engine import alembic_config, engine_for
 from errors import UserError, one_line
 
 #: The kinds of entry a study's dump holds (longest first: "TABLE DATA" before "TABLE").
@@ -189,9 +191,10 @@ def restored_problem(url: str) -> str | None:
     return None
 
 
-def restore(dump: Path, url: str, empty_message: str) -> None:
+def restore(dump: Path, url: str, empty_message: str, revision: str, label: str) -> None:
     """Drop the empty tables of the target (refused with `empty_message` when one holds rows),
-    then restore `dump` in one transaction."""
+    check that the dump defines what the migrations to `revision` define and nothing else
+    (`_unexpected_statement`), then restore it in one transaction."""
     engine = engine_for(url)
     with engine.begin() as conn:
         if tables := _tables(conn):
@@ -201,5 +204,41 @@ def restore(dump: Path, url: str, empty_message: str) -> None:
         _drop(conn, tables)
     engine.dispose()
     uri, env = _libpq(url)
+    if extra := _unexpected_statement(dump, url, revision):
+        raise UserError(f"{label}: the database dump holds {one_line(extra, 120)!r}, which a "
+                        f"study's migrations to {revision} do not create")
     _run([_binary("pg_restore"), "--single-transaction", "--exit-on-error", "--no-owner",
           "--no-acl", f"--dbname={uri}", str(dump)], env, "pg_restore")
+
+
+def _statements(script: str) -> list[str]:
+    """A plain SQL script's statements as written (ended by a semicolon at a line's end),
+    without comments (pg_dump's versions among them), blank lines and psql's meta-commands
+    (`\\restrict KEY`, a new key each time)."""
+    kept = "\n".join(line for line in script.splitlines()
+                     if line.strip() and not line.startswith(("--", "\\")))
+    return [s.strip() for s in kept.split(";\n") if s.strip()]
+
+
+def _unexpected_statement(dump: Path, url: str, revision: str) -> str | None:
+    """The first statement of the dump's definitions (tables, defaults, constraints, indexes,
+    functions, triggers: what pg_restore will run, as it will run it) that migrating the
+    empty target to `revision` does not write, or None. The target is migrated, its schema
+    dumped by the same pg_dump, and emptied again. Checked before anything is restored: a
+    CHECK constraint or an index is evaluated on every row as the data are copied, so a
+    function of the dump's own, or a built-in one such as lo_export, would run then."""
+    uri, env = _libpq(url)
+    flags = ["--schema-only", "--no-owner", "--no-acl"]
+    command.upgrade(alembic_config(url), revision)
+    try:
+        expected = _run([_binary("pg_dump"), *flags, f"--dbname={uri}"], env, "pg_dump")
+    finally:
+        empty(url)
+    given = _run([_binary("pg_restore"), *flags, "--file=-", str(dump)], dict(os.environ),
+                 "pg_restore --schema-only")
+    wanted = _statements(expected)
+    extra = next((s for s in _statements(given) if s not in wanted), None)
+    if extra is None:
+        return None
+    known = {line.strip() for s in wanted for line in s.splitlines()}
+    return next((line for line in extra.splitlines() if line.strip() not in known), extra)

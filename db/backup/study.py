@@ -189,7 +189,7 @@ def _restore(path: Path) -> tuple[Manifest, dict[str, int]]:
                         raise UserError(ROWS.format(table=table))
                     sqlite.install(dump, url)
                 else:
-                    postgres.restore(dump, url, ROWS)
+                    postgres.restore(dump, url, ROWS, manifest.revision, label)
             if kind == "postgresql":  # (SQLite: the copy was migrated before it was placed)
                 counts = _check_and_migrate_restored(url, manifest, label)
         except BaseException:

@@ -11,6 +11,7 @@ import sqlite3
 import subprocess
 import sys
 import tarfile
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -550,16 +551,16 @@ PG_EDITS = {  # made with the one function a dump may hold: what the migrations 
     "the audit function's body rewritten": (
         "CREATE OR REPLACE FUNCTION auditlog_append_only() RETURNS trigger AS $$ BEGIN "
         "UPDATE \"user\" SET role = 'admin'; RETURN NEW; END $$ LANGUAGE plpgsql",
-        "function 'auditlog_append_only'"),
+        "UPDATE"),
     "a trigger of its own": ("CREATE TRIGGER evil BEFORE INSERT ON response FOR EACH ROW "
-                             "EXECUTE FUNCTION auditlog_append_only()", "trigger 'evil'"),
+                             "EXECUTE FUNCTION auditlog_append_only()", "CREATE TRIGGER evil"),
     "the audit trigger on inserts too": (
         "DROP TRIGGER auditlog_append_only ON auditlog; CREATE TRIGGER auditlog_append_only "
         "BEFORE INSERT OR UPDATE OR DELETE ON auditlog FOR EACH ROW EXECUTE FUNCTION "
-        "auditlog_append_only()", "trigger 'auditlog_append_only'"),
+        "auditlog_append_only()", "BEFORE INSERT"),
     "a default that reads the server's settings": (
         "ALTER TABLE response ALTER COLUMN model SET DEFAULT current_setting('data_directory')",
-        "a default of 'response.model'"),
+        "current_setting"),
 }
 
 
@@ -580,7 +581,7 @@ def test_a_postgres_dump_holds_only_the_migrations_trigger_and_function(
         conn.execute(sql)
     ok(nmb("backup", "--out", str(tmp_path / "b.tar"), home=tmp_path / "home", url=url))
     refused(nmb("restore", str(tmp_path / "b.tar"), home=tmp_path / "new", url=empty),
-            f"b.tar: the database dump holds {named} other than the migrations create it",
+            "b.tar: the database dump holds", named, "which a study's migrations to",
             "nothing was restored")
     nothing_restored(tmp_path / "new")
     with engine_for(empty).connect() as conn:
@@ -589,6 +590,40 @@ def test_a_postgres_dump_holds_only_the_migrations_trigger_and_function(
         assert conn.exec_driver_sql("SELECT count(*) FROM pg_proc WHERE proname = "
                                     "'auditlog_append_only'").scalar() == 0
     engine_for(empty).dispose()
+
+
+@pytest.mark.postgres
+def test_a_dump_is_checked_before_its_constraints_run(postgres_server, tmp_path: Path) -> None:
+    """A CHECK constraint is evaluated on every row as pg_restore copies the data: one calling
+    a function that writes a file (COPY TO, under the superuser the test server gives) is
+    refused before it runs, nothing restored, no file written."""
+    import psycopg
+
+    from db.engine import engine_for
+
+    folder = Path(tempfile.mkdtemp())  # the server's user writes here: not under tmp_path
+    folder.chmod(0o777)
+    marker = folder / "written"
+    url, empty = postgres_server.create_database(), postgres_server.create_database()
+    ok(nmb("import", str(ROOT / "examples" / "sample-bundle"), home=tmp_path / "home", url=url))
+    with psycopg.connect(url.replace("postgresql+psycopg", "postgresql"), autocommit=True) as conn:
+        conn.execute(  # under the one function name a dump's table of contents may hold
+            "DROP TRIGGER auditlog_append_only ON auditlog; DROP FUNCTION auditlog_append_only(); "
+            "CREATE FUNCTION auditlog_append_only() RETURNS boolean AS $$ BEGIN "
+            f"COPY (SELECT 1) TO '{marker}'; RETURN true; END $$ LANGUAGE plpgsql; "
+            "ALTER TABLE task ADD CONSTRAINT evil CHECK (auditlog_append_only())")
+    assert marker.exists()  # the constraint ran on the source's rows: it would run on restore
+    marker.unlink()
+    ok(nmb("backup", "--out", str(tmp_path / "b.tar"), home=tmp_path / "home", url=url))
+    refused(nmb("restore", str(tmp_path / "b.tar"), home=tmp_path / "new", url=empty),
+            "b.tar: the database dump holds", "nothing was restored")
+    assert not marker.exists()
+    nothing_restored(tmp_path / "new")
+    with engine_for(empty).connect() as conn:
+        assert conn.exec_driver_sql("SELECT count(*) FROM pg_tables WHERE schemaname = "
+                                    "'public'").scalar() == 0
+    engine_for(empty).dispose()
+    shutil.rmtree(folder)
 
 
 @pytest.mark.postgres
