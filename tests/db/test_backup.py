@@ -564,25 +564,26 @@ PG_EDITS = {  # made with the one function a dump may hold: what the migrations 
 }
 
 
-@pytest.mark.postgres
-@pytest.mark.parametrize("edit", list(PG_EDITS))
-def test_a_postgres_dump_holds_only_the_migrations_trigger_and_function(
-        postgres_server, tmp_path: Path, edit: str) -> None:
-    """A dump's table of contents names kinds of entry; what a trigger or the audit log's
-    function does is read from the restored catalog, before anything else is placed."""
+def _backup_edited(postgres_server, tmp_path: Path, sql: str) -> tuple[Path, str]:
+    """(a backup of the sample study after `sql` ran on its PostgreSQL database, the URL of an
+    empty database to restore it into)."""
     import psycopg
 
-    from db.engine import engine_for
-
-    sql, named = PG_EDITS[edit]
     url, empty = postgres_server.create_database(), postgres_server.create_database()
     ok(nmb("import", str(ROOT / "examples" / "sample-bundle"), home=tmp_path / "home", url=url))
     with psycopg.connect(url.replace("postgresql+psycopg", "postgresql"), autocommit=True) as conn:
         conn.execute(sql)
     ok(nmb("backup", "--out", str(tmp_path / "b.tar"), home=tmp_path / "home", url=url))
-    refused(nmb("restore", str(tmp_path / "b.tar"), home=tmp_path / "new", url=empty),
-            "b.tar: the database dump holds", named, "which a study's migrations to",
-            "nothing was restored")
+    return tmp_path / "b.tar", empty
+
+
+def _dump_refused(tmp_path: Path, backup: Path, empty: str, *phrases: str) -> None:
+    """Restoring `backup` into `empty` is refused (one line holding `phrases`) and restores
+    nothing: no file, no table, not the audit log's function."""
+    from db.engine import engine_for
+
+    refused(nmb("restore", str(backup), home=tmp_path / "new", url=empty),
+            f"{backup.name}: the database dump holds", *phrases, "nothing was restored")
     nothing_restored(tmp_path / "new")
     with engine_for(empty).connect() as conn:
         assert conn.exec_driver_sql("SELECT count(*) FROM pg_tables WHERE schemaname = "
@@ -593,36 +594,35 @@ def test_a_postgres_dump_holds_only_the_migrations_trigger_and_function(
 
 
 @pytest.mark.postgres
+@pytest.mark.parametrize("edit", list(PG_EDITS))
+def test_a_postgres_dump_holds_only_the_migrations_trigger_and_function(
+        postgres_server, tmp_path: Path, edit: str) -> None:
+    """A dump's table of contents names kinds of entry; its definitions (what a trigger, a
+    default or the audit log's function does) are compared with the migrations' before any
+    is run."""
+    sql, named = PG_EDITS[edit]
+    backup, empty = _backup_edited(postgres_server, tmp_path, sql)
+    _dump_refused(tmp_path, backup, empty, named, "which a study's migrations to")
+
+
+@pytest.mark.postgres
 def test_a_dump_is_checked_before_its_constraints_run(postgres_server, tmp_path: Path) -> None:
     """A CHECK constraint is evaluated on every row as pg_restore copies the data: one calling
     a function that writes a file (COPY TO, under the superuser the test server gives) is
     refused before it runs, nothing restored, no file written."""
-    import psycopg
-
-    from db.engine import engine_for
-
     folder = Path(tempfile.mkdtemp())  # the server's user writes here: not under tmp_path
     folder.chmod(0o777)
     marker = folder / "written"
-    url, empty = postgres_server.create_database(), postgres_server.create_database()
-    ok(nmb("import", str(ROOT / "examples" / "sample-bundle"), home=tmp_path / "home", url=url))
-    with psycopg.connect(url.replace("postgresql+psycopg", "postgresql"), autocommit=True) as conn:
-        conn.execute(  # under the one function name a dump's table of contents may hold
-            "DROP TRIGGER auditlog_append_only ON auditlog; DROP FUNCTION auditlog_append_only(); "
-            "CREATE FUNCTION auditlog_append_only() RETURNS boolean AS $$ BEGIN "
-            f"COPY (SELECT 1) TO '{marker}'; RETURN true; END $$ LANGUAGE plpgsql; "
-            "ALTER TABLE task ADD CONSTRAINT evil CHECK (auditlog_append_only())")
+    backup, empty = _backup_edited(  # under the one function name a dump's contents may hold
+        postgres_server, tmp_path,
+        "DROP TRIGGER auditlog_append_only ON auditlog; DROP FUNCTION auditlog_append_only(); "
+        "CREATE FUNCTION auditlog_append_only() RETURNS boolean AS $$ BEGIN "
+        f"COPY (SELECT 1) TO '{marker}'; RETURN true; END $$ LANGUAGE plpgsql; "
+        "ALTER TABLE task ADD CONSTRAINT evil CHECK (auditlog_append_only())")
     assert marker.exists()  # the constraint ran on the source's rows: it would run on restore
     marker.unlink()
-    ok(nmb("backup", "--out", str(tmp_path / "b.tar"), home=tmp_path / "home", url=url))
-    refused(nmb("restore", str(tmp_path / "b.tar"), home=tmp_path / "new", url=empty),
-            "b.tar: the database dump holds", "nothing was restored")
+    _dump_refused(tmp_path, backup, empty)
     assert not marker.exists()
-    nothing_restored(tmp_path / "new")
-    with engine_for(empty).connect() as conn:
-        assert conn.exec_driver_sql("SELECT count(*) FROM pg_tables WHERE schemaname = "
-                                    "'public'").scalar() == 0
-    engine_for(empty).dispose()
     shutil.rmtree(folder)
 
 
