@@ -30,7 +30,6 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from alembic import command
 from sqlalchemy import Connection, text
 from sqlalchemy.engine import make_url
 
@@ -227,6 +226,8 @@ def _unexpected_statement(dump: Path, url: str, revision: str) -> str | None:
     dumped by the same pg_dump, and emptied again. Checked before anything is restored: a
     CHECK constraint or an index is evaluated on every row as the data are copied, so a
     function of the dump's own, or a built-in one such as lo_export, would run then."""
+    from alembic import command  # (only a restore needs it, as in `db.backup.sqlite`)
+
     uri, env = _libpq(url)
     flags = ["--schema-only", "--no-owner", "--no-acl"]
     command.upgrade(alembic_config(url), revision)
