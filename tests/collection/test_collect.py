@@ -34,7 +34,11 @@ from imaging.key_slices import render_key_slice
 from imaging.picture import downscaled_png, sniff_file
 from llm.model_request import TEMPLATE, TEMPLATE_VERSION, CollectSettings, template_hash
 from tests.factories import make_study
-from tests.llm.run_ends import check_only_abandoned_runs_are_marked, signal_mid_run
+from tests.llm.run_ends import (
+    check_only_abandoned_runs_are_marked,
+    ctrl_c_reaches_children,
+    signal_mid_run,
+)
 from tests.openai_server import OpenAIServer, _text_answer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -250,8 +254,9 @@ def _count(model: str = MODEL) -> int:
 
 def _stop_when_collected(cmd: list[str], n: int, sig: int) -> tuple[int, str]:
     """Start `nmb collect`, send `sig` once `n` answers are stored; (return code, stderr)."""
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
+    with ctrl_c_reaches_children():
+        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         deadline = time.monotonic() + 60
         while _count() < n and time.monotonic() < deadline:

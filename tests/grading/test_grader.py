@@ -25,7 +25,11 @@ from errors import UserError
 from grading.config import GraderSettings, load_settings, store_config
 from grading.grader import estimate, grade, grades_key
 from tests.factories import make_study
-from tests.llm.run_ends import check_only_abandoned_runs_are_marked, signal_mid_run
+from tests.llm.run_ends import (
+    check_only_abandoned_runs_are_marked,
+    ctrl_c_reaches_children,
+    signal_mid_run,
+)
 from tests.openai_server import OpenAIServer
 
 SECRET = "sk-test-DO-NOT-LEAK-1234567890"
@@ -262,8 +266,9 @@ def test_interrupted_run_resumes_without_duplicates(nmb_home: Path) -> None:
         env = {**os.environ, "OPENAI_API_KEY": SECRET}
         cmd = [sys.executable, "-m", "cli", "grade", "--base-url", srv.base_url,
                "--concurrency", "2", "--json"]
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, start_new_session=True)
+        with ctrl_c_reaches_children():
+            proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True, start_new_session=True)
         deadline = time.monotonic() + 60
         while len(srv.chat_requests()) < 6 and time.monotonic() < deadline:
             time.sleep(0.05)

@@ -3,10 +3,12 @@ runs (tests/collection/test_collect.py): only abandoned runs are marked "interru
 real `python -m cli ...` is signalled in the middle of its run."""
 
 import os
+import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from sqlmodel import Session, select
@@ -14,6 +16,20 @@ from sqlmodel import Session, select
 from db.audit import record
 from db.engine import engine_for
 from llm.run_writer import AUDIT, Run, mark_abandoned, owner, process_start
+
+
+@contextmanager
+def ctrl_c_reaches_children() -> Iterator[None]:
+    """Commands started inside see SIGINT as a terminal's foreground job does, however pytest
+    was started: a process that ignores SIGINT (a background job of a shell without job
+    control, `cmd &` in a script) passes the ignoring on through exec, so a `python -m cli`
+    it starts would never see the Ctrl-C under test. A handler, unlike SIG_IGN, is reset to
+    the default by exec, so one is set here for the time being."""
+    kept = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, kept)
 
 
 def check_only_abandoned_runs_are_marked(database_url: str,
