@@ -27,7 +27,7 @@ def main() -> int:
     if not url or not url.startswith("postgresql"):
         return 0
     raw = os.environ.get("NMB_DB_WAIT", "60").strip()
-    if not raw.isdigit() or int(raw) > 3600:
+    if not (raw.isascii() and raw.isdigit()) or int(raw) > 3600:
         return _fail(f"NMB_DB_WAIT: {raw[:20]!r} is not a number of seconds from 0 to 3600")
     wait = int(raw)
     try:

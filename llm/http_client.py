@@ -137,7 +137,7 @@ def _refusal(response: httpx2.Response, cap: int) -> str | None:
     if encoding not in ("", "identity"):
         return f"compressed response body ({encoding[:40]!r}): identity was asked for"
     length = response.headers.get("content-length", "")
-    if length.isdigit() and int(length) > cap:
+    if length.isascii() and length.isdigit() and int(length) > cap:
         return f"response body of {int(length):,} bytes announced: larger than {_mib(cap)} (the cap)"
     kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
     if (200 <= response.status_code < 300 and not _is_file_content(response.request)

@@ -34,7 +34,7 @@ def picture_max_side() -> int:
     raw = os.environ.get(PICTURE_SIDE_ENV, "").strip()
     if not raw:
         return DEFAULT_SEND_SIDE
-    if not raw.isdigit() or not 64 <= int(raw) <= 16384:
+    if not (raw.isascii() and raw.isdigit()) or not 64 <= int(raw) <= 16384:
         raise UserError(f"{PICTURE_SIDE_ENV}={raw!r} is not a whole number of pixels from 64 "
                         "to 16384")
     return int(raw)

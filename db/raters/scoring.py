@@ -83,8 +83,8 @@ def find_entry(entries: list[QueueEntry], text: str) -> QueueEntry | None:
     wanted = text.strip().casefold().replace(" ", "")
     if not wanted:
         return None
-    if wanted.isdigit() and (at := next((e for e in entries if e.position + 1 == int(wanted)),
-                                        None)):
+    if wanted.isascii() and wanted.isdigit() and (
+            at := next((e for e in entries if e.position + 1 == int(wanted)), None)):
         return at
     bare = wanted.removeprefix("r-")
     exact = [e for e in entries if e.blind_code.casefold().removeprefix("r-") == bare]

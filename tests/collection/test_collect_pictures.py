@@ -124,3 +124,15 @@ def test_picture_requests_hash_the_same_when_rebuilt(nmb_home: Path, server: Ope
     assert len(server.chat_requests()) == 1
     with Session(engine_for(url)) as s:
         assert len(s.exec(select(ModelCache)).all()) == 1
+
+
+@pytest.mark.parametrize("side", ["big", "\u00b2", "63", "16385"])
+def test_a_picture_side_that_is_not_a_number_of_pixels_is_one_line(monkeypatch, side: str) -> None:
+    from errors import UserError
+    from llm.key_images import picture_max_side
+
+    monkeypatch.setenv("NMB_PICTURE_MAX_SIDE", side)
+    with pytest.raises(UserError) as refused:
+        picture_max_side()
+    assert str(refused.value) == (f"NMB_PICTURE_MAX_SIDE={side!r} is not a whole number of "
+                                  "pixels from 64 to 16384")

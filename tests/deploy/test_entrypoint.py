@@ -223,6 +223,16 @@ def test_a_database_that_does_not_answer_stops_the_start_in_one_line(
     assert DB_PASSWORD not in run.stdout and "Traceback" not in run.stdout
 
 
+@pytest.mark.parametrize("wait", ["soon", "\u00b2", "3601"])
+def test_a_wait_that_is_not_a_number_of_seconds_is_one_line(wait: str) -> None:
+    env = {**os.environ, "NMB_DB_WAIT": wait,
+           "NMB_DATABASE_URL": "postgresql+psycopg://nmb@127.0.0.1:1/nmb"}
+    run = subprocess.run([sys.executable, str(ENTRYPOINT.parent / "wait_for_database.py")],
+                         env=env, capture_output=True, text=True, timeout=60)
+    assert (run.returncode, run.stdout) == (2, "")
+    assert run.stderr == f"nmb: NMB_DB_WAIT: {wait!r} is not a number of seconds from 0 to 3600\n"
+
+
 def test_a_database_that_is_not_utf8_stops_the_start_in_one_line(
         postgres_server, deploy_env: dict[str, str], tmp_path: Path) -> None:
     import psycopg

@@ -98,6 +98,7 @@ def test_search_by_position_or_code_ignores_case_and_prefix() -> None:
     assert find_entry(entries, "R-") is None  # every code has it: not one item
     assert find_entry(entries, "a") is None  # too short to be a part
     assert find_entry(entries, "") is None
+    assert find_entry(entries, "\u00b2") is None  # a digit to str.isdigit, not to int()
     assert find_entry(entries, "R-000") is None
 
 
