@@ -123,14 +123,31 @@ def cmd_restore(args: argparse.Namespace) -> None:
     print(restore_study(Path(args.file)))
 
 
+def _password_from(read: Callable[[int], bytes], source: str) -> str:
+    """The password `read` gives from `source`, asked for one byte more than MAX_PASSWORD
+    characters' worth of UTF-8 and a line break: a longer source is refused, never read whole."""
+    from db.users import MAX_PASSWORD
+
+    raw = read(4 * MAX_PASSWORD + 2)
+    if len(raw) > 4 * MAX_PASSWORD + 1:
+        raise UserError(f"{source} is longer than {MAX_PASSWORD} characters")
+    try:
+        return raw.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        raise UserError(f"{source} is not UTF-8 text") from None
+
+
 def _read_password(args: argparse.Namespace) -> str:
+    """The password of --password-file, else of standard input's first line when it is not a
+    terminal, else typed twice at a prompt."""
     if args.password_file:
         try:
-            return Path(args.password_file).read_text().strip()
+            with open(args.password_file, "rb") as f:
+                return _password_from(f.read, f"the password file {args.password_file}")
         except OSError as e:
             raise UserError(f"cannot read password file {args.password_file}: {e.strerror}") from None
     if not sys.stdin.isatty():
-        return sys.stdin.readline().strip()
+        return _password_from(sys.stdin.buffer.readline, "the password on standard input")
     first = getpass.getpass("Password: ")
     if first != getpass.getpass("Repeat password: "):
         raise UserError("the two passwords differ")

@@ -73,6 +73,39 @@ def test_roles_and_passwords_change_with_their_rules(nmb_home: Path, tmp_path: P
     assert b"another long one" not in (nmb_home / "study.db").read_bytes()
 
 
+def _users_add_under_2_gib(*source: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    """`nmb users add cy ...` with its address space capped at 2 GiB: reading an endless source
+    whole ends in MemoryError rather than in the machine's memory."""
+    import resource
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    return subprocess.run([sys.executable, "-m", "cli", "users", "add", "cy", "--role", "student",
+                           *source], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          stdin=subprocess.DEVNULL if stdin is None else open(stdin, "rb"),  # noqa: SIM115
+                          preexec_fn=cap)
+
+
+def test_a_password_source_is_read_only_as_far_as_a_password_goes(nmb_home: Path,
+                                                                  tmp_path: Path) -> None:
+    """An endless or huge password file or standard input is refused after MAX_PASSWORD
+    characters' worth of bytes, not read whole; one that is not UTF-8 is one line, no traceback;
+    nothing is added."""
+    not_text = tmp_path / "latin1"
+    not_text.write_bytes("pass\u00e9word long enough".encode("latin-1"))
+    cases = [(("--password-file", "/dev/zero"), None,
+              "nmb: the password file /dev/zero is longer than 1024 characters"),
+             ((), "/dev/zero", "nmb: the password on standard input is longer than 1024 characters"),
+             (("--password-file", str(not_text)), None,
+              f"nmb: the password file {not_text} is not UTF-8 text"),
+             ((), str(not_text), "nmb: the password on standard input is not UTF-8 text")]
+    for source, stdin, line in cases:
+        out = _users_add_under_2_gib(*source, stdin=stdin)
+        assert (out.returncode, out.stderr, out.stdout) == (2, line + "\n", ""), source
+    assert json.loads(nmb("users", "list", "--json").stdout) == []
+
+
 def test_an_accounts_single_sign_on_email_is_set_changed_and_removed(nmb_home: Path) -> None:
     assert nmb("users", "add", "ana", "--role", "expert", "--email", "Ana@Hospital.example",
                stdin="twelve chars\n").returncode == 0
