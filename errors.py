@@ -1,8 +1,10 @@
-"""The one exception type for user mistakes.
+"""The one exception type for user mistakes, and the two helpers refusals are made with.
 
 The CLI turns a `UserError` into one line on stderr and exit code 2; a page shows it
 with `st.error`. Programming errors are never wrapped: they keep their traceback.
 """
+
+from pathlib import Path
 
 
 class UserError(Exception):
@@ -13,3 +15,12 @@ def one_line(text: str, limit: int) -> str:
     """`text` on one line (whitespace runs become one space), cut to `limit` with "..."."""
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def read_at_most(path: Path, limit: int) -> bytes | None:
+    """The bytes of the file at `path` if it holds at most `limit`, else None; never reads more
+    than `limit` + 1 bytes, so the cap holds where the size a file reports does not (a pipe, a
+    device such as /dev/zero, a file of /proc: size 0). Raises `OSError` as `open` does."""
+    with open(path, "rb") as f:
+        data = f.read(limit + 1)
+    return data if len(data) <= limit else None

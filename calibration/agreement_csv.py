@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from calibration import comparison
-from errors import UserError, one_line
+from errors import UserError, one_line, read_at_most
 from stats import agreement
 from stats.agreement_types import plain
 
@@ -34,7 +34,8 @@ def _text(path: Path) -> str:
         size = path.stat().st_size
         if size > MAX_BYTES:
             raise UserError(f"{path}: {size} bytes, more than the {MAX_BYTES // 2**20} MiB allowed")
-        data = path.read_bytes()
+        if (data := read_at_most(path, MAX_BYTES)) is None:
+            raise UserError(f"{path}: more than the {MAX_BYTES // 2**20} MiB allowed")
     except OSError as exc:
         raise UserError(f"{path}: cannot read ({exc.strerror or exc})") from None
     try:

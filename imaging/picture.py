@@ -28,7 +28,7 @@ from pathlib import Path
 
 from PIL import Image, ImageCms, ImageFile, ImageOps
 
-from errors import UserError, one_line
+from errors import UserError, one_line, read_at_most
 
 #: A picture file larger than this is refused before it is read.
 MAX_PICTURE_BYTES = 32 * 2**20
@@ -198,7 +198,8 @@ def sanitise_picture(path: Path, name: str | None = None) -> Picture:
         if size > MAX_PICTURE_BYTES:
             raise UserError(f"{name}: picture is {size:,} bytes, more than the limit of "
                             f"{MAX_PICTURE_BYTES:,}")
-        data = path.read_bytes()
+        if (data := read_at_most(path, MAX_PICTURE_BYTES)) is None:
+            raise UserError(f"{name}: picture is more than the limit of {MAX_PICTURE_BYTES:,} bytes")
     except OSError as e:
         raise UserError(f"{name}: cannot read: {e.strerror or e}") from None
     img = decode(data, name)

@@ -75,7 +75,7 @@ from db.models import (
 from db.rubrics import rubric_by_hash
 from db.study.reference import has_reference
 from db.text_limits import model_name_problem
-from errors import UserError
+from errors import UserError, read_at_most
 from grading.config import GraderSettings, config_hash, get_config
 from llm.call import CallResult, load_prices
 from llm.grader_request import GradeItem, SendJob, api_key_for, grade_request, send
@@ -538,9 +538,9 @@ def read_responses(path: Path, *, max_bytes: int = 256 * 2**20) -> list[Response
     (list of str, the later stages' answers) and `model` (str, copied to the output); other
     fields are ignored, so `nmb export responses --format jsonl` is valid input."""
     try:
-        if path.stat().st_size > max_bytes:
+        if (data := read_at_most(path, max_bytes)) is None:
             raise UserError(f"{path}: larger than {max_bytes} bytes")
-        lines = path.read_bytes().decode("utf-8").splitlines()
+        lines = data.decode("utf-8").splitlines()
     except OSError as exc:
         raise UserError(f"cannot read {path}: {exc.strerror}") from None
     except UnicodeDecodeError:

@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from errors import UserError
+from errors import UserError, read_at_most
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import (
@@ -66,9 +66,9 @@ def keygen(out: Path) -> tuple[Path, str]:
 
 def _read(path: Path, what: str) -> bytes:
     try:
-        if path.stat().st_size > MAX_KEY_FILE_BYTES:
+        if (data := read_at_most(path, MAX_KEY_FILE_BYTES)) is None:
             raise UserError(f"{what} {path}: larger than {MAX_KEY_FILE_BYTES} bytes")
-        return path.read_bytes()
+        return data
     except OSError as e:
         raise UserError(f"{what} {path}: cannot read ({e.strerror})") from None
 

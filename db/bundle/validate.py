@@ -39,7 +39,7 @@ from db.bundle.records import (
 )
 from db.bundle.store import Workspace
 from db.bundle.zip import MAX_UNZIPPED_BYTES, open_bundle
-from errors import UserError
+from errors import UserError, read_at_most
 from imaging import image_box, inspect_mask, overlaps
 from imaging.picture import other_format, sanitise_picture, sniff_file
 
@@ -211,7 +211,10 @@ def _read_text(path: Path, rel: str, problems: list[Problem]) -> str | None:
             problems.append(Problem(rel, None, f"is {size:,} bytes, more than the limit of "
                                                f"{MAX_TEXT_FILE_BYTES:,}"))
             return None
-        data = path.read_bytes()
+        if (data := read_at_most(path, MAX_TEXT_FILE_BYTES)) is None:
+            problems.append(Problem(rel, None, f"is more than the limit of "
+                                               f"{MAX_TEXT_FILE_BYTES:,} bytes"))
+            return None
     except OSError as e:
         problems.append(Problem(rel, None, f"cannot read: {e.strerror or e}"))
         return None

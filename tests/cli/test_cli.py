@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -73,18 +75,17 @@ def test_roles_and_passwords_change_with_their_rules(nmb_home: Path, tmp_path: P
     assert b"another long one" not in (nmb_home / "study.db").read_bytes()
 
 
-def _users_add_under_2_gib(*source: str, stdin: str | None = None) -> subprocess.CompletedProcess:
-    """`nmb users add cy ...` with its address space capped at 2 GiB: reading an endless source
-    whole ends in MemoryError rather than in the machine's memory."""
+def _nmb_under_2_gib(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    """`nmb ARGS` with its address space capped at 2 GiB: reading an endless source whole ends
+    in MemoryError rather than in the machine's memory."""
     import resource
 
     def cap() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
 
-    return subprocess.run([sys.executable, "-m", "cli", "users", "add", "cy", "--role", "student",
-                           *source], cwd=ROOT, capture_output=True, text=True, timeout=120,
-                          stdin=subprocess.DEVNULL if stdin is None else open(stdin, "rb"),  # noqa: SIM115
-                          preexec_fn=cap)
+    return subprocess.run([sys.executable, "-m", "cli", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120, preexec_fn=cap,
+                          stdin=subprocess.DEVNULL if stdin is None else open(stdin, "rb"))  # noqa: SIM115
 
 
 def test_a_password_source_is_read_only_as_far_as_a_password_goes(nmb_home: Path,
@@ -101,9 +102,24 @@ def test_a_password_source_is_read_only_as_far_as_a_password_goes(nmb_home: Path
               f"nmb: the password file {not_text} is not UTF-8 text"),
              ((), str(not_text), "nmb: the password on standard input is not UTF-8 text")]
     for source, stdin, line in cases:
-        out = _users_add_under_2_gib(*source, stdin=stdin)
+        out = _nmb_under_2_gib("users", "add", "cy", "--role", "student", *source, stdin=stdin)
         assert (out.returncode, out.stderr, out.stdout) == (2, line + "\n", ""), source
     assert json.loads(nmb("users", "list", "--json").stdout) == []
+
+
+@pytest.mark.parametrize("args", [
+    ("agreement", "/dev/zero"),
+    *(("import-responses", "/dev/zero", "--from", source, "--model", "m")
+      for source in ("openai-batch", "vlmevalkit", "lm-eval")),
+    ("package", "verify", "/dev/null", "--public-key", "/dev/zero"),
+], ids=lambda args: " ".join(args[:4]))
+def test_a_file_that_never_ends_is_refused_at_its_cap(nmb_home: Path, args: tuple[str, ...]
+                                                      ) -> None:
+    """A named file whose size says nothing (a device, a pipe such as `<(command)`: size 0) is
+    read only up to its cap: one line, exit 2, not the machine's memory."""
+    out = _nmb_under_2_gib(*args)
+    assert out.returncode == 2 and len(out.stderr.splitlines()) == 1, out.stderr[-300:]
+    assert "/dev/zero" in out.stderr or "zero" in out.stderr
 
 
 def test_an_accounts_single_sign_on_email_is_set_changed_and_removed(nmb_home: Path) -> None:
