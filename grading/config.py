@@ -17,7 +17,7 @@ from db.audit import record
 from db.models import GraderConfig
 from db.rubrics import ensure_rubric
 from db.text_limits import model_name_problem
-from errors import UserError
+from errors import UserError, one_line, read_at_most
 from rubric.render import PROMPT_V2, PROMPTS
 from rubric.schema import canonical_json
 
@@ -44,9 +44,44 @@ class GraderSettings:
                             "printable characters, no surrounding blanks)")
 
 
+def _shown(value: object) -> str:
+    return one_line(repr(value), 60)
+
+
 def is_dated_snapshot(model: str) -> bool:
     """True for a pinned snapshot such as `gpt-4o-2024-08-06`; an alias may change under you."""
     return bool(_DATED.search(model))
+
+
+MAX_CONFIG_BYTES = 64 * 2**10
+_KINDS = {"temperature": "a number", "seed": "an integer", "max_tokens": "an integer",
+          "vision": "true or false"}  # the other fields are text
+
+
+def _is_kind(key: str, value: object) -> bool:
+    if key == "vision":
+        return isinstance(value, bool)
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, {"a number": int | float, "an integer": int}.get(_KINDS.get(key), str))
+
+
+def _read_config(path: Path) -> dict:
+    """The TOML table of a config file, at most `MAX_CONFIG_BYTES` of UTF-8."""
+    try:
+        raw = read_at_most(path, MAX_CONFIG_BYTES)
+    except OSError as e:
+        raise UserError(f"cannot read grader config {path}: {e.strerror}") from None
+    if raw is None:
+        raise UserError(f"{path}: is larger than {MAX_CONFIG_BYTES:,} bytes (a grader config)")
+    try:
+        return tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: is not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as e:
+        raise UserError(f"{path}: not valid TOML: {one_line(str(e), 200)}") from None
+    except RecursionError:
+        raise UserError(f"{path}: not valid TOML: nested too deeply") from None
 
 
 def load_settings(path: Path | None = None, *, model: str | None = None,
@@ -54,24 +89,18 @@ def load_settings(path: Path | None = None, *, model: str | None = None,
     """Settings from a TOML file (or the defaults), with `--model` / `--base-url` applied."""
     data: dict = {}
     if path is not None:
-        try:
-            data = tomllib.loads(Path(path).read_text())
-        except OSError as e:
-            raise UserError(f"cannot read grader config {path}: {e.strerror}") from None
-        except tomllib.TOMLDecodeError as e:
-            raise UserError(f"{path}: not valid TOML: {e}") from None
+        data = _read_config(path)
         known = {f.name: f.type for f in fields(GraderSettings)}
         for key, value in data.items():
             if key not in known:
-                raise UserError(f"{path}: unknown field {key!r} (known: {', '.join(known)})")
+                raise UserError(f"{path}: unknown field {_shown(key)} (known: {', '.join(known)})")
             if key == "model" and (why := model_name_problem(value)):
-                raise UserError(f"{path}: model {value!r} {why}")
-            if key in ("temperature",) and not isinstance(value, int | float):
-                raise UserError(f"{path}: {key} must be a number, got {value!r}")
-            if key in ("max_tokens",) and not isinstance(value, int):
-                raise UserError(f"{path}: {key} must be an integer, got {value!r}")
+                raise UserError(f"{path}: model {_shown(value)} {why}")
+            if not _is_kind(key, value):
+                raise UserError(f"{path}: {key} must be {_KINDS.get(key, 'text')}, got "
+                                f"{_shown(value)}")
             if key == "prompt_version" and value not in PROMPTS:
-                raise UserError(f"{path}: prompt_version {value!r} is not one of "
+                raise UserError(f"{path}: prompt_version {_shown(value)} is not one of "
                                 f"{', '.join(PROMPTS)}")
     if model is not None:
         if not model.strip():
@@ -80,7 +109,7 @@ def load_settings(path: Path | None = None, *, model: str | None = None,
         data["model"] = model
     elif path is not None and "model" in data and (
             not isinstance(data["model"], str) or not data["model"].strip()):
-        raise UserError(f"{path}: model {data['model']!r} must be a model name")
+        raise UserError(f"{path}: model {_shown(data['model'])} must be a model name")
     if base_url is not None:
         if not base_url.strip():
             raise UserError(f"--base-url {base_url!r}: give a URL, or leave --base-url out for "

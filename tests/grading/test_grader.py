@@ -238,6 +238,30 @@ def test_config_is_content_addressed(sqlite_url: str, tmp_path: Path) -> None:
         load_settings(bad)
 
 
+@pytest.mark.parametrize("content, refusal", [
+    (b"\xf6\x00binary", "is not UTF-8 text"),
+    (b"a = " + b"[" * 20000 + b"]" * 20000, "not valid TOML: nested too deeply"),
+    (b"x" * (64 * 2**10 + 1), "is larger than 65,536 bytes"),
+    (b'"' + b"k" * 5000 + b'" = 1', "unknown field 'kkkk"),
+    (b'temperature = "' + b"t" * 5000 + b'"', "temperature must be a number, got 'tttt"),
+    (b"max_tokens = true", "max_tokens must be an integer, got True"),
+    (b'vision = "yes"', "vision must be true or false, got 'yes'"),
+    (b"rubric = 5", "rubric must be text, got 5"),
+])
+def test_a_config_file_that_is_not_a_config_is_one_short_line(tmp_path: Path, content: bytes,
+                                                              refusal: str) -> None:
+    """`nmb grade --config FILE` (untrusted like any file): a binary, deeply nested, endless or
+    huge file, a long key or value, or a value of the wrong type, is one line of at most a few
+    hundred characters."""
+    bad = tmp_path / "g.toml"
+    bad.write_bytes(content)
+    with pytest.raises(UserError) as refused:
+        load_settings(bad)
+    assert refusal in str(refused.value) and len(str(refused.value)) < 400, str(refused.value)[:500]
+    with pytest.raises(UserError, match="larger than 65,536 bytes"):
+        load_settings(Path("/dev/zero"))
+
+
 def _alive_in_group(pgid: int) -> list[int]:
     """Pids of the processes of group `pgid` that still run (zombies not counted)."""
     alive = []
