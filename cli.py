@@ -6,6 +6,7 @@ programming errors keep their traceback.
 
 import argparse
 import contextlib
+import errno
 import getpass
 import json
 import math
@@ -1117,6 +1118,11 @@ def main(argv: list[str] | None = None) -> int:
     except OperationalError as e:  # the database does not answer (down, wrong address, locked)
         print(f"nmb: the database {_shown_url()} failed: {one_line(str(e.orig or e), 300)}",
               file=sys.stderr)
+        return 2
+    except OSError as e:  # a name no file can have, given on the command line
+        if e.errno != errno.ENAMETOOLONG:
+            raise
+        print(f"nmb: a file name is too long: {one_line(repr(e.filename), 60)}", file=sys.stderr)
         return 2
     except _Terminated:
         print("nmb: terminated", file=sys.stderr)

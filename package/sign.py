@@ -43,6 +43,8 @@ def keygen(out: Path) -> tuple[Path, str]:
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+    if out.name in ("", ".", ".."):
+        raise UserError(f"{str(out)!r}: give the private key a file name")
     pub = out.with_suffix(".pub")
     if pub == out:
         raise UserError(f"{out}: the private key needs another name than its .pub")

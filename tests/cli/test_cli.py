@@ -122,6 +122,23 @@ def test_a_file_that_never_ends_is_refused_at_its_cap(nmb_home: Path, args: tupl
     assert "/dev/zero" in out.stderr or "zero" in out.stderr
 
 
+LONG = "x" * 3000  # longer than a file name may be (ENAMETOOLONG)
+
+
+@pytest.mark.parametrize("args, refusal", [
+    (("import", LONG), "nmb: a file name is too long: 'xxxx"),
+    (("backup", "--out", LONG), "nmb: a file name is too long: 'xxxx"),
+    (("package", "verify", LONG), "nmb: a file name is too long: 'xxxx"),
+    (("package", "keygen", "--out", ""), "nmb: '.': give the private key a file name"),
+    (("package", "keygen", "--out", "."), "nmb: '.': give the private key a file name"),
+], ids=["import", "backup", "package verify", "keygen ''", "keygen ."])
+def test_a_file_name_that_cannot_be_one_is_one_line(nmb_home: Path, args: tuple[str, ...],
+                                                    refusal: str) -> None:
+    out = nmb(*args)
+    assert (out.returncode, len(out.stderr.splitlines())) == (2, 1), out.stderr[-300:]
+    assert out.stderr.startswith(refusal) and len(out.stderr) < 200
+
+
 def test_an_accounts_single_sign_on_email_is_set_changed_and_removed(nmb_home: Path) -> None:
     assert nmb("users", "add", "ana", "--role", "expert", "--email", "Ana@Hospital.example",
                stdin="twelve chars\n").returncode == 0
