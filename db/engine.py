@@ -10,12 +10,14 @@ import os
 import sys
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import event, text
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session, create_engine
 
+from db.text_limits import UNSTORABLE, storable
 from errors import UserError
 
 MIGRATIONS = Path(__file__).parent / "migrations"
@@ -41,6 +43,25 @@ def _sqlite_pragmas(dbapi_conn, _record) -> None:
     cur.close()
 
 
+def _storable(value: Any) -> Any:
+    """A statement's parameters (a value, or a dict, list or tuple of them) with their text
+    made `storable`."""
+    if isinstance(value, str):
+        unstorable = "\x00" in value or (not value.isascii() and UNSTORABLE.search(value))
+        return storable(value) if unstorable else value
+    if isinstance(value, dict):
+        return {k: _storable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_storable(v) for v in value)
+    return value
+
+
+def _storable_parameters(_conn, _cursor, statement, parameters, _context, _executemany):
+    """Every text written becomes storable on its way to the database, the same on both: a NUL
+    in a model's answer or in typed text would otherwise stop the write on PostgreSQL alone."""
+    return statement, _storable(parameters)
+
+
 @cache
 def engine_for(url: str) -> Engine:
     """One engine per URL per process (engines are thread-safe and pool connections)."""
@@ -55,8 +76,10 @@ def engine_for(url: str) -> Engine:
         def _no_autobegin(dbapi_conn, _record) -> None:
             dbapi_conn.isolation_level = None
 
-        return eng
-    return create_engine(url, pool_pre_ping=True)
+    else:
+        eng = create_engine(url, pool_pre_ping=True)
+    event.listen(eng, "before_cursor_execute", _storable_parameters, retval=True)
+    return eng
 
 
 def get_engine() -> Engine:

@@ -8,6 +8,7 @@ pages and their data layer, and collection (a model's answer is a response: `ANS
 the same numbers. Pure: no database.
 """
 
+import re
 import unicodedata
 from typing import Any
 
@@ -45,6 +46,15 @@ BUNDLE_FIELDS: dict[str, tuple[int, int | None]] = {
     "text": (ANSWER, None),
     "turns": (ANSWER, STAGES),
 }
+
+#: What no database here stores as text: NUL (PostgreSQL refuses it), unpaired surrogates (not
+#: UTF-8; only a `\ud800`-style JSON escape makes one).
+UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def storable(text: str) -> str:
+    """`text` with each `UNSTORABLE` character replaced by U+FFFD, the replacement character."""
+    return UNSTORABLE.sub("\ufffd", text)
 
 
 def too_long(what: str, text: str, limit: int) -> str | None:

@@ -39,6 +39,7 @@ from db.bundle.records import (
 )
 from db.bundle.store import Workspace
 from db.bundle.zip import MAX_UNZIPPED_BYTES, open_bundle
+from db.text_limits import UNSTORABLE
 from errors import UserError, read_at_most
 from imaging import image_box, inspect_mask, overlaps
 from imaging.picture import other_format, sanitise_picture, sniff_file
@@ -49,7 +50,6 @@ MAX_TEXT_FILE_BYTES = 512 * 2**20
 #: Nesting of objects and lists in one JSON value (the format itself needs 3).
 MAX_JSON_DEPTH = 16
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
-_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")  # NUL (PostgreSQL text), lone surrogates (UTF-8)
 # In JSON text from valid UTF-8, NUL and surrogates only come from these `\u` escapes.
 _ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
 Progress = Callable[[float, str], None]
@@ -170,7 +170,7 @@ def unstorable(value: Any) -> str | None:
                 name = k if isinstance(k, int) or (len(k) <= 40 and k.isprintable()) else show(k, 40)
                 inner = f"{where}[{k}]" if isinstance(k, int) else f"{where}.{name}" if where else name
                 stack += [(k, depth, f"a key of {where or 'the record'}"), (x, depth + 1, inner)]
-        elif isinstance(v, str) and (bad := _UNSTORABLE.search(v)):
+        elif isinstance(v, str) and (bad := UNSTORABLE.search(v)):
             what = "a NUL character" if bad.group() == "\x00" else "an unpaired surrogate"
             return (f"{where or 'text'} contains {what} (\\u{ord(bad.group()):04x}) "
                     f"at character {bad.start()}, which cannot be stored")

@@ -592,3 +592,16 @@ def test_an_empty_model_is_refused(nmb_home: Path, capsys) -> None:
         assert main(["collect", "--model", model]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "--model" in err and "Traceback" not in err
+
+
+def test_an_answer_holding_a_nul_is_collected_on_either_database(database_url: str) -> None:
+    """A model's answer with NUL (PostgreSQL text cannot hold it) is stored with U+FFFD in its
+    place, on SQLite as on PostgreSQL, and the run finishes."""
+    with OpenAIServer(answer=lambda body: "Dx: stroke\x00 (left MCA)") as srv, \
+            Session(engine_for(database_url), expire_on_commit=False) as s:
+        make_study(s, n_tasks=2)
+        out = collect(s, CollectSettings(model=MODEL, base_url=srv.base_url, images="none"))
+        assert (out.collected, out.failed) == (2, 0)
+        texts = s.exec(select(Response.text).where(Response.model == MODEL)).all()
+        assert texts == ["Dx: stroke\ufffd (left MCA)"] * 2
+        assert [r.status for r in runs(s)] == ["finished"]

@@ -190,3 +190,26 @@ def test_the_calibrate_page_refuses_a_grader_model_name_with_one_error(sqlite_ur
         "character (a model name is 1-128 printable characters, no surrounding blanks)"]
     with Session(engine_for(sqlite_url)) as s:
         assert s.exec(select(func.count()).select_from(GraderConfig)).one() == 0
+
+
+def test_text_no_database_can_store_is_stored_as_the_replacement_character(
+        database_url: str) -> None:
+    """A NUL (PostgreSQL text refuses it) or an unpaired surrogate (not UTF-8), from a model's
+    answer or a typed text, becomes U+FFFD on the way to either database, by the ORM or a Core
+    statement, one row or many, instead of stopping the write (on PostgreSQL only)."""
+    from sqlalchemy import insert
+
+    from db.engine import upgrade
+    from db.models import Setting
+
+    upgrade()
+    with Session(engine_for(database_url)) as s:
+        s.add(Setting(key="orm", value="a\x00b\ud800c"))
+        s.commit()
+        s.exec(insert(Setting), params=[{"key": "many1", "value": "\x00"},
+                                        {"key": "many2", "value": "ok"}])
+        s.exec(insert(Setting).values(key="core\x00", value="\udfff"))
+        s.commit()
+        stored = dict(s.exec(select(Setting.key, Setting.value)).all())
+    assert {k: v for k, v in stored.items() if k != "demo"} == {
+        "orm": "a\ufffdb\ufffdc", "many1": "\ufffd", "many2": "ok", "core\ufffd": "\ufffd"}
