@@ -16,7 +16,9 @@ adds each human side's own people and interaction terms to the cases' term of th
   variance v, shrunk by (z / t_df)^2 so the interval has the width of a t interval where the
   normal one would be right: Korn & Graubard 1998 (Survey Methodology 24:193-201), with the
   Wilson form that Dean & Pagano 2015 (J. Surv. Stat. Methodol. 3:484-503) found to cover in
-  clustered samples; algebraically, Wilson's formula at n* with t_df in place of z. Where no
+  clustered samples; algebraically, Wilson's formula at n* with t_df in place of z. (Their
+  shrinking factor is (t_{n-1} / t_df)^2 for n observations; z, its limit, is within 3% of
+  t_{n-1} from 50 answers on, so this interval is slightly wider than theirs.) Where no
   spread was seen (p = 0 or 1, or v = 0), n* is df + 1 (the number of cases), as if each case
   were one observation: the interval keeps a width of its own, never [1, 1].
 - A difference of two estimates (`nmb results --compare`): d +/- t_df sqrt(v).
