@@ -24,6 +24,7 @@ import json
 import os
 import re
 import subprocess
+import zlib
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -38,6 +39,7 @@ from db.bundle.validate import read_json
 from db.sources.case_info import CaseInfo, mapped, read_case_info, write_case
 from db.sources.dicom_identifiers import present
 from errors import UserError
+from imaging.image_file import MAX_IMAGE_BYTES_ENV, max_image_bytes
 from imaging.text_free import save_text_free
 
 SOURCE = "dicom"
@@ -45,6 +47,7 @@ MAX_FILES = 20_000
 MAX_FILE_BYTES = 2 * 2**30
 MAX_TOTAL_BYTES = 32 * 2**30
 DICOMDIR_CLASS = "1.2.840.10008.1.3.10"
+DEFLATED = "1.2.840.10008.1.2.1.99"  # Deflated Explicit VR Little Endian (PS3.5 A.5)
 #: SeriesDescription patterns (case-insensitive regular expressions, searched) -> sequence,
 #: tried in order after the user's map; None leaves the series out.
 DEFAULT_SEQUENCES: tuple[tuple[str, str | None], ...] = (
@@ -154,6 +157,49 @@ def sequence_of(description: str, rules: list[tuple[re.Pattern, str | None]]
 # ---------------------------------------------------------------- reading
 
 
+def _inflated_bytes(path: Path, limit: int) -> int:
+    """The bytes a deflated data set inflates to, counted in 1 MiB steps and only up to just
+    over `limit` (pydicom inflates it whole, in memory); 0 if the file is not deflated or
+    its header cannot be read (pydicom then names what is wrong)."""
+    from pydicom.filereader import _read_file_meta_info, read_preamble
+
+    try:
+        with open(path, "rb") as fp:
+            read_preamble(fp, False)
+            meta = _read_file_meta_info(fp)
+            if str(meta.get("TransferSyntaxUID", "")) != DEFLATED:
+                return 0
+            inflate, n = zlib.decompressobj(-zlib.MAX_WBITS), 0
+            while n <= limit and (chunk := fp.read(2**20)):
+                n += len(inflate.decompress(chunk, 2**20))
+                while inflate.unconsumed_tail and n <= limit:
+                    n += len(inflate.decompress(inflate.unconsumed_tail, 2**20))
+            return n
+    except Exception:  # not DICOM, damaged meta or deflate data: dcmread's problem to name
+        return 0
+
+
+def _dcmread(path: Path, rel: str, size: int, problems: list[Problem]) -> Any:
+    """`pydicom.dcmread` of `path` once a deflated data set is known to inflate to at most
+    MAX_FILE_BYTES; None with a problem otherwise (also for a file pydicom cannot read)."""
+    import pydicom
+    from pydicom.errors import InvalidDicomError
+
+    inflated = _inflated_bytes(path, MAX_FILE_BYTES)
+    if inflated > MAX_FILE_BYTES:
+        problems.append(Problem(rel, None, f"is a deflated data set of {size:,} bytes that "
+                                f"inflates to more than the limit of {MAX_FILE_BYTES:,}"))
+        return None
+    try:
+        return pydicom.dcmread(path)
+    except InvalidDicomError:
+        problems.append(Problem(rel, None, "is not a DICOM file (no DICM preamble)"))
+    except Exception as e:  # truncated or damaged: pydicom raises many types
+        problems.append(Problem(rel, None, f"is not a readable DICOM file: "
+                                           f"{str(e).splitlines()[0][:200]}"))
+    return None
+
+
 def _files(path: Path, problems: list[Problem]) -> tuple[Path, list[Path]]:
     """The root the files are named from, and the files to read."""
     if path.is_file():
@@ -207,12 +253,17 @@ def _geometry(ds: Any) -> list[tuple[Any, Any, Any]]:
 
 
 def _pixels(ds: Any, name: str) -> np.ndarray | str:
-    """The raw pixel array (frames, rows, cols), or why it cannot be read."""
+    """The raw pixel array (frames, rows, cols), or why it cannot be read. The decoded size
+    is capped (NMB_MAX_IMAGE_BYTES) from the header before a decoder allocates it."""
+    limit = max_image_bytes()
     try:
         rows, cols = int(ds.Rows), int(ds.Columns)
         frames = int(getattr(ds, "NumberOfFrames", 1) or 1)
+        need = rows * cols * frames * int(ds.BitsAllocated) // 8 * int(ds.SamplesPerPixel)
+        if need > limit:
+            return (f"is {rows:,} x {cols:,} pixels x {frames:,} frames: decoded, more than "
+                    f"the limit of {limit / 2**20:,.0f} MiB ({MAX_IMAGE_BYTES_ENV})")
         if not ds.file_meta.TransferSyntaxUID.is_compressed:
-            need = rows * cols * frames * int(ds.BitsAllocated) // 8 * int(ds.SamplesPerPixel)
             if len(ds.PixelData) < need:
                 return (f"is truncated: pixel data holds {len(ds.PixelData):,} bytes of "
                         f"{need:,}")
@@ -227,9 +278,6 @@ def _pixels(ds: Any, name: str) -> np.ndarray | str:
 def read_study(path: Path, problems: list[Problem]) -> tuple[list[_Series], list[str], set[str]]:
     """The image series, what was left out (non-image objects), the identifying attributes
     present; unreadable files become problems."""
-    import pydicom
-    from pydicom.errors import InvalidDicomError
-
     root, files = _files(path, problems)
     series: dict[str, _Series] = {}
     left_out: dict[str, int] = {}
@@ -247,14 +295,8 @@ def read_study(path: Path, problems: list[Problem]) -> tuple[list[_Series], list
             problems.append(Problem(rel, None, f"is over the limit of {MAX_FILE_BYTES:,} bytes "
                                     f"a file or {MAX_TOTAL_BYTES:,} in all"))
             return [], [], identifiers
-        try:
-            ds = pydicom.dcmread(f)
-        except InvalidDicomError:
-            problems.append(Problem(rel, None, "is not a DICOM file (no DICM preamble)"))
-            continue
-        except Exception as e:  # truncated or damaged: pydicom raises many types
-            problems.append(Problem(rel, None, f"is not a readable DICOM file: "
-                                               f"{str(e).splitlines()[0][:200]}"))
+        ds = _dcmread(f, rel, size, problems)
+        if ds is None:
             continue
         sop_class = str(getattr(getattr(ds, "file_meta", None), "MediaStorageSOPClassUID", ""))
         if sop_class == DICOMDIR_CLASS or "DirectoryRecordSequence" in ds:
