@@ -252,6 +252,30 @@ def _geometry(ds: Any) -> list[tuple[Any, Any, Any]]:
             for f in ds.PerFrameFunctionalGroupsSequence]
 
 
+def _bad_geometry(ipp: Any, iop: Any, spacing: Any) -> str | None:
+    """Why a frame's ImagePositionPatient (3 finite numbers), ImageOrientationPatient (two
+    perpendicular unit vectors) or PixelSpacing (2 positive numbers) cannot place it, or None."""
+    values = {}
+    for name, value, n in (("ImagePositionPatient", ipp, 3), ("ImageOrientationPatient", iop, 6),
+                           ("PixelSpacing", spacing, 2)):
+        try:
+            v = np.atleast_1d(np.asarray(value, dtype=float))
+        except (TypeError, ValueError):
+            return f"{name} is not a list of numbers"
+        if v.shape != (n,):
+            return f"{name} holds {v.size} values, not {n}"
+        if not np.isfinite(v).all():
+            return f"{name} holds a value that is not finite"
+        values[name] = v
+    if (values["PixelSpacing"] <= 0).any():
+        return "PixelSpacing is not positive"
+    row, col = values["ImageOrientationPatient"][:3], values["ImageOrientationPatient"][3:]
+    if (abs(np.linalg.norm(row) - 1) > 1e-2 or abs(np.linalg.norm(col) - 1) > 1e-2
+            or abs(row @ col) > 1e-2):
+        return "ImageOrientationPatient is not two perpendicular unit vectors"
+    return None
+
+
 def _pixels(ds: Any, name: str) -> np.ndarray | str:
     """The raw pixel array (frames, rows, cols), or why it cannot be read. The decoded size
     is capped (NMB_MAX_IMAGE_BYTES) from the header before a decoder allocates it."""
@@ -310,7 +334,11 @@ def read_study(path: Path, problems: list[Problem]) -> tuple[list[_Series], list
         if not uid:
             problems.append(Problem(rel, None, "has no SeriesInstanceUID"))
             continue
-        s = series.setdefault(uid, _Series(uid, int(getattr(ds, "SeriesNumber", 0) or 0),
+        number = getattr(ds, "SeriesNumber", 0) or 0
+        if not isinstance(number, int):  # pydicom keeps a malformed IS as its text
+            problems.append(Problem(rel, None, "SeriesNumber is not a whole number"))
+            continue
+        s = series.setdefault(uid, _Series(uid, int(number),
                                            str(getattr(ds, "SeriesDescription", "") or "")))
         s.files.append(f)
         image_type = [str(x).upper() for x in (getattr(ds, "ImageType", None) or [])]
@@ -324,13 +352,21 @@ def read_study(path: Path, problems: list[Problem]) -> tuple[list[_Series], list
             s.damaged = True
             continue
         s.rows_cols.add(pixels.shape[1:])
-        for k, (ipp, iop, spacing) in enumerate(_geometry(ds)):
+        geometry = _geometry(ds)
+        if len(geometry) != len(pixels):
+            s.problems.append(f"{rel}: has {len(geometry)} per-frame functional groups for "
+                              f"{len(pixels)} frames")
+            continue
+        for k, (ipp, iop, spacing) in enumerate(geometry):
             missing = [n for n, v in (("ImagePositionPatient", ipp),
                                       ("ImageOrientationPatient", iop),
                                       ("PixelSpacing", spacing)) if v is None]
             if missing:
                 s.problems.append(f"{rel}: has no {', '.join(missing)} (the volume's geometry "
                                   "cannot be known)")
+                break
+            if why := _bad_geometry(ipp, iop, spacing):
+                s.problems.append(f"{rel}: {why} (the volume's geometry cannot be known)")
                 break
             plane = pixels[k]
             s.frames.append(_Frame(np.asarray(ipp, float), np.asarray(iop, float),

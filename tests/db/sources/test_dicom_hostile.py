@@ -2,6 +2,7 @@
 claiming gigapixels, malformed values): each is one problem naming the file, never a
 traceback or an allocation of what the file claims; the study unchanged."""
 
+import copy
 import json
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from db.engine import engine_for
 from db.sources import dicom
 from db.sources.dicom import import_dicom
 from tests.db.bundle.bundles import snapshot
-from tests.db.sources.dicom_files import classic_series, volume, write_series
+from tests.db.sources.dicom_files import classic_series, enhanced_series, volume, write_series
 
 CASE = {"case_id": "c1", "title": "t", "ehr": "e", "tasks": []}
 
@@ -62,3 +63,59 @@ def test_compressed_pixels_are_capped_before_they_are_decoded(sqlite_url: str, t
     assert _refused(sqlite_url, folder, tmp_path)[0] == (
         "IM00000: is 4,000 x 4,000 pixels x 1 frames: decoded, more than the limit of 16 MiB "
         "(NMB_MAX_IMAGE_BYTES)")
+
+
+def _set(attr: str, value):
+    def change(datasets: list) -> None:
+        setattr(datasets[1], attr, value)
+    return change
+
+
+def _more_frame_groups(datasets: list) -> None:
+    groups = datasets[0].PerFrameFunctionalGroupsSequence
+    groups.append(copy.deepcopy(groups[0]))
+
+
+MALFORMED = {  # name: (change, bytes to replace in the files, the problem)
+    "series_number_text": (_set("SeriesNumber", 987654), (b"987654", b"abcdef"),
+                           "IM00001: SeriesNumber is not a whole number"),
+    "position_of_two": (_set("ImagePositionPatient", [1.0, 2.0]), None,
+                        "bad: series 2: IM00001: ImagePositionPatient holds 2 values, not 3 "
+                        "(the volume's geometry cannot be known)"),
+    "position_nan": (_set("ImagePositionPatient", ["777.5", "0", "0"]), (b"777.5", b"nan  "),
+                     "bad: series 2: IM00001: ImagePositionPatient holds a value that is not "
+                     "finite (the volume's geometry cannot be known)"),
+    "orientation_of_five": (_set("ImageOrientationPatient", [1, 0, 0, 0, 1]), None,
+                            "bad: series 2: IM00001: ImageOrientationPatient holds 5 values, "
+                            "not 6 (the volume's geometry cannot be known)"),
+    "orientation_zero": (_set("ImageOrientationPatient", [0, 0, 0, 0, 0, 0]), None,
+                         "bad: series 2: IM00001: ImageOrientationPatient is not two "
+                         "perpendicular unit vectors (the volume's geometry cannot be known)"),
+    "spacing_of_one": (_set("PixelSpacing", [0.9]), None,
+                       "bad: series 2: IM00001: PixelSpacing holds 1 values, not 2 (the "
+                       "volume's geometry cannot be known)"),
+    "spacing_negative": (_set("PixelSpacing", [-0.9, 0.8]), None,
+                         "bad: series 2: IM00001: PixelSpacing is not positive (the volume's "
+                         "geometry cannot be known)"),
+    "more_frame_groups_than_frames": (_more_frame_groups, None,
+                                      "bad: series 5: IM00000: has 4 per-frame functional "
+                                      "groups for 3 frames"),
+}
+
+
+@pytest.mark.filterwarnings("ignore:Invalid value for VR")
+@pytest.mark.parametrize("name", sorted(MALFORMED))
+def test_malformed_values_are_one_problem_not_a_traceback(sqlite_url: str, tmp_path: Path,
+                                                          name: str) -> None:
+    """Before: ValueError, IndexError (more frame groups than frames), or a series taken
+    with a 1-value PixelSpacing or a 5-value orientation."""
+    change, patch, problem = MALFORMED[name]
+    datasets = ([enhanced_series("T1 AX", 5, study_uid=generate_uid(), frame_uid=generate_uid(),
+                                 data=volume(6, 6, 3))]
+                if name == "more_frame_groups_than_frames" else _series())
+    change(datasets)
+    folder = write_series(tmp_path / "bad", datasets)
+    if patch:
+        for f in folder.iterdir():
+            f.write_bytes(f.read_bytes().replace(*patch))
+    assert problem in _refused(sqlite_url, folder, tmp_path)
