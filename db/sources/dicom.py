@@ -526,10 +526,10 @@ def convert(path: Path, root: Path, info: CaseInfo, *, sequence_map: Path | None
     folder = root / "cases" / cid
     folder.mkdir(parents=True)
     entries, shown, used = [], [], {}
-    for s, name in chosen:
+    for k, (s, name) in enumerate(chosen, start=1):
         used[name] = used.get(name, 0) + 1
         sequence = name if used[name] == 1 else f"{name} ({used[name]})"
-        file = f"series-{s.number}-{used[name]}.nii.gz"
+        file = f"series-{s.number}-{k}.nii.gz"  # SeriesNumber alone is not unique
         why = _convert(s, work, folder / file)
         if why:
             problems.append(Problem(label, None, f"{s.label}: {why}"))

@@ -6,12 +6,14 @@ import copy
 import json
 from pathlib import Path
 
+import nibabel as nib
 import pytest
 from pydicom.uid import DeflatedExplicitVRLittleEndian, RLELossless, generate_uid
-from sqlmodel import Session
+from sqlmodel import Session, select
 
 from db.bundle.importer import BundleInvalid
-from db.engine import engine_for
+from db.engine import engine_for, nmb_home
+from db.models import Series
 from db.sources import dicom
 from db.sources.dicom import import_dicom
 from tests.db.bundle.bundles import snapshot
@@ -119,3 +121,23 @@ def test_malformed_values_are_one_problem_not_a_traceback(sqlite_url: str, tmp_p
         for f in folder.iterdir():
             f.write_bytes(f.read_bytes().replace(*patch))
     assert problem in _refused(sqlite_url, folder, tmp_path)
+
+
+def test_series_sharing_a_series_number_keep_their_own_voxels(sqlite_url: str,
+                                                             tmp_path: Path) -> None:
+    """SeriesNumber is not unique (missing, 0, or reused by a scanner): two series numbered
+    3 were both written to series-3-1.nii.gz, so the T2 row showed the FLAIR's voxels."""
+    study, frame = generate_uid(), generate_uid()
+    t2 = classic_series("T2 AX", 3, study_uid=study, frame_uid=frame, data=volume(6, 6, 3, 1))
+    flair = classic_series("FLAIR AX", 3, study_uid=study, frame_uid=frame,
+                           data=volume(6, 6, 4, 2))
+    folder = write_series(tmp_path / "study", [*t2, *flair])
+    info = tmp_path / "CASE.json"
+    info.write_text(json.dumps(CASE))
+    with Session(engine_for(sqlite_url)) as s:
+        summary = import_dicom(s, folder, case_info=info, actor="admin")
+    assert sorted(summary.series) == ["FLAIR: 6x6x4", "T2: 6x6x3"]
+    with Session(engine_for(sqlite_url)) as s:
+        shapes = {x.sequence: nib.load(nmb_home() / x.path).shape
+                  for x in s.exec(select(Series))}
+    assert shapes == {"T2": (6, 6, 3), "FLAIR": (6, 6, 4)}
