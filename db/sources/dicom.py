@@ -203,16 +203,27 @@ def _dcmread(path: Path, rel: str, size: int, problems: list[Problem]) -> Any:
 def _files(path: Path, problems: list[Problem]) -> tuple[Path, list[Path]]:
     """The root the files are named from, and the files to read."""
     if path.is_file():
-        import pydicom
         from pydicom.fileset import FileSet
 
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            problems.append(Problem(path.name, None, f"is {size:,} bytes, more than the limit "
+                                                     f"of {MAX_FILE_BYTES:,}"))
+            return path.parent, []
+        ds = _dcmread(path, path.name, size, problems)
+        if ds is None:
+            return path.parent, []
         try:
-            fs = FileSet(pydicom.dcmread(path))
-            return path.parent, sorted({Path(i.path) for i in fs})
+            fs = FileSet(ds)
+            files = sorted({Path(i.path) for i in fs})
         except Exception as e:  # pydicom raises many types on a damaged DICOMDIR
             problems.append(Problem(path.name, None, f"is not a readable DICOMDIR: "
                                                      f"{str(e).splitlines()[0][:200]}"))
             return path.parent, []
+        if len(files) > MAX_FILES:
+            problems.append(Problem(path.name, None, f"lists more than {MAX_FILES:,} files"))
+            return path.parent, []
+        return path.parent, files
     files = []
     for dirpath, dirnames, names in os.walk(path):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))

@@ -17,7 +17,13 @@ from db.models import Series
 from db.sources import dicom
 from db.sources.dicom import import_dicom
 from tests.db.bundle.bundles import snapshot
-from tests.db.sources.dicom_files import classic_series, enhanced_series, volume, write_series
+from tests.db.sources.dicom_files import (
+    classic_series,
+    enhanced_series,
+    pacs_export,
+    volume,
+    write_series,
+)
 
 CASE = {"case_id": "c1", "title": "t", "ehr": "e", "tasks": []}
 
@@ -141,3 +147,17 @@ def test_series_sharing_a_series_number_keep_their_own_voxels(sqlite_url: str,
         shapes = {x.sequence: nib.load(nmb_home() / x.path).shape
                   for x in s.exec(select(Series))}
     assert shapes == {"T2": (6, 6, 3), "FLAIR": (6, 6, 4)}
+
+
+def test_a_dicomdir_is_capped_like_the_files_it_lists(sqlite_url: str, tmp_path: Path,
+                                                      monkeypatch) -> None:
+    """A DICOMDIR given as the study was read whatever its size and however many files it
+    listed (a folder's files are capped by MAX_FILES)."""
+    pacs_export(tmp_path / "export")
+    dicomdir = tmp_path / "export" / "DICOMDIR"
+    monkeypatch.setattr(dicom, "MAX_FILES", 5)
+    assert _refused(sqlite_url, dicomdir, tmp_path) == ["DICOMDIR: lists more than 5 files"]
+    size = dicomdir.stat().st_size
+    monkeypatch.setattr(dicom, "MAX_FILE_BYTES", size - 1)
+    assert _refused(sqlite_url, dicomdir, tmp_path) == [
+        f"DICOMDIR: is {size:,} bytes, more than the limit of {size - 1:,}"]
