@@ -75,7 +75,14 @@ def _participants(root: Path, problems: list[Problem]) -> dict[str, dict[str, st
         return {}
     try:
         with open(path, encoding="utf-8-sig", newline="") as f:
-            rows = list(csv.DictReader(f, delimiter="\t"))
+            reader = csv.DictReader(f, delimiter="\t")
+            rows = []
+            for r in reader:
+                if None in r.values():  # csv's value for a column the row does not reach
+                    problems.append(Problem(path.name, None, f"line {reader.line_num} has "
+                                                             "fewer fields than the header"))
+                    return {}
+                rows.append(r)
     except (UnicodeDecodeError, csv.Error) as e:
         problems.append(Problem(path.name, None, f"is not a readable UTF-8 .tsv: {e}"))
         return {}
@@ -175,6 +182,11 @@ def convert(root: Path, dest: Path, case_info: Path, origin: dict[str, str],
                                       else t for t in value["tasks"]]
             info = check_info(value, where, problems, case_id=cid)
             series = _series(folder, left_out, root)
+            inside = root.resolve()
+            for _, f in series:  # a link may point inside (DataLad's annex), never outside
+                if not f.resolve().is_relative_to(inside):
+                    problems.append(Problem(f.relative_to(root).as_posix(), None, "is a "
+                                            "symbolic link to a file outside the dataset"))
             if not series:
                 problems.append(Problem(folder.relative_to(root).as_posix(), None,
                                         "holds no volume of a known suffix ("
