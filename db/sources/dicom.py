@@ -191,7 +191,13 @@ def _dcmread(path: Path, rel: str, size: int, problems: list[Problem]) -> Any:
                                 f"inflates to more than the limit of {MAX_FILE_BYTES:,}"))
         return None
     try:
-        return pydicom.dcmread(path)
+        ds = pydicom.dcmread(path)
+        # pydicom parses sequence items and converts values on first access: parse them all
+        # now, so a damaged nested item is this file's problem, not a traceback later
+        for part in (getattr(ds, "file_meta", None), ds):
+            if part is not None:
+                part.walk(lambda _ds, _elem: None)
+        return ds
     except InvalidDicomError:
         problems.append(Problem(rel, None, "is not a DICOM file (no DICM preamble)"))
     except Exception as e:  # truncated or damaged: pydicom raises many types
@@ -307,6 +313,9 @@ def _pixels(ds: Any, name: str) -> np.ndarray | str:
         return f"pixel data cannot be read: {str(e).splitlines()[0][:200]}"
     if getattr(ds, "SamplesPerPixel", 1) != 1:
         return "is a colour image (one value per pixel is needed)"
+    if data.size != frames * rows * cols:
+        return (f"pixel data decodes to {data.size:,} values, not Rows x Columns x "
+                f"NumberOfFrames = {frames * rows * cols:,}")
     return data.reshape(frames, rows, cols)
 
 

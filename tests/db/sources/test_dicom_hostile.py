@@ -161,3 +161,34 @@ def test_a_dicomdir_is_capped_like_the_files_it_lists(sqlite_url: str, tmp_path:
     monkeypatch.setattr(dicom, "MAX_FILE_BYTES", size - 1)
     assert _refused(sqlite_url, dicomdir, tmp_path) == [
         f"DICOMDIR: is {size:,} bytes, more than the limit of {size - 1:,}"]
+
+
+def _enhanced(tmp_path: Path) -> Path:
+    return write_series(tmp_path / "study", [enhanced_series(
+        "T1 AX", 5, study_uid=generate_uid(), frame_uid=generate_uid(), data=volume(6, 6, 3))])
+
+
+@pytest.mark.parametrize(("old", "new", "problem"), [
+    # PixelSpacing inside the shared functional groups with a VR that does not exist
+    (b"\x28\x00\x30\x00DS", b"\x28\x00\x30\x00D\xff",
+     "IM00000: is not a readable DICOM file: With tag (5200,9229) got exception: With tag "
+     "(0028,9110) got exception: With tag (0028,0030) got exception: Unknown Value "
+     "Representation '0x44 0xff' in tag (0028,0030)"),
+    # MediaStorageSOPClassUID in the file meta with a VR that does not exist
+    (b"\x02\x00\x02\x00UI", b"\x02\x00\x02\x00U|",
+     "IM00000: is not a readable DICOM file: With tag (0002,0002) got exception: Unknown "
+     "Value Representation '0x55 0x7c' in tag (0002,0002)"),
+    # NumberOfFrames 0: pydicom decodes every frame, the import expected one
+    (b"\x28\x00\x08\x00IS\x02\x003 ", b"\x28\x00\x08\x00IS\x02\x000 ",
+     "IM00000: pixel data decodes to 108 values, not Rows x Columns x NumberOfFrames = 36"),
+], ids=["nested_item_vr", "file_meta_vr", "number_of_frames_0"])
+def test_damage_found_by_fuzzing_is_one_problem(sqlite_url: str, tmp_path: Path, old: bytes,
+                                                new: bytes, problem: str) -> None:
+    """Found by flipping bytes of these files: pydicom parses sequence items and the file
+    meta lazily, so the damage raised (NotImplementedError, OSError) where the import first
+    read them; a frame count the decoder disagreed with raised ValueError in reshape."""
+    folder = _enhanced(tmp_path)
+    f = folder / "IM00000"
+    assert f.read_bytes().count(old) == 1
+    f.write_bytes(f.read_bytes().replace(old, new))
+    assert _refused(sqlite_url, folder, tmp_path) == [problem]
