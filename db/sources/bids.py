@@ -225,7 +225,7 @@ def convert(root: Path, dest: Path, case_info: Path, origin: dict[str, str],
     name = description.get("Name") if isinstance(description, dict) else label
     (dest / "bundle.json").write_text(json.dumps(
         {"format": FORMAT, "name": f"BIDS: {name}"[:256],
-         "description": "converted by nmb import --from bids"}, ensure_ascii=False))
+         "description": "converted by nmb import --from bids"}, ensure_ascii=False), encoding="utf-8")
     return shown, left_out
 
 
