@@ -40,6 +40,7 @@ FOLDERS = ("anat", "dwi")
 SUFFIXES = {"T1w": "T1", "T2w": "T2", "FLAIR": "FLAIR", "T2starw": "T2*", "PDw": "PD",
             "dwi": "DWI", "swi": "SWI", "angio": "MRA"}
 MAX_PARTICIPANTS_BYTES = 64 * 2**20
+_LINK_OUT = "is a symbolic link to a file outside the dataset"
 _PLACEHOLDER = re.compile(r"\{([A-Za-z0-9_]+)\}")
 _NIFTI = re.compile(r"^(?P<stem>.+)_(?P<suffix>[A-Za-z0-9]+)\.nii(\.gz)?$")
 
@@ -64,6 +65,11 @@ class BidsSummary:
         out = str(self.imported) + "; " + "; ".join(
             f"{c}: {', '.join(s)}" for c, s in self.cases.items())
         return out + (f"; left out {', '.join(self.left_out)}" if self.left_out else "")
+
+
+def _leaves(root: Path, path: Path) -> bool:
+    """Does `path` resolve outside the dataset? Links inside it (DataLad's annex) are fine."""
+    return not path.resolve().is_relative_to(root.resolve())
 
 
 def _participants(root: Path, problems: list[Problem]) -> dict[str, dict[str, str]]:
@@ -136,6 +142,11 @@ def convert(root: Path, dest: Path, case_info: Path, origin: dict[str, str],
     left out). Raises BundleInvalid listing every problem."""
     problems: list[Problem] = []
     label = root.name
+    leaving = [Problem(name, None, _LINK_OUT) for name in ("dataset_description.json",
+                                                         "participants.tsv")
+               if _leaves(root, root / name)]
+    if leaving:
+        raise BundleInvalid(label, leaving)
     if not (root / "dataset_description.json").is_file():
         raise BundleInvalid(label, [Problem(label, None, "has no dataset_description.json: not "
                                                          "a BIDS dataset")])
@@ -182,11 +193,8 @@ def convert(root: Path, dest: Path, case_info: Path, origin: dict[str, str],
                                       else t for t in value["tasks"]]
             info = check_info(value, where, problems, case_id=cid)
             series = _series(folder, left_out, root)
-            inside = root.resolve()
-            for _, f in series:  # a link may point inside (DataLad's annex), never outside
-                if not f.resolve().is_relative_to(inside):
-                    problems.append(Problem(f.relative_to(root).as_posix(), None, "is a "
-                                            "symbolic link to a file outside the dataset"))
+            problems += [Problem(f.relative_to(root).as_posix(), None, _LINK_OUT)
+                         for _, f in series if _leaves(root, f)]
             if not series:
                 problems.append(Problem(folder.relative_to(root).as_posix(), None,
                                         "holds no volume of a known suffix ("

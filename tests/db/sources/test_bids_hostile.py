@@ -72,3 +72,17 @@ def test_symbolic_links_leaving_the_dataset_are_refused(sqlite_url: str, tmp_pat
         "sub-02/anat/sub-02_T1w.nii.gz: is a symbolic link to a file outside the dataset"]
     (root / "sub-02").unlink()
     assert _import(sqlite_url, root, _info(tmp_path)).cases == {"sub-01": ["T1", "T2"]}
+
+
+@pytest.mark.parametrize("name", ["participants.tsv", "dataset_description.json"])
+def test_the_datasets_own_files_may_not_link_outside_it(sqlite_url: str, tmp_path: Path,
+                                                        name: str) -> None:
+    """participants.tsv fills titles and records, dataset_description.json names the bundle:
+    a link to another dataset's file was read as this one's."""
+    root = _dataset(tmp_path / "ds")
+    other = tmp_path / "other" / name
+    other.parent.mkdir()
+    (root / name).rename(other)
+    (root / name).symlink_to(other)
+    assert _refused(sqlite_url, root, _info(tmp_path)) == [
+        f"{name}: is a symbolic link to a file outside the dataset"]
