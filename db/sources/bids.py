@@ -124,6 +124,8 @@ def _series(folder: Path, left_out: list[str], root: Path) -> list[tuple[str, Pa
     out, used = [], {}
     for sub in FOLDERS:
         for f in sorted((folder / sub).glob("*.nii*")) if (folder / sub).is_dir() else []:
+            if f.name.startswith("."):  # hidden, e.g. macOS's ._ files on exFAT media
+                continue
             m = _NIFTI.match(f.name)
             name = SUFFIXES.get(m.group("suffix")) if m else None
             if name is None:

@@ -86,3 +86,12 @@ def test_the_datasets_own_files_may_not_link_outside_it(sqlite_url: str, tmp_pat
     (root / name).symlink_to(other)
     assert _refused(sqlite_url, root, _info(tmp_path)) == [
         f"{name}: is a symbolic link to a file outside the dataset"]
+
+
+def test_hidden_files_are_not_volumes(sqlite_url: str, tmp_path: Path) -> None:
+    """macOS writes `._<name>` beside every file it copies to exFAT or FAT media (a USB
+    stick): `._sub-01_T1w.nii.gz` matched the T1w suffix and refused the dataset as "not a
+    usable image" (a DICOM folder's hidden files were already skipped)."""
+    root = _dataset(tmp_path / "ds")
+    (root / "sub-01/anat/._sub-01_T1w.nii.gz").write_bytes(b"\x00\x05\x16\x07" + bytes(4092))
+    assert _import(sqlite_url, root, _info(tmp_path)).cases == {"sub-01": ["T1"]}
