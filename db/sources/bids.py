@@ -26,6 +26,7 @@ from typing import Any
 
 from sqlmodel import Session
 
+from db.bundle.errors import printable
 from db.bundle.importer import FORMAT, BundleInvalid, ImportSummary, Problem, import_bundle
 from db.bundle.store import Workspace
 from db.bundle.validate import read_json
@@ -129,7 +130,7 @@ def _series(folder: Path, left_out: list[str], root: Path) -> list[tuple[str, Pa
             m = _NIFTI.match(f.name)
             name = SUFFIXES.get(m.group("suffix")) if m else None
             if name is None:
-                left_out.append(f.relative_to(root).as_posix())
+                left_out.append(printable(f.relative_to(root).as_posix()))
                 continue
             if name == "T1" and "_ce-" in f"_{m.group('stem')}":
                 name = "T1C"

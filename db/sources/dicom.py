@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 from sqlmodel import Session
 
+from db.bundle.errors import printable
 from db.bundle.importer import FORMAT, BundleInvalid, ImportSummary, Problem, import_bundle
 from db.bundle.store import Workspace
 from db.bundle.validate import read_json
@@ -347,7 +348,7 @@ def read_study(path: Path, problems: list[Problem]) -> tuple[list[_Series], list
             continue  # the DICOMDIR itself
         identifiers |= present(ds)
         if "PixelData" not in ds:
-            kind = str(getattr(ds, "Modality", "") or "object")
+            kind = printable(str(getattr(ds, "Modality", "") or "object"))
             left_out[f"{kind} without pixels"] = left_out.get(f"{kind} without pixels", 0) + 1
             continue
         uid = str(getattr(ds, "SeriesInstanceUID", "") or "")

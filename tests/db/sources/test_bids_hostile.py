@@ -95,3 +95,14 @@ def test_hidden_files_are_not_volumes(sqlite_url: str, tmp_path: Path) -> None:
     root = _dataset(tmp_path / "ds")
     (root / "sub-01/anat/._sub-01_T1w.nii.gz").write_bytes(b"\x00\x05\x16\x07" + bytes(4092))
     assert _import(sqlite_url, root, _info(tmp_path)).cases == {"sub-01": ["T1"]}
+
+
+def test_a_line_break_in_a_left_out_name_stays_on_its_line(sqlite_url: str,
+                                                            tmp_path: Path) -> None:
+    """The summary lists files left out by name; a name holding a line break forged a line of
+    nmb's output."""
+    root = _dataset(tmp_path / "ds")
+    _nifti(root / "sub-01/anat/sub-01_x\nnmb: imported_MP2RAGE.nii.gz", 2)
+    summary = _import(sqlite_url, root, _info(tmp_path))
+    assert "\n" not in str(summary)
+    assert summary.left_out == ["sub-01/anat/sub-01_x\\nnmb: imported_MP2RAGE.nii.gz"]
