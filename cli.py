@@ -1109,6 +1109,9 @@ def _shown_url() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    reconfigure = getattr(sys.stdout, "reconfigure", None)
+    if reconfigure:  # a summary naming 脑肿瘤 under an ASCII locale: escaped, not a traceback
+        reconfigure(errors="backslashreplace")
     try:
         args = build_parser().parse_args(argv)
         args.fn(args)

@@ -30,7 +30,7 @@ def save_text_free(src: Path, dst: Path) -> tuple[tuple[int, ...], np.ndarray]:
     shape = (x, y, z) if n == 1 else (x, y, z, n)
     data = np.ascontiguousarray(raw.reshape(shape))
     affine = np.asarray(img.affine, dtype=np.float64)
-    out = nib.Nifti1Image(data, affine)
+    out = nib.Nifti1Image(data, affine, dtype=data.dtype)  # int64 too (nibabel asks)
     header = out.header
     header.set_data_dtype(data.dtype)
     header.set_qform(affine, code=1)

@@ -348,11 +348,12 @@ def convert(files: list[Path], root: Path, *, answers: Path | None = None,
     names = ", ".join(Path(f).name for f in files)
     (root / "bundle.json").write_text(json.dumps(
         {"format": FORMAT, "name": f"Neural-MedBench release: {names}"[:256],
-         "description": "converted by nmb import --from neural-medbench"}))
+         "description": "converted by nmb import --from neural-medbench"}), encoding="utf-8")
     for cid, case in out.cases.items():
         if cid in gts:
             case = {**case, "ground_truth": gts[cid]}
-        (root / "cases" / cid / "case.json").write_text(json.dumps(case, ensure_ascii=False))
+        (root / "cases" / cid / "case.json").write_text(json.dumps(case, ensure_ascii=False),
+                                                        encoding="utf-8")
     (root / "tasks.jsonl").write_text("".join(json.dumps(t, ensure_ascii=False) + "\n"
                                               for t in out.tasks), encoding="utf-8")
     return out

@@ -26,6 +26,7 @@ from typing import Any
 
 from sqlmodel import Session
 
+from db.bundle.errors import printable
 from db.bundle.importer import FORMAT, BundleInvalid, ImportSummary, Problem, import_bundle
 from db.bundle.store import Workspace
 from db.bundle.validate import read_json
@@ -40,6 +41,7 @@ FOLDERS = ("anat", "dwi")
 SUFFIXES = {"T1w": "T1", "T2w": "T2", "FLAIR": "FLAIR", "T2starw": "T2*", "PDw": "PD",
             "dwi": "DWI", "swi": "SWI", "angio": "MRA"}
 MAX_PARTICIPANTS_BYTES = 64 * 2**20
+_LINK_OUT = "is a symbolic link to a file outside the dataset"
 _PLACEHOLDER = re.compile(r"\{([A-Za-z0-9_]+)\}")
 _NIFTI = re.compile(r"^(?P<stem>.+)_(?P<suffix>[A-Za-z0-9]+)\.nii(\.gz)?$")
 
@@ -66,6 +68,11 @@ class BidsSummary:
         return out + (f"; left out {', '.join(self.left_out)}" if self.left_out else "")
 
 
+def _leaves(root: Path, path: Path) -> bool:
+    """Does `path` resolve outside the dataset? Links inside it (DataLad's annex) are fine."""
+    return not path.resolve().is_relative_to(root.resolve())
+
+
 def _participants(root: Path, problems: list[Problem]) -> dict[str, dict[str, str]]:
     path = root / "participants.tsv"
     if not path.is_file():
@@ -75,7 +82,14 @@ def _participants(root: Path, problems: list[Problem]) -> dict[str, dict[str, st
         return {}
     try:
         with open(path, encoding="utf-8-sig", newline="") as f:
-            rows = list(csv.DictReader(f, delimiter="\t"))
+            reader = csv.DictReader(f, delimiter="\t")
+            rows = []
+            for r in reader:
+                if None in r.values():  # csv's value for a column the row does not reach
+                    problems.append(Problem(path.name, None, f"line {reader.line_num} has "
+                                                             "fewer fields than the header"))
+                    return {}
+                rows.append(r)
     except (UnicodeDecodeError, csv.Error) as e:
         problems.append(Problem(path.name, None, f"is not a readable UTF-8 .tsv: {e}"))
         return {}
@@ -111,10 +125,12 @@ def _series(folder: Path, left_out: list[str], root: Path) -> list[tuple[str, Pa
     out, used = [], {}
     for sub in FOLDERS:
         for f in sorted((folder / sub).glob("*.nii*")) if (folder / sub).is_dir() else []:
+            if f.name.startswith("."):  # hidden, e.g. macOS's ._ files on exFAT media
+                continue
             m = _NIFTI.match(f.name)
             name = SUFFIXES.get(m.group("suffix")) if m else None
             if name is None:
-                left_out.append(f.relative_to(root).as_posix())
+                left_out.append(printable(f.relative_to(root).as_posix()))
                 continue
             if name == "T1" and "_ce-" in f"_{m.group('stem')}":
                 name = "T1C"
@@ -129,6 +145,11 @@ def convert(root: Path, dest: Path, case_info: Path, origin: dict[str, str],
     left out). Raises BundleInvalid listing every problem."""
     problems: list[Problem] = []
     label = root.name
+    leaving = [Problem(name, None, _LINK_OUT) for name in ("dataset_description.json",
+                                                         "participants.tsv")
+               if _leaves(root, root / name)]
+    if leaving:
+        raise BundleInvalid(label, leaving)
     if not (root / "dataset_description.json").is_file():
         raise BundleInvalid(label, [Problem(label, None, "has no dataset_description.json: not "
                                                          "a BIDS dataset")])
@@ -175,6 +196,8 @@ def convert(root: Path, dest: Path, case_info: Path, origin: dict[str, str],
                                       else t for t in value["tasks"]]
             info = check_info(value, where, problems, case_id=cid)
             series = _series(folder, left_out, root)
+            problems += [Problem(f.relative_to(root).as_posix(), None, _LINK_OUT)
+                         for _, f in series if _leaves(root, f)]
             if not series:
                 problems.append(Problem(folder.relative_to(root).as_posix(), None,
                                         "holds no volume of a known suffix ("
@@ -213,7 +236,7 @@ def convert(root: Path, dest: Path, case_info: Path, origin: dict[str, str],
     name = description.get("Name") if isinstance(description, dict) else label
     (dest / "bundle.json").write_text(json.dumps(
         {"format": FORMAT, "name": f"BIDS: {name}"[:256],
-         "description": "converted by nmb import --from bids"}, ensure_ascii=False))
+         "description": "converted by nmb import --from bids"}, ensure_ascii=False), encoding="utf-8")
     return shown, left_out
 
 

@@ -80,7 +80,7 @@ def write_case(root: Path, info: CaseInfo, series: list[dict], origin: dict[str,
     folder = root / "cases" / cid
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "case.json").write_text(json.dumps({**info.case, "series": series},
-                                                 ensure_ascii=False))
+                                                 ensure_ascii=False), encoding="utf-8")
     origin[f"cases/{cid}/case.json"] = info.where
     with open(root / "tasks.jsonl", "a", encoding="utf-8") as f:
         for k, t in enumerate(info.tasks):

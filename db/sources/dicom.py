@@ -24,6 +24,7 @@ import json
 import os
 import re
 import subprocess
+import zlib
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -32,12 +33,14 @@ from typing import Any
 import numpy as np
 from sqlmodel import Session
 
+from db.bundle.errors import printable
 from db.bundle.importer import FORMAT, BundleInvalid, ImportSummary, Problem, import_bundle
 from db.bundle.store import Workspace
 from db.bundle.validate import read_json
 from db.sources.case_info import CaseInfo, mapped, read_case_info, write_case
 from db.sources.dicom_identifiers import present
 from errors import UserError
+from imaging.image_file import MAX_IMAGE_BYTES_ENV, max_image_bytes
 from imaging.text_free import save_text_free
 
 SOURCE = "dicom"
@@ -45,6 +48,7 @@ MAX_FILES = 20_000
 MAX_FILE_BYTES = 2 * 2**30
 MAX_TOTAL_BYTES = 32 * 2**30
 DICOMDIR_CLASS = "1.2.840.10008.1.3.10"
+DEFLATED = "1.2.840.10008.1.2.1.99"  # Deflated Explicit VR Little Endian (PS3.5 A.5)
 #: SeriesDescription patterns (case-insensitive regular expressions, searched) -> sequence,
 #: tried in order after the user's map; None leaves the series out.
 DEFAULT_SEQUENCES: tuple[tuple[str, str | None], ...] = (
@@ -154,19 +158,79 @@ def sequence_of(description: str, rules: list[tuple[re.Pattern, str | None]]
 # ---------------------------------------------------------------- reading
 
 
+def _inflated_bytes(path: Path, limit: int) -> int:
+    """The bytes a deflated data set inflates to, counted in 1 MiB steps and only up to just
+    over `limit` (pydicom inflates it whole, in memory); 0 if the file is not deflated or
+    its header cannot be read (pydicom then names what is wrong)."""
+    from pydicom.filereader import _read_file_meta_info, read_preamble
+
+    try:
+        with open(path, "rb") as fp:
+            read_preamble(fp, False)
+            meta = _read_file_meta_info(fp)
+            if str(meta.get("TransferSyntaxUID", "")) != DEFLATED:
+                return 0
+            inflate, n = zlib.decompressobj(-zlib.MAX_WBITS), 0
+            while n <= limit and (chunk := fp.read(2**20)):
+                n += len(inflate.decompress(chunk, 2**20))
+                while inflate.unconsumed_tail and n <= limit:
+                    n += len(inflate.decompress(inflate.unconsumed_tail, 2**20))
+            return n
+    except Exception:  # not DICOM, damaged meta or deflate data: dcmread's problem to name
+        return 0
+
+
+def _dcmread(path: Path, rel: str, size: int, problems: list[Problem]) -> Any:
+    """`pydicom.dcmread` of `path` once a deflated data set is known to inflate to at most
+    MAX_FILE_BYTES; None with a problem otherwise (also for a file pydicom cannot read)."""
+    import pydicom
+    from pydicom.errors import InvalidDicomError
+
+    inflated = _inflated_bytes(path, MAX_FILE_BYTES)
+    if inflated > MAX_FILE_BYTES:
+        problems.append(Problem(rel, None, f"is a deflated data set of {size:,} bytes that "
+                                f"inflates to more than the limit of {MAX_FILE_BYTES:,}"))
+        return None
+    try:
+        ds = pydicom.dcmread(path)
+        # pydicom parses sequence items and converts values on first access: parse them all
+        # now, so a damaged nested item is this file's problem, not a traceback later
+        for part in (getattr(ds, "file_meta", None), ds):
+            if part is not None:
+                part.walk(lambda _ds, _elem: None)
+        return ds
+    except InvalidDicomError:
+        problems.append(Problem(rel, None, "is not a DICOM file (no DICM preamble)"))
+    except Exception as e:  # truncated or damaged: pydicom raises many types
+        problems.append(Problem(rel, None, f"is not a readable DICOM file: "
+                                           f"{str(e).splitlines()[0][:200]}"))
+    return None
+
+
 def _files(path: Path, problems: list[Problem]) -> tuple[Path, list[Path]]:
     """The root the files are named from, and the files to read."""
     if path.is_file():
-        import pydicom
         from pydicom.fileset import FileSet
 
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            problems.append(Problem(path.name, None, f"is {size:,} bytes, more than the limit "
+                                                     f"of {MAX_FILE_BYTES:,}"))
+            return path.parent, []
+        ds = _dcmread(path, path.name, size, problems)
+        if ds is None:
+            return path.parent, []
         try:
-            fs = FileSet(pydicom.dcmread(path))
-            return path.parent, sorted({Path(i.path) for i in fs})
+            fs = FileSet(ds)
+            files = sorted({Path(i.path) for i in fs})
         except Exception as e:  # pydicom raises many types on a damaged DICOMDIR
             problems.append(Problem(path.name, None, f"is not a readable DICOMDIR: "
                                                      f"{str(e).splitlines()[0][:200]}"))
             return path.parent, []
+        if len(files) > MAX_FILES:
+            problems.append(Problem(path.name, None, f"lists more than {MAX_FILES:,} files"))
+            return path.parent, []
+        return path.parent, files
     files = []
     for dirpath, dirnames, names in os.walk(path):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
@@ -206,13 +270,42 @@ def _geometry(ds: Any) -> list[tuple[Any, Any, Any]]:
             for f in ds.PerFrameFunctionalGroupsSequence]
 
 
+def _bad_geometry(ipp: Any, iop: Any, spacing: Any) -> str | None:
+    """Why a frame's ImagePositionPatient (3 finite numbers), ImageOrientationPatient (two
+    perpendicular unit vectors) or PixelSpacing (2 positive numbers) cannot place it, or None."""
+    values = {}
+    for name, value, n in (("ImagePositionPatient", ipp, 3), ("ImageOrientationPatient", iop, 6),
+                           ("PixelSpacing", spacing, 2)):
+        try:
+            v = np.atleast_1d(np.asarray(value, dtype=float))
+        except (TypeError, ValueError):
+            return f"{name} is not a list of numbers"
+        if v.shape != (n,):
+            return f"{name} holds {v.size} values, not {n}"
+        if not np.isfinite(v).all():
+            return f"{name} holds a value that is not finite"
+        values[name] = v
+    if (values["PixelSpacing"] <= 0).any():
+        return "PixelSpacing is not positive"
+    row, col = values["ImageOrientationPatient"][:3], values["ImageOrientationPatient"][3:]
+    if (abs(np.linalg.norm(row) - 1) > 1e-2 or abs(np.linalg.norm(col) - 1) > 1e-2
+            or abs(row @ col) > 1e-2):
+        return "ImageOrientationPatient is not two perpendicular unit vectors"
+    return None
+
+
 def _pixels(ds: Any, name: str) -> np.ndarray | str:
-    """The raw pixel array (frames, rows, cols), or why it cannot be read."""
+    """The raw pixel array (frames, rows, cols), or why it cannot be read. The decoded size
+    is capped (NMB_MAX_IMAGE_BYTES) from the header before a decoder allocates it."""
+    limit = max_image_bytes()
     try:
         rows, cols = int(ds.Rows), int(ds.Columns)
         frames = int(getattr(ds, "NumberOfFrames", 1) or 1)
+        need = rows * cols * frames * int(ds.BitsAllocated) // 8 * int(ds.SamplesPerPixel)
+        if need > limit:
+            return (f"is {rows:,} x {cols:,} pixels x {frames:,} frames: decoded, more than "
+                    f"the limit of {limit / 2**20:,.0f} MiB ({MAX_IMAGE_BYTES_ENV})")
         if not ds.file_meta.TransferSyntaxUID.is_compressed:
-            need = rows * cols * frames * int(ds.BitsAllocated) // 8 * int(ds.SamplesPerPixel)
             if len(ds.PixelData) < need:
                 return (f"is truncated: pixel data holds {len(ds.PixelData):,} bytes of "
                         f"{need:,}")
@@ -221,15 +314,15 @@ def _pixels(ds: Any, name: str) -> np.ndarray | str:
         return f"pixel data cannot be read: {str(e).splitlines()[0][:200]}"
     if getattr(ds, "SamplesPerPixel", 1) != 1:
         return "is a colour image (one value per pixel is needed)"
+    if data.size != frames * rows * cols:
+        return (f"pixel data decodes to {data.size:,} values, not Rows x Columns x "
+                f"NumberOfFrames = {frames * rows * cols:,}")
     return data.reshape(frames, rows, cols)
 
 
 def read_study(path: Path, problems: list[Problem]) -> tuple[list[_Series], list[str], set[str]]:
     """The image series, what was left out (non-image objects), the identifying attributes
     present; unreadable files become problems."""
-    import pydicom
-    from pydicom.errors import InvalidDicomError
-
     root, files = _files(path, problems)
     series: dict[str, _Series] = {}
     left_out: dict[str, int] = {}
@@ -247,28 +340,26 @@ def read_study(path: Path, problems: list[Problem]) -> tuple[list[_Series], list
             problems.append(Problem(rel, None, f"is over the limit of {MAX_FILE_BYTES:,} bytes "
                                     f"a file or {MAX_TOTAL_BYTES:,} in all"))
             return [], [], identifiers
-        try:
-            ds = pydicom.dcmread(f)
-        except InvalidDicomError:
-            problems.append(Problem(rel, None, "is not a DICOM file (no DICM preamble)"))
-            continue
-        except Exception as e:  # truncated or damaged: pydicom raises many types
-            problems.append(Problem(rel, None, f"is not a readable DICOM file: "
-                                               f"{str(e).splitlines()[0][:200]}"))
+        ds = _dcmread(f, rel, size, problems)
+        if ds is None:
             continue
         sop_class = str(getattr(getattr(ds, "file_meta", None), "MediaStorageSOPClassUID", ""))
         if sop_class == DICOMDIR_CLASS or "DirectoryRecordSequence" in ds:
             continue  # the DICOMDIR itself
         identifiers |= present(ds)
         if "PixelData" not in ds:
-            kind = str(getattr(ds, "Modality", "") or "object")
+            kind = printable(str(getattr(ds, "Modality", "") or "object"))
             left_out[f"{kind} without pixels"] = left_out.get(f"{kind} without pixels", 0) + 1
             continue
         uid = str(getattr(ds, "SeriesInstanceUID", "") or "")
         if not uid:
             problems.append(Problem(rel, None, "has no SeriesInstanceUID"))
             continue
-        s = series.setdefault(uid, _Series(uid, int(getattr(ds, "SeriesNumber", 0) or 0),
+        number = getattr(ds, "SeriesNumber", 0) or 0
+        if not isinstance(number, int):  # pydicom keeps a malformed IS as its text
+            problems.append(Problem(rel, None, "SeriesNumber is not a whole number"))
+            continue
+        s = series.setdefault(uid, _Series(uid, int(number),
                                            str(getattr(ds, "SeriesDescription", "") or "")))
         s.files.append(f)
         image_type = [str(x).upper() for x in (getattr(ds, "ImageType", None) or [])]
@@ -282,13 +373,21 @@ def read_study(path: Path, problems: list[Problem]) -> tuple[list[_Series], list
             s.damaged = True
             continue
         s.rows_cols.add(pixels.shape[1:])
-        for k, (ipp, iop, spacing) in enumerate(_geometry(ds)):
+        geometry = _geometry(ds)
+        if len(geometry) != len(pixels):
+            s.problems.append(f"{rel}: has {len(geometry)} per-frame functional groups for "
+                              f"{len(pixels)} frames")
+            continue
+        for k, (ipp, iop, spacing) in enumerate(geometry):
             missing = [n for n, v in (("ImagePositionPatient", ipp),
                                       ("ImageOrientationPatient", iop),
                                       ("PixelSpacing", spacing)) if v is None]
             if missing:
                 s.problems.append(f"{rel}: has no {', '.join(missing)} (the volume's geometry "
                                   "cannot be known)")
+                break
+            if why := _bad_geometry(ipp, iop, spacing):
+                s.problems.append(f"{rel}: {why} (the volume's geometry cannot be known)")
                 break
             plane = pixels[k]
             s.frames.append(_Frame(np.asarray(ipp, float), np.asarray(iop, float),
@@ -448,10 +547,10 @@ def convert(path: Path, root: Path, info: CaseInfo, *, sequence_map: Path | None
     folder = root / "cases" / cid
     folder.mkdir(parents=True)
     entries, shown, used = [], [], {}
-    for s, name in chosen:
+    for k, (s, name) in enumerate(chosen, start=1):
         used[name] = used.get(name, 0) + 1
         sequence = name if used[name] == 1 else f"{name} ({used[name]})"
-        file = f"series-{s.number}-{used[name]}.nii.gz"
+        file = f"series-{s.number}-{k}.nii.gz"  # SeriesNumber alone is not unique
         why = _convert(s, work, folder / file)
         if why:
             problems.append(Problem(label, None, f"{s.label}: {why}"))

@@ -63,6 +63,13 @@ def _gap(root: Path) -> list[str]:
     return ["dicom", "series 3: has a gap between slices"]
 
 
+def _line_break_in_a_name(root: Path) -> list[str]:
+    """A file name may hold a line break: printed as is, it forged a line of nmb's output."""
+    write_series(root, _series())
+    (root / "IM9\nnmb: imported 1 cases").write_bytes(b"not DICOM")
+    return ["dicom", "IM9\\nnmb: imported 1 cases: is not a DICOM file"]
+
+
 def _no_description(root: Path) -> list[str]:
     ds = dataset(root)
     (ds / "dataset_description.json").unlink()
@@ -90,6 +97,7 @@ HOSTILE: dict[str, Callable[[Path], list[str]]] = {
     "truncated DICOM file": _truncated, "non-DICOM file": _not_dicom,
     "missing ImagePositionPatient": _no_position, "missing PixelSpacing": _no_spacing,
     "mixed orientations": _mixed_orientations, "gap between slices": _gap,
+    "line break in a file name": _line_break_in_a_name,
     "BIDS without dataset_description.json": _no_description,
     "prediction .tsv without its columns": _tsv_columns,
     "prediction .xlsx without its columns": _xlsx_columns,

@@ -1,0 +1,227 @@
+"""Hostile DICOM files made with pydicom in the test (a deflate bomb, a compressed image
+claiming gigapixels, malformed values): each is one problem naming the file, never a
+traceback or an allocation of what the file claims; the study unchanged."""
+
+import copy
+import json
+import random
+import shutil
+import warnings
+from pathlib import Path
+
+import nibabel as nib
+import pytest
+from pydicom.uid import DeflatedExplicitVRLittleEndian, RLELossless, generate_uid
+from sqlmodel import Session, select
+
+from db.bundle.importer import BundleInvalid
+from db.engine import engine_for, nmb_home
+from db.models import Series
+from db.sources import dicom
+from db.sources.dicom import import_dicom
+from tests.db.bundle.bundles import snapshot
+from tests.db.sources.dicom_files import (
+    classic_series,
+    enhanced_series,
+    pacs_export,
+    volume,
+    write_series,
+)
+
+CASE = {"case_id": "c1", "title": "t", "ehr": "e", "tasks": []}
+
+
+def _refused(url: str, folder: Path, tmp_path: Path) -> list[str]:
+    info = tmp_path / "CASE.json"
+    info.write_text(json.dumps(CASE))
+    before = snapshot(url)
+    with pytest.raises(BundleInvalid) as e, Session(engine_for(url)) as s:
+        import_dicom(s, folder, case_info=info, actor="admin")
+    assert snapshot(url) == before
+    return [str(p) for p in e.value.problems]
+
+
+def _series(n: int = 3) -> list:
+    return classic_series("T2 AX", 2, study_uid=generate_uid(), frame_uid=generate_uid(),
+                          data=volume(6, 6, n))
+
+
+def test_a_deflate_bomb_is_refused_before_it_is_inflated(sqlite_url: str, tmp_path: Path,
+                                                          monkeypatch) -> None:
+    """pydicom inflates a deflated data set whole, in memory: 400 KiB became 400 MiB."""
+    monkeypatch.setattr(dicom, "MAX_FILE_BYTES", 32 * 2**20)
+    datasets = _series()
+    bomb = datasets[0]
+    bomb.add_new(0x00291010, "OB", b"\0" * (40 * 2**20))
+    bomb.file_meta.TransferSyntaxUID = DeflatedExplicitVRLittleEndian
+    folder = write_series(tmp_path / "study", datasets)
+    size = (folder / "IM00000").stat().st_size
+    assert size < 2**20
+    assert _refused(sqlite_url, folder, tmp_path) == [
+        f"IM00000: is a deflated data set of {size:,} bytes that inflates to more than the "
+        f"limit of {32 * 2**20:,}"]
+
+
+def test_compressed_pixels_are_capped_before_they_are_decoded(sqlite_url: str, tmp_path: Path,
+                                                              monkeypatch) -> None:
+    """A 1.4 KB RLE file claiming 40,000 x 40,000 pixels took 3.1 GB before its decoder
+    failed; the header's size is checked against NMB_MAX_IMAGE_BYTES first."""
+    monkeypatch.setenv("NMB_MAX_IMAGE_BYTES", str(16 * 2**20))
+    datasets = _series()
+    datasets[0].compress(RLELossless)
+    datasets[0].Rows = datasets[0].Columns = 4000
+    folder = write_series(tmp_path / "study", datasets)
+    assert _refused(sqlite_url, folder, tmp_path)[0] == (
+        "IM00000: is 4,000 x 4,000 pixels x 1 frames: decoded, more than the limit of 16 MiB "
+        "(NMB_MAX_IMAGE_BYTES)")
+
+
+def _set(attr: str, value):
+    def change(datasets: list) -> None:
+        setattr(datasets[1], attr, value)
+    return change
+
+
+def _more_frame_groups(datasets: list) -> None:
+    groups = datasets[0].PerFrameFunctionalGroupsSequence
+    groups.append(copy.deepcopy(groups[0]))
+
+
+MALFORMED = {  # name: (change, bytes to replace in the files, the problem)
+    "series_number_text": (_set("SeriesNumber", 987654), (b"987654", b"abcdef"),
+                           "IM00001: SeriesNumber is not a whole number"),
+    "position_of_two": (_set("ImagePositionPatient", [1.0, 2.0]), None,
+                        "bad: series 2: IM00001: ImagePositionPatient holds 2 values, not 3 "
+                        "(the volume's geometry cannot be known)"),
+    "position_nan": (_set("ImagePositionPatient", ["777.5", "0", "0"]), (b"777.5", b"nan  "),
+                     "bad: series 2: IM00001: ImagePositionPatient holds a value that is not "
+                     "finite (the volume's geometry cannot be known)"),
+    "orientation_of_five": (_set("ImageOrientationPatient", [1, 0, 0, 0, 1]), None,
+                            "bad: series 2: IM00001: ImageOrientationPatient holds 5 values, "
+                            "not 6 (the volume's geometry cannot be known)"),
+    "orientation_zero": (_set("ImageOrientationPatient", [0, 0, 0, 0, 0, 0]), None,
+                         "bad: series 2: IM00001: ImageOrientationPatient is not two "
+                         "perpendicular unit vectors (the volume's geometry cannot be known)"),
+    "spacing_of_one": (_set("PixelSpacing", [0.9]), None,
+                       "bad: series 2: IM00001: PixelSpacing holds 1 values, not 2 (the "
+                       "volume's geometry cannot be known)"),
+    "spacing_negative": (_set("PixelSpacing", [-0.9, 0.8]), None,
+                         "bad: series 2: IM00001: PixelSpacing is not positive (the volume's "
+                         "geometry cannot be known)"),
+    "more_frame_groups_than_frames": (_more_frame_groups, None,
+                                      "bad: series 5: IM00000: has 4 per-frame functional "
+                                      "groups for 3 frames"),
+}
+
+
+@pytest.mark.filterwarnings("ignore:Invalid value for VR")
+@pytest.mark.parametrize("name", sorted(MALFORMED))
+def test_malformed_values_are_one_problem_not_a_traceback(sqlite_url: str, tmp_path: Path,
+                                                          name: str) -> None:
+    """Before: ValueError, IndexError (more frame groups than frames), or a series taken
+    with a 1-value PixelSpacing or a 5-value orientation."""
+    change, patch, problem = MALFORMED[name]
+    datasets = ([enhanced_series("T1 AX", 5, study_uid=generate_uid(), frame_uid=generate_uid(),
+                                 data=volume(6, 6, 3))]
+                if name == "more_frame_groups_than_frames" else _series())
+    change(datasets)
+    folder = write_series(tmp_path / "bad", datasets)
+    if patch:
+        for f in folder.iterdir():
+            f.write_bytes(f.read_bytes().replace(*patch))
+    assert problem in _refused(sqlite_url, folder, tmp_path)
+
+
+def test_series_sharing_a_series_number_keep_their_own_voxels(sqlite_url: str,
+                                                             tmp_path: Path) -> None:
+    """SeriesNumber is not unique (missing, 0, or reused by a scanner): two series numbered
+    3 were both written to series-3-1.nii.gz, so the T2 row showed the FLAIR's voxels."""
+    study, frame = generate_uid(), generate_uid()
+    t2 = classic_series("T2 AX", 3, study_uid=study, frame_uid=frame, data=volume(6, 6, 3, 1))
+    flair = classic_series("FLAIR AX", 3, study_uid=study, frame_uid=frame,
+                           data=volume(6, 6, 4, 2))
+    folder = write_series(tmp_path / "study", [*t2, *flair])
+    info = tmp_path / "CASE.json"
+    info.write_text(json.dumps(CASE))
+    with Session(engine_for(sqlite_url)) as s:
+        summary = import_dicom(s, folder, case_info=info, actor="admin")
+    assert sorted(summary.series) == ["FLAIR: 6x6x4", "T2: 6x6x3"]
+    with Session(engine_for(sqlite_url)) as s:
+        shapes = {x.sequence: nib.load(nmb_home() / x.path).shape
+                  for x in s.exec(select(Series))}
+    assert shapes == {"T2": (6, 6, 3), "FLAIR": (6, 6, 4)}
+
+
+def test_a_dicomdir_is_capped_like_the_files_it_lists(sqlite_url: str, tmp_path: Path,
+                                                      monkeypatch) -> None:
+    """A DICOMDIR given as the study was read whatever its size and however many files it
+    listed (a folder's files are capped by MAX_FILES)."""
+    pacs_export(tmp_path / "export")
+    dicomdir = tmp_path / "export" / "DICOMDIR"
+    monkeypatch.setattr(dicom, "MAX_FILES", 5)
+    assert _refused(sqlite_url, dicomdir, tmp_path) == ["DICOMDIR: lists more than 5 files"]
+    size = dicomdir.stat().st_size
+    monkeypatch.setattr(dicom, "MAX_FILE_BYTES", size - 1)
+    assert _refused(sqlite_url, dicomdir, tmp_path) == [
+        f"DICOMDIR: is {size:,} bytes, more than the limit of {size - 1:,}"]
+
+
+def _enhanced(tmp_path: Path) -> Path:
+    return write_series(tmp_path / "study", [enhanced_series(
+        "T1 AX", 5, study_uid=generate_uid(), frame_uid=generate_uid(), data=volume(6, 6, 3))])
+
+
+@pytest.mark.parametrize(("old", "new", "problem"), [
+    # PixelSpacing inside the shared functional groups with a VR that does not exist
+    (b"\x28\x00\x30\x00DS", b"\x28\x00\x30\x00D\xff",
+     "IM00000: is not a readable DICOM file: With tag (5200,9229) got exception: With tag "
+     "(0028,9110) got exception: With tag (0028,0030) got exception: Unknown Value "
+     "Representation '0x44 0xff' in tag (0028,0030)"),
+    # MediaStorageSOPClassUID in the file meta with a VR that does not exist
+    (b"\x02\x00\x02\x00UI", b"\x02\x00\x02\x00U|",
+     "IM00000: is not a readable DICOM file: With tag (0002,0002) got exception: Unknown "
+     "Value Representation '0x55 0x7c' in tag (0002,0002)"),
+    # NumberOfFrames 0: pydicom decodes every frame, the import expected one
+    (b"\x28\x00\x08\x00IS\x02\x003 ", b"\x28\x00\x08\x00IS\x02\x000 ",
+     "IM00000: pixel data decodes to 108 values, not Rows x Columns x NumberOfFrames = 36"),
+], ids=["nested_item_vr", "file_meta_vr", "number_of_frames_0"])
+def test_damage_found_by_fuzzing_is_one_problem(sqlite_url: str, tmp_path: Path, old: bytes,
+                                                new: bytes, problem: str) -> None:
+    """Found by flipping bytes of these files: pydicom parses sequence items and the file
+    meta lazily, so the damage raised (NotImplementedError, OSError) where the import first
+    read them; a frame count the decoder disagreed with raised ValueError in reshape."""
+    folder = _enhanced(tmp_path)
+    f = folder / "IM00000"
+    assert f.read_bytes().count(old) == 1
+    f.write_bytes(f.read_bytes().replace(old, new))
+    assert _refused(sqlite_url, folder, tmp_path) == [problem]
+
+
+def test_flipped_bytes_are_problems_or_read(tmp_path: Path) -> None:
+    """600 seeded mutations (bytes flipped or cut) of a classic and an enhanced series: reading
+    and checking them gives problems or series, never another exception."""
+    study, frame = generate_uid(), generate_uid()
+    sources = [write_series(tmp_path / "classic", classic_series(
+                   "T2 AX", 2, study_uid=study, frame_uid=frame, data=volume(6, 6, 3))),
+               write_series(tmp_path / "enhanced", [enhanced_series(
+                   "T1 AX", 5, study_uid=study, frame_uid=frame, data=volume(6, 6, 3))])]
+    rng = random.Random(24)
+    for i in range(600):
+        folder = tmp_path / f"m{i}"
+        shutil.copytree(rng.choice(sources), folder)
+        for f in sorted(folder.iterdir()):
+            data = bytearray(f.read_bytes())
+            for _ in range(rng.randint(1, 6)):
+                data[rng.randrange(132, len(data))] = rng.choice(
+                    [0, 0xFF, ord("\\"), ord("-"), rng.randrange(256)])
+            if rng.random() < 0.2:
+                data = data[:rng.randrange(132, len(data))]
+            f.write_bytes(bytes(data))
+        problems: list = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            series, _, _ = dicom.read_study(folder, problems)
+            for s in series:
+                if not s.damaged:
+                    dicom._check_series(s)
+        shutil.rmtree(folder)
