@@ -31,6 +31,7 @@ from db.bundle.importer import FORMAT, BundleInvalid, ImportSummary, Problem, im
 from db.bundle.store import Workspace
 from db.bundle.validate import read_json
 from db.sources.case_info import CaseInfo, check_info, mapped, write_case
+from db.sources.links import leaves
 from errors import UserError
 from imaging import inspect_image
 from imaging.text_free import save_text_free
@@ -66,11 +67,6 @@ class BidsSummary:
         out = str(self.imported) + "; " + "; ".join(
             f"{c}: {', '.join(s)}" for c, s in self.cases.items())
         return out + (f"; left out {', '.join(self.left_out)}" if self.left_out else "")
-
-
-def _leaves(root: Path, path: Path) -> bool:
-    """Does `path` resolve outside the dataset? Links inside it (DataLad's annex) are fine."""
-    return not path.resolve().is_relative_to(root.resolve())
 
 
 def _participants(root: Path, problems: list[Problem]) -> dict[str, dict[str, str]]:
@@ -147,7 +143,7 @@ def convert(root: Path, dest: Path, case_info: Path, origin: dict[str, str],
     label = root.name
     leaving = [Problem(name, None, _LINK_OUT) for name in ("dataset_description.json",
                                                          "participants.tsv")
-               if _leaves(root, root / name)]
+               if leaves(root, root / name)]
     if leaving:
         raise BundleInvalid(label, leaving)
     if not (root / "dataset_description.json").is_file():
@@ -197,7 +193,7 @@ def convert(root: Path, dest: Path, case_info: Path, origin: dict[str, str],
             info = check_info(value, where, problems, case_id=cid)
             series = _series(folder, left_out, root)
             problems += [Problem(f.relative_to(root).as_posix(), None, _LINK_OUT)
-                         for _, f in series if _leaves(root, f)]
+                         for _, f in series if leaves(root, f)]
             if not series:
                 problems.append(Problem(folder.relative_to(root).as_posix(), None,
                                         "holds no volume of a known suffix ("

@@ -39,6 +39,7 @@ from db.bundle.store import Workspace
 from db.bundle.validate import read_json
 from db.sources.case_info import CaseInfo, mapped, read_case_info, write_case
 from db.sources.dicom_identifiers import present
+from db.sources.links import leaves
 from errors import UserError
 from imaging.image_file import MAX_IMAGE_BYTES_ENV, max_image_bytes
 from imaging.text_free import save_text_free
@@ -234,9 +235,16 @@ def _files(path: Path, problems: list[Problem]) -> tuple[Path, list[Path]]:
     files = []
     for dirpath, dirnames, names in os.walk(path):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        for name in sorted(names):
-            if not name.startswith("."):
-                files.append(Path(dirpath) / name)
+        for name in sorted(n for n in names if not n.startswith(".")):
+            f = Path(dirpath) / name
+            if leaves(path, f):
+                problems.append(Problem(f.relative_to(path).as_posix(), None,
+                                        "is a symbolic link to a file outside the folder"))
+            elif not f.is_file():  # a pipe would keep the import waiting for a writer
+                problems.append(Problem(f.relative_to(path).as_posix(), None,
+                                        "is not a regular file"))
+            else:
+                files.append(f)
             if len(files) > MAX_FILES:
                 problems.append(Problem(path.name, None, f"holds more than {MAX_FILES:,} files"))
                 return path, []

@@ -59,9 +59,13 @@ def test_symbolic_links_leaving_the_dataset_are_refused(sqlite_url: str, tmp_pat
     (root / "sub-01/anat/sub-01_T2w.nii.gz").symlink_to(annexed)
     _nifti(tmp_path / "elsewhere/other_FLAIR.nii.gz", 3)
     (root / "sub-01/anat/sub-01_FLAIR.nii.gz").symlink_to(tmp_path / "elsewhere/other_FLAIR.nii.gz")
+    loop = root / "sub-01/anat/sub-01_PDw.nii.gz"  # a link to itself: no file at all
+    loop.symlink_to(loop)
     assert _refused(sqlite_url, root, _info(tmp_path)) == [
-        "sub-01/anat/sub-01_FLAIR.nii.gz: is a symbolic link to a file outside the dataset"]
+        "sub-01/anat/sub-01_FLAIR.nii.gz: is a symbolic link to a file outside the dataset",
+        "sub-01/anat/sub-01_PDw.nii.gz: is a symbolic link to a file outside the dataset"]
     (root / "sub-01/anat/sub-01_FLAIR.nii.gz").unlink()
+    loop.unlink()
     (tmp_path / "elsewhere/sub-02/anat").mkdir(parents=True)
     _nifti(tmp_path / "elsewhere/sub-02/anat/sub-02_T1w.nii.gz", 4)
     (root / "sub-02").symlink_to(tmp_path / "elsewhere/sub-02")

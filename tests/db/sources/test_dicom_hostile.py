@@ -225,3 +225,31 @@ def test_flipped_bytes_are_problems_or_read(tmp_path: Path) -> None:
                 if not s.damaged:
                     dicom._check_series(s)
         shutil.rmtree(folder)
+
+
+def test_a_folder_holding_a_pipe_or_a_link_out_of_it_is_refused(sqlite_url: str,
+                                                                  tmp_path: Path) -> None:
+    """A FIFO among the files (opening it would wait for a writer forever) and a symbolic link
+    to a file outside the folder (another patient's DICOM on the server) are named, not read;
+    a link within the folder is read, as in a BIDS dataset (DataLad's annex)."""
+    import os
+
+    folder = write_series(tmp_path / "study", _series())
+    elsewhere = write_series(tmp_path / "elsewhere", _series())
+    os.mkfifo(folder / "pipe")
+    (folder / "sub").mkdir()
+    (folder / "sub" / "theirs.dcm").symlink_to(elsewhere / "IM00000")
+    (folder / "sub" / "loop").symlink_to(folder / "sub" / "loop")
+    assert sorted(_refused(sqlite_url, folder, tmp_path)) == [
+        "pipe: is not a regular file",
+        "sub/loop: is a symbolic link to a file outside the folder",
+        "sub/theirs.dcm: is a symbolic link to a file outside the folder"]
+    shutil.rmtree(folder / "sub")
+    (folder / "pipe").unlink()
+    annexed = folder / ".git" / "annex" / "IM00000"  # DataLad: the file in the annex, a link
+    annexed.parent.mkdir(parents=True)  # in its place (hidden folders are not walked)
+    (folder / "IM00000").rename(annexed)
+    (folder / "IM00000").symlink_to(annexed)
+    info = tmp_path / "CASE.json"
+    with Session(engine_for(sqlite_url)) as s:
+        assert import_dicom(s, folder, case_info=info, actor="admin").series == ["T2: 6x6x3"]
