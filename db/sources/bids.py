@@ -178,18 +178,18 @@ def convert(root: Path, dest: Path, case_info: Path, origin: dict[str, str],
             used_keys.add(key)
             where = f"{info_name} {key}"
             value = entries[key]
-            if isinstance(value, dict) and "case_id" in value:
-                problems.append(Problem(where, None, "case_id is the subject (and session) "
-                                                     "label: leave it out"))
-                continue
             row = participants.get(subject.name, {})
             if isinstance(value, dict):
                 value = {**value, **{k: _fill(value.get(k), row, where, k, problems)
                                      for k in ("title", "ehr") if k in value}}
-                if key != cid and len(sessions) > 1 and isinstance(value.get("tasks"), list):
-                    value["tasks"] = [{**t, "task_id": f"{t['task_id']}-{folder.name}"}
-                                      if isinstance(t, dict) and isinstance(t.get("task_id"), str)
-                                      else t for t in value["tasks"]]
+                if key != cid and len(sessions) > 1:  # one entry for several sessions
+                    if isinstance(value.get("case_id"), str):
+                        value["case_id"] = f"{value['case_id']}-{folder.name}"
+                    if isinstance(value.get("tasks"), list):
+                        value["tasks"] = [{**t, "task_id": f"{t['task_id']}-{folder.name}"}
+                                          if isinstance(t, dict)
+                                          and isinstance(t.get("task_id"), str)
+                                          else t for t in value["tasks"]]
             info = check_info(value, where, problems, case_id=cid)
             series = _series(folder, left_out, root)
             problems += [Problem(f.relative_to(root).as_posix(), None, _LINK_OUT)

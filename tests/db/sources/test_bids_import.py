@@ -95,3 +95,27 @@ def test_bids_refusals(database_url: str, tmp_path: Path) -> None:
     (root / "dataset_description.json").unlink()
     assert refused(_cases(tmp_path)) == [
         "ds: has no dataset_description.json: not a BIDS dataset"]
+
+
+def test_a_case_id_in_the_case_info_keeps_the_subjects_label_out_of_the_study(
+        database_url: str, tmp_path: Path) -> None:
+    """Where a site's labels carry a hospital number (sub-12345678), the case info's `case_id`
+    names the case, and the label is stored nowhere: not in a row, not in a file's name or
+    content. An entry shared by sessions gets the session appended, as its task ids do."""
+    root = tmp_path / "ds"
+    root.mkdir()
+    (root / "dataset_description.json").write_text(json.dumps({"Name": "Site"}))
+    _nifti(root / "sub-12345678/anat/sub-12345678_T1w.nii.gz", 1)
+    for ses in ("pre", "post"):
+        _nifti(root / f"sub-87654321/ses-{ses}/anat/sub-87654321_ses-{ses}_T2w.nii.gz", 2)
+    info = _cases(tmp_path, **{
+        "sub-12345678": {"case_id": "site-001", "title": "S1", "ehr": "", "tasks": [TASK]},
+        "sub-87654321": {"case_id": "site-002", "title": "S2", "ehr": "",
+                         "tasks": [TASK | {"task_id": "dx2"}]}})
+    summary = _import(database_url, root, info)
+    assert summary.cases == {"site-001": ["T1"], "site-002-ses-post": ["T2"],
+                             "site-002-ses-pre": ["T2"]}
+    stored = json.dumps(snapshot(database_url), default=str)
+    assert "site-001" in stored and "12345678" not in stored and "87654321" not in stored
+    files = [f for f in nmb_home().rglob("*") if f.is_file()]
+    assert not any("12345678" in str(f) or b"12345678" in f.read_bytes() for f in files)
