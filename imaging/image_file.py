@@ -3,8 +3,8 @@
 Every refusal is a `UserError` with one line naming the file: not an image (any error nibabel
 raises while parsing the file, named), CIFTI, 2-D or more than 4-D, RGB/complex/structured
 voxels, more memory than `NMB_MAX_IMAGE_BYTES` (checked from the header, before any voxel is
-read), non-finite or singular affine, header claiming more data than the file holds,
-truncated or corrupt data.
+read), non-finite or singular affine, a NIfTI without orientation (both codes 0), header
+claiming more data than the file holds, truncated or corrupt data.
 """
 
 from __future__ import annotations
@@ -143,7 +143,15 @@ def _check_memory(img: SpatialImage, name: str) -> None:
 
 
 def _check_affine(img: SpatialImage, name: str) -> None:
-    """A finite affine whose three voxel axes map to three distinct world directions."""
+    """A finite affine whose three voxel axes map to three distinct world directions, and, for
+    NIfTI, one that the file states: with qform_code and sform_code both 0 nibabel falls back
+    to the voxel sizes alone (NIfTI-1 header notes, method 1), which says nothing of left and
+    right."""
+    header = img.header
+    if isinstance(header, nib.Nifti1Header) and not (int(header["qform_code"])
+                                                     or int(header["sform_code"])):
+        raise UserError(f"{name}: the image has no orientation (qform_code and sform_code are 0): "
+                        "left and right cannot be told apart")
     affine = img.affine
     if affine is None or not np.all(np.isfinite(affine)):
         raise UserError(f"{name}: the image affine (voxel-to-world matrix) is not finite")

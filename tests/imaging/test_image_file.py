@@ -66,6 +66,23 @@ def test_refuses_non_finite_affine(tmp_path):
     _refused(path, "not finite")
 
 
+@pytest.mark.parametrize("image", [nib.Nifti1Image, nib.Nifti2Image])
+def test_refuses_a_nifti_without_orientation(tmp_path, image):
+    """qform_code and sform_code 0 (an ANALYZE-era file): nibabel falls back to the voxel sizes
+    alone, so nothing says which side is the patient's left; a lesion could be shown on the
+    wrong side. One code set is enough."""
+    path = tmp_path / "no_orientation.nii"
+    img = image(np.zeros((6, 7, 8), np.int16), None)  # no affine: both codes 0
+    img.header.set_zooms((1.0, 1.5, 2.0))
+    nib.save(img, path)
+    header = nib.load(path).header
+    assert (int(header["qform_code"]), int(header["sform_code"])) == (0, 0)
+    _refused(path, "no orientation")
+    img = image(np.zeros((6, 7, 8), np.int16), np.diag([1.0, 1.5, 2.0, 1.0]))
+    nib.save(img, path)
+    assert inspect_image(path).shape == (6, 7, 8)
+
+
 def test_refuses_header_claiming_more_data_than_the_file_holds(tmp_path):
     path = _nifti(tmp_path, "short.nii")
     os.truncate(path, path.stat().st_size - 10)

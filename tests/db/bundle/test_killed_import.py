@@ -31,6 +31,7 @@ def _volume_gz(n: int = 256) -> Callable[[int], bytes]:
     header.set_data_dtype(np.int16)
     header.set_data_shape((n, n, n))
     header.set_data_offset(352)
+    header.set_sform(np.eye(4), code=1)  # an orientation: without one the image is refused
     head = gzip.compress(header.binaryblock + b"\0" * 4 + bytes(n**3 * 2 - 2), 1)
     return lambda k: head + gzip.compress(np.int16(k).tobytes())
 
