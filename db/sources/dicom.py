@@ -6,8 +6,9 @@ files are grouped into series by SeriesInstanceUID. Left out and listed: localiz
 (ImageType LOCALIZER, or a description such as "3-plane loc"), objects without pixels
 (reports, presentation states, the DICOMDIR itself), and series the sequence map maps to
 null. Refused, one problem each: files that are not DICOM or are truncated, a series with
-BurnedInAnnotation YES (unless `allow_burned_in`), missing geometry tags, mixed orientations,
-pixel spacings or sizes, slice gaps, and sequence names the map does not give.
+BurnedInAnnotation YES or of a Secondary Capture class (unless `allow_burned_in`), missing
+geometry tags, mixed orientations, pixel spacings or sizes, slice gaps, and sequence names the
+map does not give.
 
 Each series is converted by dcm2niix (the binary of its PyPI wheel) from a folder of links to
 its files in a workspace under NMB_HOME/tmp, then written text-free (`imaging.text_free`) into a
@@ -49,6 +50,7 @@ MAX_FILES = 20_000
 MAX_FILE_BYTES = 2 * 2**30
 MAX_TOTAL_BYTES = 32 * 2**30
 DICOMDIR_CLASS = "1.2.840.10008.1.3.10"
+_SECONDARY_CAPTURE = "1.2.840.10008.5.1.4.1.1.7"
 DEFLATED = "1.2.840.10008.1.2.1.99"  # Deflated Explicit VR Little Endian (PS3.5 A.5)
 #: SeriesDescription patterns (case-insensitive regular expressions, searched) -> sequence,
 #: tried in order after the user's map; None leaves the series out.
@@ -102,6 +104,13 @@ class _Frame:
     corners: tuple[int, int, int]  # raw pixels (0,0), (0,cols-1), (rows-1,0)
 
 
+def secondary_capture(sop_class: str) -> bool:
+    """Is `sop_class` a Secondary Capture Image Storage class (DICOM PS3.4 B.5: ...1.1.7 and
+    its multi-frame ...1.1.7.1 to .4)? Screenshots and scanned films, whose pixels usually show
+    the patient's name whether or not BurnedInAnnotation says so."""
+    return sop_class == _SECONDARY_CAPTURE or sop_class.startswith(_SECONDARY_CAPTURE + ".")
+
+
 @dataclass
 class _Series:
     uid: str
@@ -111,6 +120,7 @@ class _Series:
     frames: list[_Frame] = field(default_factory=list)
     rows_cols: set[tuple[int, int]] = field(default_factory=set)
     burned_in: bool = False
+    secondary: bool = False  # a Secondary Capture
     localizer: bool = False
     damaged: bool = False  # a file's pixels could not be read (reported on its own)
     problems: list[str] = field(default_factory=list)
@@ -373,6 +383,7 @@ def read_study(path: Path, problems: list[Problem]) -> tuple[list[_Series], list
         image_type = [str(x).upper() for x in (getattr(ds, "ImageType", None) or [])]
         s.localizer |= "LOCALIZER" in image_type or bool(_LOCALIZER.search(s.description))
         s.burned_in |= str(getattr(ds, "BurnedInAnnotation", "")).upper() == "YES"
+        s.secondary |= secondary_capture(sop_class or str(getattr(ds, "SOPClassUID", "")))
         if s.localizer:
             continue
         pixels = _pixels(ds, rel)
@@ -536,9 +547,11 @@ def convert(path: Path, root: Path, info: CaseInfo, *, sequence_map: Path | None
             continue
         # a damaged file is its own problem: the slices left would only show a false gap
         msgs = [] if s.damaged else _check_series(s)
-        if s.burned_in and not allow_burned_in:
-            msgs.insert(0, "is marked BurnedInAnnotation YES: its pixels may show patient "
-                           "identifiers (--allow-burned-in after checking them)")
+        if (s.burned_in or s.secondary) and not allow_burned_in:
+            why = ("is marked BurnedInAnnotation YES" if s.burned_in else
+                   "is a Secondary Capture (a screen or scanned picture)")
+            msgs.insert(0, f"{why}: its pixels may show patient identifiers (--allow-burned-in "
+                           "after checking them)")
         if not matched:
             msgs.append(f"SeriesDescription {s.description[:64]!r} is not in the sequence map "
                         "(--sequence-map FILE: {\"pattern\": \"SEQUENCE\"})")

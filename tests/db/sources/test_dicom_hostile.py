@@ -253,3 +253,24 @@ def test_a_folder_holding_a_pipe_or_a_link_out_of_it_is_refused(sqlite_url: str,
     info = tmp_path / "CASE.json"
     with Session(engine_for(sqlite_url)) as s:
         assert import_dicom(s, folder, case_info=info, actor="admin").series == ["T2: 6x6x3"]
+
+
+def test_a_secondary_capture_is_held_back_like_burned_in_text(sqlite_url: str,
+                                                              tmp_path: Path) -> None:
+    """A Secondary Capture (a screenshot of a workstation, a scanned film) usually carries the
+    patient's name in its pixels without saying so (BurnedInAnnotation is optional): it is
+    refused unless the admin allows burned-in pixels after checking them. A VL image class
+    whose UID merely starts alike (1.2.840.10008.5.1.4.1.1.77.x) is not one."""
+    capture = _series()
+    for ds in capture:
+        ds.SOPClassUID = ds.file_meta.MediaStorageSOPClassUID = "1.2.840.10008.5.1.4.1.1.7"
+    folder = write_series(tmp_path / "study", capture)
+    assert _refused(sqlite_url, folder, tmp_path) == [
+        "study: series 2: is a Secondary Capture (a screen or scanned picture): its pixels may "
+        "show patient identifiers (--allow-burned-in after checking them)"]
+    info = tmp_path / "CASE.json"
+    with Session(engine_for(sqlite_url)) as s:
+        summary = import_dicom(s, folder, case_info=info, actor="admin", allow_burned_in=True,
+                               dry_run=True)
+    assert summary.series == ["T2: 6x6x3"]
+    assert not dicom.secondary_capture("1.2.840.10008.5.1.4.1.1.77.1.4")
