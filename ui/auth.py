@@ -82,14 +82,18 @@ def _remember(user: User, token: str | None = None) -> None:
 
 
 def _forget() -> None:
-    """End this browser session: state, login cookie and single sign-on. Not single sign-on
-    when this browser's own Log out ended the login: the browser is then already on its way
-    through Streamlit's `/auth/logout` to the provider, and a redirect sent from here would
-    replace that navigation (`ui.server.logout_route`)."""
+    """End this browser session: state, login cookie and single sign-on. When this browser's
+    own Log out ended the login, the browser is already on its way through Streamlit's
+    `/auth/logout` to the provider (`ui.server.logout_route`): `st.logout()`'s redirect would
+    replace that navigation, so the session only stops signing on with the identity it holds."""
     token = st.session_state.get("login_token")
     st.session_state.clear()
     st.session_state["cookie"] = _cookie_script("", 0)
-    if getattr(st.user, "is_logged_in", False) and not left_by_logout(token):
+    if not getattr(st.user, "is_logged_in", False):
+        return
+    if left_by_logout(token):
+        st.session_state["signed_out"] = True
+    else:
         st.logout()
 
 
@@ -144,8 +148,9 @@ def single_sign_on() -> None:
     valid, the identity's account is logged in (`db.single_sign_on`) or the refusal is shown
     in one line, with a button that ends the refused identity's sign-on (to sign on as someone
     else)."""
-    if not getattr(st.user, "is_logged_in", False) or not identity_current(st.user.get("exp")):
-        st.button("Log in with single sign-on", on_click=st.login)  # (again, once expired)
+    if not getattr(st.user, "is_logged_in", False) or not identity_current(st.user.get("exp")) \
+            or st.session_state.get("signed_out"):  # (again, once expired or logged out)
+        st.button("Log in with single sign-on", on_click=st.login)
         return
     refusal = st.session_state.get("sso_refused")  # checked (and audited) once a session
     if refusal is None:

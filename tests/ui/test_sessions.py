@@ -13,7 +13,7 @@ from db.engine import session
 from db.models import ExpertScore, User
 from db.raters.assignments import assign
 from db.rubrics import ensure_rubric
-from db.users import NAME_FAILURES, disable_user, open_login
+from db.users import NAME_FAILURES, disable_user, open_login, set_email
 from tests.apptest import app, make_user, page
 from tests.factories import make_study
 from ui.auth import LoggedIn
@@ -98,10 +98,15 @@ def test_a_run_after_a_single_sign_on_logout_leaves_the_browser_on_its_way_to_th
     (another click) ends the session without a redirect of its own, which would replace that
     navigation after Streamlit's cookie is gone; the same identity's session in another
     browser, whose login that logout ended as well, is sent to /auth/logout (its own
-    Streamlit cookie, the provider's session there)."""
-    user = make_user("ann", "expert")
+    Streamlit cookie, the provider's session there). Neither signs on again with the identity
+    the page still holds."""
+    with session() as s:
+        make_user("ann", "expert")
+        user = LoggedIn.of(set_email(s, name="ann", email="ann@hospital.example"))
+        s.commit()
     here, there = _with_login(user), _with_login(user)
     for at in (here, there):
+        at.secrets["auth"] = {"redirect_uri": "http://localhost:8501/oauth2callback"}
         at.user = {"is_logged_in": True, "email": "ann@hospital.example", "exp": 4102444800}
         at.run()
     redirects = _redirects(monkeypatch)
