@@ -9,6 +9,7 @@ logout in any browser or an expired token ends the session at once.
 """
 
 import functools
+import html
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -217,7 +218,7 @@ def logout_button() -> None:
     any other, and sends the browser through Streamlit's `/auth/logout` (single sign-on: on to
     the identity provider's logout) to the login page."""
     check = logout_check(st.session_state.get("login_token") or "")
-    st.html(f'<form class="nmb-logout" method="post" action="{logout_url()}">'
+    st.html(f'<form class="nmb-logout" method="post" action="{html.escape(logout_url())}">'
             f'<input type="hidden" name="{CHECK_FIELD}" value="{check}">'
             f'<button type="submit">Log out</button></form>{_LOGOUT_STYLE}')
 
