@@ -1,7 +1,6 @@
 """The app under a path prefix (`server.baseUrlPath`): the volume route, the viewers' URLs and
 the login cookie's path carry it; the health endpoint answers under it."""
 
-from collections.abc import Iterator
 
 import pytest
 from sqlalchemy import text
@@ -15,17 +14,6 @@ from tests.services import free_port
 from tests.ui.server.test_volume_route import study  # noqa: F401 (a fixture)
 from ui.server import health, volume_server
 from ui.server.base_path import base_path
-
-
-@pytest.fixture
-def prefix() -> Iterator[None]:
-    """The app configured with `server.baseUrlPath` = "/nmb/" (slashes as a user may type)."""
-    old = config.get_option("server.baseUrlPath")
-    config.set_option("server.baseUrlPath", "/nmb/")
-    try:
-        yield
-    finally:
-        config.set_option("server.baseUrlPath", old)
 
 
 @pytest.mark.parametrize(("setting", "path"), [

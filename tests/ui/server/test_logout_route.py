@@ -4,14 +4,12 @@
 identity provider); anything else (no or a dead cookie, no or another login's check, a GET)
 ends nothing and lands on the login page."""
 
-from collections.abc import Iterator
 
 import pytest
 from sqlmodel import Session, func, select
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.testclient import TestClient
-from streamlit import config
 
 from db.engine import engine_for
 from db.models import LoginToken, User
@@ -101,16 +99,6 @@ def test_a_get_or_an_oversized_body_ends_nothing(logins) -> None:
                          headers={"Content-Type": "application/x-www-form-urlencoded"})
     assert answer.status_code == 303 and answer.headers["location"] == "/"
     assert _tokens(s, "ann") == 2
-
-
-@pytest.fixture
-def prefix() -> Iterator[None]:
-    old = config.get_option("server.baseUrlPath")
-    config.set_option("server.baseUrlPath", "/nmb/")
-    try:
-        yield
-    finally:
-        config.set_option("server.baseUrlPath", old)
 
 
 def test_under_a_path_prefix_the_route_the_cookie_and_the_redirects_carry_it(
