@@ -107,9 +107,6 @@ def load_settings(path: Path | None = None, *, model: str | None = None,
             raise UserError(f"--model {model!r}: give a model name, or leave --model out for "
                             f"the config's (default {DEFAULT_MODEL})")
         data["model"] = model
-    elif path is not None and "model" in data and (
-            not isinstance(data["model"], str) or not data["model"].strip()):
-        raise UserError(f"{path}: model {_shown(data['model'])} must be a model name")
     if base_url is not None:
         if not base_url.strip():
             raise UserError(f"--base-url {base_url!r}: give a URL, or leave --base-url out for "
