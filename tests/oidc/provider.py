@@ -129,8 +129,10 @@ def secrets_env(path: Path) -> dict[str, str]:
 def sign_on(page, app_url: str, provider: Provider, identity: Identity,
             delay_return: float = 0) -> None:
     """In Playwright's `page`: click single sign-on on the app at `app_url`, log in at the
-    provider's form as `identity` and come back to the app (its page held back
-    `delay_return` seconds after the provider's redirect)."""
+    provider's form as `identity` and come back to the app (the returning page's connection
+    to the app, and so its first run, held back `delay_return` seconds). The connection is
+    held, not the page's request: Playwright does not route a request a redirect made, and
+    the provider's redirect to the app's callback and the callback's to the app are both."""
     from tests.browser.conftest import settled
 
     app_url = app_url.rstrip("/")
@@ -139,7 +141,8 @@ def sign_on(page, app_url: str, provider: Provider, identity: Identity,
     page.get_by_role("button", name="Log in with single sign-on").click()
     _wait_for_url(page, f"{provider.issuer}/**", "the provider's login form")
     if delay_return:
-        page.route(app_url + "/", lambda route: (time.sleep(delay_return), route.continue_()))
+        page.route_web_socket("**/_stcore/stream",
+                              lambda ws: (time.sleep(delay_return), ws.connect_to_server()))
     page.locator('input[name="login"]').fill(identity.login)
     page.locator('input[name="password"]').fill("any password")
     page.get_by_role("button", name="Sign-in").click()

@@ -190,7 +190,7 @@ def test_an_identity_without_an_enabled_account_is_refused(
 
 def test_an_identity_whose_id_token_expired_must_sign_on_again(browser, sso: SsoApp) -> None:
     """Streamlit keeps the identity for 30 days; a session opens only while its ID token is
-    valid (here 1 s, the app's page held back 3 s after the provider's redirect)."""
+    valid (here 1 s, and the page back from the provider connects to the app 3 s later)."""
     ctx = browser.new_context()
     page = ctx.new_page()
     tokens = _tokens(sso.home, "sso-expert")
