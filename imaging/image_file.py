@@ -166,6 +166,10 @@ def open_image(path: Path) -> SpatialImage:
     name = path.name
     if not path.is_file():
         raise UserError(f"{name}: file not found ({path})")
+    try:  # before nibabel: indexed_gzip 1.10 crashes the process on a .nii.gz it cannot open
+        os.close(os.open(path, os.O_RDONLY))
+    except OSError as e:
+        raise UserError(f"{name}: cannot read: {e.strerror}") from None
     with reading(name, "not an image nibabel can read"):
         img = nib.load(path)
         if isinstance(img, nib.Cifti2Image) or _is_cifti_nifti(img):

@@ -31,7 +31,7 @@ from db.bundle.importer import FORMAT, BundleInvalid, ImportSummary, Problem, im
 from db.bundle.store import Workspace
 from db.bundle.validate import read_json
 from db.sources.case_info import CaseInfo, check_info, mapped, write_case
-from db.sources.links import leaves
+from db.sources.folder import leaves, listing, unreadable
 from errors import UserError
 from imaging import inspect_image
 from imaging.text_free import save_text_free
@@ -89,6 +89,9 @@ def _participants(root: Path, problems: list[Problem]) -> dict[str, dict[str, st
     except (UnicodeDecodeError, csv.Error) as e:
         problems.append(Problem(path.name, None, f"is not a readable UTF-8 .tsv: {e}"))
         return {}
+    except OSError as e:
+        problems.append(unreadable(root, path, e))
+        return {}
     if rows and "participant_id" not in rows[0]:
         problems.append(Problem(path.name, None, "has no participant_id column"))
         return {}
@@ -108,20 +111,27 @@ def _fill(text: Any, row: dict[str, str], where: str, name: str,
     return _PLACEHOLDER.sub(lambda m: row[m.group(1)], text)
 
 
-def _sessions(subject: Path) -> list[tuple[str, Path]]:
-    """(case id, folder) of a subject: its sessions, or the subject itself."""
-    sessions = sorted(p for p in subject.iterdir() if p.is_dir() and p.name.startswith("ses-"))
+def _sessions(subject: Path, root: Path, problems: list[Problem]) -> list[tuple[str, Path]]:
+    """(case id, folder) of a subject: its sessions, or the subject itself; none where the
+    subject's folder cannot be listed (a problem)."""
+    entries = listing(root, subject, problems)
+    if entries is None:
+        return []
+    sessions = [p for p in entries if p.is_dir() and p.name.startswith("ses-")]
     if not sessions:
         return [(subject.name, subject)]
     return [(f"{subject.name}_{s.name}", s) for s in sessions]
 
 
-def _series(folder: Path, left_out: list[str], root: Path) -> list[tuple[str, Path]]:
+def _series(folder: Path, left_out: list[str], root: Path,
+            problems: list[Problem]) -> list[tuple[str, Path]]:
     """(sequence, file) of a case folder's volumes, in a stable order."""
     out, used = [], {}
+    present = {p.name: p for p in listing(root, folder, problems) or []}
     for sub in FOLDERS:
-        for f in sorted((folder / sub).glob("*.nii*")) if (folder / sub).is_dir() else []:
-            if f.name.startswith("."):  # hidden, e.g. macOS's ._ files on exFAT media
+        kind = present.get(sub)
+        for f in (listing(root, kind, problems) if kind and kind.is_dir() else None) or []:
+            if f.name.startswith(".") or ".nii" not in f.name:  # hidden: macOS's ._ files
                 continue
             m = _NIFTI.match(f.name)
             name = SUFFIXES.get(m.group("suffix")) if m else None
@@ -160,8 +170,9 @@ def convert(root: Path, dest: Path, case_info: Path, origin: dict[str, str],
     if entries is not None and not isinstance(entries, dict):
         problems.append(Problem(info_name, None, 'is not an object keyed by subject ("sub-01")'))
         entries = None
-    subjects = sorted(p for p in root.iterdir() if p.is_dir() and p.name.startswith("sub-"))
-    if not subjects:
+    found = listing(root, root, problems)
+    subjects = [p for p in found or [] if p.is_dir() and p.name.startswith("sub-")]
+    if found is not None and not subjects:
         problems.append(Problem(label, None, "has no sub-* folder"))
     if problems:
         raise BundleInvalid(label, problems)
@@ -169,7 +180,7 @@ def convert(root: Path, dest: Path, case_info: Path, origin: dict[str, str],
     left_out: list[str] = []
     used_keys: set[str] = set()
     for subject in subjects:
-        sessions = _sessions(subject)
+        sessions = _sessions(subject, root, problems)
         for cid, folder in sessions:
             key = cid if cid in entries else subject.name
             if key not in entries:
@@ -191,10 +202,11 @@ def convert(root: Path, dest: Path, case_info: Path, origin: dict[str, str],
                                           and isinstance(t.get("task_id"), str)
                                           else t for t in value["tasks"]]
             info = check_info(value, where, problems, case_id=cid)
-            series = _series(folder, left_out, root)
+            before = len(problems)
+            series = _series(folder, left_out, root, problems)
             problems += [Problem(f.relative_to(root).as_posix(), None, _LINK_OUT)
                          for _, f in series if leaves(root, f)]
-            if not series:
+            if not series and len(problems) == before:  # (not when a folder was unreadable)
                 problems.append(Problem(folder.relative_to(root).as_posix(), None,
                                         "holds no volume of a known suffix ("
                                         + ", ".join(SUFFIXES) + ")"))

@@ -40,7 +40,7 @@ from db.bundle.store import Workspace
 from db.bundle.validate import read_json
 from db.sources.case_info import CaseInfo, mapped, read_case_info, write_case
 from db.sources.dicom_identifiers import present
-from db.sources.links import leaves
+from db.sources.folder import leaves, unreadable
 from errors import UserError
 from imaging.image_file import MAX_IMAGE_BYTES_ENV, max_image_bytes
 from imaging.text_free import save_text_free
@@ -243,7 +243,8 @@ def _files(path: Path, problems: list[Problem]) -> tuple[Path, list[Path]]:
             return path.parent, []
         return path.parent, files
     files = []
-    for dirpath, dirnames, names in os.walk(path):
+    for dirpath, dirnames, names in os.walk(
+            path, onerror=lambda e: problems.append(unreadable(path, Path(e.filename), e))):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         for name in sorted(n for n in names if not n.startswith(".")):
             f = Path(dirpath) / name
