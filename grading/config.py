@@ -54,16 +54,15 @@ def is_dated_snapshot(model: str) -> bool:
 
 
 MAX_CONFIG_BYTES = 64 * 2**10
-_KINDS = {"temperature": "a number", "seed": "an integer", "max_tokens": "an integer",
-          "vision": "true or false"}  # the other fields are text
+_KINDS = {"temperature": ("a number", int | float), "seed": ("an integer", int),
+          "max_tokens": ("an integer", int), "vision": ("true or false", bool)}
+_TEXT = ("text", str)  # the other fields
 
 
 def _is_kind(key: str, value: object) -> bool:
-    if key == "vision":
-        return isinstance(value, bool)
-    if isinstance(value, bool):
-        return False
-    return isinstance(value, {"a number": int | float, "an integer": int}.get(_KINDS.get(key), str))
+    """Is `value` of the field's type (TOML's true is no number)?"""
+    kind = _KINDS.get(key, _TEXT)[1]
+    return isinstance(value, kind) and (kind is bool or not isinstance(value, bool))
 
 
 def _read_config(path: Path) -> dict:
@@ -97,7 +96,7 @@ def load_settings(path: Path | None = None, *, model: str | None = None,
             if key == "model" and (why := model_name_problem(value)):
                 raise UserError(f"{path}: model {_shown(value)} {why}")
             if not _is_kind(key, value):
-                raise UserError(f"{path}: {key} must be {_KINDS.get(key, 'text')}, got "
+                raise UserError(f"{path}: {key} must be {_KINDS.get(key, _TEXT)[0]}, got "
                                 f"{_shown(value)}")
             if key == "prompt_version" and value not in PROMPTS:
                 raise UserError(f"{path}: prompt_version {_shown(value)} is not one of "
