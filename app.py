@@ -3,7 +3,7 @@
 import streamlit as st
 
 from db.bundle.store import prepare_study
-from ui.auth import current_user, logout, restore_login, write_cookie
+from ui.auth import current_user, logout_button, restore_login, write_cookie
 from ui.plain_text import escape_markdown
 from ui.router import routes
 from ui.synthetic_banner import synthetic_data_banner
@@ -24,7 +24,7 @@ write_cookie()
 if user is not None:
     with st.sidebar:
         st.markdown(f"**{escape_markdown(user.name)}** · {user.role}")
-        st.button("Log out", on_click=logout)
+        logout_button()
     synthetic_data_banner()
 st.navigation(routes(None if user is None else user.role),
               position="hidden" if user is None else "sidebar").run()

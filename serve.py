@@ -1,6 +1,7 @@
 """The server: the Streamlit app (`app.py`), the route that serves case volumes to the
-in-browser viewer (`ui.server.volume_server`), the health endpoint (`ui.server.health`) and
-the security headers of every answer (`ui.server.security_headers`). Start with
+in-browser viewer (`ui.server.volume_server`), the logout route (`ui.server.logout_route`),
+the health endpoint (`ui.server.health`) and the security headers of every answer
+(`ui.server.security_headers`). Start with
 `streamlit run serve.py` (`make run`); `--server.baseUrlPath nmb` (or
 `STREAMLIT_SERVER_BASE_URL_PATH=nmb`) serves everything under `/nmb/` (`ui.server.base_path`).
 
@@ -17,7 +18,7 @@ from starlette.middleware import Middleware
 
 from db.client_address import trusted_proxies
 from errors import UserError
-from ui.server import health, volume_server
+from ui.server import health, logout_route, volume_server
 from ui.server.base_path import base_path
 from ui.server.logs import log_level, log_to_stdout
 from ui.server.peer_address import PeerAddress, keep_the_peer_address
@@ -33,5 +34,5 @@ log_to_stdout(level)
 keep_the_peer_address()
 logging.getLogger("nmb").info("serving under %s/ with %d trusted proxy network(s)",
                               base_path(), len(proxies))
-app = st.App("app.py", routes=[*volume_server.routes(), *health.routes()],
+app = st.App("app.py", routes=[*volume_server.routes(), *logout_route.routes(), *health.routes()],
              middleware=[Middleware(SecurityHeaders), Middleware(PeerAddress)])

@@ -9,6 +9,7 @@ logout in any browser or an expired token ends the session at once.
 """
 
 import functools
+import html
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +25,6 @@ from db.users import (
     LOGIN_HOURS,
     MAX_NAME,
     authenticate,
-    log_out,
     open_login,
     session_user,
     user_for_login,
@@ -32,6 +32,7 @@ from db.users import (
 from errors import UserError
 from ui.plain_text import escape_markdown
 from ui.server.base_path import base_path
+from ui.server.logout_route import CHECK_FIELD, left_by_logout, logout_check, logout_url
 from ui.server.peer_address import PEER_HEADER
 
 
@@ -82,10 +83,18 @@ def _remember(user: User, token: str | None = None) -> None:
 
 
 def _forget() -> None:
-    """End this browser session: state, login cookie and single sign-on."""
+    """End this browser session: state, login cookie and single sign-on. When this browser's
+    own Log out ended the login, the browser is already on its way through Streamlit's
+    `/auth/logout` to the provider (`ui.server.logout_route`): `st.logout()`'s redirect would
+    replace that navigation, so the session only stops signing on with the identity it holds."""
+    token = st.session_state.get("login_token")
     st.session_state.clear()
     st.session_state["cookie"] = _cookie_script("", 0)
-    if getattr(st.user, "is_logged_in", False):
+    if not getattr(st.user, "is_logged_in", False):
+        return
+    if left_by_logout(token):
+        st.session_state["signed_out"] = True
+    else:
         st.logout()
 
 
@@ -140,8 +149,9 @@ def single_sign_on() -> None:
     valid, the identity's account is logged in (`db.single_sign_on`) or the refusal is shown
     in one line, with a button that ends the refused identity's sign-on (to sign on as someone
     else)."""
-    if not getattr(st.user, "is_logged_in", False) or not identity_current(st.user.get("exp")):
-        st.button("Log in with single sign-on", on_click=st.login)  # (again, once expired)
+    if not getattr(st.user, "is_logged_in", False) or not identity_current(st.user.get("exp")) \
+            or st.session_state.get("signed_out"):  # (again, once expired or logged out)
+        st.button("Log in with single sign-on", on_click=st.login)
         return
     refusal = st.session_state.get("sso_refused")  # checked (and audited) once a session
     if refusal is None:
@@ -201,18 +211,29 @@ def login_client() -> str | None:
                           trusted_proxies())
 
 
-def logout() -> None:
-    """Log out: every session of this user ends, in this browser and any other.
+def logout_button() -> None:
+    """The "Log out" control: a form that posts this login's check to the logout route
+    (`ui.server.logout_route`), a plain navigation with no script run in between, drawn as
+    Streamlit's secondary button. The route ends every session of the user, in this browser and
+    any other, and sends the browser through Streamlit's `/auth/logout` (single sign-on: on to
+    the identity provider's logout) to the login page."""
+    check = logout_check(st.session_state.get("login_token") or "")
+    st.html(f'<form class="nmb-logout" method="post" action="{html.escape(logout_url())}">'
+            f'<input type="hidden" name="{CHECK_FIELD}" value="{check}">'
+            f'<button type="submit">Log out</button></form>{_LOGOUT_STYLE}')
 
-    The "Log out" button's callback: the run it starts goes on to draw the login page. No
-    `st.rerun()` here: a new run empties the queue of messages not yet sent to the browser,
-    keeping only run-lifecycle messages and toasts (`ForwardMsgQueue.clear`), so it would drop
-    the redirect `st.logout()` has just queued, and with it the identity provider's logout."""
-    user = st.session_state.get("user")
-    if user is not None:
-        with session() as s:
-            log_out(s, user_id=user.id)
-    _forget()
+
+# Streamlit's secondary button (its default theme), so that the form looks as st.button did.
+_LOGOUT_STYLE = """<style>
+.nmb-logout button { display: inline-flex; align-items: center; justify-content: center;
+  min-height: 2.5rem; margin: 0; padding: 0.25rem 0.75rem; font: inherit; font-size: 0.875rem;
+  line-height: 1.6; color: inherit; background-color: #fff; border: 1px solid rgba(49, 51, 63, 0.2);
+  border-radius: 0.5rem; cursor: pointer; user-select: none; }
+.nmb-logout button:hover { border-color: rgb(255, 75, 75); color: rgb(255, 75, 75); }
+.nmb-logout button:active { color: #fff; background-color: rgb(255, 75, 75);
+  border-color: rgb(255, 75, 75); }
+.nmb-logout button:focus-visible { outline: none; box-shadow: rgba(255, 75, 75, 0.5) 0 0 0 0.2rem; }
+</style>"""
 
 
 def demo_active() -> bool:

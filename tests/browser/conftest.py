@@ -164,9 +164,9 @@ def answer_box_replaced(page) -> bool:
 def log_out(page) -> None:
     """Click "Log out" in the sidebar, opening the sidebar first where the page starts with it
     collapsed (/score: the images need the width). It waits for the page's run to end first,
-    as the page's run sets whether the sidebar starts collapsed. (A click during a rerun logs
-    out all the same, single sign-on's redirect to the provider included:
-    tests/browser/deploy/test_sso.py clicks it so.)"""
+    as the page's run sets whether the sidebar starts collapsed. (Log out is a form posted to
+    the logout route, so a click during a rerun logs out all the same, single sign-on's
+    redirect to the provider included: tests/browser/deploy/test_sso.py clicks it so.)"""
     settled(page)
     expand = page.locator('[data-testid="stExpandSidebarButton"]')
     if expand.count() and expand.first.is_visible():

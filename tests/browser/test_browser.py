@@ -33,7 +33,10 @@ def test_a_password_login_survives_a_reload_until_logout(browser, app_url: str) 
     page.reload()  # a new Streamlit session
     exam.wait_for(timeout=30_000)
     assert page.get_by_role("textbox", name="Password").count() == 0
-    page.get_by_role("button", name="Log out").click()
+    with page.expect_navigation(url=f"{app_url}/"):  # a plain navigation, no script run
+        with page.expect_request(f"{app_url}/nmb/logout") as posted:
+            page.get_by_role("button", name="Log out").click()
+    assert posted.value.method == "POST"
     page.get_by_role("textbox", name="Password").wait_for(timeout=30_000)
     wait_until(lambda: not login_cookie(ctx), "the login cookie not cleared")
     ctx.add_cookies([{"name": "nmb_login", "value": token, "url": app_url}])  # a copy kept

@@ -1,19 +1,23 @@
 """Sessions in AppTest: every page run re-checks the account, so disabling it, a changed role
-or a logout in another browser ends an open session, and its page can no longer write; a
-single sign-on logout still sends the browser to the provider; a run of wrong passwords locks
-the login out."""
+or a logout in another browser ends an open session, and its page can no longer write; a run
+that starts after a single sign-on logout leaves the browser on its way to the provider; a run
+of wrong passwords locks the login out."""
+
+import re
 
 import pytest
 from sqlmodel import select
-from streamlit.testing.v1 import local_script_runner
+from streamlit.testing.v1 import AppTest, local_script_runner
 
 from db.engine import session
 from db.models import ExpertScore, User
 from db.raters.assignments import assign
 from db.rubrics import ensure_rubric
-from db.users import NAME_FAILURES, disable_user
+from db.users import NAME_FAILURES, disable_user, open_login, set_email
 from tests.apptest import app, make_user, page
 from tests.factories import make_study
+from ui.auth import LoggedIn
+from ui.server import logout_route
 
 
 def _ended(at) -> bool:
@@ -43,14 +47,32 @@ def test_a_changed_role_ends_the_open_session(sqlite_url: str) -> None:
     assert _ended(at)
 
 
+def _with_login(user: LoggedIn) -> AppTest:
+    """The app with `user` logged in by a login token of its own (one browser)."""
+    at = app(user)
+    with session() as s:
+        at.session_state["login_token"] = open_login(s, s.get(User, user.id))
+    return at
+
+
+def _log_out(at: AppTest) -> None:
+    """What the browser does with the page's Log out form: a POST of its check, with the
+    login cookie, to the form's action (ui.server.logout_route; the HTTP side:
+    tests/ui/server/test_logout_route.py)."""
+    form = next(h.proto.body for h in at.get("html") if "nmb-logout" in h.proto.body)
+    action = re.search(r'action="([^"]*)"', form).group(1)
+    check = re.search(rf'name="{logout_route.CHECK_FIELD}" value="([0-9a-f]{{64}})"', form)
+    assert action == logout_route.logout_url() == "/nmb/logout"
+    assert logout_route.end_login(at.session_state["login_token"], check.group(1))
+
+
 def test_logout_ends_the_sessions_of_the_user_in_other_browsers(sqlite_url: str) -> None:
     ann, bob = make_user("ann", "student"), make_user("bob", "student")
-    here, there, other = app(ann).run(), app(ann).run(), app(bob).run()
-    next(b for b in here.button if b.label == "Log out").click().run()
-    assert "user" not in here.session_state
-    there.run()
-    other.run()
-    assert _ended(there) and not _ended(other)
+    here, there, other = _with_login(ann).run(), _with_login(ann).run(), _with_login(bob).run()
+    _log_out(here)
+    for at in (here, there, other):
+        at.run()
+    assert _ended(here) and _ended(there) and not _ended(other)
 
 
 def _redirects(monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -69,18 +91,30 @@ def _redirects(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return urls
 
 
-def test_a_single_sign_on_logout_keeps_the_redirect_to_the_provider(
+def test_a_run_after_a_single_sign_on_logout_leaves_the_browser_on_its_way_to_the_provider(
         sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Log out of a single sign-on session: the login ends and the browser is still sent to
-    Streamlit's logout route (which sends it on to the provider's end-session endpoint); a
-    new run right after `st.logout()` (as `st.rerun()` starts) would drop that redirect."""
-    at = app(make_user("ann", "expert"))
-    at.user = {"is_logged_in": True, "email": "ann@hospital.example", "exp": 4102444800}
-    at.run()
+    """Log out of a single sign-on session: the browser follows the logout route through
+    Streamlit's /auth/logout to the provider. A run of that page that starts meanwhile
+    (another click) ends the session without a redirect of its own, which would replace that
+    navigation after Streamlit's cookie is gone; the same identity's session in another
+    browser, whose login that logout ended as well, is sent to /auth/logout (its own
+    Streamlit cookie, the provider's session there). Neither signs on again with the identity
+    the page still holds."""
+    with session() as s:
+        make_user("ann", "expert")
+        user = LoggedIn.of(set_email(s, name="ann", email="ann@hospital.example"))
+        s.commit()
+    here, there = _with_login(user), _with_login(user)
+    for at in (here, there):
+        at.secrets["auth"] = {"redirect_uri": "http://localhost:8501/oauth2callback"}
+        at.user = {"is_logged_in": True, "email": "ann@hospital.example", "exp": 4102444800}
+        at.run()
     redirects = _redirects(monkeypatch)
-    next(b for b in at.button if b.label == "Log out").click().run()
-    assert _ended(at) and not at.exception
-    assert redirects == ["/auth/logout"]
+    _log_out(here)
+    here.run()
+    assert _ended(here) and not here.exception and redirects == []
+    there.run()
+    assert _ended(there) and redirects == ["/auth/logout"]
 
 
 def test_a_disabled_raters_open_page_saves_nothing(sqlite_url: str) -> None:
@@ -90,8 +124,6 @@ def test_a_disabled_raters_open_page_saves_nothing(sqlite_url: str) -> None:
         assign(s, rubric_hash=rubric.content_hash, raters=["expert1"], overlap=1)
         s.commit()
         expert = s.exec(select(User).where(User.name == "expert1")).one()
-    from ui.auth import LoggedIn
-
     at = page("pages/score.py", LoggedIn.of(expert)).run()
     assert at.text_area, "the rubric form is shown"
     with session() as s:

@@ -106,9 +106,12 @@ def test_an_expert_signs_on_over_https_under_the_prefix_and_scores(browser, pane
 
     submit_a_score(page, lambda: submitted_scores(panel.database_url, "demo-expert1"))
 
-    log_out(page)
+    with page.expect_request(f"{panel.public}/nmb/logout") as posted:  # the route, prefixed
+        log_out(page)
+    assert posted.value.method == "POST"
     sign_out_at_provider(page, panel.provider)
     wait_until(lambda: not any(c["name"] == "_streamlit_user" for c in context.cookies()),
                "the single sign-on cookie cleared")
+    assert not any(c["name"] == "nmb_login" for c in context.cookies())  # cleared by the route
     assert https_get(panel.proxy, volume, cookie["value"])[0] == 403  # the token is revoked
     context.close()

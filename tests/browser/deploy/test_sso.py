@@ -7,6 +7,7 @@ whose ID token has expired must sign on again."""
 
 import contextlib
 import sqlite3
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +48,7 @@ SCORER = Identity("dr-scorer", "scorer@hospital.example", "Dr Scorer")  # demo-e
 SSO_COOKIE = "_streamlit_user"  # st.login's identity cookie
 PROVIDER_SESSION = "_session"  # oidc-provider's session (cookies do not tell ports apart)
 RUNNING = '[data-testid="stApp"][data-test-script-state="running"]'  # a page run under way
+SSO_BUTTON = b"Log in with single sign-on"
 
 
 @dataclass
@@ -125,39 +127,97 @@ def _writes_held(home: Path) -> Iterator[None]:
         db.close()
 
 
-def test_a_logout_clicked_while_a_rerun_draws_the_page_ends_the_providers_session(
-        browser, sso: SsoApp) -> None:
-    """Log out clicked while a rerun is running: a level of the rubric form is clicked, and
-    the rerun it starts waits to save the draft (the test holds the database's write lock)
-    until Log out has been clicked and sent. The app's login and the provider's session
-    both end. The logout's redirect was lost when a new run began before the server had sent
-    it (the logout itself started one: `ui.auth.logout`), which the server's timing decides,
-    so the race is run three times; tests/ui/test_sessions.py pins that cause without it."""
-    for option in range(3):  # another level each time: a change, so a rerun
-        _log_out_during_a_rerun(browser, sso, option)
-
-
-def _log_out_during_a_rerun(browser, sso: SsoApp, option: int) -> None:
+def _scoring_page(browser, sso: SsoApp):
+    """SCORER signed on at /score, the sidebar open: the context, the page, the levels of the
+    rubric form's first field (a click saves the draft in a rerun), the Log out button and the
+    page's websockets."""
     ctx = browser.new_context()
     page = ctx.new_page()
     sockets = []
     page.on("websocket", lambda ws: sockets.append(ws))
     sign_on(page, sso.url, sso.provider, SCORER)
     level = fresh(page).locator('[data-testid="stRadio"]').first.locator(
-        '[data-testid="stRadioOption"]').nth(option)
-    level.wait_for(timeout=60_000)
+        '[data-testid="stRadioOption"]')
+    level.first.wait_for(timeout=60_000)
     page.locator('[data-testid="stExpandSidebarButton"]').click()  # /score starts collapsed
     logout = page.get_by_role("button", name="Log out")
     logout.wait_for(timeout=30_000)
-    with _writes_held(sso.home):
-        level.click()  # a rerun, held while it saves the draft...
-        page.wait_for_selector(RUNNING, state="attached", timeout=30_000)
-        with sockets[-1].expect_event("framesent"):
-            logout.click()  # ...and Log out clicked and sent meanwhile
+    return ctx, page, level, logout, sockets
+
+
+def _wait_in_page(page, condition, what: str, timeout: float = 30.0) -> None:
+    """Wait for `condition()` while a navigation of `page` is pending, letting Playwright deliver
+    the page's events (its locators and evaluate would wait for the navigation to finish)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} within {timeout} s")
+        page.wait_for_timeout(50)
+
+
+def _provider_session_ended(ctx, page, sso: SsoApp) -> None:
+    """The browser reaches the provider's end-session page, and after it every login is over:
+    the provider's session, Streamlit's identity cookie and the app's login token."""
     sign_out_at_provider(page, sso.provider)
     wait_until(lambda: not _cookie(ctx, SSO_COOKIE), "the single sign-on cookie cleared")
     assert not _cookie(ctx, PROVIDER_SESSION)  # the provider's session ended
     assert _tokens(sso.home, "demo-expert1") == 0  # the app's login revoked
+    assert login_cookie(ctx) is None
+
+
+def test_a_logout_clicked_while_a_rerun_draws_the_page_ends_the_providers_session(
+        browser, sso: SsoApp) -> None:
+    """Log out clicked while a rerun is running: a level of the rubric form is clicked, and
+    the rerun it starts waits to save the draft (the test holds the database's write lock)
+    until Log out has been clicked and its form posted. The logout is a navigation, not a
+    script message a new run could drop (`ui.server.logout_route`), so the app's login and the
+    provider's session both end whichever of the two the server finishes first."""
+    ctx, page, level, logout, _ = _scoring_page(browser, sso)
+    with _writes_held(sso.home):
+        level.nth(1).click()  # a rerun, held while it saves the draft...
+        page.wait_for_selector(RUNNING, state="attached", timeout=30_000)
+        with page.expect_request(f"{sso.url}/nmb/logout"):
+            logout.click(no_wait_after=True)  # ...and Log out clicked and posted meanwhile
+    _provider_session_ended(ctx, page, sso)
+    ctx.close()
+
+
+def test_a_click_landing_right_after_the_logout_does_not_stop_the_providers_logout(
+        browser, sso: SsoApp) -> None:
+    """Another click lands after the logout, while the browser is on its way to the provider:
+    the logout's answer and the next step, Streamlit's /auth/logout (which clears its identity
+    cookie), are fetched in the browser's context while its page waits, and the page's next
+    step, to the provider's end-session endpoint, waits until the run the click starts has
+    ended the page's session. That run sends no redirect of its own (it would replace the
+    navigation and, the identity cookie gone, land on the login page, the provider's session
+    kept), nor signs on again with the identity the session still holds; the browser reaches
+    the provider's end-session endpoint."""
+    ctx, page, level, logout, sockets = _scoring_page(browser, sso)
+    held = []
+
+    def hold(route) -> None:  # the POST reaches the server; its answer waits in the browser
+        held.append((route, route.fetch(max_redirects=0)))
+
+    page.route(f"{sso.url}/nmb/logout", hold)
+    level.nth(2).scroll_into_view_if_needed()
+    other = level.nth(2).bounding_box()  # (a locator's click would wait for the navigation)
+    logout.click(no_wait_after=True)
+    _wait_in_page(page, lambda: held, "the logout posted")
+    route, answer = held[0]
+    assert answer.status == 303 and answer.headers["location"] == "/auth/logout"
+    assert _tokens(sso.home, "demo-expert1") == 0  # the login has ended on the server
+    streamlit_logout = ctx.request.get(sso.url + answer.headers["location"], max_redirects=0)
+    to_provider = streamlit_logout.headers["location"]
+    assert to_provider.startswith(f"{sso.provider.issuer}/")
+    assert not _cookie(ctx, SSO_COOKIE)  # Streamlit's identity cookie is gone already
+    received = []  # what the server sends the page (its document is kept until the answer)
+    sockets[-1].on("framereceived", lambda payload: received.append(payload))
+    page.mouse.click(other["x"] + other["width"] / 2, other["y"] + other["height"] / 2)
+    _wait_in_page(page, lambda: any(SSO_BUTTON in bytes(p, "utf-8") if isinstance(p, str)
+                                    else SSO_BUTTON in p for p in received),
+                  "the page's run ended its session and offers single sign-on, not signed on")
+    route.fulfill(status=303, headers={"Location": to_provider})  # on to the provider
+    _provider_session_ended(ctx, page, sso)
     ctx.close()
 
 
