@@ -1122,7 +1122,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"nmb: the database {_shown_url()} failed: {one_line(str(e.orig or e), 300)}",
               file=sys.stderr)
         return 2
-    except PermissionError as e:  # a file or folder this user may not read or write
+    except PermissionError as e:  # a file or folder this account may not read or write
+        if e.filename is None:
+            raise
         print(f"nmb: {one_line(str(e.filename), 200)}: {e.strerror}", file=sys.stderr)
         return 2
     except OSError as e:  # a name no file can have, given on the command line

@@ -7,6 +7,7 @@ that let root read anything (setpriv), as a server's account would."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -74,3 +75,12 @@ def test_an_unreadable_part_of_a_bids_dataset_is_named(tmp_path: Path, part: str
     info = _cases(tmp_path)
     assert _refused_while_unreadable(root / part, str(root), "--from", "bids",
                                      "--case-info", str(info)) == f"nmb: {error}"
+
+
+def test_an_unreadable_bundle_folder_is_one_line_naming_the_file(tmp_path: Path) -> None:
+    """Any other file the account may not read or write: `cli.main`'s one line (a traceback
+    before)."""
+    bundle = tmp_path / "bundle"
+    shutil.copytree(ROOT / "examples" / "sample-bundle", bundle)
+    assert _refused_while_unreadable(bundle, str(bundle)) == \
+        f"nmb: {bundle / 'bundle.json'}: Permission denied"
