@@ -148,7 +148,7 @@ def single_sign_on() -> None:
     """The single sign-on button; back from the identity provider, while its ID token is
     valid, the identity's account is logged in (`db.single_sign_on`) or the refusal is shown
     in one line, with a button that ends the refused identity's sign-on (to sign on as someone
-    else)."""
+    else): a navigation to Streamlit's `/auth/logout`, on to the provider's logout."""
     if not getattr(st.user, "is_logged_in", False) or not identity_current(st.user.get("exp")) \
             or st.session_state.get("signed_out"):  # (again, once expired or logged out)
         st.button("Log in with single sign-on", on_click=st.login)
@@ -164,7 +164,7 @@ def single_sign_on() -> None:
         else:
             _sign_in(user)
     st.error(escape_markdown(refusal))
-    st.button("Log out of single sign-on", on_click=st.logout)
+    _form_button("Log out of single sign-on", f"{base_path()}/auth/logout", "get")
 
 
 def login_page() -> None:
@@ -218,9 +218,15 @@ def logout_button() -> None:
     any other, and sends the browser through Streamlit's `/auth/logout` (single sign-on: on to
     the identity provider's logout) to the login page."""
     check = logout_check(st.session_state.get("login_token") or "")
-    st.html(f'<form class="nmb-logout" method="post" action="{html.escape(logout_url())}">'
-            f'<input type="hidden" name="{CHECK_FIELD}" value="{check}">'
-            f'<button type="submit">Log out</button></form>{_LOGOUT_STYLE}')
+    _form_button("Log out", logout_url(), "post", f'<input type="hidden" name="{CHECK_FIELD}" '
+                                                  f'value="{check}">')
+
+
+def _form_button(label: str, action: str, method: str, fields: str = "") -> None:
+    """A plain HTML form (its hidden `fields` given as HTML) drawn as Streamlit's secondary
+    button: a navigation, which no script run can drop as it drops `st.logout()`'s redirect."""
+    st.html(f'<form class="nmb-logout" method="{method}" action="{html.escape(action)}">'
+            f'{fields}<button type="submit">{label}</button></form>{_LOGOUT_STYLE}')
 
 
 # Streamlit's secondary button (its default theme), so that the form looks as st.button did.

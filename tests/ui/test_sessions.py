@@ -144,3 +144,21 @@ def test_wrong_passwords_lock_the_login_out(sqlite_url: str) -> None:
         at.get("form_submit_button")[0].click().run()
     assert any("Too many failed logins" in e.value for e in at.error)
     assert "user" not in at.session_state
+
+
+def test_a_refused_identity_logs_out_of_single_sign_on_by_a_navigation(
+        sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An identity without an account: its one line, and "Log out of single sign-on" as a
+    form that the browser sends to Streamlit's /auth/logout itself (on to the provider), not a
+    button whose `st.logout()` redirect a second click's run would drop."""
+    at = app()
+    at.secrets["auth"] = {"redirect_uri": "http://localhost:8501/oauth2callback"}
+    at.user = {"is_logged_in": True, "email": "nobody@hospital.example", "exp": 4102444800}
+    redirects = _redirects(monkeypatch)
+    at.run()
+    assert [e.value for e in at.error] == [
+        "No account has the e\\-mail nobody@hospital\\.example; ask an admin to add it\\."]
+    form = next(h.proto.body for h in at.get("html") if "nmb-logout" in h.proto.body)
+    assert re.search(r'<form class="nmb-logout" method="get" action="/auth/logout">'
+                     r'<button type="submit">Log out of single sign-on</button></form>', form)
+    assert not [b for b in at.button if "Log out" in b.label] and redirects == []
