@@ -229,11 +229,13 @@ def _form_button(label: str, action: str, method: str, fields: str = "") -> None
             f'{fields}<button type="submit">{label}</button></form>{_LOGOUT_STYLE}')
 
 
-# Streamlit's secondary button (its default theme), so that the form looks as st.button did.
+# Streamlit's secondary button, so that the form looks as st.button did; its text and border
+# take the colour of the text around it, so that it reads in the light and the dark theme.
 _LOGOUT_STYLE = """<style>
 .nmb-logout button { display: inline-flex; align-items: center; justify-content: center;
   min-height: 2.5rem; margin: 0; padding: 0.25rem 0.75rem; font: inherit; font-size: 0.875rem;
-  line-height: 1.6; color: inherit; background-color: #fff; border: 1px solid rgba(49, 51, 63, 0.2);
+  line-height: 1.6; color: inherit; background-color: transparent;
+  border: 1px solid color-mix(in srgb, currentColor 20%, transparent);
   border-radius: 0.5rem; cursor: pointer; user-select: none; }
 .nmb-logout button:hover { border-color: rgb(255, 75, 75); color: rgb(255, 75, 75); }
 .nmb-logout button:active { color: #fff; background-color: rgb(255, 75, 75);

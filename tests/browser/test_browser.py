@@ -61,6 +61,41 @@ def _wait_for_draft(home: Path, text: str, timeout: float = 30.0) -> None:
     raise AssertionError(f"no draft with {text!r} saved within {timeout} s")
 
 
+_COLOURS = """button => {
+    const rgb = c => c.match(/[\\d.]+/g).map(Number);
+    let behind = button;
+    while (behind && rgb(getComputedStyle(behind).backgroundColor)[3] === 0) {
+        behind = behind.parentElement;
+    }
+    return [rgb(getComputedStyle(button).color), rgb(getComputedStyle(behind).backgroundColor)];
+}"""
+
+
+def _contrast(a: list[float], b: list[float]) -> float:
+    """WCAG 2.1's contrast ratio of two sRGB colours (relative luminance, 1.4.3)."""
+    def luminance(c: list[float]) -> float:
+        lin = [v / 255 / 12.92 if v / 255 <= 0.04045 else ((v / 255 + 0.055) / 1.055) ** 2.4
+               for v in c[:3]]
+        return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+    hi, lo = sorted((luminance(a), luminance(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_log_out_reads_in_the_light_and_the_dark_theme(browser, app_url: str,
+                                                      scheme: str) -> None:
+    """The Log out form is drawn by the app, not by Streamlit's theme: its label must read
+    against what is behind it (WCAG AA, 4.5:1) in both themes; in the dark one it was light
+    text on white (1.0:1)."""
+    ctx = browser.new_context(color_scheme=scheme)  # Streamlit follows the system's scheme
+    page = ctx.new_page()
+    login(page, app_url, "demo-admin")
+    button = page.get_by_role("button", name="Log out")
+    text, background = button.evaluate(_COLOURS)
+    assert _contrast(text, background) >= 4.5, (scheme, text, background)
+    ctx.close()
+
+
 def test_expert_draft_survives_closed_browser_and_page_is_blind(browser, app_url: str,
                                                                 demo_home: Path) -> None:
     ctx = browser.new_context()
