@@ -76,6 +76,9 @@ def _show_import(label: str, run) -> None:
     except UserError as e:
         bar.empty()
         show_error(e)
+    except PermissionError as e:  # a server path the app's account may not read: one line
+        bar.empty()
+        show_error(UserError(f"{e.filename}: {e.strerror}"))
     else:
         bar.progress(1.0, text="done")
         st.success(escape_markdown(f"{label}: {summary}"))
