@@ -20,7 +20,7 @@ from typing import Any
 
 from sqlalchemy.exc import OperationalError
 
-from errors import UserError, one_line
+from errors import UserError, not_permitted, one_line
 
 
 class _Parser(argparse.ArgumentParser):
@@ -1123,9 +1123,9 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     except PermissionError as e:  # a file or folder this account may not read or write
-        if e.filename is None:
+        if (refusal := not_permitted(e)) is None:
             raise
-        print(f"nmb: {one_line(str(e.filename), 200)}: {e.strerror}", file=sys.stderr)
+        print(f"nmb: {refusal}", file=sys.stderr)
         return 2
     except OSError as e:  # a name no file can have, given on the command line
         if e.errno != errno.ENAMETOOLONG:

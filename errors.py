@@ -1,4 +1,4 @@
-"""The one exception type for user mistakes, and the two helpers refusals are made with.
+"""The one exception type for user mistakes, and the helpers refusals are made with.
 
 The CLI turns a `UserError` into one line on stderr and exit code 2; a page shows it
 with `st.error`. Programming errors are never wrapped: they keep their traceback.
@@ -24,3 +24,11 @@ def read_at_most(path: Path, limit: int) -> bytes | None:
     with open(path, "rb") as f:
         data = f.read(limit + 1)
     return data if len(data) <= limit else None
+
+
+def not_permitted(e: PermissionError) -> UserError | None:
+    """The one line for a file or folder the account may not read or write (`e.filename`);
+    None where `e` names no file (then it is not the user's to fix)."""
+    if e.filename is None:
+        return None
+    return UserError(f"{one_line(str(e.filename), 200)}: {e.strerror}")

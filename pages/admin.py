@@ -44,7 +44,7 @@ from db.users import (
     reset_password,
     set_email,
 )
-from errors import UserError
+from errors import UserError, not_permitted
 from ui.actions import run_write, show_error
 from ui.admin.flag_review import flag_review
 from ui.auth import require_role
@@ -77,8 +77,10 @@ def _show_import(label: str, run) -> None:
         bar.empty()
         show_error(e)
     except PermissionError as e:  # a server path the app's account may not read: one line
+        if (refusal := not_permitted(e)) is None:
+            raise
         bar.empty()
-        show_error(UserError(f"{e.filename}: {e.strerror}"))
+        show_error(refusal)
     else:
         bar.progress(1.0, text="done")
         st.success(escape_markdown(f"{label}: {summary}"))
