@@ -44,6 +44,11 @@ def trusted_proxies() -> tuple[Network, ...]:
     return parse_trusted_proxies(os.environ.get(TRUSTED_PROXIES, ""))
 
 
+def _is_port(text: str) -> bool:
+    """ASCII digits only (`str.isdigit` takes "²" too)."""
+    return text.isascii() and text.isdigit()
+
+
 def _address(text: str) -> Address | None:
     """An address as a peer or a proxy writes it: bare, `[v6]:port`, or `v4:port`; None for
     anything else. IPv4-mapped IPv6 (`::ffff:192.0.2.1`) is the IPv4 address."""
@@ -52,11 +57,11 @@ def _address(text: str) -> Address | None:
         return None
     if text.startswith("["):
         text, bracket, port = text[1:].partition("]")
-        if not bracket or (port and not (port[:1] == ":" and port[1:].isdigit())):
+        if not bracket or (port and not (port[:1] == ":" and _is_port(port[1:]))):
             return None
     elif text.count(":") == 1:  # IPv4 with a port (IPv6 has at least two colons)
         text, _, port = text.partition(":")
-        if not port.isdigit():
+        if not _is_port(port):
             return None
     try:
         ip = ipaddress.ip_address(text)

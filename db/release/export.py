@@ -54,8 +54,9 @@ class ReleaseExport:
 
 
 def natural_key(text: str) -> tuple:
-    """Sort key putting "case_2" before "case_10"."""
-    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", text))
+    """Sort key putting "case_2" before "case_10": the decimal digit runs as numbers (not
+    `isdigit`, which takes a "²" that `int` refuses)."""
+    return tuple(int(p) if p.isdecimal() else p for p in re.split(r"(\d+)", text))
 
 
 def _rounds(task: Task, first: int) -> list[dict[str, Any]]:

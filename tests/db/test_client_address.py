@@ -41,7 +41,7 @@ def test_ipv6_peers_proxies_and_clients() -> None:
 @pytest.mark.parametrize("header", [
     "not-an-address", "203.0.113.7, garbage", "203.0.113.7, 999.1.1.1", "unknown",
     "203.0.113.7, " + "9" * 5000, "\x00", "203.0.113.7,,", "2001:db8::zz", "[203.0.113.7",
-    "[::1]x", "203.0.113.7:http",
+    "[::1]x", "203.0.113.7:http", "203.0.113.7:\u00b2", "[2001:db8::7]:\u00b2",
 ])
 def test_a_hop_that_is_not_an_address_ends_at_the_last_trusted_hop(header: str) -> None:
     """Nothing left of a hop the proxy did not write properly can be vouched for: the count

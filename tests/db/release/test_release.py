@@ -20,7 +20,7 @@ from db.engine import engine_for, nmb_home, upgrade
 from db.models import AuditLog, Case, Series, Task
 from db.release import format as release_format
 from db.release import reader as release
-from db.release.export import export_release
+from db.release.export import export_release, natural_key
 from db.release.reader import import_release
 from errors import UserError
 from grading.config import GraderSettings, store_config
@@ -370,3 +370,11 @@ def test_a_picture_stored_once_for_two_cases(sqlite_url: str, tmp_path: Path) ->
     assert len(list((nmb_home() / "images").rglob("*.png"))) == 1
     assert hashlib.sha256((next((nmb_home() / "images").rglob("*.png"))).read_bytes()
                           ).hexdigest() in shas
+
+
+def test_the_natural_order_takes_every_printable_id() -> None:
+    """Ids sort with their digit runs as numbers; an id holding a digit `int` cannot read
+    ("²", allowed in a case id) is text, not a ValueError that stopped the export."""
+    ids = ["case_10", "case_2", "case1\u00b2", "case1", "case_\u0663"]
+    assert sorted(ids, key=natural_key) == ["case1", "case1\u00b2", "case_2", "case_\u0663",
+                                            "case_10"]
