@@ -19,13 +19,16 @@ correction), the t interval p +/- t_df sqrt(v), the t interval on the logit scal
 Pearson and Jeffreys at Korn & Graubard's df-adjusted n* (Korn & Graubard 1998; Dean & Pagano
 2015), and, as a yardstick no study has, Wilson at the n* of the true variance (the variance of
 the estimate over the simulated cells) with the normal quantile: what the rule could reach if
-5 cases told the variance exactly.
+5 cases told the variance exactly. A second yardstick keeps the rule's estimated n* and gives it
+the degrees of freedom its spread over the simulated cells shows (var log n* = trigamma(df/2), as
+for a scaled chi-square): whether the t_{C-1} of a variance over-corrects because n* = p(1-p)/v,
+whose parts shrink together near 0 and 1, is steadier than v.
 """
 
 import math
 
 import numpy as np
-from scipy import special
+from scipy import optimize, special
 from scipy import stats as sps
 from scipy.special import expit
 
@@ -109,6 +112,15 @@ def _beta(p: float, v: float, df: float, prior: float) -> list[float]:
     return [float(lo), float(hi)]
 
 
+def n_star_df(seen: np.ndarray) -> float:
+    """The degrees of freedom of a scaled chi-square with the variance of log n* over the
+    cells that saw spread: the solution of trigamma(df / 2) = var(log n*)."""
+    p, v, _ = seen.T
+    spread = (0 < p) & (p < 1) & (v > NO_SPREAD)
+    log_n = np.log(p[spread] * (1 - p[spread]) / v[spread])
+    return optimize.brentq(lambda k: special.polygamma(1, k / 2) - log_n.var(), 0.01, 1e6)
+
+
 ALTERNATIVES = {
     "Wilson, normal quantile": _wilson_z,
     "t interval": _t,
@@ -146,7 +158,8 @@ def main() -> None:
     print(f"{STUDIES} simulated cells per line, 2,000 case resamples each; Monte Carlo SE of a "
           f"coverage ~ {se:.3f}")
     columns: list[str] = []
-    table: dict[str, list[float]] = {name: [] for name in ("the rule", *ALTERNATIVES, "yardstick")}
+    table: dict[str, list[float]] = {
+        name: [] for name in ("the rule", *ALTERNATIVES, "yardstick", "the rule at n*'s df")}
     for who, cell in (("model (5 samples per task)", model_cell),
                       (f"human group ({PEOPLE} people)", human_cell)):
         for label, mu in SHARES.items():
@@ -165,6 +178,12 @@ def main() -> None:
                 n_true = target * (1 - target) / seen[:, 0].var()
                 table["yardstick"].append(covers([wilson(p, n_true, Z) for p in seen[:, 0]],
                                                  target))
+                df_n = n_star_df(seen)
+                table["the rule at n*'s df"].append(covers(
+                    [share_interval(p, v, df_n) if 0 < p < 1 and v > NO_SPREAD
+                     else share_interval(p, v, df) for p, v, df in seen], target))
+                print(f"    degrees of freedom: the rule's median {np.median(seen[:, 2]):.1f}, "
+                      f"n*'s spread {df_n:.1f}")
     print(f"\nThe same cells, other intervals from the same v and df (coverage; cells in "
           f"{LOW:.0%}-{HIGH:.0%}):")
     print(f"{'':32s}" + "".join(f"{c:>14s}" for c in columns))
