@@ -689,8 +689,11 @@ def cmd_leaderboard(args: argparse.Namespace) -> None:
         return
     import pandas as pd
 
-    print(pd.DataFrame(display_rows(rows)).convert_dtypes().to_string(index=False) if rows
-          else "no graded responses")
+    if not rows:
+        print("no graded responses")
+        return
+    table = pd.DataFrame(display_rows(rows)).convert_dtypes()  # counts stay integers
+    print(table.astype(object).where(table.notna(), "–").to_string(index=False))
 
 
 def cmd_results(args: argparse.Namespace) -> None:
