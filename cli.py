@@ -1068,8 +1068,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     rs = add("results", cmd_results, "the paper's tables: pass@k, top-k, rubric score per model, "
              "human group, person and family x level cell; errors, anchoring, sensitivity, cost")
-    rs.add_argument("--config", type=int, help="the grader config whose grades count where no "
-                    "expert scored (default: the newest validated one, else the newest with grades)")
+    rs.add_argument("--config", type=int, help="the grader config whose grades are the "
+                    "grader's judgments (default: the newest validated one, else the newest with "
+                    "grades)")
     rs.add_argument("--by", default="family,level", help="cells: family, level or family,level "
                     "(empty: overall only)")
     rs.add_argument("--k", type=int, nargs="+", default=[1, 5], help="pass@k and top-k for these k")
