@@ -689,8 +689,11 @@ def cmd_leaderboard(args: argparse.Namespace) -> None:
         return
     import pandas as pd
 
-    print(pd.DataFrame(display_rows(rows)).convert_dtypes().to_string(index=False) if rows
-          else "no graded responses")
+    if not rows:
+        print("no graded responses")
+        return
+    table = pd.DataFrame(display_rows(rows)).convert_dtypes()  # counts stay integers
+    print(table.astype(object).where(table.notna(), "–").to_string(index=False))
 
 
 def cmd_results(args: argparse.Namespace) -> None:
@@ -1065,8 +1068,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     rs = add("results", cmd_results, "the paper's tables: pass@k, top-k, rubric score per model, "
              "human group, person and family x level cell; errors, anchoring, sensitivity, cost")
-    rs.add_argument("--config", type=int, help="the grader config whose grades count where no "
-                    "expert scored (default: the newest validated one, else the newest with grades)")
+    rs.add_argument("--config", type=int, help="the grader config whose grades are the "
+                    "grader's judgments (default: the newest validated one, else the newest with "
+                    "grades)")
     rs.add_argument("--by", default="family,level", help="cells: family, level or family,level "
                     "(empty: overall only)")
     rs.add_argument("--k", type=int, nargs="+", default=[1, 5], help="pass@k and top-k for these k")

@@ -106,9 +106,16 @@ def export_release(s: Session, out: Path, *, answers: Path | None = None) -> Rel
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out} is not a folder")
-    if answers is not None and Path(answers).resolve().is_relative_to(out.resolve()):
-        raise UserError(f"--answers {answers} is inside --out {out}: the answers are kept "
-                        "apart from the published files")
+    if answers is not None:
+        answers = Path(answers)
+        if answers.resolve().is_relative_to(out.resolve()):
+            raise UserError(f"--answers {answers} is inside --out {out}: the answers are kept "
+                            "apart from the published files")
+        if answers.is_dir():
+            raise UserError(f"--answers {answers} is a folder: name the file to write")
+        if not answers.parent.is_dir():
+            raise UserError(f"--answers {answers}: there is no folder {answers.parent} "
+                            "(create it first)")
     out.mkdir(parents=True, exist_ok=True)
     summary = ReleaseExport()
     cases = {c.case_id: c for c in s.exec(select(Case))}

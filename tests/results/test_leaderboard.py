@@ -117,3 +117,19 @@ def test_display_rows_one_rule_for_decimals() -> None:
         "pass@1 95% CI": "[0.00, 1.00]", "pass@5": "–", "pass@5 95% CI": "–", "top_tasks": 1,
         "wrong": 12, "errors among wrong": "knowledge gap 37.5%, visual hallucination 8.3%",
         "sources": "expert 2, grader 13"}]
+
+
+def test_cli_leaderboard_table_shows_a_dash_where_a_count_does_not_apply(nmb_home: Path) -> None:
+    """docs/leaderboard.md: `–` where a value does not apply; a model's `people` printed
+    `<NA>` (pandas' missing value) before."""
+    upgrade()
+    with session() as s:
+        cid = _judged_study(s)
+    out = subprocess.run([sys.executable, "-m", "cli", "leaderboard", "--config", str(cid)],
+                         cwd=ROOT, env=dict(os.environ), capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    header, *lines = out.stdout.splitlines()
+    assert "<NA>" not in out.stdout
+    alpha = next(line.split() for line in lines if line.split()[0] == "model-alpha")
+    assert alpha[header.split().index("people")] == "–"

@@ -378,3 +378,20 @@ def test_the_natural_order_takes_every_printable_id() -> None:
     ids = ["case_10", "case_2", "case1\u00b2", "case1", "case_\u0663"]
     assert sorted(ids, key=natural_key) == ["case1", "case1\u00b2", "case_2", "case_\u0663",
                                             "case_10"]
+
+
+def test_export_release_refuses_an_answer_file_it_cannot_write(sqlite_url: str,
+                                                               tmp_path: Path) -> None:
+    """`--answers private/answers.json` with no folder `private` (or a folder as the file) is one
+    line naming it, before the release files are written (it was a FileNotFoundError traceback
+    after them)."""
+    files = write_release(tmp_path / "release")
+    _import(sqlite_url, files, answers=tmp_path / "release" / "answers.json")
+    out = tmp_path / "published"
+    (tmp_path / "a-folder").mkdir()
+    with Session(engine_for(sqlite_url)) as s:
+        with pytest.raises(UserError, match="no folder .*private"):
+            export_release(s, out, answers=tmp_path / "private" / "answers.json")
+        with pytest.raises(UserError, match="a-folder is a folder"):
+            export_release(s, out, answers=tmp_path / "a-folder")
+    assert not out.exists()
