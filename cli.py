@@ -10,6 +10,8 @@ import errno
 import getpass
 import json
 import math
+import os
+import select
 import signal
 import sys
 import threading
@@ -1112,6 +1114,13 @@ def _shown_url() -> str:
     return make_url(database_url()).render_as_string(hide_password=True)
 
 
+def _reader_gone() -> bool:
+    """Whether standard output is a pipe whose reading end is closed (poll reports an error)."""
+    poll = select.poll()
+    poll.register(sys.stdout.fileno(), select.POLLOUT)
+    return any(events & select.POLLERR for _, events in poll.poll(0))
+
+
 def main(argv: list[str] | None = None) -> int:
     reconfigure = getattr(sys.stdout, "reconfigure", None)
     if reconfigure:  # a summary naming 脑肿瘤 under an ASCII locale: escaped, not a traceback
@@ -1119,6 +1128,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         args.fn(args)
+        sys.stdout.flush()  # a closed pipe shows here, not at the interpreter's exit
+    except BrokenPipeError:  # `nmb results | head`: the reader has what it wanted
+        if not _reader_gone():
+            raise
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the exit's flush
+        return 128 + signal.SIGPIPE
     except UserError as e:
         print(f"nmb: {e}", file=sys.stderr)
         return 2

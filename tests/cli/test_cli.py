@@ -262,3 +262,18 @@ def test_a_database_that_does_not_answer_is_one_line_without_its_password(nmb_ho
     [line] = r.stderr.splitlines()
     assert line.startswith("nmb: the database postgresql+psycopg://nmb:***@127.0.0.1:")
     assert "Connection refused" in line and "s3cret-word" not in line
+
+
+def test_output_into_a_pipe_its_reader_closed_ends_quietly(tmp_path: Path) -> None:
+    """`nmb status | head -0`: the reader is gone before nmb writes; nmb stops with SIGPIPE's
+    exit status and no traceback (was a BrokenPipeError traceback)."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        done = subprocess.run([sys.executable, "-m", "cli", "status"], cwd=ROOT, stdout=write,
+                              stderr=subprocess.PIPE, text=True, timeout=120,
+                              env={**os.environ, "NMB_HOME": str(tmp_path)})
+    finally:
+        os.close(write)
+    assert done.stderr == ""
+    assert done.returncode == 141
