@@ -1047,7 +1047,8 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "verify":
             continue
         if name == "grade":
-            sp.add_argument("responses", help="JSONL: response_id, task_id, text[, turns, model]")
+            sp.add_argument("responses", help="JSONL: response_id, task_id, text[, turns, "
+                            "model; an exam taker's: source, user]")
             sp.add_argument("--out", required=True, help="JSONL of scores (a .summary.json and "
                             ".summary.md are written beside it)")
             sp.add_argument("--k", type=_positive(int, 1000), nargs="+", default=[1],

@@ -13,9 +13,9 @@ import os
 import urllib.parse
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-from db.models import Case, GraderConfig, Response, Task
+from db.models import Case, GraderConfig, Task
 from db.study.cases import reference_fields
 from errors import UserError
 from llm.call import CallResult, LLMRequest, call_structured, request_hash, run_bounded
@@ -28,6 +28,15 @@ from rubric.render import (
     output_json_schema,
     parse_grader_output,
 )
+
+
+class Answered(Protocol):
+    """What the grader reads of a response: a stored `db.models.Response` or a package's
+    `Answer`."""
+
+    response_id: str
+    text: str
+    turns: list[str] | None
 
 
 @dataclass
@@ -45,7 +54,7 @@ class GradeItem:
         return parse_grader_output(rubric, data, self.family, self.asked)
 
 
-def user_message(task: Task, case: Case, response: Response) -> str:
+def user_message(task: Task, case: Case, response: Answered) -> str:
     """The case material, the reference answer and the response, in a fixed layout."""
     parts = [
         f"# Task ({task.family}, level {task.level})", task.prompt,
@@ -66,7 +75,7 @@ def user_message(task: Task, case: Case, response: Response) -> str:
 
 
 def grade_request(config: GraderConfig, rubric: Rubric, task: Task, case: Case,
-                  response: Response, images: list[dict] | None = None) -> GradeItem:
+                  response: Answered, images: list[dict] | None = None) -> GradeItem:
     """The exact request for one response (rows saved or not) and its cache key, the hash of
     (config hash, base URL, request body); the config's prompt version decides what it asks."""
     asked = Asked.of(config.prompt_version, task.family, len(task.stages or []))

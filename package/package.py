@@ -49,10 +49,10 @@ import os
 import random
 import re
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from sqlmodel import Session, select
 
@@ -69,16 +69,24 @@ from db.models import (
     GraderConfig,
     GraderScore,
     Response,
+    ResponseSource,
     Task,
     utcnow,
 )
 from db.rubrics import rubric_by_hash
 from db.study.reference import has_reference
 from db.text_limits import model_name_problem
-from errors import UserError, read_at_most
+from errors import UserError, one_line, read_at_most
 from grading.config import GraderSettings, config_hash, get_config
 from llm.call import CallResult, load_prices
-from llm.grader_request import GradeItem, SendJob, api_key_for, grade_request, send
+from llm.grader_request import (
+    Answered,
+    GradeItem,
+    SendJob,
+    api_key_for,
+    grade_request,
+    send,
+)
 from llm.model_request import KeyImage, image_parts
 from package.members import (
     CanaryRow,
@@ -155,6 +163,21 @@ class Package:
     sha256: str  # of the package file, as checked
     images: dict[str, list[KeyImage]]  # vision configs: each case's key slices, else empty
     signer: str | None = None  # the --public-key line whose signature was checked
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A response to grade, as a package reads it: a model's (`model` its name, or none), or an
+    exam taker's (`source` the taker's role, `user` the person, as `nmb export responses`
+    writes them)."""
+
+    response_id: str
+    task_id: str
+    text: str
+    turns: list[str] = field(default_factory=list)
+    model: str | None = None
+    source: str = "model"
+    user: str | None = None
 
 
 def tool_version() -> str:
@@ -433,8 +456,7 @@ def verify(path: Path, *, sha256: str | None = None, images: Path | None = None,
     pkg = Package(manifest, config, rubric, tasks, canary, report, digest, key_images,
                   signer=public_line(key) if key is not None else None)
     for c in canary:
-        item = request_for(pkg, Response(response_id=c["response_id"], task_id=c["task_id"],
-                                         text=c["text"], turns=c["turns"]))
+        item = request_for(pkg, _canary_answer(c))
         if item.request_hash != c["request_hash"]:
             raise _refuse(path, f"canary item {c['response_id']}: the request this tool builds "
                           "differs from the one that was validated")
@@ -533,10 +555,11 @@ def _report(path: Path, manifest: dict, members: dict[str, bytes],
 # ---------------------------------------------------------------- grade and canary
 
 
-def read_responses(path: Path, *, max_bytes: int = 256 * 2**20) -> list[Response]:
+def read_responses(path: Path, *, max_bytes: int = 256 * 2**20) -> list[Answer]:
     """Responses to grade from JSONL: `response_id`, `task_id`, `text` (str), optional `turns`
-    (list of str, the later stages' answers) and `model` (str, copied to the output); other
-    fields are ignored, so `nmb export responses --format jsonl` is valid input."""
+    (list of str, the later stages' answers), `model` (str, copied to the output) and, for an
+    exam taker's answer, `source` (their role: physician or student) and `user` (the person);
+    other fields are ignored, so `nmb export responses --format jsonl` is valid input."""
     try:
         if (data := read_at_most(path, max_bytes)) is None:
             raise UserError(f"{path}: larger than {max_bytes} bytes")
@@ -561,18 +584,29 @@ def read_responses(path: Path, *, max_bytes: int = 256 * 2**20) -> list[Response
         turns = row.get("turns") or []  # absent or null: a one-stage answer
         if not isinstance(turns, list) or not all(isinstance(x, str) for x in turns):
             raise UserError(f"{path} line {n}: 'turns' must be a list of text")
-        model = row.get("model")
+        model, source, user = row.get("model"), row.get("source") or "model", row.get("user")
         if model is not None and (why := model_name_problem(model)):
             raise UserError(f"{path} line {n}: model {model!r} {why}")
+        if source not in get_args(ResponseSource):
+            raise UserError(f"{path} line {n}: source {one_line(repr(source), 60)} is not one "
+                            f"of {', '.join(get_args(ResponseSource))}")
+        if source != "model" and (model is not None or not isinstance(user, str) or not user
+                                  or model_name_problem(user)):
+            raise UserError(f"{path} line {n}: a {source}'s answer names no model and names "
+                            "its person in 'user' (as nmb export responses writes it)")
         if row["response_id"] in seen:
             raise UserError(f"{path} line {n}: response_id {row['response_id']!r} repeated")
         seen.add(row["response_id"])
-        responses.append(Response(response_id=row["response_id"], task_id=row["task_id"],
-                                  text=row["text"], turns=turns, model=model))
+        responses.append(Answer(row["response_id"], row["task_id"], row["text"], turns, model,
+                                source, user if source != "model" else None))
     return responses
 
 
-def request_for(pkg: Package, response: Response) -> GradeItem:
+def _canary_answer(item: dict[str, Any]) -> Answer:
+    return Answer(item["response_id"], item["task_id"], item["text"], item["turns"] or [])
+
+
+def request_for(pkg: Package, response: Answered) -> GradeItem:
     """The grader's exact request for `response`, from the package alone."""
     if response.task_id not in pkg.tasks:
         raise UserError(f"response {response.response_id}: task {response.task_id!r} is not "
@@ -596,21 +630,22 @@ def _send(pkg: Package, work: list[GradeItem], *, base_url: str | None, api_key:
     return asyncio.run(send(job))
 
 
-def grade_responses(pkg: Package, responses: list[Response], *, base_url: str | None = None,
+def grade_responses(pkg: Package, responses: list[Answer], *, base_url: str | None = None,
                     api_key: str | None = None, concurrency: int = 8,
                     timeout: float = 60.0) -> list[dict]:
     """One row per response: the frozen grader's score, or the reason it failed."""
     work = [request_for(pkg, r) for r in responses]
     results = _send(pkg, work, base_url=base_url, api_key=api_key, concurrency=concurrency,
                     timeout=timeout)
-    return [{"response_id": w.response_id, "task_id": r.task_id, "model": r.model, "ok": res.ok,
+    return [{"response_id": w.response_id, "task_id": r.task_id, "model": r.model,
+             **({"source": r.source, "user": r.user} if r.user else {}), "ok": res.ok,
              **(res.data.fields(w.asked.extra) if res.ok else {"reason": res.reason}),
              "model_returned": res.model_returned, "system_fingerprint": res.system_fingerprint,
              "cost_usd": res.cost_usd}
             for w, r, res in zip(work, responses, results, strict=True)]
 
 
-def bertscore_pairs(pkg: Package, responses: list[Response]) -> dict[str, tuple[str, str]]:
+def bertscore_pairs(pkg: Package, responses: list[Answer]) -> dict[str, tuple[str, str]]:
     """(final answer, reference answer) per response, as `results.bertscore` scores them."""
     return {r.response_id: (final_answer(r.text, r.turns),
                             reference_text(pkg.tasks[r.task_id][1].ground_truth))
@@ -619,8 +654,9 @@ def bertscore_pairs(pkg: Package, responses: list[Response]) -> dict[str, tuple[
 
 def summary(pkg: Package, rows: list[dict], *, ks: tuple[int, ...] = (1,),
             bertscore: dict[str, float] | None = None) -> dict[str, Any]:
-    """What `nmb package grade` reports besides its rows: per model, overall and per family x
-    level cell, the study's own `summarize` (pass@k with intervals, the mean rubric score with
+    """What `nmb package grade` reports besides its rows: per model and human group (exam
+    takers' answers by their role, each person counted as in the study), overall and per
+    family x level cell, the study's own `summarize` (pass@k with intervals, the mean rubric score with
     its interval, error classes among wrong responses; BERTScore F1 per response id, when
     given, as a secondary column)."""
     judged = []
@@ -628,8 +664,10 @@ def summary(pkg: Package, rows: list[dict], *, ks: tuple[int, ...] = (1,),
         if r["ok"]:
             task, _ = pkg.tasks[r["task_id"]]
             asked = Asked.of(pkg.config.prompt_version, task.family, len(task.stages or []))
+            human = r.get("user") is not None
             judged.append(grade_judgment(
-                who=r["model"] or "unnamed model", is_model=True, task=task,
+                who=r["source"] if human else r["model"] or "unnamed model",
+                is_model=not human, person=r.get("user"), task=task,
                 correct=r["correct_diagnosis"], overall=r["overall"], error_tags=r["error_tags"],
                 asked=asked, rank=r.get("diagnosis_rank"), stages=r.get("stages"),
                 response_id=r["response_id"]))
@@ -662,7 +700,7 @@ def summary_markdown(data: dict[str, Any]) -> str:
         if not rows:
             out += ["(no graded responses)", ""]
             continue
-        keys = [k for k in rows[0] if k != "group"]
+        keys = [k for k in rows[0] if k != "group" or any(r["group"] != "model" for r in rows)]
         out += ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
         out += ["| " + " | ".join(cell(r[k]) for k in keys) + " |" for r in rows]
         out.append("")
@@ -693,8 +731,7 @@ def canary(pkg: Package, *, base_url: str | None = None, api_key: str | None = N
     `verify` has already checked that every canary request rebuilds byte-identical.
     """
     limits = {**pkg.manifest["canary"]["drift_limits"], **(limits or {})}
-    responses = [Response(response_id=c["response_id"], task_id=c["task_id"], text=c["text"],
-                          turns=c["turns"]) for c in pkg.canary]
+    responses = [_canary_answer(c) for c in pkg.canary]
     work = [request_for(pkg, r) for r in responses]
     results = _send(pkg, work, base_url=base_url, api_key=api_key, concurrency=concurrency,
                     timeout=timeout)

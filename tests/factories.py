@@ -100,3 +100,10 @@ def validated_config(s: Session, base_url: str, *, api_key: str = "sk-test",
     outcome = calibrate.run(s, config_id=config.id, part="heldout")
     assert outcome.report.passed, outcome.report.why_failed()
     return config.id
+
+
+def package_answers(responses: list) -> list:
+    """A study's model responses (`db.models.Response`) as a package reads them."""
+    from package.package import Answer
+
+    return [Answer(r.response_id, r.task_id, r.text, r.turns or [], r.model) for r in responses]

@@ -31,10 +31,11 @@ from package.package import (
     read_responses,
     request_for,
     summary,
+    summary_markdown,
     verify,
 )
 from results.leaderboard import leaderboard
-from tests.factories import validated_config
+from tests.factories import package_answers, validated_config
 from tests.openai_server import OpenAIServer, _schema_of, sample_document
 from tests.peak_memory import run_measured
 
@@ -84,7 +85,7 @@ def test_freeze_verify_grade_and_canary(sqlite_url: str, server: OpenAIServer,
     assert drifted["drift"] and drifted["criteria_agreement"] < 0.9
 
     server.answer = None  # the frozen grader scores new responses as the study's run did
-    rows = grade_responses(pkg, responses[:3], base_url=server.base_url, api_key=KEY)
+    rows = grade_responses(pkg, package_answers(responses[:3]), base_url=server.base_url, api_key=KEY)
     for r in rows:
         assert r["ok"] and r["overall"] == study[r["response_id"]].overall
 
@@ -98,13 +99,52 @@ def test_package_grade_summarizes_like_the_study(sqlite_url: str, server: OpenAI
         study_overall = leaderboard(s, config_id=cid)
         study_cells = leaderboard(s, config_id=cid, by="family,level")
     pkg = verify(tmp_path / "g.zip")
-    rows = grade_responses(pkg, responses, base_url=server.base_url, api_key=KEY)
+    rows = grade_responses(pkg, package_answers(responses), base_url=server.base_url, api_key=KEY)
     got = summary(pkg, rows)
     assert got["graded"] == len(responses) and got["failed"] == 0
     assert got["overall"] == study_overall
     assert got["by_family_level"] == study_cells
     assert {(r["family"], r["level"]) for r in got["by_family_level"]} == {
         ("differential", 1), ("lesion", 2), ("rationale", 3)}
+
+
+def test_package_grade_of_the_full_export_summarizes_like_the_study(
+        sqlite_url: str, server: OpenAIServer, tmp_path: Path) -> None:
+    """`nmb export responses --format jsonl` holds the exam takers' answers too: graded through
+    the package they are summarised as their human groups, each person counted, as in the
+    study's leaderboard (they were one 'unnamed model'); the scores file names their person."""
+    from db.users import add_user
+    from grading.grader import grade
+
+    cid = _frozen(sqlite_url, server, tmp_path / "g.zip")
+    with Session(engine_for(sqlite_url), expire_on_commit=False) as s:
+        for name, role in (("student1", "student"), ("student2", "student"),
+                           ("physician1", "physician")):
+            user = add_user(s, name=name, role=role, password="pw")
+            s.flush()
+            for task in s.exec(select(Task)).all():
+                s.add(Response(response_id=f"{name}-{task.task_id}", task_id=task.task_id,
+                               source=role, user_id=user.id, text=f"{name}: MS.",
+                               turns=["Still MS."] if task.stages else None,
+                               blind_code=f"R-{name}-{task.task_id}"))
+        s.commit()
+        assert grade(s, config_id=cid, api_key=KEY, trust_base_url=server.base_url).failed == 0
+        study_overall = leaderboard(s, config_id=cid)
+        study_cells = leaderboard(s, config_id=cid, by="family,level")
+    assert main(["export", "responses", "--format", "jsonl", "--out",
+                 str(tmp_path / "all.jsonl")]) == 0
+    answers = read_responses(tmp_path / "all.jsonl")
+    rows = grade_responses(verify(tmp_path / "g.zip"), answers, base_url=server.base_url,
+                           api_key=KEY)
+    got = summary(verify(tmp_path / "g.zip"), rows)
+    assert got["graded"] == len(answers) == 24 + 36 and got["failed"] == 0
+    assert {r["who"] for r in got["overall"] if r["group"] == "human"} == {"student",
+                                                                          "physician"}
+    assert got["overall"] == study_overall
+    assert got["by_family_level"] == study_cells
+    taker = next(r for r in rows if r["response_id"] == "student2-task3")
+    assert taker["source"] == "student" and taker["user"].startswith("user-")
+    assert "| group |" in summary_markdown(got)
 
 
 def test_freeze_refuses_unvalidated_and_revoked_configs(sqlite_url: str, server: OpenAIServer,
@@ -425,6 +465,20 @@ def test_bad_response_files_are_refused(sqlite_url: str, server: OpenAIServer,
     lines.write_text('{"response_id": "n1", "task_id": "task99", "text": "MS."}\n')
     with pytest.raises(UserError, match="task 'task99' is not in the package"):
         grade_responses(verify(tmp_path / "p.zip"), read_responses(lines), api_key=KEY)
+    base = '{"response_id": "n1", "task_id": "task0", "text": "MS.", '
+    for extra, refusal in (
+            ('"source": "nurse"', "line 1: source 'nurse' is not one of model, physician, student"),
+            ('"source": ["x"]', r"line 1: source \['x'\] is not one of"),
+            ('"source": "student"', "line 1: a student's answer names no model and names its "
+                                    "person in 'user'"),
+            ('"source": "student", "user": ""', "a student's answer names no model"),
+            ('"source": "student", "user": "u-1", "model": "m"', "a student's answer names no"),
+            ('"source": "physician", "user": "u\\u0000"', "a physician's answer names no")):
+        lines.write_text(base + extra + "}\n")
+        with pytest.raises(UserError, match=refusal):
+            read_responses(lines)
+    lines.write_text(base + '"source": "model", "user": "ignored"}\n')
+    assert read_responses(lines)[0].user is None  # a model's line: as before
 
 
 def test_calibrate_page_freezes_a_validated_config(nmb_home: Path, server: OpenAIServer) -> None:

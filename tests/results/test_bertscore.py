@@ -17,7 +17,7 @@ from db.engine import engine_for
 from db.models import Case, GraderRun, GraderScore, Response, Task
 from errors import UserError
 from grading.config import GraderSettings, store_config
-from tests.factories import make_study
+from tests.factories import make_study, package_answers
 from tests.results.tiny_bert import tiny_bert
 from tests.services import require
 
@@ -172,7 +172,7 @@ def test_a_packages_summary_gives_the_studys_bertscore(model_dir: Path, sqlite_u
     with OpenAIServer() as server, Session(engine_for(sqlite_url), expire_on_commit=False) as s:
         cid = validated_config(s, server.base_url, api_key="sk-test-bert")
         freeze(s, config_id=cid, out=tmp_path / "g.zip")
-        responses = list(s.exec(select(Response).order_by(Response.response_id)))
+        responses = package_answers(s.exec(select(Response).order_by(Response.response_id)))
         study = results.build(s, config_id=cid, judge="grader", by=(), ks=(1,),
                               bertscore=BertScorer(model_dir))
         pkg = verify(tmp_path / "g.zip")

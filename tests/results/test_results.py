@@ -33,7 +33,7 @@ from results.judgments import EXPERTS, GRADER, counted_judgments, grader_judgmen
 from results.leaderboard import leaderboard
 from rubric import load_rubric
 from rubric.render import PROMPT_V1
-from tests.factories import make_study, validated_config
+from tests.factories import make_study, package_answers, validated_config
 from tests.openai_server import OpenAIServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -86,7 +86,7 @@ def test_leaderboard_results_and_package_grade_agree(sqlite_url: str, server: Op
     with Session(engine_for(sqlite_url), expire_on_commit=False) as s:
         cid = validated_config(s, server.base_url, api_key=KEY)
         freeze(s, config_id=cid, out=tmp_path / "g.zip")
-        responses = list(s.exec(select(Response).order_by(Response.response_id)))
+        responses = package_answers(s.exec(select(Response).order_by(Response.response_id)))
         board = leaderboard(s, config_id=cid, ks=(1,), by="family,level")
         graded = results.build(s, config_id=cid, ks=(1,), judge=GRADER)
         counted = results.build(s, config_id=cid, ks=(1,), judge=EXPERTS)
