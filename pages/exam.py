@@ -27,7 +27,7 @@ from ui.auth import current_user, require_role
 from ui.case_panel import case_panel
 from ui.exam.answer_box import answer_box, last_typed
 from ui.exam.stage_scroll import scroll_to_stage
-from ui.plain_text import untrusted_text
+from ui.plain_text import escape_markdown, untrusted_text
 from ui.response_view import FAMILY_NAMES, response_view, stage_label
 
 STAGES_KEY = "exam-stages"  # the container of the task's stages (where the scroll looks)
@@ -68,7 +68,10 @@ def review() -> None:
                       missing="No answer given for this stage.")
     with reference:
         st.markdown("**Reference answer**")
-        if not t.reference:
+        if t.withheld:
+            st.caption("Withheld while this task is part of an exam you have not finished: "
+                       + ", ".join(f"“{escape_markdown(name)}”" for name in t.withheld) + ".")
+        elif not t.reference:
             st.caption("This case has no reference answer.")
         for label, text in t.reference:
             st.caption(label)

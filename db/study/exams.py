@@ -7,11 +7,12 @@ answered task into a `Response` (source = the user's role) that experts score bl
 
 What a taker sees is a data object without the reference answer (`ExamTask`); only after
 finishing, and only in an exam opened with `review`, does `review_tasks` return the taker's
-own answers beside the reference answers (`ReviewTask`). Neither ever holds another person's
-answers, a model's response, a score or a mask.
+own answers beside the reference answers (`ReviewTask`), and not for a task that another
+exam the taker has not finished also holds. Neither ever holds another person's answers, a
+model's response, a score or a mask.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from sqlmodel import Session, select
@@ -49,7 +50,11 @@ class ExamTask:
 @dataclass
 class ReviewTask:
     """One task of a finished attempt, for its taker's review: every stage, the taker's own
-    answers, and the reference answer as labelled fields (none when the case has none)."""
+    answers, and the reference answer as labelled fields (none when the case has none).
+
+    `withheld`: the other exams holding this task that the taker has not finished; while
+    there are any, the reference answer and the stages the taker did not reach are left out
+    (the taker may still answer the task there, as the human baseline)."""
 
     task_id: str
     family: str
@@ -59,6 +64,7 @@ class ReviewTask:
     answers: list[str]
     case_title: str
     reference: list[tuple[str, str]]
+    withheld: list[str] = field(default_factory=list)
 
 
 def ensure_exam(s: Session, *, name: str, task_ids: list[str] | None = None,
@@ -197,7 +203,9 @@ def review_tasks(s: Session, *, attempt: ExamAttempt) -> list[ReviewTask]:
     """The finished attempt's tasks with the taker's answers and the reference answers.
 
     Raises UserError unless the attempt is finished and its exam allows review: the reference
-    answer is read here and nowhere else on the exam's way to a page."""
+    answer is read here and nowhere else on the exam's way to a page. A task that another exam
+    the taker has not finished also holds is `withheld` (no reference, only the stages the
+    taker reached) until that exam is finished."""
     attempt = s.get(ExamAttempt, attempt.id)
     exam = s.get(Exam, attempt.exam_id)
     if not exam.review:
@@ -208,12 +216,29 @@ def review_tasks(s: Session, *, attempt: ExamAttempt) -> list[ReviewTask]:
     for a in s.exec(select(StageAnswer).where(StageAnswer.attempt_id == attempt.id)
                     .order_by(StageAnswer.stage)):
         answers.setdefault(a.task_id, []).append(a.text)
+    pending = _unfinished_elsewhere(s, exam=exam, user_id=attempt.user_id)
     out = []
     for task_id in exam.task_ids:
         task = s.get(Task, task_id)
         case = case_view(s, case_id=task.case_id)
-        truth = case.ground_truth if has_reference(case.ground_truth) else None
+        given, stages = answers.get(task_id, []), list(task.stages or [])
+        withheld = pending.get(task_id, [])
+        truth = case.ground_truth if has_reference(case.ground_truth) and not withheld else None
         out.append(ReviewTask(task_id, task.family, task.level, task.prompt,
-                              list(task.stages or []), answers.get(task_id, []), case.title,
-                              [(k, v) for k, v in reference_fields(truth) if v]))
+                              stages[:len(given)] if withheld else stages, given, case.title,
+                              [(k, v) for k, v in reference_fields(truth) if v], withheld))
+    return out
+
+
+def _unfinished_elsewhere(s: Session, *, exam: Exam, user_id: int) -> dict[str, list[str]]:
+    """{task id: names of the other exams holding it that the user has not finished}: a
+    review must not hand those tasks' reference answers to someone who may still take them."""
+    finished = set(s.exec(select(ExamAttempt.exam_id).where(
+        ExamAttempt.user_id == user_id, ExamAttempt.finished_at.is_not(None))))
+    ours = set(exam.task_ids)
+    out: dict[str, list[str]] = {}
+    for other in exams(s):
+        if other.id != exam.id and other.id not in finished:
+            for task_id in ours.intersection(other.task_ids):
+                out.setdefault(task_id, []).append(other.name)
     return out

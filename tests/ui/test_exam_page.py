@@ -171,10 +171,12 @@ def test_a_finished_exam_with_review_shows_own_answers_beside_references(
     student = make_user("reviewer", "student")
     with session() as s:
         exam = ensure_exam(s, name="A practice exam", review=True)
+        baseline = s.exec(select(Exam).where(Exam.name == DEMO_EXAM)).one()
         s.commit()
         cases = {c.case_id: c for c in s.exec(select(Case))}
         task_cases = {t: s.get(Task, t).case_id for t in exam.task_ids}
     secrets = _secrets()  # before this taker's answers: all of them belong to others
+    _finish(student, baseline)  # the demo exam holds the same tasks: finished first
     given = _finish(student, exam)
     at = page("pages/exam.py", student).run()  # the practice exam sorts first
     assert not at.exception
@@ -197,6 +199,28 @@ def test_a_finished_exam_with_review_shows_own_answers_beside_references(
             assert not [t for t in secrets[kind] if _sent(t, payload)], kind
         review = at.selectbox(key="exam_review_task")
     assert shown_references
+
+
+def test_a_review_sends_no_reference_of_a_task_another_unfinished_exam_holds(
+        demo_study: Path) -> None:
+    """The demo's baseline exam holds every task: a practice exam with review, finished
+    first, must not hand its taker the answers the baseline still asks for."""
+    student = make_user("early", "student")
+    with session() as s:
+        exam = ensure_exam(s, name="A practice exam", review=True)
+        s.commit()
+    secrets = _secrets()
+    _finish(student, exam)
+    at = page("pages/exam.py", student).run()
+    assert not at.exception and at.selectbox[0].value == exam.id
+    review = at.selectbox(key="exam_review_task")
+    for i in range(len(exam.task_ids)):
+        review.set_value(i).run()
+        payload = page_payload(at)
+        assert not [t for t in secrets["references"] if _sent(t, payload)], i
+        assert "Withheld while this task is part of an exam you have not finished" in payload
+        assert _sent(DEMO_EXAM, payload)
+        review = at.selectbox(key="exam_review_task")
 
 
 def test_the_admin_form_opens_an_exam_with_review(demo_study: Path) -> None:

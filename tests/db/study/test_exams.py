@@ -111,6 +111,44 @@ def test_review_shows_own_answers_and_references_only_when_allowed_and_finished(
         assert mine[2].reference == [("Final diagnosis", "MS")]
 
 
+def test_a_review_withholds_the_tasks_another_unfinished_exam_still_asks(
+        database_url: str) -> None:
+    """A practice exam with review shares tasks with a baseline exam: finishing the practice
+    exam must not hand the taker the reference answers (nor the stages not reached) of the
+    tasks they may still answer in the baseline."""
+    with Session(engine_for(database_url), expire_on_commit=False) as s:
+        make_study(s, n_tasks=3)
+        s.get(Task, "task2").stages = ["More information.", "The answer."]  # 3 stages
+        s.get(Case, "case0").ground_truth = {"final_diagnosis": "MS", "differential": ["NMOSD"]}
+        stu = add_user(s, name="stu", role="student", password="pw")
+        practice = ensure_exam(s, name="practice", task_ids=["task0", "task1", "task2"],
+                               review=True)
+        baseline = ensure_exam(s, name="baseline", task_ids=["task2", "task0"])
+        s.commit()
+        attempt = attempt_for(s, exam_id=practice.id, user_id=stu.id)
+        for task_id in ("task0", "task1"):
+            answer_stage(s, attempt=attempt, task_id=task_id, text=f"stu {task_id}")
+        answer_stage(s, attempt=attempt, task_id="task2", text="stu task2 first")  # stage 0 only
+        finish(s, attempt=attempt)
+        review = {t.task_id: t for t in review_tasks(s, attempt=attempt)}
+        assert review["task1"].withheld == [] and review["task1"].reference
+        for task_id in ("task0", "task2"):  # still to be answered in the baseline
+            assert review[task_id].withheld == ["baseline"]
+            assert review[task_id].reference == []
+        assert review["task2"].stages == ["More information."]  # reached; stage 3 not
+        assert review["task0"].answers == ["stu task0"]
+        base = attempt_for(s, exam_id=baseline.id, user_id=stu.id)
+        assert review_tasks(s, attempt=attempt)[0].withheld == ["baseline"]  # started: still
+        for t in exam_tasks(s, attempt=base):
+            for k in range(t.n_stages):
+                answer_stage(s, attempt=base, task_id=t.task_id, text=f"b {k}")
+        finish(s, attempt=base)
+        review = {t.task_id: t for t in review_tasks(s, attempt=attempt)}
+        assert all(not t.withheld for t in review.values())
+        assert review["task0"].reference == [("Final diagnosis", "MS"), ("Differential", "NMOSD")]
+        assert review["task2"].stages == ["More information.", "The answer."]
+
+
 def test_a_draft_is_capped_and_kept_only_for_an_open_attempt(database_url: str) -> None:
     with Session(engine_for(database_url), expire_on_commit=False) as s:
         make_study(s, n_tasks=2)
