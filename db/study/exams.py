@@ -2,7 +2,9 @@
 
 A multi-turn (level 3) task reveals its stages one at a time: stage k is shown only after
 the answer to stage k-1 is recorded, and recorded answers cannot be changed afterwards, so
-later information never leaks into an earlier answer. A finished attempt turns each fully
+later information never leaks into an earlier answer. Nor into another task of the same
+case: a task's second stage is revealed only once the exam's tasks of its case with fewer
+stages are fully answered (`ExamTask.waiting_for`). A finished attempt turns each fully
 answered task into a `Response` (source = the user's role) that experts score blind.
 
 What a taker sees is a data object without the reference answer (`ExamTask`); only after
@@ -41,10 +43,18 @@ class ExamTask:
     ehr: str
     scores: dict[str, float]
     series: list[tuple[str, Path]]
+    # exam positions (1-based) of the unfinished tasks of the same case with fewer stages:
+    # while there are any, this task's next stage is not revealed (`_waiting_for`)
+    waiting_for: list[int] = field(default_factory=list)
 
     @property
     def done(self) -> bool:
         return len(self.answers) >= self.n_stages
+
+    @property
+    def answerable(self) -> bool:
+        """Whether the page may ask for the next answer now (its stage is revealed)."""
+        return not self.done and (not self.answers or not self.waiting_for)
 
 
 @dataclass
@@ -129,16 +139,31 @@ def exam_tasks(s: Session, *, attempt: ExamAttempt) -> list[ExamTask]:
     for a in s.exec(select(StageAnswer).where(StageAnswer.attempt_id == attempt.id)
                     .order_by(StageAnswer.stage)):
         answers.setdefault(a.task_id, []).append(a.text)
+    tasks = [s.get(Task, task_id) for task_id in exam.task_ids]
     out = []
-    for task_id in exam.task_ids:
-        task = s.get(Task, task_id)
+    for position, task in enumerate(tasks):
         case = case_view(s, case_id=task.case_id)  # its ground truth stays here
-        given = answers.get(task_id, [])
+        given = answers.get(task.task_id, [])
         stages = list(task.stages or [])
-        out.append(ExamTask(task_id, task.family, task.level, task.prompt,
-                            stages[:len(given)], given, 1 + len(stages), case.title, case.ehr,
-                            case.scores, case.series))
+        waiting = _waiting_for(tasks, answers, position)
+        shown = len(given) - 1 if waiting and given else len(given)  # the next one held back
+        out.append(ExamTask(task.task_id, task.family, task.level, task.prompt,
+                            stages[:shown], given, 1 + len(stages), case.title, case.ehr,
+                            case.scores, case.series, waiting))
     return out
+
+
+def _waiting_for(tasks: list[Task], answers: dict[str, list[str]], position: int) -> list[int]:
+    """The exam positions (1-based) of the tasks of the same case as `tasks[position]` that
+    have fewer stages and are not fully answered. A stage revealed later is information about
+    the case (a CSF result, a biopsy) that a model answering the other task never gets, so it
+    waits until those are answered; a single-stage task never waits (tasks of one case with
+    as many stages each are not ordered: their stages can still inform each other)."""
+    me = tasks[position]
+    return [k + 1 for k, t in enumerate(tasks)
+            if k != position and t.case_id == me.case_id
+            and len(t.stages or []) < len(me.stages or [])
+            and len(answers.get(t.task_id, [])) < 1 + len(t.stages or [])]
 
 
 def answer_stage(s: Session, *, attempt: ExamAttempt, task_id: str, text: str,
@@ -158,6 +183,12 @@ def answer_stage(s: Session, *, attempt: ExamAttempt, task_id: str, text: str,
     stage = len(given)
     if stage > len(task.stages or []):
         raise UserError(f"task {task_id!r} is already fully answered")
+    if stage and (waiting := next(t for t in exam_tasks(s, attempt=attempt)
+                                  if t.task_id == task_id).waiting_for):
+        raise UserError(f"stage {stage + 1} of this task is revealed once task"
+                        f"{'s' if len(waiting) > 1 else ''} {', '.join(map(str, waiting))} of "
+                        "this exam, about the same case, "
+                        f"{'are' if len(waiting) > 1 else 'is'} answered")
     s.add(StageAnswer(attempt_id=attempt.id, task_id=task_id, stage=stage, text=text.strip(),
                       seconds=max(seconds, 0.0)))
     current = s.get(ExamAttempt, attempt.id)

@@ -91,7 +91,12 @@ def test_recording_through_the_box_lands_on_the_revealed_stage(demo_study: Path)
     student = _login("demo-student")
     at = page("pages/exam.py", student).run()
     tasks = at.selectbox(key="exam_task")
-    multi = next(i for i, label in enumerate(tasks.options) if "level 3" in label)
+    with session() as s:  # a multi-turn task whose stages wait for no other task of its case
+        exam = s.exec(select(Exam).where(Exam.name == DEMO_EXAM)).one()
+        waits = [bool(t.waiting_for) for t in exam_tasks(
+            s, attempt=attempt_for(s, exam_id=exam.id, user_id=student.id))]
+    multi = next(i for i, label in enumerate(tasks.options) if "level 3" in label
+                 and not waits[i])
     tasks.set_value(multi).run()
     _type(at, "   ", 1, record=1)  # an empty answer: refused, the button works again
     assert any("the answer is empty" in e.value for e in at.error)
@@ -118,6 +123,38 @@ def test_recording_through_the_box_lands_on_the_revealed_stage(demo_study: Path)
         assert len(s.exec(select(StageAnswer)
                           .join(ExamAttempt, ExamAttempt.id == StageAnswer.attempt_id)
                           .where(ExamAttempt.user_id == student.id)).all()) == 1
+
+
+def test_a_later_stage_waits_until_the_single_stage_task_of_its_case_is_answered(
+        demo_study: Path) -> None:
+    """The demo's case syn-02 has a differential task (syn-t03, one stage) and a multi-turn
+    task (syn-t04) whose second stage reveals the serology, the third the CSF bands: neither
+    may reach the page before syn-t03 is answered."""
+    student = _login("demo-student")
+    with session() as s:
+        later = s.get(Task, "syn-t04").stages
+        order = s.exec(select(Exam).where(Exam.name == DEMO_EXAM)).one().task_ids
+    single, multi = order.index("syn-t03"), order.index("syn-t04")
+    at = page("pages/exam.py", student).run()
+    at.selectbox(key="exam_task").set_value(multi).run()
+    _type(at, "Demyelination, probably MS.", 1, record=1)  # the first stage is free
+    assert not at.exception and not at.error
+    payload = page_payload(at)
+    assert not [t for t in later if _sent(t, payload)]  # stage 2 held back
+    assert at.selectbox(key="exam_task").value == single  # the page went to the one to answer
+    assert any(f"revealed once task {single + 1}, about the same case" in m.value
+               for m in at.success)
+    at.selectbox(key="exam_task").set_value(multi).run()  # back: no box, a note, no stage
+    assert not [t for t in later if _sent(t, page_payload(at))]
+    assert not [e for e in at.get("component_instance")
+                if e.proto.component_name.endswith("nmb_answer_box")]
+    assert any("about the same case" in m.value for m in at.info)
+    at.selectbox(key="exam_task").set_value(single).run()
+    _type(at, "MS, NMOSD, MOGAD.", 1, record=1)
+    assert not at.exception and not at.error
+    at.selectbox(key="exam_task").set_value(multi).run()
+    assert _sent(later[0], page_payload(at)) and not _sent(later[1], page_payload(at))
+    assert _box(at)["label"].startswith("Your answer at stage 2")
 
 
 def _finish(user: LoggedIn, exam: Exam) -> list[str]:
