@@ -133,12 +133,18 @@ def attempt_for(s: Session, *, exam_id: int, user_id: int) -> ExamAttempt:
     return attempt
 
 
-def exam_tasks(s: Session, *, attempt: ExamAttempt) -> list[ExamTask]:
-    exam = s.get(Exam, attempt.exam_id)
+def _answers(s: Session, attempt_id: int) -> dict[str, list[str]]:
+    """{task id: the attempt's recorded answers, stage by stage}."""
     answers: dict[str, list[str]] = {}
-    for a in s.exec(select(StageAnswer).where(StageAnswer.attempt_id == attempt.id)
+    for a in s.exec(select(StageAnswer).where(StageAnswer.attempt_id == attempt_id)
                     .order_by(StageAnswer.stage)):
         answers.setdefault(a.task_id, []).append(a.text)
+    return answers
+
+
+def exam_tasks(s: Session, *, attempt: ExamAttempt) -> list[ExamTask]:
+    exam = s.get(Exam, attempt.exam_id)
+    answers = _answers(s, attempt.id)
     tasks = [s.get(Task, task_id) for task_id in exam.task_ids]
     out = []
     for position, task in enumerate(tasks):
@@ -183,8 +189,8 @@ def answer_stage(s: Session, *, attempt: ExamAttempt, task_id: str, text: str,
     stage = len(given)
     if stage > len(task.stages or []):
         raise UserError(f"task {task_id!r} is already fully answered")
-    if stage and (waiting := next(t for t in exam_tasks(s, attempt=attempt)
-                                  if t.task_id == task_id).waiting_for):
+    if stage and (waiting := _waiting_for([s.get(Task, t) for t in exam.task_ids],
+                                          _answers(s, attempt.id), exam.task_ids.index(task_id))):
         raise UserError(f"stage {stage + 1} of this task is revealed once task"
                         f"{'s' if len(waiting) > 1 else ''} {', '.join(map(str, waiting))} of "
                         "this exam, about the same case, "
@@ -243,10 +249,7 @@ def review_tasks(s: Session, *, attempt: ExamAttempt) -> list[ReviewTask]:
         raise UserError(f"exam {exam.name!r} does not show reference answers")
     if attempt.finished_at is None:
         raise UserError("finish the exam to review it")
-    answers: dict[str, list[str]] = {}
-    for a in s.exec(select(StageAnswer).where(StageAnswer.attempt_id == attempt.id)
-                    .order_by(StageAnswer.stage)):
-        answers.setdefault(a.task_id, []).append(a.text)
+    answers = _answers(s, attempt.id)
     pending = _unfinished_elsewhere(s, exam=exam, user_id=attempt.user_id)
     out = []
     for task_id in exam.task_ids:
