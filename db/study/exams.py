@@ -22,6 +22,7 @@ from sqlmodel import Session, select
 from db.audit import record
 from db.bundle.importer import new_blind_codes
 from db.models import Exam, ExamAttempt, Response, StageAnswer, Task, User, utcnow
+from db.raters.response_flags import flag_new
 from db.study.cases import case_view, reference_fields
 from db.study.reference import has_reference
 from db.text_limits import ANSWER, NAME, check_length
@@ -219,16 +220,21 @@ def save_draft(s: Session, *, attempt: ExamAttempt, task_id: str, text: str) -> 
 
 
 def finish(s: Session, *, attempt: ExamAttempt, actor: str | None = None) -> int:
-    """Close the attempt and turn each fully answered task into a human response."""
+    """Close the attempt and turn each fully answered task into a human response; one that
+    names a model or its maker is redacted and held for review, as a model's response is
+    (`db.raters.response_flags`): "[name removed]" must not mark model answers alone."""
     if attempt.finished_at is not None:
         raise UserError("this exam attempt is already finished")
     user = s.get(User, attempt.user_id)
     answered = [t for t in exam_tasks(s, attempt=attempt) if t.done]
-    for t, code in zip(answered, new_blind_codes(s, len(answered)), strict=True):
-        s.add(Response(response_id=f"human-{attempt.id}-{t.task_id}", task_id=t.task_id,
-                       source=user.role, user_id=user.id, sample=0, text=t.answers[0],
-                       turns=t.answers[1:] or None,
-                       blind_code=code))
+    rows = [{"response_id": f"human-{attempt.id}-{t.task_id}", "model": None,
+             "text": t.answers[0], "turns": t.answers[1:] or None} for t in answered]
+    flags = flag_new(s, rows)  # a model named in an answer: redacted and held, as a model's
+    for t, row, code in zip(answered, rows, new_blind_codes(s, len(answered)), strict=True):
+        s.add(Response(task_id=t.task_id, source=user.role, user_id=user.id, sample=0,
+                       blind_code=code, **row))
+    s.flush()
+    s.add_all(flags)
     attempt.finished_at = utcnow()
     s.add(attempt)
     record(s, "exam.finish", actor=actor, attempt=attempt.id, responses=len(answered))

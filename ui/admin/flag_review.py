@@ -22,7 +22,7 @@ def flag_review(actor: str) -> None:
                "them redacted; they are assigned to raters once reviewed here. Keep or edit "
                "the redaction, or restore the original when the name was a false alarm.")
     for flag in flags[:SHOWN]:
-        with st.expander(escape_markdown(f"{flag.response_id} · {flag.model} · names: "
+        with st.expander(escape_markdown(f"{flag.response_id} · {flag.model or 'an exam answer'} · names: "
                                          f"{', '.join(flag.names)}")):
             _one(flag, actor)
 
