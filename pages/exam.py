@@ -27,7 +27,7 @@ from ui.auth import current_user, require_role
 from ui.case_panel import case_panel
 from ui.exam.answer_box import answer_box, last_typed
 from ui.exam.stage_scroll import scroll_to_stage
-from ui.plain_text import untrusted_text
+from ui.plain_text import escape_markdown, untrusted_text
 from ui.response_view import FAMILY_NAMES, response_view, stage_label
 
 STAGES_KEY = "exam-stages"  # the container of the task's stages (where the scroll looks)
@@ -68,7 +68,10 @@ def review() -> None:
                       missing="No answer given for this stage.")
     with reference:
         st.markdown("**Reference answer**")
-        if not t.reference:
+        if t.withheld:
+            st.caption("Withheld while this task is part of an exam you have not finished: "
+                       + ", ".join(f"“{escape_markdown(name)}”" for name in t.withheld) + ".")
+        elif not t.reference:
             st.caption("This case has no reference answer.")
         for label, text in t.reference:
             st.caption(label)
@@ -121,6 +124,8 @@ def next_task() -> None:
 
 if st.session_state.pop("exam_advance", False):
     next_task()
+if (first := st.session_state.pop("exam_goto", None)) is not None:  # a task to answer first
+    st.session_state["exam_task"] = first
 pick, go = st.columns([4, 1], vertical_alignment="bottom")
 i = pick.selectbox("Task", list(labels), format_func=labels.get, key="exam_task")
 go.button("Next task", on_click=next_task, disabled=not [j for j in pending if j != i],
@@ -166,6 +171,14 @@ def answer_area(stage: int) -> None:
     st.caption(note)
 
 
+def waiting_note(waiting: list[int]) -> str:
+    """Why the next stage is not shown yet: the tasks about the same case to answer first."""
+    many = len(waiting) > 1
+    return (f"The next stage of this task is revealed once task{'s' if many else ''} "
+            f"{', '.join(map(str, waiting))}, about the same case, {'are' if many else 'is'} "
+            "answered: what it reveals would tell the answer.")
+
+
 def record_answer(stage: int, text: str) -> None:
     """Record `text` as the answer to `stage`; then the whole page moves on: to the stage it
     reveals (scrolled into view), or to the next task (at its top)."""
@@ -182,6 +195,9 @@ def record_answer(stage: int, text: str) -> None:
     if stage + 1 == task.n_stages:
         confirm("exam_confirmation", message + ". Task complete.")
         st.session_state["exam_advance"] = True
+    elif task.waiting_for:  # its next stage waits for the case's other tasks: go there
+        confirm("exam_confirmation", f"{message}. {waiting_note(task.waiting_for)}")
+        st.session_state["exam_goto"] = task.waiting_for[0] - 1
     else:
         following = stage_label(stage + 2, task.n_stages)
         st.session_state["exam_revealed"] = (task.task_id, following,
@@ -196,7 +212,9 @@ with case_panel(key=f"case-{task.task_id}", title=task.case_title, ehr=task.ehr,
                       task.answers, n_stages=task.n_stages)
     if revealed and revealed[0] == task.task_id:
         scroll_to_stage(STAGES_KEY, revealed[1])
-    if not task.done:
+    if not task.done and not task.answerable:
+        st.info(waiting_note(task.waiting_for), icon=":material/lock:")
+    elif not task.done:
         stage = len(task.answers)
         st.session_state.setdefault(f"exam_started_{task.task_id}_{stage}", time.monotonic())
         st.fragment(answer_area)(stage)

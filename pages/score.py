@@ -18,7 +18,14 @@ from ui.case_panel import case_panel
 from ui.plain_text import escape_markdown, untrusted_text
 from ui.response_view import response_view
 from ui.score.rubric_form import rubric_form
-from ui.score.score_keys import COMPACT_CSS, RUBRIC_KEY, SHORTCUT_HELP, SHORTCUTS, score_keys
+from ui.score.score_keys import (
+    COMPACT_CSS,
+    RUBRIC_KEY,
+    SHORTCUT_HELP,
+    SHORTCUTS,
+    item_key,
+    score_keys,
+)
 from ui.score.score_queue import filter_controls, queue_filter
 
 user = require_role("expert")
@@ -148,7 +155,7 @@ with case_panel(key=f"case-{item.case_id}", title=item.case_title, ehr=item.ehr,
     if item.status == "submitted":
         st.caption(f"Submitted (revision {item.revision}); changes here are a new revision.")
     with st.container(key=RUBRIC_KEY):
-        values = rubric_form(f"a{aid}", spec, item.values, on_change=while_signed_in(save),
+        values = rubric_form(item_key(item), spec, item.values, on_change=while_signed_in(save),
                              missing=st.session_state.get(f"score_missing_{aid}"),
                              stages=len(item.stages))
     saved = st.session_state.get(f"score_saved_{aid}")
@@ -173,4 +180,4 @@ with case_panel(key=f"case-{item.case_id}", title=item.case_title, ehr=item.ehr,
             st.session_state["score_advance"] = True
             confirm("score_confirmation", f"Item {position} ({item.blind_code}) submitted.")
             st.rerun()
-score_keys(item=aid)
+score_keys(item=item.blind_code)

@@ -1,7 +1,8 @@
 """Who scores what: the calibration subset, rater assignments, and rater progress."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+import numpy as np
 from sqlalchemy import func
 from sqlmodel import Session, select
 
@@ -53,21 +54,33 @@ def draw_calibration(
 
 @dataclass(frozen=True)
 class AssignmentPlan:
-    """What `assign` would add: the items and each rater's queue before and after."""
+    """What `assign` would add: the items and each rater's queue before and after.
+
+    `unopened`: rater -> items of their queue they have not opened yet (no draft, no
+    submit), among which the added items are mixed (`assign`)."""
 
     selection: str
     overlap: int
     items: list[str]
     queues: dict[str, list[str]]  # rater -> the items added to their queue, in queue order
     before: dict[str, int]  # rater -> items in their queue now
+    unopened: dict[str, int] = field(default_factory=dict)
 
     def describe(self) -> str:
-        """One line, e.g. "adds 82 items (3 raters each): e1 120 -> 202 (+82), ..."."""
+        """One line, e.g. "adds 82 items (3 raters each): e1 120 -> 202 (+82), ..."; it names
+        the raters who have opened every item, to whom the added items come as a block."""
         loads = ", ".join(f"{name} {self.before[name]} -> {self.before[name] + len(q)} "
                           f"(+{len(q)})" for name, q in self.queues.items())
         what = "calibration items" if self.selection == "calibration" else "items"
         raters = "rater" if self.overlap == 1 else "raters"
-        return f"adds {len(self.items)} {what} ({self.overlap} {raters} each): {loads}"
+        line = f"adds {len(self.items)} {what} ({self.overlap} {raters} each): {loads}"
+        late = [name for name, q in self.queues.items()
+                if q and self.before[name] and not self.unopened.get(name)]
+        if late:
+            line += (f"; {', '.join(late)} {'has' if len(late) == 1 else 'have'} opened every "
+                     "item already, so the added ones follow as a batch of their own, which "
+                     "tells them apart (e.g. as the human answers) unless it mixes sources")
+        return line
 
 
 def plan_assignment(
@@ -101,7 +114,33 @@ def plan_assignment(
                          .group_by(Assignment.rater_id)).all())
     return AssignmentPlan(selection=selection, overlap=overlap, items=items,
                           queues=balanced_design(items, raters, overlap, seed),
-                          before={name: counts.get(users[name].id, 0) for name in raters})
+                          before={name: counts.get(users[name].id, 0) for name in raters},
+                          unopened={name: len(_unopened(s, users[name].id)) for name in raters})
+
+
+def _unopened(s: Session, rater_id: int) -> list[Assignment]:
+    """The rater's assignments without a draft or a submit, in queue order."""
+    return list(s.exec(select(Assignment)
+                       .join(ExpertScore, ExpertScore.assignment_id == Assignment.id,
+                             isouter=True)
+                       .where(Assignment.rater_id == rater_id, ExpertScore.id.is_(None))
+                       .order_by(Assignment.position)))
+
+
+def _mixed_in(s: Session, rows: list[Assignment], rater_id: int, first: int,
+              rng: np.random.Generator) -> None:
+    """Give the new `rows` positions mixed at random among the rater's unopened items (each
+    list keeps its own order; opened items keep their places): appended after the queue, a
+    batch of one source (the exam's human answers, a model collected later, responses
+    released by a flag review) would be told apart by where it stands."""
+    waiting = _unopened(s, rater_id)
+    slots = [a.position for a in waiting] + list(range(first, first + len(rows)))
+    new = set(rng.choice(len(slots), size=len(rows), replace=False).tolist())
+    old_rows, new_rows = iter(waiting), iter(rows)
+    for k, slot in enumerate(slots):
+        row = next(new_rows) if k in new else next(old_rows)
+        row.position = slot
+        s.add(row)
 
 
 def assign(
@@ -109,8 +148,9 @@ def assign(
     selection: str = "all", seed: int = 0, actor: str | None = None,
     expect: AssignmentPlan | None = None,
 ) -> AssignmentDesign:
-    """Assign what `plan_assignment` plans (balanced design, seeded queues). With `expect`
-    (a preview shown to the user), refuses if the plan has changed since."""
+    """Assign what `plan_assignment` plans (balanced design, seeded queues), each rater's new
+    items mixed among the items they have not opened yet. With `expect` (a preview shown to
+    the user), refuses if the plan has changed since."""
     plan = plan_assignment(s, raters=raters, overlap=overlap, selection=selection, seed=seed)
     if expect is not None and (plan.items, plan.queues) != (expect.items, expect.queues):
         raise UserError("the items to assign changed since the preview (someone assigned or "
@@ -122,12 +162,11 @@ def assign(
     ids = dict(s.exec(select(User.name, User.id).where(User.name.in_(raters))).all())
     start = dict(s.exec(select(Assignment.rater_id, func.max(Assignment.position))
                         .group_by(Assignment.rater_id)).all())
-    rows = []
-    for name, queue in plan.queues.items():
-        first = start.get(ids[name], -1) + 1
-        rows += [Assignment(design_id=design.id, rater_id=ids[name], response_id=rid,
-                            position=first + k) for k, rid in enumerate(queue)]
-    s.add_all(rows)
+    for r, (name, queue) in enumerate(plan.queues.items()):
+        rows = [Assignment(design_id=design.id, rater_id=ids[name], response_id=rid, position=-1)
+                for rid in queue]
+        _mixed_in(s, rows, ids[name], start.get(ids[name], -1) + 1,
+                  np.random.default_rng([seed, r, design.id]))
     record(s, "assign", actor=actor, design=design.id, raters=raters, overlap=overlap,
            selection=selection, seed=seed, items=len(plan.items))
     return design

@@ -1,10 +1,11 @@
 """Responses that name a model or its maker: redacted when created, held until reviewed.
 
-When model responses are created (bundle import), each one whose text or turns name a model
-(`db.raters.model_names`) gets a `ResponseFlag` that keeps the original, and its `text` and `turns`
-become the redacted ones, so raters and the grader only ever read redacted text. It is not
-assigned to raters until an admin has reviewed it on /admin (`review`): kept the suggested
-redaction, edited it, or restored the original when the match was a false alarm.
+When responses are created (bundle import, `nmb collect`, a finished exam's answers), each
+one whose text or turns name a model (`db.raters.model_names`) gets a `ResponseFlag` that
+keeps the original, and its `text` and `turns` become the redacted ones, so raters and the
+grader only ever read redacted text. It is not assigned to raters until an admin has reviewed
+it on /admin (`review`): kept the suggested redaction, edited it, or restored the original
+when the match was a false alarm.
 """
 
 from collections.abc import Iterable
@@ -28,8 +29,8 @@ def _finder(s: Session, models: Iterable[str | None]) -> NameFinder:
 
 
 def flag_new(s: Session, responses: list[dict]) -> list[ResponseFlag]:
-    """Redact, in place, the new model responses (rows with `response_id`, `model`, `text`,
-    `turns`) that name a model; their flags, for the caller to add with the responses."""
+    """Redact, in place, the new responses (rows with `response_id`, `model` (None: a human's),
+    `text`, `turns`) that name a model; their flags, for the caller to add with the responses."""
     finder = _finder(s, (r.get("model") for r in responses))
     flags = []
     for r in responses:

@@ -2,16 +2,19 @@
 
 A multi-turn (level 3) task reveals its stages one at a time: stage k is shown only after
 the answer to stage k-1 is recorded, and recorded answers cannot be changed afterwards, so
-later information never leaks into an earlier answer. A finished attempt turns each fully
+later information never leaks into an earlier answer. Nor into another task of the same
+case: a task's second stage is revealed only once the exam's tasks of its case with fewer
+stages are fully answered (`ExamTask.waiting_for`). A finished attempt turns each fully
 answered task into a `Response` (source = the user's role) that experts score blind.
 
 What a taker sees is a data object without the reference answer (`ExamTask`); only after
 finishing, and only in an exam opened with `review`, does `review_tasks` return the taker's
-own answers beside the reference answers (`ReviewTask`). Neither ever holds another person's
-answers, a model's response, a score or a mask.
+own answers beside the reference answers (`ReviewTask`), and not for a task that another
+exam the taker has not finished also holds. Neither ever holds another person's answers, a
+model's response, a score or a mask.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from sqlmodel import Session, select
@@ -19,6 +22,7 @@ from sqlmodel import Session, select
 from db.audit import record
 from db.bundle.importer import new_blind_codes
 from db.models import Exam, ExamAttempt, Response, StageAnswer, Task, User, utcnow
+from db.raters.response_flags import flag_new
 from db.study.cases import case_view, reference_fields
 from db.study.reference import has_reference
 from db.text_limits import ANSWER, NAME, check_length
@@ -40,16 +44,28 @@ class ExamTask:
     ehr: str
     scores: dict[str, float]
     series: list[tuple[str, Path]]
+    # exam positions (1-based) of the unfinished tasks of the same case with fewer stages:
+    # while there are any, this task's next stage is not revealed (`_waiting_for`)
+    waiting_for: list[int] = field(default_factory=list)
 
     @property
     def done(self) -> bool:
         return len(self.answers) >= self.n_stages
 
+    @property
+    def answerable(self) -> bool:
+        """Whether the page may ask for the next answer now (its stage is revealed)."""
+        return not self.done and (not self.answers or not self.waiting_for)
+
 
 @dataclass
 class ReviewTask:
     """One task of a finished attempt, for its taker's review: every stage, the taker's own
-    answers, and the reference answer as labelled fields (none when the case has none)."""
+    answers, and the reference answer as labelled fields (none when the case has none).
+
+    `withheld`: the other exams holding this task that the taker has not finished; while
+    there are any, the reference answer and the stages the taker did not reach are left out
+    (the taker may still answer the task there, as the human baseline)."""
 
     task_id: str
     family: str
@@ -59,6 +75,7 @@ class ReviewTask:
     answers: list[str]
     case_title: str
     reference: list[tuple[str, str]]
+    withheld: list[str] = field(default_factory=list)
 
 
 def ensure_exam(s: Session, *, name: str, task_ids: list[str] | None = None,
@@ -117,22 +134,43 @@ def attempt_for(s: Session, *, exam_id: int, user_id: int) -> ExamAttempt:
     return attempt
 
 
-def exam_tasks(s: Session, *, attempt: ExamAttempt) -> list[ExamTask]:
-    exam = s.get(Exam, attempt.exam_id)
+def _answers(s: Session, attempt_id: int) -> dict[str, list[str]]:
+    """{task id: the attempt's recorded answers, stage by stage}."""
     answers: dict[str, list[str]] = {}
-    for a in s.exec(select(StageAnswer).where(StageAnswer.attempt_id == attempt.id)
+    for a in s.exec(select(StageAnswer).where(StageAnswer.attempt_id == attempt_id)
                     .order_by(StageAnswer.stage)):
         answers.setdefault(a.task_id, []).append(a.text)
+    return answers
+
+
+def exam_tasks(s: Session, *, attempt: ExamAttempt) -> list[ExamTask]:
+    exam = s.get(Exam, attempt.exam_id)
+    answers = _answers(s, attempt.id)
+    tasks = [s.get(Task, task_id) for task_id in exam.task_ids]
     out = []
-    for task_id in exam.task_ids:
-        task = s.get(Task, task_id)
+    for position, task in enumerate(tasks):
         case = case_view(s, case_id=task.case_id)  # its ground truth stays here
-        given = answers.get(task_id, [])
+        given = answers.get(task.task_id, [])
         stages = list(task.stages or [])
-        out.append(ExamTask(task_id, task.family, task.level, task.prompt,
-                            stages[:len(given)], given, 1 + len(stages), case.title, case.ehr,
-                            case.scores, case.series))
+        waiting = _waiting_for(tasks, answers, position)
+        shown = len(given) - 1 if waiting and given else len(given)  # the next one held back
+        out.append(ExamTask(task.task_id, task.family, task.level, task.prompt,
+                            stages[:shown], given, 1 + len(stages), case.title, case.ehr,
+                            case.scores, case.series, waiting))
     return out
+
+
+def _waiting_for(tasks: list[Task], answers: dict[str, list[str]], position: int) -> list[int]:
+    """The exam positions (1-based) of the tasks of the same case as `tasks[position]` that
+    have fewer stages and are not fully answered. A stage revealed later is information about
+    the case (a CSF result, a biopsy) that a model answering the other task never gets, so it
+    waits until those are answered; a single-stage task never waits (tasks of one case with
+    as many stages each are not ordered: their stages can still inform each other)."""
+    me = tasks[position]
+    return [k + 1 for k, t in enumerate(tasks)
+            if k != position and t.case_id == me.case_id
+            and len(t.stages or []) < len(me.stages or [])
+            and len(answers.get(t.task_id, [])) < 1 + len(t.stages or [])]
 
 
 def answer_stage(s: Session, *, attempt: ExamAttempt, task_id: str, text: str,
@@ -152,6 +190,12 @@ def answer_stage(s: Session, *, attempt: ExamAttempt, task_id: str, text: str,
     stage = len(given)
     if stage > len(task.stages or []):
         raise UserError(f"task {task_id!r} is already fully answered")
+    if stage and (waiting := _waiting_for([s.get(Task, t) for t in exam.task_ids],
+                                          _answers(s, attempt.id), exam.task_ids.index(task_id))):
+        raise UserError(f"stage {stage + 1} of this task is revealed once task"
+                        f"{'s' if len(waiting) > 1 else ''} {', '.join(map(str, waiting))} of "
+                        "this exam, about the same case, "
+                        f"{'are' if len(waiting) > 1 else 'is'} answered")
     s.add(StageAnswer(attempt_id=attempt.id, task_id=task_id, stage=stage, text=text.strip(),
                       seconds=max(seconds, 0.0)))
     current = s.get(ExamAttempt, attempt.id)
@@ -176,16 +220,21 @@ def save_draft(s: Session, *, attempt: ExamAttempt, task_id: str, text: str) -> 
 
 
 def finish(s: Session, *, attempt: ExamAttempt, actor: str | None = None) -> int:
-    """Close the attempt and turn each fully answered task into a human response."""
+    """Close the attempt and turn each fully answered task into a human response; one that
+    names a model or its maker is redacted and held for review, as a model's response is
+    (`db.raters.response_flags`): "[name removed]" must not mark model answers alone."""
     if attempt.finished_at is not None:
         raise UserError("this exam attempt is already finished")
     user = s.get(User, attempt.user_id)
     answered = [t for t in exam_tasks(s, attempt=attempt) if t.done]
-    for t, code in zip(answered, new_blind_codes(s, len(answered)), strict=True):
-        s.add(Response(response_id=f"human-{attempt.id}-{t.task_id}", task_id=t.task_id,
-                       source=user.role, user_id=user.id, sample=0, text=t.answers[0],
-                       turns=t.answers[1:] or None,
-                       blind_code=code))
+    rows = [{"response_id": f"human-{attempt.id}-{t.task_id}", "model": None,
+             "text": t.answers[0], "turns": t.answers[1:] or None} for t in answered]
+    flags = flag_new(s, rows)  # a model named in an answer: redacted and held, as a model's
+    for t, row, code in zip(answered, rows, new_blind_codes(s, len(answered)), strict=True):
+        s.add(Response(task_id=t.task_id, source=user.role, user_id=user.id, sample=0,
+                       blind_code=code, **row))
+    s.flush()
+    s.add_all(flags)
     attempt.finished_at = utcnow()
     s.add(attempt)
     record(s, "exam.finish", actor=actor, attempt=attempt.id, responses=len(answered))
@@ -197,23 +246,39 @@ def review_tasks(s: Session, *, attempt: ExamAttempt) -> list[ReviewTask]:
     """The finished attempt's tasks with the taker's answers and the reference answers.
 
     Raises UserError unless the attempt is finished and its exam allows review: the reference
-    answer is read here and nowhere else on the exam's way to a page."""
+    answer is read here and nowhere else on the exam's way to a page. A task that another exam
+    the taker has not finished also holds is `withheld` (no reference, only the stages the
+    taker reached) until that exam is finished."""
     attempt = s.get(ExamAttempt, attempt.id)
     exam = s.get(Exam, attempt.exam_id)
     if not exam.review:
         raise UserError(f"exam {exam.name!r} does not show reference answers")
     if attempt.finished_at is None:
         raise UserError("finish the exam to review it")
-    answers: dict[str, list[str]] = {}
-    for a in s.exec(select(StageAnswer).where(StageAnswer.attempt_id == attempt.id)
-                    .order_by(StageAnswer.stage)):
-        answers.setdefault(a.task_id, []).append(a.text)
+    answers = _answers(s, attempt.id)
+    pending = _unfinished_elsewhere(s, exam=exam, user_id=attempt.user_id)
     out = []
     for task_id in exam.task_ids:
         task = s.get(Task, task_id)
         case = case_view(s, case_id=task.case_id)
-        truth = case.ground_truth if has_reference(case.ground_truth) else None
+        given, stages = answers.get(task_id, []), list(task.stages or [])
+        withheld = pending.get(task_id, [])
+        truth = case.ground_truth if has_reference(case.ground_truth) and not withheld else None
         out.append(ReviewTask(task_id, task.family, task.level, task.prompt,
-                              list(task.stages or []), answers.get(task_id, []), case.title,
-                              [(k, v) for k, v in reference_fields(truth) if v]))
+                              stages[:len(given)] if withheld else stages, given, case.title,
+                              [(k, v) for k, v in reference_fields(truth) if v], withheld))
+    return out
+
+
+def _unfinished_elsewhere(s: Session, *, exam: Exam, user_id: int) -> dict[str, list[str]]:
+    """{task id: names of the other exams holding it that the user has not finished}: a
+    review must not hand those tasks' reference answers to someone who may still take them."""
+    finished = set(s.exec(select(ExamAttempt.exam_id).where(
+        ExamAttempt.user_id == user_id, ExamAttempt.finished_at.is_not(None))))
+    ours = set(exam.task_ids)
+    out: dict[str, list[str]] = {}
+    for other in exams(s):
+        if other.id != exam.id and other.id not in finished:
+            for task_id in ours.intersection(other.task_ids):
+                out.setdefault(task_id, []).append(other.name)
     return out

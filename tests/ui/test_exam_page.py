@@ -91,7 +91,12 @@ def test_recording_through_the_box_lands_on_the_revealed_stage(demo_study: Path)
     student = _login("demo-student")
     at = page("pages/exam.py", student).run()
     tasks = at.selectbox(key="exam_task")
-    multi = next(i for i, label in enumerate(tasks.options) if "level 3" in label)
+    with session() as s:  # a multi-turn task whose stages wait for no other task of its case
+        exam = s.exec(select(Exam).where(Exam.name == DEMO_EXAM)).one()
+        waits = [bool(t.waiting_for) for t in exam_tasks(
+            s, attempt=attempt_for(s, exam_id=exam.id, user_id=student.id))]
+    multi = next(i for i, label in enumerate(tasks.options) if "level 3" in label
+                 and not waits[i])
     tasks.set_value(multi).run()
     _type(at, "   ", 1, record=1)  # an empty answer: refused, the button works again
     assert any("the answer is empty" in e.value for e in at.error)
@@ -118,6 +123,38 @@ def test_recording_through_the_box_lands_on_the_revealed_stage(demo_study: Path)
         assert len(s.exec(select(StageAnswer)
                           .join(ExamAttempt, ExamAttempt.id == StageAnswer.attempt_id)
                           .where(ExamAttempt.user_id == student.id)).all()) == 1
+
+
+def test_a_later_stage_waits_until_the_single_stage_task_of_its_case_is_answered(
+        demo_study: Path) -> None:
+    """The demo's case syn-02 has a differential task (syn-t03, one stage) and a multi-turn
+    task (syn-t04) whose second stage reveals the serology, the third the CSF bands: neither
+    may reach the page before syn-t03 is answered."""
+    student = _login("demo-student")
+    with session() as s:
+        later = s.get(Task, "syn-t04").stages
+        order = s.exec(select(Exam).where(Exam.name == DEMO_EXAM)).one().task_ids
+    single, multi = order.index("syn-t03"), order.index("syn-t04")
+    at = page("pages/exam.py", student).run()
+    at.selectbox(key="exam_task").set_value(multi).run()
+    _type(at, "Demyelination, probably MS.", 1, record=1)  # the first stage is free
+    assert not at.exception and not at.error
+    payload = page_payload(at)
+    assert not [t for t in later if _sent(t, payload)]  # stage 2 held back
+    assert at.selectbox(key="exam_task").value == single  # the page went to the one to answer
+    assert any(f"revealed once task {single + 1}, about the same case" in m.value
+               for m in at.success)
+    at.selectbox(key="exam_task").set_value(multi).run()  # back: no box, a note, no stage
+    assert not [t for t in later if _sent(t, page_payload(at))]
+    assert not [e for e in at.get("component_instance")
+                if e.proto.component_name.endswith("nmb_answer_box")]
+    assert any("about the same case" in m.value for m in at.info)
+    at.selectbox(key="exam_task").set_value(single).run()
+    _type(at, "MS, NMOSD, MOGAD.", 1, record=1)
+    assert not at.exception and not at.error
+    at.selectbox(key="exam_task").set_value(multi).run()
+    assert _sent(later[0], page_payload(at)) and not _sent(later[1], page_payload(at))
+    assert _box(at)["label"].startswith("Your answer at stage 2")
 
 
 def _finish(user: LoggedIn, exam: Exam) -> list[str]:
@@ -171,10 +208,12 @@ def test_a_finished_exam_with_review_shows_own_answers_beside_references(
     student = make_user("reviewer", "student")
     with session() as s:
         exam = ensure_exam(s, name="A practice exam", review=True)
+        baseline = s.exec(select(Exam).where(Exam.name == DEMO_EXAM)).one()
         s.commit()
         cases = {c.case_id: c for c in s.exec(select(Case))}
         task_cases = {t: s.get(Task, t).case_id for t in exam.task_ids}
     secrets = _secrets()  # before this taker's answers: all of them belong to others
+    _finish(student, baseline)  # the demo exam holds the same tasks: finished first
     given = _finish(student, exam)
     at = page("pages/exam.py", student).run()  # the practice exam sorts first
     assert not at.exception
@@ -197,6 +236,28 @@ def test_a_finished_exam_with_review_shows_own_answers_beside_references(
             assert not [t for t in secrets[kind] if _sent(t, payload)], kind
         review = at.selectbox(key="exam_review_task")
     assert shown_references
+
+
+def test_a_review_sends_no_reference_of_a_task_another_unfinished_exam_holds(
+        demo_study: Path) -> None:
+    """The demo's baseline exam holds every task: a practice exam with review, finished
+    first, must not hand its taker the answers the baseline still asks for."""
+    student = make_user("early", "student")
+    with session() as s:
+        exam = ensure_exam(s, name="A practice exam", review=True)
+        s.commit()
+    secrets = _secrets()
+    _finish(student, exam)
+    at = page("pages/exam.py", student).run()
+    assert not at.exception and at.selectbox[0].value == exam.id
+    review = at.selectbox(key="exam_review_task")
+    for i in range(len(exam.task_ids)):
+        review.set_value(i).run()
+        payload = page_payload(at)
+        assert not [t for t in secrets["references"] if _sent(t, payload)], i
+        assert "Withheld while this task is part of an exam you have not finished" in payload
+        assert _sent(DEMO_EXAM, payload)
+        review = at.selectbox(key="exam_review_task")
 
 
 def test_the_admin_form_opens_an_exam_with_review(demo_study: Path) -> None:

@@ -90,6 +90,12 @@ def test_scoring_page_is_blind_for_every_item(demo_study: Path) -> None:
         assert not at.exception, at.exception
         payload = page_payload(at)
         assert e.blind_code in payload
+        # no assignment number: numbered as assigned, it tells a later batch from the rest
+        assert f"-a{e.assignment_id}-" not in payload and f"-item-{e.blind_code}-" in payload
+        [keys] = [json.loads(c.proto.json_args) for c in at.get("component_instance")
+                  if c.proto.component_name.endswith("nmb_score_keys")]
+        assert keys == {"item": e.blind_code, "container": "nmb-rubric", "key": "score-keys",
+                        "default": None}
         for word in forbidden:
             assert word not in payload, (e.blind_code, word)
         for text in justifications:
@@ -128,7 +134,7 @@ def test_submitting_a_blank_form_names_every_missing_field_next_to_it(demo_study
         assert sum(c.name in e for e in errors) == 2, (c.name, errors)  # and in the summary
     assert any(rubric.correct_diagnosis.question in e for e in errors)
     assert any(e.startswith("Still to answer") for e in errors)
-    first = at.radio(key=f"a{aid}-{criteria[0].key}")
+    first = at.radio(key=f"item-{item.blind_code}-{criteria[0].key}")
     first.set_value(first.options[0]).run()  # answered: its message goes
     assert sum(criteria[0].name in e.value for e in at.error) == 0, [e.value for e in at.error]
     with session() as s:

@@ -72,7 +72,7 @@ def test_levels_are_labels_with_their_anchors_on_demand(demo_study: Path) -> Non
         item = load_item(s, rater_id=expert.id, assignment_id=aid)
         spec = form_spec(rubric_by_hash(s, item.rubric_hash), item.family)
     for c in spec.criteria:
-        radio = at.radio(key=f"a{aid}-{c.key}")
+        radio = at.radio(key=f"item-{item.blind_code}-{c.key}")
         assert [str(o) for o in radio.options][:len(c.anchors)] == [str(lv) for lv, _ in c.anchors]
         assert radio.proto.horizontal and not list(radio.proto.captions)
         for _, text in c.anchors:  # every anchor's text is in the tooltip
@@ -102,7 +102,7 @@ def test_a_multi_turn_item_asks_a_judgment_per_stage_and_saves_it(demo_study: Pa
     aid = multi.assignment_id
     stages = [r for r in at.radio if r.label.startswith("Stage ")]
     assert [r.label for r in stages] == [f"Stage {k + 1} answer correct?" for k in range(n)]
-    at.radio(key=f"a{aid}-stage-0").set_value("No").run()
+    at.radio(key=f"item-{multi.blind_code}-stage-0").set_value("No").run()
     with session() as s:
         saved = load_item(s, rater_id=expert.id, assignment_id=aid).values["stage_correct"]
     assert saved == [False] + list(before[1:])  # the one judgment changed, the others kept

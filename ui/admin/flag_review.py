@@ -22,7 +22,8 @@ def flag_review(actor: str) -> None:
                "them redacted; they are assigned to raters once reviewed here. Keep or edit "
                "the redaction, or restore the original when the name was a false alarm.")
     for flag in flags[:SHOWN]:
-        with st.expander(escape_markdown(f"{flag.response_id} · {flag.model} · names: "
+        source = flag.model or "an exam answer"
+        with st.expander(escape_markdown(f"{flag.response_id} · {source} · names: "
                                          f"{', '.join(flag.names)}")):
             _one(flag, actor)
 

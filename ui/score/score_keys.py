@@ -4,7 +4,7 @@ Next, previous, next unscored and Submit are Streamlit's own button shortcuts (t
 text fields too, having a modifier). The rubric's levels are a small component
 (`ui/score/score_keys_frontend/index.html`, plain JavaScript, no build step) that listens to keydown
 in the page and clicks the rubric's own radio options: a key does what a click does. It
-receives the assignment number and the rubric container's key, nothing else.
+receives the item's blind code and the rubric container's key, nothing else.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import streamlit.components.v1 as components
+
+from db.raters.scoring import ScoringItem
 
 FRONTEND = Path(__file__).parent / "score_keys_frontend"
 _component = components.declare_component("nmb_score_keys", path=str(FRONTEND))
@@ -42,7 +44,14 @@ COMPACT_CSS = f"""<style>
 </style>"""
 
 
-def score_keys(*, item: int) -> None:
-    """The rubric's keys for assignment `item` (a new item starts at its first unanswered
-    question)."""
+def item_key(item: ScoringItem) -> str:
+    """The prefix of an item's widget keys, which the browser receives: the item's blind code,
+    never its assignment number (numbered in the order items were assigned, it would tell a
+    batch assigned later, e.g. the human answers, from the rest)."""
+    return f"item-{item.blind_code}"
+
+
+def score_keys(*, item: str) -> None:
+    """The rubric's keys for the item of blind code `item` (a new item starts at its first
+    unanswered question)."""
     _component(item=item, container=RUBRIC_KEY, key="score-keys", default=None)

@@ -127,3 +127,29 @@ def test_restoring_a_false_alarm_drops_the_grades_of_the_redacted_text(
         assert graded == {"model-b-t1-0"}  # regraded at the next run, on the text it now has
         entry = s.exec(select(AuditLog).where(AuditLog.action == "response.review")).one()
         assert entry.detail["kept_original"] and entry.detail["grader_scores_dropped"] == 1
+
+
+def test_an_exam_answer_naming_a_model_is_redacted_and_held_like_a_models(
+        database_url: str) -> None:
+    """Only model answers carried "[name removed]" (an exam's answers were not checked), so the
+    mark told a rater the source; a human answer naming a model is now redacted and held too."""
+    from db.raters.assignments import plan_assignment
+    from db.study.exams import answer_stage, attempt_for, ensure_exam, finish
+    from tests.factories import make_study
+
+    with Session(engine_for(database_url), expire_on_commit=False) as s:
+        make_study(s, n_tasks=2)
+        student = add_user(s, name="stu", role="student", password="pw")
+        exam = ensure_exam(s, name="baseline")
+        s.commit()
+        attempt = attempt_for(s, exam_id=exam.id, user_id=student.id)
+        answer_stage(s, attempt=attempt, task_id="task0", text="ChatGPT would say MS; I agree.")
+        answer_stage(s, attempt=attempt, task_id="task1", text="Left MCA stroke.")
+        finish(s, attempt=attempt)
+        named, plain = (f"human-{attempt.id}-task{k}" for k in (0, 1))
+        assert s.get(Response, named).text == "[name removed] would say MS; I agree."
+        assert s.get(Response, plain).text == "Left MCA stroke."
+        assert {f.response_id: f.names for f in pending(s)} == {named: ["ChatGPT"]}
+        assert s.get(ResponseFlag, named).original_text == "ChatGPT would say MS; I agree."
+        items = plan_assignment(s, raters=["expert1"], overlap=1).items
+        assert plain in items and named not in items  # held until an admin reviews it

@@ -47,6 +47,38 @@ def test_stages_reveal_in_order_and_finish_makes_blind_responses(database_url: s
             answer_stage(s, attempt=attempt, task_id="task0", text="late")
 
 
+def test_a_later_stage_waits_for_the_tasks_of_its_case_with_fewer_stages(
+        database_url: str) -> None:
+    """A multi-turn task's revealed stage (a CSF result, say) must not reach the taker before
+    a single-stage task about the same case is answered: a model answering that task never
+    gets it."""
+    with Session(engine_for(database_url), expire_on_commit=False) as s:
+        make_study(s, n_tasks=3)  # task2 is level 3 with one extra stage
+        s.get(Task, "task0").case_id = "case2"  # a single-stage task about the same case
+        stu = add_user(s, name="stu", role="student", password="pw")
+        exam = ensure_exam(s, name="baseline", task_ids=["task2", "task1", "task0"])
+        s.commit()
+        attempt = attempt_for(s, exam_id=exam.id, user_id=stu.id)
+
+        def tasks() -> dict:
+            return {t.task_id: t for t in exam_tasks(s, attempt=attempt)}
+
+        assert tasks()["task2"].waiting_for == [3] and tasks()["task2"].answerable
+        assert tasks()["task1"].waiting_for == tasks()["task0"].waiting_for == []
+        answer_stage(s, attempt=attempt, task_id="task2", text="first guess")  # stage 1: free
+        multi = tasks()["task2"]
+        assert multi.revealed_stages == [] and not multi.answerable  # stage 2 held back
+        with pytest.raises(UserError, match="stage 2 of this task is revealed once task 3 "):
+            answer_stage(s, attempt=attempt, task_id="task2", text="a guess in the dark")
+        answer_stage(s, attempt=attempt, task_id="task1", text="other case")  # no effect
+        assert tasks()["task2"].revealed_stages == []
+        answer_stage(s, attempt=attempt, task_id="task0", text="the single-stage answer")
+        multi = tasks()["task2"]
+        assert multi.waiting_for == [] and multi.answerable
+        assert multi.revealed_stages == ["More information."]
+        assert answer_stage(s, attempt=attempt, task_id="task2", text="revised") == 1
+
+
 def test_an_exam_with_unknown_or_other_tasks_is_refused(database_url: str) -> None:
     with Session(engine_for(database_url)) as s:
         make_study(s, n_tasks=3)
@@ -109,6 +141,44 @@ def test_review_shows_own_answers_and_references_only_when_allowed_and_finished(
                                      ("Reasoning", "Dawson fingers.")]
         assert mine[1].reference == []  # no reference answer: nothing to show
         assert mine[2].reference == [("Final diagnosis", "MS")]
+
+
+def test_a_review_withholds_the_tasks_another_unfinished_exam_still_asks(
+        database_url: str) -> None:
+    """A practice exam with review shares tasks with a baseline exam: finishing the practice
+    exam must not hand the taker the reference answers (nor the stages not reached) of the
+    tasks they may still answer in the baseline."""
+    with Session(engine_for(database_url), expire_on_commit=False) as s:
+        make_study(s, n_tasks=3)
+        s.get(Task, "task2").stages = ["More information.", "The answer."]  # 3 stages
+        s.get(Case, "case0").ground_truth = {"final_diagnosis": "MS", "differential": ["NMOSD"]}
+        stu = add_user(s, name="stu", role="student", password="pw")
+        practice = ensure_exam(s, name="practice", task_ids=["task0", "task1", "task2"],
+                               review=True)
+        baseline = ensure_exam(s, name="baseline", task_ids=["task2", "task0"])
+        s.commit()
+        attempt = attempt_for(s, exam_id=practice.id, user_id=stu.id)
+        for task_id in ("task0", "task1"):
+            answer_stage(s, attempt=attempt, task_id=task_id, text=f"stu {task_id}")
+        answer_stage(s, attempt=attempt, task_id="task2", text="stu task2 first")  # stage 0 only
+        finish(s, attempt=attempt)
+        review = {t.task_id: t for t in review_tasks(s, attempt=attempt)}
+        assert review["task1"].withheld == [] and review["task1"].reference
+        for task_id in ("task0", "task2"):  # still to be answered in the baseline
+            assert review[task_id].withheld == ["baseline"]
+            assert review[task_id].reference == []
+        assert review["task2"].stages == ["More information."]  # reached; stage 3 not
+        assert review["task0"].answers == ["stu task0"]
+        base = attempt_for(s, exam_id=baseline.id, user_id=stu.id)
+        assert review_tasks(s, attempt=attempt)[0].withheld == ["baseline"]  # started: still
+        for t in exam_tasks(s, attempt=base):
+            for k in range(t.n_stages):
+                answer_stage(s, attempt=base, task_id=t.task_id, text=f"b {k}")
+        finish(s, attempt=base)
+        review = {t.task_id: t for t in review_tasks(s, attempt=attempt)}
+        assert all(not t.withheld for t in review.values())
+        assert review["task0"].reference == [("Final diagnosis", "MS"), ("Differential", "NMOSD")]
+        assert review["task2"].stages == ["More information.", "The answer."]
 
 
 def test_a_draft_is_capped_and_kept_only_for_an_open_attempt(database_url: str) -> None:
