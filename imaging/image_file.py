@@ -165,7 +165,7 @@ def open_image(path: Path) -> SpatialImage:
     path = Path(path)
     name = path.name
     if not path.is_file():
-        raise UserError(f"{name}: file not found ({path})")
+        raise UserError(f"{name}: file not found")  # no server path: pages show it
     try:  # before nibabel: indexed_gzip 1.10 crashes the process on a .nii.gz it cannot open
         os.close(os.open(path, os.O_RDONLY))
     except OSError as e:

@@ -108,6 +108,6 @@ def load_volume(path: Path, volume: int = 0) -> Volume:
     try:
         st = path.resolve().stat()
     except OSError:
-        raise UserError(f"{path.name}: file not found ({path})") from None
+        raise UserError(f"{path.name}: file not found") from None  # as open_image
     key = (str(path.resolve()), st.st_mtime_ns, st.st_size, int(volume))
     return _CACHE.get_or_load(key, lambda: decode_volume(path, volume))
