@@ -151,7 +151,8 @@ def answer_area(stage: int) -> None:
         if stored is None or (latest.text, latest.edit) != (stored.text, stored.edit):
             try:
                 with session() as s:
-                    save_draft(s, attempt=attempt, task_id=task.task_id, text=latest.text)
+                    save_draft(s, attempt=attempt, task_id=task.task_id, text=latest.text,
+                               stage=stage)
             except UserError as e:
                 show_error(e)
             else:
@@ -186,7 +187,7 @@ def record_answer(stage: int, text: str) -> None:
     try:
         with session() as s:
             answer_stage(s, attempt=attempt, task_id=task.task_id, text=text,
-                         seconds=time.monotonic() - started)
+                         seconds=time.monotonic() - started, stage=stage)
     except UserError as e:
         show_error(e)
         return

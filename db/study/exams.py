@@ -173,49 +173,76 @@ def _waiting_for(tasks: list[Task], answers: dict[str, list[str]], position: int
             and len(answers.get(t.task_id, [])) < 1 + len(t.stages or [])]
 
 
-def answer_stage(s: Session, *, attempt: ExamAttempt, task_id: str, text: str,
-                 seconds: float = 0.0) -> int:
-    """Record the answer to the task's next stage; returns the stage number answered."""
+def _locked_attempt(s: Session, attempt_id: int) -> ExamAttempt:
+    """The attempt as stored now, locked until the commit (PostgreSQL: a row lock; SQLite: the
+    engine's write transaction), refused once finished: the writes of two tabs or sessions of
+    one taker queue here and each sees what the other recorded."""
+    attempt = s.exec(select(ExamAttempt).where(ExamAttempt.id == attempt_id).with_for_update()
+                     .execution_options(populate_existing=True)).one()
     if attempt.finished_at is not None:
         raise UserError("this exam attempt is finished; answers can no longer change")
-    exam = s.get(Exam, attempt.exam_id)
+    return attempt
+
+
+def _exam_task(s: Session, exam: Exam, task_id: str) -> Task:
     if task_id not in exam.task_ids:
         raise UserError(f"task {task_id!r} is not part of this exam")
+    return s.get(Task, task_id)
+
+
+def _next_stage(s: Session, attempt: ExamAttempt, task: Task, shown: int | None) -> int:
+    """The task's stage waiting for an answer; UserError when the task is fully answered or
+    when `shown` (the stage the page showed) is not it: answered meanwhile in another tab or
+    session, so the text was written without what that answer revealed."""
+    stage = len(s.exec(select(StageAnswer.stage).where(
+        StageAnswer.attempt_id == attempt.id, StageAnswer.task_id == task.task_id)).all())
+    if stage > len(task.stages or []):
+        raise UserError(f"task {task.task_id!r} is already fully answered")
+    if shown is not None and shown != stage:
+        raise UserError(f"stage {shown + 1} of task {task.task_id!r} was already answered (in "
+                        "another tab or session); reload the page to see what it revealed")
+    return stage
+
+
+def answer_stage(s: Session, *, attempt: ExamAttempt, task_id: str, text: str,
+                 seconds: float = 0.0, stage: int | None = None) -> int:
+    """Record the answer to the task's next stage; returns the stage number answered.
+    `stage` (0-based): the stage the taker was shown; the answer is refused when that stage
+    is answered already (two tabs of one taker), never recorded as a later stage's."""
     if not text.strip():
         raise UserError("the answer is empty")
     check_length("the answer", text.strip(), ANSWER)
-    task = s.get(Task, task_id)
-    given = s.exec(select(StageAnswer.stage).where(StageAnswer.attempt_id == attempt.id,
-                                                   StageAnswer.task_id == task_id)).all()
-    stage = len(given)
-    if stage > len(task.stages or []):
-        raise UserError(f"task {task_id!r} is already fully answered")
+    current = _locked_attempt(s, attempt.id)
+    exam = s.get(Exam, current.exam_id)
+    task = _exam_task(s, exam, task_id)
+    stage = _next_stage(s, current, task, stage)
     if stage and (waiting := _waiting_for([s.get(Task, t) for t in exam.task_ids],
-                                          _answers(s, attempt.id), exam.task_ids.index(task_id))):
+                                          _answers(s, current.id), exam.task_ids.index(task_id))):
         raise UserError(f"stage {stage + 1} of this task is revealed once task"
                         f"{'s' if len(waiting) > 1 else ''} {', '.join(map(str, waiting))} of "
                         "this exam, about the same case, "
                         f"{'are' if len(waiting) > 1 else 'is'} answered")
-    s.add(StageAnswer(attempt_id=attempt.id, task_id=task_id, stage=stage, text=text.strip(),
+    s.add(StageAnswer(attempt_id=current.id, task_id=task_id, stage=stage, text=text.strip(),
                       seconds=max(seconds, 0.0)))
-    current = s.get(ExamAttempt, attempt.id)
     current.drafts = {k: v for k, v in (current.drafts or {}).items() if k != task_id}
     s.add(current)
-    record(s, "exam.answer", actor=None, attempt=attempt.id, task=task_id, stage=stage)
-    s.commit()  # a concurrent answer to the same stage fails on the unique constraint
+    record(s, "exam.answer", actor=None, attempt=current.id, task=task_id, stage=stage)
+    s.commit()
     return stage
 
 
-def save_draft(s: Session, *, attempt: ExamAttempt, task_id: str, text: str) -> None:
-    """Keep the answer being written, so a closed tab or a reload loses nothing."""
+def save_draft(s: Session, *, attempt: ExamAttempt, task_id: str, text: str,
+               stage: int | None = None) -> None:
+    """Keep the answer being written, so a closed tab or a reload loses nothing. `stage`: the
+    stage it answers (refused once that stage is answered, so a stale tab's text does not
+    become the next stage's draft)."""
     check_length("the answer", text, ANSWER)
-    attempt = s.get(ExamAttempt, attempt.id)
-    if attempt.finished_at is not None:
-        raise UserError("this exam attempt is finished; answers can no longer change")
-    if task_id not in s.get(Exam, attempt.exam_id).task_ids:
-        raise UserError(f"task {task_id!r} is not part of this exam")
-    attempt.drafts = {**(attempt.drafts or {}), task_id: text}
-    s.add(attempt)
+    current = _locked_attempt(s, attempt.id)
+    task = _exam_task(s, s.get(Exam, current.exam_id), task_id)
+    if stage is not None:
+        _next_stage(s, current, task, stage)
+    current.drafts = {**(current.drafts or {}), task_id: text}
+    s.add(current)
     s.commit()
 
 
@@ -223,11 +250,13 @@ def finish(s: Session, *, attempt: ExamAttempt, actor: str | None = None) -> int
     """Close the attempt and turn each fully answered task into a human response; one that
     names a model or its maker is redacted and held for review, as a model's response is
     (`db.raters.response_flags`): "[name removed]" must not mark model answers alone."""
-    if attempt.finished_at is not None:
-        raise UserError("this exam attempt is already finished")
-    user = s.get(User, attempt.user_id)
-    answered = [t for t in exam_tasks(s, attempt=attempt) if t.done]
-    rows = [{"response_id": f"human-{attempt.id}-{t.task_id}", "model": None,
+    try:
+        current = _locked_attempt(s, attempt.id)
+    except UserError:
+        raise UserError("this exam attempt is already finished") from None
+    user = s.get(User, current.user_id)
+    answered = [t for t in exam_tasks(s, attempt=current) if t.done]
+    rows = [{"response_id": f"human-{current.id}-{t.task_id}", "model": None,
              "text": t.answers[0], "turns": t.answers[1:] or None} for t in answered]
     flags = flag_new(s, rows)  # a model named in an answer: redacted and held, as a model's
     for t, row, code in zip(answered, rows, new_blind_codes(s, len(answered)), strict=True):
@@ -235,9 +264,9 @@ def finish(s: Session, *, attempt: ExamAttempt, actor: str | None = None) -> int
                        blind_code=code, **row))
     s.flush()
     s.add_all(flags)
-    attempt.finished_at = utcnow()
-    s.add(attempt)
-    record(s, "exam.finish", actor=actor, attempt=attempt.id, responses=len(answered))
+    current.finished_at = attempt.finished_at = utcnow()
+    s.add(current)
+    record(s, "exam.finish", actor=actor, attempt=current.id, responses=len(answered))
     s.commit()
     return len(answered)
 

@@ -1,0 +1,61 @@
+"""Forcing an interleaving of concurrent writers, without timing: a lock held here makes them
+queue at a known point, and the release lets them go.
+
+On PostgreSQL a row lock (`SELECT ... FOR UPDATE` in a transaction of its own) stops every
+writer of that row, and those that lock it, after what they read before; `waiters` counts the
+sessions that wait on a lock (from `pg_stat_activity`). On SQLite every write transaction
+starts with `BEGIN IMMEDIATE` (db.engine), so writers are serialised whole and holding the
+write lock only queues them at their first statement (there is no count of waiters).
+"""
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from sqlalchemy import text
+
+from db.engine import engine_for
+
+
+def is_postgres(url: str) -> bool:
+    return url.startswith("postgresql")
+
+
+@contextmanager
+def holding(url: str, lock_sql: str, **params) -> Iterator[None]:
+    """Hold `lock_sql` (PostgreSQL: e.g. a `SELECT ... FOR UPDATE`; SQLite: the write lock)
+    until the block ends."""
+    with engine_for(url).connect() as conn:
+        if is_postgres(url):
+            conn.execute(text(lock_sql), params)
+        else:
+            conn.exec_driver_sql("SELECT 1")  # the engine's BEGIN IMMEDIATE
+        try:
+            yield
+        finally:
+            conn.rollback()
+
+
+def waiters(url: str) -> int:
+    """Sessions of this database waiting on a lock (PostgreSQL), each asked in its own
+    transaction (pg_stat_activity is a snapshot per transaction)."""
+    with engine_for(url).connect() as conn:
+        return conn.execute(text(
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+            "AND datname = current_database()")).scalar_one()
+
+
+def until_waiting(url: str, n: int, finished: Callable[[], int]) -> None:
+    """On PostgreSQL, return once `n` sessions wait on a lock, less those already `finished`
+    (a writer that did not need the lock ends instead of waiting); at once on SQLite."""
+    if not is_postgres(url):
+        return
+    while waiters(url) < n - finished():
+        threading.Event().wait(0.02)
+
+
+def run_threads(*targets: Callable[[], object]) -> list[threading.Thread]:
+    threads = [threading.Thread(target=t) for t in targets]
+    for t in threads:
+        t.start()
+    return threads

@@ -1,0 +1,169 @@
+"""Two tabs or sessions of one exam taker writing at once, on SQLite and PostgreSQL, with real
+threads; the interleaving is forced by a lock held by the first writer (tests/db/interleave.py),
+never by timing."""
+
+import threading
+
+import pytest
+from sqlalchemy import text
+from sqlmodel import Session, func, select
+
+from db.engine import engine_for
+from db.models import ExamAttempt, Response, StageAnswer
+from db.study.exams import answer_stage, attempt_for, ensure_exam, finish, save_draft
+from db.users import add_user
+from errors import UserError
+from tests.db.interleave import is_postgres, run_threads, until_waiting
+from tests.factories import make_study
+
+LOCK = "SELECT id FROM examattempt WHERE id = :id FOR UPDATE"
+
+
+def _attempt(url: str) -> ExamAttempt:
+    with Session(engine_for(url), expire_on_commit=False) as s:
+        make_study(s, n_tasks=3)  # task2 is level 3: two stages
+        student = add_user(s, name="stu", role="student", password="pw")
+        exam = ensure_exam(s, name="baseline", task_ids=["task0", "task2"])
+        s.commit()
+        return attempt_for(s, exam_id=exam.id, user_id=student.id)
+
+
+def _first_tab(url: str, attempt: ExamAttempt) -> Session:
+    """A session holding the attempt's row lock (PostgreSQL) or the write lock (SQLite), as a
+    tab in the middle of its write does."""
+    s = Session(engine_for(url), expire_on_commit=False)
+    if is_postgres(url):
+        s.exec(text(LOCK), params={"id": attempt.id})
+    else:
+        s.exec(text("SELECT 1"))  # BEGIN IMMEDIATE
+    return s
+
+
+def _race(url: str, attempt: ExamAttempt, second, first) -> list[object]:
+    """`second` runs in a thread while the first tab holds the lock; once it waits (or has
+    finished), `first` runs in the first tab's transaction and commits. Returns what `second`
+    returned or raised."""
+    tab = _first_tab(url, attempt)
+    outcome: list[object] = []
+
+    def run() -> None:
+        with Session(engine_for(url), expire_on_commit=False) as s:
+            try:
+                outcome.append(second(s))
+            except Exception as e:  # noqa: BLE001 - the test reads it
+                outcome.append(e)
+
+    (worker,) = run_threads(run)
+    until_waiting(url, 1, lambda: len(outcome))
+    try:
+        first(tab)
+    finally:
+        tab.close()
+    worker.join()
+    return outcome
+
+
+def _answers(url: str, attempt: ExamAttempt) -> list[tuple[str, int, str]]:
+    with Session(engine_for(url)) as s:
+        return [(a.task_id, a.stage, a.text) for a in s.exec(
+            select(StageAnswer).where(StageAnswer.attempt_id == attempt.id)
+            .order_by(StageAnswer.task_id, StageAnswer.stage))]
+
+
+def test_two_tabs_answering_one_stage_record_it_once(database_url: str) -> None:
+    """Both tabs show stage 1 of a two-stage task; the slower one's text, written without
+    what stage 2 reveals, is refused, not recorded as stage 2's answer (nor a traceback)."""
+    attempt = _attempt(database_url)
+    outcome = _race(database_url, attempt,
+                    lambda s: answer_stage(s, attempt=attempt, task_id="task2",
+                                           text="tab B", stage=0),
+                    lambda s: answer_stage(s, attempt=attempt, task_id="task2",
+                                           text="tab A", stage=0))
+    assert len(outcome) == 1 and isinstance(outcome[0], UserError), outcome
+    assert "stage 1 of task 'task2' was already answered" in str(outcome[0])
+    assert _answers(database_url, attempt) == [("task2", 0, "tab A")]
+
+
+def test_two_answers_to_the_next_stage_at_once_are_no_traceback(database_url: str) -> None:
+    """Without a stage named (the next one), the second answer waits for the first and
+    answers the stage after it (PostgreSQL raised IntegrityError before)."""
+    attempt = _attempt(database_url)
+    outcome = _race(database_url, attempt,
+                    lambda s: answer_stage(s, attempt=attempt, task_id="task2", text="B"),
+                    lambda s: answer_stage(s, attempt=attempt, task_id="task2", text="A"))
+    assert outcome == [1]
+    assert _answers(database_url, attempt) == [("task2", 0, "A"), ("task2", 1, "B")]
+
+
+def test_an_answer_racing_the_finish_is_refused_not_left_out(database_url: str) -> None:
+    """One tab finishes while another records an answer: the answer is either part of the
+    finished attempt's responses or refused, never stored after the finish."""
+    attempt = _attempt(database_url)
+    with Session(engine_for(database_url)) as s:
+        answer_stage(s, attempt=attempt, task_id="task0", text="done")
+    outcome = _race(database_url, attempt,
+                    lambda s: answer_stage(s, attempt=attempt, task_id="task2", text="late",
+                                           stage=0),
+                    lambda s: finish(s, attempt=attempt))
+    assert len(outcome) == 1 and isinstance(outcome[0], UserError), outcome
+    assert "finished" in str(outcome[0])
+    assert _answers(database_url, attempt) == [("task0", 0, "done")]
+
+
+def test_two_finishes_at_once_make_the_responses_once(database_url: str) -> None:
+    attempt = _attempt(database_url)
+    with Session(engine_for(database_url)) as s:
+        answer_stage(s, attempt=attempt, task_id="task0", text="done")
+    outcome = _race(database_url, attempt, lambda s: finish(s, attempt=attempt),
+                    lambda s: finish(s, attempt=attempt))
+    assert len(outcome) == 1 and isinstance(outcome[0], UserError), outcome
+    assert "already finished" in str(outcome[0])
+    with Session(engine_for(database_url)) as s:
+        assert s.exec(select(func.count()).select_from(Response)
+                      .where(Response.source == "student")).one() == 1
+
+
+def test_drafts_of_two_tasks_saved_at_once_are_both_kept(database_url: str) -> None:
+    """Two tabs, each on its own task, save a draft at once (a read-modify-write of one
+    JSON column: PostgreSQL kept only the later one before)."""
+    attempt = _attempt(database_url)
+    outcome = _race(database_url, attempt,
+                    lambda s: save_draft(s, attempt=attempt, task_id="task2", text="two"),
+                    lambda s: save_draft(s, attempt=attempt, task_id="task0", text="zero"))
+    assert outcome == [None]
+    with Session(engine_for(database_url)) as s:
+        assert s.get(ExamAttempt, attempt.id).drafts == {"task0": "zero", "task2": "two"}
+
+
+def test_a_stale_tabs_draft_does_not_become_the_next_stages(database_url: str) -> None:
+    attempt = _attempt(database_url)
+    outcome = _race(database_url, attempt,
+                    lambda s: save_draft(s, attempt=attempt, task_id="task2", text="stale",
+                                         stage=0),
+                    lambda s: answer_stage(s, attempt=attempt, task_id="task2", text="A",
+                                           stage=0))
+    assert len(outcome) == 1 and isinstance(outcome[0], UserError), outcome
+    with Session(engine_for(database_url)) as s:
+        assert not (s.get(ExamAttempt, attempt.id).drafts or {}).get("task2")
+
+
+@pytest.mark.parametrize("tabs", [4])
+def test_many_tabs_at_once_record_each_stage_once(database_url: str, tabs: int) -> None:
+    """Tabs released together by a barrier, each answering the stage it shows (stage 1)."""
+    attempt = _attempt(database_url)
+    barrier = threading.Barrier(tabs)
+    results: list[object] = []
+
+    def tab(k: int) -> None:
+        barrier.wait()
+        with Session(engine_for(database_url)) as s:
+            try:
+                results.append(answer_stage(s, attempt=attempt, task_id="task2",
+                                            text=f"tab {k}", stage=0))
+            except Exception as e:  # noqa: BLE001 - the test reads it
+                results.append(e)
+
+    for t in run_threads(*(lambda k=k: tab(k) for k in range(tabs))):
+        t.join()
+    assert sorted(map(type, results), key=str).count(UserError) == tabs - 1
+    assert [stage for _, stage, _ in _answers(database_url, attempt)] == [0]
