@@ -17,6 +17,7 @@ model's response, a score or a mask.
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
 from db.audit import record
@@ -130,7 +131,11 @@ def attempt_for(s: Session, *, exam_id: int, user_id: int) -> ExamAttempt:
             raise UserError(f"only physicians and students take exams; this account is {role!r}")
         attempt = ExamAttempt(exam_id=exam_id, user_id=user_id)
         s.add(attempt)
-        s.commit()
+        try:
+            s.commit()
+        except IntegrityError:  # another tab of the same user started it meanwhile: use it
+            s.rollback()
+            attempt = s.exec(q).one()
     return attempt
 
 

@@ -167,3 +167,33 @@ def test_many_tabs_at_once_record_each_stage_once(database_url: str, tabs: int) 
         t.join()
     assert sorted(map(type, results), key=str).count(UserError) == tabs - 1
     assert [stage for _, stage, _ in _answers(database_url, attempt)] == [0]
+
+
+def test_two_tabs_opening_the_exam_at_once_share_one_attempt(database_url: str) -> None:
+    """The first tab's new attempt is not committed yet when the second looks for one
+    (PostgreSQL: IntegrityError before)."""
+    attempt = _attempt(database_url)
+    with Session(engine_for(database_url)) as s:
+        other = add_user(s, name="stu2", role="student", password="pw")
+        s.commit()
+        other_id = other.id
+    tab = Session(engine_for(database_url), expire_on_commit=False)
+    tab.add(ExamAttempt(exam_id=attempt.exam_id, user_id=other_id))
+    tab.flush()  # the first tab's insert, holding the row's unique key (or SQLite's write lock)
+    outcome: list[object] = []
+
+    def second() -> None:
+        with Session(engine_for(database_url)) as s:
+            try:
+                outcome.append(attempt_for(s, exam_id=attempt.exam_id, user_id=other_id).id)
+            except Exception as e:  # noqa: BLE001 - the test reads it
+                outcome.append(e)
+
+    (worker,) = run_threads(second)
+    until_waiting(database_url, 1, lambda: len(outcome))
+    tab.commit()
+    tab.close()
+    worker.join()
+    with Session(engine_for(database_url)) as s:
+        ids = s.exec(select(ExamAttempt.id).where(ExamAttempt.user_id == other_id)).all()
+    assert outcome == ids and len(ids) == 1
