@@ -5,7 +5,16 @@ import time
 import streamlit as st
 
 from db.engine import session
-from db.raters.scoring import QueueFilter, filter_queue, find_entry, load_item, queue, save_draft, submit
+from db.raters.scoring import (
+    QueueFilter,
+    StaleScore,
+    filter_queue,
+    find_entry,
+    load_item,
+    queue,
+    save_draft,
+    submit,
+)
 from db.rubrics import rubric_by_hash
 from db.study.cases import reference_fields
 from db.text_limits import NAME
@@ -17,7 +26,7 @@ from ui.auth import require_role, while_signed_in
 from ui.case_panel import case_panel
 from ui.plain_text import escape_markdown, untrusted_text
 from ui.response_view import response_view
-from ui.score.rubric_form import rubric_form
+from ui.score.rubric_form import form_revision, reseed, rubric_form, set_form_revision
 from ui.score.score_keys import (
     COMPACT_CSS,
     RUBRIC_KEY,
@@ -134,10 +143,21 @@ def active_seconds() -> float:
     return now - last
 
 
+def stale(e: StaleScore) -> None:
+    """Another tab or session submitted this item since the form was drawn: the form is
+    drawn again from what is stored, with a line saying so."""
+    reseed(item_key(item))
+    st.session_state[f"score_stale_{aid}"] = str(e)
+
+
 def save(values: dict) -> None:
-    with session() as s:
-        save_draft(s, rater_id=user.id, assignment_id=aid, values=values,
-                   active_seconds=active_seconds())
+    try:
+        with session() as s:
+            save_draft(s, rater_id=user.id, assignment_id=aid, values=values,
+                       active_seconds=active_seconds(), base_revision=form_revision(item_key(item)))
+    except StaleScore as e:
+        stale(e)
+        return
     st.session_state[f"score_saved_{aid}"] = time.strftime("%H:%M:%S")
 
 
@@ -157,17 +177,23 @@ with case_panel(key=f"case-{item.case_id}", title=item.case_title, ehr=item.ehr,
     with st.container(key=RUBRIC_KEY):
         values = rubric_form(item_key(item), spec, item.values, on_change=while_signed_in(save),
                              missing=st.session_state.get(f"score_missing_{aid}"),
-                             stages=len(item.stages))
+                             stages=len(item.stages), revision=item.revision)
     saved = st.session_state.get(f"score_saved_{aid}")
     st.caption(f":material/cloud_done: Draft saved at {saved}" if saved
                else "Every change is saved as a draft at once.")
     if note := st.session_state.pop(f"score_missing_note_{aid}", None):
         st.error(escape_markdown(note))
+    if note := st.session_state.pop(f"score_stale_{aid}", None):
+        st.warning(escape_markdown(note), icon=":material/sync_problem:")
     if st.button("Submit", type="primary", shortcut=SHORTCUTS["submit"]):
         try:
             with session() as s:
-                submit(s, rater_id=user.id, assignment_id=aid, values=values,
-                       active_seconds=active_seconds(), actor=user.name)
+                score = submit(s, rater_id=user.id, assignment_id=aid, values=values,
+                               active_seconds=active_seconds(), actor=user.name,
+                               base_revision=form_revision(item_key(item)))
+        except StaleScore as e:
+            stale(e)
+            st.rerun()
         except MissingFields as e:
             st.session_state[f"score_missing_{aid}"] = e.fields
             st.session_state[f"score_missing_note_{aid}"] = str(e)
@@ -175,6 +201,7 @@ with case_panel(key=f"case-{item.case_id}", title=item.case_title, ehr=item.ehr,
         except UserError as e:
             show_error(e)
         else:
+            set_form_revision(item_key(item), score.revision)
             st.session_state.pop(f"score_missing_{aid}", None)
             position = ids.index(aid) + 1
             st.session_state["score_advance"] = True

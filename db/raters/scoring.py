@@ -46,6 +46,18 @@ SAVED_FIELDS = (*SCORE_FIELDS, STAGE_FIELD)
 FLAG_CONFIDENCE = 1  # "Very unsure: I would like another rater to look at this."
 
 
+class StaleScore(UserError):
+    """The form was opened on a revision that is no longer the latest: another tab or session
+    submitted the item since. Its draft or submit is refused, so a stale form cannot undo that
+    submit; `revision` is the latest one."""
+
+    def __init__(self, blind_code: str, revision: int) -> None:
+        super().__init__(f"item {blind_code} was submitted in another tab or session since this "
+                         f"form was opened (now revision {revision}): your change is not saved; "
+                         "the form shows the latest revision")
+        self.revision = revision
+
+
 @dataclass
 class QueueEntry:
     assignment_id: int
@@ -206,16 +218,25 @@ def _retrying(s: Session, write: Callable[[], ExpertScore]) -> ExpertScore:
 
 def save_draft(
     s: Session, *, rater_id: int, assignment_id: int, values: dict[str, Any],
-    active_seconds: float = 0.0,
+    active_seconds: float = 0.0, base_revision: int | None = None,
 ) -> ExpertScore:
-    """Save the form as it is now (unvalidated) and add the active time since the last save."""
-    return _retrying(s, lambda: _save_draft(s, rater_id, assignment_id, values, active_seconds))
+    """Save the form as it is now (unvalidated) and add the active time since the last save.
+    `base_revision`: the revision the form was opened on (0: none); StaleScore when another
+    submit came since."""
+    return _retrying(s, lambda: _save_draft(s, rater_id, assignment_id, values, active_seconds,
+                                            base_revision))
 
 
-def _locked_score(s: Session, a: Assignment) -> ExpertScore:
-    """The assignment's score row, locked for update, or a new one."""
-    return _score_row(s, a.id, lock=True) or ExpertScore(
+def _locked_score(s: Session, a: Assignment, base_revision: int | None = None) -> ExpertScore:
+    """The assignment's score row, locked for update, or a new one; StaleScore when its
+    revision is not `base_revision` (None: no check)."""
+    score = _score_row(s, a.id, lock=True) or ExpertScore(
         assignment_id=a.id, rubric_hash=_rubric_hash(s, a), criteria={}, error_tags=[])
+    if base_revision is not None and score.revision != base_revision:
+        code = s.exec(select(Response.blind_code)
+                      .where(Response.response_id == a.response_id)).one()
+        raise StaleScore(code, score.revision)
+    return score
 
 
 def _active(seconds: float) -> float:
@@ -228,9 +249,9 @@ def _check_comment(values: dict[str, Any]) -> None:
         check_length("the comment", comment, COMMENT)
 
 
-def _save_draft(s, rater_id, assignment_id, values, active_seconds) -> ExpertScore:
+def _save_draft(s, rater_id, assignment_id, values, active_seconds, base_revision) -> ExpertScore:
     _check_comment(values)
-    score = _locked_score(s, _assignment(s, rater_id, assignment_id))
+    score = _locked_score(s, _assignment(s, rater_id, assignment_id), base_revision)
     score.draft = {k: values.get(k) for k in SAVED_FIELDS}
     record(s, "score.draft", actor=None, assignment=assignment_id, rater=rater_id)
     score.active_seconds += _active(active_seconds)
@@ -242,15 +263,19 @@ def _save_draft(s, rater_id, assignment_id, values, active_seconds) -> ExpertSco
 
 def submit(
     s: Session, *, rater_id: int, assignment_id: int, values: dict[str, Any],
-    active_seconds: float = 0.0, actor: str | None = None,
+    active_seconds: float = 0.0, actor: str | None = None, base_revision: int | None = None,
 ) -> ExpertScore:
-    """Validate against the rubric and record a new revision (the latest one counts)."""
-    return _retrying(s, lambda: _submit(s, rater_id, assignment_id, values, active_seconds, actor))
+    """Validate against the rubric and record a new revision (the latest one counts).
+    `base_revision`: as for `save_draft`, so two tabs submitting one form record it once."""
+    return _retrying(s, lambda: _submit(s, rater_id, assignment_id, values, active_seconds, actor,
+                                        base_revision))
 
 
-def _submit(s, rater_id, assignment_id, values, active_seconds, actor) -> ExpertScore:
+def _submit(s, rater_id, assignment_id, values, active_seconds, actor,
+            base_revision) -> ExpertScore:
     a = _assignment(s, rater_id, assignment_id)
-    score = record_submission(s, assignment=a, values=values, active_seconds=active_seconds)
+    score = record_submission(s, assignment=a, values=values, active_seconds=active_seconds,
+                              base_revision=base_revision)
     record(s, "score.submit", actor=actor, assignment=assignment_id, revision=score.revision)
     s.commit()
     return score
@@ -274,17 +299,18 @@ def stage_judgments(value: Any, n_judged: int) -> list[bool | None] | None:
 
 def record_submission(
     s: Session, *, assignment: Assignment, values: dict[str, Any], active_seconds: float = 0.0,
-    synthetic: bool = False,
+    synthetic: bool = False, base_revision: int | None = None,
 ) -> ExpertScore:
     """Validate `values` against the rubric and add a revision in the session's transaction
-    (the caller commits). `synthetic` marks generated scores (the demo)."""
+    (the caller commits). `synthetic` marks generated scores (the demo); `base_revision`: as
+    for `save_draft`."""
     a = assignment
     _check_comment(values)
     family, task_id, stages = s.exec(select(Task.family, Task.task_id, Task.stages)
                                      .join(Response, Response.task_id == Task.task_id)
                                      .where(Response.response_id == a.response_id)).one()
     require_reference(s, task_ids=[task_id])
-    score = _locked_score(s, a)
+    score = _locked_score(s, a, base_revision)
     clean = validate_score(rubric_by_hash(s, score.rubric_hash),
         {k: values.get(k) for k in SCORE_FIELDS}, family=family)
     clean[STAGE_FIELD] = stage_judgments(values.get(STAGE_FIELD), len(stages or []))

@@ -6,13 +6,13 @@ from pathlib import Path
 from sqlmodel import select
 
 from db.engine import session
-from db.models import User
-from db.raters.scoring import load_item, queue
+from db.models import ExpertScore, User
+from db.raters.scoring import load_item, queue, submit
 from db.rubrics import rubric_by_hash
 from rubric.render import form_spec
 from tests.apptest import page
 from ui.auth import LoggedIn
-from ui.score.score_keys import SHORTCUTS
+from ui.score.score_keys import SHORTCUTS, item_key
 
 
 def _expert() -> LoggedIn:
@@ -106,3 +106,60 @@ def test_a_multi_turn_item_asks_a_judgment_per_stage_and_saves_it(demo_study: Pa
     with session() as s:
         saved = load_item(s, rater_id=expert.id, assignment_id=aid).values["stage_correct"]
     assert saved == [False] + list(before[1:])  # the one judgment changed, the others kept
+
+
+def _two_tabs_on_a_submitted_item(expert: LoggedIn):
+    """Tabs A and B of one rater on one item whose revision 1 is submitted (confidence 4)."""
+    with session() as s:
+        entry = next(e for e in queue(s, rater_id=expert.id) if e.level < 3)
+        item = load_item(s, rater_id=expert.id, assignment_id=entry.assignment_id)
+        rubric = rubric_by_hash(s, item.rubric_hash)
+        values = {"criteria": {c.key: rubric.scale.max
+                               for c in rubric.applicable_criteria(item.family)},
+                  "correct_diagnosis": True, "error_tags": [], "comment": "", "confidence": 4}
+        first = submit(s, rater_id=expert.id, assignment_id=entry.assignment_id, values=values)
+    tabs = []
+    for _ in range(2):
+        tab = page("pages/score.py", expert)
+        tab.session_state["score_current"] = entry.assignment_id
+        tabs.append(tab.run())
+    return entry.assignment_id, first.revision, tabs, item_key(item)
+
+
+def _stored(expert: LoggedIn, aid: int) -> tuple[int, int, dict | None]:
+    with session() as s:
+        score = s.exec(select(ExpertScore).where(ExpertScore.assignment_id == aid)).one()
+        return score.revision, score.confidence, score.draft
+
+
+def test_a_tab_opened_before_a_submit_cannot_undo_it(demo_study: Path) -> None:
+    """Tab A revises the confidence to 2 and submits; tab B, still showing 4, then submits
+    (before: a revision with B's stale 4, silently undoing A's) or changes a field (before: a
+    stale draft on the submitted score): refused with a line, nothing stored, and B's form
+    is drawn again from what A submitted."""
+    expert = _expert()
+    aid, revision, (a, b), key = _two_tabs_on_a_submitted_item(expert)
+    a.radio(key=f"{key}-confidence").set_value(2).run()
+    next(x for x in a.button if x.label == "Submit").click().run()
+    assert not a.exception and _stored(expert, aid)[:2] == (revision + 1, 2)
+    next(x for x in b.button if x.label == "Submit").click().run()
+    assert not b.exception
+    assert _stored(expert, aid) == (revision + 1, 2, None)
+    assert any("submitted in another tab or session" in w.value for w in b.warning)
+    assert b.radio(key=f"{key}-confidence").value == 2  # the latest revision, drawn again
+    b.text_area[0].input("now on the latest").run()  # B goes on from there: saved
+    assert _stored(expert, aid)[2]["comment"] == "now on the latest"
+    a.session_state["score_current"] = aid  # A moved on after its submit: back to the item
+    a.run().text_area[0].input("A's form is on revision 2 too").run()
+    assert _stored(expert, aid)[2]["comment"] == "A's form is on revision 2 too"
+
+
+def test_a_stale_tabs_change_is_not_saved_over_a_submit(demo_study: Path) -> None:
+    expert = _expert()
+    aid, revision, (a, b), _ = _two_tabs_on_a_submitted_item(expert)
+    next(x for x in a.button if x.label == "Submit").click().run()  # revision 2, unchanged
+    b.text_area[0].input("typed in the stale tab").run()
+    assert not b.exception
+    assert _stored(expert, aid) == (revision + 1, 4, None)
+    assert any("submitted in another tab or session" in w.value for w in b.warning)
+    assert b.text_area[0].value == ""  # drawn again from revision 2

@@ -25,8 +25,13 @@ def _key(prefix: str, name: str) -> str:
     return f"{prefix}-{name}"
 
 
-def _seed_state(prefix: str, spec: FormSpec, values: dict[str, Any], stages: int = 0) -> None:
-    """Put saved values into widget state once, so a reopened item shows its draft."""
+def _seed_state(prefix: str, spec: FormSpec, values: dict[str, Any], stages: int = 0,
+                revision: int = 0) -> None:
+    """Put saved values into widget state once, so a reopened item shows its draft, and keep
+    the revision they belong to (`form_revision`); after `reseed`, again from scratch."""
+    if st.session_state.pop(_key(prefix, "_reseed"), False):
+        for k in [k for k in st.session_state if str(k).startswith(_key(prefix, ""))]:
+            del st.session_state[k]
     if st.session_state.get(_key(prefix, "_seeded")):
         return
     criteria = values.get("criteria") or {}
@@ -43,7 +48,25 @@ def _seed_state(prefix: str, spec: FormSpec, values: dict[str, Any], stages: int
     st.session_state[_key(prefix, "comment")] = values.get("comment") or ""
     if values.get("confidence") is not None:
         st.session_state[_key(prefix, "confidence")] = values["confidence"]
+    st.session_state[_key(prefix, "_revision")] = revision
     st.session_state[_key(prefix, "_seeded")] = True
+
+
+def form_revision(prefix: str) -> int:
+    """The revision the form's values started from (0: a new item), what a save names as its
+    base (`db.raters.scoring.save_draft`), so another tab's submit since is not undone."""
+    return st.session_state.get(_key(prefix, "_revision"), 0)
+
+
+def set_form_revision(prefix: str, revision: int) -> None:
+    """The form now holds `revision` (after this tab submitted it)."""
+    st.session_state[_key(prefix, "_revision")] = revision
+
+
+def reseed(prefix: str) -> None:
+    """Draw the form afresh from the stored values on the next run (its widgets cannot be
+    changed once drawn in this one)."""
+    st.session_state[_key(prefix, "_reseed")] = True
 
 
 def current_values(prefix: str, spec: FormSpec, stages: int = 0) -> dict[str, Any]:
@@ -82,14 +105,15 @@ def _still_missing(missing: dict[str, str], field: str, answered: bool) -> None:
 
 def rubric_form(
     prefix: str, spec: FormSpec, values: dict[str, Any], on_change: Callable[[dict], None],
-    missing: dict[str, str] | None = None, stages: int = 0,
+    missing: dict[str, str] | None = None, stages: int = 0, revision: int = 0,
 ) -> dict[str, Any]:
     """Draw the form under its "Rubric" heading (the rubric's instructions in its tooltip),
     seeded with `values`, and return what it holds now; `missing`
     (`rubric.scoring.MissingFields.fields`) puts each message under its field. `stages`
     (multi-turn items: the number of stages but the last) adds a compact Yes/No judgment of
-    each of those stages' answers, optional, before the final-answer judgment."""
-    _seed_state(prefix, spec, values, stages)
+    each of those stages' answers, optional, before the final-answer judgment. `revision`:
+    the stored revision `values` belong to (`form_revision`)."""
+    _seed_state(prefix, spec, values, stages, revision)
     missing = missing or {}
     state = st.session_state
 

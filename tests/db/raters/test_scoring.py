@@ -9,7 +9,7 @@ from sqlmodel import Session, select
 from db.engine import engine_for
 from db.models import Assignment, ExpertScore, ScoreRevision, User
 from db.raters.assignments import assign, below_overlap, draw_calibration, rater_progress
-from db.raters.scoring import load_item, queue, save_draft, submit
+from db.raters.scoring import StaleScore, load_item, queue, save_draft, submit
 from db.rubrics import ensure_rubric
 from errors import UserError
 from tests.factories import MODELS, make_study
@@ -143,3 +143,43 @@ def test_a_disabled_rater_can_no_longer_write(database_url: str) -> None:
                 write(s, rater_id=rater.id, assignment_id=first, values=values)
         s.rollback()
         assert s.exec(select(func.count()).select_from(ExpertScore)).one() == 0
+
+
+def test_tabs_submitting_one_form_at_once_record_it_once(database_url: str) -> None:
+    """Four tabs opened on the new item submit at once, each naming the revision its form
+    was opened on (0): one revision is recorded, the others are refused (StaleScore), and a
+    draft from a tab still on revision 0 is refused too, leaving the submit as it is."""
+    eng, rubric, rater = _setup(database_url)
+    with Session(eng) as s:
+        aid = queue(s, rater_id=rater.id)[0].assignment_id
+        family = load_item(s, rater_id=rater.id, assignment_id=aid).family
+    outcome: list[object] = []
+    barrier = threading.Barrier(4)
+
+    def tab(conf: int) -> None:
+        barrier.wait()
+        with Session(eng) as s:
+            try:
+                outcome.append(submit(s, rater_id=rater.id, assignment_id=aid, base_revision=0,
+                                      values={**_valid(rubric, family), "confidence": conf}
+                                      ).revision)
+            except UserError as e:
+                outcome.append(e)
+
+    threads = [threading.Thread(target=tab, args=(c,)) for c in (1, 2, 3, 4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert [o for o in outcome if not isinstance(o, StaleScore)] == [1], outcome
+    with Session(eng) as s:
+        with pytest.raises(StaleScore, match="now revision 1"):
+            save_draft(s, rater_id=rater.id, assignment_id=aid, values={"comment": "stale"},
+                       base_revision=0)
+    with Session(eng) as s:
+        assert s.exec(select(ScoreRevision.revision)).all() == [1]
+        score = s.exec(select(ExpertScore)).one()
+        assert score.draft is None and score.status == "submitted"
+        save_draft(s, rater_id=rater.id, assignment_id=aid, values={"comment": "on 1"},
+                   base_revision=1)  # a form on the latest revision saves
+        assert s.exec(select(ExpertScore)).one().draft["comment"] == "on 1"
