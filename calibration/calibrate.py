@@ -70,10 +70,14 @@ def looks(s: Session) -> list[Look]:
                  x.suspended_at is not None) for x, name in rows]
 
 
-def latest_look(s: Session, *, config_id: int) -> HeldoutLook | None:
-    """The config's newest held-out look (the one that stands), or None."""
-    return s.exec(select(HeldoutLook).where(HeldoutLook.config_id == config_id)
-                  .order_by(HeldoutLook.id.desc())).first()
+def latest_look(s: Session, *, config_id: int, lock: bool = False) -> HeldoutLook | None:
+    """The config's newest held-out look (the one that stands), or None; `lock`: locked
+    until the commit, as stored now (a change that would suspend it waits, or came first)."""
+    q = select(HeldoutLook).where(HeldoutLook.config_id == config_id).order_by(
+        HeldoutLook.id.desc())
+    if lock:
+        q = q.with_for_update().execution_options(populate_existing=True)
+    return s.exec(q).first()
 
 
 def suspended_words(look: HeldoutLook) -> str:
@@ -368,8 +372,10 @@ def unvalidated_warning(s: Session, *, config_id: int) -> str | None:
 
 def frozen_look(s: Session, *, config_id: int) -> HeldoutLook:
     """The passing, unrevoked held-out look a package needs, on the data it was taken on, or a
-    one-line refusal."""
-    look = latest_look(s, config_id=config_id)
+    one-line refusal. The look stays locked until the caller's commit: a held-out change
+    (`db.raters.looks.suspend_after_change`) made meanwhile waits for the package, or, made
+    first, is seen here and refuses it."""
+    look = latest_look(s, config_id=config_id, lock=True)
     if look is None or not look.passed:
         raise UserError(f"grader config {config_id} is not validated: its held-out look under "
                         f"the registered protocol must pass (nmb calibrate --config {config_id})")
