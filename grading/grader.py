@@ -45,6 +45,7 @@ from llm.run_writer import RunWriter, open_run
 from rubric import Rubric
 
 ITEMS = ("pending", "calibration", "all")
+TEXT_CHANGED = "the response's text changed on review while it was graded: graded again next run"
 
 
 @dataclass
@@ -110,9 +111,11 @@ class _Grades:
     COUNTERS = ("graded", "failed", "from_cache", "prompt_tokens", "completion_tokens")
 
     def __init__(self, s: Session, run: GraderRun, config: GraderConfig, cached: set[str],
-                 progress: Callable[[int, int], None] | None) -> None:
+                 progress: Callable[[int, int], None] | None,
+                 sent: dict[str, tuple[str, list | None]]) -> None:
         self.s, self.run, self.config = s, run, config
         self.cached = cached  # request hashes in the cache or queued for it
+        self.sent = sent  # response id -> the text and turns its request was built from
         self.writer = RunWriter(s, run, self._write,
                                 {**dict.fromkeys(self.COUNTERS, 0), "cost_usd": 0.0}, progress)
 
@@ -126,18 +129,30 @@ class _Grades:
             self.cached.add(item.request_hash)
         self.writer.add((item, result, from_cache, new))
 
+    def _changed(self, response_ids: list[str]) -> set[str]:
+        """The responses whose text an admin's review changed since their request was built;
+        their rows are share-locked until the commit, so a review waits for it or came first
+        (`db.raters.response_flags.review` drops the grades of the words it replaces)."""
+        rows = self.s.exec(select(Response.response_id, Response.text, Response.turns)
+                           .where(Response.response_id.in_(response_ids))
+                           .with_for_update(read=True)).all()
+        return {rid for rid, text, turns in rows if self.sent.get(rid) != (text, turns)}
+
     def _write(self, group: list[tuple[GradeItem, CallResult, bool, bool]]) -> dict[str, int]:
-        """The group's grades, failures and new cache entries, as three multi-row inserts."""
+        """The group's grades, failures and new cache entries, as three multi-row inserts. A
+        grade of a response whose text changed meanwhile is a failure (graded again next run)."""
         s, cid, run_id, now = self.s, self.config.id, self.run.id, utcnow()
+        changed = self._changed([item.response_id for item, r, *_ in group if r.ok])
         s.exec(delete(GraderFailure)
                .where(GraderFailure.config_id == cid,
                       GraderFailure.response_id.in_([item.response_id for item, *_ in group]))
                .execution_options(synchronize_session=False))
         scores, failures, cache = [], [], []
         for item, r, _, new in group:
-            if not r.ok:
+            if not r.ok or item.response_id in changed:
+                reason = (r.reason or "unknown") if not r.ok else TEXT_CHANGED
                 failures.append({"config_id": cid, "response_id": item.response_id,
-                                 "run_id": run_id, "reason": r.reason or "unknown",
+                                 "run_id": run_id, "reason": reason,
                                  "attempts": r.attempts, "created_at": now})
                 continue
             scores.append({
@@ -161,7 +176,8 @@ class _Grades:
             if rows:
                 conn.execute(insert(table), rows)
         return {"graded": len(scores), "failed": len(failures),
-                "from_cache": sum(r.ok and from_cache for _, r, from_cache, _ in group)}
+                "from_cache": sum(r.ok and from_cache and item.response_id not in changed
+                                  for item, r, from_cache, _ in group)}
 
 
 def _from_cache(rubric: Rubric, item: GradeItem, hit: GraderCache) -> CallResult | None:
@@ -199,11 +215,12 @@ def grade(
                        origin=f"grader config {config.id}")
            if responses else None)  # a missing key or an unchosen address fails before any work
     work = _prepare_all(s, config, rubric, responses)
+    sent = {r.response_id: (r.text, r.turns) for r in responses}  # before a commit expires them
     run = GraderRun(config_id=config.id, items=items, n_items=len(work))
     open_run(s, run, actor=actor, config=config.id, items=items, n=len(work))
     hits = {h.request_hash: h for h in
             fetch_in(s, GraderCache.request_hash, (w.request_hash for w in work))}
-    store = _Grades(s, run, config, set(hits), progress)
+    store = _Grades(s, run, config, set(hits), progress, sent)
     to_send: list[GradeItem] = []
     twins: dict[str, list[GradeItem]] = {}  # identical requests in this run: sent once
     for w in work:
