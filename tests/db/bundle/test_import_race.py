@@ -1,0 +1,65 @@
+"""Two imports at once (threads, SQLite and PostgreSQL): the same bundle twice, or two bundles
+giving one case different content. Each import is the whole bundle or nothing, the second is
+judged against what the first committed (skipped when identical, one problem line when it
+conflicts), never an IntegrityError traceback."""
+
+import json
+from pathlib import Path
+
+from sqlmodel import Session, select
+
+from db.bundle.importer import BundleInvalid, import_bundle
+from db.engine import engine_for
+from db.models import Series
+from tests.db.bundle.bundles import snapshot, write_bundle
+from tests.db.interleave import holding, run_threads, until_waiting
+
+# Held while both imports run: each stops at its first insert (PostgreSQL; reads still pass),
+# after reading the study to plan, so both plan against a study without the bundle.
+BLOCK = 'LOCK TABLE "case" IN EXCLUSIVE MODE'
+
+
+def _both(url: str, first: Path, second: Path) -> list[object]:
+    outcome: list[object] = []
+
+    def importing(path: Path) -> None:
+        with Session(engine_for(url)) as s:
+            try:
+                outcome.append(import_bundle(s, path))
+            except Exception as e:  # noqa: BLE001 - the test reads it
+                outcome.append(e)
+
+    with holding(url, BLOCK):
+        threads = run_threads(lambda: importing(first), lambda: importing(second))
+        until_waiting(url, 2, lambda: len(outcome))
+    for t in threads:
+        t.join()
+    return outcome
+
+
+def test_the_same_bundle_imported_twice_at_once(database_url: str, tmp_path: Path) -> None:
+    bundle = write_bundle(tmp_path / "b")
+    outcome = _both(database_url, bundle, bundle)
+    assert not [o for o in outcome if isinstance(o, Exception)], outcome
+    assert sorted(o.new_cases for o in outcome) == [0, 2]  # the second found it imported
+    study = snapshot(database_url)
+    assert len(study["case"]) == 2 and len(study["response"]) == 12 and not study["temp"]
+    with Session(engine_for(database_url)) as s:
+        stored = {sha for sha in s.exec(select(Series.sha256))}
+    files = [f for f in study["files"] if "/" in f]
+    assert {Path(f).name.split(".")[0] for f in files} == stored  # no orphan, no .tmp
+
+
+def test_two_bundles_giving_one_case_other_content_at_once(database_url: str,
+                                                           tmp_path: Path) -> None:
+    one = write_bundle(tmp_path / "one")
+    other = write_bundle(tmp_path / "other")
+    case_file = next((other / "cases").glob("*/case.json"))
+    case = json.loads(case_file.read_text())
+    case["title"] = "Another title"
+    case_file.write_text(json.dumps(case))
+    outcome = _both(database_url, one, other)
+    refused = [o for o in outcome if isinstance(o, Exception)]
+    assert len(refused) == 1 and isinstance(refused[0], BundleInvalid), outcome
+    assert "already exists with different content" in " ".join(map(str, refused[0].problems))
+    assert len(snapshot(database_url)["case"]) == 2
