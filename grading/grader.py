@@ -45,7 +45,8 @@ from llm.run_writer import RunWriter, open_run
 from rubric import Rubric
 
 ITEMS = ("pending", "calibration", "all")
-TEXT_CHANGED = "the response's text changed on review while it was graded: graded again next run"
+CHANGED = ("the response's text (on review) or its case's reference answer (an import) changed "
+           "while it was graded: graded again next run")
 
 
 @dataclass
@@ -94,14 +95,20 @@ def select_items(s: Session, config: GraderConfig, items: str, limit: int | None
     return rows
 
 
-def _prepare_all(s: Session, config: GraderConfig, rubric: Rubric,
-                 responses: list[Response]) -> list[GradeItem]:
+Graded = tuple[str, list | None, dict | None]  # a response's text and turns, its case's answer
+
+
+def _prepare_all(s: Session, config: GraderConfig, rubric: Rubric, responses: list[Response]
+                 ) -> tuple[list[GradeItem], dict[str, Graded]]:
     """`prepare` for many responses, their tasks and cases read in a few queries (not two
-    per response)."""
+    per response); and, per response, what of it may change while it is graded (`Graded`)."""
     tasks = {t.task_id: t for t in fetch_in(s, Task.task_id, (r.task_id for r in responses))}
     cases = {c.case_id: c for c in fetch_in(s, Case.case_id, (t.case_id for t in tasks.values()))}
-    return [prepare(s, config, rubric, r, task=tasks[r.task_id],
-                    case=cases[tasks[r.task_id].case_id]) for r in responses]
+    case_of = {r.response_id: cases[tasks[r.task_id].case_id] for r in responses}
+    return ([prepare(s, config, rubric, r, task=tasks[r.task_id], case=case_of[r.response_id])
+             for r in responses],
+            {r.response_id: (r.text, r.turns, case_of[r.response_id].ground_truth)
+             for r in responses})
 
 
 class _Grades:
@@ -112,10 +119,10 @@ class _Grades:
 
     def __init__(self, s: Session, run: GraderRun, config: GraderConfig, cached: set[str],
                  progress: Callable[[int, int], None] | None,
-                 sent: dict[str, tuple[str, list | None]]) -> None:
+                 sent: dict[str, Graded]) -> None:
         self.s, self.run, self.config = s, run, config
         self.cached = cached  # request hashes in the cache or queued for it
-        self.sent = sent  # response id -> the text and turns its request was built from
+        self.sent = sent  # response id -> what its request was built from
         self.writer = RunWriter(s, run, self._write,
                                 {**dict.fromkeys(self.COUNTERS, 0), "cost_usd": 0.0}, progress)
 
@@ -130,13 +137,17 @@ class _Grades:
         self.writer.add((item, result, from_cache, new))
 
     def _changed(self, response_ids: list[str]) -> set[str]:
-        """The responses whose text an admin's review changed since their request was built;
-        their rows are share-locked until the commit, so a review waits for it or came first
-        (`db.raters.response_flags.review` drops the grades of the words it replaces)."""
-        rows = self.s.exec(select(Response.response_id, Response.text, Response.turns)
+        """The responses whose text (an admin's review) or case's reference answer (an
+        import) changed since their request was built. Their rows and their cases' are
+        share-locked until the commit, so such a change waits for it or came first (a review
+        drops the grades of the words it replaces; an import changes no answer a grade used)."""
+        rows = self.s.exec(select(Response.response_id, Response.text, Response.turns,
+                                  Case.ground_truth)
+                           .join(Task, Task.task_id == Response.task_id)
+                           .join(Case, Case.case_id == Task.case_id)
                            .where(Response.response_id.in_(response_ids))
-                           .with_for_update(read=True)).all()
-        return {rid for rid, text, turns in rows if self.sent.get(rid) != (text, turns)}
+                           .with_for_update(read=True, of=(Response, Case))).all()
+        return {rid for rid, *now in rows if self.sent.get(rid) != tuple(now)}
 
     def _write(self, group: list[tuple[GradeItem, CallResult, bool, bool]]) -> dict[str, int]:
         """The group's grades, failures and new cache entries, as three multi-row inserts. A
@@ -150,7 +161,7 @@ class _Grades:
         scores, failures, cache = [], [], []
         for item, r, _, new in group:
             if not r.ok or item.response_id in changed:
-                reason = (r.reason or "unknown") if not r.ok else TEXT_CHANGED
+                reason = (r.reason or "unknown") if not r.ok else CHANGED
                 failures.append({"config_id": cid, "response_id": item.response_id,
                                  "run_id": run_id, "reason": reason,
                                  "attempts": r.attempts, "created_at": now})
@@ -214,8 +225,7 @@ def grade(
     key = (api_key_for(config.base_url, api_key, trusted=trust_base_url,
                        origin=f"grader config {config.id}")
            if responses else None)  # a missing key or an unchosen address fails before any work
-    work = _prepare_all(s, config, rubric, responses)
-    sent = {r.response_id: (r.text, r.turns) for r in responses}  # before a commit expires them
+    work, sent = _prepare_all(s, config, rubric, responses)
     run = GraderRun(config_id=config.id, items=items, n_items=len(work))
     open_run(s, run, actor=actor, config=config.id, items=items, n=len(work))
     hits = {h.request_hash: h for h in
@@ -276,7 +286,7 @@ def estimate(s: Session, *, config_id: int, items: str = "pending") -> Plan:
     """
     config = get_config(s, config_id)
     rubric = rubric_by_hash(s, config.rubric_hash)
-    work = _prepare_all(s, config, rubric, select_items(s, config, items, None))
+    work, _ = _prepare_all(s, config, rubric, select_items(s, config, items, None))
     cached = len(fetch_in(s, GraderCache.request_hash, (w.request_hash for w in work),
                           GraderCache.request_hash))
     prompt = sum(len(json.dumps(w.request.body())) for w in work) // 4
