@@ -11,7 +11,6 @@ copied), so it refuses exactly what the import refuses.
 """
 
 import contextlib
-import hashlib
 import secrets
 import time
 from collections.abc import Callable
@@ -19,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import insert, text, update
+from sqlalchemy import insert, update
 from sqlmodel import Session, select
 
 from db.audit import record
@@ -34,6 +33,7 @@ from db.bundle.validate import (
     validate_bundle,
 )
 from db.engine import nmb_home
+from db.locks import take_turns
 from db.models import Case, Mask, Response, Series, Task, utcnow
 from db.queries import chunks, fetch_in
 from db.raters.response_flags import as_created, flag_new
@@ -264,20 +264,6 @@ def _insert(s: Session, plan: _Plan, progress: Progress | None, actor: str | Non
             progress(0.8 + 0.2 * done / len(rows), f"inserted {done}/{len(rows)} responses")
 
 
-# PostgreSQL advisory lock key of the imports (signed 64 bits; any fixed number of our own).
-IMPORT_LOCK = int.from_bytes(hashlib.sha256(b"nmb.bundle.import").digest()[:8], "big", signed=True)
-
-
-def _one_import_at_a_time(s: Session) -> None:
-    """Until this import's transaction ends, another import waits here, then plans against
-    what this one committed (identical rows skipped, different content a problem), instead
-    of both planning on the study before either and the later one ending on a unique key.
-    SQLite: every transaction of the study's engine is BEGIN IMMEDIATE (db.engine), which
-    serialises writers already."""
-    if s.get_bind().dialect.name == "postgresql":
-        s.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": IMPORT_LOCK})
-
-
 def import_bundle(s: Session, path: Path, *, dry_run: bool = False, actor: str | None = None,
                   progress: Progress | None = None, workspace: Workspace | None = None,
                   also: Callable[[Session], None] | None = None) -> ImportSummary:
@@ -312,7 +298,7 @@ def _import(s: Session, path: Path, ws: Workspace, *, dry_run: bool, actor: str 
     timings = summary.timings
     timings.update(vb.timings)
     t = time.perf_counter()
-    _one_import_at_a_time(s)
+    take_turns(s, "bundle.import")  # a second import waits, then plans on what this one wrote
     plan = _plan(s, vb, summary) if not problems else _Plan()
     plan.bundle = vb.name
     timings["db_check"] = time.perf_counter() - t

@@ -7,6 +7,7 @@ from sqlalchemy import func
 from sqlmodel import Session, select
 
 from db.audit import record
+from db.locks import take_turns
 from db.models import (
     Assignment,
     AssignmentDesign,
@@ -20,6 +21,8 @@ from db.raters.design import balanced_design, split_dev_heldout, stratified_samp
 from db.raters.response_flags import held
 from db.study.reference import require_reference_for_responses
 from errors import UserError
+
+DESIGN = "raters.design"  # draws and assignments take turns on it (db.locks)
 
 
 def _strata(s: Session) -> dict[str, tuple[str, int, str]]:
@@ -37,6 +40,7 @@ def draw_calibration(
     The subset is pre-registered: once drawn it cannot be redrawn, so the held-out part stays
     untouched by prompt tuning.
     """
+    take_turns(s, DESIGN)
     if s.exec(select(CalibrationItem)).first() is not None:
         raise UserError("the calibration subset is already drawn; it is fixed once drawn")
     strata = _strata(s)
@@ -150,7 +154,9 @@ def assign(
 ) -> AssignmentDesign:
     """Assign what `plan_assignment` plans (balanced design, seeded queues), each rater's new
     items mixed among the items they have not opened yet. With `expect` (a preview shown to
-    the user), refuses if the plan has changed since."""
+    the user), refuses if the plan has changed since. Two at once take turns (the second
+    plans on what the first assigned), as do draws of the subset."""
+    take_turns(s, DESIGN)
     plan = plan_assignment(s, raters=raters, overlap=overlap, selection=selection, seed=seed)
     if expect is not None and (plan.items, plan.queues) != (expect.items, expect.queues):
         raise UserError("the items to assign changed since the preview (someone assigned or "
