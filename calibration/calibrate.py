@@ -30,6 +30,7 @@ from calibration import protocol
 from calibration.protocol import Gate, Statistics
 from calibration.report import Look, Report, build, collect, data_hash
 from db.audit import record
+from db.locks import take_turns
 from db.models import (
     Assignment,
     CalibrationItem,
@@ -43,6 +44,7 @@ from db.models import (
     User,
     utcnow,
 )
+from db.raters.looks import HELDOUT
 from errors import UserError
 from grading.config import get_config, grader_identity
 
@@ -217,6 +219,7 @@ def run(s: Session, *, config_id: int, part: str, gate: Gate | None = None,
             where = proto.label() if proto else "a registered protocol (nmb protocol register)"
             raise UserError(f"the held-out part is judged only under {where}; threshold and "
                             "statistics options apply to --part dev")
+        take_turns(s, HELDOUT)  # held-out changes wait for this look, or came before it
         look = latest_look(s, config_id=config_id)
         if look is not None and look.suspended_at is None:
             row = s.get(CalibrationReport, look.report_id)

@@ -2,12 +2,17 @@
 score revised or added, a response's text changed) suspends that look and the config's
 validation, in the same transaction as the change. Who decides what a look is, and a new
 look, is `calibration.calibrate`'s; this module only records that the data moved under it.
+A change and a look being taken take turns (`HELDOUT`), so a look never stands on held-out
+data that changed before it was stored.
 """
 
 from sqlmodel import Session, select
 
 from db.audit import record
+from db.locks import take_turns
 from db.models import CalibrationItem, GraderConfig, HeldoutLook, utcnow
+
+HELDOUT = "calibration.heldout"  # held-out changes and held-out looks take turns (db.locks)
 
 
 def suspend_after_change(s: Session, *, response_id: str, what: str) -> list[int]:
@@ -18,6 +23,7 @@ def suspend_after_change(s: Session, *, response_id: str, what: str) -> list[int
                   .where(CalibrationItem.response_id == response_id)).first()
     if held != "heldout":
         return []
+    take_turns(s, HELDOUT)  # a look being taken is stored first, and is then seen here
     standing = s.exec(select(HeldoutLook).where(
         HeldoutLook.passed, HeldoutLook.revoked_at.is_(None),
         HeldoutLook.suspended_at.is_(None))).all()
