@@ -81,9 +81,11 @@ def pending(s: Session) -> list[Flagged]:
 def review(s: Session, *, response_id: str, texts: list[str], actor: str | None = None) -> None:
     """Make `texts` (the answer, then each turn) what raters and the grader read, and release
     the response for assignment. A changed text drops the response's grader scores (they graded
-    other words). Audited; the original stays in the flag. The caller commits."""
-    flag = s.get(ResponseFlag, response_id)
-    if flag is None or flag.reviewed_at is not None:
+    other words). Audited; the original stays in the flag. The caller commits. Two admins at
+    once: the flag's row is locked first, so the second is refused once the first is in."""
+    flag = s.exec(select(ResponseFlag).where(ResponseFlag.response_id == response_id)
+                  .with_for_update().execution_options(populate_existing=True)).first()
+    if flag is None or flag.reviewed_at is not None:  # locked: a second admin's review waits
         raise UserError(f"response {response_id!r} is not waiting for review")
     response = s.get(Response, response_id)
     before = [response.text, *(response.turns or [])]
