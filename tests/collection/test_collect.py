@@ -269,13 +269,10 @@ def _stop_when_collected(cmd: list[str], n: int, sig: int) -> tuple[int, str]:
     return proc.returncode, err
 
 
-def test_interrupted_and_killed_runs_resume_without_duplicates(nmb_home: Path) -> None:
+def test_interrupted_and_killed_runs_resume_without_duplicates(database_url: str) -> None:
     """Ctrl-C (SIGINT to the process group, as a terminal sends it), then SIGKILL, of a real
     `nmb collect` in the middle: what each committed stays, a re-run collects the rest and
-    nothing twice."""
-    from db.engine import upgrade
-
-    upgrade()
+    nothing twice (SQLite and PostgreSQL, the commands reaching it through NMB_DATABASE_URL)."""
     with session() as s:
         make_study(s, n_tasks=8)  # 8 tasks x 3 samples = 24 items, two tasks of two turns
     with OpenAIServer(latency=0.3) as srv:

@@ -313,15 +313,14 @@ def test_interrupted_run_resumes_without_duplicates(nmb_home: Path) -> None:
     assert len(rows) == len(set(rows)) == 20
 
 
-def test_finished_items_are_committed_while_a_slow_request_is_out(nmb_home: Path) -> None:
+def test_finished_items_are_committed_while_a_slow_request_is_out(database_url: str) -> None:
     """A hard kill (SIGKILL) loses at most `COMMIT_EVERY` of work, even when nothing else
     finishes, and leaves no process behind; the next `nmb grade` marks the killed run
-    "interrupted" and grades the rest."""
+    "interrupted" and grades the rest (SQLite and PostgreSQL)."""
     import time
 
-    from db.engine import session, upgrade
+    from db.engine import session
 
-    upgrade()
     with session() as s:
         make_study(s, n_tasks=3)  # 6 responses, 2 of them for "Prompt 1"
     with OpenAIServer(latency=0.0) as srv:
