@@ -28,12 +28,14 @@ from sqlalchemy import text
 from sqlmodel import Session, delete, func, select
 
 from db.audit import record
+from db.locks import take_turns
 from db.models import ROLES, LoginFailure, LoginToken, User, utcnow
 from errors import UserError
 
 LOGIN_HOURS = 12
 LOGIN_COOKIE = "nmb_login"  # holds the login token; the volume route reads it too
 MAX_NAME = 64  # characters; the column's size on both databases
+ACCOUNTS = "users.accounts"  # adding accounts and giving e-mails take turns (db.locks)
 MAX_EMAIL = 256  # characters; the column's size
 MAX_PASSWORD = 1024
 MIN_PASSWORD = 12  # for passwords people set (check_new_password)
@@ -81,6 +83,7 @@ def add_user(
                         "'-', '_' or '.'")
     if not password or len(password) > MAX_PASSWORD:
         raise UserError(f"the password must be 1-{MAX_PASSWORD} characters")
+    take_turns(s, ACCOUNTS)  # a second admin adding this name or e-mail waits, then is refused
     if s.exec(select(User).where(User.name == name)).first():
         raise UserError(f"user {name!r} already exists")
     email = _free_email(s, email) if email is not None else None
@@ -102,6 +105,7 @@ def _free_email(s: Session, email: str, user: User | None = None) -> str:
 def set_email(s: Session, *, name: str, email: str | None, actor: str | None = None) -> User:
     """Give the account the e-mail single sign-on maps to it (None: no single sign-on);
     audited; its open sessions end (they may be another identity's)."""
+    take_turns(s, ACCOUNTS)
     user = get_user(s, name=name)
     new = _free_email(s, email, user) if email else None
     record(s, "user.email", actor=actor, user=name, old=user.email, new=new)

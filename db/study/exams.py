@@ -22,6 +22,7 @@ from sqlmodel import Session, select
 
 from db.audit import record
 from db.bundle.importer import new_blind_codes
+from db.locks import take_turns
 from db.models import Exam, ExamAttempt, Response, StageAnswer, Task, User, utcnow
 from db.raters.response_flags import flag_new
 from db.study.cases import case_view, reference_fields
@@ -91,6 +92,7 @@ def ensure_exam(s: Session, *, name: str, task_ids: list[str] | None = None,
     if not name:
         raise UserError("the exam needs a name")
     check_length("the exam name", name, NAME)
+    take_turns(s, "exams")  # a second admin opening this name waits, then finds it
     exam = s.exec(select(Exam).where(Exam.name == name)).first()
     if task_ids is not None:
         known = set(s.exec(select(Task.task_id).where(Task.task_id.in_(task_ids))))

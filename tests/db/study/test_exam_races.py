@@ -197,3 +197,30 @@ def test_two_tabs_opening_the_exam_at_once_share_one_attempt(database_url: str) 
     with Session(engine_for(database_url)) as s:
         ids = s.exec(select(ExamAttempt.id).where(ExamAttempt.user_id == other_id)).all()
     assert outcome == ids and len(ids) == 1
+
+
+def test_two_admins_opening_one_exam_name_at_once(database_url: str) -> None:
+    """Admin A's new exam is not committed when admin B opens the same name with other
+    settings: B's is refused in one line once A's is in (PostgreSQL: IntegrityError)."""
+    with Session(engine_for(database_url)) as s:
+        make_study(s, n_tasks=3)
+        s.commit()
+    first = Session(engine_for(database_url))
+    ensure_exam(first, name="baseline", task_ids=["task0"])  # flushed, not committed
+    outcome: list[object] = []
+
+    def second() -> None:
+        with Session(engine_for(database_url)) as s:
+            try:
+                ensure_exam(s, name="baseline", task_ids=["task0", "task1"])
+                s.commit()
+                outcome.append("opened")
+            except UserError as e:
+                outcome.append(str(e))
+
+    (worker,) = run_threads(second)
+    until_waiting(database_url, 1, lambda: len(outcome))
+    first.commit()
+    first.close()
+    worker.join()
+    assert len(outcome) == 1 and "exists with 1 other tasks" in str(outcome[0]), outcome
