@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import insert, update
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
 from db.audit import record
@@ -38,6 +39,7 @@ from db.models import Case, Mask, Response, Series, Task, utcnow
 from db.queries import chunks, fetch_in
 from db.raters.response_flags import as_created, flag_new
 from db.study.reference import has_reference, scores_using
+from errors import UserError
 
 __all__ = ["FORMAT", "BundleInvalid", "ImportSummary", "Problem", "ValidBundle", "image_path",
            "import_bundle", "validate_bundle"]
@@ -328,22 +330,28 @@ def _import(s: Session, path: Path, ws: Workspace, *, dry_run: bool, actor: str 
             progress(0.7 + 0.1 * i / len(images), f"stored {i} images")
     timings["copy"] = time.perf_counter() - t
     t = time.perf_counter()
-    _insert(s, plan, progress, actor)
-    s.add_all(flags)
-    if also is not None:
-        also(s)
-    record(s, "bundle.import", actor=actor, bundle=vb.name, source=path.name,
-           cases=summary.new_cases, series=summary.new_series,
-           masks=summary.new_masks, tasks=summary.new_tasks,
-           responses=summary.new_responses, flagged=summary.flagged_responses,
-           answers_added=summary.new_answers, answers_changed=summary.changed_answers)
-    s.flush()
-    timings["db_insert"] = time.perf_counter() - t
-    if dry_run:
-        s.rollback()
-        return summary
-    t = time.perf_counter()
-    s.commit()
+    try:
+        _insert(s, plan, progress, actor)
+        s.add_all(flags)
+        if also is not None:
+            also(s)
+        record(s, "bundle.import", actor=actor, bundle=vb.name, source=path.name,
+               cases=summary.new_cases, series=summary.new_series,
+               masks=summary.new_masks, tasks=summary.new_tasks,
+               responses=summary.new_responses, flagged=summary.flagged_responses,
+               answers_added=summary.new_answers, answers_changed=summary.changed_answers)
+        s.flush()
+        timings["db_insert"] = time.perf_counter() - t
+        if dry_run:
+            s.rollback()
+            return summary
+        t = time.perf_counter()
+        s.commit()
+    except IntegrityError:  # written meanwhile by what does not take turns with imports
+        raise UserError(f"bundle {vb.label}: the study changed while it was imported (a "
+                        "collection run or an exam wrote one of its ids or model, task and "
+                        "sample meanwhile); nothing was imported: import it again to see what "
+                        "conflicts") from None
     ws.keep_images()
     timings["commit"] = time.perf_counter() - t
     return summary

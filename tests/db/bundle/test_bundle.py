@@ -12,7 +12,6 @@ import nibabel as nib
 import numpy as np
 import pytest
 from sqlalchemy import event, text
-from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
 from db.bundle.importer import BundleInvalid, import_bundle, validate_bundle
@@ -21,6 +20,7 @@ from db.engine import engine_for, nmb_home
 from db.models import AuditLog, Mask, Response, Series, Task
 from db.status import counts
 from db.study.masks import case_masks
+from errors import UserError
 from tests.db.bundle.bundles import MODELS, responses, snapshot, write_bundle, write_image
 
 EXPECTED = {"cases": 2, "series": 3, "tasks": 3, "responses": 12}
@@ -301,7 +301,7 @@ def _steal_first_response_id(conn) -> None:
 
 @pytest.mark.parametrize(("when", "action", "error"), [
     ("INSERT INTO TASK", _raise, RuntimeError),
-    ("INSERT INTO TASK", _steal_first_response_id, IntegrityError),
+    ("INSERT INTO TASK", _steal_first_response_id, UserError),  # one line, not IntegrityError
 ])
 def test_failure_half_way_leaves_no_rows(database_url: str, tmp_path: Path, when, action,
                                          error) -> None:
