@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from sqlalchemy import text
+from sqlmodel import Session
 
 from db.engine import engine_for
 
@@ -59,3 +60,28 @@ def run_threads(*targets: Callable[[], object]) -> list[threading.Thread]:
     for t in threads:
         t.start()
     return threads
+
+
+def against(url: str, first: Session, second: Callable[[Session], object],
+            finish: Callable[[Session], object] = Session.commit) -> object:
+    """Run `second` on a session of its own, in a thread, while `first` holds its uncommitted
+    write; once `second` waits on it (PostgreSQL; at once on SQLite, where its first write
+    queues), `finish` `first` (commit it) and close it. Returns what `second` returned, or
+    the exception it raised."""
+    outcome: list[object] = []
+
+    def run() -> None:
+        with Session(engine_for(url), expire_on_commit=False) as s:
+            try:
+                outcome.append(second(s))
+            except Exception as e:  # noqa: BLE001 - the test reads it
+                outcome.append(e)
+
+    (worker,) = run_threads(run)
+    until_waiting(url, 1, lambda: len(outcome))
+    try:
+        finish(first)
+    finally:
+        first.close()
+    worker.join()
+    return outcome[0]

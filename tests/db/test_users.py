@@ -305,29 +305,19 @@ def test_two_admins_adding_one_name_at_once(database_url: str, clash: str) -> No
     """Admin A's new account is not committed yet when admin B adds the same name (or
     another name with the same e-mail): B's is refused in one line once A's is in
     (PostgreSQL: an IntegrityError traceback before)."""
-    from tests.db.interleave import until_waiting
+    from tests.db.interleave import against
 
     first = _session(database_url)
     add_user(first, name="ann", role="expert", password="pw", email="ann@example.org")
     first.flush()  # A's row is written, not committed
-    outcome: list[str] = []
 
-    def second() -> None:
-        with _session(database_url) as s:
-            try:
-                add_user(s, name="ann" if clash == "name" else "bob", role="expert",
-                         password="pw", email="ann@example.org" if clash == "email" else None)
-                s.commit()
-                outcome.append("added")
-            except UserError as e:
-                outcome.append(str(e))
+    def second(s: Session) -> str:
+        add_user(s, name="ann" if clash == "name" else "bob", role="expert", password="pw",
+                 email="ann@example.org" if clash == "email" else None)
+        s.commit()
+        return "added"
 
-    worker = threading.Thread(target=second)
-    worker.start()
-    until_waiting(database_url, 1, lambda: len(outcome))
-    first.commit()
-    first.close()
-    worker.join()
-    assert len(outcome) == 1 and "already" in outcome[0], outcome
+    outcome = against(database_url, first, second)
+    assert isinstance(outcome, UserError) and "already" in str(outcome), outcome
     with _session(database_url) as s:
         assert len(s.exec(select(User)).all()) == 1

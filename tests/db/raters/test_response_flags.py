@@ -159,33 +159,22 @@ def test_two_admins_reviewing_one_response_at_once(database_url: str, tmp_path: 
     """Admin A's review (an edit) is not committed yet when admin B reviews the same response
     (keeps the redaction): B's is refused in one line once A's is in (PostgreSQL: B's
     overwrote A's edit, and both were audited as the review)."""
-    import threading
-
-    from tests.db.interleave import until_waiting
+    from tests.db.interleave import against
 
     with Session(engine_for(database_url), expire_on_commit=False) as s:
         import_bundle(s, _bundle(tmp_path))
         flag = next(f for f in pending(s) if f.response_id == "model-a-t1-0")
     first = Session(engine_for(database_url))
     review(first, response_id=flag.response_id, texts=["Edited by A."], actor="a")
-    outcome: list[object] = []
 
-    def second() -> None:
-        with Session(engine_for(database_url)) as s:
-            try:
-                review(s, response_id=flag.response_id, texts=flag.shown, actor="b")
-                s.commit()
-                outcome.append("reviewed")
-            except UserError as e:
-                outcome.append(str(e))
+    def second(s: Session) -> str:
+        review(s, response_id=flag.response_id, texts=flag.shown, actor="b")
+        s.commit()
+        return "reviewed"
 
-    worker = threading.Thread(target=second)
-    worker.start()
-    until_waiting(database_url, 1, lambda: len(outcome))
-    first.commit()
-    first.close()
-    worker.join()
-    assert outcome == ["response 'model-a-t1-0' is not waiting for review"]
+    outcome = against(database_url, first, second)
+    assert isinstance(outcome, UserError)
+    assert str(outcome) == "response 'model-a-t1-0' is not waiting for review"
     with Session(engine_for(database_url)) as s:
         assert s.get(Response, "model-a-t1-0").text == "Edited by A."
         assert len(s.exec(select(AuditLog).where(AuditLog.action == "response.review")).all()) == 1

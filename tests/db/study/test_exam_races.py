@@ -13,7 +13,7 @@ from db.models import ExamAttempt, Response, StageAnswer
 from db.study.exams import answer_stage, attempt_for, ensure_exam, finish, save_draft
 from db.users import add_user
 from errors import UserError
-from tests.db.interleave import is_postgres, run_threads, until_waiting
+from tests.db.interleave import against, is_postgres, run_threads
 from tests.factories import make_study
 
 LOCK = "SELECT id FROM examattempt WHERE id = :id FOR UPDATE"
@@ -40,27 +40,9 @@ def _first_tab(url: str, attempt: ExamAttempt) -> Session:
 
 
 def _race(url: str, attempt: ExamAttempt, second, first) -> list[object]:
-    """`second` runs in a thread while the first tab holds the lock; once it waits (or has
-    finished), `first` runs in the first tab's transaction and commits. Returns what `second`
-    returned or raised."""
-    tab = _first_tab(url, attempt)
-    outcome: list[object] = []
-
-    def run() -> None:
-        with Session(engine_for(url), expire_on_commit=False) as s:
-            try:
-                outcome.append(second(s))
-            except Exception as e:  # noqa: BLE001 - the test reads it
-                outcome.append(e)
-
-    (worker,) = run_threads(run)
-    until_waiting(url, 1, lambda: len(outcome))
-    try:
-        first(tab)
-    finally:
-        tab.close()
-    worker.join()
-    return outcome
+    """`second` runs while the first tab holds the lock; `first` then runs in the first tab's
+    transaction (`interleave.against`). Returns what `second` returned or raised."""
+    return [against(url, _first_tab(url, attempt), second, finish=first)]
 
 
 def _answers(url: str, attempt: ExamAttempt) -> list[tuple[str, int, str]]:
@@ -180,23 +162,11 @@ def test_two_tabs_opening_the_exam_at_once_share_one_attempt(database_url: str) 
     tab = Session(engine_for(database_url), expire_on_commit=False)
     tab.add(ExamAttempt(exam_id=attempt.exam_id, user_id=other_id))
     tab.flush()  # the first tab's insert, holding the row's unique key (or SQLite's write lock)
-    outcome: list[object] = []
-
-    def second() -> None:
-        with Session(engine_for(database_url)) as s:
-            try:
-                outcome.append(attempt_for(s, exam_id=attempt.exam_id, user_id=other_id).id)
-            except Exception as e:  # noqa: BLE001 - the test reads it
-                outcome.append(e)
-
-    (worker,) = run_threads(second)
-    until_waiting(database_url, 1, lambda: len(outcome))
-    tab.commit()
-    tab.close()
-    worker.join()
+    got = against(database_url, tab,
+                  lambda s: attempt_for(s, exam_id=attempt.exam_id, user_id=other_id).id)
     with Session(engine_for(database_url)) as s:
         ids = s.exec(select(ExamAttempt.id).where(ExamAttempt.user_id == other_id)).all()
-    assert outcome == ids and len(ids) == 1
+    assert [got] == ids and len(ids) == 1
 
 
 def test_two_admins_opening_one_exam_name_at_once(database_url: str) -> None:
@@ -207,20 +177,11 @@ def test_two_admins_opening_one_exam_name_at_once(database_url: str) -> None:
         s.commit()
     first = Session(engine_for(database_url))
     ensure_exam(first, name="baseline", task_ids=["task0"])  # flushed, not committed
-    outcome: list[object] = []
 
-    def second() -> None:
-        with Session(engine_for(database_url)) as s:
-            try:
-                ensure_exam(s, name="baseline", task_ids=["task0", "task1"])
-                s.commit()
-                outcome.append("opened")
-            except UserError as e:
-                outcome.append(str(e))
+    def second(s: Session) -> str:
+        ensure_exam(s, name="baseline", task_ids=["task0", "task1"])
+        s.commit()
+        return "opened"
 
-    (worker,) = run_threads(second)
-    until_waiting(database_url, 1, lambda: len(outcome))
-    first.commit()
-    first.close()
-    worker.join()
-    assert len(outcome) == 1 and "exists with 1 other tasks" in str(outcome[0]), outcome
+    outcome = against(database_url, first, second)
+    assert isinstance(outcome, UserError) and "exists with 1 other tasks" in str(outcome)
