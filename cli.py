@@ -901,7 +901,8 @@ def build_parser() -> argparse.ArgumentParser:
     exa.add_argument("--tasks", nargs="+", metavar="TASK_ID", help="its tasks (default: every task)")
     exa.add_argument("--review", action="store_true",
                      help="after finishing, takers may read their answers beside the reference "
-                          "answers, except of tasks an exam they have not finished holds "
+                          "answers, except of a case with a task still to answer in an exam "
+                          "they have not finished "
                           "(default: off, as a baseline study expects)")
     exa.set_defaults(fn=cmd_exam_add)
 

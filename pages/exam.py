@@ -69,7 +69,8 @@ def review() -> None:
     with reference:
         st.markdown("**Reference answer**")
         if t.withheld:
-            st.caption("Withheld while this task is part of an exam you have not finished: "
+            st.caption("Withheld while a task of this case waits for you in an exam you have not "
+                       "finished: "
                        + ", ".join(f"“{escape_markdown(name)}”" for name in t.withheld) + ".")
         elif not t.reference:
             st.caption("This case has no reference answer.")
@@ -213,7 +214,10 @@ with case_panel(key=f"case-{task.task_id}", title=task.case_title, ehr=task.ehr,
                       task.answers, n_stages=task.n_stages)
     if revealed and revealed[0] == task.task_id:
         scroll_to_stage(STAGES_KEY, revealed[1])
-    if not task.done and not task.answerable:
+    if task.elsewhere is not None:
+        st.info(f"You answered this task in the exam “{escape_markdown(task.elsewhere)}”; a "
+                "task is answered once.", icon=":material/done_all:")
+    elif not task.done and not task.answerable:
         st.info(waiting_note(task.waiting_for), icon=":material/lock:")
     elif not task.done:
         stage = len(task.answers)

@@ -4,13 +4,15 @@ A multi-turn (level 3) task reveals its stages one at a time: stage k is shown o
 the answer to stage k-1 is recorded, and recorded answers cannot be changed afterwards, so
 later information never leaks into an earlier answer. Nor into another task of the same
 case: a task's second stage is revealed only once the exam's tasks of its case with fewer
-stages are fully answered (`ExamTask.waiting_for`). A finished attempt turns each fully
-answered task into a `Response` (source = the user's role) that experts score blind.
+stages are fully answered (`ExamTask.waiting_for`). A person answers a task once: a task
+they answered, or began, in another exam is not asked again (`ExamTask.elsewhere`). A
+finished attempt turns each fully answered task into a `Response` (source = the user's role)
+that experts score blind.
 
 What a taker sees is a data object without the reference answer (`ExamTask`); only after
 finishing, and only in an exam opened with `review`, does `review_tasks` return the taker's
-own answers beside the reference answers (`ReviewTask`), and not for a task that another
-exam the taker has not finished also holds. Neither ever holds another person's answers, a
+own answers beside the reference answers (`ReviewTask`), and not for a task whose case the
+taker may still meet in an exam not finished yet. Neither ever holds another person's answers, a
 model's response, a score or a mask.
 """
 
@@ -49,10 +51,18 @@ class ExamTask:
     # exam positions (1-based) of the unfinished tasks of the same case with fewer stages:
     # while there are any, this task's next stage is not revealed (`_waiting_for`)
     waiting_for: list[int] = field(default_factory=list)
+    # the other exam in which the taker answered (or is answering) this task: not asked here
+    elsewhere: str | None = None
+
+    @property
+    def answered(self) -> bool:
+        """Every stage answered in this attempt."""
+        return len(self.answers) >= self.n_stages
 
     @property
     def done(self) -> bool:
-        return len(self.answers) >= self.n_stages
+        """Nothing left to answer here: answered, or answered in another exam."""
+        return self.answered or self.elsewhere is not None
 
     @property
     def answerable(self) -> bool:
@@ -65,9 +75,10 @@ class ReviewTask:
     """One task of a finished attempt, for its taker's review: every stage, the taker's own
     answers, and the reference answer as labelled fields (none when the case has none).
 
-    `withheld`: the other exams holding this task that the taker has not finished; while
-    there are any, the reference answer and the stages the taker did not reach are left out
-    (the taker may still answer the task there, as the human baseline)."""
+    `withheld`: the other exams, not finished by the taker, holding a task of this case they
+    have not answered; while there are any, the reference answer (the case's) and the stages
+    the taker did not reach are left out (they may still answer that task, as the human
+    baseline)."""
 
     task_id: str
     family: str
@@ -153,21 +164,43 @@ def _answers(s: Session, attempt_id: int) -> dict[str, list[str]]:
 def exam_tasks(s: Session, *, attempt: ExamAttempt) -> list[ExamTask]:
     exam = s.get(Exam, attempt.exam_id)
     answers = _answers(s, attempt.id)
+    elsewhere = _answered_elsewhere(s, attempt, exam)
     tasks = [s.get(Task, task_id) for task_id in exam.task_ids]
     out = []
     for position, task in enumerate(tasks):
         case = case_view(s, case_id=task.case_id)  # its ground truth stays here
         given = answers.get(task.task_id, [])
         stages = list(task.stages or [])
-        waiting = _waiting_for(tasks, answers, position)
+        waiting = _waiting_for(tasks, answers, position, elsewhere)
         shown = len(given) - 1 if waiting and given else len(given)  # the next one held back
         out.append(ExamTask(task.task_id, task.family, task.level, task.prompt,
                             stages[:shown], given, 1 + len(stages), case.title, case.ehr,
-                            case.scores, case.series, waiting))
+                            case.scores, case.series, waiting, elsewhere.get(task.task_id)))
     return out
 
 
-def _waiting_for(tasks: list[Task], answers: dict[str, list[str]], position: int) -> list[int]:
+def _answered_elsewhere(s: Session, attempt: ExamAttempt, exam: Exam) -> dict[str, str]:
+    """{task id: the other exam} for this exam's tasks that the taker answered, or began to
+    answer, in another exam and not in this attempt. A person answers a task once: a second
+    answer, written after its stages (or its review) were seen, is no baseline answer, and
+    the results would count the person twice on the task."""
+    here = set(_answers(s, attempt.id))
+    rows = s.exec(select(StageAnswer.task_id, Exam.name)
+                  .join(ExamAttempt, ExamAttempt.id == StageAnswer.attempt_id)
+                  .join(Exam, Exam.id == ExamAttempt.exam_id)
+                  .where(ExamAttempt.user_id == attempt.user_id,
+                         ExamAttempt.id != attempt.id,
+                         StageAnswer.task_id.in_(exam.task_ids))
+                  .order_by(StageAnswer.id))
+    out: dict[str, str] = {}
+    for task_id, name in rows:
+        if task_id not in here:
+            out.setdefault(task_id, name)
+    return out
+
+
+def _waiting_for(tasks: list[Task], answers: dict[str, list[str]], position: int,
+                 elsewhere: dict[str, str]) -> list[int]:
     """The exam positions (1-based) of the tasks of the same case as `tasks[position]` that
     have fewer stages and are not fully answered. A stage revealed later is information about
     the case (a CSF result, a biopsy) that a model answering the other task never gets, so it
@@ -177,6 +210,7 @@ def _waiting_for(tasks: list[Task], answers: dict[str, list[str]], position: int
     return [k + 1 for k, t in enumerate(tasks)
             if k != position and t.case_id == me.case_id
             and len(t.stages or []) < len(me.stages or [])
+            and t.task_id not in elsewhere
             and len(answers.get(t.task_id, [])) < 1 + len(t.stages or [])]
 
 
@@ -220,11 +254,17 @@ def answer_stage(s: Session, *, attempt: ExamAttempt, task_id: str, text: str,
         raise UserError("the answer is empty")
     check_length("the answer", text.strip(), ANSWER)
     current = _locked_attempt(s, attempt.id)
+    take_turns(s, f"exam.taker.{current.user_id}")  # their tabs of other exams queue too
     exam = s.get(Exam, current.exam_id)
     task = _exam_task(s, exam, task_id)
     stage = _next_stage(s, current, task, stage)
+    elsewhere = _answered_elsewhere(s, current, exam)
+    if task_id in elsewhere:
+        raise UserError(f"you answered this task in the exam {elsewhere[task_id]!r}; a task "
+                        "is answered once")
     if stage and (waiting := _waiting_for([s.get(Task, t) for t in exam.task_ids],
-                                          _answers(s, current.id), exam.task_ids.index(task_id))):
+                                          _answers(s, current.id), exam.task_ids.index(task_id),
+                                          elsewhere)):
         raise UserError(f"stage {stage + 1} of this task is revealed once task"
                         f"{'s' if len(waiting) > 1 else ''} {', '.join(map(str, waiting))} of "
                         "this exam, about the same case, "
@@ -262,7 +302,7 @@ def finish(s: Session, *, attempt: ExamAttempt, actor: str | None = None) -> int
     except UserError:
         raise UserError("this exam attempt is already finished") from None
     user = s.get(User, current.user_id)
-    answered = [t for t in exam_tasks(s, attempt=current) if t.done]
+    answered = [t for t in exam_tasks(s, attempt=current) if t.answered]
     rows = [{"response_id": f"human-{current.id}-{t.task_id}", "model": None,
              "text": t.answers[0], "turns": t.answers[1:] or None} for t in answered]
     flags = flag_new(s, rows)  # a model named in an answer: redacted and held, as a model's
@@ -282,9 +322,9 @@ def review_tasks(s: Session, *, attempt: ExamAttempt) -> list[ReviewTask]:
     """The finished attempt's tasks with the taker's answers and the reference answers.
 
     Raises UserError unless the attempt is finished and its exam allows review: the reference
-    answer is read here and nowhere else on the exam's way to a page. A task that another exam
-    the taker has not finished also holds is `withheld` (no reference, only the stages the
-    taker reached) until that exam is finished."""
+    answer is read here and nowhere else on the exam's way to a page. A task whose case has a
+    task the taker has not answered in another exam they have not finished is `withheld` (no
+    reference, only the stages the taker reached) until that exam is finished."""
     attempt = s.get(ExamAttempt, attempt.id)
     exam = s.get(Exam, attempt.exam_id)
     if not exam.review:
@@ -292,13 +332,13 @@ def review_tasks(s: Session, *, attempt: ExamAttempt) -> list[ReviewTask]:
     if attempt.finished_at is None:
         raise UserError("finish the exam to review it")
     answers = _answers(s, attempt.id)
-    pending = _unfinished_elsewhere(s, exam=exam, user_id=attempt.user_id)
+    pending = _still_to_answer(s, exam=exam, user_id=attempt.user_id)
     out = []
     for task_id in exam.task_ids:
         task = s.get(Task, task_id)
         case = case_view(s, case_id=task.case_id)
         given, stages = answers.get(task_id, []), list(task.stages or [])
-        withheld = pending.get(task_id, [])
+        withheld = pending.get(task.case_id, [])
         truth = case.ground_truth if has_reference(case.ground_truth) and not withheld else None
         out.append(ReviewTask(task_id, task.family, task.level, task.prompt,
                               stages[:len(given)] if withheld else stages, given, case.title,
@@ -306,15 +346,21 @@ def review_tasks(s: Session, *, attempt: ExamAttempt) -> list[ReviewTask]:
     return out
 
 
-def _unfinished_elsewhere(s: Session, *, exam: Exam, user_id: int) -> dict[str, list[str]]:
-    """{task id: names of the other exams holding it that the user has not finished}: a
-    review must not hand those tasks' reference answers to someone who may still take them."""
+def _still_to_answer(s: Session, *, exam: Exam, user_id: int) -> dict[str, list[str]]:
+    """{case id: names of the other exams, not finished by the user, holding a task of that
+    case the user has not answered in any exam}: a review must not hand a case's reference
+    answer to someone who may still answer one of its tasks."""
     finished = set(s.exec(select(ExamAttempt.exam_id).where(
         ExamAttempt.user_id == user_id, ExamAttempt.finished_at.is_not(None))))
-    ours = set(exam.task_ids)
+    answered = set(s.exec(select(StageAnswer.task_id)
+                          .join(ExamAttempt, ExamAttempt.id == StageAnswer.attempt_id)
+                          .where(ExamAttempt.user_id == user_id)))
     out: dict[str, list[str]] = {}
     for other in exams(s):
-        if other.id != exam.id and other.id not in finished:
-            for task_id in ours.intersection(other.task_ids):
-                out.setdefault(task_id, []).append(other.name)
+        if other.id == exam.id or other.id in finished:
+            continue
+        for task_id in set(other.task_ids) - answered:
+            names = out.setdefault(s.get(Task, task_id).case_id, [])
+            if other.name not in names:
+                names.append(other.name)
     return out

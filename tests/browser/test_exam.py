@@ -150,14 +150,16 @@ def _finished(home: Path, name: str, *, review: bool) -> tuple[list[str], list[s
         user = add_user(s, name=name, role="student", password=PASSWORD)
         s.commit()
         baseline = s.exec(select(Exam).where(Exam.name == DEMO_EXAM)).one()
-        # the demo exam holds the same tasks: a review shows their references once it is done
-        for taken in (baseline, exam) if review else (exam,):
+        # the demo exam holds the same cases: a review shows their references once it is done
+        # (it asks none of the tasks answered here: a task is answered once)
+        given: list[str] = []
+        for taken in (exam, baseline) if review else (exam,):
             attempt = attempt_for(s, exam_id=taken.id, user_id=user.id)
-            given = []
             for t in exam_tasks(s, attempt=attempt):
-                for k in range(t.n_stages):
-                    given.append(f"{name} answered {t.task_id} at stage {k + 1}")
-                    answer_stage(s, attempt=attempt, task_id=t.task_id, text=given[-1])
+                for k in range(0 if t.done else t.n_stages):
+                    text = f"{name} answered {t.task_id} at stage {k + 1}"
+                    given += [text] if taken is exam else []
+                    answer_stage(s, attempt=attempt, task_id=t.task_id, text=text)
             finish(s, attempt=attempt)
         truths = []
         for task_id in exam.task_ids:

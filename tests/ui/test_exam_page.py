@@ -158,12 +158,13 @@ def test_a_later_stage_waits_until_the_single_stage_task_of_its_case_is_answered
 
 
 def _finish(user: LoggedIn, exam: Exam) -> list[str]:
-    """Answer every stage of `exam` as `user` and finish; the answers given."""
+    """Answer every stage `exam` asks of `user` (none of a task answered in another exam)
+    and finish; the answers given."""
     given = []
     with session() as s:
         attempt = attempt_for(s, exam_id=exam.id, user_id=user.id)
         for t in exam_tasks(s, attempt=attempt):
-            for k in range(t.n_stages):
+            for k in range(0 if t.done else t.n_stages):
                 given.append(f"{user.name} says {t.task_id} stage {k}")
                 answer_stage(s, attempt=attempt, task_id=t.task_id, text=given[-1])
         finish(s, attempt=attempt)
@@ -213,8 +214,8 @@ def test_a_finished_exam_with_review_shows_own_answers_beside_references(
         cases = {c.case_id: c for c in s.exec(select(Case))}
         task_cases = {t: s.get(Task, t).case_id for t in exam.task_ids}
     secrets = _secrets()  # before this taker's answers: all of them belong to others
-    _finish(student, baseline)  # the demo exam holds the same tasks: finished first
     given = _finish(student, exam)
+    _finish(student, baseline)  # the demo exam holds the same tasks: it asks none of them
     at = page("pages/exam.py", student).run()  # the practice exam sorts first
     assert not at.exception
     assert at.selectbox[0].value == exam.id
@@ -238,26 +239,50 @@ def test_a_finished_exam_with_review_shows_own_answers_beside_references(
     assert shown_references
 
 
-def test_a_review_sends_no_reference_of_a_task_another_unfinished_exam_holds(
+def test_a_review_sends_no_reference_of_a_case_another_unfinished_exam_still_asks(
         demo_study: Path) -> None:
-    """The demo's baseline exam holds every task: a practice exam with review, finished
-    first, must not hand its taker the answers the baseline still asks for."""
+    """The demo's baseline exam holds every task: a practice exam with review holding the
+    demo's syn-t03, finished first, must not hand its taker the reference answer of case
+    syn-02, whose syn-t04 the baseline still asks; once the baseline is finished it may."""
     student = make_user("early", "student")
     with session() as s:
-        exam = ensure_exam(s, name="A practice exam", review=True)
+        exam = ensure_exam(s, name="A practice exam", task_ids=["syn-t03"], review=True)
+        baseline = s.exec(select(Exam).where(Exam.name == DEMO_EXAM)).one()
         s.commit()
+        truth = s.get(Case, s.get(Task, "syn-t03").case_id).ground_truth["final_diagnosis"]
     secrets = _secrets()
     _finish(student, exam)
     at = page("pages/exam.py", student).run()
     assert not at.exception and at.selectbox[0].value == exam.id
-    review = at.selectbox(key="exam_review_task")
-    for i in range(len(exam.task_ids)):
-        review.set_value(i).run()
-        payload = page_payload(at)
-        assert not [t for t in secrets["references"] if _sent(t, payload)], i
-        assert "Withheld while this task is part of an exam you have not finished" in payload
-        assert _sent(DEMO_EXAM, payload)
-        review = at.selectbox(key="exam_review_task")
+    payload = page_payload(at)
+    assert not [t for t in secrets["references"] if _sent(t, payload)]
+    assert "Withheld while a task of this case waits for you in an exam" in payload
+    assert _sent(DEMO_EXAM, payload)
+    _finish(student, baseline)
+    payload = page_payload(page("pages/exam.py", student).run())
+    assert _sent(truth, payload) and "Withheld" not in payload
+
+
+def test_a_task_answered_in_another_exam_is_not_asked_again(demo_study: Path) -> None:
+    """A taker who answered syn-t03 in a practice exam finds it in the baseline as answered
+    there: a note, no answer box, none of their practice answers; the baseline is finished
+    without it."""
+    student = make_user("twice", "student")
+    with session() as s:
+        exam = ensure_exam(s, name="A practice exam", task_ids=["syn-t03"])
+        baseline = s.exec(select(Exam).where(Exam.name == DEMO_EXAM)).one()
+        s.commit()
+    given = _finish(student, exam)
+    at = page("pages/exam.py", student).run()
+    at.selectbox[0].set_value(baseline.id).run()
+    at.selectbox(key="exam_task").set_value(baseline.task_ids.index("syn-t03")).run()
+    assert not at.exception
+    assert any("You answered this task in the exam “A practice exam”" in m.value
+               for m in at.info)
+    assert not [e for e in at.get("component_instance")
+                if e.proto.component_name.endswith("nmb_answer_box")]
+    assert not [a for a in given if _sent(a, page_payload(at))]
+    assert f"1 of {len(baseline.task_ids)} tasks answered" in page_payload(at)
 
 
 def test_the_admin_form_opens_an_exam_with_review(demo_study: Path) -> None:

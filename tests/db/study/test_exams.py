@@ -120,11 +120,11 @@ def test_review_shows_own_answers_and_references_only_when_allowed_and_finished(
         closed = ensure_exam(s, name="baseline")
         open_ = ensure_exam(s, name="open", review=True)
         s.commit()
-        for exam in (closed, open_):
+        for exam in (open_, closed):  # the closed one asks nothing again (answered once)
             for user in (stu, other):
                 attempt = attempt_for(s, exam_id=exam.id, user_id=user.id)
                 for t in exam_tasks(s, attempt=attempt):
-                    for k in range(t.n_stages):
+                    for k in range(0 if t.done else t.n_stages):
                         answer_stage(s, attempt=attempt, task_id=t.task_id,
                                      text=f"{user.name} {t.task_id} {k}")
                 if exam is open_ and user is stu:
@@ -143,42 +143,75 @@ def test_review_shows_own_answers_and_references_only_when_allowed_and_finished(
         assert mine[2].reference == [("Final diagnosis", "MS")]
 
 
-def test_a_review_withholds_the_tasks_another_unfinished_exam_still_asks(
+def test_a_review_withholds_the_cases_another_unfinished_exam_still_asks(
         database_url: str) -> None:
-    """A practice exam with review shares tasks with a baseline exam: finishing the practice
-    exam must not hand the taker the reference answers (nor the stages not reached) of the
-    tasks they may still answer in the baseline."""
+    """A practice exam with review shares cases with a baseline exam: finishing the practice
+    exam must not hand the taker the reference answer (the case's) nor the stages not reached
+    of a case with a task they may still answer in the baseline: the same task left
+    unanswered, or another task of the case. A task answered in practice is not asked in the
+    baseline, so its case is shown unless another of its tasks is still to answer."""
     with Session(engine_for(database_url), expire_on_commit=False) as s:
         make_study(s, n_tasks=3)
         s.get(Task, "task2").stages = ["More information.", "The answer."]  # 3 stages
         s.get(Case, "case0").ground_truth = {"final_diagnosis": "MS", "differential": ["NMOSD"]}
+        s.add(Task(task_id="task1b", case_id="case1", family="rationale", level=1,
+                   prompt="Why?", stages=[]))
         stu = add_user(s, name="stu", role="student", password="pw")
         practice = ensure_exam(s, name="practice", task_ids=["task0", "task1", "task2"],
                                review=True)
-        baseline = ensure_exam(s, name="baseline", task_ids=["task2", "task0"])
+        baseline = ensure_exam(s, name="baseline", task_ids=["task2", "task0", "task1b"])
         s.commit()
         attempt = attempt_for(s, exam_id=practice.id, user_id=stu.id)
-        for task_id in ("task0", "task1"):
-            answer_stage(s, attempt=attempt, task_id=task_id, text=f"stu {task_id}")
+        answer_stage(s, attempt=attempt, task_id="task1", text="stu task1")
         answer_stage(s, attempt=attempt, task_id="task2", text="stu task2 first")  # stage 0 only
-        finish(s, attempt=attempt)
+        finish(s, attempt=attempt)  # task0 left unanswered
         review = {t.task_id: t for t in review_tasks(s, attempt=attempt)}
-        assert review["task1"].withheld == [] and review["task1"].reference
-        for task_id in ("task0", "task2"):  # still to be answered in the baseline
-            assert review[task_id].withheld == ["baseline"]
-            assert review[task_id].reference == []
-        assert review["task2"].stages == ["More information."]  # reached; stage 3 not
-        assert review["task0"].answers == ["stu task0"]
+        assert review["task0"].withheld == ["baseline"] and review["task0"].reference == []
+        assert review["task1"].withheld == ["baseline"]  # task1b, same case, still to answer
+        assert review["task1"].reference == [] and review["task1"].stages == []
+        assert review["task2"].withheld == []  # answered: the baseline does not ask it again
+        assert review["task2"].stages == ["More information.", "The answer."]
         base = attempt_for(s, exam_id=baseline.id, user_id=stu.id)
         assert review_tasks(s, attempt=attempt)[0].withheld == ["baseline"]  # started: still
         for t in exam_tasks(s, attempt=base):
-            for k in range(t.n_stages):
+            for k in range(0 if t.done else t.n_stages):
                 answer_stage(s, attempt=base, task_id=t.task_id, text=f"b {k}")
-        finish(s, attempt=base)
+        assert finish(s, attempt=base) == 2  # task0 and task1b; task2 was the practice's
         review = {t.task_id: t for t in review_tasks(s, attempt=attempt)}
         assert all(not t.withheld for t in review.values())
         assert review["task0"].reference == [("Final diagnosis", "MS"), ("Differential", "NMOSD")]
-        assert review["task2"].stages == ["More information.", "The answer."]
+
+
+def test_a_person_answers_a_task_once_across_exams(database_url: str) -> None:
+    """A task answered (or begun) in one exam is not asked in another: a second answer,
+    written after its stages were seen, is no baseline answer, and the results would count
+    the person twice on the task. Another taker is not affected."""
+    with Session(engine_for(database_url), expire_on_commit=False) as s:
+        make_study(s, n_tasks=3)
+        stu = add_user(s, name="stu", role="student", password="pw")
+        other = add_user(s, name="other", role="student", password="pw")
+        first = ensure_exam(s, name="first", task_ids=["task2", "task0"])
+        second = ensure_exam(s, name="second", task_ids=["task0", "task1", "task2"])
+        s.commit()
+        a = attempt_for(s, exam_id=first.id, user_id=stu.id)
+        answer_stage(s, attempt=a, task_id="task0", text="MS.")
+        answer_stage(s, attempt=a, task_id="task2", text="MS.")  # stage 1 of 2: begun
+        b = attempt_for(s, exam_id=second.id, user_id=stu.id)
+        tasks = {t.task_id: t for t in exam_tasks(s, attempt=b)}
+        assert {k: t.elsewhere for k, t in tasks.items()} == {
+            "task0": "first", "task1": None, "task2": "first"}
+        assert tasks["task2"].done and tasks["task2"].revealed_stages == []
+        with pytest.raises(UserError, match="you answered this task in the exam 'first'"):
+            answer_stage(s, attempt=b, task_id="task0", text="MS again.")
+        s.rollback()
+        answer_stage(s, attempt=b, task_id="task1", text="MS.")
+        assert finish(s, attempt=b) == 1
+        answer_stage(s, attempt=a, task_id="task2", text="Still MS.")  # the first goes on
+        assert finish(s, attempt=a) == 2
+        assert sorted(r.task_id for r in s.exec(select(Response).where(
+            Response.user_id == stu.id))) == ["task0", "task1", "task2"]
+        c = attempt_for(s, exam_id=second.id, user_id=other.id)
+        assert all(t.elsewhere is None for t in exam_tasks(s, attempt=c))
 
 
 def test_a_draft_is_capped_and_kept_only_for_an_open_attempt(database_url: str) -> None:
