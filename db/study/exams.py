@@ -5,9 +5,9 @@ the answer to stage k-1 is recorded, and recorded answers cannot be changed afte
 later information never leaks into an earlier answer. Nor into another task of the same
 case: a task's second stage is revealed only once the exam's tasks of its case with fewer
 stages are fully answered (`ExamTask.waiting_for`). A person answers a task once: a task
-they answered, or began, in another exam is not asked again (`ExamTask.elsewhere`). A
-finished attempt turns each fully answered task into a `Response` (source = the user's role)
-that experts score blind.
+they answered, or began, in another exam is not asked again, nor one whose case they saw
+more of there (`ExamTask.elsewhere`). A finished attempt turns each fully answered task into
+a `Response` (source = the user's role) that experts score blind.
 
 What a taker sees is a data object without the reference answer (`ExamTask`); only after
 finishing, and only in an exam opened with `review`, does `review_tasks` return the taker's
@@ -51,7 +51,8 @@ class ExamTask:
     # exam positions (1-based) of the unfinished tasks of the same case with fewer stages:
     # while there are any, this task's next stage is not revealed (`_waiting_for`)
     waiting_for: list[int] = field(default_factory=list)
-    # the other exam in which the taker answered (or is answering) this task: not asked here
+    # the other exam in which the taker answered (or began) this task, or saw a later stage of
+    # its case: not asked here
     elsewhere: str | None = None
 
     @property
@@ -180,22 +181,33 @@ def exam_tasks(s: Session, *, attempt: ExamAttempt) -> list[ExamTask]:
 
 
 def _answered_elsewhere(s: Session, attempt: ExamAttempt, exam: Exam) -> dict[str, str]:
-    """{task id: the other exam} for this exam's tasks that the taker answered, or began to
-    answer, in another exam and not in this attempt. A person answers a task once: a second
-    answer, written after its stages (or its review) were seen, is no baseline answer, and
-    the results would count the person twice on the task."""
+    """{task id: the other exam} for this exam's tasks, not begun in this attempt, that the
+    taker answered or began in another exam, or whose case they saw more of there (a stage of
+    a task of the case with more stages: what `_waiting_for` holds back within one exam). A
+    person answers a task once, and before more of its case is known: a second answer,
+    written after its stages (or its review) were seen, is no baseline answer, and the
+    results would count the person twice on the task."""
     here = set(_answers(s, attempt.id))
-    rows = s.exec(select(StageAnswer.task_id, Exam.name)
-                  .join(ExamAttempt, ExamAttempt.id == StageAnswer.attempt_id)
-                  .join(Exam, Exam.id == ExamAttempt.exam_id)
-                  .where(ExamAttempt.user_id == attempt.user_id,
-                         ExamAttempt.id != attempt.id,
-                         StageAnswer.task_id.in_(exam.task_ids))
-                  .order_by(StageAnswer.id))
+    seen: dict[str, str] = {}  # task id: the first other exam in which it was answered
+    for task_id, name in s.exec(select(StageAnswer.task_id, Exam.name)
+                                .join(ExamAttempt, ExamAttempt.id == StageAnswer.attempt_id)
+                                .join(Exam, Exam.id == ExamAttempt.exam_id)
+                                .where(ExamAttempt.user_id == attempt.user_id,
+                                       ExamAttempt.id != attempt.id)
+                                .order_by(StageAnswer.id)):
+        seen.setdefault(task_id, name)
+    if not seen:
+        return {}
+    before = [s.get(Task, task_id) for task_id in seen]
     out: dict[str, str] = {}
-    for task_id, name in rows:
-        if task_id not in here:
-            out.setdefault(task_id, name)
+    for task_id in exam.task_ids:
+        if task_id in here:
+            continue
+        task = s.get(Task, task_id)
+        where = next((seen[t.task_id] for t in before if t.task_id == task_id or (
+            t.case_id == task.case_id and len(t.stages or []) > len(task.stages or []))), None)
+        if where is not None:
+            out[task_id] = where
     return out
 
 
@@ -260,8 +272,8 @@ def answer_stage(s: Session, *, attempt: ExamAttempt, task_id: str, text: str,
     stage = _next_stage(s, current, task, stage)
     elsewhere = _answered_elsewhere(s, current, exam)
     if task_id in elsewhere:
-        raise UserError(f"you answered this task in the exam {elsewhere[task_id]!r}; a task "
-                        "is answered once")
+        raise UserError(f"in the exam {elsewhere[task_id]!r} you answered this task, or saw "
+                        "later information about its case; a task is answered once")
     if stage and (waiting := _waiting_for([s.get(Task, t) for t in exam.task_ids],
                                           _answers(s, current.id), exam.task_ids.index(task_id),
                                           elsewhere)):

@@ -277,7 +277,7 @@ def test_a_task_answered_in_another_exam_is_not_asked_again(demo_study: Path) ->
     at.selectbox[0].set_value(baseline.id).run()
     at.selectbox(key="exam_task").set_value(baseline.task_ids.index("syn-t03")).run()
     assert not at.exception
-    assert any("You answered this task in the exam “A practice exam”" in m.value
+    assert any("Not asked here: in the exam “A practice exam” you answered this task" in m.value
                for m in at.info)
     assert not [e for e in at.get("component_instance")
                 if e.proto.component_name.endswith("nmb_answer_box")]

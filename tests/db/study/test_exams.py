@@ -183,15 +183,19 @@ def test_a_review_withholds_the_cases_another_unfinished_exam_still_asks(
 
 
 def test_a_person_answers_a_task_once_across_exams(database_url: str) -> None:
-    """A task answered (or begun) in one exam is not asked in another: a second answer,
-    written after its stages were seen, is no baseline answer, and the results would count
-    the person twice on the task. Another taker is not affected."""
+    """A task answered (or begun) in one exam is not asked in another, nor a task of a case
+    whose later stage the taker saw there (task2's first stage reveals what task2b, of the
+    same case, asks about): a second answer, or one written after more of the case was seen,
+    is no baseline answer, and the results would count the person twice on the task. Another
+    taker is not affected."""
     with Session(engine_for(database_url), expire_on_commit=False) as s:
         make_study(s, n_tasks=3)
+        s.add(Task(task_id="task2b", case_id="case2", family="differential", level=1,
+                   prompt="Which diagnosis?", stages=[]))
         stu = add_user(s, name="stu", role="student", password="pw")
         other = add_user(s, name="other", role="student", password="pw")
         first = ensure_exam(s, name="first", task_ids=["task2", "task0"])
-        second = ensure_exam(s, name="second", task_ids=["task0", "task1", "task2"])
+        second = ensure_exam(s, name="second", task_ids=["task0", "task1", "task2", "task2b"])
         s.commit()
         a = attempt_for(s, exam_id=first.id, user_id=stu.id)
         answer_stage(s, attempt=a, task_id="task0", text="MS.")
@@ -199,9 +203,9 @@ def test_a_person_answers_a_task_once_across_exams(database_url: str) -> None:
         b = attempt_for(s, exam_id=second.id, user_id=stu.id)
         tasks = {t.task_id: t for t in exam_tasks(s, attempt=b)}
         assert {k: t.elsewhere for k, t in tasks.items()} == {
-            "task0": "first", "task1": None, "task2": "first"}
+            "task0": "first", "task1": None, "task2": "first", "task2b": "first"}
         assert tasks["task2"].done and tasks["task2"].revealed_stages == []
-        with pytest.raises(UserError, match="you answered this task in the exam 'first'"):
+        with pytest.raises(UserError, match="in the exam 'first' you answered this task, or"):
             answer_stage(s, attempt=b, task_id="task0", text="MS again.")
         s.rollback()
         answer_stage(s, attempt=b, task_id="task1", text="MS.")
