@@ -85,3 +85,27 @@ def against(url: str, first: Session, second: Callable[[Session], object],
         first.close()
     worker.join()
     return outcome[0]
+
+
+def released_together(url: str, lock_sql: str, *writes: Callable[[Session], object]
+                      ) -> list[object]:
+    """Start each write on a session of its own (it is committed after) while `lock_sql` is
+    held, release them together once all wait (PostgreSQL), and return what each returned or
+    raised, in the order they ended."""
+    outcome: list[object] = []
+
+    def running(write: Callable[[Session], object]) -> None:
+        with Session(engine_for(url)) as s:
+            try:
+                done = write(s)
+                s.commit()
+                outcome.append(done)
+            except Exception as e:  # noqa: BLE001 - the test reads it
+                outcome.append(e)
+
+    with holding(url, lock_sql):
+        threads = run_threads(*(lambda w=w: running(w) for w in writes))
+        until_waiting(url, len(writes), lambda: len(outcome))
+    for t in threads:
+        t.join()
+    return outcome

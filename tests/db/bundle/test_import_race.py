@@ -15,7 +15,7 @@ from db.engine import engine_for, upgrade
 from db.models import Response, Series
 from errors import UserError
 from tests.db.bundle.bundles import responses, snapshot, write_bundle
-from tests.db.interleave import holding, run_threads, until_waiting
+from tests.db.interleave import released_together
 
 # Held while both imports run: each stops at its first insert (PostgreSQL; reads still pass),
 # after reading the study to plan, so both plan against a study without the bundle.
@@ -23,21 +23,8 @@ BLOCK = 'LOCK TABLE "case" IN EXCLUSIVE MODE'
 
 
 def _both(url: str, first: Path, second: Path) -> list[object]:
-    outcome: list[object] = []
-
-    def importing(path: Path) -> None:
-        with Session(engine_for(url)) as s:
-            try:
-                outcome.append(import_bundle(s, path))
-            except Exception as e:  # noqa: BLE001 - the test reads it
-                outcome.append(e)
-
-    with holding(url, BLOCK):
-        threads = run_threads(lambda: importing(first), lambda: importing(second))
-        until_waiting(url, 2, lambda: len(outcome))
-    for t in threads:
-        t.join()
-    return outcome
+    return released_together(url, BLOCK, lambda s: import_bundle(s, first),
+                             lambda s: import_bundle(s, second))
 
 
 def test_the_same_bundle_imported_twice_at_once(database_url: str, tmp_path: Path) -> None:

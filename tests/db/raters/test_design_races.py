@@ -13,28 +13,8 @@ from db.models import Assignment, CalibrationItem
 from db.raters.assignments import assign, draw_calibration
 from db.rubrics import ensure_rubric
 from errors import UserError
-from tests.db.interleave import holding, run_threads, until_waiting
+from tests.db.interleave import released_together
 from tests.factories import make_study
-
-
-def _both(url: str, block: str, first, second) -> list[object]:
-    outcome: list[object] = []
-
-    def running(write) -> None:
-        with Session(engine_for(url)) as s:
-            try:
-                done = write(s)
-                s.commit()
-                outcome.append(done)
-            except Exception as e:  # noqa: BLE001 - the test reads it
-                outcome.append(e)
-
-    with holding(url, block):
-        threads = run_threads(lambda: running(first), lambda: running(second))
-        until_waiting(url, 2, lambda: len(outcome))
-    for t in threads:
-        t.join()
-    return outcome
 
 
 def _study(url: str, experts: int = 3) -> str:
@@ -47,9 +27,9 @@ def _study(url: str, experts: int = 3) -> str:
 
 def test_two_draws_of_the_calibration_subset_at_once(database_url: str) -> None:
     _study(database_url)
-    outcome = _both(database_url, "LOCK TABLE calibrationitem IN EXCLUSIVE MODE",
-                    lambda s: draw_calibration(s, n=6, seed=1),
-                    lambda s: draw_calibration(s, n=6, seed=2))
+    outcome = released_together(database_url, "LOCK TABLE calibrationitem IN EXCLUSIVE MODE",
+                                lambda s: draw_calibration(s, n=6, seed=1),
+                                lambda s: draw_calibration(s, n=6, seed=2))
     refused = [o for o in outcome if isinstance(o, Exception)]
     assert len(refused) == 1 and isinstance(refused[0], UserError), outcome
     assert "already drawn" in str(refused[0])
@@ -63,11 +43,11 @@ def test_two_assignments_of_the_same_items_at_once(database_url: str) -> None:
     item ends with the raters of one design (before: with five on PostgreSQL, or a traceback
     when the raters overlapped)."""
     rubric = _study(database_url, experts=5)
-    outcome = _both(database_url, "LOCK TABLE assignment IN EXCLUSIVE MODE",
-                    lambda s: assign(s, rubric_hash=rubric, overlap=3,
-                                     raters=["expert1", "expert2", "expert3"]),
-                    lambda s: assign(s, rubric_hash=rubric, overlap=2,
-                                     raters=["expert4", "expert5"]))
+    outcome = released_together(database_url, "LOCK TABLE assignment IN EXCLUSIVE MODE",
+                                lambda s: assign(s, rubric_hash=rubric, overlap=3,
+                                                 raters=["expert1", "expert2", "expert3"]),
+                                lambda s: assign(s, rubric_hash=rubric, overlap=2,
+                                                 raters=["expert4", "expert5"]))
     refused = [o for o in outcome if isinstance(o, Exception)]
     assert len(refused) == 1 and isinstance(refused[0], UserError), outcome
     assert "already assigned" in str(refused[0])
