@@ -165,7 +165,7 @@ def _answers(s: Session, attempt_id: int) -> dict[str, list[str]]:
 def exam_tasks(s: Session, *, attempt: ExamAttempt) -> list[ExamTask]:
     exam = s.get(Exam, attempt.exam_id)
     answers = _answers(s, attempt.id)
-    elsewhere = _answered_elsewhere(s, attempt, exam)
+    elsewhere = _answered_elsewhere(s, attempt, exam, answers)
     tasks = [s.get(Task, task_id) for task_id in exam.task_ids]
     out = []
     for position, task in enumerate(tasks):
@@ -180,28 +180,36 @@ def exam_tasks(s: Session, *, attempt: ExamAttempt) -> list[ExamTask]:
     return out
 
 
-def _answered_elsewhere(s: Session, attempt: ExamAttempt, exam: Exam) -> dict[str, str]:
-    """{task id: the other exam} for this exam's tasks, not begun in this attempt, that the
-    taker answered or began in another exam, or whose case they saw more of there (a stage of
-    a task of the case with more stages: what `_waiting_for` holds back within one exam). A
-    person answers a task once, and before more of its case is known: a second answer,
-    written after its stages (or its review) were seen, is no baseline answer, and the
-    results would count the person twice on the task."""
-    here = set(_answers(s, attempt.id))
-    seen: dict[str, str] = {}  # task id: the first other exam in which it was answered
-    for task_id, name in s.exec(select(StageAnswer.task_id, Exam.name)
-                                .join(ExamAttempt, ExamAttempt.id == StageAnswer.attempt_id)
-                                .join(Exam, Exam.id == ExamAttempt.exam_id)
-                                .where(ExamAttempt.user_id == attempt.user_id,
-                                       ExamAttempt.id != attempt.id)
-                                .order_by(StageAnswer.id)):
+def _answered_by(s: Session, user_id: int, *, besides: int | None = None) -> dict[str, str]:
+    """{task id: the first exam in which the user answered it (or began to)}, their attempt
+    `besides` left out."""
+    query = (select(StageAnswer.task_id, Exam.name)
+             .join(ExamAttempt, ExamAttempt.id == StageAnswer.attempt_id)
+             .join(Exam, Exam.id == ExamAttempt.exam_id)
+             .where(ExamAttempt.user_id == user_id).order_by(StageAnswer.id))
+    if besides is not None:
+        query = query.where(ExamAttempt.id != besides)
+    seen: dict[str, str] = {}
+    for task_id, name in s.exec(query):
         seen.setdefault(task_id, name)
+    return seen
+
+
+def _answered_elsewhere(s: Session, attempt: ExamAttempt, exam: Exam,
+                        answers: dict[str, list[str]]) -> dict[str, str]:
+    """{task id: the other exam} for this exam's tasks, not begun in this attempt (`answers`),
+    that the taker answered or began in another exam, or whose case they saw more of there (a
+    stage of a task of the case with more stages: what `_waiting_for` holds back within one
+    exam). A person answers a task once, and before more of its case is known: a second
+    answer, written after its stages (or its review) were seen, is no baseline answer, and
+    the results would count the person twice on the task."""
+    seen = _answered_by(s, attempt.user_id, besides=attempt.id)
     if not seen:
         return {}
     before = [s.get(Task, task_id) for task_id in seen]
     out: dict[str, str] = {}
     for task_id in exam.task_ids:
-        if task_id in here:
+        if task_id in answers:
             continue
         task = s.get(Task, task_id)
         where = next((seen[t.task_id] for t in before if t.task_id == task_id or (
@@ -270,13 +278,13 @@ def answer_stage(s: Session, *, attempt: ExamAttempt, task_id: str, text: str,
     exam = s.get(Exam, current.exam_id)
     task = _exam_task(s, exam, task_id)
     stage = _next_stage(s, current, task, stage)
-    elsewhere = _answered_elsewhere(s, current, exam)
+    answers = _answers(s, current.id)
+    elsewhere = _answered_elsewhere(s, current, exam, answers)
     if task_id in elsewhere:
         raise UserError(f"in the exam {elsewhere[task_id]!r} you answered this task, or saw "
                         "later information about its case; a task is answered once")
-    if stage and (waiting := _waiting_for([s.get(Task, t) for t in exam.task_ids],
-                                          _answers(s, current.id), exam.task_ids.index(task_id),
-                                          elsewhere)):
+    if stage and (waiting := _waiting_for([s.get(Task, t) for t in exam.task_ids], answers,
+                                          exam.task_ids.index(task_id), elsewhere)):
         raise UserError(f"stage {stage + 1} of this task is revealed once task"
                         f"{'s' if len(waiting) > 1 else ''} {', '.join(map(str, waiting))} of "
                         "this exam, about the same case, "
@@ -364,9 +372,7 @@ def _still_to_answer(s: Session, *, exam: Exam, user_id: int) -> dict[str, list[
     answer to someone who may still answer one of its tasks."""
     finished = set(s.exec(select(ExamAttempt.exam_id).where(
         ExamAttempt.user_id == user_id, ExamAttempt.finished_at.is_not(None))))
-    answered = set(s.exec(select(StageAnswer.task_id)
-                          .join(ExamAttempt, ExamAttempt.id == StageAnswer.attempt_id)
-                          .where(ExamAttempt.user_id == user_id)))
+    answered = set(_answered_by(s, user_id))
     out: dict[str, list[str]] = {}
     for other in exams(s):
         if other.id == exam.id or other.id in finished:
