@@ -30,7 +30,7 @@ from calibration import protocol
 from calibration.protocol import Gate, Statistics
 from calibration.report import Look, Report, build, collect, data_hash
 from db.audit import record
-from db.locks import take_turns
+from db.locks import for_update, take_turns
 from db.models import (
     Assignment,
     CalibrationItem,
@@ -78,7 +78,7 @@ def latest_look(s: Session, *, config_id: int, lock: bool = False) -> HeldoutLoo
     q = select(HeldoutLook).where(HeldoutLook.config_id == config_id).order_by(
         HeldoutLook.id.desc())
     if lock:
-        q = q.with_for_update().execution_options(populate_existing=True)
+        q = for_update(q)
     return s.exec(q).first()
 
 

@@ -1,4 +1,5 @@
-"""Writers that must take turns: a named lock held until the transaction ends.
+"""Writers that must take turns: a named lock held until the transaction ends, or a row lock
+on what a query reads (`for_update`).
 
 PostgreSQL: a transaction-scoped advisory lock (`pg_advisory_xact_lock`), keyed by the name's
 sha256, so a second writer waits at this call and then reads what the first committed.
@@ -8,7 +9,7 @@ SQLite: nothing to do, every transaction of the study's engine begins with `BEGI
 
 import hashlib
 
-from sqlalchemy import text
+from sqlalchemy import Select, text
 from sqlmodel import Session
 
 
@@ -22,3 +23,9 @@ def take_turns(s: Session, name: str) -> None:
     Call it before reading what the write is decided on."""
     if s.get_bind().dialect.name == "postgresql":
         s.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": lock_key(name)})
+
+
+def for_update(query: Select) -> Select:
+    """`query` with its rows locked until the commit (PostgreSQL; SQLite's writes already take
+    turns) and read as stored now, not as the session last saw them."""
+    return query.with_for_update().execution_options(populate_existing=True)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from sqlmodel import Session, delete, select
 
 from db.audit import record
+from db.locks import for_update
 from db.models import GraderScore, Response, ResponseFlag, utcnow
 from db.queries import fetch_in
 from db.raters.looks import suspend_after_change
@@ -83,8 +84,8 @@ def review(s: Session, *, response_id: str, texts: list[str], actor: str | None 
     the response for assignment. A changed text drops the response's grader scores (they graded
     other words). Audited; the original stays in the flag. The caller commits. Two admins at
     once: the flag's row is locked first, so the second is refused once the first is in."""
-    flag = s.exec(select(ResponseFlag).where(ResponseFlag.response_id == response_id)
-                  .with_for_update().execution_options(populate_existing=True)).first()
+    flag = s.exec(for_update(select(ResponseFlag)
+                             .where(ResponseFlag.response_id == response_id))).first()
     if flag is None or flag.reviewed_at is not None:  # locked: a second admin's review waits
         raise UserError(f"response {response_id!r} is not waiting for review")
     response = s.get(Response, response_id)

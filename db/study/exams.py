@@ -24,7 +24,7 @@ from sqlmodel import Session, select
 
 from db.audit import record
 from db.bundle.importer import new_blind_codes
-from db.locks import take_turns
+from db.locks import for_update, take_turns
 from db.models import Exam, ExamAttempt, Response, StageAnswer, Task, User, utcnow
 from db.raters.response_flags import flag_new
 from db.study.cases import case_view, reference_fields
@@ -238,8 +238,7 @@ def _locked_attempt(s: Session, attempt_id: int) -> ExamAttempt:
     """The attempt as stored now, locked until the commit (PostgreSQL: a row lock; SQLite: the
     engine's write transaction), refused once finished: the writes of two tabs or sessions of
     one taker queue here and each sees what the other recorded."""
-    attempt = s.exec(select(ExamAttempt).where(ExamAttempt.id == attempt_id).with_for_update()
-                     .execution_options(populate_existing=True)).one()
+    attempt = s.exec(for_update(select(ExamAttempt).where(ExamAttempt.id == attempt_id))).one()
     if attempt.finished_at is not None:
         raise UserError("this exam attempt is finished; answers can no longer change")
     return attempt
