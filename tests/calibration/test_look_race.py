@@ -9,7 +9,7 @@ from calibration.calibrate import latest_look
 from db.engine import engine_for
 from db.models import Assignment, CalibrationItem, ExpertScore
 from db.raters.scoring import submit
-from tests.db.interleave import holding, run_threads, until_waiting
+from tests.db.interleave import one_after_another
 from tests.factories import validated_config
 from tests.openai_server import OpenAIServer
 
@@ -44,13 +44,7 @@ def test_a_look_and_a_held_out_revision_are_serialised(database_url: str) -> Non
             submit(s, rater_id=a.rater_id, assignment_id=a.id, values=values)
         done.append("revised")
 
-    with holding(database_url, BLOCK):
-        (looker,) = run_threads(looking)
-        until_waiting(database_url, 1, lambda: len(done))  # the look has read the scores
-        (reviser,) = run_threads(revising)
-        until_waiting(database_url, 2, lambda: len(done))  # finished, or waits for the look
-    looker.join()
-    reviser.join()
+    one_after_another(database_url, BLOCK, looking, revising)
     assert len(done) == 2, done
     with Session(engine_for(database_url)) as s:
         look = latest_look(s, config_id=cid)

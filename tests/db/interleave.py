@@ -109,3 +109,25 @@ def released_together(url: str, lock_sql: str, *writes: Callable[[Session], obje
     for t in threads:
         t.join()
     return outcome
+
+
+def one_after_another(url: str, lock_sql: str, first: Callable[[], object],
+                      second: Callable[[], object]) -> None:
+    """While `lock_sql` is held, start `first`, then, once it waits at the lock (PostgreSQL;
+    it has read what it decides on), `second`; release both once `second` waits too (or has
+    ended: nothing stopped it), and wait for both to end."""
+    ended: list[object] = []
+
+    def run(work: Callable[[], object]) -> None:
+        try:
+            work()
+        finally:
+            ended.append(work)
+
+    with holding(url, lock_sql):
+        (one,) = run_threads(lambda: run(first))
+        until_waiting(url, 1, lambda: len(ended))
+        (two,) = run_threads(lambda: run(second))
+        until_waiting(url, 2, lambda: len(ended))
+    one.join()
+    two.join()

@@ -16,7 +16,7 @@ from db.models import Assignment, AuditLog, CalibrationItem, ExpertScore, Frozen
 from db.raters.scoring import submit
 from errors import UserError
 from package.package import freeze
-from tests.db.interleave import holding, run_threads, until_waiting
+from tests.db.interleave import one_after_another
 from tests.factories import validated_config
 from tests.openai_server import OpenAIServer
 
@@ -59,14 +59,7 @@ def test_a_freeze_and_a_held_out_revision_are_serialised(database_url: str,
             submit(s, rater_id=a.rater_id, assignment_id=a.id, values=values)
         done.append("revised")
 
-    with holding(database_url, BLOCK):
-        (freezer,) = run_threads(freezing)
-        until_waiting(database_url, 1, lambda: len(done))  # the freeze waits past its checks
-        (reviser,) = run_threads(revising)
-        # the revision either finishes (nothing stops it) or waits for the freeze's look
-        until_waiting(database_url, 2, lambda: len(done))
-    freezer.join()
-    reviser.join()
+    one_after_another(database_url, BLOCK, freezing, revising)
     assert "revised" in done and len(done) == 2, done
     with Session(engine_for(database_url)) as s:
         actions = [r.action for r in s.exec(select(AuditLog).order_by(AuditLog.id))]

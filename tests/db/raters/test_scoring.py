@@ -12,6 +12,7 @@ from db.raters.assignments import assign, below_overlap, draw_calibration, rater
 from db.raters.scoring import StaleScore, load_item, queue, save_draft, submit
 from db.rubrics import ensure_rubric
 from errors import UserError
+from tests.db.interleave import run_threads
 from tests.factories import MODELS, make_study
 
 
@@ -104,10 +105,7 @@ def test_concurrent_submits_lose_nothing(database_url: str) -> None:
         except BaseException as e:  # noqa: BLE001 - reported below
             errors.append(e)
 
-    threads = [threading.Thread(target=tab, args=(c,)) for c in (1, 2, 3, 4)]
-    for t in threads:
-        t.start()
-    for t in threads:
+    for t in run_threads(*(lambda c=c: tab(c) for c in (1, 2, 3, 4))):
         t.join()
     assert not errors
     with Session(eng) as s:
@@ -166,10 +164,7 @@ def test_tabs_submitting_one_form_at_once_record_it_once(database_url: str) -> N
             except UserError as e:
                 outcome.append(e)
 
-    threads = [threading.Thread(target=tab, args=(c,)) for c in (1, 2, 3, 4)]
-    for t in threads:
-        t.start()
-    for t in threads:
+    for t in run_threads(*(lambda c=c: tab(c) for c in (1, 2, 3, 4))):
         t.join()
     assert [o for o in outcome if not isinstance(o, StaleScore)] == [1], outcome
     with Session(eng) as s:
