@@ -20,7 +20,6 @@ text as it is.
 
 import json
 import os
-import secrets
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ import pandas as pd
 from sqlalchemy.orm import aliased
 from sqlmodel import Session, select
 
+from db.files import new_partial
 from db.models import (
     Assignment,
     CalibrationItem,
@@ -240,12 +240,14 @@ def export(s: Session, kind: str, *, fmt: str, out: Path, reveal_raters: bool = 
         raise UserError(f"cannot write {out}: it is a folder")
     rows = KINDS[kind](s, reveal_raters)
     df = _frame(rows, COLUMNS[kind], fmt)
-    tmp = out.with_name(f".{out.name}.{secrets.token_hex(4)}.tmp")
+    tmp = None
     try:
+        tmp = new_partial(out)
         _write(df, fmt, tmp)
         os.replace(tmp, out)
     except OSError as e:
         raise UserError(f"cannot write {out}: {e.strerror or e}") from None
     finally:
-        tmp.unlink(missing_ok=True)
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
     return len(df)

@@ -60,6 +60,7 @@ from calibration.calibrate import frozen_look, looks
 from calibration.report import Report
 from db.audit import record
 from db.bundle.images import sha256_file
+from db.files import new_partial
 from db.models import (
     CalibrationItem,
     CalibrationProtocol,
@@ -299,7 +300,7 @@ def freeze(s: Session, *, config_id: int, out: Path, canary_size: int = 20, seed
         members[SIGNATURE] = sign(key, manifest_bytes)
     _check_caps(out, {"manifest.json": manifest_bytes, **members})
     out.parent.mkdir(parents=True, exist_ok=True)
-    partial = out.with_name(f".{out.name}.partial")
+    partial = new_partial(out)
     try:
         with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as zf:
             zf.writestr("manifest.json", manifest_bytes)

@@ -35,6 +35,7 @@ from typing import Annotated, BinaryIO, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
 
+from db.files import new_partial
 from errors import UserError, one_line
 
 FORMAT = "nmb-backup/1"
@@ -145,15 +146,13 @@ def write_backup(out: Path, members: Iterable[tuple[str, Path]], header: dict) -
     """Write `out`: each (name, file) of `members`, then the manifest (`header` + members).
     Refuses an `out` that exists; removes the partial file on any failure."""
     check_destination(out)
-    partial = out.with_name(f".{out.name}.partial")
-    try:  # a new file, never through a link planted in a shared folder
-        partial.unlink(missing_ok=True)  # (a killed backup's, or a link: not what it points to)
-        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        partial = new_partial(out, 0o600)
     except OSError as e:
         raise UserError(f"cannot write {out}: {e.strerror}") from None
     listed = []
     try:
-        with os.fdopen(fd, "wb") as raw:
+        with open(partial, "wb") as raw:
             with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tf:
                 for name, source in members:
                     listed.append(_add(tf, name, source))

@@ -21,6 +21,7 @@ from typing import Any
 from sqlmodel import Session, select
 
 from db.engine import nmb_home
+from db.files import new_partial
 from db.models import Case, Series, Task
 from db.release.format import BY_LEVEL, Split, encode_data_uri, picture_type
 from db.study.reference import has_reference
@@ -85,7 +86,7 @@ def _pictures(case_series: list[Series]) -> list[str] | None:
 
 
 def _write_atomically(path: Path, chunks) -> None:
-    partial = path.with_name(f".{path.name}.partial")
+    partial = new_partial(path)
     try:
         with open(partial, "w", encoding="utf-8") as f:
             for chunk in chunks:

@@ -90,6 +90,20 @@ def test_freeze_verify_grade_and_canary(sqlite_url: str, server: OpenAIServer,
         assert r["ok"] and r["overall"] == study[r["response_id"]].overall
 
 
+def test_freeze_never_writes_through_a_link_at_a_temporary_name(sqlite_url: str,
+                                                                server: OpenAIServer,
+                                                                tmp_path: Path) -> None:
+    """In a shared folder (/tmp) another user may plant `.NAME.partial`, the name a freeze
+    wrote to before it renamed, as a link to a file of whoever freezes."""
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    (tmp_path / ".g.zip.partial").symlink_to(victim)
+    _frozen(sqlite_url, server, tmp_path / "g.zip")
+    assert victim.read_text() == "precious"
+    assert verify(tmp_path / "g.zip").report.validates
+    assert [p.name for p in tmp_path.glob(".g.zip*")] == [".g.zip.partial"]  # nothing left
+
+
 def test_package_grade_summarizes_like_the_study(sqlite_url: str, server: OpenAIServer,
                                                  tmp_path: Path) -> None:
     """The same grader answers give the same leaderboard, through the study or a package."""

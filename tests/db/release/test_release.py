@@ -395,3 +395,19 @@ def test_export_release_refuses_an_answer_file_it_cannot_write(sqlite_url: str,
         with pytest.raises(UserError, match="a-folder is a folder"):
             export_release(s, out, answers=tmp_path / "a-folder")
     assert not out.exists()
+
+
+def test_export_release_never_writes_through_a_link_at_a_temporary_name(sqlite_url: str,
+                                                                        tmp_path: Path) -> None:
+    """Another user may plant `.FILE.partial` (the name the export wrote to before it renamed)
+    in a shared folder, as a link to a file of whoever exports."""
+    files = write_release(tmp_path / "release")
+    _import(sqlite_url, files, answers=tmp_path / "release" / "answers.json")
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    (tmp_path / ".key.json.partial").symlink_to(victim)
+    with Session(engine_for(sqlite_url)) as s:
+        assert export_release(s, tmp_path / "out", answers=tmp_path / "key.json").answers == 3
+    assert victim.read_text() == "precious"
+    assert json.loads((tmp_path / "key.json").read_text())
+    assert [p.name for p in tmp_path.glob(".key.json*")] == [".key.json.partial"]
