@@ -7,7 +7,7 @@ import streamlit as st
 from db.engine import session
 from db.raters.scoring import (
     QueueFilter,
-    StaleScore,
+    StaleForm,
     filter_queue,
     find_entry,
     load_item,
@@ -143,9 +143,15 @@ def active_seconds() -> float:
     return now - last
 
 
-def stale(e: StaleScore) -> None:
-    """Another tab or session submitted this item since the form was drawn: the form is
-    drawn again from what is stored, with a line saying so."""
+def shown() -> str:
+    """The item as the rater saw it: as the last run drew it (`ScoringItem.shown`), not as this
+    run, which a click starts, has just loaded it."""
+    return st.session_state.get(f"score_shown_{aid}", item.shown)
+
+
+def stale(e: StaleForm) -> None:
+    """Another tab or session submitted this item since the form was drawn, or the item
+    changed: the form is drawn again from what is stored, with a line saying so."""
     reseed(item_key(item))
     st.session_state[f"score_stale_{aid}"] = str(e)
 
@@ -154,8 +160,9 @@ def save(values: dict) -> None:
     try:
         with session() as s:
             save_draft(s, rater_id=user.id, assignment_id=aid, values=values,
-                       active_seconds=active_seconds(), base_revision=form_revision(item_key(item)))
-    except StaleScore as e:
+                       active_seconds=active_seconds(), base_revision=form_revision(item_key(item)),
+                       shown=shown())
+    except StaleForm as e:
         stale(e)
         return
     st.session_state[f"score_saved_{aid}"] = time.strftime("%H:%M:%S")
@@ -190,8 +197,8 @@ with case_panel(key=f"case-{item.case_id}", title=item.case_title, ehr=item.ehr,
             with session() as s:
                 score = submit(s, rater_id=user.id, assignment_id=aid, values=values,
                                active_seconds=active_seconds(), actor=user.name,
-                               base_revision=form_revision(item_key(item)))
-        except StaleScore as e:
+                               base_revision=form_revision(item_key(item)), shown=shown())
+        except StaleForm as e:
             stale(e)
             st.rerun()
         except MissingFields as e:
@@ -208,3 +215,4 @@ with case_panel(key=f"case-{item.case_id}", title=item.case_title, ehr=item.ehr,
             confirm("score_confirmation", f"Item {position} ({item.blind_code}) submitted.")
             st.rerun()
 score_keys(item=item.blind_code)
+st.session_state[f"score_shown_{aid}"] = item.shown  # what a click on this run's page saw

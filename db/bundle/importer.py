@@ -34,9 +34,9 @@ from db.bundle.validate import (
     validate_bundle,
 )
 from db.engine import nmb_home
-from db.locks import take_turns
+from db.locks import for_update, take_turns
 from db.models import Case, Mask, Response, Series, Task, utcnow
-from db.queries import chunks, fetch_in
+from db.queries import IN_CHUNK, chunks, fetch_in
 from db.raters.response_flags import as_created, flag_new
 from db.study.reference import has_reference, scores_using
 from errors import UserError
@@ -156,7 +156,12 @@ def _plan(s: Session, vb: ValidBundle, summary: ImportSummary) -> _Plan:
                                  f"({', '.join(diff)})")
         else:
             summary.unchanged_cases += 1
-    used = scores_using(s, [cid for cid, old, _ in answers if has_reference(old)])
+    changing = [cid for cid, old, _ in answers if has_reference(old)]
+    # Locked first: a draft or submit being saved with the old answer in view (it holds the
+    # case's row shared, db.raters.scoring) commits before the scores are counted, or waits.
+    for chunk in chunks(changing, IN_CHUNK):
+        s.exec(for_update(select(Case.case_id).where(Case.case_id.in_(chunk)))).all()
+    used = scores_using(s, changing)
     for cid, old, new in answers:
         if used.get(cid):
             problem("case", cid, f"case {cid}: its reference answer was used by {used[cid]} "

@@ -5,6 +5,8 @@ Blinding is enforced here, not in the page: `ScoringItem` carries no model name,
 this module hands it.
 """
 
+import hashlib
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,7 +48,12 @@ SAVED_FIELDS = (*SCORE_FIELDS, STAGE_FIELD)
 FLAG_CONFIDENCE = 1  # "Very unsure: I would like another rater to look at this."
 
 
-class StaleScore(UserError):
+class StaleForm(UserError):
+    """The form was drawn from what is no longer stored: its draft or submit is refused and
+    the page draws the item again as it is now."""
+
+
+class StaleScore(StaleForm):
     """The form was opened on a revision that is no longer the latest: another tab or session
     submitted the item since. Its draft or submit is refused, so a stale form cannot undo that
     submit; `revision` is the latest one."""
@@ -56,6 +63,25 @@ class StaleScore(UserError):
                          f"form was opened (now revision {revision}): your change is not saved; "
                          "the form shows the latest revision")
         self.revision = revision
+
+
+class ChangedItem(StaleForm):
+    """What the rater scored against changed since the form showed it: an import gave the case
+    another reference answer (allowed while no score has used it), or a review changed the
+    response's words. A score must be given with what it is stored against in view."""
+
+    def __init__(self, blind_code: str) -> None:
+        super().__init__(f"item {blind_code} changed since this form showed it (its case's "
+                         "reference answer or the response's words): your change is not saved; "
+                         "the page shows the item as it is now")
+
+
+def shown_digest(reference: dict[str, Any] | None, text: str, turns: list[str] | None) -> str:
+    """A digest of what a score is given against: the case's reference answer and the
+    response's words (the rest of an item, its case record, images and task, cannot change
+    once imported)."""
+    shown = json.dumps([reference, text, turns or []], sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(shown.encode()).hexdigest()
 
 
 @dataclass
@@ -130,6 +156,7 @@ class ScoringItem:
     revision: int = 0
     masks: list[MaskImage] = field(default_factory=list)  # only where the task allows them
     key_slices: list[dict[str, Any]] = field(default_factory=list)  # the case's, as imported
+    shown: str = ""  # `shown_digest` of the reference answer and words shown: a save names it
 
 
 def queue(s: Session, *, rater_id: int) -> list[QueueEntry]:
@@ -200,6 +227,7 @@ def load_item(s: Session, *, rater_id: int, assignment_id: int) -> ScoringItem:
         revision=0 if score is None else score.revision,
         masks=masks_for_task(s, task=task),
         key_slices=list(s.get(Case, case.case_id).key_slices or []),
+        shown=shown_digest(case.ground_truth, resp.text, resp.turns),
     )
 
 
@@ -218,13 +246,14 @@ def _retrying(s: Session, write: Callable[[], ExpertScore]) -> ExpertScore:
 
 def save_draft(
     s: Session, *, rater_id: int, assignment_id: int, values: dict[str, Any],
-    active_seconds: float = 0.0, base_revision: int | None = None,
+    active_seconds: float = 0.0, base_revision: int | None = None, shown: str | None = None,
 ) -> ExpertScore:
     """Save the form as it is now (unvalidated) and add the active time since the last save.
     `base_revision`: the revision the form was opened on (0: none); StaleScore when another
-    submit came since."""
+    submit came since. `shown`: the `ScoringItem.shown` of the page the rater saw; ChangedItem
+    when the item has changed since (None: no check)."""
     return _retrying(s, lambda: _save_draft(s, rater_id, assignment_id, values, active_seconds,
-                                            base_revision))
+                                            base_revision, shown))
 
 
 def _locked_score(s: Session, a: Assignment, base_revision: int | None = None) -> ExpertScore:
@@ -239,6 +268,23 @@ def _locked_score(s: Session, a: Assignment, base_revision: int | None = None) -
     return score
 
 
+def _check_shown(s: Session, a: Assignment, shown: str | None) -> None:
+    """ChangedItem unless the item's reference answer and words are still those `shown`. The
+    response's and the case's rows are share-locked until the commit, so an import or review
+    changing them waits for this save (and an import then sees the score: db.bundle.importer)
+    or came first."""
+    if shown is None:
+        return
+    code, text, turns, reference = s.exec(
+        select(Response.blind_code, Response.text, Response.turns, Case.ground_truth)
+        .join(Task, Task.task_id == Response.task_id)
+        .join(Case, Case.case_id == Task.case_id)
+        .where(Response.response_id == a.response_id)
+        .with_for_update(read=True, of=(Response, Case))).one()
+    if shown_digest(reference, text, turns) != shown:
+        raise ChangedItem(code)
+
+
 def _active(seconds: float) -> float:
     return min(max(seconds, 0.0), IDLE_CAP_SECONDS)
 
@@ -249,9 +295,12 @@ def _check_comment(values: dict[str, Any]) -> None:
         check_length("the comment", comment, COMMENT)
 
 
-def _save_draft(s, rater_id, assignment_id, values, active_seconds, base_revision) -> ExpertScore:
+def _save_draft(s, rater_id, assignment_id, values, active_seconds, base_revision,
+                shown) -> ExpertScore:
     _check_comment(values)
-    score = _locked_score(s, _assignment(s, rater_id, assignment_id), base_revision)
+    a = _assignment(s, rater_id, assignment_id)
+    score = _locked_score(s, a, base_revision)
+    _check_shown(s, a, shown)
     score.draft = {k: values.get(k) for k in SAVED_FIELDS}
     record(s, "score.draft", actor=None, assignment=assignment_id, rater=rater_id)
     score.active_seconds += _active(active_seconds)
@@ -264,18 +313,20 @@ def _save_draft(s, rater_id, assignment_id, values, active_seconds, base_revisio
 def submit(
     s: Session, *, rater_id: int, assignment_id: int, values: dict[str, Any],
     active_seconds: float = 0.0, actor: str | None = None, base_revision: int | None = None,
+    shown: str | None = None,
 ) -> ExpertScore:
     """Validate against the rubric and record a new revision (the latest one counts).
-    `base_revision`: as for `save_draft`, so two tabs submitting one form record it once."""
+    `base_revision` and `shown`: as for `save_draft`, so two tabs submitting one form record it
+    once, and a score is never stored against what the rater did not see."""
     return _retrying(s, lambda: _submit(s, rater_id, assignment_id, values, active_seconds, actor,
-                                        base_revision))
+                                        base_revision, shown))
 
 
 def _submit(s, rater_id, assignment_id, values, active_seconds, actor,
-            base_revision) -> ExpertScore:
+            base_revision, shown) -> ExpertScore:
     a = _assignment(s, rater_id, assignment_id)
     score = record_submission(s, assignment=a, values=values, active_seconds=active_seconds,
-                              base_revision=base_revision)
+                              base_revision=base_revision, shown=shown)
     record(s, "score.submit", actor=actor, assignment=assignment_id, revision=score.revision)
     s.commit()
     return score
@@ -299,11 +350,11 @@ def stage_judgments(value: Any, n_judged: int) -> list[bool | None] | None:
 
 def record_submission(
     s: Session, *, assignment: Assignment, values: dict[str, Any], active_seconds: float = 0.0,
-    synthetic: bool = False, base_revision: int | None = None,
+    synthetic: bool = False, base_revision: int | None = None, shown: str | None = None,
 ) -> ExpertScore:
     """Validate `values` against the rubric and add a revision in the session's transaction
-    (the caller commits). `synthetic` marks generated scores (the demo); `base_revision`: as
-    for `save_draft`."""
+    (the caller commits). `synthetic` marks generated scores (the demo); `base_revision` and
+    `shown`: as for `save_draft`."""
     a = assignment
     _check_comment(values)
     family, task_id, stages = s.exec(select(Task.family, Task.task_id, Task.stages)
@@ -311,6 +362,7 @@ def record_submission(
                                      .where(Response.response_id == a.response_id)).one()
     require_reference(s, task_ids=[task_id])
     score = _locked_score(s, a, base_revision)
+    _check_shown(s, a, shown)
     clean = validate_score(rubric_by_hash(s, score.rubric_hash),
         {k: values.get(k) for k in SCORE_FIELDS}, family=family)
     clean[STAGE_FIELD] = stage_judgments(values.get(STAGE_FIELD), len(stages or []))

@@ -6,7 +6,7 @@ from pathlib import Path
 from sqlmodel import select
 
 from db.engine import session
-from db.models import ExpertScore, User
+from db.models import Case, ExpertScore, User
 from db.raters.scoring import load_item, queue, submit
 from db.rubrics import rubric_by_hash
 from rubric.render import form_spec
@@ -163,3 +163,24 @@ def test_a_stale_tabs_change_is_not_saved_over_a_submit(demo_study: Path) -> Non
     assert _stored(expert, aid) == (revision + 1, 4, None)
     assert any("submitted in another tab or session" in w.value for w in b.warning)
     assert b.text_area[0].value == ""  # drawn again from revision 2
+
+
+def test_a_submit_from_a_page_that_showed_another_answer_is_refused(demo_study: Path) -> None:
+    """The page showed the case's reference answer; the answer is then changed (as an import
+    may, while no score has used it). The click's run loads the new answer, but what counts is
+    what the rater saw: refused with a line, nothing stored, the new answer drawn; the next
+    submit, from that page, is stored (before: stored at once, against an answer never seen)."""
+    expert = _expert()
+    aid, revision, (tab, _), _ = _two_tabs_on_a_submitted_item(expert)
+    with session() as s:
+        item = load_item(s, rater_id=expert.id, assignment_id=aid)
+        case = s.get(Case, item.case_id)
+        case.ground_truth = {**case.ground_truth, "final_diagnosis": "Neurosarcoidosis (new)"}
+        s.add(case)
+        s.commit()
+    next(x for x in tab.button if x.label == "Submit").click().run()
+    assert not tab.exception and _stored(expert, aid)[0] == revision
+    assert any("changed since this form showed it" in w.value for w in tab.warning)
+    assert "Neurosarcoidosis (new)" in [t.value for t in tab.text]
+    next(x for x in tab.button if x.label == "Submit").click().run()
+    assert _stored(expert, aid)[0] == revision + 1

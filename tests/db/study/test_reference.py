@@ -10,9 +10,9 @@ from sqlmodel import Session, select
 from collection.collect import collect
 from db.bundle.importer import BundleInvalid, import_bundle
 from db.engine import engine_for
-from db.models import Assignment, AssignmentDesign, AuditLog, Case, Response
+from db.models import Assignment, AssignmentDesign, AuditLog, Case, ExpertScore, Response
 from db.raters.assignments import assign, draw_calibration
-from db.raters.scoring import load_item, save_draft, submit
+from db.raters.scoring import ChangedItem, load_item, record_submission, save_draft, submit
 from db.rubrics import ensure_rubric
 from db.study.cases import reference_fields
 from db.study.catalog import case_rows
@@ -23,6 +23,7 @@ from grading.config import GraderSettings, store_config
 from grading.grader import grade
 from llm.model_request import CollectSettings
 from tests.db.bundle.bundles import snapshot, write_bundle
+from tests.db.interleave import against, run_threads, until_waiting
 from tests.openai_server import OpenAIServer
 
 ANSWER = {"final_diagnosis": "Left MCA stroke", "differential": ["a", "b"]}
@@ -139,6 +140,95 @@ def test_answers_imported_later_are_added_and_audited(database_url: str, tmp_pat
     assert not _import(database_url, _unanswered_bundle(tmp_path, "third")).changed
     assert not _import(database_url, again).changed
     assert snapshot(database_url) == before
+
+
+def _rater_on_c1(url: str, tmp_path: Path) -> tuple[Path, Assignment, dict]:
+    """A study of the tiny bundle with c1 answered, an expert assigned every response, and the
+    expert's assignment of a response to c1's task t1 with valid rubric values for it."""
+    bundle = write_bundle(tmp_path / "b")
+    _edit_case(bundle, "c1", ANSWER)
+    _import(url, bundle)
+    with Session(engine_for(url), expire_on_commit=False) as s:
+        add_user(s, name="expert1", role="expert", password="pw")
+        rubric = ensure_rubric(s, "neurology-v1")
+        s.commit()
+        assign(s, rubric_hash=rubric.content_hash, raters=["expert1"], overlap=1)
+        s.commit()
+        a = next(a for a in s.exec(select(Assignment)) if "-t1-" in a.response_id)
+    values = {"criteria": {c.key: rubric.scale.max for c in rubric.applicable_criteria(
+        "differential")}, "correct_diagnosis": True, "error_tags": [], "confidence": 4}
+    _edit_case(bundle, "c1", {**ANSWER, "final_diagnosis": "Glioma"})  # the next import's
+    return bundle, a, values
+
+
+def test_a_score_is_never_stored_against_an_answer_the_rater_did_not_see(database_url: str,
+                                                                          tmp_path: Path) -> None:
+    """The rater's page shows c1's answer; an import then changes it (allowed: no score used it
+    yet). A draft or submit from that page is refused, nothing is stored, and the page drawn
+    again (`load_item`) saves (before: the score was stored against the new answer, which the
+    rater never saw)."""
+    bundle, a, values = _rater_on_c1(database_url, tmp_path)
+    with Session(engine_for(database_url), expire_on_commit=False) as s:
+        seen = load_item(s, rater_id=a.rater_id, assignment_id=a.id)
+    assert _import(database_url, bundle).changed_answers == 1
+    before = snapshot(database_url)
+    with Session(engine_for(database_url), expire_on_commit=False) as s:
+        for write in (save_draft, submit):
+            with pytest.raises(ChangedItem, match=f"item {seen.blind_code} changed since"):
+                write(s, rater_id=a.rater_id, assignment_id=a.id, values=values,
+                      shown=seen.shown)
+            s.rollback()
+        assert snapshot(database_url) == before
+        now = load_item(s, rater_id=a.rater_id, assignment_id=a.id)
+        assert now.shown != seen.shown and now.reference["final_diagnosis"] == "Glioma"
+        assert submit(s, rater_id=a.rater_id, assignment_id=a.id, values=values,
+                      shown=now.shown).revision == 1
+
+
+def test_a_score_being_stored_with_an_answer_makes_its_change_wait_and_refuse(
+        database_url: str, tmp_path: Path) -> None:
+    """A submit with c1's answer in view, not yet committed, and an import changing that
+    answer: the import waits, counts the score and refuses (before, on PostgreSQL, it counted
+    no score and changed the answer under it)."""
+    bundle, a, values = _rater_on_c1(database_url, tmp_path)
+    with Session(engine_for(database_url), expire_on_commit=False) as s:
+        seen = load_item(s, rater_id=a.rater_id, assignment_id=a.id)
+        record_submission(s, assignment=s.get(Assignment, a.id), values=values, shown=seen.shown)
+        refused = against(database_url, s, lambda other: import_bundle(other, bundle))
+    assert isinstance(refused, BundleInvalid) and "cannot change" in str(refused.problems[0])
+    with Session(engine_for(database_url)) as s:
+        assert s.get(Case, "c1").ground_truth == ANSWER
+
+
+def test_a_draft_saved_while_an_import_changes_its_answer_is_refused(database_url: str,
+                                                                     tmp_path: Path) -> None:
+    """The import has changed c1's answer and not committed; a draft from a page that showed
+    the old answer waits for it, then is refused as changed (before, on PostgreSQL: saved, read
+    under the old answer, and the import committed the new one under it)."""
+    bundle, a, values = _rater_on_c1(database_url, tmp_path)
+    with Session(engine_for(database_url), expire_on_commit=False) as s:
+        seen = load_item(s, rater_id=a.rater_id, assignment_id=a.id)
+    outcome: list[object] = []
+
+    def draft() -> None:
+        with Session(engine_for(database_url)) as s:
+            try:
+                outcome.append(save_draft(s, rater_id=a.rater_id, assignment_id=a.id,
+                                          values=values, shown=seen.shown))
+            except ChangedItem as e:
+                outcome.append(e)
+
+    def while_importing(_s: Session) -> None:  # the new answer written, not committed
+        workers.extend(run_threads(draft))
+        until_waiting(database_url, 1, lambda: len(outcome))
+
+    workers: list = []
+    assert _import(database_url, bundle, also=while_importing).changed_answers == 1
+    for w in workers:
+        w.join()
+    assert isinstance(outcome[0], ChangedItem)
+    with Session(engine_for(database_url)) as s:
+        assert s.exec(select(ExpertScore)).all() == []
 
 
 def test_an_answer_a_score_used_cannot_change(database_url: str, tmp_path: Path) -> None:
