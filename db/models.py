@@ -308,6 +308,8 @@ class ExamAttempt(SQLModel, table=True):
     drafts: dict[str, str] | None = _json(nullable=True)  # unrecorded answer text per task
     started_at: datetime = _when()
     finished_at: datetime | None = Field(default=None, sa_type=DateTime(timezone=True))
+    # the cases whose reference answer this attempt's review handed out (db.study.exams)
+    reviewed_cases: list[str] | None = _json(nullable=True)
 
     __table_args__ = (UniqueConstraint("exam_id", "user_id"),)
 

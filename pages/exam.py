@@ -216,8 +216,9 @@ with case_panel(key=f"case-{task.task_id}", title=task.case_title, ehr=task.ehr,
         scroll_to_stage(STAGES_KEY, revealed[1])
     if task.elsewhere is not None:
         st.info(f"Not asked here: in the exam “{escape_markdown(task.elsewhere)}” you answered "
-                "this task, or saw later information about its case. A task is answered once, "
-                "before more of its case is known.", icon=":material/done_all:")
+                "this task, or saw more of its case (a later stage, or its reference answer in "
+                "the review). A task is answered once, before more of its case is known.",
+                icon=":material/done_all:")
     elif not task.done and not task.answerable:
         st.info(waiting_note(task.waiting_for), icon=":material/lock:")
     elif not task.done:

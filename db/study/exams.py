@@ -6,19 +6,23 @@ later information never leaks into an earlier answer. Nor into another task of t
 case: a task's second stage is revealed only once the exam's tasks of its case with fewer
 stages are fully answered (`ExamTask.waiting_for`). A person answers a task once: a task
 they answered, or began, in another exam is not asked again, nor one whose case they saw
-more of there (`ExamTask.elsewhere`). A finished attempt turns each fully answered task into
-a `Response` (source = the user's role) that experts score blind.
+more of there, a later stage or its reference answer in a review (`ExamTask.elsewhere`). A
+finished attempt turns each fully answered task into a `Response` (source = the user's role)
+that experts score blind.
 
 What a taker sees is a data object without the reference answer (`ExamTask`); only after
 finishing, and only in an exam opened with `review`, does `review_tasks` return the taker's
 own answers beside the reference answers (`ReviewTask`), and not for a task whose case the
-taker may still meet in an exam not finished yet. Neither ever holds another person's answers, a
-model's response, a score or a mask.
+taker may still meet (or go on with) in an exam not finished yet; the cases whose reference
+answer it hands out are recorded (`ExamAttempt.reviewed_cases`), so that an exam opened later
+does not ask their tasks. Neither ever holds another person's answers, a model's response, a
+score or a mask.
 """
 
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sqlalchemy import func
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
@@ -51,8 +55,8 @@ class ExamTask:
     # exam positions (1-based) of the unfinished tasks of the same case with fewer stages:
     # while there are any, this task's next stage is not revealed (`_waiting_for`)
     waiting_for: list[int] = field(default_factory=list)
-    # the other exam in which the taker answered (or began) this task, or saw a later stage of
-    # its case: not asked here
+    # the other exam in which the taker answered (or began) this task, or saw more of its case
+    # (a later stage, or its reference answer in the review): not asked here
     elsewhere: str | None = None
 
     @property
@@ -198,13 +202,15 @@ def _answered_by(s: Session, user_id: int, *, besides: int | None = None) -> dic
 def _answered_elsewhere(s: Session, attempt: ExamAttempt, exam: Exam,
                         answers: dict[str, list[str]]) -> dict[str, str]:
     """{task id: the other exam} for this exam's tasks, not begun in this attempt (`answers`),
-    that the taker answered or began in another exam, or whose case they saw more of there (a
-    stage of a task of the case with more stages: what `_waiting_for` holds back within one
-    exam). A person answers a task once, and before more of its case is known: a second
-    answer, written after its stages (or its review) were seen, is no baseline answer, and
-    the results would count the person twice on the task."""
+    that the taker answered or began in another exam, or whose case they saw more of there: a
+    stage of a task of the case with more stages (what `_waiting_for` holds back within one
+    exam), or the case's reference answer, handed out by that exam's review. A person answers
+    a task once, and before more of its case is known: a second answer, written after its
+    stages (or its review) were seen, is no baseline answer, and the results would count the
+    person twice on the task."""
     seen = _answered_by(s, attempt.user_id, besides=attempt.id)
-    if not seen:
+    reviewed = _reviewed_cases(s, attempt.user_id, besides=attempt.id)
+    if not seen and not reviewed:
         return {}
     before = [s.get(Task, task_id) for task_id in seen]
     out: dict[str, str] = {}
@@ -213,9 +219,24 @@ def _answered_elsewhere(s: Session, attempt: ExamAttempt, exam: Exam,
             continue
         task = s.get(Task, task_id)
         where = next((seen[t.task_id] for t in before if t.task_id == task_id or (
-            t.case_id == task.case_id and len(t.stages or []) > len(task.stages or []))), None)
+            t.case_id == task.case_id and len(t.stages or []) > len(task.stages or []))),
+            reviewed.get(task.case_id))
         if where is not None:
             out[task_id] = where
+    return out
+
+
+def _reviewed_cases(s: Session, user_id: int, *, besides: int) -> dict[str, str]:
+    """{case id: the first exam whose review handed the user the case's reference answer},
+    their attempt `besides` left out."""
+    out: dict[str, str] = {}
+    for cases, name in s.exec(select(ExamAttempt.reviewed_cases, Exam.name)
+                              .join(Exam, Exam.id == ExamAttempt.exam_id)
+                              .where(ExamAttempt.user_id == user_id, ExamAttempt.id != besides,
+                                     ExamAttempt.reviewed_cases.is_not(None))
+                              .order_by(ExamAttempt.finished_at)):
+        for case_id in cases:
+            out.setdefault(case_id, name)
     return out
 
 
@@ -281,7 +302,8 @@ def answer_stage(s: Session, *, attempt: ExamAttempt, task_id: str, text: str,
     elsewhere = _answered_elsewhere(s, current, exam, answers)
     if task_id in elsewhere:
         raise UserError(f"in the exam {elsewhere[task_id]!r} you answered this task, or saw "
-                        "later information about its case; a task is answered once")
+                        "more of its case (a later stage, or its reference answer); a task is "
+                        "answered once, before more of its case is known")
     if stage and (waiting := _waiting_for([s.get(Task, t) for t in exam.task_ids], answers,
                                           exam.task_ids.index(task_id), elsewhere)):
         raise UserError(f"stage {stage + 1} of this task is revealed once task"
@@ -338,13 +360,15 @@ def finish(s: Session, *, attempt: ExamAttempt, actor: str | None = None) -> int
 
 
 def review_tasks(s: Session, *, attempt: ExamAttempt) -> list[ReviewTask]:
-    """The finished attempt's tasks with the taker's answers and the reference answers.
+    """The finished attempt's tasks with the taker's answers and the reference answers, the
+    cases whose reference answer they hold added to `ExamAttempt.reviewed_cases` (committed
+    before anything is returned).
 
     Raises UserError unless the attempt is finished and its exam allows review: the reference
     answer is read here and nowhere else on the exam's way to a page. A task whose case has a
-    task the taker has not answered in another exam they have not finished is `withheld` (no
+    task the taker may still answer in another exam they have not finished is `withheld` (no
     reference, only the stages the taker reached) until that exam is finished."""
-    attempt = s.get(ExamAttempt, attempt.id)
+    attempt = s.exec(for_update(select(ExamAttempt).where(ExamAttempt.id == attempt.id))).one()
     exam = s.get(Exam, attempt.exam_id)
     if not exam.review:
         raise UserError(f"exam {exam.name!r} does not show reference answers")
@@ -352,32 +376,51 @@ def review_tasks(s: Session, *, attempt: ExamAttempt) -> list[ReviewTask]:
         raise UserError("finish the exam to review it")
     answers = _answers(s, attempt.id)
     pending = _still_to_answer(s, exam=exam, user_id=attempt.user_id)
-    out = []
+    out, shown = [], []
     for task_id in exam.task_ids:
         task = s.get(Task, task_id)
         case = case_view(s, case_id=task.case_id)
         given, stages = answers.get(task_id, []), list(task.stages or [])
         withheld = pending.get(task.case_id, [])
         truth = case.ground_truth if has_reference(case.ground_truth) and not withheld else None
+        if truth is not None:
+            shown.append(task.case_id)
         out.append(ReviewTask(task_id, task.family, task.level, task.prompt,
                               stages[:len(given)] if withheld else stages, given, case.title,
                               [(k, v) for k, v in reference_fields(truth) if v], withheld))
+    recorded = list(attempt.reviewed_cases or [])
+    if new := sorted(set(shown) - set(recorded)):
+        attempt.reviewed_cases = recorded + new
+        s.add(attempt)
+        record(s, "exam.review", actor=None, attempt=attempt.id, cases=new)
+    s.commit()
     return out
 
 
 def _still_to_answer(s: Session, *, exam: Exam, user_id: int) -> dict[str, list[str]]:
     """{case id: names of the other exams, not finished by the user, holding a task of that
-    case the user has not answered in any exam}: a review must not hand a case's reference
-    answer to someone who may still answer one of its tasks."""
+    case the user may still answer there: not fully answered in that exam's attempt, nor
+    answered or begun in another}: a review must not hand a case's reference answer to someone
+    who may still answer one of its tasks, or go on with one they began."""
     finished = set(s.exec(select(ExamAttempt.exam_id).where(
         ExamAttempt.user_id == user_id, ExamAttempt.finished_at.is_not(None))))
-    answered = set(_answered_by(s, user_id))
+    given: dict[tuple[int, str], int] = {}  # (exam id, task id): stages answered there
+    for exam_id, task_id, n in s.exec(
+            select(ExamAttempt.exam_id, StageAnswer.task_id, func.count())
+            .join(ExamAttempt, ExamAttempt.id == StageAnswer.attempt_id)
+            .where(ExamAttempt.user_id == user_id)
+            .group_by(ExamAttempt.exam_id, StageAnswer.task_id)):
+        given[(exam_id, task_id)] = n
     out: dict[str, list[str]] = {}
     for other in exams(s):
         if other.id == exam.id or other.id in finished:
             continue
-        for task_id in set(other.task_ids) - answered:
-            names = out.setdefault(s.get(Task, task_id).case_id, [])
+        for task_id in other.task_ids:
+            task = s.get(Task, task_id)
+            if given.get((other.id, task_id), 0) > len(task.stages or []) or any(
+                    t == task_id and e != other.id for e, t in given):
+                continue  # answered there, or not asked there (begun in another exam)
+            names = out.setdefault(task.case_id, [])
             if other.name not in names:
                 names.append(other.name)
     return out

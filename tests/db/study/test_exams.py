@@ -4,7 +4,7 @@ import pytest
 from sqlmodel import Session, select
 
 from db.engine import engine_for
-from db.models import Case, Exam, ExamAttempt, Response, Task, User
+from db.models import AuditLog, Case, Exam, ExamAttempt, Response, Task, User
 from db.study.exams import (
     answer_stage,
     attempt_for,
@@ -216,6 +216,75 @@ def test_a_person_answers_a_task_once_across_exams(database_url: str) -> None:
             Response.user_id == stu.id))) == ["task0", "task1", "task2"]
         c = attempt_for(s, exam_id=second.id, user_id=other.id)
         assert all(t.elsewhere is None for t in exam_tasks(s, attempt=c))
+
+
+def test_a_review_withholds_a_case_whose_task_the_taker_began_elsewhere(
+        database_url: str) -> None:
+    """The taker began task0b in the baseline (its first stage answered), then finished the
+    practice exam: its review must not show case0's reference answer while the baseline's
+    task0b still waits for its last stage (before: shown, since a begun task counted as
+    answered, and the taker went on with the diagnosis in hand)."""
+    with Session(engine_for(database_url), expire_on_commit=False) as s:
+        make_study(s, n_tasks=2)
+        s.get(Case, "case0").ground_truth = {"final_diagnosis": "MS", "differential": ["NMOSD"]}
+        s.get(Task, "task0").stages = ["A follow-up MRI shows new lesions."]  # as many stages
+        s.add(Task(task_id="task0b", case_id="case0", family="differential", level=3,
+                   prompt="Which diagnosis?", stages=["The CSF shows oligoclonal bands."]))
+        stu = add_user(s, name="stu", role="student", password="pw")
+        practice = ensure_exam(s, name="practice", task_ids=["task0", "task1"], review=True)
+        baseline = ensure_exam(s, name="baseline", task_ids=["task0b", "task1"])
+        s.commit()
+        base = attempt_for(s, exam_id=baseline.id, user_id=stu.id)
+        answer_stage(s, attempt=base, task_id="task0b", text="MS?")
+        prac = attempt_for(s, exam_id=practice.id, user_id=stu.id)
+        for text in ("MS?", "MS."):
+            answer_stage(s, attempt=prac, task_id="task0", text=text)
+        finish(s, attempt=prac)
+        review = {t.task_id: t for t in review_tasks(s, attempt=prac)}
+        assert review["task0"].withheld == ["baseline"] and review["task0"].reference == []
+        assert s.get(ExamAttempt, prac.id).reviewed_cases is None  # nothing handed out
+        answer_stage(s, attempt=base, task_id="task0b", text="MS.")
+        assert [t.task_id for t in exam_tasks(s, attempt=base) if t.answerable] == ["task1"]
+        finish(s, attempt=base)
+        review = {t.task_id: t for t in review_tasks(s, attempt=prac)}
+        assert review["task0"].reference == [("Final diagnosis", "MS"), ("Differential", "NMOSD")]
+
+
+def test_an_exam_opened_after_a_review_does_not_ask_the_cases_it_showed(
+        database_url: str) -> None:
+    """The practice exam's review showed case0's reference answer before the baseline, which
+    holds task0b of case0, was opened; the baseline does not ask task0b (before: asked, an
+    answer written with the diagnosis known). The review records what it handed out: a
+    withheld case is not recorded, and another taker is not affected."""
+    with Session(engine_for(database_url), expire_on_commit=False) as s:
+        make_study(s, n_tasks=2)
+        s.get(Case, "case0").ground_truth = {"final_diagnosis": "MS", "differential": ["NMOSD"]}
+        s.get(Case, "case1").ground_truth = None
+        s.add(Task(task_id="task0b", case_id="case0", family="differential", level=3,
+                   prompt="Which diagnosis?", stages=["The CSF shows oligoclonal bands."]))
+        stu = add_user(s, name="stu", role="student", password="pw")
+        other = add_user(s, name="other", role="student", password="pw")
+        practice = ensure_exam(s, name="practice", task_ids=["task0", "task1"], review=True)
+        s.commit()
+        prac = attempt_for(s, exam_id=practice.id, user_id=stu.id)
+        answer_stage(s, attempt=prac, task_id="task0", text="MS.")
+        finish(s, attempt=prac)
+        review_tasks(s, attempt=prac)
+        review_tasks(s, attempt=prac)  # seen again: recorded once
+        assert s.get(ExamAttempt, prac.id).reviewed_cases == ["case0"]  # case1 has no answer
+        assert [a.detail["cases"] for a in s.exec(select(AuditLog))
+                if a.action == "exam.review"] == [["case0"]]
+        baseline = ensure_exam(s, name="baseline", task_ids=["task0b", "task1"])
+        s.commit()
+        base = attempt_for(s, exam_id=baseline.id, user_id=stu.id)
+        tasks = {t.task_id: t for t in exam_tasks(s, attempt=base)}
+        assert tasks["task0b"].elsewhere == "practice" and tasks["task0b"].done
+        assert tasks["task1"].elsewhere is None
+        with pytest.raises(UserError, match="its reference answer"):
+            answer_stage(s, attempt=base, task_id="task0b", text="MS.")
+        s.rollback()
+        theirs = attempt_for(s, exam_id=baseline.id, user_id=other.id)
+        assert all(t.elsewhere is None for t in exam_tasks(s, attempt=theirs))
 
 
 def test_a_draft_is_capped_and_kept_only_for_an_open_attempt(database_url: str) -> None:
