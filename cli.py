@@ -630,6 +630,7 @@ def cmd_package_verify(args: argparse.Namespace) -> None:
 
 
 def cmd_package_grade(args: argparse.Namespace) -> None:
+    from db.files import new_partial, write_file
     from package.package import (
         bertscore_pairs,
         grade_responses,
@@ -643,20 +644,19 @@ def cmd_package_grade(args: argparse.Namespace) -> None:
     scorer = _bertscorer(args)
     out = Path(args.out)
     try:  # before any request is paid for
-        fh = open(out, "w")
+        new_partial(out).unlink()
     except OSError as e:
         raise UserError(f"cannot write {args.out}: {e.strerror}") from None
-    with fh:
-        rows = grade_responses(pkg, responses, base_url=args.base_url,
-                               concurrency=args.concurrency, timeout=args.timeout)
-        fh.write("".join(json.dumps(row) + "\n" for row in rows))
+    rows = grade_responses(pkg, responses, base_url=args.base_url,
+                           concurrency=args.concurrency, timeout=args.timeout)
+    write_file(out, "".join(json.dumps(row) + "\n" for row in rows))
     similar = scorer.scores(bertscore_pairs(pkg, responses)) if scorer else None
     result = summary(pkg, rows, ks=tuple(args.k), bertscore=similar)
     if scorer:
         result["bertscore"] = scorer.info.to_json()
     md = summary_markdown(result)
-    out.with_suffix(".summary.json").write_text(json.dumps(result, indent=1))
-    out.with_suffix(".summary.md").write_text(md)
+    write_file(out.with_suffix(".summary.json"), json.dumps(result, indent=1))
+    write_file(out.with_suffix(".summary.md"), md)
     print(md)
     _print_json({"items": len(rows), "graded": result["graded"], "failed": result["failed"],
                  "out": args.out, "summary": str(out.with_suffix(".summary.json"))})

@@ -8,6 +8,7 @@ from typing import Any
 
 from calibration.gate import GateCheck
 from calibration.report import STAT_HEADER, TAG_HEADER, Report, StatRow, TagRow
+from db.files import new_partial, write_file
 from errors import UserError
 
 
@@ -116,9 +117,7 @@ def prepare_out(out: Path) -> Path:
     """Create the output folder, or refuse in one line, before any report is saved."""
     try:
         out.mkdir(parents=True, exist_ok=True)
-        probe = out / ".nmb-write-test"
-        probe.write_bytes(b"")
-        probe.unlink()
+        new_partial(out / "report").unlink()  # a new file of its own: never through a link
     except OSError as e:
         raise UserError(f"cannot write the report to {out}: {e.strerror or e}") from None
     return out
@@ -127,10 +126,6 @@ def prepare_out(out: Path) -> Path:
 def export(out: Path, report: Report, page: str, figures: dict[str, bytes]) -> list[Path]:
     """Write report.html, report.json and one PNG per figure into `out`."""
     prepare_out(out)
-    written = [out / "report.html", out / "report.json"]
-    written[0].write_text(page)
-    written[1].write_text(json.dumps(report.to_json(), indent=1))
-    for name, png in figures.items():
-        (out / f"{name}.png").write_bytes(png)
-        written.append(out / f"{name}.png")
-    return written
+    files = {"report.html": page, "report.json": json.dumps(report.to_json(), indent=1),
+             **{f"{name}.png": png for name, png in figures.items()}}
+    return [write_file(out / name, data) for name, data in files.items()]

@@ -23,3 +23,16 @@ def new_partial(out: Path, mode: int = 0o666) -> Path:
         except FileExistsError:
             continue
         return partial
+
+
+def write_file(path: Path, data: bytes | str) -> Path:
+    """Write `data` (str: UTF-8) to `path` whole or not at all, through a `new_partial`
+    renamed over it: a link planted at `path` is replaced, never written through. Raises
+    OSError."""
+    partial = new_partial(path)
+    try:
+        partial.write_bytes(data.encode() if isinstance(data, str) else data)
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)
+    return path

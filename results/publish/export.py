@@ -10,6 +10,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from calibration.html import prepare_out
+from db.files import write_file
 from results.publish.leaderboard_layout import split_tables
 from results.publish.tables import Table, csv_text, html_table, latex, markdown, tables
 from results.results import Results
@@ -90,10 +91,6 @@ def export(out: Path, results: Results, figures: dict[str, bytes]) -> list[Path]
              **{f"{t.name}.csv": csv_text(t) for t in ts},
              "judgments.csv": judgments_csv(results)}
     written = []
-    for name, text in files.items():
-        (out / name).write_text(text, encoding="utf-8")
-        written.append(out / name)
-    for name, data in figures.items():
-        (out / f"{name}.png").write_bytes(data)
-        written.append(out / f"{name}.png")
+    for name, data in {**files, **{f"{k}.png": v for k, v in figures.items()}}.items():
+        written.append(write_file(out / name, data))
     return written

@@ -27,6 +27,7 @@ from sqlmodel import Session, select
 
 from calibration.html import prepare_out
 from calibration.plots import png
+from db.files import write_file
 from db.models import Case, Response, Task
 from results.publish.leaderboard_layout import columns, split_tables
 from results.publish.plots import leaderboard_chart
@@ -167,11 +168,9 @@ def write_site(out: Path, results: Results, study: dict[str, Any]) -> list[Path]
         fig = leaderboard_chart([c.row() for c in sp.cells], tuple(results.ks))
         if fig is not None:
             name = f"split-{sp.name}.png"
-            (out / "figures" / name).write_bytes(png(fig))
+            written.append(write_file(out / "figures" / name, png(fig)))
             figures[f"split-{sp.name}"] = name
-            written.append(out / "figures" / name)
     for name, text in (("leaderboard.json", json.dumps(data(results, study), indent=1)),
                        ("index.html", render(results, study, figures))):
-        (out / name).write_text(text, encoding="utf-8")
-        written.append(out / name)
+        written.append(write_file(out / name, text))
     return written

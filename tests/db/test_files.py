@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from db import files
-from db.files import new_partial
+from db.files import new_partial, write_file
 
 
 def test_each_partial_is_a_new_file_of_its_own(tmp_path: Path,
@@ -41,3 +41,13 @@ def test_a_partial_is_never_a_planted_link_and_takes_the_umask(tmp_path: Path,
     assert victim.read_text() == "precious"
     assert stat.S_IMODE(partial.stat().st_mode) == 0o640
     assert stat.S_IMODE(private.stat().st_mode) == 0o600
+
+
+def test_a_file_is_written_whole_over_a_link_never_through_it(tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    (tmp_path / "report.json").symlink_to(victim)
+    assert write_file(tmp_path / "report.json", "{}") == tmp_path / "report.json"
+    assert victim.read_text() == "precious" and (tmp_path / "report.json").read_text() == "{}"
+    assert not (tmp_path / "report.json").is_symlink()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json", "victim"]
