@@ -369,7 +369,6 @@ def review_tasks(s: Session, *, attempt: ExamAttempt) -> list[ReviewTask]:
     task the taker may still answer in another exam they have not finished is `withheld` (no
     reference, only the stages the taker reached) until that exam is finished."""
     attempt = s.exec(for_update(select(ExamAttempt).where(ExamAttempt.id == attempt.id))).one()
-    take_turns(s, f"exam.taker.{attempt.user_id}")  # with the taker's answers in other exams
     exam = s.get(Exam, attempt.exam_id)
     if not exam.review:
         raise UserError(f"exam {exam.name!r} does not show reference answers")
