@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 from db.engine import session
 from db.models import GraderConfig, User
-from tests.apptest import page
+from tests.apptest import page, page_payload
 from ui.auth import LoggedIn
 from ui.case_panel import VIEWER_MODE_KEY
 from ui.plain_text import escape_markdown
@@ -135,3 +135,67 @@ def test_a_revocation_reason_and_a_model_name_are_literal_in_reports(demo_study:
     assert any(escape_markdown(HOSTILE) in m for m in messages), messages
     for message in messages:
         assert_escaped(message)
+
+
+def _everything_markdown(at: AppTest) -> list[str]:
+    """Every text of the page Streamlit renders as markdown that quotes a hostile value: bodies,
+    alerts, captions, headings, toasts, and the labels (and radio options) of widgets, expanders
+    and tabs."""
+    texts = [*_messages(at), *(e.value for kind in (at.title, at.header, at.subheader, at.toast)
+                               for e in kind)]
+    for kind in ("expander", "tab", "radio", "checkbox", "toggle", "selectbox", "multiselect",
+                 "text_input", "text_area", "button", "form_submit_button"):
+        for widget in at.get(kind):
+            texts.append(getattr(widget, "label", "") or "")
+            if kind == "radio":
+                texts.extend(str(o) for o in widget.options)
+    texts += [img.caption for e in at.get("image") for img in e.proto.imgs]
+    return [x for x in texts if "x.png" in x or "onerror" in x]  # those quoting outside text
+
+
+def test_case_titles_model_names_and_exam_names_stay_text_on_admin_and_exam(
+        sqlite_url: str) -> None:
+    """A sweep: a case title, a series name, a model name, an exam name and an exam answer
+    hostile; /admin's case browser and /exam, before and after finishing (with review), put
+    none of them into markdown unescaped (selectbox options are plain text)."""
+    from db.models import Case, Response, Series
+    from db.study.exams import answer_stage, attempt_for, ensure_exam, finish
+    from tests.apptest import make_user
+    from tests.factories import add_series, make_study
+
+    with session() as s:
+        make_study(s, n_tasks=1, experts=1)
+        add_series(s, ["case0"])
+        case = s.get(Case, "case0")
+        case.title = HOSTILE
+        for series in s.exec(select(Series)):
+            series.sequence = SHORT
+        for r in s.exec(select(Response)):
+            r.model = SHORT + r.response_id  # printable: a valid model name
+        s.commit()
+        exam = ensure_exam(s, name=HOSTILE, review=True)
+        s.commit()
+        exam_id = exam.id
+    admin = make_user("admin1", "admin")
+    at = page("pages/admin.py", admin)
+    at.query_params["section"] = "Cases"
+    at.run()
+    assert not at.exception, at.exception
+    assert SHORT in page_payload(at)  # the response's model is offered, as text
+    for text in _everything_markdown(at):
+        assert_escaped(text)
+    student = make_user("sam", "student")
+    at = page("pages/exam.py", student).run()
+    assert not at.exception, at.exception
+    assert HOSTILE in at.selectbox[0].options  # offered as an option (plain text)
+    for text in _everything_markdown(at):
+        assert_escaped(text)
+    with session() as s:
+        attempt = attempt_for(s, exam_id=exam_id, user_id=student.id)
+        answer_stage(s, attempt=attempt, task_id="task0", text=HOSTILE)
+        finish(s, attempt=attempt, actor="sam")
+    at = page("pages/exam.py", student).run()
+    assert not at.exception, at.exception
+    assert any(m.value == "Review" for m in at.subheader)
+    for text in _everything_markdown(at):
+        assert_escaped(text)
