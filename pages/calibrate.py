@@ -16,6 +16,7 @@ from llm.plan import Plan
 from llm.run_writer import sweep
 from package.package import freeze, packages
 from results.leaderboard import leaderboard
+from ui.actions import show_error
 from ui.admin.calibration_report import report_section, revoke_section
 from ui.admin.leaderboard import chart_png, leaderboard_view
 from ui.admin.preflight import api_key, show_preflight
@@ -103,7 +104,7 @@ with grader_tab:
                             vision=vision), actor=user.name)
                         s.commit()
                 except UserError as e:
-                    st.error(str(e))
+                    show_error(e)
                 else:
                     st.session_state["grader_config"] = row.id
                     st.rerun()
@@ -113,12 +114,12 @@ with grader_tab:
     config_id = st.selectbox("Grader config", list(names), format_func=names.get,
                              key="grader_config")
     config = next(c for c in known if c.id == config_id)
-    st.caption(f"model `{config.model}` · T={config.temperature} · seed {config.seed} · "
+    st.caption(f"model {escape_markdown(config.model)} · T={config.temperature} · seed {config.seed} · "
                f"prompt {config.prompt_version} · rubric {config.rubric_hash[:12]} · "
                f"config hash {config.config_hash[:12]}")
     if not is_dated_snapshot(config.model):
-        st.warning(f"`{config.model}` is an undated alias: the model behind it may change. "
-                   "Reports flag it.")
+        st.warning(f"{escape_markdown(config.model)} is an undated alias: the model behind it may "
+                   "change. Reports flag it.")
     trusted = None  # a stored config's address is sent to once the admin confirms it
     if config.base_url:
         confirmed = st.checkbox(
@@ -151,7 +152,7 @@ with grader_tab:
             show(f"Run {out.run_id}: {out.graded} graded ({out.from_cache} from cache), "
                  f"{out.failed} failed; ${out.cost_usd:.4f}.")
         except UserError as e:
-            st.error(str(e))
+            show_error(e)
     runs_section()
 
 with report_tab:
@@ -171,7 +172,8 @@ with board_tab:
         with session() as s:
             warning = unvalidated_warning(s, config_id=board_id)
         if warning:
-            st.warning(warning[0].upper() + warning[1:] + ".", icon=":material/warning:")
+            st.warning(escape_markdown(warning[0].upper() + warning[1:] + "."),
+                       icon=":material/warning:")
         st.caption("pass@k: unbiased estimator over each task's graded samples (Chen et al. "
                    "2021), shown when every task has at least k, with a 95% bootstrap interval "
                    "over tasks; human groups get pass@1.")
@@ -204,7 +206,7 @@ with package_tab:
                     row = freeze(s, config_id=freeze_id, out=out, canary_size=int(canary_size),
                                  actor=user.name)
             except UserError as e:
-                st.error(str(e))
+                show_error(e)
             else:
                 st.success(f"Package {row.id} frozen: {out.name}.")
                 st.markdown("Publish this sha256 with the package; recipients check it with "

@@ -12,6 +12,7 @@ from grading.preflight import collect_preflight
 from grading.runs import outcome
 from llm.model_request import IMAGES, CollectSettings
 from llm.run_writer import sweep
+from ui.actions import show_error
 from ui.admin.preflight import api_key, show_preflight
 from ui.auth import require_role
 
@@ -29,7 +30,7 @@ def run_section(settings: CollectSettings, selection: Selection, concurrency: in
         with session() as s:
             plan = estimate(s, settings, selection)
     except UserError as e:
-        st.error(str(e))
+        show_error(e)
         return
     st.markdown(plan.sentence())
     left, right = st.columns(2)
@@ -43,7 +44,7 @@ def run_section(settings: CollectSettings, selection: Selection, concurrency: in
                               api_key=api_key(), actor=user.name,
                               progress=lambda d, n: bar.progress(d / max(n, 1), text=f"{d}/{n}"))
         except UserError as e:
-            st.error(str(e))
+            show_error(e)
         else:
             spent = "unknown cost" if out.cost_usd is None else f"${out.cost_usd:.4f}"
             st.success(f"Run {out.run_id}: {out.collected} collected ({out.from_cache} from "

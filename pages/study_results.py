@@ -17,7 +17,9 @@ from results.publish.plots import all_figures
 from results.publish.tables import compare_table, fmt, tables
 from results.splits import SPLITS
 from stats.intervals import MIN_CASES
+from ui.actions import show_error
 from ui.auth import require_role
+from ui.plain_text import escape_markdown
 
 user = require_role("admin")
 st.title("Results")
@@ -48,7 +50,7 @@ with session() as s:
     try:
         default = default_config(s, None).id
     except UserError as e:
-        st.info(str(e))
+        st.info(escape_markdown(str(e)))
         st.stop()
 c1, c2, c3 = st.columns(3)
 config_id = c1.selectbox("Grader config", list(graders), format_func=graders.get,
@@ -68,11 +70,11 @@ try:
     res, figures = cached(database_url(), config_id, by, ks, reveal, judge, model, splits,
                           key)
 except UserError as e:  # e.g. NMB_BERTSCORE_MODEL is not a model folder
-    st.error(str(e))
+    show_error(e)
     st.stop()
 
-for flag in res.flags:
-    st.warning(flag)
+for flag in res.flags:  # may quote a revocation's reason
+    st.warning(escape_markdown(flag))
 st.caption(f"Judge: {res.judge} ({res.judged_by}): {res.sources[res.judge]} responses, "
            f"{res.unjudged} not judged by it (expert ties: {res.expert_ties}, counted not "
            "correct). The sensitivity table shows every estimate under each judge. Intervals: "

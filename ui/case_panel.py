@@ -17,6 +17,10 @@ A series that cannot be shown (an unreadable file, or any failure while renderin
 error of its own; the other series and the rest of the page (the rubric form and its Submit
 button) keep working.
 
+Series names, picture captions and the file names a failure quotes come from the bundle: in
+the images' captions (markdown) and the error lines they are markdown-escaped
+(`ui.plain_text.escape_markdown`).
+
 Pictures (2-D series: key images, figures; `db.study.cases.SeriesImage.picture`) are not volumes:
 they follow the volumes, each an image tile of its own aspect ratio (`ui.picture_viewer`,
 no WebGL, with zoom, pan, enlarge, brightness and contrast; "Static": `st.image`), with no
@@ -49,7 +53,7 @@ from imaging import (
 )
 from imaging.geometry import NORMAL_AXIS, voxel_to_world
 from ui.picture_viewer import picture_args, picture_viewer
-from ui.plain_text import untrusted_heading, untrusted_text
+from ui.plain_text import escape_markdown, untrusted_heading, untrusted_text
 from ui.server.volume_server import display_file
 from ui.volume_viewer import NO_WEBGL2, NOT_LOADED, cannot_show, viewer_args, volume_viewer
 
@@ -141,15 +145,16 @@ def _pictures(key: str, mode: str, pictures: list) -> None:
     if mode == "Interactive":
         args, failures = picture_args(items, login_token=st.session_state.get("login_token"))
         for message in failures.values():
-            st.error(message)
+            st.error(escape_markdown(message))
         picture_viewer(args, key=f"{key}-pictures")
         return
     for name, path, caption, sha256 in items:
         try:
-            st.image(str(display_file(path, sha256)), caption=f"{name} · {caption}" if caption else name,
+            st.image(str(display_file(path, sha256)),
+                     caption=escape_markdown(f"{name} · {caption}" if caption else name),
                      width="stretch")
         except Exception as exc:  # one picture must not take the page down
-            st.error(_series_error(name, exc))
+            st.error(escape_markdown(_series_error(name, exc)))
 
 
 def _volume_images(key: str, mode: str, series: list[tuple[str, Path]],
@@ -169,7 +174,7 @@ def _volume_images(key: str, mode: str, series: list[tuple[str, Path]],
                                      login_token=st.session_state.get("login_token"),
                                      key_slices=key_slices, fit=fit)
         for message in failures.values():
-            st.error(message)
+            st.error(escape_markdown(message))
         with st.container(key=f"nmb-images-{key}"):
             if sticky:
                 st.html(_STICKY_CSS)
@@ -228,8 +233,8 @@ def _viewer(key: str, series: list[tuple[str, Path]]) -> None:
         crosshair = position if show_crosshair else None
         position_slot.caption(
             f"World position (scanner mm): x={position[0]:.1f}, y={position[1]:.1f}, "
-            f"z={position[2]:.1f} · grid of {names[_index_of(volumes, reference)]}"
-        )
+            f"z={position[2]:.1f} · grid of "
+            + escape_markdown(names[_index_of(volumes, reference)]))
     per_row = 2 if len(chosen) <= 4 else 3
     with grid_slot:
         for start in range(0, len(chosen), per_row):
@@ -243,7 +248,7 @@ def _viewer(key: str, series: list[tuple[str, Path]]) -> None:
                         except Exception as exc:  # as above
                             failures[i] = _series_error(names[i], exc)
                     if i in failures:
-                        st.error(failures[i])
+                        st.error(escape_markdown(failures[i]))
 
 
 def _series_error(name: str, exc: Exception) -> str:
@@ -309,7 +314,7 @@ def _series_cell(
     where = f"{sl.index + 1}/{sl.n_slices}" if sl.in_view else "outside this series"
     image_slot.image(
         render_png(sl, window),
-        caption=f"{name} · {plane} {where}",
+        caption=escape_markdown(f"{name} · {plane} {where}"),
         output_format="PNG",
         width="stretch",
     )

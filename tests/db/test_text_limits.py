@@ -180,14 +180,15 @@ def test_an_admins_edit_of_a_flagged_response_over_the_limit_is_refused(sqlite_u
 
 def test_the_calibrate_page_refuses_a_grader_model_name_with_one_error(sqlite_url: str) -> None:
     from tests.apptest import make_user, page
+    from ui.plain_text import escape_markdown
 
     at = page("pages/calibrate.py", make_user("admin1", "admin"), timeout=60).run()
     next(t for t in at.text_input if t.label.startswith("Model")).input("gpt-4o\u202e")
     next(b for b in at.button if b.label == "Save config").click().run()
     assert not at.exception, at.exception
-    assert [e.value for e in at.error] == [
+    assert [e.value for e in at.error] == [escape_markdown(  # quoted as literal text
         "grader model 'gpt-4o\\u202e' contains U+202E RIGHT-TO-LEFT OVERRIDE, a format "
-        "character (a model name is 1-128 printable characters, no surrounding blanks)"]
+        "character (a model name is 1-128 printable characters, no surrounding blanks)")]
     with Session(engine_for(sqlite_url)) as s:
         assert s.exec(select(func.count()).select_from(GraderConfig)).one() == 0
 

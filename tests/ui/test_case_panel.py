@@ -10,6 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 from tests.apptest import viewer_args
 from ui.case_panel import MASKS_NEED_WEBGL2, NO_WEBGL2_KEY, VIEWER_MODE_KEY
+from ui.plain_text import escape_markdown
 from ui.server.volume_server import browser_copy
 
 
@@ -77,7 +78,8 @@ def test_missing_series_is_reported_and_the_others_still_reach_the_viewer(two_se
                                default_timeout=30)
     at.run()
     assert not at.exception
-    assert at.error[0].value == "gone.nii.gz: file not found"  # the server's path not shown
+    # the server's path not shown; the bundle's file name quoted as literal text
+    assert at.error[0].value == escape_markdown("gone.nii.gz: file not found")
     assert [s["label"] for s in viewer_args(at)[0]["series"]] == ["T1"]
     assert [b.label for b in at.button] == ["Submit"]
 
@@ -176,7 +178,7 @@ def test_unreadable_series_is_reported_and_others_still_show(two_series, tmp_pat
     at.run()
     assert not at.exception
     assert [caption for _, caption in _images(at)] == ["T1 · axial 13/24"]
-    assert "broken.nii.gz" in at.error[0].value
+    assert escape_markdown("broken.nii.gz") in at.error[0].value
     at.radio(key="case-plane").set_value("sagittal").run()
     assert [caption for _, caption in _images(at)] == ["T1 · sagittal 11/20"]
     assert at.slider(key="case-pos-0").label == "Sagittal slice"
@@ -213,8 +215,8 @@ def test_series_that_cannot_be_shown_leaves_the_page_and_submit_working(two_seri
         assert [caption for _, caption in _images(at)] == ["T1 · axial 13/24"]
     else:
         assert [s["label"] for s in viewer_args(at)[0]["series"]] == ["T1"]
-    assert [e.value.split(":")[0] for e in at.error] == ["odd.nii.gz"]
-    assert message in at.error[0].value
+    assert [e.value.split("\\:")[0] for e in at.error] == [escape_markdown("odd.nii.gz")]
+    assert escape_markdown(message) in at.error[0].value
     at.button(key="submit").click().run()
     assert not at.exception and at.button(key="submit").value is True
 

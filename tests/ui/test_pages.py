@@ -14,6 +14,7 @@ from db.rubrics import rubric_by_hash
 from demo.bundle import MODELS
 from tests.apptest import page, page_payload, viewer_args
 from ui.auth import LoggedIn
+from ui.plain_text import escape_markdown
 
 
 def _login(name: str) -> LoggedIn:
@@ -188,7 +189,8 @@ def test_admin_and_calibrate_pages_render(demo_study: Path) -> None:
         assert not at.exception, (path, at.exception)
         assert not at.error, (path, [e.value for e in at.error])
     assert any("pass@1" in df.value.columns for df in at.dataframe), "no leaderboard"
-    assert any("is not validated (not held-out tested)" in w.value for w in at.warning)
+    assert any(escape_markdown("is not validated (not held-out tested)") in w.value
+               for w in at.warning)
 
 
 def test_calibrate_page_plans_the_held_out_part(demo_study: Path) -> None:
@@ -208,7 +210,7 @@ def test_calibration_report_renders_in_the_app(demo_study: Path) -> None:
     admin = _login("demo-admin")
     at = page("pages/calibrate.py", admin).run()
     assert any("Registered protocol 1" in m.value for m in at.markdown)
-    assert any("not held-out tested" in c.value for c in at.caption)
+    assert any(escape_markdown("not held-out tested") in c.value for c in at.caption)
     part = next(sb for sb in at.selectbox if sb.label == "Part")
     assert part.value == "dev"  # the default never spends the look
     part.set_value("heldout").run()

@@ -20,6 +20,7 @@ from calibration.protocol import Statistics
 from db.engine import session
 from errors import UserError
 from grading.grader import config_labels
+from ui.actions import show_error
 from ui.plain_text import escape_markdown
 
 
@@ -76,7 +77,7 @@ def planner_section() -> None:
             chance = plan.pass_probability(settings, cases=int(cases),
                                            items_per_case=int(per_case))
         except UserError as e:
-            st.error(str(e))
+            show_error(e)
             return
         st.markdown(f"P(pass the r check) = **{chance.pass_probability:.2f}** (Monte Carlo SE "
                     f"{chance.mc_se:.2f}; {settings.studies} simulated studies, rule "
@@ -86,8 +87,8 @@ def planner_section() -> None:
 
 
 def _show(rep: report.Report, row, figures: dict[str, bytes], fresh: bool) -> None:
-    for flag in rep.flags:
-        st.warning(flag)
+    for flag in rep.flags:  # may quote the grader's model name
+        st.warning(escape_markdown(flag))
     verdict = "passed" if rep.passed else "failed"
     what = "held-out look" if rep.validates else f"{rep.part} part (exploration, never validates)"
     st.subheader(f"Report {row.id}: gate {verdict} · {what} · {rep.n_items} items")
@@ -125,7 +126,7 @@ def report_section(actor: str) -> None:
                              "one look, under the registered protocol.")
     with session() as s:
         status = calibrate.validation_status(s, config_id=config_id)
-    c1.caption(f"Status: {status}")
+    c1.caption(f"Status: {escape_markdown(status)}")  # may quote a revocation's reason
     boot = None
     if part != "heldout":
         boot = c3.number_input("Bootstrap resamples", 200, 10000, 2000, step=200)
@@ -138,7 +139,7 @@ def report_section(actor: str) -> None:
         with session() as s:
             out = calibrate.run(s, config_id=config_id, part=part, statistics=stats, actor=actor)
     except UserError as e:
-        st.error(str(e))
+        show_error(e)
         return
     _show(out.report, out.row, out.figures, out.fresh)
 
@@ -186,6 +187,6 @@ def revoke_section(actor: str) -> None:
                     with session() as s:
                         calibrate.revoke(s, config_id=config_id, reason=reason, actor=actor)
                 except UserError as e:
-                    st.error(str(e))
+                    show_error(e)
                 else:
                     st.success(f"Validation of config {config_id} revoked.")

@@ -12,6 +12,7 @@ from db.engine import session
 from db.models import User
 from tests.apptest import page, page_payload
 from ui.auth import LoggedIn
+from ui.plain_text import escape_markdown
 
 
 def _login(name: str) -> LoggedIn:
@@ -45,7 +46,7 @@ def test_results_page_shows_every_table_to_admins_only(demo_study: Path) -> None
     assert "synthetic-student-1" in set(at.dataframe[3].value["person"])
     at.radio[0].set_value("experts").run(timeout=120)
     assert at.caption[0].value.startswith("Judge: experts (the experts' consensus")
-    assert any("expert-scored responses" in w.value for w in at.warning)
+    assert any(escape_markdown("expert-scored responses") in w.value for w in at.warning)
 
     student = page("pages/study_results.py", _login("demo-student")).run()
     assert [e.value for e in student.error] == ["You do not have access to this page."]
