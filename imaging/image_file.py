@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +46,9 @@ def max_image_bytes() -> int:
     return value
 
 
+_FOLDERS = re.compile(r"(?<![\w.~:/])/(?:[^\s/'\"]+/)+")  # the folders of an absolute path
+
+
 @contextlib.contextmanager
 def reading(name: str, what: str) -> Iterator[None]:
     """Turn any error nibabel (or zlib, gzip, numpy under it) raises on the file into one line.
@@ -62,7 +66,7 @@ def reading(name: str, what: str) -> Iterator[None]:
     except MemoryError:
         raise UserError(f"{name}: image is too large to read into memory") from None
     except Exception as exc:
-        detail = one_line(str(exc), 160)
+        detail = one_line(_FOLDERS.sub("", str(exc)), 160)  # pages show it: no server path
         kind = type(exc).__name__
         raise UserError(f"{name}: {what} ({kind}: {detail})" if detail else
                         f"{name}: {what} ({kind})") from None

@@ -43,6 +43,7 @@ def _refused(path, match):
         inspect_image(path)
     message = str(caught.value)
     assert path.name in message and "\n" not in message
+    assert str(path.parent) not in message  # pages show it: the file's name, not its folder
     return message
 
 
@@ -194,6 +195,15 @@ def test_refuses_an_affine_with_an_axis_lost_to_rounding(tmp_path):
     affine = np.eye(4)
     affine[0, 1] = 1e20
     _refused(_nifti(tmp_path, "skewed.nii", affine=affine), "singular")
+
+
+def test_a_reader_error_quoting_the_path_names_the_file_only(tmp_path):
+    """nibabel's message names the whole path ("File /srv/.../x.nii.gz is not a gzip file"),
+    which /score and /exam showed raters and takers."""
+    path = tmp_path / "broken.nii.gz"
+    path.write_bytes(b"not gzip at all" * 40)
+    message = _refused(path, "not an image nibabel can read")
+    assert "broken.nii.gz" in message.split("(", 1)[1]  # the reader's detail, without folders
 
 
 def test_garbage_mgz_is_named_as_unreadable(tmp_path):
