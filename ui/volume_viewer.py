@@ -52,8 +52,10 @@ def viewer_args(series: list[tuple[str, Path]], masks: Sequence[MaskImage] = (),
         try:
             shown.append({"label": label,
                           "url": publish(path, sha256=getattr(item, "sha256", None))})
-        except (UserError, OSError) as exc:
+        except UserError as exc:
             failures[i] = str(exc)
+        except OSError as exc:  # its message names the stored path: not for raters' eyes
+            failures[i] = f"{label}: this series cannot be read ({type(exc).__name__})"
     overlays = []
     for m in masks:
         try:

@@ -84,6 +84,26 @@ def test_missing_series_is_reported_and_the_others_still_reach_the_viewer(two_se
     assert [b.label for b in at.button] == ["Submit"]
 
 
+def test_a_series_that_cannot_be_read_is_named_without_its_path(two_series, monkeypatch):
+    """A stored file the server's account cannot read (an OSError, injected here: as root the
+    tests cannot be denied a file) was reported with the error's text, which names the image
+    store's path."""
+    import ui.volume_viewer as volume_viewer
+    from ui.volume_viewer import viewer_args as args_of
+
+    stored = "/srv/nmb/images/ab/unreadable.nii.gz"
+
+    def denied(path, **_):
+        if path.name != two_series[0].name:
+            raise PermissionError(13, "Permission denied", stored)
+        return "/nmb/volumes/t1.nii"
+
+    monkeypatch.setattr(volume_viewer, "publish_for", denied)
+    args, failures = args_of([("T1", two_series[0]), ("FLAIR", Path(stored))])
+    assert [s["label"] for s in args["series"]] == ["T1"]
+    assert failures == {1: "FLAIR: this series cannot be read (PermissionError)"}
+
+
 def test_without_webgl2_the_png_viewer_is_used_and_the_page_says_so(two_series):
     at = AppTest.from_function(_app, args=tuple(str(p) for p in two_series), default_timeout=30)
     at.session_state[NO_WEBGL2_KEY] = True
