@@ -335,7 +335,9 @@ def cmd_agreement(args: argparse.Namespace) -> None:
 def cmd_assign(args: argparse.Namespace) -> None:
     from db.raters.assignments import assign, draw_calibration, plan_assignment
     from db.rubrics import ensure_rubric
+    from rubric import load_rubric
 
+    load_rubric(args.rubric)  # a bad --rubric is refused before the study is read
     with _study() as s:
         if args.calibration:
             parts = draw_calibration(s, n=args.calibration, dev_fraction=args.dev_fraction,

@@ -112,6 +112,7 @@ def test_a_password_source_is_read_only_as_far_as_a_password_goes(nmb_home: Path
     *(("import-responses", "/dev/zero", "--from", source, "--model", "m")
       for source in ("openai-batch", "vlmevalkit", "lm-eval")),
     ("package", "verify", "/dev/null", "--public-key", "/dev/zero"),
+    ("assign", "--raters", "x", "--rubric", "/dev/zero"),
 ], ids=lambda args: " ".join(args[:4]))
 def test_a_file_that_never_ends_is_refused_at_its_cap(nmb_home: Path, args: tuple[str, ...]
                                                       ) -> None:
