@@ -382,6 +382,27 @@ def _positive(kind: type[int] | type[float], most: float) -> Callable[[str], int
     return parse
 
 
+LARGEST_ID = 2**31 - 1  # of a PostgreSQL integer column (ids, and the seeds stored with a draw)
+
+
+def _whole(least: int, what: str) -> Callable[[str], int]:
+    """An argparse type: an integer from `least` to LARGEST_ID (`what`: "an id", "a seed")."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = least - 1
+        if not least <= value <= LARGEST_ID:
+            raise argparse.ArgumentTypeError(f"expected {what} from {least} to {LARGEST_ID}, "
+                                             f"got {one_line(text, 40)!r}")
+        return value
+
+    return parse
+
+
+ID, SEED = _whole(1, "an id"), _whole(0, "a seed")
+
+
 def cmd_grade(args: argparse.Namespace) -> None:
     from grading.config import is_dated_snapshot, load_settings, store_config
     from grading.grader import grade, summary_dict
@@ -894,7 +915,7 @@ def build_parser() -> argparse.ArgumentParser:
     asg.add_argument("--rubric", default="neurology-v1", help="bundled rubric name or TOML file")
     asg.add_argument("--dry-run", action="store_true",
                      help="print what would be added to each rater's queue; write nothing")
-    asg.add_argument("--seed", type=int, default=0, help="seed of the draw and of the queues")
+    asg.add_argument("--seed", type=SEED, default=0, help="seed of the draw and of the queues")
 
     exp = sub.add_parser("exam", help="exams for the human baseline")
     exsub = exp.add_subparsers(dest="exam_command", required=True, parser_class=_Parser)
@@ -949,22 +970,22 @@ def build_parser() -> argparse.ArgumentParser:
     co.add_argument("--json", action="store_true", help="print only the JSON summary")
 
     cp = add("calibrate", cmd_calibrate, "calibration report: grader vs experts, and the gate")
-    cp.add_argument("--config", type=int, help="grader config id")
-    cp.add_argument("--check", type=int, metavar="REPORT_ID",
+    cp.add_argument("--config", type=ID, help="grader config id")
+    cp.add_argument("--check", type=ID, metavar="REPORT_ID",
                     help="recompute a stored report from the database; exit 1 if it differs")
-    cp.add_argument("--run", type=int, help="grader run to record (default: the config's latest)")
+    cp.add_argument("--run", type=ID, help="grader run to record (default: the config's latest)")
     cp.add_argument("--part", choices=["heldout", "dev", "all"], default="heldout",
                     help="heldout: the config's one look, under the registered protocol")
     cp.add_argument("--out", help="folder for report.html, report.json and the figures")
     dev = cp.add_argument_group("exploration on --part dev or all (the held-out part refuses them)")
     dev.add_argument("--bootstrap", type=int, help="bootstrap resamples of the intervals")
-    dev.add_argument("--seed", type=int, help="seed of the bootstrap")
+    dev.add_argument("--seed", type=SEED, help="seed of the bootstrap")
     dev.add_argument("--pearson-min", type=float, help="the gate's threshold of Pearson r")
     dev.add_argument("--icc-min", type=float, help="the gate's threshold of ICC(2,1)")
     dev.add_argument("--epsilon", type=float, help="Alternative Annotator Test margin")
 
     rv = add("revoke", cmd_revoke, "withdraw a config's validation (audited; it cannot be frozen)")
-    rv.add_argument("--config", type=int, required=True, help="the validated config")
+    rv.add_argument("--config", type=ID, required=True, help="the validated config")
     rv.add_argument("--reason", required=True, help="why (kept in the audit log)")
 
     pr = sub.add_parser("protocol", help="the calibration protocol, registered before the "
@@ -980,7 +1001,7 @@ def build_parser() -> argparse.ArgumentParser:
     prr.add_argument("--require", nargs="+", choices=["pearson", "icc2", "alt_test"],
                      default=["pearson", "icc2", "alt_test"], help="checks that must pass")
     prr.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples")
-    prr.add_argument("--seed", type=int, default=0, help="seed of the bootstrap")
+    prr.add_argument("--seed", type=SEED, default=0, help="seed of the bootstrap")
     prr.add_argument("--pearson-ci", choices=["studentized_z", "bca", "fisher"],
                      default="studentized_z", help="the interval of r (docs/agreement.md)")
     prr.add_argument("--min-items", type=int, default=30, help="Alt-Test items per expert")
@@ -1006,7 +1027,7 @@ def build_parser() -> argparse.ArgumentParser:
                      "of one case (0: independent items)")
     prp.add_argument("--power", type=float, default=0.8, help="the chance of passing to reach")
     prp.add_argument("--studies", type=int, default=400, help="simulated studies per size")
-    prp.add_argument("--seed", type=int, default=0, help="seed of the simulation")
+    prp.add_argument("--seed", type=SEED, default=0, help="seed of the simulation")
     prp.add_argument("--rule", choices=["lower_bound", "point_estimate"],
                      help="override the protocol's rule")
     prp.add_argument("--looks", type=_positive(int, 20), help="override the protocol's looks")
@@ -1022,10 +1043,10 @@ def build_parser() -> argparse.ArgumentParser:
     pp = sub.add_parser("package", help="frozen grader packages: freeze, verify, grade, canary")
     psub = pp.add_subparsers(dest="package_command", required=True, parser_class=_Parser)
     pf = psub.add_parser("freeze", help="write a validated config as a package (.zip)")
-    pf.add_argument("--config", type=int, required=True, help="a validated grader config")
+    pf.add_argument("--config", type=ID, required=True, help="a validated grader config")
     pf.add_argument("--out", required=True, help="the new .zip file")
     pf.add_argument("--canary", type=int, default=20, help="held-out items kept as the canary")
-    pf.add_argument("--seed", type=int, default=0, help="seed of the canary's draw")
+    pf.add_argument("--seed", type=SEED, default=0, help="seed of the canary's draw")
     pf.add_argument("--with-images", action="store_true",
                     help="vision configs: carry the key slice PNGs (else only their sha256)")
     pf.add_argument("--sign", metavar="KEY", help="sign the manifest with this study key "
@@ -1067,7 +1088,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="seconds each request may take in all")
 
     lb = add("leaderboard", cmd_leaderboard, "pass@k and mean score per model and human group")
-    lb.add_argument("--config", type=int, required=True, help="the grader config whose grades count")
+    lb.add_argument("--config", type=ID, required=True, help="the grader config whose grades count")
     lb.add_argument("--k", type=_positive(int, 1000), nargs="+", default=[1],
                     help="pass@k for these k (default 1)")
     lb.add_argument("--by", help="rows per family, level or family,level")
@@ -1075,7 +1096,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     rs = add("results", cmd_results, "the paper's tables: pass@k, top-k, rubric score per model, "
              "human group, person and family x level cell; errors, anchoring, sensitivity, cost")
-    rs.add_argument("--config", type=int, help="the grader config whose grades are the "
+    rs.add_argument("--config", type=ID, help="the grader config whose grades are the "
                     "grader's judgments (default: the newest validated one, else the newest with "
                     "grades)")
     rs.add_argument("--by", default="family,level", help="cells: family, level or family,level "
@@ -1106,7 +1127,7 @@ def build_parser() -> argparse.ArgumentParser:
     ag.add_argument("file", help="CSV with columns item, rater, score (nmb export agreement)")
     ag.add_argument("--reference", help="the rater compared with the others (e.g. grader)")
     ag.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples")
-    ag.add_argument("--seed", type=int, default=0, help="seed of the bootstrap")
+    ag.add_argument("--seed", type=SEED, default=0, help="seed of the bootstrap")
     return p
 
 

@@ -278,3 +278,37 @@ def test_output_into_a_pipe_its_reader_closed_ends_quietly(tmp_path: Path) -> No
         os.close(write)
     assert done.stderr == ""
     assert done.returncode == 141
+
+
+HUGE = "9" * 23  # more than a database integer column holds
+
+
+@pytest.mark.parametrize("args, option", [
+    (("calibrate", "--config", HUGE), "--config"),
+    (("calibrate", "--check", HUGE), "--check"),
+    (("calibrate", "--config", "1", "--run", HUGE), "--run"),
+    (("revoke", "--config", HUGE, "--reason", "x"), "--config"),
+    (("package", "freeze", "--config", HUGE, "--out", "p.zip"), "--config"),
+    (("leaderboard", "--config", HUGE), "--config"),
+    (("results", "--config", HUGE), "--config"),
+    (("calibrate", "--config", "1", "--part", "dev", "--seed", "-1"), "--seed"),
+    (("assign", "--raters", "x", "--seed", "-1"), "--seed"),
+    (("assign", "--raters", "x", "--seed", HUGE), "--seed"),
+    (("protocol", "register", "--seed", "-1"), "--seed"),
+    (("protocol", "plan", "--expected-r", "0.9", "--seed", "-1"), "--seed"),
+    (("package", "freeze", "--config", "1", "--out", "p.zip", "--seed", "-1"), "--seed"),
+    (("agreement", "agreement.csv", "--reference", "r1", "--seed", "-1"), "--seed"),
+], ids=lambda v: " ".join(v) if isinstance(v, tuple) else v)
+def test_an_id_or_seed_out_of_range_is_one_line(nmb_home: Path, tmp_path: Path,
+                                                args: tuple[str, ...], option: str) -> None:
+    """An id larger than an integer column holds (SQLite: OverflowError) and a negative or
+    huge seed (numpy: ValueError) ended in a traceback, exit 1; now one line naming the option,
+    exit 2, before the study is opened."""
+    csv = tmp_path / "agreement.csv"
+    csv.write_text("item,rater,score\n" + "".join(f"i{i},r{r},{(i * r) % 5}\n"
+                                                 for i in range(12) for r in (1, 2, 3)))
+    args = tuple(str(csv) if a == "agreement.csv" else a for a in args)
+    out = nmb(*args)
+    assert (out.returncode, len(out.stderr.splitlines())) == (2, 1), out.stderr[-500:]
+    assert f"argument {option}: expected" in out.stderr and "Traceback" not in out.stderr
+    assert not (nmb_home / "study.db").exists()
