@@ -301,6 +301,9 @@ def cmd_export(args: argparse.Namespace) -> None:
     if args.kind == "release":
         from db.release.export import export_release
 
+        if args.format:
+            raise UserError("export: --format is not for release (its files are JSON)")
+
         with _study() as s:
             print(export_release(s, Path(args.out),
                                  answers=Path(args.answers) if args.answers else None))
@@ -310,7 +313,8 @@ def cmd_export(args: argparse.Namespace) -> None:
     from db.export import export
 
     with _study() as s:
-        n = export(s, args.kind, fmt=args.format, out=Path(args.out), reveal_raters=args.reveal_raters)
+        n = export(s, args.kind, fmt=args.format or "csv", out=Path(args.out),
+                   reveal_raters=args.reveal_raters)
     print(f"wrote {n} rows to {args.out}")
 
 
@@ -885,7 +889,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      "exam-answers", "agreement", "release"],
                     help="what to export; agreement: item, rater, score, part (nmb agreement); "
                     "release: the cases and tasks in the published release shape")
-    ep.add_argument("--format", choices=["csv", "jsonl", "parquet"], default="csv",
+    ep.add_argument("--format", choices=["csv", "jsonl", "parquet"],
                     help="file format (default csv; not for release)")
     ep.add_argument("--out", required=True, help="a file; for release, a folder")
     ep.add_argument("--answers", metavar="FILE",
