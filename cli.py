@@ -84,6 +84,14 @@ def _sigterm_as_ctrl_c() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+def _file_out(text: str) -> Path:
+    """The path of --out where it names a file: refused when it ends in a slash (a folder the
+    user means, which would otherwise become a file of the folder's name)."""
+    if text.endswith("/"):
+        raise UserError(f"--out {text!r} names a folder (it ends in /): give a file name")
+    return Path(text)
+
+
 def _print_json(data: object) -> None:
     print(json.dumps(data, indent=None, default=str))
 
@@ -114,7 +122,7 @@ def cmd_status(args: argparse.Namespace) -> None:
 def cmd_backup(args: argparse.Namespace) -> None:
     from db.backup import backup_study
 
-    manifest = backup_study(Path(args.out))
+    manifest = backup_study(_file_out(args.out))
     size = sum(m.size for m in manifest.members)
     print(f"wrote {args.out}: the {manifest.database} database (revision {manifest.revision}) and "
           f"{len(manifest.members) - 1} files, {size:,} bytes")
@@ -312,9 +320,9 @@ def cmd_export(args: argparse.Namespace) -> None:
         raise UserError("export: --answers is for nmb export release")
     from db.export import export
 
+    out = _file_out(args.out)
     with _study() as s:
-        n = export(s, args.kind, fmt=args.format or "csv", out=Path(args.out),
-                   reveal_raters=args.reveal_raters)
+        n = export(s, args.kind, fmt=args.format or "csv", out=out, reveal_raters=args.reveal_raters)
     print(f"wrote {n} rows to {args.out}")
 
 
@@ -323,7 +331,7 @@ def cmd_render(args: argparse.Namespace) -> None:
 
     out = render_to_file(
         Path(args.image), plane=args.plane, index=args.index, window=args.window,
-        volume=args.volume, out=Path(args.out), radiological=not args.neurological,
+        volume=args.volume, out=_file_out(args.out), radiological=not args.neurological,
     )
     print(out)
 
@@ -617,8 +625,9 @@ def cmd_protocol_plan(args: argparse.Namespace) -> None:
 def cmd_package_freeze(args: argparse.Namespace) -> None:
     from package.package import freeze
 
+    out = _file_out(args.out)
     with _study() as s:
-        row = freeze(s, config_id=args.config, out=Path(args.out), canary_size=args.canary,
+        row = freeze(s, config_id=args.config, out=out, canary_size=args.canary,
                      seed=args.seed, with_images=args.with_images,
                      sign_with=Path(args.sign) if args.sign else None, actor="cli")
     _print_json({"package_id": row.id, "path": row.path, "sha256": row.sha256,
@@ -628,7 +637,7 @@ def cmd_package_freeze(args: argparse.Namespace) -> None:
 def cmd_package_keygen(args: argparse.Namespace) -> None:
     from package.sign import keygen
 
-    pub, line = keygen(Path(args.out))
+    pub, line = keygen(_file_out(args.out))
     _print_json({"private_key": args.out, "public_key_file": str(pub), "public_key": line})
 
 
@@ -669,7 +678,7 @@ def cmd_package_grade(args: argparse.Namespace) -> None:
     pkg = _verified(args)
     responses = read_responses(Path(args.responses))
     scorer = _bertscorer(args)
-    out = Path(args.out)
+    out = _file_out(args.out)
     try:  # before any request is paid for
         new_partial(out).unlink()
     except OSError as e:

@@ -312,3 +312,24 @@ def test_an_id_or_seed_out_of_range_is_one_line(nmb_home: Path, tmp_path: Path,
     assert (out.returncode, len(out.stderr.splitlines())) == (2, 1), out.stderr[-500:]
     assert f"argument {option}: expected" in out.stderr and "Traceback" not in out.stderr
     assert not (nmb_home / "study.db").exists()
+
+
+@pytest.mark.parametrize("args", [
+    ("backup",), ("export", "responses"), ("render", "IMAGE"), ("package", "keygen")],
+    ids=lambda args: " ".join(args))
+def test_an_out_file_named_as_a_folder_is_refused(nmb_home: Path, tmp_path: Path,
+                                                   args: tuple[str, ...]) -> None:
+    """`--out backups/` (a folder that does not exist yet) wrote a file named `backups`: the
+    trailing slash was dropped with the user's intent. Now one line naming --out, nothing
+    written."""
+    import nibabel as nib
+    import numpy as np
+
+    image = tmp_path / "t1.nii.gz"
+    nib.save(nib.Nifti1Image(np.arange(64, dtype=np.float32).reshape(4, 4, 4), np.eye(4)), image)
+    args = tuple(str(image) if a == "IMAGE" else a for a in args)
+    folder = tmp_path / "new"
+    out = nmb(*args, "--out", f"{folder}/")
+    assert (out.returncode, len(out.stderr.splitlines())) == (2, 1), out.stderr[-300:]
+    assert out.stderr == f"nmb: --out '{folder}/' names a folder (it ends in /): give a file name\n"
+    assert not folder.exists() and not (tmp_path / "new.pub").exists()
