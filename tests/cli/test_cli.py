@@ -265,6 +265,28 @@ def test_a_database_that_does_not_answer_is_one_line_without_its_password(nmb_ho
     assert "Connection refused" in line and "s3cret-word" not in line
 
 
+@pytest.mark.parametrize("variable, value, says", [
+    ("NMB_HOME", "A-FILE", "nmb: NMB_HOME {value} cannot be the study's folder: File exists"),
+    ("NMB_HOME", "A-FILE/home", "nmb: NMB_HOME {value} cannot be the study's folder: Not a directory"),
+    ("NMB_HOME", "/proc/nmb-home", "nmb: NMB_HOME {value} cannot be the study's folder: No such file"),
+    ("NMB_DATABASE_URL", "not a url s3cret-word", "nmb: NMB_DATABASE_URL is not a database URL"),
+    ("NMB_DATABASE_URL", "nosuchdb://nmb:s3cret-word@host/study",
+     "nmb: NMB_DATABASE_URL is not a database URL"),
+], ids=["home a file", "home under a file", "home in /proc", "url", "url dialect"])
+def test_a_study_place_that_cannot_be_is_one_line(tmp_path: Path, variable: str, value: str,
+                                                  says: str) -> None:
+    """NMB_HOME naming a file (or a folder no one can make) and an NMB_DATABASE_URL that is no
+    URL ended every command in a traceback, exit 1. Now one line naming the variable (the URL
+    itself is not shown: it may hold a password)."""
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    value = value.replace("A-FILE", str(a_file))
+    r = nmb("status", env={variable: value})
+    assert (r.returncode, len(r.stderr.splitlines())) == (2, 1), r.stderr[-400:]
+    assert r.stderr.startswith(says.format(value=value)) and "s3cret-word" not in r.stderr
+    assert a_file.read_text() == "x"
+
+
 def test_output_into_a_pipe_its_reader_closed_ends_quietly(tmp_path: Path) -> None:
     """`nmb status | head -0`: the reader is gone before nmb writes; nmb stops with SIGPIPE's
     exit status and no traceback (was a BrokenPipeError traceback)."""
