@@ -1153,6 +1153,12 @@ def _shown_url() -> str:
     return make_url(database_url()).render_as_string(hide_password=True)
 
 
+def _shortened(text: str, most: int = 495) -> str:
+    """`text`, or when longer than `most` its start and its end around " ... ": a refusal quoting
+    a 10,000-character value keeps what is refused and what to do, not screens of the value."""
+    return text if len(text) <= most else f"{text[:300]} ... {text[-(most - 305):]}"
+
+
 def _reader_gone() -> bool:
     """Whether standard output is a pipe whose reading end is closed (poll reports an error)."""
     poll = select.poll()
@@ -1174,7 +1180,7 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the exit's flush
         return 128 + signal.SIGPIPE
     except UserError as e:
-        print(f"nmb: {e}", file=sys.stderr)
+        print(f"nmb: {_shortened(str(e))}", file=sys.stderr)
         return 2
     except OperationalError as e:  # the database does not answer (down, wrong address, locked)
         print(f"nmb: the database {_shown_url()} failed: {one_line(str(e.orig or e), 300)}",

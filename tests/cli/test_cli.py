@@ -355,3 +355,28 @@ def test_an_out_file_named_as_a_folder_is_refused(nmb_home: Path, tmp_path: Path
     assert (out.returncode, len(out.stderr.splitlines())) == (2, 1), out.stderr[-300:]
     assert out.stderr == f"nmb: --out '{folder}/' names a folder (it ends in /): give a file name\n"
     assert not folder.exists() and not (tmp_path / "new.pub").exists()
+
+
+LONGER = "a" * 10_000
+
+
+@pytest.mark.parametrize("args, ending", [
+    (("results", "--by", LONGER), "is not one of family, level, family,level"),
+    (("grade", "--model", LONGER, "--base-url", "http://127.0.0.1:9/v1"),
+     "(a model name is 1-128 printable characters, no surrounding blanks)"),
+    (("agreement", f"/tmp/{LONGER}"), ""),
+    (("results", "--splits", LONGER), "e.g. direct=1,complex=2,multi-round=3"),
+    (("protocol", "plan", "--expected-r", LONGER), ""),
+], ids=["results --by", "grade --model", "agreement FILE", "results --splits",
+        "protocol plan --expected-r"])
+def test_a_10000_character_value_is_echoed_in_one_short_line(nmb_home: Path,
+                                                             args: tuple[str, ...],
+                                                             ending: str) -> None:
+    """A refusal quoting a 10,000-character value printed it whole: one line of 10,000
+    characters, many screens on a terminal. The line is cut in the middle, keeping its start
+    (what is refused) and its end (what to do)."""
+    out = nmb(*args)
+    assert (out.returncode, len(out.stderr.splitlines())) == (2, 1), out.stderr[-300:]
+    assert len(out.stderr) <= 501 and "Traceback" not in out.stderr
+    assert out.stderr.startswith("nmb: ") and " ... " in out.stderr
+    assert out.stderr.endswith(ending + "\n")
