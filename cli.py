@@ -13,6 +13,7 @@ import math
 import os
 import select
 import signal
+import sqlite3
 import sys
 import threading
 from collections import Counter
@@ -20,7 +21,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DatabaseError, OperationalError
 
 from errors import UserError, not_permitted, one_line
 
@@ -1182,7 +1183,12 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as e:
         print(f"nmb: {_shortened(str(e))}", file=sys.stderr)
         return 2
-    except OperationalError as e:  # the database does not answer (down, wrong address, locked)
+    except (OperationalError, DatabaseError) as e:
+        # the database does not answer (down, wrong address, locked), or the SQLite file is no
+        # database (sqlite3.DatabaseError itself: "file is not a database", "malformed");
+        # other database errors (integrity, programming) are not the user's: their traceback
+        if not isinstance(e, OperationalError) and type(e.orig) is not sqlite3.DatabaseError:
+            raise
         print(f"nmb: the database {_shown_url()} failed: {one_line(str(e.orig or e), 300)}",
               file=sys.stderr)
         return 2

@@ -287,6 +287,20 @@ def test_a_study_place_that_cannot_be_is_one_line(tmp_path: Path, variable: str,
     assert a_file.read_text() == "x"
 
 
+def test_a_study_db_that_is_not_a_database_is_one_line(nmb_home: Path) -> None:
+    """NMB_HOME holding a study.db that is no SQLite database (another program's file, a
+    damaged copy) ended every command in a DatabaseError traceback, exit 1; now one line naming
+    the database, exit 2, the file as it was."""
+    nmb_home.mkdir()
+    junk = bytes(range(256)) * 64
+    (nmb_home / "study.db").write_bytes(junk)
+    r = nmb("status")
+    assert (r.returncode, r.stdout) == (2, "")
+    assert r.stderr == (f"nmb: the database sqlite:///{nmb_home / 'study.db'} failed: file is "
+                        "not a database\n")
+    assert (nmb_home / "study.db").read_bytes() == junk
+
+
 def test_output_into_a_pipe_its_reader_closed_ends_quietly(tmp_path: Path) -> None:
     """`nmb status | head -0`: the reader is gone before nmb writes; nmb stops with SIGPIPE's
     exit status and no traceback (was a BrokenPipeError traceback)."""
