@@ -394,3 +394,20 @@ def test_a_10000_character_value_is_echoed_in_one_short_line(nmb_home: Path,
     assert len(out.stderr) <= 501 and "Traceback" not in out.stderr
     assert out.stderr.startswith("nmb: ") and " ... " in out.stderr
     assert out.stderr.endswith(ending + "\n")
+
+
+@pytest.mark.parametrize("args, says", [
+    (("import", "FOLDER", "--from", "neural-medbench"), "nmb: FOLDER: is a folder, not a file"),
+    (("render", "FOLDER", "--out", "o.png"), "nmb: FOLDER: is a folder, not a file"),
+    (("render", "/dev/zero", "--out", "o.png"), "nmb: zero: is not a regular file"),
+], ids=["import --from neural-medbench", "render", "render /dev/zero"])
+def test_a_folder_or_device_given_as_a_file_is_named_as_such(nmb_home: Path, tmp_path: Path,
+                                                              args: tuple[str, ...],
+                                                              says: str) -> None:
+    """A folder (or a device) where a file is expected was refused as "no such file" or "file
+    not found", which sent the user looking for a file that is there."""
+    folder = tmp_path / "direct-diagnosis.json"
+    folder.mkdir()
+    args = tuple(str(folder) if a == "FOLDER" else a for a in args)
+    out = nmb(*args)
+    assert (out.returncode, out.stderr) == (2, says.replace("FOLDER", folder.name) + "\n")
