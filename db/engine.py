@@ -71,7 +71,9 @@ def engine_for(url: str) -> Engine:
     """One engine per URL per process (engines are thread-safe and pool connections)."""
     try:
         eng = _create_engine(url)
-    except ArgumentError:  # no URL, or of no dialect installed (not shown: it may hold a password)
+    except (ArgumentError, ValueError, ImportError):  # no URL, a port that is no number, a
+        # dialect or driver not installed (as deploy/wait_for_database.py; the URL is not shown:
+        # it may hold a password)
         raise UserError("NMB_DATABASE_URL is not a database URL (e.g. "
                         "postgresql+psycopg://nmb@db.example/study)") from None
     event.listen(eng, "before_cursor_execute", _storable_parameters, retval=True)

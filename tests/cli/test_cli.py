@@ -272,7 +272,12 @@ def test_a_database_that_does_not_answer_is_one_line_without_its_password(nmb_ho
     ("NMB_DATABASE_URL", "not a url s3cret-word", "nmb: NMB_DATABASE_URL is not a database URL"),
     ("NMB_DATABASE_URL", "nosuchdb://nmb:s3cret-word@host/study",
      "nmb: NMB_DATABASE_URL is not a database URL"),
-], ids=["home a file", "home under a file", "home in /proc", "url", "url dialect"])
+    ("NMB_DATABASE_URL", "mysql://nmb:s3cret-word@host/study",
+     "nmb: NMB_DATABASE_URL is not a database URL"),
+    ("NMB_DATABASE_URL", "postgresql+psycopg://nmb:s3cret-word@host:port/study",
+     "nmb: NMB_DATABASE_URL is not a database URL"),
+], ids=["home a file", "home under a file", "home in /proc", "url", "url dialect", "url driver",
+        "url port"])
 def test_a_study_place_that_cannot_be_is_one_line(tmp_path: Path, variable: str, value: str,
                                                   says: str) -> None:
     """NMB_HOME naming a file (or a folder no one can make) and an NMB_DATABASE_URL that is no
