@@ -13,6 +13,7 @@ import math
 import os
 import select
 import signal
+import sqlite3
 import sys
 import threading
 from collections import Counter
@@ -20,7 +21,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DatabaseError, OperationalError
 
 from errors import UserError, not_permitted, one_line
 
@@ -84,6 +85,14 @@ def _sigterm_as_ctrl_c() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+def _file_out(text: str) -> Path:
+    """The path of --out where it names a file: refused when it ends in a slash (a folder the
+    user means, which would otherwise become a file of the folder's name)."""
+    if text.endswith("/"):
+        raise UserError(f"--out {text!r} names a folder (it ends in /): give a file name")
+    return Path(text)
+
+
 def _print_json(data: object) -> None:
     print(json.dumps(data, indent=None, default=str))
 
@@ -114,7 +123,7 @@ def cmd_status(args: argparse.Namespace) -> None:
 def cmd_backup(args: argparse.Namespace) -> None:
     from db.backup import backup_study
 
-    manifest = backup_study(Path(args.out))
+    manifest = backup_study(_file_out(args.out))
     size = sum(m.size for m in manifest.members)
     print(f"wrote {args.out}: the {manifest.database} database (revision {manifest.revision}) and "
           f"{len(manifest.members) - 1} files, {size:,} bytes")
@@ -301,6 +310,9 @@ def cmd_export(args: argparse.Namespace) -> None:
     if args.kind == "release":
         from db.release.export import export_release
 
+        if args.format:
+            raise UserError("export: --format is not for release (its files are JSON)")
+
         with _study() as s:
             print(export_release(s, Path(args.out),
                                  answers=Path(args.answers) if args.answers else None))
@@ -309,8 +321,9 @@ def cmd_export(args: argparse.Namespace) -> None:
         raise UserError("export: --answers is for nmb export release")
     from db.export import export
 
+    out = _file_out(args.out)
     with _study() as s:
-        n = export(s, args.kind, fmt=args.format, out=Path(args.out), reveal_raters=args.reveal_raters)
+        n = export(s, args.kind, fmt=args.format or "csv", out=out, reveal_raters=args.reveal_raters)
     print(f"wrote {n} rows to {args.out}")
 
 
@@ -319,7 +332,7 @@ def cmd_render(args: argparse.Namespace) -> None:
 
     out = render_to_file(
         Path(args.image), plane=args.plane, index=args.index, window=args.window,
-        volume=args.volume, out=Path(args.out), radiological=not args.neurological,
+        volume=args.volume, out=_file_out(args.out), radiological=not args.neurological,
     )
     print(out)
 
@@ -335,7 +348,9 @@ def cmd_agreement(args: argparse.Namespace) -> None:
 def cmd_assign(args: argparse.Namespace) -> None:
     from db.raters.assignments import assign, draw_calibration, plan_assignment
     from db.rubrics import ensure_rubric
+    from rubric import load_rubric
 
+    load_rubric(args.rubric)  # a bad --rubric is refused before the study is read
     with _study() as s:
         if args.calibration:
             parts = draw_calibration(s, n=args.calibration, dev_fraction=args.dev_fraction,
@@ -378,6 +393,27 @@ def _positive(kind: type[int] | type[float], most: float) -> Callable[[str], int
         return value
 
     return parse
+
+
+LARGEST_ID = 2**31 - 1  # of a PostgreSQL integer column (ids, and the seeds stored with a draw)
+
+
+def _whole(least: int, what: str) -> Callable[[str], int]:
+    """An argparse type: an integer from `least` to LARGEST_ID (`what`: "an id", "a seed")."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = least - 1
+        if not least <= value <= LARGEST_ID:
+            raise argparse.ArgumentTypeError(f"expected {what} from {least} to {LARGEST_ID}, "
+                                             f"got {one_line(text, 40)!r}")
+        return value
+
+    return parse
+
+
+ID, SEED = _whole(1, "an id"), _whole(0, "a seed")
 
 
 def cmd_grade(args: argparse.Namespace) -> None:
@@ -590,8 +626,9 @@ def cmd_protocol_plan(args: argparse.Namespace) -> None:
 def cmd_package_freeze(args: argparse.Namespace) -> None:
     from package.package import freeze
 
+    out = _file_out(args.out)
     with _study() as s:
-        row = freeze(s, config_id=args.config, out=Path(args.out), canary_size=args.canary,
+        row = freeze(s, config_id=args.config, out=out, canary_size=args.canary,
                      seed=args.seed, with_images=args.with_images,
                      sign_with=Path(args.sign) if args.sign else None, actor="cli")
     _print_json({"package_id": row.id, "path": row.path, "sha256": row.sha256,
@@ -601,7 +638,7 @@ def cmd_package_freeze(args: argparse.Namespace) -> None:
 def cmd_package_keygen(args: argparse.Namespace) -> None:
     from package.sign import keygen
 
-    pub, line = keygen(Path(args.out))
+    pub, line = keygen(_file_out(args.out))
     _print_json({"private_key": args.out, "public_key_file": str(pub), "public_key": line})
 
 
@@ -642,7 +679,7 @@ def cmd_package_grade(args: argparse.Namespace) -> None:
     pkg = _verified(args)
     responses = read_responses(Path(args.responses))
     scorer = _bertscorer(args)
-    out = Path(args.out)
+    out = _file_out(args.out)
     try:  # before any request is paid for
         new_partial(out).unlink()
     except OSError as e:
@@ -862,7 +899,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      "exam-answers", "agreement", "release"],
                     help="what to export; agreement: item, rater, score, part (nmb agreement); "
                     "release: the cases and tasks in the published release shape")
-    ep.add_argument("--format", choices=["csv", "jsonl", "parquet"], default="csv",
+    ep.add_argument("--format", choices=["csv", "jsonl", "parquet"],
                     help="file format (default csv; not for release)")
     ep.add_argument("--out", required=True, help="a file; for release, a folder")
     ep.add_argument("--answers", metavar="FILE",
@@ -892,7 +929,7 @@ def build_parser() -> argparse.ArgumentParser:
     asg.add_argument("--rubric", default="neurology-v1", help="bundled rubric name or TOML file")
     asg.add_argument("--dry-run", action="store_true",
                      help="print what would be added to each rater's queue; write nothing")
-    asg.add_argument("--seed", type=int, default=0, help="seed of the draw and of the queues")
+    asg.add_argument("--seed", type=SEED, default=0, help="seed of the draw and of the queues")
 
     exp = sub.add_parser("exam", help="exams for the human baseline")
     exsub = exp.add_subparsers(dest="exam_command", required=True, parser_class=_Parser)
@@ -947,22 +984,22 @@ def build_parser() -> argparse.ArgumentParser:
     co.add_argument("--json", action="store_true", help="print only the JSON summary")
 
     cp = add("calibrate", cmd_calibrate, "calibration report: grader vs experts, and the gate")
-    cp.add_argument("--config", type=int, help="grader config id")
-    cp.add_argument("--check", type=int, metavar="REPORT_ID",
+    cp.add_argument("--config", type=ID, help="grader config id")
+    cp.add_argument("--check", type=ID, metavar="REPORT_ID",
                     help="recompute a stored report from the database; exit 1 if it differs")
-    cp.add_argument("--run", type=int, help="grader run to record (default: the config's latest)")
+    cp.add_argument("--run", type=ID, help="grader run to record (default: the config's latest)")
     cp.add_argument("--part", choices=["heldout", "dev", "all"], default="heldout",
                     help="heldout: the config's one look, under the registered protocol")
     cp.add_argument("--out", help="folder for report.html, report.json and the figures")
     dev = cp.add_argument_group("exploration on --part dev or all (the held-out part refuses them)")
     dev.add_argument("--bootstrap", type=int, help="bootstrap resamples of the intervals")
-    dev.add_argument("--seed", type=int, help="seed of the bootstrap")
+    dev.add_argument("--seed", type=SEED, help="seed of the bootstrap")
     dev.add_argument("--pearson-min", type=float, help="the gate's threshold of Pearson r")
     dev.add_argument("--icc-min", type=float, help="the gate's threshold of ICC(2,1)")
     dev.add_argument("--epsilon", type=float, help="Alternative Annotator Test margin")
 
     rv = add("revoke", cmd_revoke, "withdraw a config's validation (audited; it cannot be frozen)")
-    rv.add_argument("--config", type=int, required=True, help="the validated config")
+    rv.add_argument("--config", type=ID, required=True, help="the validated config")
     rv.add_argument("--reason", required=True, help="why (kept in the audit log)")
 
     pr = sub.add_parser("protocol", help="the calibration protocol, registered before the "
@@ -978,7 +1015,7 @@ def build_parser() -> argparse.ArgumentParser:
     prr.add_argument("--require", nargs="+", choices=["pearson", "icc2", "alt_test"],
                      default=["pearson", "icc2", "alt_test"], help="checks that must pass")
     prr.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples")
-    prr.add_argument("--seed", type=int, default=0, help="seed of the bootstrap")
+    prr.add_argument("--seed", type=SEED, default=0, help="seed of the bootstrap")
     prr.add_argument("--pearson-ci", choices=["studentized_z", "bca", "fisher"],
                      default="studentized_z", help="the interval of r (docs/agreement.md)")
     prr.add_argument("--min-items", type=int, default=30, help="Alt-Test items per expert")
@@ -1004,7 +1041,7 @@ def build_parser() -> argparse.ArgumentParser:
                      "of one case (0: independent items)")
     prp.add_argument("--power", type=float, default=0.8, help="the chance of passing to reach")
     prp.add_argument("--studies", type=int, default=400, help="simulated studies per size")
-    prp.add_argument("--seed", type=int, default=0, help="seed of the simulation")
+    prp.add_argument("--seed", type=SEED, default=0, help="seed of the simulation")
     prp.add_argument("--rule", choices=["lower_bound", "point_estimate"],
                      help="override the protocol's rule")
     prp.add_argument("--looks", type=_positive(int, 20), help="override the protocol's looks")
@@ -1020,10 +1057,10 @@ def build_parser() -> argparse.ArgumentParser:
     pp = sub.add_parser("package", help="frozen grader packages: freeze, verify, grade, canary")
     psub = pp.add_subparsers(dest="package_command", required=True, parser_class=_Parser)
     pf = psub.add_parser("freeze", help="write a validated config as a package (.zip)")
-    pf.add_argument("--config", type=int, required=True, help="a validated grader config")
+    pf.add_argument("--config", type=ID, required=True, help="a validated grader config")
     pf.add_argument("--out", required=True, help="the new .zip file")
     pf.add_argument("--canary", type=int, default=20, help="held-out items kept as the canary")
-    pf.add_argument("--seed", type=int, default=0, help="seed of the canary's draw")
+    pf.add_argument("--seed", type=SEED, default=0, help="seed of the canary's draw")
     pf.add_argument("--with-images", action="store_true",
                     help="vision configs: carry the key slice PNGs (else only their sha256)")
     pf.add_argument("--sign", metavar="KEY", help="sign the manifest with this study key "
@@ -1065,7 +1102,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="seconds each request may take in all")
 
     lb = add("leaderboard", cmd_leaderboard, "pass@k and mean score per model and human group")
-    lb.add_argument("--config", type=int, required=True, help="the grader config whose grades count")
+    lb.add_argument("--config", type=ID, required=True, help="the grader config whose grades count")
     lb.add_argument("--k", type=_positive(int, 1000), nargs="+", default=[1],
                     help="pass@k for these k (default 1)")
     lb.add_argument("--by", help="rows per family, level or family,level")
@@ -1073,7 +1110,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     rs = add("results", cmd_results, "the paper's tables: pass@k, top-k, rubric score per model, "
              "human group, person and family x level cell; errors, anchoring, sensitivity, cost")
-    rs.add_argument("--config", type=int, help="the grader config whose grades are the "
+    rs.add_argument("--config", type=ID, help="the grader config whose grades are the "
                     "grader's judgments (default: the newest validated one, else the newest with "
                     "grades)")
     rs.add_argument("--by", default="family,level", help="cells: family, level or family,level "
@@ -1104,7 +1141,7 @@ def build_parser() -> argparse.ArgumentParser:
     ag.add_argument("file", help="CSV with columns item, rater, score (nmb export agreement)")
     ag.add_argument("--reference", help="the rater compared with the others (e.g. grader)")
     ag.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples")
-    ag.add_argument("--seed", type=int, default=0, help="seed of the bootstrap")
+    ag.add_argument("--seed", type=SEED, default=0, help="seed of the bootstrap")
     return p
 
 
@@ -1115,6 +1152,12 @@ def _shown_url() -> str:
     from db.engine import database_url
 
     return make_url(database_url()).render_as_string(hide_password=True)
+
+
+def _shortened(text: str, most: int = 495) -> str:
+    """`text`, or when longer than `most` its start and its end around " ... ": a refusal quoting
+    a 10,000-character value keeps what is refused and what to do, not screens of the value."""
+    return text if len(text) <= most else f"{text[:300]} ... {text[-(most - 305):]}"
 
 
 def _reader_gone() -> bool:
@@ -1138,9 +1181,14 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the exit's flush
         return 128 + signal.SIGPIPE
     except UserError as e:
-        print(f"nmb: {e}", file=sys.stderr)
+        print(f"nmb: {_shortened(str(e))}", file=sys.stderr)
         return 2
-    except OperationalError as e:  # the database does not answer (down, wrong address, locked)
+    except (OperationalError, DatabaseError) as e:
+        # the database does not answer (down, wrong address, locked), or the SQLite file is no
+        # database (sqlite3.DatabaseError itself: "file is not a database", "malformed");
+        # other database errors (integrity, programming) are not the user's: their traceback
+        if not isinstance(e, OperationalError) and type(e.orig) is not sqlite3.DatabaseError:
+            raise
         print(f"nmb: the database {_shown_url()} failed: {one_line(str(e.orig or e), 300)}",
               file=sys.stderr)
         return 2

@@ -32,3 +32,11 @@ def not_permitted(e: PermissionError) -> UserError | None:
     if e.filename is None:
         return None
     return UserError(f"{one_line(str(e.filename), 200)}: {e.strerror}")
+
+
+def not_a_file(path: Path, missing: str = "no such file") -> str:
+    """Why `path`, which is not a regular file, cannot be read as one: `missing`, or that it is
+    a folder, or something else (a device, a pipe)."""
+    if path.is_dir():
+        return "is a folder, not a file"
+    return "is not a regular file" if path.exists() else missing

@@ -16,6 +16,7 @@ from stats.agreement_types import plain
 
 REQUIRED = ("item", "rater", "score")
 MISSING = {"", "na", "nan", "null", "none"}
+MAX_BOOTSTRAP = 100_000  # as a protocol's resamples (calibration.protocol.check_values)
 MAX_BYTES = 64 * 2**20  # a 2,000 x 6 panel is 0.2 MB
 MAX_ROWS = 1_000_000  # rows read into memory before the matrix is built
 MAX_CELLS = 10_000_000  # items x raters, the dense matrix the statistics work on (80 MB)
@@ -135,8 +136,8 @@ def agreement_from_csv(
     a finite scale (`rating_scale`); for continuous scores they are null with a reason.
     Raises UserError (one line naming file, column, value) for bad input."""
     path = Path(path)
-    if bootstrap < 0:
-        raise UserError(f"--bootstrap must be >= 0, got {bootstrap}")
+    if not 0 <= bootstrap <= MAX_BOOTSTRAP:
+        raise UserError(f"--bootstrap must be 0 to {MAX_BOOTSTRAP}, got {bootstrap}")
     items, raters, x = read_ratings(path)
     rated = np.isfinite(x).any(axis=0)
     if rated.sum() < 2:

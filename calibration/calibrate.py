@@ -326,7 +326,7 @@ def check(s: Session, *, report_id: int) -> CheckResult:
 
 def revoke(s: Session, *, config_id: int, reason: str, actor: str | None) -> HeldoutLook:
     """Withdraw a config's validation for good (it can no longer be frozen), with a reason."""
-    reason = reason.strip()
+    reason = " ".join(reason.split())  # on one line: refusals quote it
     if not reason:
         raise UserError("a revocation needs a reason")
     look = latest_look(s, config_id=config_id)

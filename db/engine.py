@@ -14,11 +14,11 @@ from typing import Any
 
 from sqlalchemy import event, text
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlmodel import Session, create_engine
 
 from db.text_limits import UNSTORABLE, storable
-from errors import UserError
+from errors import UserError, one_line
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 HEAD_REVISION = "0015"  # the newest migration (a test checks it against db/migrations)
@@ -26,7 +26,11 @@ HEAD_REVISION = "0015"  # the newest migration (a test checks it against db/migr
 
 def nmb_home() -> Path:
     home = Path(os.environ.get("NMB_HOME", ".nmb")).resolve()
-    home.mkdir(parents=True, exist_ok=True)
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+    except OSError as e:  # a file, a folder under a file, a place no folder can be made
+        raise UserError(f"NMB_HOME {one_line(str(home), 200)} cannot be the study's folder: "
+                        f"{e.strerror}") from None
     return home
 
 
@@ -65,6 +69,18 @@ def _storable_parameters(_conn, _cursor, statement, parameters, _context, _execu
 @cache
 def engine_for(url: str) -> Engine:
     """One engine per URL per process (engines are thread-safe and pool connections)."""
+    try:
+        eng = _create_engine(url)
+    except (ArgumentError, ValueError, ImportError):  # no URL, a port that is no number, a
+        # dialect or driver not installed (as deploy/wait_for_database.py; the URL is not shown:
+        # it may hold a password)
+        raise UserError("NMB_DATABASE_URL is not a database URL (e.g. "
+                        "postgresql+psycopg://nmb@db.example/study)") from None
+    event.listen(eng, "before_cursor_execute", _storable_parameters, retval=True)
+    return eng
+
+
+def _create_engine(url: str) -> Engine:
     if url.startswith("sqlite"):
         eng = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
         event.listen(eng, "connect", _sqlite_pragmas)
@@ -78,7 +94,6 @@ def engine_for(url: str) -> Engine:
 
     else:
         eng = create_engine(url, pool_pre_ping=True)
-    event.listen(eng, "before_cursor_execute", _storable_parameters, retval=True)
     return eng
 
 

@@ -21,7 +21,7 @@ import nibabel as nib
 import numpy as np
 from nibabel.spatialimages import SpatialImage
 
-from errors import UserError, one_line
+from errors import UserError, not_a_file, one_line
 
 MAX_IMAGE_BYTES_ENV = "NMB_MAX_IMAGE_BYTES"
 DEFAULT_MAX_IMAGE_BYTES = 2**30  # 1 GiB
@@ -169,7 +169,7 @@ def open_image(path: Path) -> SpatialImage:
     path = Path(path)
     name = path.name
     if not path.is_file():
-        raise UserError(f"{name}: file not found")  # no server path: pages show it
+        raise UserError(f"{name}: {not_a_file(path, 'file not found')}")  # no server path
     try:  # before nibabel: indexed_gzip 1.10 crashes the process on a .nii.gz it cannot open
         os.close(os.open(path, os.O_RDONLY))
     except OSError as e:

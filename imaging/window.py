@@ -19,6 +19,7 @@ PRESETS: tuple[str, ...] = ("auto", "full", "tight")
 
 # Grey levels used for the image; the two top palette entries are kept for overlays.
 GREY_TOP = 253
+FLOAT32_MAX = float(np.finfo(np.float32).max)  # `to_grey` works in float32
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,12 @@ class Window:
         """The window centred on `level`, `width` wide (width must be > 0)."""
         if not (math.isfinite(level) and math.isfinite(width)) or width <= 0:
             raise UserError(f"window level {level} / width {width}: width must be a number > 0")
-        return cls(level - width / 2, level + width / 2)
+        low, high = level - width / 2, level + width / 2
+        if max(abs(low), abs(high)) > FLOAT32_MAX or GREY_TOP / width > FLOAT32_MAX:
+            raise UserError(f"window level {level:g} / width {width:g}: outside the float32 range "
+                            f"intensities are windowed in (|level| + width/2 at most "
+                            f"{FLOAT32_MAX:.3g}, width at least {GREY_TOP / FLOAT32_MAX:.3g})")
+        return cls(low, high)
 
 
 def _usable(low: float, high: float, stats: IntensityStats) -> Window:

@@ -108,6 +108,13 @@ def check_base_url(url: str | None) -> None:
                         "e.g. http://127.0.0.1:8000/v1")
     if parts.username is not None or any(c.isspace() or not c.isprintable() for c in url):
         raise UserError(f"base URL {url!r}: no credentials, blanks or control characters")
+    try:  # no request could reach it: every item would be retried until the run gives up
+        ascii_host = parts.hostname.encode("idna")
+    except UnicodeError:
+        ascii_host = b""
+    if not ascii_host or len(ascii_host) > 253:
+        raise UserError(f"base URL {url!r}: the host is not a host name (labels of 1-63 "
+                        "characters, 253 in all)")
 
 
 def check_destination(base_url: str | None, *, trusted: str | None, origin: str) -> None:

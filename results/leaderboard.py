@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 from sqlmodel import Session
 
-from errors import UserError
+from errors import UserError, one_line
 from results.judgments import Judgment, grader_judgments
 from stats import resample
 from stats.resample import NONE, TOO_FEW, Estimate
@@ -35,6 +35,7 @@ __all__ = ["BY", "Cell", "Judgment", "cells", "display_rows", "leaderboard", "pa
            "summarize", "top_k"]
 
 BY = ("family", "level")
+MAX_K = 1000  # as `nmb leaderboard --k` (and `nmb package grade --k`)
 RESAMPLES = resample.RESAMPLES
 
 
@@ -163,6 +164,8 @@ def cells(rows: Iterable[Judgment], *, ks: tuple[int, ...] = (1,),
     BERTScore F1), each cell also estimates its mean BERTScore like the rubric score."""
     if not ks or min(ks) < 1:
         raise UserError(f"--k must be at least 1, got {list(ks)}")
+    if max(ks) > MAX_K:
+        raise UserError(f"--k must be at most {MAX_K}, got {one_line(str(list(ks)), 80)}")
     groups: dict[tuple, list[Judgment]] = defaultdict(list)
     for j in rows:
         group = "model" if j.is_model else ("person" if people else "human")

@@ -9,10 +9,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from errors import UserError
+from errors import UserError, read_at_most
 from rubric.schema import Rubric
 
 BUNDLED_DIR = "rubrics"
+MAX_RUBRIC_BYTES = 2**20  # neurology-v1 is 12 KB
 
 
 def bundled_rubrics() -> list[str]:
@@ -38,10 +39,16 @@ def load_rubric(name_or_path: str | Path) -> Rubric:
         return rubric
     path = Path(name_or_path)
     try:
-        text = path.read_text(encoding="utf-8")
+        data = read_at_most(path, MAX_RUBRIC_BYTES)
     except FileNotFoundError:
         raise UserError(f"{path}: rubric file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read rubric file ({exc})") from None
+    if data is None:
+        raise UserError(f"{path}: is larger than {MAX_RUBRIC_BYTES:,} bytes (a rubric file)")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise UserError(f"{path}: cannot read rubric file ({exc})") from None
     return loads_rubric(text, source=path.name)
 
@@ -55,6 +62,8 @@ def loads_rubric(text: str, *, source: str = "<rubric>") -> Rubric:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"{source}: invalid TOML: {exc}") from None
+    except RecursionError:
+        raise UserError(f"{source}: invalid TOML: nested too deeply") from None
     try:
         rubric = Rubric.model_validate(raw)
     except ValidationError as exc:

@@ -96,6 +96,14 @@ def _write_atomically(path: Path, chunks) -> None:
         partial.unlink(missing_ok=True)
 
 
+def _writable(option: str, path: Path) -> None:
+    """Refuse, before anything is written, a `path` where no new file can be made."""
+    try:
+        new_partial(path).unlink()
+    except OSError as e:
+        raise UserError(f"cannot write {option} {path}: {e.strerror}") from None
+
+
 def _release_id(split: Split, case_id: str, used: set[str]) -> str:
     rid = case_id.removeprefix(f"{split.prefix}-")
     return rid if rid not in used else case_id
@@ -117,7 +125,11 @@ def export_release(s: Session, out: Path, *, answers: Path | None = None) -> Rel
         if not answers.parent.is_dir():
             raise UserError(f"--answers {answers}: there is no folder {answers.parent} "
                             "(create it first)")
-    out.mkdir(parents=True, exist_ok=True)
+        _writable("--answers", answers)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UserError(f"cannot write --out {out}: {e.strerror}") from None
     summary = ReleaseExport()
     cases = {c.case_id: c for c in s.exec(select(Case))}
     series: dict[str, list[Series]] = {}

@@ -40,7 +40,7 @@ from db.release.format import (
     decode_data_uri,
     picture_type,
 )
-from errors import UserError
+from errors import UserError, not_a_file
 
 SOURCE = "neural-medbench"
 CASE_FIELDS = ("case_id", "text", "images", "questions")
@@ -323,7 +323,7 @@ def convert(files: list[Path], root: Path, *, answers: Path | None = None,
     for path in files:
         path = Path(path)
         if not path.is_file():
-            out.problems.append(Problem(path.name, None, "no such file"))
+            out.problems.append(Problem(path.name, None, not_a_file(path)))
             continue
         if path.resolve() in seen:
             out.problems.append(Problem(path.name, None, "is given twice"))

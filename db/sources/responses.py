@@ -495,10 +495,12 @@ def _import_nmb(s: Session, path: Path, *, dry_run: bool, actor: str | None,
         root = ws.path / "responses"
         root.mkdir()
         problems: list[Problem] = []
-        if _cap(path, problems):
-            (root / "responses.jsonl").write_bytes(path.read_bytes())
-        else:
+        if not _cap(path, problems):
             raise BundleInvalid(path.name, problems)
+        data = path.read_bytes()
+        if not data.strip():  # as the harness formats: an empty file is no import of nothing
+            raise BundleInvalid(path.name, [Problem(path.name, None, "holds no answer")])
+        (root / "responses.jsonl").write_bytes(data)
         (root / "bundle.json").write_text(json.dumps(
             {"format": FORMAT, "name": f"responses: {path.name}"[:256]}))
         try:

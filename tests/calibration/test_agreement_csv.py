@@ -115,6 +115,15 @@ def test_size_limits_are_one_line_errors(tmp_path, monkeypatch, limit, value, ne
         agreement_from_csv(path)
 
 
+@pytest.mark.parametrize("bootstrap", [-1, 100_001, 10**14])
+def test_bootstrap_out_of_range_is_one_line(tmp_path, bootstrap):
+    """`--bootstrap 99999999999999` asked numpy for a (resamples x items) array of 247 PiB: a
+    MemoryError traceback; now the same bounds as the protocol's resamples."""
+    path, _ = _panel_csv(tmp_path / "panel.csv", n=8)
+    with pytest.raises(UserError, match=f"^--bootstrap must be 0 to 100000, got {bootstrap}$"):
+        agreement_from_csv(path, reference="r0", bootstrap=bootstrap)
+
+
 def test_missing_file_is_a_user_error(tmp_path):
     with pytest.raises(UserError, match="cannot read"):
         agreement_from_csv(tmp_path / "nope.csv")

@@ -197,10 +197,10 @@ def test_cli_gate_on_the_demo(demo_study: Path, tmp_path: Path, capsys) -> None:
     assert code == 2 and "can no longer change" in err
     code, out, _ = nmb("calibrate", "--check", str(first["report_id"]))
     assert code == 0 and json.loads(out)["matches"]
-    code, _, err = nmb("revoke", "--config", "1", "--reason", "synthetic demo grades")
-    assert code == 0
+    code, _, err = nmb("revoke", "--config", "1", "--reason", "synthetic\ndemo   grades ")
+    assert code == 0  # (kept on one line: it is quoted in refusals, which are one line)
     code, _, err = nmb("package", "freeze", "--config", "1", "--out", str(tmp_path / "p.zip"))
-    assert code == 2 and "revoked (synthetic demo grades)" in err
+    assert code == 2 and "revoked (synthetic demo grades)" in err and err.count("\n") == 1
     assert not (tmp_path / "p.zip").exists()
     code, _, err = nmb("calibrate", "--config", "1", "--part", "dev", "--bootstrap", "-1")
     assert code == 2 and "bootstrap must be" in err

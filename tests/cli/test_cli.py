@@ -112,6 +112,7 @@ def test_a_password_source_is_read_only_as_far_as_a_password_goes(nmb_home: Path
     *(("import-responses", "/dev/zero", "--from", source, "--model", "m")
       for source in ("openai-batch", "vlmevalkit", "lm-eval")),
     ("package", "verify", "/dev/null", "--public-key", "/dev/zero"),
+    ("assign", "--raters", "x", "--rubric", "/dev/zero"),
 ], ids=lambda args: " ".join(args[:4]))
 def test_a_file_that_never_ends_is_refused_at_its_cap(nmb_home: Path, args: tuple[str, ...]
                                                       ) -> None:
@@ -264,6 +265,47 @@ def test_a_database_that_does_not_answer_is_one_line_without_its_password(nmb_ho
     assert "Connection refused" in line and "s3cret-word" not in line
 
 
+@pytest.mark.parametrize("variable, value, says", [
+    ("NMB_HOME", "A-FILE", "nmb: NMB_HOME {value} cannot be the study's folder: File exists"),
+    ("NMB_HOME", "A-FILE/home", "nmb: NMB_HOME {value} cannot be the study's folder: Not a directory"),
+    ("NMB_HOME", "/proc/nmb-home", "nmb: NMB_HOME {value} cannot be the study's folder: No such file"),
+    ("NMB_DATABASE_URL", "not a url s3cret-word", "nmb: NMB_DATABASE_URL is not a database URL"),
+    ("NMB_DATABASE_URL", "nosuchdb://nmb:s3cret-word@host/study",
+     "nmb: NMB_DATABASE_URL is not a database URL"),
+    ("NMB_DATABASE_URL", "mysql://nmb:s3cret-word@host/study",
+     "nmb: NMB_DATABASE_URL is not a database URL"),
+    ("NMB_DATABASE_URL", "postgresql+psycopg://nmb:s3cret-word@host:port/study",
+     "nmb: NMB_DATABASE_URL is not a database URL"),
+], ids=["home a file", "home under a file", "home in /proc", "url", "url dialect", "url driver",
+        "url port"])
+def test_a_study_place_that_cannot_be_is_one_line(tmp_path: Path, variable: str, value: str,
+                                                  says: str) -> None:
+    """NMB_HOME naming a file (or a folder no one can make) and an NMB_DATABASE_URL that is no
+    URL ended every command in a traceback, exit 1. Now one line naming the variable (the URL
+    itself is not shown: it may hold a password)."""
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    value = value.replace("A-FILE", str(a_file))
+    r = nmb("status", env={variable: value})
+    assert (r.returncode, len(r.stderr.splitlines())) == (2, 1), r.stderr[-400:]
+    assert r.stderr.startswith(says.format(value=value)) and "s3cret-word" not in r.stderr
+    assert a_file.read_text() == "x"
+
+
+def test_a_study_db_that_is_not_a_database_is_one_line(nmb_home: Path) -> None:
+    """NMB_HOME holding a study.db that is no SQLite database (another program's file, a
+    damaged copy) ended every command in a DatabaseError traceback, exit 1; now one line naming
+    the database, exit 2, the file as it was."""
+    nmb_home.mkdir()
+    junk = bytes(range(256)) * 64
+    (nmb_home / "study.db").write_bytes(junk)
+    r = nmb("status")
+    assert (r.returncode, r.stdout) == (2, "")
+    assert r.stderr == (f"nmb: the database sqlite:///{nmb_home / 'study.db'} failed: file is "
+                        "not a database\n")
+    assert (nmb_home / "study.db").read_bytes() == junk
+
+
 def test_output_into_a_pipe_its_reader_closed_ends_quietly(tmp_path: Path) -> None:
     """`nmb status | head -0`: the reader is gone before nmb writes; nmb stops with SIGPIPE's
     exit status and no traceback (was a BrokenPipeError traceback)."""
@@ -277,3 +319,100 @@ def test_output_into_a_pipe_its_reader_closed_ends_quietly(tmp_path: Path) -> No
         os.close(write)
     assert done.stderr == ""
     assert done.returncode == 141
+
+
+HUGE = "9" * 23  # more than a database integer column holds
+
+
+@pytest.mark.parametrize("args, option", [
+    (("calibrate", "--config", HUGE), "--config"),
+    (("calibrate", "--check", HUGE), "--check"),
+    (("calibrate", "--config", "1", "--run", HUGE), "--run"),
+    (("revoke", "--config", HUGE, "--reason", "x"), "--config"),
+    (("package", "freeze", "--config", HUGE, "--out", "p.zip"), "--config"),
+    (("leaderboard", "--config", HUGE), "--config"),
+    (("results", "--config", HUGE), "--config"),
+    (("calibrate", "--config", "1", "--part", "dev", "--seed", "-1"), "--seed"),
+    (("assign", "--raters", "x", "--seed", "-1"), "--seed"),
+    (("assign", "--raters", "x", "--seed", HUGE), "--seed"),
+    (("protocol", "register", "--seed", "-1"), "--seed"),
+    (("protocol", "plan", "--expected-r", "0.9", "--seed", "-1"), "--seed"),
+    (("package", "freeze", "--config", "1", "--out", "p.zip", "--seed", "-1"), "--seed"),
+    (("agreement", "agreement.csv", "--reference", "r1", "--seed", "-1"), "--seed"),
+], ids=lambda v: " ".join(v) if isinstance(v, tuple) else v)
+def test_an_id_or_seed_out_of_range_is_one_line(nmb_home: Path, tmp_path: Path,
+                                                args: tuple[str, ...], option: str) -> None:
+    """An id larger than an integer column holds (SQLite: OverflowError) and a negative or
+    huge seed (numpy: ValueError) ended in a traceback, exit 1; now one line naming the option,
+    exit 2, before the study is opened."""
+    csv = tmp_path / "agreement.csv"
+    csv.write_text("item,rater,score\n" + "".join(f"i{i},r{r},{(i * r) % 5}\n"
+                                                 for i in range(12) for r in (1, 2, 3)))
+    args = tuple(str(csv) if a == "agreement.csv" else a for a in args)
+    out = nmb(*args)
+    assert (out.returncode, len(out.stderr.splitlines())) == (2, 1), out.stderr[-500:]
+    assert f"argument {option}: expected" in out.stderr and "Traceback" not in out.stderr
+    assert not (nmb_home / "study.db").exists()
+
+
+@pytest.mark.parametrize("args", [
+    ("backup",), ("export", "responses"), ("render", "IMAGE"), ("package", "keygen")],
+    ids=lambda args: " ".join(args))
+def test_an_out_file_named_as_a_folder_is_refused(nmb_home: Path, tmp_path: Path,
+                                                   args: tuple[str, ...]) -> None:
+    """`--out backups/` (a folder that does not exist yet) wrote a file named `backups`: the
+    trailing slash was dropped with the user's intent. Now one line naming --out, nothing
+    written."""
+    import nibabel as nib
+    import numpy as np
+
+    image = tmp_path / "t1.nii.gz"
+    nib.save(nib.Nifti1Image(np.arange(64, dtype=np.float32).reshape(4, 4, 4), np.eye(4)), image)
+    args = tuple(str(image) if a == "IMAGE" else a for a in args)
+    folder = tmp_path / "new"
+    out = nmb(*args, "--out", f"{folder}/")
+    assert (out.returncode, len(out.stderr.splitlines())) == (2, 1), out.stderr[-300:]
+    assert out.stderr == f"nmb: --out '{folder}/' names a folder (it ends in /): give a file name\n"
+    assert not folder.exists() and not (tmp_path / "new.pub").exists()
+
+
+LONGER = "a" * 10_000
+
+
+@pytest.mark.parametrize("args, ending", [
+    (("results", "--by", LONGER), "is not one of family, level, family,level"),
+    (("grade", "--model", LONGER, "--base-url", "http://127.0.0.1:9/v1"),
+     "(a model name is 1-128 printable characters, no surrounding blanks)"),
+    (("agreement", f"/tmp/{LONGER}"), ""),
+    (("results", "--splits", LONGER), "e.g. direct=1,complex=2,multi-round=3"),
+    (("protocol", "plan", "--expected-r", LONGER), ""),
+], ids=["results --by", "grade --model", "agreement FILE", "results --splits",
+        "protocol plan --expected-r"])
+def test_a_10000_character_value_is_echoed_in_one_short_line(nmb_home: Path,
+                                                             args: tuple[str, ...],
+                                                             ending: str) -> None:
+    """A refusal quoting a 10,000-character value printed it whole: one line of 10,000
+    characters, many screens on a terminal. The line is cut in the middle, keeping its start
+    (what is refused) and its end (what to do)."""
+    out = nmb(*args)
+    assert (out.returncode, len(out.stderr.splitlines())) == (2, 1), out.stderr[-300:]
+    assert len(out.stderr) <= 501 and "Traceback" not in out.stderr
+    assert out.stderr.startswith("nmb: ") and " ... " in out.stderr
+    assert out.stderr.endswith(ending + "\n")
+
+
+@pytest.mark.parametrize("args, says", [
+    (("import", "FOLDER", "--from", "neural-medbench"), "nmb: FOLDER: is a folder, not a file"),
+    (("render", "FOLDER", "--out", "o.png"), "nmb: FOLDER: is a folder, not a file"),
+    (("render", "/dev/zero", "--out", "o.png"), "nmb: zero: is not a regular file"),
+], ids=["import --from neural-medbench", "render", "render /dev/zero"])
+def test_a_folder_or_device_given_as_a_file_is_named_as_such(nmb_home: Path, tmp_path: Path,
+                                                              args: tuple[str, ...],
+                                                              says: str) -> None:
+    """A folder (or a device) where a file is expected was refused as "no such file" or "file
+    not found", which sent the user looking for a file that is there."""
+    folder = tmp_path / "direct-diagnosis.json"
+    folder.mkdir()
+    args = tuple(str(folder) if a == "FOLDER" else a for a in args)
+    out = nmb(*args)
+    assert (out.returncode, out.stderr) == (2, says.replace("FOLDER", folder.name) + "\n")

@@ -37,3 +37,16 @@ def test_import_responses_mistakes(nmb_home: Path, tmp_path: Path) -> None:
     out = nmb("import-responses", str(tsv), "--from", "vlmevalkit", "--task-key", "columns")
     assert out.returncode == 2 and "is not field:NAME, map:FILE.json or prompt" in out.stderr
     assert snapshot(url) == before
+
+
+def test_an_empty_responses_file_holds_no_answer_in_every_format(nmb_home: Path,
+                                                                 tmp_path: Path) -> None:
+    """An empty (or blank) responses.jsonl with --from nmb printed "imported ... 0 responses",
+    exit 0, where the harness formats refuse an empty file: now the same one line, exit 2."""
+    assert nmb("import", str(write_bundle(tmp_path / "b", with_responses=[]))).returncode == 0
+    before = snapshot(f"sqlite:///{nmb_home / 'study.db'}")
+    for name, text in (("responses.jsonl", ""), ("blank.jsonl", "\n  \n")):
+        (tmp_path / name).write_text(text)
+        out = nmb("import-responses", str(tmp_path / name), "--from", "nmb")
+        assert (out.returncode, out.stderr) == (2, f"nmb: {name}: holds no answer\n"), out.stderr
+    assert snapshot(f"sqlite:///{nmb_home / 'study.db'}") == before

@@ -163,3 +163,24 @@ def test_hostile_release_pictures_one_line_exit_2_study_unchanged(nmb_home: Path
         [row] = s.exec(select(Series).where(Series.case_id == "direct-case_99")).all()
     with pictures.Image.open(nmb_home / row.path) as im:
         assert (im.format, im.mode, im.size) == ("PNG", "RGB", (300, 100))
+
+
+def test_export_release_to_where_no_file_can_be_is_one_line(nmb_home: Path,
+                                                            tmp_path: Path) -> None:
+    """`--out` or `--answers` under a regular file, or in /proc (no new file there), ended in a
+    NotADirectoryError or FileNotFoundError traceback, exit 1; `--format`, which the help says is
+    not for release, was ignored. Now one line naming the option, exit 2, no file written."""
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    published = tmp_path / "published"
+    for args, expected in (
+            (("--out", str(a_file / "o")), f"nmb: cannot write --out {a_file / 'o'}: Not a directory"),
+            (("--out", "/proc/nmb-release"), "nmb: cannot write --out /proc/nmb-release: No such file"),
+            (("--out", str(published), "--answers", "/proc/nmb-answers.json"),
+             "nmb: cannot write --answers /proc/nmb-answers.json: No such file"),
+            (("--out", str(published), "--format", "parquet"),
+             "nmb: export: --format is not for release (its files are JSON)")):
+        out = nmb("export", "release", *args)
+        assert (out.returncode, len(out.stderr.splitlines())) == (2, 1), out.stderr[-400:]
+        assert out.stderr.startswith(expected), out.stderr
+    assert not published.exists()

@@ -138,6 +138,21 @@ def test_empty_study_exports_a_header(sqlite_url: str, tmp_path: Path) -> None:
     assert list(pd.read_csv(tmp_path / "g.csv").columns) == list(COLUMNS["grader-scores"])
 
 
+def test_a_pipe_or_device_at_out_is_refused_not_replaced(sqlite_url: str, tmp_path: Path) -> None:
+    """`nmb export responses --out /dev/full`, run as root, renamed the CSV over the device: /dev/full
+    became a regular file (so would /dev/stdout, a link, or a named pipe a script reads). What is
+    at --out and is not a regular file (or a link to one) is refused and left as it was."""
+    import os
+    import stat
+
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    with Session(engine_for(sqlite_url)) as s, pytest.raises(
+            UserError, match=f"^cannot write {pipe}: not a regular file"):
+        export(s, "responses", fmt="csv", out=pipe)
+    assert stat.S_ISFIFO(os.lstat(pipe).st_mode)
+
+
 @pytest.mark.parametrize(("kind", "fmt", "out", "message"), [
     ("answers", "csv", "x.csv", "unknown export kind 'answers'"),
     ("responses", "xlsx", "x.xlsx", "unknown export format 'xlsx'"),

@@ -202,6 +202,8 @@ def test_cli_grade_json_summary_and_no_key_leak(nmb_home: Path, server: OpenAISe
     ["--base-url", "http://[::1"], ["--base-url", "ftp://127.0.0.1/v1"],
     ["--base-url", "127.0.0.1:8000"], ["--base-url", "http:///v1"],
     ["--base-url", "http://127.0.0.1:99999/v1"], ["--base-url", "http://user:pw@host/v1"],
+    ["--base-url", "http://" + "a" * 64 + ".example/v1"], ["--base-url", "http://a..b/v1"],
+    ["--base-url", "http://" + "a." * 127 + "a/v1"],
     ["--config", "bad-url.toml"]])
 def test_bad_grade_options_are_one_line_and_change_nothing(
         sqlite_url: str, server: OpenAIServer, tmp_path: Path, capsys, monkeypatch,

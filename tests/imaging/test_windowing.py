@@ -44,6 +44,20 @@ def test_manual_and_parsed_windows():
             parse_window(bad, stats)
 
 
+@pytest.mark.parametrize("text", ["1e308,1e308", "0,1e39", "-3e38,1e38", "0,1e-40"])
+def test_a_window_beyond_float32_is_refused_not_rendered_as_noise(text):
+    """`nmb render --window 1e308,1e308` overflowed float32 in `to_grey`: three RuntimeWarnings on
+    stderr and a PNG of cast NaNs, exit 0. The window's ends and its grey scale must be finite
+    in float32, the precision it is applied in."""
+    stats = intensity_stats(np.arange(10, dtype=np.float32))
+    with pytest.raises(UserError, match=r"^window level .* width .*: outside the float32 range"):
+        parse_window(text, stats)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        grey = to_grey(np.arange(10, dtype=np.float32), parse_window("1e38,1e38", stats))
+    assert grey.max() <= GREY_TOP
+
+
 def test_constant_volume_shows_mid_grey(tmp_path):
     volume = load_volume(_save(tmp_path, np.full((6, 7, 8), 7.0, dtype=np.float32)))
     window = preset_window(volume.intensity_stats(), "auto")

@@ -248,7 +248,8 @@ def test_demo_results_tell_the_whole_story(demo_study: Path, tmp_path: Path) -> 
 
     for args, message in ((("--by", "case"), "nmb: --by 'case' is not one of"),
                           (("--config", "99"), "nmb: no grader config with id 99"),
-                          (("--k", "0"), "nmb: --k must be at least 1")):
+                          (("--k", "0"), "nmb: --k must be at least 1"),
+                          (("--k", "1", "99999999999999999999"), "nmb: --k must be at most 1000")):
         bad = _nmb("results", *args)
         assert bad.returncode == 2 and bad.stderr.startswith(message), bad.stderr
         assert len(bad.stderr.strip().splitlines()) == 1

@@ -171,3 +171,19 @@ def test_docs_match_the_bundled_rubric() -> None:
         assert f"| `{c.key}` | {c.name} |" in docs
     for e in r.error_classes:
         assert f"| `{e.key}` | {e.name} | {e.definition} | {e.example} |" in docs
+
+
+def test_a_rubric_file_is_read_only_up_to_its_cap(tmp_path: Path) -> None:
+    """A rubric file larger than any rubric is refused at MAX_RUBRIC_BYTES, not read whole (one
+    that never ends, /dev/zero: tests/cli/test_cli.py, under a memory cap); TOML nested deeper
+    than the parser's recursion is one line, not a RecursionError."""
+    from rubric.loader import MAX_RUBRIC_BYTES
+
+    huge = tmp_path / "huge.toml"
+    huge.write_bytes(b"#" * (MAX_RUBRIC_BYTES + 1))
+    with pytest.raises(UserError, match=f"huge.toml: is larger than {MAX_RUBRIC_BYTES:,} bytes"):
+        load_rubric(huge)
+    deep = tmp_path / "deep.toml"
+    deep.write_text("x = " + "[" * 5000 + "]" * 5000 + "\n")
+    with pytest.raises(UserError, match="deep.toml: invalid TOML: nested too deeply"):
+        load_rubric(deep)
