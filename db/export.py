@@ -238,9 +238,6 @@ def export(s: Session, kind: str, *, fmt: str, out: Path, reveal_raters: bool = 
     out = Path(out)
     if out.is_dir():
         raise UserError(f"cannot write {out}: it is a folder")
-    if out.exists() and not out.is_file():  # renamed over, a device or pipe would be replaced
-        raise UserError(f"cannot write {out}: not a regular file (a device or a pipe); give a "
-                        "file name")
     rows = KINDS[kind](s, reveal_raters)
     df = _frame(rows, COLUMNS[kind], fmt)
     tmp = None

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import os
 import secrets
+import stat
 from pathlib import Path
+
+from errors import UserError
 
 
 def new_partial(out: Path, mode: int = 0o666) -> Path:
@@ -14,8 +17,17 @@ def new_partial(out: Path, mode: int = 0o666) -> Path:
 
     Created exclusively (O_EXCL), so it is never a link another user planted in a shared folder
     such as /tmp (opening a planted name would write through it), and never the file of another
-    writer of the same `out` (two freezes, exports or backups to one path at once). Raises
-    OSError (no folder, no permission)."""
+    writer of the same `out` (two freezes, exports or backups to one path at once).
+
+    UserError when `out` exists and is not a regular file: renamed over, a link (planted, or
+    /dev/stdout), a device or a pipe would be replaced, for every user of the machine when
+    run as root. OSError otherwise (no folder, no permission)."""
+    try:
+        if not stat.S_ISREG(os.lstat(out).st_mode):
+            raise UserError(f"cannot write {out}: it is not a regular file (a link, folder, "
+                            "device or pipe); remove it or give another name")
+    except FileNotFoundError:
+        pass
     while True:
         partial = out.with_name(f".{out.name}.{secrets.token_hex(6)}.partial")
         try:
@@ -27,7 +39,7 @@ def new_partial(out: Path, mode: int = 0o666) -> Path:
 
 def write_file(path: Path, data: bytes | str) -> Path:
     """Write `data` (str: UTF-8) to `path` whole or not at all, through a `new_partial`
-    renamed over it: a link planted at `path` is replaced, never written through. Raises
+    renamed over it: never through a link, which is refused (`new_partial`). Raises
     OSError."""
     partial = new_partial(path)
     try:

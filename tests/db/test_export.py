@@ -141,14 +141,14 @@ def test_empty_study_exports_a_header(sqlite_url: str, tmp_path: Path) -> None:
 def test_a_pipe_or_device_at_out_is_refused_not_replaced(sqlite_url: str, tmp_path: Path) -> None:
     """`nmb export responses --out /dev/full`, run as root, renamed the CSV over the device: /dev/full
     became a regular file (so would /dev/stdout, a link, or a named pipe a script reads). What is
-    at --out and is not a regular file (or a link to one) is refused and left as it was."""
+    at --out and is not a regular file is refused and left as it was (`db.files.new_partial`)."""
     import os
     import stat
 
     pipe = tmp_path / "pipe"
     os.mkfifo(pipe)
     with Session(engine_for(sqlite_url)) as s, pytest.raises(
-            UserError, match=f"^cannot write {pipe}: not a regular file"):
+            UserError, match=f"^cannot write {pipe}: it is not a regular file"):
         export(s, "responses", fmt="csv", out=pipe)
     assert stat.S_ISFIFO(os.lstat(pipe).st_mode)
 

@@ -8,6 +8,7 @@ import pytest
 
 from db import files
 from db.files import new_partial, write_file
+from errors import UserError
 
 
 def test_each_partial_is_a_new_file_of_its_own(tmp_path: Path,
@@ -43,11 +44,18 @@ def test_a_partial_is_never_a_planted_link_and_takes_the_umask(tmp_path: Path,
     assert stat.S_IMODE(private.stat().st_mode) == 0o600
 
 
-def test_a_file_is_written_whole_over_a_link_never_through_it(tmp_path: Path) -> None:
+def test_a_link_device_or_pipe_at_the_name_is_refused_and_left(tmp_path: Path) -> None:
+    """Renamed over, a link planted at the name (or /dev/stdout), a device or a named pipe would
+    be replaced, for every user of the machine when run as root; written to, a link would
+    write through to its target."""
     victim = tmp_path / "victim"
     victim.write_text("precious")
     (tmp_path / "report.json").symlink_to(victim)
-    assert write_file(tmp_path / "report.json", "{}") == tmp_path / "report.json"
-    assert victim.read_text() == "precious" and (tmp_path / "report.json").read_text() == "{}"
-    assert not (tmp_path / "report.json").is_symlink()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json", "victim"]
+    os.mkfifo(tmp_path / "pipe")
+    for name in ("report.json", "pipe"):
+        with pytest.raises(UserError, match=f"cannot write .*{name}: it is not a regular file"):
+            write_file(tmp_path / name, "{}")
+    assert victim.read_text() == "precious" and (tmp_path / "report.json").is_symlink()
+    assert stat.S_ISFIFO(os.lstat(tmp_path / "pipe").st_mode)
+    assert write_file(tmp_path / "victim", "{}").read_text() == "{}"  # a file: replaced whole
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pipe", "report.json", "victim"]
