@@ -81,8 +81,8 @@ def _char(c: str) -> str:
     return f"U+{ord(c):04X}" + (f" {name}" if name else "") + f", a {kind} character"
 
 
-def model_name_problem(name: Any) -> str | None:
-    """Why `name` cannot be a model's name, or None.
+def model_name_problem(name: Any, limit: int = MODEL_NAME) -> str | None:
+    """Why `name` cannot be a model's name (or, with its `limit`, an exam's), or None.
 
     A model name is 1-128 characters without surrounding blanks, every one printable in the
     sense of `str.isprintable`: no control (Cc, such as a line break or tab), format (Cf, such
@@ -94,8 +94,8 @@ def model_name_problem(name: Any) -> str | None:
         return "is not a string"
     if not name.strip():
         return "is empty"
-    if len(name) > MODEL_NAME:
-        return f"is longer than {MODEL_NAME} characters"
+    if len(name) > limit:
+        return f"is longer than {limit} characters"
     bad = next((c for c in name if not c.isprintable()), None)
     if bad is not None:
         return f"contains {_char(bad)}"

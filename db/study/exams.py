@@ -33,7 +33,7 @@ from db.models import Exam, ExamAttempt, Response, StageAnswer, Task, User, utcn
 from db.raters.response_flags import flag_new
 from db.study.cases import case_view, reference_fields
 from db.study.reference import has_reference
-from db.text_limits import ANSWER, NAME, check_length
+from db.text_limits import ANSWER, NAME, check_length, model_name_problem
 from errors import UserError
 
 
@@ -105,9 +105,14 @@ def ensure_exam(s: Session, *, name: str, task_ids: list[str] | None = None,
     Raises UserError for an unknown task, or for `task_ids` or `review` other than those of
     the existing exam of that name (an exam's tasks and settings never change once people may
     have taken it)."""
-    if not name:
+    if not name.strip():
         raise UserError("the exam needs a name")
     check_length("the exam name", name, NAME)
+    if why := model_name_problem(name, NAME):  # shown in tables, lists and messages
+        raise UserError(f"the exam name {why}")
+    if task_ids is not None and (twice := next((t for t in task_ids
+                                                if task_ids.count(t) > 1), None)):
+        raise UserError(f"exam {name!r}: task {twice!r} is listed twice")
     take_turns(s, "exams")  # a second admin opening this name waits, then finds it
     exam = s.exec(select(Exam).where(Exam.name == name)).first()
     if task_ids is not None:

@@ -90,6 +90,14 @@ def test_an_exam_with_unknown_or_other_tasks_is_refused(database_url: str) -> No
             ensure_exam(s, name="baseline", task_ids=["task1"])
         with pytest.raises(UserError, match="unknown task 'nope'"):
             ensure_exam(s, name="new", task_ids=["nope"])
+        with pytest.raises(UserError, match="exam 'new': task 'task0' is listed twice"):
+            ensure_exam(s, name="new", task_ids=["task0", "task1", "task0"])
+        for name, why in (("   ", "the exam needs a name"),
+                          ("bad\nname\x1b[31m", "the exam name contains U\\+000A"),
+                          (" padded ", "the exam name has blanks around it")):
+            with pytest.raises(UserError, match=why):  # the audit's names, all accepted before
+                ensure_exam(s, name=name, task_ids=["task1"])
+        assert [e.name for e in s.exec(select(Exam))] == ["baseline"]
         assert ensure_exam(s, name="baseline", task_ids=["task0", "task2"]).task_ids == [
             "task0", "task2"]
         assert ensure_exam(s, name="baseline").task_ids == ["task0", "task2"]
