@@ -42,6 +42,9 @@ class GraderSettings:
         if why := model_name_problem(self.model):
             raise UserError(f"grader model {self.model!r} {why} (a model name is 1-128 "
                             "printable characters, no surrounding blanks)")
+        if self.name and (why := model_name_problem(self.name)):  # shown wherever configs are
+            raise UserError(f"grader config name {self.name!r} {why} (1-128 printable "
+                            "characters, no surrounding blanks)")
 
 
 def _shown(value: object) -> str:

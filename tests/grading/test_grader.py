@@ -249,6 +249,7 @@ def test_config_is_content_addressed(sqlite_url: str, tmp_path: Path) -> None:
     (b"max_tokens = true", "max_tokens must be an integer, got True"),
     (b'vision = "yes"', "vision must be true or false, got 'yes'"),
     (b"rubric = 5", "rubric must be text, got 5"),
+    (b'name = "my\\ngrader"', "grader config name 'my\\ngrader' contains U+000A"),
 ])
 def test_a_config_file_that_is_not_a_config_is_one_short_line(tmp_path: Path, content: bytes,
                                                               refusal: str) -> None:
