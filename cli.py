@@ -667,7 +667,7 @@ def cmd_package_verify(args: argparse.Namespace) -> None:
 
 
 def cmd_package_grade(args: argparse.Namespace) -> None:
-    from db.files import new_partial, write_file
+    from db.files import writable, write_file
     from package.package import (
         bertscore_pairs,
         grade_responses,
@@ -681,7 +681,7 @@ def cmd_package_grade(args: argparse.Namespace) -> None:
     scorer = _bertscorer(args)
     out = _file_out(args.out)
     try:  # before any request is paid for
-        new_partial(out).unlink()
+        writable(out)
     except OSError as e:
         raise UserError(f"cannot write {args.out}: {e.strerror}") from None
     rows = grade_responses(pkg, responses, base_url=args.base_url,

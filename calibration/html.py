@@ -8,7 +8,7 @@ from typing import Any
 
 from calibration.gate import GateCheck
 from calibration.report import STAT_HEADER, TAG_HEADER, Report, StatRow, TagRow
-from db.files import new_partial, write_file
+from db.files import writable, write_file
 from errors import UserError
 
 
@@ -117,7 +117,7 @@ def prepare_out(out: Path) -> Path:
     """Create the output folder, or refuse in one line, before any report is saved."""
     try:
         out.mkdir(parents=True, exist_ok=True)
-        new_partial(out / "report").unlink()  # a new file of its own: never through a link
+        writable(out / "report")  # a new file of its own: never through a link
     except OSError as e:
         raise UserError(f"cannot write the report to {out}: {e.strerror or e}") from None
     return out

@@ -19,7 +19,6 @@ text as it is.
 """
 
 import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ import pandas as pd
 from sqlalchemy.orm import aliased
 from sqlmodel import Session, select
 
-from db.files import new_partial
+from db.files import replacing
 from db.models import (
     Assignment,
     CalibrationItem,
@@ -240,14 +239,9 @@ def export(s: Session, kind: str, *, fmt: str, out: Path, reveal_raters: bool = 
         raise UserError(f"cannot write {out}: it is a folder")
     rows = KINDS[kind](s, reveal_raters)
     df = _frame(rows, COLUMNS[kind], fmt)
-    tmp = None
     try:
-        tmp = new_partial(out)
-        _write(df, fmt, tmp)
-        os.replace(tmp, out)
+        with replacing(out) as partial:
+            _write(df, fmt, partial)
     except OSError as e:
         raise UserError(f"cannot write {out}: {e.strerror or e}") from None
-    finally:
-        if tmp is not None:
-            tmp.unlink(missing_ok=True)
     return len(df)

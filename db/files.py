@@ -3,9 +3,11 @@ renamed over it."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 from errors import UserError
@@ -37,14 +39,27 @@ def new_partial(out: Path, mode: int = 0o666) -> Path:
         return partial
 
 
-def write_file(path: Path, data: bytes | str) -> Path:
-    """Write `data` (str: UTF-8) to `path` whole or not at all, through a `new_partial`
-    renamed over it: never through a link, which is refused (`new_partial`). Raises
-    OSError."""
-    partial = new_partial(path)
+def writable(out: Path) -> None:
+    """Check, before any work is done, that `out` can be written: a `new_partial` is made and
+    removed. UserError or OSError as for `new_partial`."""
+    new_partial(out).unlink()
+
+
+@contextlib.contextmanager
+def replacing(out: Path) -> Iterator[Path]:
+    """A `new_partial` of `out` to write in the block, renamed over `out` when the block ends
+    without an error and removed in any case. UserError or OSError as for `new_partial`."""
+    partial = new_partial(out)
     try:
-        partial.write_bytes(data.encode() if isinstance(data, str) else data)
-        os.replace(partial, path)
+        yield partial
+        os.replace(partial, out)
     finally:
         partial.unlink(missing_ok=True)
+
+
+def write_file(path: Path, data: bytes | str) -> Path:
+    """Write `data` (str: UTF-8) to `path` whole or not at all (`replacing`): never through a
+    link, which is refused (`new_partial`). Raises OSError."""
+    with replacing(path) as partial:
+        partial.write_bytes(data.encode() if isinstance(data, str) else data)
     return path

@@ -12,7 +12,6 @@ The answers go to a separate file, never inside DIR (they are kept apart from th
 """
 
 import json
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +20,7 @@ from typing import Any
 from sqlmodel import Session, select
 
 from db.engine import nmb_home
-from db.files import new_partial
+from db.files import replacing, writable
 from db.models import Case, Series, Task
 from db.release.format import BY_LEVEL, Split, encode_data_uri, picture_type
 from db.study.reference import has_reference
@@ -86,22 +85,9 @@ def _pictures(case_series: list[Series]) -> list[str] | None:
 
 
 def _write_atomically(path: Path, chunks) -> None:
-    partial = new_partial(path)
-    try:
-        with open(partial, "w", encoding="utf-8") as f:
-            for chunk in chunks:
-                f.write(chunk)
-        os.replace(partial, path)
-    finally:
-        partial.unlink(missing_ok=True)
-
-
-def _writable(option: str, path: Path) -> None:
-    """Refuse, before anything is written, a `path` where no new file can be made."""
-    try:
-        new_partial(path).unlink()
-    except OSError as e:
-        raise UserError(f"cannot write {option} {path}: {e.strerror}") from None
+    with replacing(path) as partial, open(partial, "w", encoding="utf-8") as f:
+        for chunk in chunks:
+            f.write(chunk)
 
 
 def _release_id(split: Split, case_id: str, used: set[str]) -> str:
@@ -125,7 +111,10 @@ def export_release(s: Session, out: Path, *, answers: Path | None = None) -> Rel
         if not answers.parent.is_dir():
             raise UserError(f"--answers {answers}: there is no folder {answers.parent} "
                             "(create it first)")
-        _writable("--answers", answers)
+        try:  # before anything is written
+            writable(answers)
+        except OSError as e:
+            raise UserError(f"cannot write --answers {answers}: {e.strerror}") from None
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
