@@ -410,20 +410,22 @@ def _still_to_answer(s: Session, *, exam: Exam, user_id: int) -> dict[str, list[
     finished = set(s.exec(select(ExamAttempt.exam_id).where(
         ExamAttempt.user_id == user_id, ExamAttempt.finished_at.is_not(None))))
     given: dict[tuple[int, str], int] = {}  # (exam id, task id): stages answered there
+    begun: dict[str, set[int]] = {}  # task id: the exams where it was begun
     for exam_id, task_id, n in s.exec(
             select(ExamAttempt.exam_id, StageAnswer.task_id, func.count())
             .join(ExamAttempt, ExamAttempt.id == StageAnswer.attempt_id)
             .where(ExamAttempt.user_id == user_id)
             .group_by(ExamAttempt.exam_id, StageAnswer.task_id)):
         given[(exam_id, task_id)] = n
+        begun.setdefault(task_id, set()).add(exam_id)
     out: dict[str, list[str]] = {}
     for other in exams(s):
         if other.id == exam.id or other.id in finished:
             continue
         for task_id in other.task_ids:
             task = s.get(Task, task_id)
-            if given.get((other.id, task_id), 0) > len(task.stages or []) or any(
-                    t == task_id and e != other.id for e, t in given):
+            if (given.get((other.id, task_id), 0) > len(task.stages or [])
+                    or begun.get(task_id, set()) - {other.id}):
                 continue  # answered there, or not asked there (begun in another exam)
             names = out.setdefault(task.case_id, [])
             if other.name not in names:
