@@ -27,6 +27,7 @@ from tests.db.interleave import against, run_threads, until_waiting
 from tests.openai_server import OpenAIServer
 
 ANSWER = {"final_diagnosis": "Left MCA stroke", "differential": ["a", "b"]}
+OTHER = {**ANSWER, "final_diagnosis": "Glioma"}
 
 
 def _edit_case(bundle: Path, cid: str, ground_truth: dict | None) -> None:
@@ -143,10 +144,12 @@ def test_answers_imported_later_are_added_and_audited(database_url: str, tmp_pat
 
 
 def _rater_on_c1(url: str, tmp_path: Path) -> tuple[Path, Assignment, dict]:
-    """A study of the tiny bundle with c1 answered, an expert assigned every response, and the
-    expert's assignment of a response to c1's task t1 with valid rubric values for it."""
+    """A study of the tiny bundle with c1 and c2 answered, an expert assigned every response,
+    and the expert's assignment of a response to c1's task t1 with valid rubric values for it;
+    the bundle is left giving c1 another answer, for the next import."""
     bundle = write_bundle(tmp_path / "b")
     _edit_case(bundle, "c1", ANSWER)
+    _edit_case(bundle, "c2", ANSWER)
     _import(url, bundle)
     with Session(engine_for(url), expire_on_commit=False) as s:
         add_user(s, name="expert1", role="expert", password="pw")
@@ -157,7 +160,7 @@ def _rater_on_c1(url: str, tmp_path: Path) -> tuple[Path, Assignment, dict]:
         a = next(a for a in s.exec(select(Assignment)) if "-t1-" in a.response_id)
     values = {"criteria": {c.key: rubric.scale.max for c in rubric.applicable_criteria(
         "differential")}, "correct_diagnosis": True, "error_tags": [], "confidence": 4}
-    _edit_case(bundle, "c1", {**ANSWER, "final_diagnosis": "Glioma"})  # the next import's
+    _edit_case(bundle, "c1", OTHER)
     return bundle, a, values
 
 
@@ -232,21 +235,9 @@ def test_a_draft_saved_while_an_import_changes_its_answer_is_refused(database_ur
 
 
 def test_an_answer_a_score_used_cannot_change(database_url: str, tmp_path: Path) -> None:
-    bundle = write_bundle(tmp_path / "b")
-    _edit_case(bundle, "c1", ANSWER)
-    _edit_case(bundle, "c2", ANSWER)
-    _import(database_url, bundle)
-    with Session(engine_for(database_url), expire_on_commit=False) as s:
-        add_user(s, name="expert1", role="expert", password="pw")
-        rubric = ensure_rubric(s, "neurology-v1")
-        s.commit()
-        assign(s, rubric_hash=rubric.content_hash, raters=["expert1"], overlap=1)
-        s.commit()
-        # A draft on a response to c1's task t1: the rater has seen c1's answer.
-        a = next(a for a in s.exec(select(Assignment)) if "-t1-" in a.response_id)
+    bundle, a, _ = _rater_on_c1(database_url, tmp_path)
+    with Session(engine_for(database_url)) as s:  # a draft: the rater has seen c1's answer
         save_draft(s, rater_id=a.rater_id, assignment_id=a.id, values={})
-    other = {**ANSWER, "final_diagnosis": "Glioma"}
-    _edit_case(bundle, "c1", other)
     before = snapshot(database_url)
     with pytest.raises(BundleInvalid) as e:
         _import(database_url, bundle)
@@ -255,10 +246,10 @@ def test_an_answer_a_score_used_cannot_change(database_url: str, tmp_path: Path)
         "grader) and cannot change"]
     assert snapshot(database_url) == before
     _edit_case(bundle, "c1", ANSWER)
-    _edit_case(bundle, "c2", other)  # no score used c2's answer: it may change, audited
+    _edit_case(bundle, "c2", OTHER)  # no score used c2's answer: it may change, audited
     summary = _import(database_url, bundle)
     assert (summary.new_answers, summary.changed_answers) == (0, 1)
     with Session(engine_for(database_url)) as s:
-        assert s.get(Case, "c2").ground_truth == other
+        assert s.get(Case, "c2").ground_truth == OTHER
         [entry] = [a for a in s.exec(select(AuditLog)) if a.action == "case.answer"]
-    assert entry.detail["old"] == ANSWER and entry.detail["new"] == other
+    assert entry.detail["old"] == ANSWER and entry.detail["new"] == OTHER
