@@ -35,7 +35,7 @@ from db.models import (
 from db.queries import fetch_in
 from db.rubrics import rubric_by_hash
 from db.status import count_query
-from db.study.reference import require_reference
+from db.study.reference import Against, judged_against, require_reference
 from errors import UserError
 from grading.config import get_config
 from llm.call import CallResult, estimate_cost, load_prices, run_batch
@@ -95,13 +95,10 @@ def select_items(s: Session, config: GraderConfig, items: str, limit: int | None
     return rows
 
 
-Graded = tuple[str, list | None, dict | None]  # a response's text and turns, its case's answer
-
-
 def _prepare_all(s: Session, config: GraderConfig, rubric: Rubric, responses: list[Response]
-                 ) -> tuple[list[GradeItem], dict[str, Graded]]:
+                 ) -> tuple[list[GradeItem], dict[str, Against]]:
     """`prepare` for many responses, their tasks and cases read in a few queries (not two
-    per response); and, per response, what of it may change while it is graded (`Graded`)."""
+    per response); and, per response, what of it may change while it is graded (`Against`)."""
     tasks = {t.task_id: t for t in fetch_in(s, Task.task_id, (r.task_id for r in responses))}
     cases = {c.case_id: c for c in fetch_in(s, Case.case_id, (t.case_id for t in tasks.values()))}
     case_of = {r.response_id: cases[tasks[r.task_id].case_id] for r in responses}
@@ -119,7 +116,7 @@ class _Grades:
 
     def __init__(self, s: Session, run: GraderRun, config: GraderConfig, cached: set[str],
                  progress: Callable[[int, int], None] | None,
-                 sent: dict[str, Graded]) -> None:
+                 sent: dict[str, Against]) -> None:
         self.s, self.run, self.config = s, run, config
         self.cached = cached  # request hashes in the cache or queued for it
         self.sent = sent  # response id -> what its request was built from
@@ -138,16 +135,10 @@ class _Grades:
 
     def _changed(self, response_ids: list[str]) -> set[str]:
         """The responses whose text (an admin's review) or case's reference answer (an
-        import) changed since their request was built. Their rows and their cases' are
-        share-locked until the commit, so such a change waits for it or came first (a review
-        drops the grades of the words it replaces; an import changes no answer a grade used)."""
-        rows = self.s.exec(select(Response.response_id, Response.text, Response.turns,
-                                  Case.ground_truth)
-                           .join(Task, Task.task_id == Response.task_id)
-                           .join(Case, Case.case_id == Task.case_id)
-                           .where(Response.response_id.in_(response_ids))
-                           .with_for_update(read=True, of=(Response, Case))).all()
-        return {rid for rid, *now in rows if self.sent.get(rid) != tuple(now)}
+        import) changed since their request was built (`judged_against`: a review drops the
+        grades of the words it replaces; an import changes no answer a grade used)."""
+        now = judged_against(self.s, response_ids)
+        return {rid for rid, against in now.items() if self.sent.get(rid) != against}
 
     def _write(self, group: list[tuple[GradeItem, CallResult, bool, bool]]) -> dict[str, int]:
         """The group's grades, failures and new cache entries, as three multi-row inserts. A

@@ -31,7 +31,13 @@ from db.raters.looks import suspend_after_change
 from db.rubrics import rubric_by_hash
 from db.study.cases import case_view
 from db.study.masks import MaskImage, masks_for_task
-from db.study.reference import has_reference, missing_message, require_reference
+from db.study.reference import (
+    Against,
+    has_reference,
+    judged_against,
+    missing_message,
+    require_reference,
+)
 from db.text_limits import COMMENT, check_length
 from errors import UserError
 from rubric.scoring import SCORE_FIELDS as RUBRIC_SCORE_FIELDS
@@ -76,10 +82,11 @@ class ChangedItem(StaleForm):
                          "the page shows the item as it is now")
 
 
-def shown_digest(reference: dict[str, Any] | None, text: str, turns: list[str] | None) -> str:
-    """A digest of what a score is given against: the case's reference answer and the
-    response's words (the rest of an item, its case record, images and task, cannot change
-    once imported)."""
+def shown_digest(against: Against) -> str:
+    """A digest of what a score is given against (`db.study.reference.judged_against`): the
+    response's words and the case's reference answer (the rest of an item, its case record,
+    images and task, cannot change once imported)."""
+    text, turns, reference = against
     shown = json.dumps([reference, text, turns or []], sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(shown.encode()).hexdigest()
 
@@ -227,7 +234,7 @@ def load_item(s: Session, *, rater_id: int, assignment_id: int) -> ScoringItem:
         revision=0 if score is None else score.revision,
         masks=masks_for_task(s, task=task),
         key_slices=list(s.get(Case, case.case_id).key_slices or []),
-        shown=shown_digest(case.ground_truth, resp.text, resp.turns),
+        shown=shown_digest((resp.text, resp.turns, case.ground_truth)),
     )
 
 
@@ -262,27 +269,23 @@ def _locked_score(s: Session, a: Assignment, base_revision: int | None = None) -
     score = _score_row(s, a.id, lock=True) or ExpertScore(
         assignment_id=a.id, rubric_hash=_rubric_hash(s, a), criteria={}, error_tags=[])
     if base_revision is not None and score.revision != base_revision:
-        code = s.exec(select(Response.blind_code)
-                      .where(Response.response_id == a.response_id)).one()
-        raise StaleScore(code, score.revision)
+        raise StaleScore(_blind_code(s, a), score.revision)
     return score
 
 
+def _blind_code(s: Session, a: Assignment) -> str:
+    return s.exec(select(Response.blind_code).where(Response.response_id == a.response_id)).one()
+
+
 def _check_shown(s: Session, a: Assignment, shown: str | None) -> None:
-    """ChangedItem unless the item's reference answer and words are still those `shown`. The
-    response's and the case's rows are share-locked until the commit, so an import or review
-    changing them waits for this save (and an import then sees the score: db.bundle.importer)
-    or came first."""
+    """ChangedItem unless the item's reference answer and words are still those `shown`, read
+    share-locked (`judged_against`): an import or review changing them waits for this save
+    (and an import then sees the score: db.bundle.importer) or came first."""
     if shown is None:
         return
-    code, text, turns, reference = s.exec(
-        select(Response.blind_code, Response.text, Response.turns, Case.ground_truth)
-        .join(Task, Task.task_id == Response.task_id)
-        .join(Case, Case.case_id == Task.case_id)
-        .where(Response.response_id == a.response_id)
-        .with_for_update(read=True, of=(Response, Case))).one()
-    if shown_digest(reference, text, turns) != shown:
-        raise ChangedItem(code)
+    [against] = judged_against(s, [a.response_id]).values()
+    if shown_digest(against) != shown:
+        raise ChangedItem(_blind_code(s, a))
 
 
 def _active(seconds: float) -> float:

@@ -1,5 +1,5 @@
 """Reference answers (a case's `ground_truth`): whether a case has one, which tasks lack one,
-and which scores used one.
+which scores used one, and what a judgment of a response is made against (`judged_against`).
 
 A case may be imported without its reference answer (a published release keeps the answers
 apart). Such a task can be sent to models and put in exams; grading it and scoring it by
@@ -16,6 +16,7 @@ from db.models import Assignment, Case, ExpertScore, GraderScore, Response, Task
 from db.queries import IN_CHUNK, chunks, fetch_in
 from errors import UserError
 
+Against = tuple[str, list | None, dict | None]  # a response's text and turns, its case's answer
 HINT = "import the answers with nmb import FILE... --from neural-medbench --answers ANSWERS.json"
 _SHOWN = 5  # task ids named in the message
 
@@ -45,6 +46,19 @@ def require_reference(s: Session, *, task_ids: Iterable[str]) -> None:
     """Raise UserError when a task among `task_ids` has no reference answer."""
     if missing := unanswered_tasks(s, task_ids):
         raise UserError(missing_message(missing))
+
+
+def judged_against(s: Session, response_ids: list[str]) -> dict[str, Against]:
+    """{response id: its text, turns and case's reference answer}, what a grade or an expert
+    score of it is made against, read with the responses' and cases' rows share-locked until
+    the commit: a review or an import changing them waits for the judgment's write, or came
+    first (and the judgment sees the change)."""
+    rows = s.exec(select(Response.response_id, Response.text, Response.turns, Case.ground_truth)
+                  .join(Task, Task.task_id == Response.task_id)
+                  .join(Case, Case.case_id == Task.case_id)
+                  .where(Response.response_id.in_(response_ids))
+                  .with_for_update(read=True, of=(Response, Case))).all()
+    return {rid: (text, turns, truth) for rid, text, turns, truth in rows}
 
 
 def require_reference_for_responses(s: Session, *, response_ids: Iterable[str]) -> None:
