@@ -369,14 +369,17 @@ def cmd_assign(args: argparse.Namespace) -> None:
 
 
 def cmd_exam_add(args: argparse.Namespace) -> None:
-    from db.study.exams import ensure_exam
+    from db.study.exams import ensure_exam, staged_tasks_sharing_a_case
 
     with _study() as s:
         exam = ensure_exam(s, name=args.name, task_ids=args.tasks, review=args.review,
                            actor="cli")
+        warning = staged_tasks_sharing_a_case(s, list(exam.task_ids))
         s.commit()
     print(f"exam {exam.id} {exam.name!r}: {len(exam.task_ids)} tasks"
           + (", review after finishing" if exam.review else ""))
+    if warning:
+        print(f"nmb: warning: {warning}", file=sys.stderr)
 
 
 def _positive(kind: type[int] | type[float], most: float) -> Callable[[str], int | float]:

@@ -29,7 +29,7 @@ from db.sources.dicom import import_dicom
 from db.status import counts
 from db.study.cases import case_view, reference_fields, task_list
 from db.study.catalog import case_rows, response_detail, response_rows, search, task_rows
-from db.study.exams import ensure_exam
+from db.study.exams import ensure_exam, staged_tasks_sharing_a_case
 from db.study.masks import case_masks
 from db.study.reference import HINT, has_reference
 from db.text_limits import NAME
@@ -433,13 +433,19 @@ def assignments_section() -> None:
             help="Takers who have finished may read their answers beside the reference "
                  "answers. Leave it off for a baseline study (the references stay unseen).")
         if st.form_submit_button("Open exam"):
+            warnings: list[str] = []
+
             def open_exam(s) -> str:
                 exam = ensure_exam(s, name=exam_name.strip(), task_ids=exam_tasks,
                                    review=exam_review, actor=user.name)
+                if warning := staged_tasks_sharing_a_case(s, list(exam.task_ids)):
+                    warnings.append(warning[0].upper() + warning[1:] + ".")
                 return (f"Exam {exam.name!r} is open with {len(exam.task_ids)} tasks"
                         + (", review after finishing." if exam.review else "."))
 
             run_write(open_exam)
+            for warning in warnings:
+                st.warning(escape_markdown(warning))
 
 
 def export_section() -> None:

@@ -140,6 +140,27 @@ def ensure_exam(s: Session, *, name: str, task_ids: list[str] | None = None,
     return exam
 
 
+def staged_tasks_sharing_a_case(s: Session, task_ids: list[str]) -> str | None:
+    """A one-line warning naming the cases of which two or more of `task_ids` reveal stages,
+    or None. No order protects both: whichever task's later stages come first (a CSF result,
+    a biopsy) are known when the other is answered, though a model answering it never gets
+    them (`_waiting_for` protects a task without stages, not a second staged one). Put such
+    tasks in separate exams."""
+    staged: dict[str, list[str]] = {}
+    for task in s.exec(select(Task).where(Task.task_id.in_(task_ids)).order_by(Task.task_id)):
+        if task.stages:
+            staged.setdefault(task.case_id, []).append(task.task_id)
+    shared = [(case_id, ids) for case_id, ids in sorted(staged.items()) if len(ids) > 1]
+    if not shared:
+        return None
+    named = "; ".join(f"case {case_id!r}: {', '.join(map(repr, ids))}"
+                      for case_id, ids in shared[:3])
+    left = len(shared) - 3
+    more = f"; {left} more case{'s' if left > 1 else ''}" if left > 0 else ""
+    return (f"multi-turn tasks of one case in one exam ({named}{more}): the stages one reveals "
+            "are known when the other is answered; put them in separate exams")
+
+
 def exams(s: Session) -> list[Exam]:
     return list(s.exec(select(Exam).order_by(Exam.name)))
 
@@ -250,8 +271,8 @@ def _waiting_for(tasks: list[Task], answers: dict[str, list[str]], position: int
     """The exam positions (1-based) of the tasks of the same case as `tasks[position]` that
     have fewer stages and are not fully answered. A stage revealed later is information about
     the case (a CSF result, a biopsy) that a model answering the other task never gets, so it
-    waits until those are answered; a single-stage task never waits (tasks of one case with
-    as many stages each are not ordered: their stages can still inform each other)."""
+    waits until those are answered; a single-stage task never waits. Two staged tasks of one
+    case cannot both be protected (`staged_tasks_sharing_a_case` warns of them)."""
     me = tasks[position]
     return [k + 1 for k, t in enumerate(tasks)
             if k != position and t.case_id == me.case_id

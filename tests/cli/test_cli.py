@@ -212,7 +212,7 @@ def test_exam_add(nmb_home: Path) -> None:
     with session() as s:
         make_study(s, n_tasks=3, experts=0)
     out = nmb("exam", "add", "baseline", "--tasks", "task0", "task2")
-    assert out.returncode == 0 and "2 tasks" in out.stdout, out.stderr
+    assert out.returncode == 0 and "2 tasks" in out.stdout and not out.stderr, out.stderr
     bad = nmb("exam", "add", "other", "--tasks", "task9")
     assert bad.returncode == 2 and "unknown task 'task9'" in bad.stderr
     for tasks in (["task0", "task9"], ["task1"]):  # an existing exam is not silently returned
@@ -226,11 +226,19 @@ def test_exam_add(nmb_home: Path) -> None:
         assert len(changed.stderr.strip().splitlines()) == 1
     from sqlmodel import select
 
-    from db.models import Exam
+    from db.models import Exam, Task
 
     with session() as s:
         assert {e.name: e.review for e in s.exec(select(Exam))} == {"baseline": False,
                                                                     "open": True}
+        s.add(Task(task_id="task2b", case_id="case2", family="differential", level=3,
+                   prompt="Which diagnosis?", stages=["The CSF shows oligoclonal bands."]))
+        s.commit()
+    shared = nmb("exam", "add", "shared", "--tasks", "task2", "task2b")
+    assert shared.returncode == 0 and "2 tasks" in shared.stdout  # opened, and warned of
+    assert shared.stderr.startswith("nmb: warning: multi-turn tasks of one case in one exam "
+                                    "(case 'case2': 'task2', 'task2b')"), shared.stderr
+    assert len(shared.stderr.strip().splitlines()) == 1
 
 
 def test_import_status_reimport_and_refusal(nmb_home: Path, tmp_path: Path) -> None:

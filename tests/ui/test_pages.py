@@ -284,3 +284,19 @@ def test_admin_form_reports_mistakes_and_writes(demo_study: Path) -> None:
     with session() as s:
         assert [e.name for e in s.exec(select(Exam).order_by(Exam.name))] == [
             "Baseline", "Demo exam (synthetic cases)"]
+
+
+def test_admin_warns_of_two_multi_turn_tasks_of_one_case(demo_study: Path) -> None:
+    with session() as s:  # a second staged task of syn-02, whose syn-t04 has stages
+        s.add(Task(task_id="syn-t04b", case_id="syn-02", family="differential", level=3,
+                   prompt="Which diagnosis?", stages=["The CSF shows **bands**."]))
+        s.commit()
+    at = page("pages/admin.py", _login("demo-admin"))
+    at.query_params["section"] = "Assignments"
+    at.run()
+    next(t for t in at.text_input if t.label == "Exam name").input("Baseline")
+    next(b for b in at.get("form_submit_button") if b.label == "Open exam").click().run()
+    assert any("'Baseline' is open with 13 tasks" in m.value for m in at.success)
+    assert [w.value for w in at.warning] == [escape_markdown(  # quoted ids shown as text
+        "Multi-turn tasks of one case in one exam (case 'syn-02': 'syn-t04', 'syn-t04b'): the "
+        "stages one reveals are known when the other is answered; put them in separate exams.")]

@@ -13,6 +13,7 @@ from db.study.exams import (
     finish,
     review_tasks,
     save_draft,
+    staged_tasks_sharing_a_case,
 )
 from db.users import add_user
 from errors import UserError
@@ -77,6 +78,30 @@ def test_a_later_stage_waits_for_the_tasks_of_its_case_with_fewer_stages(
         assert multi.waiting_for == [] and multi.answerable
         assert multi.revealed_stages == ["More information."]
         assert answer_stage(s, attempt=attempt, task_id="task2", text="revised") == 1
+
+
+def test_two_multi_turn_tasks_of_one_case_in_one_exam_are_warned_of(database_url: str) -> None:
+    """No order keeps two staged tasks of a case apart (`_waiting_for` protects a task without
+    stages only): the exam opens, and the admin is told which cases and tasks."""
+    with Session(engine_for(database_url)) as s:
+        make_study(s, n_tasks=4)  # task2 (case2) is level 3 with one extra stage
+        s.get(Task, "task0").case_id = "case2"  # a single-stage task of that case: protected
+        assert staged_tasks_sharing_a_case(s, ["task0", "task1", "task2"]) is None
+        s.add(Task(task_id="task2b", case_id="case2", family="differential", level=3,
+                   prompt="Which diagnosis?", stages=["The CSF shows oligoclonal bands.",
+                                                     "The biopsy is read."]))
+        assert staged_tasks_sharing_a_case(s, ["task2", "task1"]) is None
+        warning = staged_tasks_sharing_a_case(s, ["task2b", "task0", "task2", "nope"])
+        assert warning == ("multi-turn tasks of one case in one exam (case 'case2': 'task2', "
+                           "'task2b'): the stages one reveals are known when the other is "
+                           "answered; put them in separate exams")
+        for k in range(4):  # more than three such cases: three named, the rest counted
+            s.add_all(Task(task_id=f"t{k}{x}", case_id=f"case{k}", family="differential",
+                           level=3, prompt="?", stages=["More."]) for x in "ab")
+        warning = staged_tasks_sharing_a_case(s, [f"t{k}{x}" for k in range(4) for x in "ab"])
+        assert warning.startswith("multi-turn tasks of one case in one exam (case 'case0': "
+                                  "'t0a', 't0b'; case 'case1'") and "'case3'" not in warning
+        assert "'t2b'; 1 more case):" in warning and "\n" not in warning
 
 
 def test_an_exam_with_unknown_or_other_tasks_is_refused(database_url: str) -> None:
