@@ -221,12 +221,13 @@ def cmd_users_email(args: argparse.Namespace) -> None:
 
 
 def cmd_users_disable(args: argparse.Namespace) -> None:
-    from db.users import disable_user
+    from db.users import disable_user, get_user
 
     with _study() as s:
+        already = get_user(s, name=args.name).disabled
         disable_user(s, name=args.name, actor="cli")
         s.commit()
-    print(f"disabled {args.name}")
+    print(f"{args.name} was already disabled" if already else f"disabled {args.name}")
 
 
 # --- bundles, demo, export -----------------------------------------------------------------

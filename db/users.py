@@ -187,8 +187,11 @@ def _end_sessions(s: Session, user: User) -> None:
 
 def disable_user(s: Session, *, name: str, actor: str | None = None) -> User:
     """Disable the account and end its sessions, including the ones open now. The last enabled
-    admin is refused: nobody could add, enable or manage accounts from the app any more."""
+    admin is refused: nobody could add, enable or manage accounts from the app any more. An
+    account already disabled is left as it is (no audit row)."""
     user = get_user(s, name=name)
+    if user.disabled:
+        return user
     _lock_last_admin(s, user, "disabling")
     user.disabled = True
     _end_sessions(s, user)

@@ -43,8 +43,17 @@ def test_users_add_list_disable(nmb_home: Path, tmp_path: Path) -> None:
     listed = json.loads(nmb("users", "list", "--json").stdout)
     assert [(u["name"], u["role"], u["disabled"]) for u in listed] == [
         ("ana", "expert", False), ("bo", "student", False)]
-    assert nmb("users", "disable", "ana").returncode == 0
+    assert nmb("users", "disable", "ana").stdout == "disabled ana\n"
     assert json.loads(nmb("users", "list", "--json").stdout)[0]["disabled"] is True
+    again = nmb("users", "disable", "ana")  # before: a second audit row, "disabled ana"
+    assert again.returncode == 0 and again.stdout == "ana was already disabled\n"
+    from sqlmodel import select
+
+    from db.engine import session
+    from db.models import AuditLog
+
+    with session() as s:
+        assert len(s.exec(select(AuditLog).where(AuditLog.action == "user.disable")).all()) == 1
     db = (nmb_home / "study.db").read_bytes()
     assert b"correct horse" not in db
 
