@@ -744,6 +744,9 @@ def cmd_results(args: argparse.Namespace) -> None:
     from results.leaderboard import parse_by
     from results.publish.export import as_text, comparison_text, export, prepare_out
 
+    if args.compare and args.layout == "leaderboard":
+        raise UserError("--compare prints the comparison instead of the tables: leave out "
+                        "--layout leaderboard (or --compare)")
     by = parse_by(args.by)
     splits = _splits(args)
     for folder in (args.out, args.site):

@@ -291,6 +291,10 @@ def test_compare_gives_the_paired_difference_of_a_direct_loop(demo_study: Path) 
     assert bad.returncode == 2 and bad.stderr.startswith(
         "nmb: --compare: 'physicians' is not a model or human group with judged responses")
     assert len(bad.stderr.strip().splitlines()) == 1
+    both = _nmb("results", "--compare", *pairs[0], "--layout", "leaderboard")
+    assert both.returncode == 2 and both.stderr == (  # before: --compare won, silently
+        "nmb: --compare prints the comparison instead of the tables: leave out --layout "
+        "leaderboard (or --compare)\n") and not both.stdout
 
 
 def test_every_format_renders_text_from_a_bundle_as_text(sqlite_url: str) -> None:
