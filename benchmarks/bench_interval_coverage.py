@@ -25,6 +25,12 @@ the estimate over the simulated cells) with the normal quantile: what the rule c
 the degrees of freedom its spread over the simulated cells shows (var log n* = trigamma(df/2), as
 for a scaled chi-square): whether the t_{C-1} of a variance over-corrects because n* = p(1-p)/v,
 whose parts shrink together near 0 and 1, is steadier than v.
+
+Last, a bound no interval escapes: `least_coverage`, the least coverage an equal-tailed interval
+can have on these cells if its lower bound never exceeds the exact binomial one of the cell's
+answers taken as independent. Near a boundary, with few cases, an estimate cannot lie far
+enough above the truth for such a bound to exclude it, so the upper side cannot spend its
+2.5 %; where this bound exceeds 97 %, issue 26's band is out of reach of every such interval.
 """
 
 import math
@@ -61,16 +67,24 @@ def _design(rng: np.random.Generator, cases: int, mu: float) -> tuple[np.ndarray
     return case, eta
 
 
-def model_cell(rng: np.random.Generator, cases: int, mu: float):
+def _answers(rng: np.random.Generator, cases: int, mu: float,
+             people: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Each task's case, and the answers: tasks x samples for a model, people x tasks for a
+    human group."""
     case, eta = _design(rng, cases, mu)
-    correct = rng.random((case.size, SAMPLES)) < expit(eta)[:, None]
+    if not people:
+        return case, rng.random((case.size, SAMPLES)) < expit(eta)[:, None]
+    eta = eta[None, :] + SD_PERSON * rng.standard_normal((PEOPLE, 1))
+    return case, rng.random(eta.shape) < expit(eta)
+
+
+def model_cell(rng: np.random.Generator, cases: int, mu: float):
+    case, correct = _answers(rng, cases, mu, people=False)
     return over_cases(correct.mean(axis=1), case, seed=int(rng.integers(1 << 30)))
 
 
 def human_cell(rng: np.random.Generator, cases: int, mu: float):
-    case, eta = _design(rng, cases, mu)
-    eta = eta[None, :] + SD_PERSON * rng.standard_normal((PEOPLE, 1))
-    correct = rng.random(eta.shape) < expit(eta)
+    case, correct = _answers(rng, cases, mu, people=True)
     person = np.repeat(np.arange(PEOPLE), case.size).astype(str)
     task = np.tile(np.arange(case.size), PEOPLE).astype(str)
     return group_mean(list(task), correct.ravel().astype(float), list(person),
@@ -123,6 +137,24 @@ def _beta(p: float, v: float, df: float, prior: float) -> list[float]:
     return [float(lo), float(hi)]
 
 
+def least_coverage(cases: int, mu: float, people: bool, target: float,
+                   draws: int = 20_000) -> float:
+    """The least coverage that an equal-tailed interval (each side missing at most
+    (1 - CONFIDENCE) / 2 of the time) can have on these cells if its lower bound is never above
+    the exact (Clopper-Pearson) lower bound of the cell's answers taken as independent: answers
+    that share a case carry no more information than independent ones. It is 1 - (1 -
+    CONFIDENCE) / 2 - P(that exact lower bound > target); above 97 %, no such interval covers
+    within the band."""
+    rng = np.random.default_rng(7)
+    tail = (1 - CONFIDENCE) / 2
+    above = 0
+    for _ in range(draws):
+        correct = _answers(rng, cases, mu, people)[1]
+        x, n = int(correct.sum()), correct.size
+        above += x > 0 and sps.beta.ppf(tail, x, n - x + 1) > target
+    return 1 - tail - above / draws
+
+
 def n_star_df(seen: np.ndarray) -> float:
     """The degrees of freedom of a scaled chi-square with the variance of log n* over the
     cells that saw spread: the solution of trigamma(df / 2) = var(log n*)."""
@@ -160,6 +192,12 @@ def simulate(cell, cases: int, mu: float, seed: int) -> tuple[np.ndarray, np.nda
     return cis, np.array(seen)
 
 
+def missed(cis: np.ndarray, target: float) -> str:
+    """How often the intervals lie entirely below and entirely above `target`."""
+    lo, hi = np.asarray(cis).T
+    return f"interval below {np.mean(hi < target):.3f}, above {np.mean(lo > target):.3f}"
+
+
 def covers(cis: np.ndarray, target: float) -> float:
     lo, hi = np.asarray(cis).T
     return float(np.mean((lo <= target) & (target <= hi)))
@@ -172,6 +210,7 @@ def main() -> None:
     columns: list[str] = []
     table: dict[str, list[float]] = {
         name: [] for name in ("the rule", *ALTERNATIVES, "yardstick", "the rule at n*'s df")}
+    least: list[float] = []
     for who, cell in (("model (5 samples per task)", model_cell),
                       (f"human group ({PEOPLE} people)", human_cell)):
         for label, mu in SHARES.items():
@@ -180,28 +219,31 @@ def main() -> None:
                 cis, seen = simulate(cell, cases, mu, seed=cases)
                 lo, hi = cis.T
                 print(f"{who}, share {label} ({target:.3f}), {cases:2d} cases: coverage "
-                      f"{covers(cis, target):.3f} (interval below {np.mean(hi < target):.3f}, "
-                      f"above {np.mean(lo > target):.3f}), median width "
+                      f"{covers(cis, target):.3f} ({missed(cis, target)}), median width "
                       f"{np.median(hi - lo):.3f}")
                 columns.append(f"{who.split()[0]} {label.split()[-1]} {cases}")
                 table["the rule"].append(covers(cis, target))
                 for name, interval in ALTERNATIVES.items():
                     table[name].append(covers([interval(*row) for row in seen], target))
                 n_true = target * (1 - target) / seen[:, 0].var()
-                table["yardstick"].append(covers([wilson(p, n_true, Z) for p in seen[:, 0]],
-                                                 target))
+                yardstick = [wilson(p, n_true, Z) for p in seen[:, 0]]
+                table["yardstick"].append(covers(yardstick, target))
                 df_n = n_star_df(seen)
                 table["the rule at n*'s df"].append(covers(
                     [share_interval(p, v, df_n) if 0 < p < 1 and v > NO_SPREAD
                      else share_interval(p, v, df) for p, v, df in seen], target))
+                least.append(least_coverage(cases, mu, cell is human_cell, target))
                 print(f"    degrees of freedom: the rule's median {np.median(seen[:, 2]):.1f}, "
-                      f"n*'s spread {df_n:.1f}")
+                      f"n*'s spread {df_n:.1f}; yardstick {covers(yardstick, target):.3f} "
+                      f"({missed(yardstick, target)}); least equal-tailed {least[-1]:.3f}")
     print(f"\nThe same cells, other intervals from the same v and df (coverage; cells in "
           f"{LOW:.0%}-{HIGH:.0%}):")
     print(f"{'':32s}" + "".join(f"{c:>14s}" for c in columns))
     for name, row in table.items():
         inside = sum(LOW <= c <= HIGH for c in row)
         print(f"{name:32s}" + "".join(f"{c:14.3f}" for c in row) + f"   {inside}/{len(row)}")
+    print(f"{'least, equal-tailed (bound)':32s}" + "".join(f"{c:14.3f}" for c in least)
+          + f"   {sum(c > HIGH for c in least)}/{len(least)} above {HIGH:.0%}")
     one = over_cases([1.0, 0.0, 1.0], ["case-1"] * 3)
     print(f"one-case cell (3 tasks of one case): value {one.value}, interval {one.ci}, "
           f"shown as {one.note!r}" + ("" if one.note == TOO_FEW else " (UNEXPECTED)"))
