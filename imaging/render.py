@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import math
+import os
 from functools import lru_cache
 from pathlib import Path
 
@@ -144,8 +145,10 @@ def render_to_file(
     sl = take_slice(vol, plane, index=index, radiological=radiological)
     png = render_png(sl, win)
     out = Path(out)
-    try:
-        out.write_bytes(png)
+    try:  # never through a link planted at the name (O_NOFOLLOW: ELOOP)
+        fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(png)
     except OSError as exc:
         raise UserError(f"{out}: cannot write the PNG ({exc.strerror or exc})") from None
     return out

@@ -81,6 +81,16 @@ def test_unwritable_output_is_a_user_error(bold, tmp_path):
         render_to_file(bold, out=tmp_path / "no" / "such" / "dir.png")
 
 
+def test_a_link_planted_at_the_output_name_is_not_written_through(bold, tmp_path):
+    """Before: the PNG overwrote the link's target (a shared folder, another user's file)."""
+    target = tmp_path / "victim.txt"
+    target.write_text("keep")
+    (tmp_path / "slice.png").symlink_to(target)
+    with pytest.raises(UserError, match=r"slice.png: cannot write the PNG \(Too many levels"):
+        render_to_file(bold, out=tmp_path / "slice.png")
+    assert target.read_text() == "keep"
+
+
 @pytest.mark.parametrize("path", NIBABEL_FILES, ids=lambda p: p.name)
 def test_every_nibabel_test_file_renders_or_is_refused_cleanly(path, tmp_path):
     try:
