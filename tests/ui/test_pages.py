@@ -222,6 +222,9 @@ def test_calibration_report_renders_in_the_app(demo_study: Path) -> None:
     assert not at.exception, at.exception
     assert any("gate passed · held-out look" in s.value for s in at.subheader), [
         s.value for s in at.subheader]
+    captions = [c.value for c in at.caption]  # before: "0 of the 1", "not held-out tested"
+    assert any(c.startswith("Held-out looks so far: 1 of the 1") for c in captions), captions
+    assert f"Status: {escape_markdown('passed its held-out look (report 1)')}" in captions
     assert any("synthetic" in w.value for w in at.warning)
     tags = next(df.value for df in at.dataframe if "error class" in df.value.columns)
     assert len(tags) == 5 and "alpha, experts + grader" in tags.columns

@@ -128,8 +128,12 @@ def report_section(actor: str) -> None:
         status = calibrate.validation_status(s, config_id=config_id)
     c1.caption(f"Status: {escape_markdown(status)}")  # may quote a revocation's reason
     boot = None
+    taken = f"look-taken-{config_id}"
     if part != "heldout":
         boot = c3.number_input("Bootstrap resamples", 200, 10000, 2000, step=200)
+    elif taken in st.session_state:  # the look of the run before, the page above redrawn
+        _show(*st.session_state.pop(taken))
+        return
     elif not _confirmed_look(config_id, names[config_id]):
         return
     if part != "heldout" and not st.button("Compute report", type="primary"):
@@ -141,6 +145,9 @@ def report_section(actor: str) -> None:
     except UserError as e:
         show_error(e)
         return
+    if part == "heldout" and out.fresh:  # the looks counted and the status above are stale
+        st.session_state[taken] = (out.report, out.row, out.figures, out.fresh)
+        st.rerun()
     _show(out.report, out.row, out.figures, out.fresh)
 
 
