@@ -16,6 +16,7 @@ from llm.plan import Plan
 from llm.run_writer import sweep
 from package.package import freeze, packages
 from results.leaderboard import leaderboard
+from stats.intervals import MIN_CASES
 from ui.actions import show_error
 from ui.admin.calibration_report import report_section, revoke_section
 from ui.admin.leaderboard import chart_png, leaderboard_view
@@ -175,8 +176,9 @@ with board_tab:
             st.warning(escape_markdown(warning[0].upper() + warning[1:] + "."),
                        icon=":material/warning:")
         st.caption("pass@k: unbiased estimator over each task's graded samples (Chen et al. "
-                   "2021), shown when every task has at least k, with a 95% bootstrap interval "
-                   "over tasks; human groups get pass@1.")
+                   "2021), shown when every task has at least k, with a 95% interval from "
+                   f"resamples of cases (none from fewer than {MIN_CASES} cases); human groups "
+                   "get pass@1.")
         if rows:
             leaderboard_view(rows, chart)
         else:

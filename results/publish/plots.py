@@ -123,7 +123,7 @@ def leaderboard_chart(rows: list[dict], ks: tuple[int, ...]) -> Figure | None:
             error_kw={"elinewidth": 1})
     ax.set_yticks(y, names)
     ax.invert_yaxis()
-    ax.set(xlim=(0, 1), xlabel=f"{label(measure)} (bars: 95% bootstrap interval)",
+    ax.set(xlim=(0, 1), xlabel=f"{label(measure)} (bars: 95% interval, cases resampled)",
            title=f"Leaderboard: {label(measure)}")
     groups = [g for g in GROUP_COLORS if any(r["group"] == g for r in shown)]
     legend_below(fig, [Patch(color=GROUP_COLORS[g]) for g in groups],

@@ -33,6 +33,7 @@ from results.publish.leaderboard_layout import columns, split_tables
 from results.publish.plots import leaderboard_chart
 from results.publish.tables import Table, fmt
 from results.results import Results, results_key
+from stats.intervals import MIN_CASES
 
 STYLE = """
 body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
@@ -130,8 +131,9 @@ def render(results: Results, study: dict[str, Any], figures: dict[str, str]) -> 
             f"{study['fingerprint']}; generated {study['generated']} by Neural-MedBench Studio "
             f"{study['tool']}.")
     grader = (f"Grader: config #{g['id']} {g['name']} (model {g['model']}, prompt "
-              f"{g['prompt_version']}), {state}. Judgments: {results.judged_by}. Intervals: 95% "
-              "bootstrap. Rows shaded are human baselines (physicians, students).")
+              f"{g['prompt_version']}), {state}. Judgments: {results.judged_by}. Intervals: 95%, from "
+              "resamples of cases (with their tasks; for human groups, people and cases), none "
+              f"from fewer than {MIN_CASES} cases. Rows shaded are human baselines (physicians, students).")
     parts = ["<h1>Neural-MedBench leaderboard</h1>", f"<p class=meta>{html.escape(meta)}</p>",
              f"<p class=meta>{html.escape(grader)}</p>"]
     parts += [f"<p class=flag>{html.escape(f)}</p>" for f in results.flags]

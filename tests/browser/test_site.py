@@ -81,6 +81,9 @@ def test_the_site_reads_from_its_folder_sorts_and_shows_names_as_text(
         "Direct Diagnosis (level 1)", "Complex Diseases (level 2)", "Multi-round Dialogue (level 3)"]
     assert page.evaluate("[...document.images].every(i => i.complete && i.naturalWidth > 0)")
     assert page.locator("img").count() == 3  # the three charts; the name made none
+    assert "Intervals: 95%, from resamples of cases (with their tasks; for human groups, " \
+        "people and cases), none from fewer than 5 cases." in page.locator(
+            "p.meta").all_inner_texts()[1]  # before: "95% bootstrap", which they are not alone
 
     # a hostile name stays text: the cell reads it, no element was made of it, nothing ran
     assert _column(page, "split-direct", "who") == [HOSTILE, "model-alpha"]  # by pass@1
