@@ -131,9 +131,10 @@ def render(results: Results, study: dict[str, Any], figures: dict[str, str]) -> 
             f"{study['fingerprint']}; generated {study['generated']} by Neural-MedBench Studio "
             f"{study['tool']}.")
     grader = (f"Grader: config #{g['id']} {g['name']} (model {g['model']}, prompt "
-              f"{g['prompt_version']}), {state}. Judgments: {results.judged_by}. Intervals: 95%, from "
-              "resamples of cases (with their tasks; for human groups, people and cases), none "
-              f"from fewer than {MIN_CASES} cases. Rows shaded are human baselines (physicians, students).")
+              f"{g['prompt_version']}), {state}. Judgments: {results.judged_by}. Intervals: "
+              "95%, from resamples of cases (with their tasks; for human groups, people and "
+              f"cases), none from fewer than {MIN_CASES} cases. Rows shaded are human baselines "
+              "(physicians, students).")
     parts = ["<h1>Neural-MedBench leaderboard</h1>", f"<p class=meta>{html.escape(meta)}</p>",
              f"<p class=meta>{html.escape(grader)}</p>"]
     parts += [f"<p class=flag>{html.escape(f)}</p>" for f in results.flags]
