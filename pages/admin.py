@@ -45,7 +45,7 @@ from db.users import (
     set_email,
 )
 from errors import UserError, not_permitted
-from ui.actions import run_write, show_error
+from ui.actions import WRITTEN, confirm, run_write, show_error, show_written
 from ui.admin.flag_review import flag_review
 from ui.auth import require_role
 from ui.case_panel import case_panel
@@ -81,9 +81,9 @@ def _show_import(label: str, run) -> None:
             raise
         bar.empty()
         show_error(refusal)
-    else:
-        bar.progress(1.0, text="done")
-        st.success(escape_markdown(f"{label}: {summary}"))
+    else:  # the counts at the top changed: the page is drawn again, the summary at the top
+        confirm(WRITTEN, f"{label}: {summary}")
+        st.rerun()
 
 
 def run_import(path: Path, dry_run: bool, workspace: Workspace | None = None) -> None:
@@ -316,7 +316,7 @@ def users_section() -> None:
                          email=email.strip() or None, actor=user.name)
                 return f"Added {role} {name}."
 
-            run_write(add)
+            run_write(add, redraw=True)
     others = [u.name for u in users if u.name != user.name]
     with st.form("change_role"):
         st.markdown("**Change a role** (the account's open sessions end)")
@@ -328,7 +328,7 @@ def users_section() -> None:
                 change_role(s, name=who_role, role=new_role, actor=user.name)
                 return f"{who_role} is now {new_role}."
 
-            run_write(move)
+            run_write(move, redraw=True)
     with st.form("reset_password", clear_on_submit=True):
         st.markdown("**Reset a password** (the account's open sessions end)")
         c1, c2 = st.columns(2)
@@ -353,7 +353,7 @@ def users_section() -> None:
                 return (f"{who_email} signs on as {account.email}." if account.email
                         else f"{who_email} has no single sign-on.")
 
-            run_write(mail)
+            run_write(mail, redraw=True)
     active = [u.name for u in users if not u.disabled and u.name != user.name]
     who = st.selectbox("Disable an account", active, index=None)
     if st.button("Disable", disabled=who is None):
@@ -387,7 +387,7 @@ def assignments_section() -> None:
                                          actor=user.name)
                 return f"Drawn: {parts['dev']} development, {parts['heldout']} held out."
 
-            run_write(draw)
+            run_write(draw, redraw=True)
     with st.form("assign"):
         st.markdown("**Assign items to raters** (balanced design, seeded queues)")
         chosen = st.multiselect("Raters", experts, default=experts)
@@ -417,7 +417,7 @@ def assignments_section() -> None:
                                 expect=plan, **options)
                 return f"Assignment design {design.id} created: {plan.describe()}."
 
-            run_write(make_design)
+            run_write(make_design, redraw=True)
         elif no.button("Cancel", key="assign-cancel"):
             st.session_state.pop("assign-plan")
             st.rerun()
@@ -469,7 +469,8 @@ SECTIONS = {"Import a bundle": import_section, "Model names": model_names_sectio
 # Stateful tabs: the open one survives every rerun (a button in it) and sits in the URL
 # (?section=Export), so a reload stays on it; only the open tab's content runs.
 tabs = st.tabs(list(SECTIONS), key="section", on_change="rerun", bind="query-params")
-for tab, draw in zip(tabs, SECTIONS.values(), strict=True):
+for tab, (name, draw) in zip(tabs, SECTIONS.items(), strict=True):
     if tab.open:
         with tab:
+            show_written(name)  # the message of a write that drew the page again
             draw()

@@ -9,10 +9,14 @@ from db.engine import session
 from errors import UserError
 from ui.plain_text import escape_markdown
 
+WRITTEN = "_written"
 
-def run_write(write: Callable[[Session], str]) -> None:
+
+def run_write(write: Callable[[Session], str], *, redraw: bool = False) -> None:
     """Call `write(s)` and commit; show the message it returns, or the UserError it raised
-    (nothing is written then). Both may quote typed or imported values: shown as literal text."""
+    (nothing is written then). Both may quote typed or imported values: shown as literal text.
+    With `redraw` (the write changes what the page shows above the form: counts, a table, a
+    list), the page is drawn again after the commit and `show_written` shows the message."""
     try:
         with session() as s:
             message = write(s)
@@ -20,7 +24,16 @@ def run_write(write: Callable[[Session], str]) -> None:
     except UserError as e:
         show_error(e)
     else:
+        if redraw:
+            confirm(WRITTEN, message)
+            st.rerun()
         st.success(escape_markdown(message))
+
+
+def show_written(item: object) -> None:
+    """Where the page shows it, the message of the write that `run_write(..., redraw=True)`
+    drew the page again for (`show_confirmation`, kept while `item` is shown)."""
+    show_confirmation(WRITTEN, item)
 
 
 def show_error(e: UserError) -> None:

@@ -51,4 +51,4 @@ def _one(flag: Flagged, actor: str) -> None:
             review(s, response_id=flag.response_id, texts=texts, actor=actor)
             return f"Response {flag.response_id} reviewed; it can be assigned now."
 
-        run_write(write)
+        run_write(write, redraw=True)  # the flag leaves the list above

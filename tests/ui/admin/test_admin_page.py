@@ -69,6 +69,27 @@ def test_an_upload_is_named_by_its_own_file_name(sqlite_url: str) -> None:
     assert at.session_state["section"] == "Import a bundle"
     with session() as s:
         assert len(s.exec(select(Case)).all()) == 2
+    counts = at.dataframe[0].value  # the page was drawn again: before, the counts of before
+    assert (counts["cases"][0], counts["tasks"][0], counts["responses"][0]) == (2, 3, 6)
+
+
+def test_a_write_draws_the_page_again_with_what_it_changed(sqlite_url: str) -> None:
+    """Before: the counts and the accounts above the form were those from before the write
+    until the next click."""
+    at = page("pages/admin.py", make_user("root", "admin"))
+    at.query_params["section"] = "Users"
+    at.run()
+    assert at.dataframe[0].value["users"][0] == 1
+    next(t for t in at.text_input if t.label == "Name").input("ward7")
+    next(t for t in at.text_input if t.label.startswith("Initial password")).input(
+        "a long passphrase")
+    next(b for b in at.get("form_submit_button") if b.label == "Add").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert at.dataframe[0].value["users"][0] == 2
+    assert list(at.dataframe[1].value["name"]) == ["root", "ward7"]
+    assert [m.value for m in at.success] == [r"Added student ward7\."]
+    at.run()  # the message stays while the section is open, and is not shown twice
+    assert [m.value for m in at.success] == [r"Added student ward7\."]
 
 
 def test_case_browser_lists_searches_and_shows_ground_truth_as_fields(sqlite_url: str) -> None:
