@@ -12,7 +12,7 @@ from grading.preflight import collect_preflight
 from grading.runs import outcome
 from llm.model_request import IMAGES, CollectSettings
 from llm.run_writer import sweep
-from ui.actions import show_error
+from ui.actions import confirm, show_confirmation, show_error
 from ui.admin.preflight import api_key, show_preflight
 from ui.auth import require_role
 
@@ -32,6 +32,7 @@ def run_section(settings: CollectSettings, selection: Selection, concurrency: in
     except UserError as e:
         show_error(e)
         return
+    show_confirmation("collect_done", settings.model)  # the run's outcome, page drawn again
     st.markdown(plan.sentence())
     left, right = st.columns(2)
     if left.button("Preflight (one request)"):
@@ -47,8 +48,9 @@ def run_section(settings: CollectSettings, selection: Selection, concurrency: in
             show_error(e)
         else:
             spent = "unknown cost" if out.cost_usd is None else f"${out.cost_usd:.4f}"
-            st.success(f"Run {out.run_id}: {out.collected} collected ({out.from_cache} from "
-                       f"cache), {out.failed} failed; {spent}.")
+            confirm("collect_done", f"Run {out.run_id}: {out.collected} collected "
+                    f"({out.from_cache} from cache), {out.failed} failed; {spent}.")
+            st.rerun()  # the plan above counted the answers just collected
 
 
 c1, c2 = st.columns(2)

@@ -11,6 +11,7 @@ from tests.apptest import page
 from tests.llm.run_ends import add_abandoned
 from tests.openai_server import OpenAIServer
 from ui.auth import LoggedIn
+from ui.plain_text import escape_markdown
 
 
 def test_preflight_then_collect(demo_study: Path) -> None:
@@ -33,8 +34,12 @@ def test_preflight_then_collect(demo_study: Path) -> None:
             assert s.exec(select(CollectionRun)).first() is None
         next(b for b in at.button if b.label == "Collect").click().run()
         assert not at.exception and not at.error, [e.value for e in at.error]
-        assert any(m.value.startswith(f"Run 1: {level1} collected") for m in at.success)
+        assert any(m.value.startswith(escape_markdown(f"Run 1: {level1} collected"))
+                   for m in at.success)
         assert at.dataframe[0].value["run"].tolist() == [1]
+        # the plan above is the one after the run (before: still the answers just collected)
+        assert any("**0** answers to collect" in m.value for m in at.markdown)
+        assert next(b for b in at.button if b.label == "Collect").disabled
     with session() as s:
         got = s.exec(select(Response).where(Response.model == "local-vlm")).all()
     assert len(got) == level1
