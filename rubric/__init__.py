@@ -1,8 +1,9 @@
 """Rubrics as data: schema, bundled rubrics, validation of scores, rendering.
 
     from rubric import load_rubric
+    from rubric.scoring import validate_score
     r = load_rubric("neurology-v1")
-    r.content_hash, r.applicable_criteria("lesion"), r.validate_score(score, family="lesion")
+    r.content_hash, r.applicable_criteria("lesion"), validate_score(r, score, family="lesion")
 
 Rendering for the rater's form and the LLM grader lives in `rubric.render`.
 """
