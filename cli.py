@@ -425,6 +425,7 @@ def cmd_grade(args: argparse.Namespace) -> None:
     from grading.grader import grade, summary_dict
     from grading.runs import run_failures
     from llm.grader_request import check_base_url, check_destination
+    from llm.plan import spent_text
 
     settings = load_settings(Path(args.config) if args.config else None, model=args.model,
                              base_url=args.base_url)
@@ -457,7 +458,7 @@ def cmd_grade(args: argparse.Namespace) -> None:
         print(f"run {summary.run_id} (config {config.id}): {summary.graded} graded "
               f"({summary.from_cache} from cache), {summary.failed} failed of {summary.items}; "
               f"{summary.prompt_tokens}+{summary.completion_tokens} tokens, "
-              f"${summary.cost_usd:.4f}")
+              f"{spent_text(summary.cost_usd)}")
     if summary.failed and not summary.graded:
         with _study() as s:
             reasons = [f.reason for f in run_failures(s, run_id=summary.run_id)]
@@ -468,6 +469,7 @@ def cmd_collect(args: argparse.Namespace) -> None:
     from collection.collect import Selection, collect
     from grading.config import is_dated_snapshot
     from llm.model_request import CollectSettings
+    from llm.plan import spent_text
 
     settings = CollectSettings(model=args.model, base_url=args.base_url, samples=args.samples,
                                images=args.images, temperature=args.temperature,
@@ -490,11 +492,11 @@ def cmd_collect(args: argparse.Namespace) -> None:
         print(f"nmb: failed: task {f['task_id']} sample {f['sample']}: {f['reason']}",
               file=sys.stderr)
     if not args.json:
-        cost = "unknown cost" if summary.cost_usd is None else f"${summary.cost_usd:.4f}"
         print(f"run {summary.run_id} ({summary.model}): {summary.collected} collected "
               f"({summary.from_cache} from cache), {summary.failed} failed of {summary.items}; "
               f"{summary.already_collected} collected before; {summary.prompt_tokens}+"
-              f"{summary.completion_tokens} tokens, {summary.image_count} images, {cost}")
+              f"{summary.completion_tokens} tokens, {summary.image_count} images, "
+              f"{spent_text(summary.cost_usd)}")
     _print_json(summary.as_dict())
     if summary.failed and not summary.collected:
         _nothing_done(f"run {summary.run_id} collected nothing", summary.failed,

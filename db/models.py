@@ -358,7 +358,7 @@ class GraderRun(SQLModel, table=True):
     from_cache: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    cost_usd: float = 0.0
+    cost_usd: float | None = 0.0  # None once a request of an unpriced model was sent
     synthetic: bool = False
     started_at: datetime = _when()
     finished_at: datetime | None = Field(default=None, sa_type=DateTime(timezone=True))

@@ -58,7 +58,7 @@ class RunSummary:
     from_cache: int
     prompt_tokens: int
     completion_tokens: int
-    cost_usd: float
+    cost_usd: float | None  # None: a request of an unpriced model was sent
 
 
 def _key_slices(s: Session, case_id: str) -> list[dict]:
@@ -125,9 +125,11 @@ class _Grades:
 
     def __call__(self, item: GradeItem, result: CallResult, from_cache: bool = False) -> None:
         if not from_cache:  # tokens are spent once per request sent
+            if result.cost_usd is None and (result.prompt_tokens or result.completion_tokens):
+                self.writer.make_unknown("cost_usd")  # an unpriced model: never a cost of 0
             self.writer.count(prompt_tokens=result.prompt_tokens,
                               completion_tokens=result.completion_tokens,
-                              cost_usd=result.cost_usd or 0.0)
+                              cost_usd=result.cost_usd)
         new = result.ok and not from_cache and item.request_hash not in self.cached
         if new:
             self.cached.add(item.request_hash)
@@ -251,7 +253,8 @@ def grade(
         elif to_send:
             asyncio.run(store.writer.flushing(send(job, on_done=store_all)))
     return RunSummary(run.id, run.n_items, run.graded, run.failed, run.from_cache,
-                      run.prompt_tokens, run.completion_tokens, round(run.cost_usd, 6))
+                      run.prompt_tokens, run.completion_tokens,
+                      None if run.cost_usd is None else round(run.cost_usd, 6))
 
 
 async def _batches(client, rubric: Rubric, work: list[GradeItem], store, **options) -> None:

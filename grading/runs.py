@@ -39,7 +39,7 @@ class RunRow:
     failed: int
     from_cache: int
     tokens: int
-    cost_usd: float
+    cost_usd: float | None  # None: unknown (an unpriced model)
     synthetic: bool
     started_at: datetime
     finished_at: datetime | None
@@ -49,7 +49,7 @@ class RunRow:
         return {"run": self.run_id, "config": self.config, "items": self.items,
                 "status": self.outcome, "to grade": self.n_items, "graded": self.graded,
                 "failed": self.failed, "from cache": self.from_cache, "tokens": self.tokens,
-                "cost (USD)": f"{self.cost_usd:.4f}",
+                "cost (USD)": "unknown" if self.cost_usd is None else f"{self.cost_usd:.4f}",
                 "synthetic": "yes" if self.synthetic else "",
                 "started (UTC)": f"{self.started_at:%Y-%m-%d %H:%M:%S}",
                 "finished (UTC)": "" if self.finished_at is None

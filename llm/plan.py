@@ -1,11 +1,17 @@
 """What a run would send, before running: the one plan type of grader runs and collection runs
 (`grading.grader.estimate`, `collection.collect.estimate`) and its one sentence, shown by
-/calibrate and /models. Token counts and cost are estimates and say so."""
+/calibrate and /models. Token counts and cost are estimates and say so; `spent_text`, what a
+finished run spent."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Literal
+
+
+def spent_text(cost_usd: float | None) -> str:
+    """What a finished run spent, in words: "unknown cost" where a price was unknown."""
+    return "unknown cost" if cost_usd is None else f"${cost_usd:.4f}"
 
 
 @dataclass(frozen=True)

@@ -131,6 +131,7 @@ class RunWriter(Generic[E]):
                  totals: dict[str, Any], progress: Callable[[int, int], None] | None = None):
         self.s, self.run, self._write, self.progress = s, run, write, progress
         self.totals = dict(totals)
+        self.unknown: set[str] = set()  # counters no longer known (`make_unknown`)
         self.pending: list[E] = []
         self.ended: dict[str, Any] = {}  # status and finished_at, once the run ends
         self.done = 0  # items finished, for `progress`
@@ -138,10 +139,17 @@ class RunWriter(Generic[E]):
 
     def count(self, **amounts: Any) -> None:
         """Add to the counters what does not wait for storage (the tokens and cost of a request
-        sent); a None amount adds nothing (a counter starting at None stays None until then)."""
+        sent); a None amount adds nothing (a counter starting at None stays None until then),
+        nor does any amount to a counter made `unknown`."""
         for name, value in amounts.items():
-            if value is not None:
+            if value is not None and name not in self.unknown:
                 self.totals[name] = (self.totals[name] or 0) + value
+
+    def make_unknown(self, name: str) -> None:
+        """The counter `name` is unknown from now on (None): a part of it was not measured,
+        e.g. the cost of a request whose price the table does not hold."""
+        self.unknown.add(name)
+        self.totals[name] = None
 
     def add(self, entry: E, *, item: bool = True) -> None:
         """Queue `entry` for the next commit, made now if one is due; `item`: the entry

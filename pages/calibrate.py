@@ -12,7 +12,7 @@ from grading.config import GraderSettings, is_dated_snapshot, store_config
 from grading.grader import config_label, config_labels, configs, estimate, grade, grades_key
 from grading.preflight import grader_preflight
 from grading.runs import history, run_failures
-from llm.plan import Plan
+from llm.plan import Plan, spent_text
 from llm.run_writer import sweep
 from package.package import freeze, packages
 from results.leaderboard import leaderboard
@@ -151,7 +151,7 @@ with grader_tab:
                             progress=lambda d, n: bar.progress(d / max(n, 1), text=f"{d}/{n}"))
             show = getattr(st, run_outcome(out.graded, out.failed))
             show(f"Run {out.run_id}: {out.graded} graded ({out.from_cache} from cache), "
-                 f"{out.failed} failed; ${out.cost_usd:.4f}.")
+                 f"{out.failed} failed; {spent_text(out.cost_usd)}.")
         except UserError as e:
             show_error(e)
     runs_section()

@@ -11,6 +11,7 @@ from errors import UserError
 from grading.preflight import collect_preflight
 from grading.runs import outcome
 from llm.model_request import IMAGES, CollectSettings
+from llm.plan import spent_text
 from llm.run_writer import sweep
 from ui.actions import confirm, show_confirmation, show_error
 from ui.admin.preflight import api_key, show_preflight
@@ -47,9 +48,9 @@ def run_section(settings: CollectSettings, selection: Selection, concurrency: in
         except UserError as e:
             show_error(e)
         else:
-            spent = "unknown cost" if out.cost_usd is None else f"${out.cost_usd:.4f}"
             confirm("collect_done", f"Run {out.run_id}: {out.collected} collected "
-                    f"({out.from_cache} from cache), {out.failed} failed; {spent}.")
+                    f"({out.from_cache} from cache), {out.failed} failed; "
+                    f"{spent_text(out.cost_usd)}.")
             st.rerun()  # the plan above counted the answers just collected
 
 

@@ -97,6 +97,31 @@ def test_cache_answers_identical_requests(sqlite_url: str, server: OpenAIServer)
         assert _count(s, GraderCache) == 6
 
 
+def test_an_unpriced_models_run_costs_unknown_never_zero(database_url: str,
+                                                         server: OpenAIServer) -> None:
+    """Before: a grader run of a model missing from the price table recorded $0.0000, as a
+    collection run does not (docs/results.md: unknown, never 0)."""
+    from grading.runs import history
+
+    with Session(engine_for(database_url), expire_on_commit=False) as s:
+        make_study(s, n_tasks=2)
+        cid = store_config(s, GraderSettings(model="test-grader-2026-01-01",
+                                             base_url=server.base_url)).id
+        s.commit()
+        first = grade(s, config_id=cid, trust_base_url=server.base_url, api_key=SECRET)
+        assert first.graded == 4 and first.prompt_tokens > 0 and first.cost_usd is None
+        assert s.get(GraderRun, first.run_id).cost_usd is None
+        assert history(s)[0].row()["cost (USD)"] == "unknown"
+        s.exec(GraderScore.__table__.delete())  # forget the grades, keep the cache
+        s.commit()
+        cached = grade(s, config_id=cid, trust_base_url=server.base_url, api_key=SECRET)
+        assert cached.from_cache == 4 and cached.cost_usd == 0.0  # nothing was sent
+        priced = store_config(s, GraderSettings(base_url=server.base_url)).id  # gpt-4o's price
+        s.commit()
+        assert grade(s, config_id=priced, trust_base_url=server.base_url,
+                     api_key=SECRET).cost_usd > 0
+
+
 def test_estimate_and_the_grades_key_follow_the_study(sqlite_url: str, server: OpenAIServer) -> None:
     with Session(engine_for(sqlite_url), expire_on_commit=False) as s:
         make_study(s, n_tasks=3)
