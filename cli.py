@@ -540,6 +540,7 @@ def cmd_calibrate(args: argparse.Namespace) -> None:
     with _study() as s:
         out = calibrate.run(s, config_id=args.config, part=args.part, gate=gate,
                             statistics=stats, run_id=args.run, actor="cli")
+        status = calibrate.validation_status(s, config_id=args.config)
     report, row = out.report, out.row
     if args.out:
         from calibration.html import export
@@ -547,7 +548,8 @@ def cmd_calibrate(args: argparse.Namespace) -> None:
         export(Path(args.out), report, row.html or "", out.figures)
     _print_json({"report_id": row.id, "part": report.part, "n_items": report.n_items,
                  "passed": report.passed, "validates": report.validates,
-                 "decided_earlier": not out.fresh, "protocol_id": report.protocol_id,
+                 "decided_earlier": not out.fresh, "status": status,
+                 "protocol_id": report.protocol_id,
                  "gate": {g.name: g.passed for g in report.gate},
                  "values": {g.name: g.value for g in report.gate},
                  "why_failed": report.why_failed(), "heldout_looks": len(report.heldout_looks),

@@ -197,8 +197,13 @@ def test_cli_gate_on_the_demo(demo_study: Path, tmp_path: Path, capsys) -> None:
     assert code == 2 and "can no longer change" in err
     code, out, _ = nmb("calibrate", "--check", str(first["report_id"]))
     assert code == 0 and json.loads(out)["matches"]
+    assert again["status"] == f"passed its held-out look (report {first['report_id']})"
     code, _, err = nmb("revoke", "--config", "1", "--reason", "synthetic\ndemo   grades ")
     assert code == 0  # (kept on one line: it is quoted in refusals, which are one line)
+    code, out, _ = nmb("calibrate", "--config", "1", "--part", "heldout")  # the stored look,
+    revoked = json.loads(out)  # and where the config stands now (before: no word of it)
+    assert revoked["decided_earlier"] and revoked["passed"]
+    assert revoked["status"] == "validation revoked (synthetic demo grades)"
     code, _, err = nmb("package", "freeze", "--config", "1", "--out", str(tmp_path / "p.zip"))
     assert code == 2 and "revoked (synthetic demo grades)" in err and err.count("\n") == 1
     assert not (tmp_path / "p.zip").exists()
