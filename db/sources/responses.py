@@ -328,6 +328,10 @@ def _xlsx_rows(path: Path, problems: list[Problem]) -> list[tuple[int, list]] | 
                     return None
                 values.append(c.value)
             rows.append((n, values))
+    except Exception as e:  # the sheet is parsed while its rows are read: as load_workbook
+        problems.append(Problem(path.name, None, f"is not a readable .xlsx workbook: "
+                                                 f"{one_line(str(e) or type(e).__name__, 120)}"))
+        return None
     finally:
         book.close()
     return rows
