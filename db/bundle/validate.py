@@ -205,8 +205,12 @@ def _syntax(e: ValueError) -> str:
 
 
 def _leaves(root: Path, path: Path) -> bool:
-    """Whether `path`, inside the bundle at `root` by name, is a link that leads out of it."""
-    return not path.resolve().is_relative_to(root.resolve())
+    """Whether `path`, inside the bundle at `root` by name, is a link that leads out of it; a
+    loop of links, which leads to no file inside, does."""
+    try:
+        return not path.resolve().is_relative_to(root.resolve())
+    except (OSError, RuntimeError):  # RuntimeError: a loop (Python < 3.13)
+        return True
 
 
 def _own_file_problem(root: Path, path: Path) -> str | None:
@@ -307,9 +311,9 @@ def _image_path_problem(root: Path, case_dir: Path, file: str, *, pictures: bool
     path = case_dir / file
     if not path.exists() and not path.is_symlink():
         return "does not exist"
-    real = path.resolve()
-    if not real.is_relative_to(root.resolve()):
+    if _leaves(root, path):
         return "is a symbolic link that leaves the bundle"
+    real = path.resolve()
     if not real.is_file():
         return "is not a regular file"
     if image_suffix(file) is None and sniff_file(real) is None:

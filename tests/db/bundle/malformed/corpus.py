@@ -146,6 +146,14 @@ def _linked_out(rel: str) -> Callable[[Path], None]:
     return mutate
 
 
+def _loop(rel: str) -> Callable[[Path], None]:
+    """The bundle's file `rel` replaced by a symbolic link to itself (resolving it loops)."""
+    def mutate(root: Path) -> None:
+        (root / rel).unlink()
+        os.symlink((root / rel).name, root / rel)
+    return mutate
+
+
 def _pipe(rel: str) -> Callable[[Path], None]:
     """The bundle's file `rel` replaced by a named pipe no one writes to (opening it blocks)."""
     def mutate(root: Path) -> None:
@@ -388,6 +396,10 @@ CORPUS: dict[str, Malformed] = {
     "responses_jsonl_symlink_leaves_bundle": Malformed(
         _linked_out("responses.jsonl"),
         ("responses.jsonl", "symbolic link that leaves the bundle")),
+    "bundle_json_symlink_loop": Malformed(
+        _loop("bundle.json"), ("bundle.json", "symbolic link that leaves the bundle")),
+    "image_symlink_loop": Malformed(
+        _loop("cases/c1/t1.nii.gz"), ("cases/c1/case.json", '"t1.nii.gz"', "symbolic link")),
     "responses_jsonl_pipe": Malformed(
         _pipe("responses.jsonl"), ("responses.jsonl", "is not a regular file")),
     "image_missing": Malformed(
