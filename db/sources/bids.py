@@ -28,6 +28,7 @@ from sqlmodel import Session
 
 from db.bundle.errors import printable
 from db.bundle.importer import FORMAT, BundleInvalid, ImportSummary, Problem, import_bundle
+from db.bundle.records import escape_unprintable
 from db.bundle.store import Workspace
 from db.bundle.validate import read_json
 from db.sources.case_info import CaseInfo, check_info, mapped, write_case
@@ -243,7 +244,7 @@ def convert(root: Path, dest: Path, case_info: Path, origin: dict[str, str],
         raise BundleInvalid(label, problems)
     name = description.get("Name") if isinstance(description, dict) else label
     (dest / "bundle.json").write_text(json.dumps(
-        {"format": FORMAT, "name": f"BIDS: {name}"[:256],
+        {"format": FORMAT, "name": escape_unprintable(f"BIDS: {name}")[:256],
          "description": "converted by nmb import --from bids"}, ensure_ascii=False), encoding="utf-8")
     return shown, left_out
 

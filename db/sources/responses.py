@@ -29,6 +29,7 @@ from typing import Any
 from sqlmodel import Session, delete, select
 
 from db.bundle.importer import FORMAT, BundleInvalid, ImportSummary, Problem, import_bundle
+from db.bundle.records import escape_unprintable
 from db.bundle.store import Workspace
 from db.bundle.validate import (
     MAX_TEXT_FILE_BYTES,
@@ -492,7 +493,7 @@ def import_responses(s: Session, path: Path, *, source: str, model: str | None =
         root = ws.path / "responses"
         root.mkdir()
         (root / "bundle.json").write_text(json.dumps(
-            {"format": FORMAT, "name": f"{source} responses: {path.name}"[:256],
+            {"format": FORMAT, "name": escape_unprintable(f"{source} responses: {path.name}")[:256],
              "description": f"converted by nmb import-responses --from {source}"}))
         (root / "responses.jsonl").write_text(
             "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in lines), encoding="utf-8")
@@ -525,7 +526,7 @@ def _import_nmb(s: Session, path: Path, *, dry_run: bool, actor: str | None,
             raise BundleInvalid(path.name, [Problem(path.name, None, "holds no answer")])
         (root / "responses.jsonl").write_bytes(data)
         (root / "bundle.json").write_text(json.dumps(
-            {"format": FORMAT, "name": f"responses: {path.name}"[:256]}))
+            {"format": FORMAT, "name": escape_unprintable(f"responses: {path.name}")[:256]}))
         try:
             summary = import_bundle(s, root, dry_run=dry_run, actor=actor, progress=progress,
                                     workspace=ws)

@@ -312,6 +312,9 @@ CORPUS: dict[str, Malformed] = {
     "bundle_format_unknown": Malformed(
         lambda r: _edit_json(r / "bundle.json", _set(format="nmb-bundle/9")),
         ("bundle.json", '"nmb-bundle/9"')),
+    "bundle_name_escape_sequence": Malformed(  # printed by nmb import: it would drive the terminal
+        lambda r: _edit_json(r / "bundle.json", _set(name="A\x1b[2J\x1b[31mbundle")),
+        ("bundle.json", "name", "contains U+001B, a control character")),
     "case_json_syntax": Malformed(
         lambda r: (r / "cases" / "c2" / "case.json").write_text('{"case_id": "c2"'),
         ("cases/c2/case.json", "invalid JSON")),
