@@ -309,8 +309,11 @@ def _image_path_problem(root: Path, case_dir: Path, file: str, *, pictures: bool
     if image_suffix(file) is None and not pictures:
         return "is not a .nii, .nii.gz or .mgz file"
     path = case_dir / file
-    if not path.exists() and not path.is_symlink():
-        return "does not exist"
+    try:
+        if not path.exists() and not path.is_symlink():
+            return "does not exist"
+    except OSError as e:  # a name no file can have (ENAMETOOLONG)
+        return f"cannot be opened: {e.strerror}"
     if _leaves(root, path):
         return "is a symbolic link that leaves the bundle"
     real = path.resolve()

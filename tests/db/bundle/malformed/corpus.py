@@ -405,6 +405,9 @@ CORPUS: dict[str, Malformed] = {
         _loop("cases/c1/t1.nii.gz"), ("cases/c1/case.json", '"t1.nii.gz"', "symbolic link")),
     "responses_jsonl_pipe": Malformed(
         _pipe("responses.jsonl"), ("responses.jsonl", "is not a regular file")),
+    "image_name_too_long": Malformed(  # no file can have it (ENAMETOOLONG)
+        _series_file("t" * 300 + ".nii.gz"),
+        ("cases/c1/case.json", "series[0].file", "cannot be opened: File name too long")),
     "image_missing": Malformed(
         _series_file("t2.nii.gz"), ("cases/c1/case.json", '"t2.nii.gz"', "does not exist")),
     "image_wrong_extension": Malformed(
