@@ -25,6 +25,7 @@ import json
 import os
 import re
 import subprocess
+import warnings
 import zlib
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -532,7 +533,18 @@ def convert(path: Path, root: Path, info: CaseInfo, *, sequence_map: Path | None
             allow_burned_in: bool, origin: dict[str, str], task_origin: list[str]
             ) -> tuple[list[str], list[str], list[str]]:
     """Write the study at `path` as a one-case bundle at `root`; (series, left out, dropped
-    identifiers). Raises BundleInvalid listing every problem."""
+    identifiers). Raises BundleInvalid listing every problem. What pydicom warns of while
+    reading is not shown: the problems name what matters, one line each."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return _convert_study(path, root, info, sequence_map=sequence_map,
+                              allow_burned_in=allow_burned_in, origin=origin,
+                              task_origin=task_origin)
+
+
+def _convert_study(path: Path, root: Path, info: CaseInfo, *, sequence_map: Path | None,
+                   allow_burned_in: bool, origin: dict[str, str], task_origin: list[str]
+                   ) -> tuple[list[str], list[str], list[str]]:
     rules = read_sequence_map(sequence_map)
     problems: list[Problem] = []
     series, left_out, identifiers = read_study(path, problems)

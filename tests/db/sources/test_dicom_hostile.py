@@ -274,3 +274,21 @@ def test_a_secondary_capture_is_held_back_like_burned_in_text(sqlite_url: str,
                                dry_run=True)
     assert summary.series == ["T2: 6x6x3"]
     assert not dicom.secondary_capture("1.2.840.10008.5.1.4.1.1.77.1.4")
+
+
+def test_what_pydicom_warns_of_stays_off_the_terminal(sqlite_url: str, tmp_path: Path) -> None:
+    """pydicom warns (on stderr, from `nmb import`) of values it finds odd; the refusal is the
+    one line the user reads, without the warning's two lines before it."""
+    import subprocess
+    import sys
+
+    datasets = _series(4)
+    datasets[2].Rows = 5  # pydicom: "The pixel data is 72 bytes long, which indicates ..."
+    folder = write_series(tmp_path / "study", datasets)
+    info = tmp_path / "CASE.json"
+    info.write_text(json.dumps(CASE))
+    out = subprocess.run([sys.executable, "-m", "cli", "import", str(folder), "--from", "dicom",
+                          "--case-info", str(info)], cwd=Path(__file__).parents[3],
+                         capture_output=True, text=True, timeout=300)
+    assert (out.returncode, out.stderr) == (2, "nmb: study: series 2: holds images of "
+                                               "different sizes\n")
