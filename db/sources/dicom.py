@@ -347,6 +347,7 @@ def read_study(path: Path, problems: list[Problem]) -> tuple[list[_Series], list
     series: dict[str, _Series] = {}
     left_out: dict[str, int] = {}
     identifiers: set[str] = set()
+    studies: dict[str, str] = {}  # StudyInstanceUID -> the first image file of that study
     total = 0
     for f in files:
         rel = f.relative_to(root).as_posix() if f.is_relative_to(root) else f.name
@@ -371,6 +372,8 @@ def read_study(path: Path, problems: list[Problem]) -> tuple[list[_Series], list
             kind = printable(str(getattr(ds, "Modality", "") or "object"))
             left_out[f"{kind} without pixels"] = left_out.get(f"{kind} without pixels", 0) + 1
             continue
+        if study := str(getattr(ds, "StudyInstanceUID", "") or ""):
+            studies.setdefault(study, rel)
         uid = str(getattr(ds, "SeriesInstanceUID", "") or "")
         if not uid:
             problems.append(Problem(rel, None, "has no SeriesInstanceUID"))
@@ -414,6 +417,10 @@ def read_study(path: Path, problems: list[Problem]) -> tuple[list[_Series], list
             s.frames.append(_Frame(np.asarray(ipp, float), np.asarray(iop, float),
                                    np.asarray(spacing, float),
                                    (int(plane[0, 0]), int(plane[0, -1]), int(plane[-1, 0]))))
+    first, *others = studies.values() or [""]
+    problems += [Problem(other, None, f"belongs to another study than {first} "
+                         "(StudyInstanceUID differs): one DICOM import is one study, one case")
+                 for other in others]
     lines = [f"{n} {kind}" for kind, n in sorted(left_out.items())]
     return sorted(series.values(), key=lambda s: (s.number, s.uid)), lines, identifiers
 

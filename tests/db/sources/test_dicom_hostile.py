@@ -292,3 +292,19 @@ def test_what_pydicom_warns_of_stays_off_the_terminal(sqlite_url: str, tmp_path:
                          capture_output=True, text=True, timeout=300)
     assert (out.returncode, out.stderr) == (2, "nmb: study: series 2: holds images of "
                                                "different sizes\n")
+
+
+def test_a_folder_holding_two_studies_is_refused(sqlite_url: str, tmp_path: Path) -> None:
+    """One import is one study, one case: a folder that also holds another study (another
+    visit, or another patient's series exported beside it) is refused, naming a file of each,
+    rather than merged into one case."""
+    folder = tmp_path / "export"
+    write_series(folder / "a", _series())
+    other = classic_series("FLAIR AX", 3, study_uid=generate_uid(), frame_uid=generate_uid(),
+                           data=volume(6, 6, 3))
+    for ds in other:
+        ds.PatientID = "ANOTHER-PATIENT"
+    write_series(folder / "b", other)
+    assert _refused(sqlite_url, folder, tmp_path) == [
+        "b/IM00000: belongs to another study than a/IM00000 (StudyInstanceUID differs): one "
+        "DICOM import is one study, one case"]
