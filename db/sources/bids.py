@@ -81,10 +81,17 @@ def _participants(root: Path, problems: list[Problem]) -> dict[str, dict[str, st
         with open(path, encoding="utf-8-sig", newline="") as f:
             reader = csv.DictReader(f, delimiter="\t")
             rows = []
+            lines: dict[str, int] = {}  # participant_id -> its line
             for r in reader:
                 if None in r.values():  # csv's value for a column the row does not reach
                     problems.append(Problem(path.name, None, f"line {reader.line_num} has "
                                                              "fewer fields than the header"))
+                    return {}
+                who = r.get("participant_id")
+                if who is not None and lines.setdefault(who, reader.line_num) != reader.line_num:
+                    problems.append(Problem(path.name, None, f"line {reader.line_num} lists "
+                                            f"{printable(who)} again (first on line "
+                                            f"{lines[who]})"))
                     return {}
                 rows.append(r)
     except (UnicodeDecodeError, csv.Error) as e:

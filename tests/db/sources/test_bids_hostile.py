@@ -50,6 +50,14 @@ def test_a_participants_row_shorter_than_its_header_is_named(sqlite_url: str,
         "participants.tsv: line 2 has fewer fields than the header"]
 
 
+def test_a_subject_listed_twice_in_participants_is_named(sqlite_url: str,
+                                                        tmp_path: Path) -> None:
+    """Before: the later row won in silence, so {age} was whichever line came last."""
+    root = _dataset(tmp_path / "ds", "participant_id\tage\tsex\nsub-01\t54\tM\nsub-01\t61\tF\n")
+    assert _refused(sqlite_url, root, _info(tmp_path, "Subject 1, {age}")) == [
+        "participants.tsv: line 3 lists sub-01 again (first on line 2)"]
+
+
 def test_symbolic_links_leaving_the_dataset_are_refused(sqlite_url: str, tmp_path: Path) -> None:
     """A volume linked from elsewhere (another patient's folder, another dataset) was read
     and imported as this subject's; a link inside the dataset (DataLad's annex) is fine."""
