@@ -242,7 +242,11 @@ def _files(path: Path, problems: list[Problem]) -> tuple[Path, list[Path]]:
         if len(files) > MAX_FILES:
             problems.append(Problem(path.name, None, f"lists more than {MAX_FILES:,} files"))
             return path.parent, []
-        return path.parent, files
+        pipes = [f for f in files if not f.is_file()]  # a pipe would keep the import waiting
+        problems += [Problem(f.relative_to(path.parent).as_posix()
+                             if f.is_relative_to(path.parent) else f.name, None,
+                             "is not a regular file") for f in pipes]
+        return path.parent, [] if pipes else files
     files = []
     for dirpath, dirnames, names in os.walk(
             path, onerror=lambda e: problems.append(unreadable(path, Path(e.filename), e))):

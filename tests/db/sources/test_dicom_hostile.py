@@ -166,6 +166,19 @@ def test_a_dicomdir_is_capped_like_the_files_it_lists(sqlite_url: str, tmp_path:
         f"DICOMDIR: is {size:,} bytes, more than the limit of {size - 1:,}"]
 
 
+def test_a_pipe_listed_in_a_dicomdir_is_refused(sqlite_url: str, tmp_path: Path) -> None:
+    """A DICOMDIR's files are checked as a folder's are: a pipe it lists (opening it would
+    wait for a writer forever) is named, not opened."""
+    import os
+
+    pacs_export(tmp_path / "export")
+    listed = sorted(p for p in (tmp_path / "export").rglob("IM*") if p.is_file())[2]
+    listed.unlink()
+    os.mkfifo(listed)
+    assert _refused(sqlite_url, tmp_path / "export" / "DICOMDIR", tmp_path) == [
+        f"{listed.relative_to(tmp_path / 'export').as_posix()}: is not a regular file"]
+
+
 def _enhanced(tmp_path: Path) -> Path:
     return write_series(tmp_path / "study", [enhanced_series(
         "T1 AX", 5, study_uid=generate_uid(), frame_uid=generate_uid(), data=volume(6, 6, 3))])
