@@ -436,6 +436,21 @@ def _record_failures(failures: list[tuple[str, str, int, str]], file: str, sourc
     return write
 
 
+def _not_yet_recorded(s: Session, failures: list[tuple[str, str, int, str]]
+                      ) -> list[tuple[str, str, int, str]]:
+    """The failures (model, task, sample, reason) that are not already the latest recorded
+    ones, so importing a file again records no second run of the same failures."""
+    if not failures:
+        return failures
+    try:
+        known = set(s.exec(select(CollectionFailure.model, CollectionFailure.task_id,
+                                  CollectionFailure.sample, CollectionFailure.reason).where(
+            CollectionFailure.model.in_({f[0] for f in failures}))))
+    finally:
+        s.rollback()
+    return [f for f in failures if f not in known]
+
+
 def import_responses(s: Session, path: Path, *, source: str, model: str | None = None,
                      task_key: str | None = None, dry_run: bool = False,
                      actor: str | None = None, progress: Any = None,
@@ -489,6 +504,7 @@ def import_responses(s: Session, path: Path, *, source: str, model: str | None =
             row["usage"] = a.usage
         lines.append(row)
         origin.append(a.where)
+    failures = _not_yet_recorded(s, failures)
     with Workspace("responses", engine=s.get_bind()) as ws:
         root = ws.path / "responses"
         root.mkdir()

@@ -112,8 +112,11 @@ def test_batch_output_becomes_responses_failures_and_flags(study: str, tmp_path:
     assert failures == [("t1", 1, "batch line error "), ("t2", 1, "empty answer")]
     assert len(flagged) == 1 and "[name removed]" in rows[1][3]
     assert _held_back(study) == {flagged[0].response_id}  # not assigned until reviewed
+    before = snapshot(study)
     again = _run(study, out, "openai-batch")  # the same file again: nothing new
     assert again.imported.new_responses == 0 and again.imported.unchanged_responses == 2
+    assert again.failures == 0 and not again.changed  # no second run of the same failures
+    assert snapshot(study) == before
     # --model overrides the file's, so the same answers are another model's
     assert _run(study, out, "openai-batch", model="mine").imported.new_responses == 2
 
