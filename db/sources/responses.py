@@ -382,6 +382,9 @@ def read_vlmevalkit(path: Path, problems: list[Problem]) -> list[Answer]:
         problems.append(Problem(path.name, None, f"has no column {', '.join(missing)} (found: "
                                 f"{one_line(', '.join(h for h in header if h), 200) or 'none'})"))
         return []
+    if twice := next((h for h in header if h and header.count(h) > 1), None):
+        problems.append(Problem(path.name, None, f"has the column {one_line(twice, 60)} twice"))
+        return []
     out = []
     default = "task_id" if "task_id" in header else "index"
     for n, values in rows[1:]:

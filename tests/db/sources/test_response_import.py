@@ -212,6 +212,10 @@ def test_vlmevalkit_refusals(study: str, tmp_path: Path, monkeypatch) -> None:
     assert _refused(study, same, "vlmevalkit", model="m", task_key="prompt") == [
         "same.tsv: 1 questions are the prompt of more than one task: 'Where is the lesion?' "
         "(same.tsv row 2); use --task-key field:NAME or map"]
+    twice = tmp_path / "twice.tsv"  # which prediction is the answer? (the last one was taken)
+    twice.write_text("index\tprediction\tprediction\nt1\tStroke.\tMS.\n")
+    assert _refused(study, twice, "vlmevalkit", model="m") == [
+        "twice.tsv: has the column prediction twice"]
     monkeypatch.setattr(response_import, "MAX_FILE_BYTES", 10)
     big = tmp_path / "big.tsv"
     big.write_text("index\tprediction\nt1\t" + "x" * 100 + "\n")
