@@ -187,6 +187,7 @@ def convert(root: Path, dest: Path, case_info: Path, origin: dict[str, str],
     cases: list[tuple[CaseInfo, list[tuple[str, Path]]]] = []
     left_out: list[str] = []
     used_keys: set[str] = set()
+    case_ids: dict[str, str] = {}  # case id -> the entry that gives it
     for subject in subjects:
         sessions = _sessions(subject, root, problems)
         for cid, folder in sessions:
@@ -218,7 +219,11 @@ def convert(root: Path, dest: Path, case_info: Path, origin: dict[str, str],
                 problems.append(Problem(folder.relative_to(root).as_posix(), None,
                                         "holds no volume of a known suffix ("
                                         + ", ".join(SUFFIXES) + ")"))
-            if info is not None:
+            if info is not None and info.case["case_id"] in case_ids:
+                problems.append(Problem(where, None, f'case_id "{info.case["case_id"]}" is '
+                                        f"{case_ids[info.case['case_id']]}'s as well"))
+            elif info is not None:
+                case_ids[info.case["case_id"]] = where
                 cases.append((info, series))
     problems += [Problem(info_name, None, f"{k}: no such subject in the dataset")
                  for k in entries if k not in used_keys and not any(

@@ -58,6 +58,18 @@ def test_a_subject_listed_twice_in_participants_is_named(sqlite_url: str,
         "participants.tsv: line 3 lists sub-01 again (first on line 2)"]
 
 
+def test_two_subjects_given_one_case_id_are_named(sqlite_url: str, tmp_path: Path) -> None:
+    """A case_id in CASES.json that another subject has (its own, or given too) was a
+    FileExistsError traceback while the cases were written."""
+    root = _dataset(tmp_path / "ds")
+    _nifti(root / "sub-02/anat/sub-02_T1w.nii.gz", 2)
+    info = tmp_path / "CASES.json"
+    info.write_text(json.dumps({"sub-01": {"case_id": "sub-02", "title": "One", "ehr": ""},
+                                "sub-02": {"title": "Two", "ehr": ""}}))
+    assert _refused(sqlite_url, root, info) == [
+        'CASES.json sub-02: case_id "sub-02" is CASES.json sub-01\'s as well']
+
+
 def test_symbolic_links_leaving_the_dataset_are_refused(sqlite_url: str, tmp_path: Path) -> None:
     """A volume linked from elsewhere (another patient's folder, another dataset) was read
     and imported as this subject's; a link inside the dataset (DataLad's annex) is fine."""
