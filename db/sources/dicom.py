@@ -37,6 +37,7 @@ from sqlmodel import Session
 
 from db.bundle.errors import printable
 from db.bundle.importer import FORMAT, BundleInvalid, ImportSummary, Problem, import_bundle
+from db.bundle.records import show
 from db.bundle.store import Workspace
 from db.bundle.validate import read_json
 from db.sources.case_info import CaseInfo, mapped, read_case_info, write_case
@@ -152,9 +153,10 @@ def read_sequence_map(path: Path | None) -> list[tuple[re.Pattern, str | None]]:
     for pattern, name in (*rules, *DEFAULT_SEQUENCES):
         try:
             out.append((re.compile(pattern, re.IGNORECASE), name))
-        except re.error as e:
+        except (re.error, RecursionError) as e:  # RecursionError: groups nested too deep
+            why = e if isinstance(e, re.error) else "it is nested too deep"
             raise UserError(f"{Path(path).name if path else 'sequence map'}: pattern "
-                            f"{pattern!r} is not a regular expression: {e}") from None
+                            f"{show(pattern)} is not a regular expression: {why}") from None
     return out
 
 

@@ -321,3 +321,18 @@ def test_a_folder_holding_two_studies_is_refused(sqlite_url: str, tmp_path: Path
     assert _refused(sqlite_url, folder, tmp_path) == [
         "b/IM00000: belongs to another study than a/IM00000 (StudyInstanceUID differs): one "
         "DICOM import is one study, one case"]
+
+
+@pytest.mark.parametrize("pattern", ["(" * 3000, "(" * 5000 + "T2" + ")" * 5000, "[" + "x" * 5000])
+def test_a_sequence_map_pattern_that_cannot_be_compiled_is_one_short_line(tmp_path: Path,
+                                                                          pattern: str) -> None:
+    """Groups nested thousands deep were a RecursionError traceback in the regular expression
+    parser; a long pattern is quoted cut, not whole."""
+    from errors import UserError
+
+    mapping = tmp_path / "map.json"
+    mapping.write_text(json.dumps({pattern: "T2"}))
+    with pytest.raises(UserError) as e:
+        dicom.read_sequence_map(mapping)
+    assert str(e.value).startswith("map.json: pattern ") and len(str(e.value)) < 200
+    assert "\n" not in str(e.value)
