@@ -33,7 +33,7 @@ from db.bundle.store import Workspace
 from db.bundle.validate import read_json
 from db.sources.case_info import CaseInfo, check_info, mapped, write_case
 from db.sources.folder import leaves, listing, unreadable
-from errors import UserError
+from errors import UserError, not_a_file
 from imaging import inspect_image
 from imaging.text_free import save_text_free
 
@@ -72,7 +72,10 @@ class BidsSummary:
 
 def _participants(root: Path, problems: list[Problem]) -> dict[str, dict[str, str]]:
     path = root / "participants.tsv"
-    if not path.is_file():
+    if not path.exists():
+        return {}
+    if not path.is_file():  # a folder, or a pipe that would keep the import waiting
+        problems.append(Problem(path.name, None, not_a_file(path)))
         return {}
     if path.stat().st_size > MAX_PARTICIPANTS_BYTES:
         problems.append(Problem(path.name, None, f"is more than {MAX_PARTICIPANTS_BYTES:,} bytes"))

@@ -70,6 +70,19 @@ def test_two_subjects_given_one_case_id_are_named(sqlite_url: str, tmp_path: Pat
         'CASES.json sub-02: case_id "sub-02" is CASES.json sub-01\'s as well']
 
 
+@pytest.mark.parametrize("make, refusal", [
+    (lambda path: path.mkdir(), "participants.tsv: is a folder, not a file"),
+    (lambda path: __import__("os").mkfifo(path), "participants.tsv: is not a regular file")])
+def test_a_participants_tsv_that_is_not_a_file_is_named(sqlite_url: str, tmp_path: Path,
+                                                       make, refusal: str) -> None:
+    """Before: skipped as if absent (the subjects imported without their columns, or a
+    {column} was said to be missing), never named."""
+    root = _dataset(tmp_path / "ds")
+    (root / "participants.tsv").unlink()
+    make(root / "participants.tsv")
+    assert _refused(sqlite_url, root, _info(tmp_path)) == [refusal]
+
+
 def test_symbolic_links_leaving_the_dataset_are_refused(sqlite_url: str, tmp_path: Path) -> None:
     """A volume linked from elsewhere (another patient's folder, another dataset) was read
     and imported as this subject's; a link inside the dataset (DataLad's annex) is fine."""
