@@ -74,7 +74,7 @@ _KINDS = {"Cc": "control", "Cf": "format", "Zl": "separator", "Zp": "separator",
           "Zs": "space", "Cs": "surrogate", "Co": "private-use", "Cn": "unassigned"}
 
 
-def _char(c: str) -> str:
+def describe_char(c: str) -> str:
     """"U+202E RIGHT-TO-LEFT OVERRIDE, a format character"."""
     name = unicodedata.name(c, "")
     kind = _KINDS.get(unicodedata.category(c), "non-printable")
@@ -98,5 +98,5 @@ def model_name_problem(name: Any, limit: int = MODEL_NAME) -> str | None:
         return f"is longer than {limit} characters"
     bad = next((c for c in name if not c.isprintable()), None)
     if bad is not None:
-        return f"contains {_char(bad)}"
+        return f"contains {describe_char(bad)}"
     return "has blanks around it" if name != name.strip() else None

@@ -25,6 +25,7 @@ from imaging.window import GREY_TOP, Window, parse_window, to_grey
 
 PNG_COMPRESS_LEVEL = 1  # zlib level: fast to encode, still lossless
 MIN_DISPLAY_PX = 192  # smaller images are enlarged by an integer factor
+MAX_DISPLAY_PX = 8192  # larger ones (voxels of absurd proportions) are shrunk to it
 LETTER_INDEX, CROSSHAIR_INDEX = GREY_TOP + 1, GREY_TOP + 2
 LETTER_RGB, CROSSHAIR_RGB = (255, 220, 0), (0, 230, 0)
 
@@ -47,13 +48,16 @@ def _font(size: int) -> ImageFont.ImageFont | ImageFont.FreeTypeFont:
 
 
 def display_size(sl: Slice) -> tuple[int, int]:
-    """(width, height) in screen pixels: true aspect from pixel_mm, tiny images enlarged."""
+    """(width, height) in screen pixels: true aspect from pixel_mm, tiny images enlarged, none
+    longer than MAX_DISPLAY_PX (a file may claim voxels of any proportions)."""
     rows, cols = sl.pixels.shape
     row_mm, col_mm = sl.pixel_mm
     unit = min(row_mm, col_mm)
-    width, height = cols * col_mm / unit, rows * row_mm / unit
+    width = cols * min(col_mm / unit, MAX_DISPLAY_PX)
+    height = rows * min(row_mm / unit, MAX_DISPLAY_PX)
     factor = max(1, math.ceil(MIN_DISPLAY_PX / max(width, height)))
-    return max(1, round(width * factor)), max(1, round(height * factor))
+    shrink = max(1.0, max(width, height) * factor / MAX_DISPLAY_PX)
+    return (max(1, round(width * factor / shrink)), max(1, round(height * factor / shrink)))
 
 
 def slice_grey(sl: Slice, window: Window) -> np.ndarray:

@@ -26,7 +26,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from db.models import FAMILIES, LEVELS
-from db.text_limits import BUNDLE_FIELDS, model_name_problem, too_long
+from db.text_limits import BUNDLE_FIELDS, describe_char, model_name_problem, too_long
 
 FORMAT = "nmb-bundle/1"
 PICTURE_PLANES = ("axial", "coronal", "sagittal", "none")
@@ -40,7 +40,12 @@ def show(v: Any, limit: int = 60) -> str:
     """`v` as JSON, cut at `limit` characters; characters that are not printable (U+202E,
     U+2028, ...) escaped as JSON does control characters, so a problem stays one line."""
     text = json.dumps(v, ensure_ascii=False) if not isinstance(v, float) or math.isfinite(v) else str(v)
-    text = text if len(text) <= limit else text[: limit - 3] + "..."
+    return escape_unprintable(text if len(text) <= limit else text[: limit - 3] + "...")
+
+
+def escape_unprintable(text: str) -> str:
+    """`text` with every character that is not printable (a line break, an escape sequence's
+    ESC, U+202E, ...) escaped as JSON escapes control characters."""
     return "".join(c if c.isprintable() else json.dumps(c)[1:-1] if ord(c) < 0x10000
                    else f"\\U{ord(c):08x}" for c in text)
 
@@ -112,6 +117,8 @@ Filled = _filled()
 Identifier = Annotated[str, rule(
     lambda v: None if v and v == v.strip() and len(v) <= 128 and v.isprintable()
     else "is not a valid id (1-128 printable characters, no surrounding spaces)")]
+BundleName = Annotated[_filled(256), rule(  # printed and shown: no line break, no ESC, ...
+    lambda v: next((f"contains {describe_char(c)}" for c in v if not c.isprintable()), None))]
 ModelName = Annotated[Any, rule(
     lambda v: None if (why := model_name_problem(v)) is None else f"is not a model name: {why}")]
 Sample = Annotated[int, rule(
@@ -136,7 +143,7 @@ class BundleMeta(Record):
     """bundle.json"""
 
     format: one_of((FORMAT,))
-    name: _filled(256)
+    name: BundleName
     description: str = None
 
 

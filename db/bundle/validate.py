@@ -40,7 +40,7 @@ from db.bundle.records import (
 from db.bundle.store import Workspace
 from db.bundle.zip import MAX_UNZIPPED_BYTES, open_bundle
 from db.text_limits import UNSTORABLE
-from errors import UserError, read_at_most
+from errors import UserError, not_a_file, read_at_most
 from imaging import image_box, inspect_mask, overlaps
 from imaging.picture import other_format, sanitise_picture, sniff_file
 
@@ -204,7 +204,29 @@ def _syntax(e: ValueError) -> str:
     return f"invalid JSON: {e}"
 
 
-def _read_text(path: Path, rel: str, problems: list[Problem]) -> str | None:
+def _leaves(root: Path, path: Path) -> bool:
+    """Whether `path`, inside the bundle at `root` by name, is a link that leads out of it; a
+    loop of links, which leads to no file inside, does."""
+    try:
+        return not path.resolve().is_relative_to(root.resolve())
+    except (OSError, RuntimeError):  # RuntimeError: a loop (Python < 3.13)
+        return True
+
+
+def _own_file_problem(root: Path, path: Path) -> str | None:
+    """Why the bundle's own file `path` (bundle.json, case.json, a .jsonl) may not be read."""
+    if _leaves(root, path):
+        return "is a symbolic link that leaves the bundle"
+    return None if path.is_file() else not_a_file(path, "file is missing")
+
+
+def _read_text(path: Path, rel: str, problems: list[Problem], root: Path | None = None
+               ) -> str | None:
+    """The text of `path`, capped; with `root` (a bundle's own file), only a regular file that
+    stays inside the bundle is read (not a pipe, which would block, nor another file linked)."""
+    if root is not None and (why := _own_file_problem(root, path)):
+        problems.append(Problem(rel, None, why))
+        return None
     try:
         size = path.stat().st_size
         if size > MAX_TEXT_FILE_BYTES:
@@ -226,11 +248,12 @@ def _read_text(path: Path, rel: str, problems: list[Problem]) -> str | None:
         return None
 
 
-def read_json(path: Path, rel: str, problems: list[Problem]) -> Any:
-    if not path.is_file():
-        problems.append(Problem(rel, None, "file is missing"))
+def read_json(path: Path, rel: str, problems: list[Problem], root: Path | None = None) -> Any:
+    """The JSON value of `path` (with `root`: a file of that bundle), or None with problems."""
+    if root is None and not path.is_file():
+        problems.append(Problem(rel, None, not_a_file(path, "file is missing")))
         return None
-    text = _read_text(path, rel, problems)
+    text = _read_text(path, rel, problems, root)
     if text is None:
         return None
     try:
@@ -244,12 +267,12 @@ def read_json(path: Path, rel: str, problems: list[Problem]) -> Any:
     return value
 
 
-def read_jsonl(path: Path, rel: str, problems: list[Problem]
+def read_jsonl(path: Path, rel: str, problems: list[Problem], root: Path | None = None
                ) -> list[tuple[int, Any, str | None]]:
     """(line number, parsed value, why it cannot be stored or None) of every non-blank line
     that parses; lines that do not become problems. An unstorable row still names its id, so
     rows that refer to it are not reported as well."""
-    text = _read_text(path, rel, problems)
+    text = _read_text(path, rel, problems, root)
     if text is None:
         return []
     rows = []
@@ -286,11 +309,14 @@ def _image_path_problem(root: Path, case_dir: Path, file: str, *, pictures: bool
     if image_suffix(file) is None and not pictures:
         return "is not a .nii, .nii.gz or .mgz file"
     path = case_dir / file
-    if not path.exists() and not path.is_symlink():
-        return "does not exist"
-    real = path.resolve()
-    if not real.is_relative_to(root.resolve()):
+    try:
+        if not path.exists() and not path.is_symlink():
+            return "does not exist"
+    except OSError as e:  # a name no file can have (ENAMETOOLONG)
+        return f"cannot be opened: {e.strerror}"
+    if _leaves(root, path):
         return "is a symbolic link that leaves the bundle"
+    real = path.resolve()
     if not real.is_file():
         return "is not a regular file"
     if image_suffix(file) is None and sniff_file(real) is None:
@@ -332,7 +358,7 @@ def _parse_case(root: Path, case_dir: Path, problems: list[Problem]
     if not (case_dir / "case.json").exists():
         problems.append(Problem(f"cases/{case_dir.name}", None, "case folder has no case.json"))
         return None, [], []
-    obj = read_json(case_dir / "case.json", rel, problems)
+    obj = read_json(case_dir / "case.json", rel, problems, root)
     if obj is None:
         return None, [], []
     msgs = check_fields(obj, CaseRecord)
@@ -399,7 +425,7 @@ def _parse_tasks(root: Path, case_ids: set[str], all_case_dirs: set[str],
         return [], False
     tasks = []
     before = len(problems)
-    rows = read_jsonl(root / rel, rel, problems)
+    rows = read_jsonl(root / rel, rel, problems, root)
     complete = len(problems) == before
     for n, obj, why in rows:
         msgs = [why] if why else check_fields(obj, TaskRecord)
@@ -447,7 +473,7 @@ def _parse_responses(root: Path, tasks: dict[str, dict], problems: list[Problem]
     if not (root / rel).exists():
         return []
     out, keys = [], {}
-    rows = read_jsonl(root / rel, rel, problems)
+    rows = read_jsonl(root / rel, rel, problems, root)
     unknown: dict[str, list[int]] = {}
     if study_tasks is not None:
         ids = {obj["task_id"] for _, obj, why in rows if not why and isinstance(obj, dict)
@@ -607,7 +633,7 @@ def _validate_open(root: Path, label: str, progress: Progress | None,
     problems: list[Problem] = []
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    meta = read_json(root / "bundle.json", "bundle.json", problems)
+    meta = read_json(root / "bundle.json", "bundle.json", problems, root)
     if meta is not None:
         problems += [Problem("bundle.json", None, m) for m in check_fields(meta, BundleMeta)]
     meta = meta if isinstance(meta, dict) else {}
@@ -627,14 +653,20 @@ def _validate_open(root: Path, label: str, progress: Progress | None,
                            cases=[], series=[], masks=[], tasks=[], responses=responses,
                            where=where, timings=timings), problems
     cases_dir = root / "cases"
-    case_dirs = []
+    case_dirs, linked_out = [], []  # linked_out: case folders refused (their tasks are not)
     if not cases_dir.is_dir():
         problems.append(Problem("cases", None, "folder is missing"))
+    elif _leaves(root, cases_dir):
+        problems.append(Problem("cases", None, "is a symbolic link that leaves the bundle"))
     else:
         for p in sorted(cases_dir.iterdir()):
             if p.name.startswith("."):
                 continue
-            if p.is_dir():
+            if p.is_dir() and _leaves(root, p):
+                problems.append(Problem(f"cases/{p.name}", None,
+                                        "is a symbolic link that leaves the bundle"))
+                linked_out.append(p.name)
+            elif p.is_dir():
                 case_dirs.append(p)
             else:
                 problems.append(Problem(f"cases/{p.name}", None, "is not a case folder"))
@@ -648,7 +680,8 @@ def _validate_open(root: Path, label: str, progress: Progress | None,
     where: dict[tuple[str, str], tuple[str, int | None]] = {
         ("case", c["case_id"]): (f"cases/{c['case_id']}/case.json", None) for c in cases}
     tasks, complete = _parse_tasks(root, {c["case_id"] for c in cases},
-                                   {d.name for d in case_dirs}, problems, where)
+                                   {d.name for d in case_dirs} | set(linked_out), problems,
+                                   where)
     responses = _parse_responses(root, {t["task_id"]: t for t in tasks}, problems, where,
                                  complete)
     timings["parse"] = time.perf_counter() - t0

@@ -26,6 +26,7 @@ from typing import Any
 from sqlmodel import Session
 
 from db.bundle.importer import FORMAT, BundleInvalid, ImportSummary, Problem, import_bundle
+from db.bundle.records import escape_unprintable
 from db.bundle.store import Workspace
 from db.bundle.validate import read_json
 from db.models import FAMILIES, LEVELS
@@ -347,7 +348,7 @@ def convert(files: list[Path], root: Path, *, answers: Path | None = None,
         raise BundleInvalid(_label(files), out.problems)
     names = ", ".join(Path(f).name for f in files)
     (root / "bundle.json").write_text(json.dumps(
-        {"format": FORMAT, "name": f"Neural-MedBench release: {names}"[:256],
+        {"format": FORMAT, "name": escape_unprintable(f"Neural-MedBench release: {names}")[:256],
          "description": "converted by nmb import --from neural-medbench"}), encoding="utf-8")
     for cid, case in out.cases.items():
         if cid in gts:

@@ -28,11 +28,12 @@ from sqlmodel import Session
 
 from db.bundle.errors import printable
 from db.bundle.importer import FORMAT, BundleInvalid, ImportSummary, Problem, import_bundle
+from db.bundle.records import escape_unprintable
 from db.bundle.store import Workspace
 from db.bundle.validate import read_json
 from db.sources.case_info import CaseInfo, check_info, mapped, write_case
 from db.sources.folder import leaves, listing, unreadable
-from errors import UserError
+from errors import UserError, not_a_file
 from imaging import inspect_image
 from imaging.text_free import save_text_free
 
@@ -71,7 +72,10 @@ class BidsSummary:
 
 def _participants(root: Path, problems: list[Problem]) -> dict[str, dict[str, str]]:
     path = root / "participants.tsv"
-    if not path.is_file():
+    if not path.exists():
+        return {}
+    if not path.is_file():  # a folder, or a pipe that would keep the import waiting
+        problems.append(Problem(path.name, None, not_a_file(path)))
         return {}
     if path.stat().st_size > MAX_PARTICIPANTS_BYTES:
         problems.append(Problem(path.name, None, f"is more than {MAX_PARTICIPANTS_BYTES:,} bytes"))
@@ -80,10 +84,17 @@ def _participants(root: Path, problems: list[Problem]) -> dict[str, dict[str, st
         with open(path, encoding="utf-8-sig", newline="") as f:
             reader = csv.DictReader(f, delimiter="\t")
             rows = []
+            lines: dict[str, int] = {}  # participant_id -> its line
             for r in reader:
                 if None in r.values():  # csv's value for a column the row does not reach
                     problems.append(Problem(path.name, None, f"line {reader.line_num} has "
                                                              "fewer fields than the header"))
+                    return {}
+                who = r.get("participant_id")
+                if who is not None and lines.setdefault(who, reader.line_num) != reader.line_num:
+                    problems.append(Problem(path.name, None, f"line {reader.line_num} lists "
+                                            f"{printable(who)} again (first on line "
+                                            f"{lines[who]})"))
                     return {}
                 rows.append(r)
     except (UnicodeDecodeError, csv.Error) as e:
@@ -179,6 +190,7 @@ def convert(root: Path, dest: Path, case_info: Path, origin: dict[str, str],
     cases: list[tuple[CaseInfo, list[tuple[str, Path]]]] = []
     left_out: list[str] = []
     used_keys: set[str] = set()
+    case_ids: dict[str, str] = {}  # case id -> the entry that gives it
     for subject in subjects:
         sessions = _sessions(subject, root, problems)
         for cid, folder in sessions:
@@ -210,7 +222,11 @@ def convert(root: Path, dest: Path, case_info: Path, origin: dict[str, str],
                 problems.append(Problem(folder.relative_to(root).as_posix(), None,
                                         "holds no volume of a known suffix ("
                                         + ", ".join(SUFFIXES) + ")"))
-            if info is not None:
+            if info is not None and info.case["case_id"] in case_ids:
+                problems.append(Problem(where, None, f'case_id "{info.case["case_id"]}" is '
+                                        f"{case_ids[info.case['case_id']]}'s as well"))
+            elif info is not None:
+                case_ids[info.case["case_id"]] = where
                 cases.append((info, series))
     problems += [Problem(info_name, None, f"{k}: no such subject in the dataset")
                  for k in entries if k not in used_keys and not any(
@@ -243,7 +259,7 @@ def convert(root: Path, dest: Path, case_info: Path, origin: dict[str, str],
         raise BundleInvalid(label, problems)
     name = description.get("Name") if isinstance(description, dict) else label
     (dest / "bundle.json").write_text(json.dumps(
-        {"format": FORMAT, "name": f"BIDS: {name}"[:256],
+        {"format": FORMAT, "name": escape_unprintable(f"BIDS: {name}")[:256],
          "description": "converted by nmb import --from bids"}, ensure_ascii=False), encoding="utf-8")
     return shown, left_out
 

@@ -25,6 +25,7 @@ import json
 import os
 import re
 import subprocess
+import warnings
 import zlib
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -36,6 +37,7 @@ from sqlmodel import Session
 
 from db.bundle.errors import printable
 from db.bundle.importer import FORMAT, BundleInvalid, ImportSummary, Problem, import_bundle
+from db.bundle.records import show
 from db.bundle.store import Workspace
 from db.bundle.validate import read_json
 from db.sources.case_info import CaseInfo, mapped, read_case_info, write_case
@@ -151,9 +153,10 @@ def read_sequence_map(path: Path | None) -> list[tuple[re.Pattern, str | None]]:
     for pattern, name in (*rules, *DEFAULT_SEQUENCES):
         try:
             out.append((re.compile(pattern, re.IGNORECASE), name))
-        except re.error as e:
+        except (re.error, RecursionError) as e:  # RecursionError: groups nested too deep
+            why = e if isinstance(e, re.error) else "it is nested too deep"
             raise UserError(f"{Path(path).name if path else 'sequence map'}: pattern "
-                            f"{pattern!r} is not a regular expression: {e}") from None
+                            f"{show(pattern)} is not a regular expression: {why}") from None
     return out
 
 
@@ -241,7 +244,11 @@ def _files(path: Path, problems: list[Problem]) -> tuple[Path, list[Path]]:
         if len(files) > MAX_FILES:
             problems.append(Problem(path.name, None, f"lists more than {MAX_FILES:,} files"))
             return path.parent, []
-        return path.parent, files
+        pipes = [f for f in files if not f.is_file()]  # a pipe would keep the import waiting
+        problems += [Problem(f.relative_to(path.parent).as_posix()
+                             if f.is_relative_to(path.parent) else f.name, None,
+                             "is not a regular file") for f in pipes]
+        return path.parent, [] if pipes else files
     files = []
     for dirpath, dirnames, names in os.walk(
             path, onerror=lambda e: problems.append(unreadable(path, Path(e.filename), e))):
@@ -346,6 +353,7 @@ def read_study(path: Path, problems: list[Problem]) -> tuple[list[_Series], list
     series: dict[str, _Series] = {}
     left_out: dict[str, int] = {}
     identifiers: set[str] = set()
+    studies: dict[str, str] = {}  # StudyInstanceUID -> the first image file of that study
     total = 0
     for f in files:
         rel = f.relative_to(root).as_posix() if f.is_relative_to(root) else f.name
@@ -370,6 +378,8 @@ def read_study(path: Path, problems: list[Problem]) -> tuple[list[_Series], list
             kind = printable(str(getattr(ds, "Modality", "") or "object"))
             left_out[f"{kind} without pixels"] = left_out.get(f"{kind} without pixels", 0) + 1
             continue
+        if study := str(getattr(ds, "StudyInstanceUID", "") or ""):
+            studies.setdefault(study, rel)
         uid = str(getattr(ds, "SeriesInstanceUID", "") or "")
         if not uid:
             problems.append(Problem(rel, None, "has no SeriesInstanceUID"))
@@ -413,6 +423,10 @@ def read_study(path: Path, problems: list[Problem]) -> tuple[list[_Series], list
             s.frames.append(_Frame(np.asarray(ipp, float), np.asarray(iop, float),
                                    np.asarray(spacing, float),
                                    (int(plane[0, 0]), int(plane[0, -1]), int(plane[-1, 0]))))
+    first, *others = studies.values() or [""]
+    problems += [Problem(other, None, f"belongs to another study than {first} "
+                         "(StudyInstanceUID differs): one DICOM import is one study, one case")
+                 for other in others]
     lines = [f"{n} {kind}" for kind, n in sorted(left_out.items())]
     return sorted(series.values(), key=lambda s: (s.number, s.uid)), lines, identifiers
 
@@ -532,7 +546,18 @@ def convert(path: Path, root: Path, info: CaseInfo, *, sequence_map: Path | None
             allow_burned_in: bool, origin: dict[str, str], task_origin: list[str]
             ) -> tuple[list[str], list[str], list[str]]:
     """Write the study at `path` as a one-case bundle at `root`; (series, left out, dropped
-    identifiers). Raises BundleInvalid listing every problem."""
+    identifiers). Raises BundleInvalid listing every problem. What pydicom warns of while
+    reading is not shown: the problems name what matters, one line each."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return _convert_study(path, root, info, sequence_map=sequence_map,
+                              allow_burned_in=allow_burned_in, origin=origin,
+                              task_origin=task_origin)
+
+
+def _convert_study(path: Path, root: Path, info: CaseInfo, *, sequence_map: Path | None,
+                   allow_burned_in: bool, origin: dict[str, str], task_origin: list[str]
+                   ) -> tuple[list[str], list[str], list[str]]:
     rules = read_sequence_map(sequence_map)
     problems: list[Problem] = []
     series, left_out, identifiers = read_study(path, problems)

@@ -17,6 +17,7 @@ evaluation harnesses").
 
 import csv
 import hashlib
+import io
 import json
 import re
 import zipfile
@@ -28,6 +29,7 @@ from typing import Any
 from sqlmodel import Session, delete, select
 
 from db.bundle.importer import FORMAT, BundleInvalid, ImportSummary, Problem, import_bundle
+from db.bundle.records import escape_unprintable
 from db.bundle.store import Workspace
 from db.bundle.validate import (
     MAX_TEXT_FILE_BYTES,
@@ -37,7 +39,7 @@ from db.bundle.validate import (
 )
 from db.models import CollectionFailure, CollectionRun, Task, utcnow
 from db.queries import fetch_in
-from errors import UserError, one_line
+from errors import UserError, one_line, read_at_most
 
 SOURCES = ("nmb", "openai-batch", "vlmevalkit", "lm-eval")
 #: A response file larger than this is refused before it is read.
@@ -234,6 +236,20 @@ def _cap(path: Path, problems: list[Problem], limit: int | None = None) -> bool:
     return True
 
 
+def _read_capped(path: Path, problems: list[Problem]) -> bytes | None:
+    """The bytes of `path`, read at most up to MAX_FILE_BYTES (a device or a pipe reports no
+    size); None (a problem said) when it holds more or cannot be read."""
+    try:
+        data = read_at_most(path, MAX_FILE_BYTES)
+    except OSError as e:
+        problems.append(Problem(path.name, None, f"cannot read: {e.strerror or e}"))
+        return None
+    if data is None:
+        problems.append(Problem(path.name, None, f"is more than the limit of "
+                                                 f"{MAX_FILE_BYTES:,} bytes"))
+    return data
+
+
 def read_nmb(path: Path, problems: list[Problem]) -> list[Answer]:
     """A bundle's responses.jsonl: copied as it is (see `import_responses`)."""
     return []
@@ -273,13 +289,16 @@ def read_lm_eval(path: Path, problems: list[Problem]) -> list[Answer]:
 def _xlsx_rows(path: Path, problems: list[Problem]) -> list[tuple[int, list]] | None:
     """The rows of the first sheet as values; None (a problem said) for a formula, a zip bomb
     or a file that is not a workbook."""
+    if (data := _read_capped(path, problems)) is None:
+        return None
+    workbook = io.BytesIO(data)
     try:
-        with zipfile.ZipFile(path) as zf:
+        with zipfile.ZipFile(workbook) as zf:
             unzipped = sum(i.file_size for i in zf.infolist())
     except (zipfile.BadZipFile, OSError) as e:
         problems.append(Problem(path.name, None, f"is not an .xlsx workbook: {e}"))
         return None
-    if unzipped > MAX_XLSX_UNZIPPED or unzipped > 100 * max(1, path.stat().st_size) > 2**26:
+    if unzipped > MAX_XLSX_UNZIPPED or unzipped > 100 * max(1, len(data)) > 2**26:
         problems.append(Problem(path.name, None, f"unzips to {unzipped:,} bytes, more than "
                                                  f"the limit of {MAX_XLSX_UNZIPPED:,} (zip bomb?)"))
         return None
@@ -290,7 +309,7 @@ def _xlsx_rows(path: Path, problems: list[Problem]) -> list[tuple[int, list]] | 
                         "'neural-medbench-studio[harness]' (or give a .tsv)") from None
 
     try:
-        book = openpyxl.load_workbook(path, read_only=True, data_only=False)
+        book = openpyxl.load_workbook(workbook, read_only=True, data_only=False)
     except Exception as e:  # openpyxl raises many types on a damaged workbook
         problems.append(Problem(path.name, None, f"is not a readable .xlsx workbook: "
                                                  f"{one_line(str(e) or type(e).__name__, 120)}"))
@@ -310,6 +329,10 @@ def _xlsx_rows(path: Path, problems: list[Problem]) -> list[tuple[int, list]] | 
                     return None
                 values.append(c.value)
             rows.append((n, values))
+    except Exception as e:  # the sheet is parsed while its rows are read: as load_workbook
+        problems.append(Problem(path.name, None, f"is not a readable .xlsx workbook: "
+                                                 f"{one_line(str(e) or type(e).__name__, 120)}"))
+        return None
     finally:
         book.close()
     return rows
@@ -317,8 +340,10 @@ def _xlsx_rows(path: Path, problems: list[Problem]) -> list[tuple[int, list]] | 
 
 def _tsv_rows(path: Path, problems: list[Problem]) -> list[tuple[int, list]] | None:
     csv.field_size_limit(_TSV_FIELD_LIMIT)
+    if (data := _read_capped(path, problems)) is None:
+        return None
     try:
-        with open(path, encoding="utf-8-sig", newline="") as f:
+        with io.StringIO(data.decode("utf-8-sig"), newline="") as f:
             rows = []
             reader = csv.reader(f, delimiter="\t")
             for row in reader:
@@ -329,7 +354,7 @@ def _tsv_rows(path: Path, problems: list[Problem]) -> list[tuple[int, list]] | N
             return rows
     except UnicodeDecodeError as e:
         problems.append(Problem(path.name, None, f"not UTF-8 text (byte {e.object[e.start]:#04x})"))
-    except (csv.Error, OSError) as e:
+    except csv.Error as e:
         problems.append(Problem(path.name, None, f"is not a readable .tsv file: {e}"))
     return None
 
@@ -356,6 +381,9 @@ def read_vlmevalkit(path: Path, problems: list[Problem]) -> list[Answer]:
     if missing := [c for c in VLMEVALKIT_COLUMNS if c not in header]:
         problems.append(Problem(path.name, None, f"has no column {', '.join(missing)} (found: "
                                 f"{one_line(', '.join(h for h in header if h), 200) or 'none'})"))
+        return []
+    if twice := next((h for h in header if h and header.count(h) > 1), None):
+        problems.append(Problem(path.name, None, f"has the column {one_line(twice, 60)} twice"))
         return []
     out = []
     default = "task_id" if "task_id" in header else "index"
@@ -411,6 +439,21 @@ def _record_failures(failures: list[tuple[str, str, int, str]], file: str, sourc
     return write
 
 
+def _not_yet_recorded(s: Session, failures: list[tuple[str, str, int, str]]
+                      ) -> list[tuple[str, str, int, str]]:
+    """The failures (model, task, sample, reason) that are not already the latest recorded
+    ones, so importing a file again records no second run of the same failures."""
+    if not failures:
+        return failures
+    try:
+        known = set(s.exec(select(CollectionFailure.model, CollectionFailure.task_id,
+                                  CollectionFailure.sample, CollectionFailure.reason).where(
+            CollectionFailure.model.in_({f[0] for f in failures}))))
+    finally:
+        s.rollback()
+    return [f for f in failures if f not in known]
+
+
 def import_responses(s: Session, path: Path, *, source: str, model: str | None = None,
                      task_key: str | None = None, dry_run: bool = False,
                      actor: str | None = None, progress: Any = None,
@@ -464,11 +507,12 @@ def import_responses(s: Session, path: Path, *, source: str, model: str | None =
             row["usage"] = a.usage
         lines.append(row)
         origin.append(a.where)
+    failures = _not_yet_recorded(s, failures)
     with Workspace("responses", engine=s.get_bind()) as ws:
         root = ws.path / "responses"
         root.mkdir()
         (root / "bundle.json").write_text(json.dumps(
-            {"format": FORMAT, "name": f"{source} responses: {path.name}"[:256],
+            {"format": FORMAT, "name": escape_unprintable(f"{source} responses: {path.name}")[:256],
              "description": f"converted by nmb import-responses --from {source}"}))
         (root / "responses.jsonl").write_text(
             "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in lines), encoding="utf-8")
@@ -495,14 +539,13 @@ def _import_nmb(s: Session, path: Path, *, dry_run: bool, actor: str | None,
         root = ws.path / "responses"
         root.mkdir()
         problems: list[Problem] = []
-        if not _cap(path, problems):
+        if not _cap(path, problems) or (data := _read_capped(path, problems)) is None:
             raise BundleInvalid(path.name, problems)
-        data = path.read_bytes()
         if not data.strip():  # as the harness formats: an empty file is no import of nothing
             raise BundleInvalid(path.name, [Problem(path.name, None, "holds no answer")])
         (root / "responses.jsonl").write_bytes(data)
         (root / "bundle.json").write_text(json.dumps(
-            {"format": FORMAT, "name": f"responses: {path.name}"[:256]}))
+            {"format": FORMAT, "name": escape_unprintable(f"responses: {path.name}")[:256]}))
         try:
             summary = import_bundle(s, root, dry_run=dry_run, actor=actor, progress=progress,
                                     workspace=ws)

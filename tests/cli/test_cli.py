@@ -120,6 +120,7 @@ def test_a_password_source_is_read_only_as_far_as_a_password_goes(nmb_home: Path
     ("agreement", "/dev/zero"),
     *(("import-responses", "/dev/zero", "--from", source, "--model", "m")
       for source in ("openai-batch", "vlmevalkit", "lm-eval")),
+    ("import-responses", "/dev/zero", "--from", "nmb"),
     ("package", "verify", "/dev/null", "--public-key", "/dev/zero"),
     ("assign", "--raters", "x", "--rubric", "/dev/zero"),
 ], ids=lambda args: " ".join(args[:4]))
@@ -130,6 +131,19 @@ def test_a_file_that_never_ends_is_refused_at_its_cap(nmb_home: Path, args: tupl
     out = _nmb_under_2_gib(*args)
     assert out.returncode == 2 and len(out.stderr.splitlines()) == 1, out.stderr[-300:]
     assert "/dev/zero" in out.stderr or "zero" in out.stderr
+
+
+@pytest.mark.parametrize("suffix", [".tsv", ".xlsx"])
+def test_a_prediction_file_that_never_ends_is_refused_at_its_cap(nmb_home: Path, tmp_path: Path,
+                                                                 suffix: str) -> None:
+    """A VLMEvalKit prediction file that is a device (or a pipe) is read only up to the cap of
+    a response file: one line naming it, exit 2."""
+    endless = tmp_path / f"MyVLM_NeuroBench{suffix}"
+    endless.symlink_to("/dev/zero")
+    out = _nmb_under_2_gib("import-responses", str(endless), "--from", "vlmevalkit",
+                           "--model", "m")
+    assert (out.returncode, out.stderr) == (
+        2, f"nmb: {endless.name}: is more than the limit of 536,870,912 bytes\n")
 
 
 LONG = "x" * 3000  # longer than a file name may be (ENAMETOOLONG)

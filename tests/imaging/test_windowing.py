@@ -10,7 +10,7 @@ from PIL import Image
 
 from errors import UserError
 from imaging import Window, load_volume, parse_window, preset_window, render_png, take_slice
-from imaging.render import MIN_DISPLAY_PX
+from imaging.render import MAX_DISPLAY_PX, MIN_DISPLAY_PX
 from imaging.window import GREY_TOP, intensity_stats, to_grey
 
 
@@ -109,6 +109,19 @@ def test_tiny_volumes_render_enlarged(tmp_path, shape):
         window = preset_window(volume.intensity_stats())
         image = Image.open(io.BytesIO(render_png(take_slice(volume, plane), window)))
         assert max(image.size) >= MIN_DISPLAY_PX
+
+
+@pytest.mark.parametrize("sizes, shape", [((1e38, 2.0, 2.0), (10, 12, 8)),
+                                           ((0.01, 100.0, 1.0), (64, 64, 4))])
+def test_voxels_of_absurd_proportions_render_within_bounds(tmp_path, sizes, shape):
+    """A file's voxel sizes set the aspect (both pass the import's checks): a side of 1e38 mm
+    was an OverflowError in Pillow, 0.01 x 100 mm a picture 640,000 pixels tall."""
+    data = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+    volume = load_volume(_save(tmp_path, data, affine=np.diag([*sizes, 1.0])))
+    for plane in ("axial", "coronal", "sagittal"):
+        image = Image.open(io.BytesIO(render_png(take_slice(volume, plane),
+                                                 preset_window(volume.intensity_stats()))))
+        assert max(image.size) <= MAX_DISPLAY_PX and min(image.size) >= 1
 
 
 def test_scaled_integers_are_windowed_in_real_units(tmp_path):

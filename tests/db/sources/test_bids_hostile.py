@@ -50,6 +50,39 @@ def test_a_participants_row_shorter_than_its_header_is_named(sqlite_url: str,
         "participants.tsv: line 2 has fewer fields than the header"]
 
 
+def test_a_subject_listed_twice_in_participants_is_named(sqlite_url: str,
+                                                        tmp_path: Path) -> None:
+    """Before: the later row won in silence, so {age} was whichever line came last."""
+    root = _dataset(tmp_path / "ds", "participant_id\tage\tsex\nsub-01\t54\tM\nsub-01\t61\tF\n")
+    assert _refused(sqlite_url, root, _info(tmp_path, "Subject 1, {age}")) == [
+        "participants.tsv: line 3 lists sub-01 again (first on line 2)"]
+
+
+def test_two_subjects_given_one_case_id_are_named(sqlite_url: str, tmp_path: Path) -> None:
+    """A case_id in CASES.json that another subject has (its own, or given too) was a
+    FileExistsError traceback while the cases were written."""
+    root = _dataset(tmp_path / "ds")
+    _nifti(root / "sub-02/anat/sub-02_T1w.nii.gz", 2)
+    info = tmp_path / "CASES.json"
+    info.write_text(json.dumps({"sub-01": {"case_id": "sub-02", "title": "One", "ehr": ""},
+                                "sub-02": {"title": "Two", "ehr": ""}}))
+    assert _refused(sqlite_url, root, info) == [
+        'CASES.json sub-02: case_id "sub-02" is CASES.json sub-01\'s as well']
+
+
+@pytest.mark.parametrize("make, refusal", [
+    (lambda path: path.mkdir(), "participants.tsv: is a folder, not a file"),
+    (lambda path: __import__("os").mkfifo(path), "participants.tsv: is not a regular file")])
+def test_a_participants_tsv_that_is_not_a_file_is_named(sqlite_url: str, tmp_path: Path,
+                                                       make, refusal: str) -> None:
+    """Before: skipped as if absent (the subjects imported without their columns, or a
+    {column} was said to be missing), never named."""
+    root = _dataset(tmp_path / "ds")
+    (root / "participants.tsv").unlink()
+    make(root / "participants.tsv")
+    assert _refused(sqlite_url, root, _info(tmp_path)) == [refusal]
+
+
 def test_symbolic_links_leaving_the_dataset_are_refused(sqlite_url: str, tmp_path: Path) -> None:
     """A volume linked from elsewhere (another patient's folder, another dataset) was read
     and imported as this subject's; a link inside the dataset (DataLad's annex) is fine."""

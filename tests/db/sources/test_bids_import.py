@@ -74,6 +74,18 @@ def test_a_bids_dataset_imports_with_its_sequences(database_url: str, tmp_path: 
     assert _import(database_url, tmp_path / "ds", _cases(tmp_path)).imported.unchanged_cases == 3
 
 
+def test_a_dataset_name_is_shown_with_its_control_characters_escaped(sqlite_url: str,
+                                                                      tmp_path: Path) -> None:
+    """dataset_description.json's Name names the import (printed by nmb import, recorded on
+    each case): an escape sequence or a line break in it is shown escaped, on one line."""
+    root = dataset(tmp_path / "ds")
+    (root / "dataset_description.json").write_text(json.dumps(
+        {"Name": "Tiny\x1b[2J\nsecond line", "BIDSVersion": "1.9.0"}))
+    summary = _import(sqlite_url, root, _cases(tmp_path))
+    assert str(summary).startswith("BIDS: Tiny\\u001b[2J\\nsecond line: imported 3 cases")
+    assert "\n" not in str(summary)
+
+
 def test_bids_refusals(database_url: str, tmp_path: Path) -> None:
     root = dataset(tmp_path / "ds")
     before = snapshot(database_url)

@@ -166,6 +166,19 @@ def test_a_dicomdir_is_capped_like_the_files_it_lists(sqlite_url: str, tmp_path:
         f"DICOMDIR: is {size:,} bytes, more than the limit of {size - 1:,}"]
 
 
+def test_a_pipe_listed_in_a_dicomdir_is_refused(sqlite_url: str, tmp_path: Path) -> None:
+    """A DICOMDIR's files are checked as a folder's are: a pipe it lists (opening it would
+    wait for a writer forever) is named, not opened."""
+    import os
+
+    pacs_export(tmp_path / "export")
+    listed = sorted(p for p in (tmp_path / "export").rglob("IM*") if p.is_file())[2]
+    listed.unlink()
+    os.mkfifo(listed)
+    assert _refused(sqlite_url, tmp_path / "export" / "DICOMDIR", tmp_path) == [
+        f"{listed.relative_to(tmp_path / 'export').as_posix()}: is not a regular file"]
+
+
 def _enhanced(tmp_path: Path) -> Path:
     return write_series(tmp_path / "study", [enhanced_series(
         "T1 AX", 5, study_uid=generate_uid(), frame_uid=generate_uid(), data=volume(6, 6, 3))])
@@ -274,3 +287,52 @@ def test_a_secondary_capture_is_held_back_like_burned_in_text(sqlite_url: str,
                                dry_run=True)
     assert summary.series == ["T2: 6x6x3"]
     assert not dicom.secondary_capture("1.2.840.10008.5.1.4.1.1.77.1.4")
+
+
+def test_what_pydicom_warns_of_stays_off_the_terminal(sqlite_url: str, tmp_path: Path) -> None:
+    """pydicom warns (on stderr, from `nmb import`) of values it finds odd; the refusal is the
+    one line the user reads, without the warning's two lines before it."""
+    import subprocess
+    import sys
+
+    datasets = _series(4)
+    datasets[2].Rows = 5  # pydicom: "The pixel data is 72 bytes long, which indicates ..."
+    folder = write_series(tmp_path / "study", datasets)
+    info = tmp_path / "CASE.json"
+    info.write_text(json.dumps(CASE))
+    out = subprocess.run([sys.executable, "-m", "cli", "import", str(folder), "--from", "dicom",
+                          "--case-info", str(info)], cwd=Path(__file__).parents[3],
+                         capture_output=True, text=True, timeout=300)
+    assert (out.returncode, out.stderr) == (2, "nmb: study: series 2: holds images of "
+                                               "different sizes\n")
+
+
+def test_a_folder_holding_two_studies_is_refused(sqlite_url: str, tmp_path: Path) -> None:
+    """One import is one study, one case: a folder that also holds another study (another
+    visit, or another patient's series exported beside it) is refused, naming a file of each,
+    rather than merged into one case."""
+    folder = tmp_path / "export"
+    write_series(folder / "a", _series())
+    other = classic_series("FLAIR AX", 3, study_uid=generate_uid(), frame_uid=generate_uid(),
+                           data=volume(6, 6, 3))
+    for ds in other:
+        ds.PatientID = "ANOTHER-PATIENT"
+    write_series(folder / "b", other)
+    assert _refused(sqlite_url, folder, tmp_path) == [
+        "b/IM00000: belongs to another study than a/IM00000 (StudyInstanceUID differs): one "
+        "DICOM import is one study, one case"]
+
+
+@pytest.mark.parametrize("pattern", ["(" * 3000, "(" * 5000 + "T2" + ")" * 5000, "[" + "x" * 5000])
+def test_a_sequence_map_pattern_that_cannot_be_compiled_is_one_short_line(tmp_path: Path,
+                                                                          pattern: str) -> None:
+    """Groups nested thousands deep were a RecursionError traceback in the regular expression
+    parser; a long pattern is quoted cut, not whole."""
+    from errors import UserError
+
+    mapping = tmp_path / "map.json"
+    mapping.write_text(json.dumps({pattern: "T2"}))
+    with pytest.raises(UserError) as e:
+        dicom.read_sequence_map(mapping)
+    assert str(e.value).startswith("map.json: pattern ") and len(str(e.value)) < 200
+    assert "\n" not in str(e.value)

@@ -4,6 +4,7 @@ one; refusals name the file and row, and leave the study unchanged."""
 
 import json
 import shutil
+import zipfile
 from pathlib import Path
 
 import openpyxl
@@ -111,8 +112,11 @@ def test_batch_output_becomes_responses_failures_and_flags(study: str, tmp_path:
     assert failures == [("t1", 1, "batch line error "), ("t2", 1, "empty answer")]
     assert len(flagged) == 1 and "[name removed]" in rows[1][3]
     assert _held_back(study) == {flagged[0].response_id}  # not assigned until reviewed
+    before = snapshot(study)
     again = _run(study, out, "openai-batch")  # the same file again: nothing new
     assert again.imported.new_responses == 0 and again.imported.unchanged_responses == 2
+    assert again.failures == 0 and not again.changed  # no second run of the same failures
+    assert snapshot(study) == before
     # --model overrides the file's, so the same answers are another model's
     assert _run(study, out, "openai-batch", model="mine").imported.new_responses == 2
 
@@ -208,11 +212,35 @@ def test_vlmevalkit_refusals(study: str, tmp_path: Path, monkeypatch) -> None:
     assert _refused(study, same, "vlmevalkit", model="m", task_key="prompt") == [
         "same.tsv: 1 questions are the prompt of more than one task: 'Where is the lesion?' "
         "(same.tsv row 2); use --task-key field:NAME or map"]
+    twice = tmp_path / "twice.tsv"  # which prediction is the answer? (the last one was taken)
+    twice.write_text("index\tprediction\tprediction\nt1\tStroke.\tMS.\n")
+    assert _refused(study, twice, "vlmevalkit", model="m") == [
+        "twice.tsv: has the column prediction twice"]
     monkeypatch.setattr(response_import, "MAX_FILE_BYTES", 10)
     big = tmp_path / "big.tsv"
     big.write_text("index\tprediction\nt1\t" + "x" * 100 + "\n")
     assert _refused(study, big, "vlmevalkit", model="m") == [
         f"big.tsv: is {big.stat().st_size:,} bytes, more than the limit of 10"]
+
+
+def _damaged_sheet(good: Path, out: Path, damage) -> Path:
+    """`good` with its first sheet's XML replaced by `damage(xml)` (the zip itself sound)."""
+    with zipfile.ZipFile(good) as src, zipfile.ZipFile(out, "w") as dst:
+        for name in src.namelist():
+            data = src.read(name)
+            dst.writestr(name, damage(data) if name == "xl/worksheets/sheet1.xml" else data)
+    return out
+
+
+def test_a_workbook_whose_sheet_cannot_be_read_is_one_line(study: str, tmp_path: Path) -> None:
+    """The sheet is read row by row after the workbook opens: a cut or invalid sheet is
+    refused like a workbook that does not open, naming the file; nothing is written."""
+    good = _xlsx(tmp_path / "good.xlsx", [["index", "prediction"], ["t1", "x"], ["t2", "y"]])
+    for name, damage in (("cut.xlsx", lambda xml: xml[: len(xml) // 2]),
+                         ("garbage.xlsx", lambda xml: b"\x00\xff not XML")):
+        bad = _damaged_sheet(good, tmp_path / name, damage)
+        [line] = _refused(study, bad, "vlmevalkit", model="m")
+        assert line.startswith(f"{name}: is not a readable .xlsx workbook: "), line
 
 
 def test_lm_eval_samples_each_repeat_is_a_sample(study: str, tmp_path: Path) -> None:

@@ -137,6 +137,31 @@ def _symlink_out(root: Path) -> None:
     os.symlink(outside, link)
 
 
+def _linked_out(rel: str) -> Callable[[Path], None]:
+    """The bundle's own file (or case folder) `rel` moved outside the bundle and linked back."""
+    def mutate(root: Path) -> None:
+        outside = root.parent / f"outside-{rel.replace('/', '-')}"
+        shutil.move(root / rel, outside)
+        os.symlink(outside, root / rel)
+    return mutate
+
+
+def _loop(rel: str) -> Callable[[Path], None]:
+    """The bundle's file `rel` replaced by a symbolic link to itself (resolving it loops)."""
+    def mutate(root: Path) -> None:
+        (root / rel).unlink()
+        os.symlink((root / rel).name, root / rel)
+    return mutate
+
+
+def _pipe(rel: str) -> Callable[[Path], None]:
+    """The bundle's file `rel` replaced by a named pipe no one writes to (opening it blocks)."""
+    def mutate(root: Path) -> None:
+        (root / rel).unlink()
+        os.mkfifo(root / rel)
+    return mutate
+
+
 def _dotdot(root: Path) -> None:
     write_image(root / "shared.nii.gz")
     _case(root, lambda c: c["series"][0].update(file="../shared.nii.gz"))
@@ -287,6 +312,9 @@ CORPUS: dict[str, Malformed] = {
     "bundle_format_unknown": Malformed(
         lambda r: _edit_json(r / "bundle.json", _set(format="nmb-bundle/9")),
         ("bundle.json", '"nmb-bundle/9"')),
+    "bundle_name_escape_sequence": Malformed(  # printed by nmb import: it would drive the terminal
+        lambda r: _edit_json(r / "bundle.json", _set(name="A\x1b[2J\x1b[31mbundle")),
+        ("bundle.json", "name", "contains U+001B, a control character")),
     "case_json_syntax": Malformed(
         lambda r: (r / "cases" / "c2" / "case.json").write_text('{"case_id": "c2"'),
         ("cases/c2/case.json", "invalid JSON")),
@@ -359,6 +387,27 @@ CORPUS: dict[str, Malformed] = {
         _dotdot, ("cases/c1/case.json", '"../shared.nii.gz"', "..")),
     "image_symlink_leaves_bundle": Malformed(
         _symlink_out, ("cases/c1/case.json", '"t1.nii.gz"', "symbolic link")),
+    "bundle_json_symlink_leaves_bundle": Malformed(
+        _linked_out("bundle.json"), ("bundle.json", "symbolic link that leaves the bundle")),
+    "case_json_symlink_leaves_bundle": Malformed(
+        _linked_out("cases/c1/case.json"),
+        ("cases/c1/case.json", "symbolic link that leaves the bundle")),
+    "case_folder_symlink_leaves_bundle": Malformed(
+        _linked_out("cases/c1"), ("cases/c1", "symbolic link that leaves the bundle")),
+    "tasks_jsonl_symlink_leaves_bundle": Malformed(
+        _linked_out("tasks.jsonl"), ("tasks.jsonl", "symbolic link that leaves the bundle")),
+    "responses_jsonl_symlink_leaves_bundle": Malformed(
+        _linked_out("responses.jsonl"),
+        ("responses.jsonl", "symbolic link that leaves the bundle")),
+    "bundle_json_symlink_loop": Malformed(
+        _loop("bundle.json"), ("bundle.json", "symbolic link that leaves the bundle")),
+    "image_symlink_loop": Malformed(
+        _loop("cases/c1/t1.nii.gz"), ("cases/c1/case.json", '"t1.nii.gz"', "symbolic link")),
+    "responses_jsonl_pipe": Malformed(
+        _pipe("responses.jsonl"), ("responses.jsonl", "is not a regular file")),
+    "image_name_too_long": Malformed(  # no file can have it (ENAMETOOLONG)
+        _series_file("t" * 300 + ".nii.gz"),
+        ("cases/c1/case.json", "series[0].file", "cannot be opened: File name too long")),
     "image_missing": Malformed(
         _series_file("t2.nii.gz"), ("cases/c1/case.json", '"t2.nii.gz"', "does not exist")),
     "image_wrong_extension": Malformed(

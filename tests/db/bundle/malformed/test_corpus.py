@@ -60,7 +60,8 @@ def test_hostile_bundle_is_refused_by_the_command(template: tuple[Path, Path], n
                                   "response_text_nul", "task_prompt_lone_surrogate",
                                   "zip_file_and_folder_of_one_name", "case_ehr_over_limit",
                                   "task_stage_over_limit", "response_text_over_limit",
-                                  "response_model_newline", "response_model_bidi_override"])
+                                  "response_model_newline", "response_model_bidi_override",
+                                  "image_name_too_long"])
 def test_hostile_bundle_is_refused_on_every_backend(database_url: str, tmp_path: Path,
                                                     name: str) -> None:
     """Including what PostgreSQL alone cannot store (32-bit sample, NUL in text)."""
