@@ -196,11 +196,16 @@ def test_a_copied_cookie_and_its_open_page_stop_working_after_logout(
     stolen = thief.new_page()
     stolen.goto(hostile.url)
     stolen.get_by_role("heading", name="Exam").wait_for(timeout=30_000)  # it works, for now
+    # the page left open with the copy: its answer box (ui.exam.answer_box) saves as it is
+    # typed. Loaded in full before the owner logs out: a box still mounting when the owner
+    # left sent its first message then, and the page had gone to the login form before the
+    # typing (seen on a loaded machine)
+    box = stolen.locator('iframe[src*="nmb_answer_box"]').first.content_frame.locator("textarea")
+    box.wait_for(timeout=30_000)
+    _idle(stolen)
 
     _log_out(page)
 
-    # the page left open with the copy: its answer box (ui.exam.answer_box) saves as it is typed
-    box = stolen.locator('iframe[src*="nmb_answer_box"]').first.content_frame.locator("textarea")
     _idle(stolen)
     box.fill("typed after the owner logged out")  # sent after the debounce, no blur needed
     # (a Tab here raced the page: the send could replace the box by the login form first)
