@@ -41,7 +41,10 @@ MAX_RESPONSE_BYTES = 8 * 2**20  # one chat completion (the largest stored answer
 MAX_FILE_BYTES = 256 * 2**20  # one Batch API result file (GET /files/{id}/content)
 MAX_BYTES_IN_FLIGHT = 128 * 2**20  # all JSON bodies one client is reading at once
 MAX_JSON_VALUES = 10_000  # arrays, objects and items outside strings in one JSON body
-_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+# A string, or an unclosed one up to the end: every match attempt at a quote succeeds, so the
+# scan is linear (requiring the closing quote, an unclosed string whose later quotes are all
+# escaped was scanned again from each of them: quadratic). JSON that is not valid fails to parse.
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)', re.DOTALL)
 _JSON_START = re.compile(rb"\s*[\[{]")
 
 
