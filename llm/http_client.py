@@ -114,14 +114,20 @@ class _CappedStream(httpx2.AsyncByteStream):
         await self._inner.aclose()
 
 
+def json_values(body: bytes) -> int:
+    """The opening brackets, braces and commas outside the strings of JSON `body` (each begins
+    a value): about how many objects parsing it builds, counted in one linear scan. Exact for
+    valid JSON; where `body` stops being valid, parsing stops too."""
+    bare = _JSON_STRING.sub(b"", body)
+    return bare.count(b",") + bare.count(b"[") + bare.count(b"{")
+
+
 def too_many_json_values(body: bytes) -> str | None:
     """Why a body (or a line, an answer) that would be parsed as JSON is not, or None: more
-    than MAX_JSON_VALUES opening brackets, braces and commas outside its strings (each begins a
-    value)."""
+    than MAX_JSON_VALUES values (`json_values`)."""
     if len(body) <= MAX_JSON_VALUES or not _JSON_START.match(body):
         return None
-    bare = _JSON_STRING.sub(b"", body)
-    if bare.count(b",") + bare.count(b"[") + bare.count(b"{") <= MAX_JSON_VALUES:
+    if json_values(body) <= MAX_JSON_VALUES:
         return None
     return f"more than {MAX_JSON_VALUES:,} JSON values (a chat completion holds a few dozen)"
 

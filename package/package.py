@@ -131,6 +131,10 @@ MAX_TOTAL_BYTES = 192 * MiB  # all members inflated; also all images supplied wi
 MAX_PACKAGE_BYTES = MAX_TOTAL_BYTES + 8 * MiB  # the file (deflate never grows much)
 MAX_MEMBERS = 4096
 MAX_SUPPLIED_IMAGES = 100_000  # PNG files looked at in an --images folder
+# Arrays, objects and items in all the JSON members together, counted before any is parsed
+# (`llm.http_client.json_values`): 64 MiB of `[],[],...` within the caps is 22 million lists
+# (1.9 GB). A package holds about 15 per task and canary item and some 3,500 in its report.
+MAX_JSON_VALUES = 1_000_000
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _IMAGE_MEMBER = re.compile(r"images/([0-9a-f]{64})\.png")
 
@@ -383,6 +387,18 @@ def _open(path: Path, sha256: str | None) -> tuple[str, dict[str, bytes]]:
         raise _refuse(path, f"cannot read ({e.strerror})") from None
 
 
+def _check_json_values(path: Path, members: dict[str, bytes]) -> None:
+    """Refuse JSON members that would parse into more than MAX_JSON_VALUES objects in all."""
+    from llm.http_client import json_values  # lazy: verify needs no HTTP client
+
+    total = 0
+    for name in sorted(n for n in members if n.endswith((".json", ".jsonl"))):
+        total += json_values(members[name])
+        if total > MAX_JSON_VALUES:
+            raise _refuse(path, f"its JSON members hold more than {MAX_JSON_VALUES:,} values "
+                          f"(arrays, objects and items; {name} reaches it): not parsed")
+
+
 def _manifest(path: Path, members: dict[str, bytes]) -> dict[str, Any]:
     """The manifest: its format, exactly its fields, each of its type (`Manifest`), and the
     members' hashes (the seal is checked last, so a field edited alone is refused)."""
@@ -423,6 +439,7 @@ def verify(path: Path, *, sha256: str | None = None, images: Path | None = None,
         raise UserError(f"--sha256 must be 64 hexadecimal digits, got {sha256!r}")
     key = load_public(public_key) if public_key is not None else None
     digest, members = _open(path, sha256)
+    _check_json_values(path, members)
     if key is not None and "manifest.json" in members and (
             problem := signature_problem(key, members["manifest.json"], members.get(SIGNATURE))):
         raise _refuse(path, problem)

@@ -699,6 +699,25 @@ def test_a_manifest_only_edit_is_refused_with_and_without_the_digest(frozen_pack
     assert code == 2 and "not the published" in err
 
 
+@pytest.mark.parametrize("member", ["tasks.jsonl", "report.json"])
+def test_json_members_dense_with_values_are_refused_before_parsing(frozen_package, member,
+                                                                   tmp_path: Path) -> None:
+    """Within the caps a member may be one line of `[],[],...` (63 MiB of tasks.jsonl, 22
+    million lists; report.json 15 MiB of `{},...`), rehashed and resealed (deflated, a file of
+    160 KB): verify parsed it in 1.9 GB and 17 s (MemoryError under `ulimit -v` 2 GiB).
+    Counted before parsing: one line, exit 2, peak under 500 MB."""
+    good, _ = frozen_package
+    with zipfile.ZipFile(good) as zf:
+        before = zf.read(member)
+    dense = (before + b"[" + b"[]," * (21 * MiB) + b"[]]\n" if member == "tasks.jsonl"
+             else b"[" + b"{}," * (5 * MiB) + b"{}]")
+    pkg = _resealed(good, tmp_path / "dense.zip", _manifest(good), {member: dense})
+    code, err, peak = _verify_child(pkg)
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert f"more than 1,000,000 values (arrays, objects and items; {member} reaches it)" in err
+    assert peak < 500 * 10**6, peak
+
+
 # ---------------------------------------------------------------- a canary that could not check
 
 
