@@ -334,6 +334,12 @@ def _refuse(path: Path, what: str) -> UserError:
     return UserError(f"{path}: {what}")
 
 
+def _quoted(text: Any) -> str:
+    """A value from a package or a responses file as a refusal quotes it: its start, escaped
+    (a line break or a terminal's escape code would forge output)."""
+    return one_line(repr(str(text)[:80]), 90)
+
+
 def _json(path: Path, name: str, data: bytes) -> Any:
     try:
         return json.loads(data.decode("utf-8"))
@@ -476,8 +482,8 @@ def verify(path: Path, *, sha256: str | None = None, images: Path | None = None,
     for c in canary:
         item = request_for(pkg, _canary_answer(c))
         if item.request_hash != c["request_hash"]:
-            raise _refuse(path, f"canary item {c['response_id']}: the request this tool builds "
-                          "differs from the one that was validated")
+            raise _refuse(path, f"canary item {_quoted(c['response_id'])}: the request this "
+                          "tool builds differs from the one that was validated")
     _check_seal(path, manifest, members)
     return pkg
 
@@ -521,7 +527,7 @@ def _case_images(path: Path, members: dict[str, bytes], config: GraderConfig,
             raise _refuse(path, f"{where} is not a case of the package with its images")
         listing[row["case_id"]] = [(i["caption"], i["sha256"]) for i in row["images"]]
     if absent := sorted(case_ids - set(listing)):
-        raise _refuse(path, f"{IMAGE_LIST} does not list case {absent[0]!r}")
+        raise _refuse(path, f"{IMAGE_LIST} does not list case {_quoted(absent[0])}")
     wanted = {h for shown in listing.values() for _, h in shown}
     for h, data in carried.items():
         if h not in wanted or hashlib.sha256(data).hexdigest() != h:
@@ -604,7 +610,7 @@ def read_responses(path: Path, *, max_bytes: int = 256 * 2**20) -> list[Answer]:
             raise UserError(f"{path} line {n}: 'turns' must be a list of text")
         model, source, user = row.get("model"), row.get("source") or "model", row.get("user")
         if model is not None and (why := model_name_problem(model)):
-            raise UserError(f"{path} line {n}: model {model!r} {why}")
+            raise UserError(f"{path} line {n}: model {_quoted(model)} {why}")
         if source not in get_args(ResponseSource):
             raise UserError(f"{path} line {n}: source {one_line(repr(source), 60)} is not one "
                             f"of {', '.join(get_args(ResponseSource))}")
@@ -613,7 +619,8 @@ def read_responses(path: Path, *, max_bytes: int = 256 * 2**20) -> list[Answer]:
             raise UserError(f"{path} line {n}: a {source}'s answer names no model and names "
                             "its person in 'user' (as nmb export responses writes it)")
         if row["response_id"] in seen:
-            raise UserError(f"{path} line {n}: response_id {row['response_id']!r} repeated")
+            raise UserError(f"{path} line {n}: response_id {_quoted(row['response_id'])} "
+                            "repeated")
         seen.add(row["response_id"])
         responses.append(Answer(row["response_id"], row["task_id"], row["text"], turns, model,
                                 source, user if source != "model" else None))
@@ -627,8 +634,8 @@ def _canary_answer(item: dict[str, Any]) -> Answer:
 def request_for(pkg: Package, response: Answered) -> GradeItem:
     """The grader's exact request for `response`, from the package alone."""
     if response.task_id not in pkg.tasks:
-        raise UserError(f"response {response.response_id}: task {response.task_id!r} is not "
-                        "in the package")
+        raise UserError(f"response {_quoted(response.response_id)}: task "
+                        f"{_quoted(response.task_id)} is not in the package")
     task, case = pkg.tasks[response.task_id]
     images = image_parts(pkg.images[case.case_id]) if pkg.config.vision else None
     return grade_request(pkg.config, pkg.rubric, task, case, response, images=images)

@@ -718,6 +718,40 @@ def test_json_members_dense_with_values_are_refused_before_parsing(frozen_packag
     assert peak < 500 * 10**6, peak
 
 
+FORGED_LINE = "x\nnmb: verified \x1b[32mOK\x1b[0m " + "y" * 5000
+
+
+def test_text_from_a_package_or_responses_file_is_quoted_escaped_and_cut(frozen_package,
+                                                                         tmp_path: Path,
+                                                                         capsys) -> None:
+    """A canary item's id, or a response's id, task or model, holding a line break and a
+    terminal's escape code: the refusal quoted it raw (a second line, "nmb: verified OK" in
+    green, 5,000 characters; the model and a repeated id escaped but whole). Quoted now:
+    escaped, cut, on the refusal's one line."""
+    good, _ = frozen_package
+    with zipfile.ZipFile(good) as zf:
+        first, *rest = zf.read("canary.jsonl").decode().splitlines(keepends=True)
+    row = json.loads(first) | {"response_id": FORGED_LINE, "text": "Another answer."}
+    forged = _resealed(good, tmp_path / "forged.zip", _manifest(good),
+                       {"canary.jsonl": "".join([json.dumps(row) + "\n", *rest]).encode()})
+    code, err = _verify_cli(forged, capsys)
+    refusals = [(code, err)]
+    lines = tmp_path / "new.jsonl"
+    answer = {"response_id": "r1", "task_id": "task0", "text": "MS."}
+    for rows in ([answer | {"response_id": FORGED_LINE, "task_id": "task99"}],
+                 [answer | {"task_id": FORGED_LINE}], [answer | {"model": FORGED_LINE}],
+                 [answer | {"response_id": FORGED_LINE}] * 2):
+        lines.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        code = main(["package", "grade", str(good), str(lines), "--out", str(tmp_path / "s.jsonl"),
+                     "--base-url", "http://127.0.0.1:9/v1"])
+        err = capsys.readouterr().err
+        assert err.startswith("nmb: verified "), err  # its own line, then the refusal's
+        refusals.append((code, err.split("\n", 1)[1]))
+    for code, err in refusals:
+        assert code == 2 and err.count("\n") == 1 and "'x\\nnmb: verified \\x1b[32mOK" in err, err
+        assert "\x1b" not in err and len(err) < 400, err
+
+
 # ---------------------------------------------------------------- a canary that could not check
 
 
