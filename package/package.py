@@ -467,6 +467,9 @@ def verify(path: Path, *, sha256: str | None = None, images: Path | None = None,
         tasks = {}
         for n, row in enumerate(_lines(path, "tasks.jsonl", members["tasks.jsonl"]), 1):
             task, case = _task(path, n, row)
+            if task.family not in rubric.family_keys:  # grade would refuse it
+                raise _refuse(path, f"tasks.jsonl line {n}: family {_quoted(task.family)} is "
+                              "not one of rubric.toml's")
             tasks[task.task_id] = (task, case)
         canary = _lines(path, "canary.jsonl", members["canary.jsonl"])
         for n, row in enumerate(canary, 1):

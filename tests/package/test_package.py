@@ -752,6 +752,23 @@ def test_text_from_a_package_or_responses_file_is_quoted_escaped_and_cut(frozen_
         assert "\x1b" not in err and len(err) < 400, err
 
 
+def test_a_task_of_a_family_the_rubric_lacks_is_refused_by_verify(frozen_package,
+                                                                  tmp_path: Path,
+                                                                  capsys) -> None:
+    """Verify passed a task whose family the rubric does not have, then grade refused it."""
+    good, _ = frozen_package
+    with zipfile.ZipFile(good) as zf:
+        rows = [json.loads(x) for x in zf.read("tasks.jsonl").splitlines()]
+        canary_tasks = {json.loads(x)["task_id"] for x in zf.read("canary.jsonl").splitlines()}
+    other = next(r for r in rows if r["task_id"] not in canary_tasks)
+    other["family"] = "astrology\n"
+    forged = _resealed(good, tmp_path / "family.zip", _manifest(good),
+                       {"tasks.jsonl": "".join(json.dumps(r) + "\n" for r in rows).encode()})
+    code, err = _verify_cli(forged, capsys)
+    assert code == 2 and err.count("\n") == 1, err
+    assert f"tasks.jsonl line {rows.index(other) + 1}: family 'astrology\\n' is not" in err, err
+
+
 # ---------------------------------------------------------------- a canary that could not check
 
 
