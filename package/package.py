@@ -112,6 +112,7 @@ from rubric import Rubric
 from rubric.loader import loads_rubric
 from rubric.render import Asked
 from rubric.schema import canonical_json
+from rubric.scoring import validate_score
 
 FORMAT = "nmb-package-3"
 CASE_FIELDS = tuple(CaseRow.model_fields)
@@ -487,8 +488,28 @@ def verify(path: Path, *, sha256: str | None = None, images: Path | None = None,
         if item.request_hash != c["request_hash"]:
             raise _refuse(path, f"canary item {_quoted(c['response_id'])}: the request this "
                           "tool builds differs from the one that was validated")
+        if why := _frozen_problem(rubric, tasks[c["task_id"]][0].family, c["frozen"]):
+            raise _refuse(path, f"canary item {_quoted(c['response_id'])}: its frozen grade "
+                          f"{why}")
     _check_seal(path, manifest, members)
     return pkg
+
+
+def _frozen_problem(rubric: Rubric, family: str, frozen: dict[str, Any]) -> str | None:
+    """Why a canary item's frozen grade is not one the rubric gives for its family (its
+    criteria and levels, error classes, and the overall score of those levels), or None. A
+    lying grade would blind the drift check: without levels, their agreement is unmeasured."""
+    score = {k: frozen[k] for k in ("criteria", "correct_diagnosis", "error_tags")}
+    try:
+        clean = validate_score(rubric, score | {"comment": "frozen"}, family=family,
+                               require_confidence=False)
+    except UserError as e:
+        return f"is not one of the rubric's ({one_line(str(e), 200)})"
+    if clean["criteria"] != frozen["criteria"] or clean["error_tags"] != frozen["error_tags"]:
+        return "does not list exactly the levels and error classes of its task's family"
+    if not math.isclose(clean["overall"], frozen["overall"], rel_tol=1e-9, abs_tol=1e-12):
+        return f"has overall {frozen['overall']!r}, not its levels' {clean['overall']!r}"
+    return None
 
 
 def _supplied_images(folder: Path, wanted: set[str]) -> dict[str, bytes]:

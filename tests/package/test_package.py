@@ -36,7 +36,7 @@ from package.package import (
 )
 from results.leaderboard import leaderboard
 from tests.factories import package_answers, validated_config
-from tests.openai_server import OpenAIServer, _schema_of, sample_document
+from tests.openai_server import OpenAIServer, _canonical, _schema_of, sample_document
 from tests.peak_memory import run_measured
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -750,6 +750,49 @@ def test_text_from_a_package_or_responses_file_is_quoted_escaped_and_cut(frozen_
     for code, err in refusals:
         assert code == 2 and err.count("\n") == 1 and "'x\\nnmb: verified \\x1b[32mOK" in err, err
         assert "\x1b" not in err and len(err) < 400, err
+
+
+def _with_canary(good: Path, dst: Path, edit) -> Path:
+    """`good` with `edit(row)` applied to every canary line, resealed."""
+    with zipfile.ZipFile(good) as zf:
+        rows = [json.loads(x) for x in zf.read("canary.jsonl").splitlines()]
+    for row in rows:
+        edit(row)
+    return _resealed(good, dst, _manifest(good),
+                     {"canary.jsonl": "".join(json.dumps(r) + "\n" for r in rows).encode()})
+
+
+def _shuffled_levels(body: dict) -> str:
+    """The test server's grade with each criterion's level moved to the next criterion: the
+    same overall score (the rubric's weights are equal), other levels."""
+    seed = int(hashlib.sha256(_canonical(body).encode()).hexdigest()[:8], 16)
+    grade = sample_document(_schema_of(body), seed)
+    keys, levels = list(grade["criteria"]), list(grade["criteria"].values())
+    grade["criteria"] = dict(zip(keys, levels[1:] + levels[:1], strict=True))
+    return json.dumps(grade)
+
+
+def test_a_canary_whose_frozen_grades_no_grader_gave_is_refused(frozen_package, tmp_path: Path,
+                                                                capsys) -> None:
+    """A lying canary.jsonl, resealed: frozen grades without criterion levels made the
+    agreement of levels, half the drift check, unmeasured ("ok" for a grader whose levels all
+    moved); an overall score that is not its levels', levels beyond the scale or criteria the
+    rubric does not have. Each frozen grade must be one the rubric gives for its task."""
+    good, _ = frozen_package
+    lies = {
+        "no levels": lambda r: r["frozen"].update(criteria={}),
+        "overall not its levels'": lambda r: r["frozen"].update(overall=0.123),
+        "a level beyond the scale": lambda r: r["frozen"]["criteria"].update(
+            {next(iter(r["frozen"]["criteria"])): 99}),
+        "an unknown criterion": lambda r: r["frozen"]["criteria"].update(spelling=3),
+        "an unknown error class": lambda r: r["frozen"].update(error_tags=["luck"]),
+    }
+    for what, edit in lies.items():
+        code, err = _verify_cli(_with_canary(good, tmp_path / "lie.zip", edit), capsys)
+        assert code == 2 and err.count("\n") == 1 and "frozen grade" in err, (what, err)
+    with OpenAIServer() as srv:  # levels moved, overall kept: the honest canary says drift
+        srv.answer = _shuffled_levels
+        assert canary(verify(good), base_url=srv.base_url, api_key=KEY)["drift"]
 
 
 def test_a_task_of_a_family_the_rubric_lacks_is_refused_by_verify(frozen_package,
