@@ -90,6 +90,7 @@ from llm.grader_request import (
 )
 from llm.model_request import KeyImage, image_parts
 from package.members import (
+    MAX_CANARY_ITEMS,
     CanaryRow,
     CaseImages,
     CaseRow,
@@ -260,8 +261,8 @@ def freeze(s: Session, *, config_id: int, out: Path, canary_size: int = 20, seed
     look = frozen_look(s, config_id=config_id)
     if with_images and not config.vision:
         raise UserError(f"--with-images: grader config {config_id} sends no images")
-    if canary_size < 1:
-        raise UserError(f"--canary must be at least 1, got {canary_size}")
+    if not 1 <= canary_size <= MAX_CANARY_ITEMS:
+        raise UserError(f"--canary must be 1-{MAX_CANARY_ITEMS}, got {canary_size}")
     if out.exists():
         raise UserError(f"{out} exists; give a new file name")
     if out.suffix != ".zip":

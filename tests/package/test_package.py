@@ -24,6 +24,7 @@ from errors import UserError
 from grading.config import GraderSettings, store_config
 from grading.grader import prepare
 from package.package import (
+    Answer,
     _jsonl,
     canary,
     freeze,
@@ -171,6 +172,8 @@ def test_freeze_refuses_unvalidated_and_revoked_configs(sqlite_url: str, server:
             freeze(s, config_id=other.id, out=tmp_path / "out" / "p.zip")
         with pytest.raises(UserError, match="no grader config"):
             freeze(s, config_id=cid + 5, out=tmp_path / "out" / "p.zip")
+        with pytest.raises(UserError, match="--canary must be 1-500, got 501"):
+            freeze(s, config_id=cid, out=tmp_path / "out" / "p.zip", canary_size=501)
         with pytest.raises(UserError, match="needs a reason"):
             calibrate.revoke(s, config_id=cid, reason="  ", actor="admin")
         calibrate.revoke(s, config_id=cid, reason="expert scores revised", actor="admin")
@@ -810,6 +813,47 @@ def test_a_task_of_a_family_the_rubric_lacks_is_refused_by_verify(frozen_package
     code, err = _verify_cli(forged, capsys)
     assert code == 2 and err.count("\n") == 1, err
     assert f"tasks.jsonl line {rows.index(other) + 1}: family 'astrology\\n' is not" in err, err
+
+
+def test_rebuilding_the_canary_costs_what_it_did_in_the_study(frozen_package,
+                                                               tmp_path: Path) -> None:
+    """Verify rebuilds every canary request. A forged task with a 50 MiB record (deflated, a
+    file of 145 KB) and 200 copies of one canary item (one request hash for all) took 55 s
+    (0.27 s each; the 1,000,000 values allowed hold 58,000 such items: 4 hours); a reference
+    differential of numbers was a TypeError traceback. Fields now have the study's types and
+    limits (`db.text_limits`: a record 1,000,000 characters) and a canary at most 500 items
+    (the /calibrate page's most): each package is refused at once, in one line."""
+    good, _ = frozen_package
+    pkg = verify(good)
+    with zipfile.ZipFile(good) as zf:
+        tasks = [json.loads(x) for x in zf.read("tasks.jsonl").splitlines()]
+        item = json.loads(zf.read("canary.jsonl").splitlines()[0])
+    task = next(t for t in tasks if t["task_id"] == item["task_id"])
+    task["case"]["ehr"] = pkg.tasks[item["task_id"]][1].ehr = "a" * 50 * MiB
+    answer = Answer(item["response_id"], item["task_id"], item["text"], item["turns"] or [])
+    item["request_hash"] = request_for(pkg, answer).request_hash
+    rows = [item | {"response_id": f"c{i}"} for i in range(501)]
+
+    def package(name: str, tasks: list, rows: list) -> Path:
+        m = _manifest(good)
+        m["canary"]["items"] = len(rows)
+        return _resealed(good, tmp_path / name, m, {
+            "tasks.jsonl": "".join(json.dumps(t) + "\n" for t in tasks).encode(),
+            "canary.jsonl": "".join(json.dumps(r) + "\n" for r in rows).encode()})
+    slow = package("slow.zip", tasks, rows[:200])
+    task["case"]["ehr"] = "Synthetic record."
+    task["case"]["ground_truth"]["differential"] = [1, 2]
+    numbers = package("numbers.zip", tasks, rows[:1])
+    del task["case"]["ground_truth"]["differential"]
+    many = package("many.zip", tasks, rows)
+    for pkg, needle in ((slow, "case.ehr: string should have at most 1000000 characters"),
+                        (numbers, "case.ground_truth.differential[0]: input should be a valid "
+                                  "string"),
+                        (many, "canary.items: input should be less than or equal to 500")):
+        out = subprocess.run([sys.executable, "-m", "cli", "package", "verify", str(pkg)],
+                             cwd=ROOT, capture_output=True, text=True, timeout=30)
+        assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
+        assert needle in out.stderr, out.stderr
 
 
 # ---------------------------------------------------------------- a canary that could not check
