@@ -229,6 +229,10 @@ class OpenAIServer:
         self.port = port
         self.slow_seconds = slow_seconds  # also the default of "trickle"
         self.retry_after = retry_after
+        #: The message of a "400" fault's error (else a fixed one).
+        self.error_message: str | None = None
+        #: When set, every chat completion refuses with this text (no content).
+        self.refusal: str | None = None
         #: Rewrites each Batch API output/error file before it is stored (hostile batch lines).
         self.edit_batch_file: Callable[[bytes], bytes] | None = None
         #: Serve file contents chunked, without a Content-Length (else with one).
@@ -360,7 +364,8 @@ class OpenAIServer:
         if fault is not None and fault.kind == "500":
             return 500, _error("The server had an error (test server).", "server_error"), {}
         if fault is not None and fault.kind == "400":
-            return 400, _error("Invalid request (test server).", "invalid_request_error"), {}
+            message = self.error_message or "Invalid request (test server)."
+            return 400, _error(message, "invalid_request_error"), {}
         content, finish = self._content(body), "stop"
         if fault is not None and fault.kind == "truncated":
             content = content[: max(1, len(content) // 2)]
@@ -407,7 +412,8 @@ class OpenAIServer:
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": content, "refusal": None},
+                    "message": {"role": "assistant", "content": None if self.refusal else content,
+                                "refusal": self.refusal},
                     "logprobs": None,
                     "finish_reason": finish,
                 }

@@ -261,6 +261,25 @@ def test_a_string_that_never_closes_is_counted_in_linear_time(srv, where):
                                   "Unterminated string")), out.stdout
 
 
+ESCAPES = "\x1b]0;owned\x07\x1b[2J\nnmb: graded 12 of 12\x1b[0m\u202e"
+
+
+@pytest.mark.parametrize("where", ["error", "refusal"])
+def test_a_servers_text_in_a_reason_is_one_line_of_printable_characters(srv, where):
+    """A server's error message or a model's refusal reaches a failure's reason, which `nmb
+    grade`, `nmb collect` and `nmb package canary` print on stderr: its terminal escape codes
+    (retitle the window, clear the screen) went through as they were (one_line folds only
+    line breaks). Escaped now, as in a refusal quoting a file's value."""
+    if where == "error":
+        srv.error_message = ESCAPES
+        srv.inject("400")
+    else:
+        srv.refusal = ESCAPES + "x" * 10_000
+    result = call(srv, request(), **FAST)
+    assert not result.ok and "\\x1b]0;owned\\x07\\x1b[2J nmb: graded" in result.reason, result.reason
+    assert result.reason.isprintable() and len(result.reason) < 1_000, result.reason
+
+
 def test_bodies_read_at_once_share_one_cap(srv):
     """16 endless answers at once through one client whose bodies may hold 2 MiB in all: no
     body reaches its own 8 MiB cap, every call ends refused by the shared one, what was held
