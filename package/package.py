@@ -60,6 +60,7 @@ from calibration.calibrate import frozen_look, looks
 from calibration.report import Report
 from db.audit import record
 from db.bundle.images import sha256_file
+from db.bundle.records import over_limit
 from db.files import new_partial
 from db.models import (
     CalibrationItem,
@@ -617,10 +618,16 @@ def read_responses(path: Path, *, max_bytes: int = 256 * 2**20) -> list[Answer]:
         raise UserError(f"cannot read {path}: {exc.strerror}") from None
     except UnicodeDecodeError:
         raise UserError(f"{path}: not UTF-8 text") from None
+    from llm.http_client import MAX_JSON_VALUES as MAX_LINE_VALUES
+    from llm.http_client import json_values
+
     responses, seen = [], set()
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
+        if json_values(line.encode()) > MAX_LINE_VALUES:  # before parsing: it could be millions
+            raise UserError(f"{path} line {n}: more than {MAX_LINE_VALUES:,} JSON values (a "
+                            "response holds a few dozen)")
         try:
             row = json.loads(line)
         except (ValueError, RecursionError):
@@ -633,6 +640,9 @@ def read_responses(path: Path, *, max_bytes: int = 256 * 2**20) -> list[Answer]:
         turns = row.get("turns") or []  # absent or null: a one-stage answer
         if not isinstance(turns, list) or not all(isinstance(x, str) for x in turns):
             raise UserError(f"{path} line {n}: 'turns' must be a list of text")
+        for name, value in (("text", row["text"]), ("turns", turns)):  # as the study stores
+            if why := over_limit(name, value):
+                raise UserError(f"{path} line {n}: {why}")
         model, source, user = row.get("model"), row.get("source") or "model", row.get("user")
         if model is not None and (why := model_name_problem(model)):
             raise UserError(f"{path} line {n}: model {_quoted(model)} {why}")

@@ -496,6 +496,18 @@ def test_bad_response_files_are_refused(sqlite_url: str, server: OpenAIServer,
             read_responses(lines)
     lines.write_text(base + '"source": "model", "user": "ignored"}\n')
     assert read_responses(lines)[0].user is None  # a model's line: as before
+    # A line dense with values (63 MiB of them took 1.9 GB), or a text or turns beyond what
+    # the study stores of a response: refused, naming the line, before anything is sent.
+    for extra, refusal in (
+            ('"junk": [' + "[]," * 10_000 + "[]]", "line 1: more than 10,000 JSON values"),
+            ('"text": "' + "a" * 200_001 + '"', "line 1: text is 200,001 characters, more than "
+                                               "the limit of 200,000"),
+            ('"turns": ' + json.dumps(["a"] * 21), "line 1: turns has 21 items, more than the "
+                                                     "limit of 20")):
+        lines.write_text(base.replace('"text": "MS.", ', "") + extra
+                         + (', "text": "MS."' if '"text"' not in extra else "") + "}\n")
+        with pytest.raises(UserError, match=refusal):
+            read_responses(lines)
 
 
 def test_calibrate_page_freezes_a_validated_config(nmb_home: Path, server: OpenAIServer) -> None:
