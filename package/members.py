@@ -185,7 +185,7 @@ class CanaryRow(Member):
 
 
 class Shown(Member):
-    caption: str
+    caption: _text(limit.TITLE)
     sha256: Annotated[str, Field(pattern=HEX64)]
 
 

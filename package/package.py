@@ -130,6 +130,10 @@ MAX_MEMBER_BYTES = {"manifest.json": MiB, SEAL: 4096, "rubric.toml": MiB, "proto
                     "report.json": 16 * MiB, "report.html": 32 * MiB, "tasks.jsonl": 64 * MiB,
                     "canary.jsonl": 32 * MiB, IMAGE_LIST: 8 * MiB, SIGNATURE: 1024}
 MAX_IMAGE_BYTES = 8 * MiB  # one key slice's PNG
+# The images one request carries (a case's, as listed: one image may be listed again), each
+# sent as a data URL a third larger: a case of 1,000 listings of an 8 MiB image was 11 GB.
+MAX_CASE_IMAGES = 500
+MAX_CASE_IMAGE_BYTES = 64 * MiB
 MAX_TOTAL_BYTES = 192 * MiB  # all members inflated; also all images supplied with --images
 MAX_PACKAGE_BYTES = MAX_TOTAL_BYTES + 8 * MiB  # the file (deflate never grows much)
 MAX_MEMBERS = 4096
@@ -563,6 +567,15 @@ def _case_images(path: Path, members: dict[str, bytes], config: GraderConfig,
         raise _refuse(path, f"{len(missing)} of {len(wanted)} key images are neither in the "
                       "package nor in --images DIR (freeze with --with-images, or give the "
                       "folder that holds them)")
+    for case_id, shown in listing.items():  # one request carries them all, repeats too
+        if len(shown) > MAX_CASE_IMAGES:
+            what = f"lists more than {MAX_CASE_IMAGES} images"
+        elif sum(len(pngs[h]) for _, h in shown) > MAX_CASE_IMAGE_BYTES:
+            what = f"lists images that add up to more than {MAX_CASE_IMAGE_BYTES // MiB} MiB"
+        else:
+            continue
+        raise _refuse(path, f"{IMAGE_LIST}: case {_quoted(case_id)} {what} (its requests carry "
+                      "them all)")
     return {cid: [KeyImage(caption, pngs[h]) for caption, h in shown]
             for cid, shown in listing.items()}
 

@@ -321,6 +321,39 @@ def test_a_vision_config_is_packaged_with_its_key_images(sqlite_url: str, server
         assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, (what, err)
 
 
+def test_a_case_listing_one_image_a_thousand_times_is_refused(sqlite_url: str,
+                                                               server: OpenAIServer,
+                                                               tmp_path: Path) -> None:
+    """images.jsonl may list one carried image many times (each key slice is listed by its
+    sha256), and verify rebuilds the canary's requests with every listed image as a data URL:
+    a member of 8 MiB listed 1,000 times in a canary case's images made an 11 GB request
+    (MemoryError under `ulimit -v` 2 GiB). A case's request now carries at most 500 images and
+    64 MiB of them: one line, exit 2, in bounded memory."""
+    with Session(engine_for(sqlite_url), expire_on_commit=False) as s:
+        cid = validated_config(s, server.base_url, api_key=KEY, vision=True)
+        freeze(s, config_id=cid, out=tmp_path / "carried.zip", canary_size=1, with_images=True)
+    good = tmp_path / "carried.zip"
+    with zipfile.ZipFile(good) as zf:
+        task_id = json.loads(zf.read("canary.jsonl"))["task_id"]
+        case_id = next(json.loads(x)["case_id"] for x in zf.read("tasks.jsonl").splitlines()
+                       if json.loads(x)["task_id"] == task_id)
+        listing = [json.loads(x) for x in zf.read("images.jsonl").splitlines()]
+    big = os.urandom(8 * MiB)
+    sha = hashlib.sha256(big).hexdigest()
+    shown = next(row["images"] for row in listing if row["case_id"] == case_id)
+    for many, needle in ((1000, "more than 500 images"), (9, "add up to more than 64 MiB")):
+        for row in listing:
+            if row["case_id"] == case_id:
+                row["images"] = shown + [{"caption": "slice", "sha256": sha}] * many
+        forged = _resealed(good, tmp_path / f"many{many}.zip", _manifest(good), {
+            "images.jsonl": "".join(json.dumps(r) + "\n" for r in listing).encode(),
+            f"images/{sha}.png": big})
+        code, err, peak = _verify_child(forged)
+        assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+        assert needle in err and case_id in err, err
+        assert peak < 500 * 10**6, peak
+
+
 def test_a_text_package_holds_no_images(sqlite_url: str, server: OpenAIServer,
                                         tmp_path: Path, capsys) -> None:
     cid = _frozen(sqlite_url, server, tmp_path / "text.zip")
