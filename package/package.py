@@ -592,13 +592,14 @@ def _report(path: Path, manifest: dict, members: dict[str, bytes],
     checked(path, "report.json", data, ReportHead)
     try:
         report = Report.from_json({k: v for k, v in data.items() if k != "id"})
+        gate = _gate_summary(report)  # a statistic named by a list: unhashable
     except (TypeError, KeyError, ValueError):
         raise _refuse(path, "report.json is not a calibration report") from None
     facts = [(data["id"], summary["id"], "id"), (report.protocol_hash, proto.sha256, "protocol"),
              (report.protocol_hash, summary["protocol_sha256"], "protocol"),
              (report.data_hash, summary["data_sha256"], "data sha256"),
              (report.passed, summary["passed"], "verdict"),
-             (_gate_summary(report), summary["gate"], "gate"),
+             (gate, summary["gate"], "gate"),
              (report.config_id is not None, True, "config"),
              (report.part, summary["part"], "part"),
              (report.protocol_id, summary["protocol_id"], "protocol id"),

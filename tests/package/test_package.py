@@ -1045,6 +1045,21 @@ def test_a_frozen_overall_that_is_not_a_finite_number_is_refused(frozen_package,
         assert "canary.jsonl line 1 frozen.overall: input should be a finite number" in err, err
 
 
+def test_a_gate_named_by_a_list_is_one_line(frozen_package, tmp_path: Path, capsys) -> None:
+    """A report.json whose gate names a statistic by a list or an object (resealed): a
+    TypeError traceback (unhashable type) before."""
+    good, _ = frozen_package
+    with zipfile.ZipFile(good) as zf:
+        report = json.loads(zf.read("report.json"))
+    for name in ([], {}):
+        report["gate"][0]["name"] = name
+        forged = _resealed(good, tmp_path / "gate.zip", _manifest(good),
+                           {"report.json": json.dumps(report).encode()})
+        code, err = _verify_cli(forged, capsys)
+        assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+        assert "report.json is not a calibration report" in err, err
+
+
 def test_a_look_is_suspended_by_true_not_by_one() -> None:
     """As the checker before the models: `suspended` is true or absent; 1 and 1.0 equal True
     in Python, and a Literal[True] took them."""
