@@ -1070,7 +1070,7 @@ def build_parser() -> argparse.ArgumentParser:
     pf = psub.add_parser("freeze", help="write a validated config as a package (.zip)")
     pf.add_argument("--config", type=ID, required=True, help="a validated grader config")
     pf.add_argument("--out", required=True, help="the new .zip file")
-    pf.add_argument("--canary", type=int, default=20, help="held-out items kept as the canary")
+    pf.add_argument("--canary", type=int, default=20, help="held-out items kept as the canary (1-500)")
     pf.add_argument("--seed", type=SEED, default=0, help="seed of the canary's draw")
     pf.add_argument("--with-images", action="store_true",
                     help="vision configs: carry the key slice PNGs (else only their sha256)")

@@ -180,7 +180,7 @@ def check_answer(
 ) -> tuple[dict | None, str | None, bool]:
     """(data, problem, may_reask). `problem` is None when the answer is valid."""
     if refusal:
-        return None, f"refused: {refusal}", False
+        return None, f"refused: {server_text(refusal, 300)}", False
     if finish_reason == "length":
         return None, "malformed: answer cut at the token limit (finish_reason=length)", True
     if not content:
@@ -200,7 +200,15 @@ def check_answer(
     try:
         return validate(data), None, True
     except ValueError as exc:
-        return None, f"invalid: {one_line(str(exc), 500)}", True
+        return None, f"invalid: {server_text(str(exc), 500)}", True
+
+
+def server_text(text: str, limit: int) -> str:
+    """Text a server sent (an error message, a refusal) as a failure's reason quotes it: one
+    line, cut at `limit`, every character that is not printable escaped (`\\x1b`): reasons are
+    printed on terminals, where escape codes would retitle the window or clear the screen."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
+                   for c in one_line(text, limit))
 
 
 def reask_messages(messages: list[dict], answer: str | None, problem: str) -> list[dict]:
@@ -266,18 +274,18 @@ def _transient(exc: Exception) -> tuple[bool, str, float | None]:
     from llm.http_client import ResponseRefused
 
     if isinstance(exc, ResponseRefused):
-        return False, f"response refused: {one_line(exc.message, 300)}", None
+        return False, f"response refused: {server_text(exc.message, 300)}", None
     if isinstance(exc, openai.APITimeoutError | TimeoutError):
         return True, "timeout", None
     if isinstance(exc, openai.APIConnectionError):
-        return True, f"connection error: {exc}", None
+        return True, f"connection error: {server_text(str(exc), 300)}", None
     if isinstance(exc, openai.APIStatusError):
         code = exc.status_code
-        text = f"HTTP {code}: {one_line(exc.message, 200)}"
+        text = f"HTTP {code}: {server_text(exc.message, 200)}"
         if code in TRANSIENT_STATUS or code >= 500:
             return True, text, retry_after_seconds(exc.response.headers)
         return False, text, None
-    return False, f"{type(exc).__name__}: {one_line(str(exc), 200)}", None
+    return False, f"{type(exc).__name__}: {server_text(str(exc), 200)}", None
 
 
 # ---------------------------------------------------------------- one call
@@ -519,11 +527,12 @@ def batch_failure(entry: dict | None) -> tuple[str, bool] | None:
         problem = "no result line"
     elif entry.get("error"):
         err = entry["error"]
-        problem = f"batch line error {err.get('code')}: {one_line(str(err.get('message')), 200)}"
+        problem = (f"batch line error {server_text(str(err.get('code')), 60)}: "
+                   f"{server_text(str(err.get('message')), 200)}")
     else:
         error = (response.get("body") or {}).get("error") or {}
         message = error.get("message", "") if isinstance(error, dict) else error
-        problem = f"HTTP {status}: {one_line(str(message), 200)}"
+        problem = f"HTTP {server_text(str(status), 20)}: {server_text(str(message), 200)}"
     return problem, status is None or status in TRANSIENT_STATUS or status >= 500
 
 
@@ -593,7 +602,8 @@ async def _submit_batch(
 def _batch_problem(batch: Any) -> str:
     errors = getattr(getattr(batch, "errors", None), "data", None) or []
     detail = "; ".join(f"{e.code}: {e.message}" for e in errors)
-    return f"batch {batch.id} {batch.status}" + (f" ({one_line(detail, 200)})" if detail else "")
+    return (f"batch {server_text(str(batch.id), 80)} {server_text(str(batch.status), 40)}"
+            + (f" ({server_text(detail, 200)})" if detail else ""))
 
 
 async def run_batch(

@@ -41,7 +41,10 @@ MAX_RESPONSE_BYTES = 8 * 2**20  # one chat completion (the largest stored answer
 MAX_FILE_BYTES = 256 * 2**20  # one Batch API result file (GET /files/{id}/content)
 MAX_BYTES_IN_FLIGHT = 128 * 2**20  # all JSON bodies one client is reading at once
 MAX_JSON_VALUES = 10_000  # arrays, objects and items outside strings in one JSON body
-_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+# A string, or an unclosed one up to the end: every match attempt at a quote succeeds, so the
+# scan is linear (requiring the closing quote, an unclosed string whose later quotes are all
+# escaped was scanned again from each of them: quadratic). JSON that is not valid fails to parse.
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)', re.DOTALL)
 _JSON_START = re.compile(rb"\s*[\[{]")
 
 
@@ -111,14 +114,20 @@ class _CappedStream(httpx2.AsyncByteStream):
         await self._inner.aclose()
 
 
+def json_values(body: bytes) -> int:
+    """The opening brackets, braces and commas outside the strings of JSON `body` (each begins
+    a value): about how many objects parsing it builds, counted in one linear scan. Exact for
+    valid JSON; where `body` stops being valid, parsing stops too."""
+    bare = _JSON_STRING.sub(b"", body)
+    return bare.count(b",") + bare.count(b"[") + bare.count(b"{")
+
+
 def too_many_json_values(body: bytes) -> str | None:
     """Why a body (or a line, an answer) that would be parsed as JSON is not, or None: more
-    than MAX_JSON_VALUES opening brackets, braces and commas outside its strings (each begins a
-    value)."""
+    than MAX_JSON_VALUES values (`json_values`)."""
     if len(body) <= MAX_JSON_VALUES or not _JSON_START.match(body):
         return None
-    bare = _JSON_STRING.sub(b"", body)
-    if bare.count(b",") + bare.count(b"[") + bare.count(b"{") <= MAX_JSON_VALUES:
+    if json_values(body) <= MAX_JSON_VALUES:
         return None
     return f"more than {MAX_JSON_VALUES:,} JSON values (a chat completion holds a few dozen)"
 

@@ -13,12 +13,23 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
+from db import text_limits as limit
 from db.bundle.records import Finite, one_of
 from errors import UserError
 
 HEX64 = r"^[0-9a-f]{64}$"
 MAX_SHOWN = 10  # problems on the one line of a refusal (a hostile member may have thousands)
 MAX_NAME = 40  # characters of a key a refusal echoes
+
+
+def _text(most: int) -> Any:
+    """Text of at most `most` characters: the study's limit for the field (`db.text_limits`),
+    so that rebuilding a request costs what it did in the study."""
+    return Annotated[str, Field(max_length=most)]
+
+
+def _texts(most: int, items: int) -> Any:
+    return Annotated[list[_text(most)], Field(max_length=items)]
 
 
 def _zoned(v: str) -> str:
@@ -82,8 +93,11 @@ class DriftLimits(Member):
     overall_mad_max: Annotated[float, Field(ge=0.0, le=0.5)]
 
 
+MAX_CANARY_ITEMS = 500  # each is rebuilt by verify and sent by canary
+
+
 class CanaryInfo(Member):
-    items: int
+    items: Annotated[int, Field(ge=1, le=MAX_CANARY_ITEMS)]
     seed: int
     drift_limits: DriftLimits
 
@@ -122,12 +136,22 @@ class ReportHead(Member):
     gate: list[Any]
 
 
+class Reference(Member):
+    """What the grader's prompt reads of a case's reference answer (`reference_fields`)."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+    final_diagnosis: Annotated[str, Field(min_length=1, max_length=limit.TITLE)]
+    differential: _texts(limit.TITLE, limit.DIFFERENTIAL) = []
+    lesion: _text(limit.PROMPT) | None = None
+    reasoning: _text(limit.PROMPT) | None = None
+
+
 class CaseRow(Member):
     case_id: str
-    title: str
-    ehr: str
-    scores: dict[str, Any] | None
-    ground_truth: dict[str, Any]
+    title: _text(limit.TITLE)
+    ehr: _text(limit.RECORD)
+    scores: Annotated[dict[_text(limit.SCORE_NAME), Finite], Field(max_length=limit.SCORES)] | None
+    ground_truth: Reference
 
 
 class TaskRow(Member):
@@ -137,8 +161,8 @@ class TaskRow(Member):
     case_id: str
     family: str
     level: int
-    prompt: str
-    stages: list[str] | None
+    prompt: _text(limit.PROMPT)
+    stages: _texts(limit.PROMPT, limit.STAGES) | None
     case: CaseRow
 
 
@@ -152,8 +176,8 @@ class Frozen(Member):
 class CanaryRow(Member):
     response_id: str
     task_id: str
-    text: str
-    turns: list[str] | None
+    text: _text(limit.ANSWER)
+    turns: _texts(limit.ANSWER, limit.STAGES) | None
     request_hash: str
     frozen: Frozen
     model_returned: str | None
@@ -161,7 +185,7 @@ class CanaryRow(Member):
 
 
 class Shown(Member):
-    caption: str
+    caption: _text(limit.TITLE)
     sha256: Annotated[str, Field(pattern=HEX64)]
 
 

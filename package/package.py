@@ -60,6 +60,7 @@ from calibration.calibrate import frozen_look, looks
 from calibration.report import Report
 from db.audit import record
 from db.bundle.images import sha256_file
+from db.bundle.records import over_limit
 from db.files import new_partial
 from db.models import (
     CalibrationItem,
@@ -90,6 +91,7 @@ from llm.grader_request import (
 )
 from llm.model_request import KeyImage, image_parts
 from package.members import (
+    MAX_CANARY_ITEMS,
     CanaryRow,
     CaseImages,
     CaseRow,
@@ -112,6 +114,7 @@ from rubric import Rubric
 from rubric.loader import loads_rubric
 from rubric.render import Asked
 from rubric.schema import canonical_json
+from rubric.scoring import validate_score
 
 FORMAT = "nmb-package-3"
 CASE_FIELDS = tuple(CaseRow.model_fields)
@@ -127,10 +130,18 @@ MAX_MEMBER_BYTES = {"manifest.json": MiB, SEAL: 4096, "rubric.toml": MiB, "proto
                     "report.json": 16 * MiB, "report.html": 32 * MiB, "tasks.jsonl": 64 * MiB,
                     "canary.jsonl": 32 * MiB, IMAGE_LIST: 8 * MiB, SIGNATURE: 1024}
 MAX_IMAGE_BYTES = 8 * MiB  # one key slice's PNG
+# The images one request carries (a case's, as listed: one image may be listed again), each
+# sent as a data URL a third larger: a case of 1,000 listings of an 8 MiB image was 11 GB.
+MAX_CASE_IMAGES = 500
+MAX_CASE_IMAGE_BYTES = 64 * MiB
 MAX_TOTAL_BYTES = 192 * MiB  # all members inflated; also all images supplied with --images
 MAX_PACKAGE_BYTES = MAX_TOTAL_BYTES + 8 * MiB  # the file (deflate never grows much)
 MAX_MEMBERS = 4096
 MAX_SUPPLIED_IMAGES = 100_000  # PNG files looked at in an --images folder
+# Arrays, objects and items in all the JSON members together, counted before any is parsed
+# (`llm.http_client.json_values`): 64 MiB of `[],[],...` within the caps is 22 million lists
+# (1.9 GB). A package holds about 15 per task and canary item and some 3,500 in its report.
+MAX_JSON_VALUES = 1_000_000
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _IMAGE_MEMBER = re.compile(r"images/([0-9a-f]{64})\.png")
 
@@ -255,8 +266,8 @@ def freeze(s: Session, *, config_id: int, out: Path, canary_size: int = 20, seed
     look = frozen_look(s, config_id=config_id)
     if with_images and not config.vision:
         raise UserError(f"--with-images: grader config {config_id} sends no images")
-    if canary_size < 1:
-        raise UserError(f"--canary must be at least 1, got {canary_size}")
+    if not 1 <= canary_size <= MAX_CANARY_ITEMS:
+        raise UserError(f"--canary must be 1-{MAX_CANARY_ITEMS}, got {canary_size}")
     if out.exists():
         raise UserError(f"{out} exists; give a new file name")
     if out.suffix != ".zip":
@@ -330,6 +341,12 @@ def _refuse(path: Path, what: str) -> UserError:
     return UserError(f"{path}: {what}")
 
 
+def _quoted(text: Any) -> str:
+    """A value from a package or a responses file as a refusal quotes it: its start, escaped
+    (a line break or a terminal's escape code would forge output)."""
+    return one_line(repr(str(text)[:80]), 90)
+
+
 def _json(path: Path, name: str, data: bytes) -> Any:
     try:
         return json.loads(data.decode("utf-8"))
@@ -383,6 +400,18 @@ def _open(path: Path, sha256: str | None) -> tuple[str, dict[str, bytes]]:
         raise _refuse(path, f"cannot read ({e.strerror})") from None
 
 
+def _check_json_values(path: Path, members: dict[str, bytes]) -> None:
+    """Refuse JSON members that would parse into more than MAX_JSON_VALUES objects in all."""
+    from llm.http_client import json_values  # lazy: verify needs no HTTP client
+
+    total = 0
+    for name in sorted(n for n in members if n.endswith((".json", ".jsonl"))):
+        total += json_values(members[name])
+        if total > MAX_JSON_VALUES:
+            raise _refuse(path, f"its JSON members hold more than {MAX_JSON_VALUES:,} values "
+                          f"(arrays, objects and items; {name} reaches it): not parsed")
+
+
 def _manifest(path: Path, members: dict[str, bytes]) -> dict[str, Any]:
     """The manifest: its format, exactly its fields, each of its type (`Manifest`), and the
     members' hashes (the seal is checked last, so a field edited alone is refused)."""
@@ -423,6 +452,7 @@ def verify(path: Path, *, sha256: str | None = None, images: Path | None = None,
         raise UserError(f"--sha256 must be 64 hexadecimal digits, got {sha256!r}")
     key = load_public(public_key) if public_key is not None else None
     digest, members = _open(path, sha256)
+    _check_json_values(path, members)
     if key is not None and "manifest.json" in members and (
             problem := signature_problem(key, members["manifest.json"], members.get(SIGNATURE))):
         raise _refuse(path, problem)
@@ -444,6 +474,9 @@ def verify(path: Path, *, sha256: str | None = None, images: Path | None = None,
         tasks = {}
         for n, row in enumerate(_lines(path, "tasks.jsonl", members["tasks.jsonl"]), 1):
             task, case = _task(path, n, row)
+            if task.family not in rubric.family_keys:  # grade would refuse it
+                raise _refuse(path, f"tasks.jsonl line {n}: family {_quoted(task.family)} is "
+                              "not one of rubric.toml's")
             tasks[task.task_id] = (task, case)
         canary = _lines(path, "canary.jsonl", members["canary.jsonl"])
         for n, row in enumerate(canary, 1):
@@ -459,10 +492,30 @@ def verify(path: Path, *, sha256: str | None = None, images: Path | None = None,
     for c in canary:
         item = request_for(pkg, _canary_answer(c))
         if item.request_hash != c["request_hash"]:
-            raise _refuse(path, f"canary item {c['response_id']}: the request this tool builds "
-                          "differs from the one that was validated")
+            raise _refuse(path, f"canary item {_quoted(c['response_id'])}: the request this "
+                          "tool builds differs from the one that was validated")
+        if why := _frozen_problem(rubric, tasks[c["task_id"]][0].family, c["frozen"]):
+            raise _refuse(path, f"canary item {_quoted(c['response_id'])}: its frozen grade "
+                          f"{why}")
     _check_seal(path, manifest, members)
     return pkg
+
+
+def _frozen_problem(rubric: Rubric, family: str, frozen: dict[str, Any]) -> str | None:
+    """Why a canary item's frozen grade is not one the rubric gives for its family (its
+    criteria and levels, error classes, and the overall score of those levels), or None. A
+    lying grade would blind the drift check: without levels, their agreement is unmeasured."""
+    score = {k: frozen[k] for k in ("criteria", "correct_diagnosis", "error_tags")}
+    try:
+        clean = validate_score(rubric, score | {"comment": "frozen"}, family=family,
+                               require_confidence=False)
+    except UserError as e:
+        return f"is not one of the rubric's ({one_line(str(e), 200)})"
+    if clean["criteria"] != frozen["criteria"] or clean["error_tags"] != frozen["error_tags"]:
+        return "does not list exactly the levels and error classes of its task's family"
+    if not math.isclose(clean["overall"], frozen["overall"], rel_tol=1e-9, abs_tol=1e-12):
+        return f"has overall {frozen['overall']!r}, not its levels' {clean['overall']!r}"
+    return None
 
 
 def _supplied_images(folder: Path, wanted: set[str]) -> dict[str, bytes]:
@@ -504,7 +557,7 @@ def _case_images(path: Path, members: dict[str, bytes], config: GraderConfig,
             raise _refuse(path, f"{where} is not a case of the package with its images")
         listing[row["case_id"]] = [(i["caption"], i["sha256"]) for i in row["images"]]
     if absent := sorted(case_ids - set(listing)):
-        raise _refuse(path, f"{IMAGE_LIST} does not list case {absent[0]!r}")
+        raise _refuse(path, f"{IMAGE_LIST} does not list case {_quoted(absent[0])}")
     wanted = {h for shown in listing.values() for _, h in shown}
     for h, data in carried.items():
         if h not in wanted or hashlib.sha256(data).hexdigest() != h:
@@ -514,6 +567,15 @@ def _case_images(path: Path, members: dict[str, bytes], config: GraderConfig,
         raise _refuse(path, f"{len(missing)} of {len(wanted)} key images are neither in the "
                       "package nor in --images DIR (freeze with --with-images, or give the "
                       "folder that holds them)")
+    for case_id, shown in listing.items():  # one request carries them all, repeats too
+        if len(shown) > MAX_CASE_IMAGES:
+            what = f"lists more than {MAX_CASE_IMAGES} images"
+        elif sum(len(pngs[h]) for _, h in shown) > MAX_CASE_IMAGE_BYTES:
+            what = f"lists images that add up to more than {MAX_CASE_IMAGE_BYTES // MiB} MiB"
+        else:
+            continue
+        raise _refuse(path, f"{IMAGE_LIST}: case {_quoted(case_id)} {what} (its requests carry "
+                      "them all)")
     return {cid: [KeyImage(caption, pngs[h]) for caption, h in shown]
             for cid, shown in listing.items()}
 
@@ -530,13 +592,14 @@ def _report(path: Path, manifest: dict, members: dict[str, bytes],
     checked(path, "report.json", data, ReportHead)
     try:
         report = Report.from_json({k: v for k, v in data.items() if k != "id"})
+        gate = _gate_summary(report)  # a statistic named by a list: unhashable
     except (TypeError, KeyError, ValueError):
         raise _refuse(path, "report.json is not a calibration report") from None
     facts = [(data["id"], summary["id"], "id"), (report.protocol_hash, proto.sha256, "protocol"),
              (report.protocol_hash, summary["protocol_sha256"], "protocol"),
              (report.data_hash, summary["data_sha256"], "data sha256"),
              (report.passed, summary["passed"], "verdict"),
-             (_gate_summary(report), summary["gate"], "gate"),
+             (gate, summary["gate"], "gate"),
              (report.config_id is not None, True, "config"),
              (report.part, summary["part"], "part"),
              (report.protocol_id, summary["protocol_id"], "protocol id"),
@@ -569,10 +632,16 @@ def read_responses(path: Path, *, max_bytes: int = 256 * 2**20) -> list[Answer]:
         raise UserError(f"cannot read {path}: {exc.strerror}") from None
     except UnicodeDecodeError:
         raise UserError(f"{path}: not UTF-8 text") from None
+    from llm.http_client import MAX_JSON_VALUES as MAX_LINE_VALUES
+    from llm.http_client import json_values
+
     responses, seen = [], set()
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
+        if json_values(line.encode()) > MAX_LINE_VALUES:  # before parsing: it could be millions
+            raise UserError(f"{path} line {n}: more than {MAX_LINE_VALUES:,} JSON values (a "
+                            "response holds a few dozen)")
         try:
             row = json.loads(line)
         except (ValueError, RecursionError):
@@ -585,9 +654,12 @@ def read_responses(path: Path, *, max_bytes: int = 256 * 2**20) -> list[Answer]:
         turns = row.get("turns") or []  # absent or null: a one-stage answer
         if not isinstance(turns, list) or not all(isinstance(x, str) for x in turns):
             raise UserError(f"{path} line {n}: 'turns' must be a list of text")
+        for name, value in (("text", row["text"]), ("turns", turns)):  # as the study stores
+            if why := over_limit(name, value):
+                raise UserError(f"{path} line {n}: {why}")
         model, source, user = row.get("model"), row.get("source") or "model", row.get("user")
         if model is not None and (why := model_name_problem(model)):
-            raise UserError(f"{path} line {n}: model {model!r} {why}")
+            raise UserError(f"{path} line {n}: model {_quoted(model)} {why}")
         if source not in get_args(ResponseSource):
             raise UserError(f"{path} line {n}: source {one_line(repr(source), 60)} is not one "
                             f"of {', '.join(get_args(ResponseSource))}")
@@ -596,7 +668,8 @@ def read_responses(path: Path, *, max_bytes: int = 256 * 2**20) -> list[Answer]:
             raise UserError(f"{path} line {n}: a {source}'s answer names no model and names "
                             "its person in 'user' (as nmb export responses writes it)")
         if row["response_id"] in seen:
-            raise UserError(f"{path} line {n}: response_id {row['response_id']!r} repeated")
+            raise UserError(f"{path} line {n}: response_id {_quoted(row['response_id'])} "
+                            "repeated")
         seen.add(row["response_id"])
         responses.append(Answer(row["response_id"], row["task_id"], row["text"], turns, model,
                                 source, user if source != "model" else None))
@@ -610,8 +683,8 @@ def _canary_answer(item: dict[str, Any]) -> Answer:
 def request_for(pkg: Package, response: Answered) -> GradeItem:
     """The grader's exact request for `response`, from the package alone."""
     if response.task_id not in pkg.tasks:
-        raise UserError(f"response {response.response_id}: task {response.task_id!r} is not "
-                        "in the package")
+        raise UserError(f"response {_quoted(response.response_id)}: task "
+                        f"{_quoted(response.task_id)} is not in the package")
     task, case = pkg.tasks[response.task_id]
     images = image_parts(pkg.images[case.case_id]) if pkg.config.vision else None
     return grade_request(pkg.config, pkg.rubric, task, case, response, images=images)

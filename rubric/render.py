@@ -25,6 +25,7 @@ GRADER_FIELDS = ("justification", "criteria", "correct_diagnosis", "error_tags")
 PROMPT_V1, PROMPT_V2 = "nmb-grader-1", "nmb-grader-2"
 PROMPTS = (PROMPT_V1, PROMPT_V2)
 MAX_RANK = 10  # ranks beyond the tenth entry of a differential are reported as absent
+MAX_JUSTIFICATION = 200_000  # characters: what the study stores of a model's answer (ANSWER)
 RANKED_FAMILY = "differential"  # the family whose task asks for a ranked differential
 
 
@@ -358,6 +359,9 @@ def parse_grader_output(rubric: Rubric, data: Any, family: str,
     justification = data["justification"]
     if not isinstance(justification, str) or not justification.strip():
         raise ValueError("justification: expected non-empty text")
+    if len(justification) > MAX_JUSTIFICATION:
+        raise ValueError(f"justification is {len(justification):,} characters, more than the "
+                         f"limit of {MAX_JUSTIFICATION:,}")
     score = {
         "criteria": data["criteria"],
         "correct_diagnosis": data["correct_diagnosis"],

@@ -28,10 +28,12 @@ empty arrays: millions of values within the byte cap), "endless" (200, a chunked
 never ends: 64 KiB chunks until the client hangs up), "huge_json" (200, a valid completion
 whose answer is `value` MiB, default 64, with its Content-Length), "huge_chunked" (the same
 without a length, chunked), "gzip" (200, a gzip body inflating to `value` MiB of JSON, default
-16), "redirect" (307 to the same path on port `value`). A fault is a `Fault` or a string
-"kind" / "kind:value" ("429:0.2" = Retry-After 0.2 s, "slow:2" = sleep 2 s, "trickle:60" = one
-answer over 60 s). Queued faults are consumed in order by the next chat completions (batch
-lines included); keyed faults apply to every chat completion whose body contains a substring.
+16), "redirect" (307 to the same path on port `value`), "quotes" (200, JSON that opens a
+string and never closes it, every later quote escaped, `value` MiB, default 1). A fault is a
+`Fault` or a string "kind" / "kind:value" ("429:0.2" = Retry-After 0.2 s, "slow:2" = sleep
+2 s, "trickle:60" = one answer over 60 s). Queued faults are consumed in order by the next chat
+completions (batch lines included); keyed faults apply to every chat completion whose body
+contains a substring.
 
 Run standalone for benchmarks: `python -m tests.openai_server --port 0 --latency 1.0`; the first
 line on stdout is the base URL.
@@ -57,7 +59,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 HOSTILE_KINDS = ("html", "notjson", "wrongtype", "deep", "dense", "endless", "huge_json",
-                 "huge_chunked", "gzip", "redirect")
+                 "huge_chunked", "gzip", "redirect", "quotes")
 FAULT_KINDS = ("429", "500", "400", "truncated", "badschema", "slow", "empty", "length", "trickle",
                *HOSTILE_KINDS)
 IMAGE_MAGIC = {"image/png": b"\x89PNG\r\n\x1a\n", "image/jpeg": b"\xff\xd8\xff"}
@@ -227,6 +229,10 @@ class OpenAIServer:
         self.port = port
         self.slow_seconds = slow_seconds  # also the default of "trickle"
         self.retry_after = retry_after
+        #: The message of a "400" fault's error (else a fixed one).
+        self.error_message: str | None = None
+        #: When set, every chat completion refuses with this text (no content).
+        self.refusal: str | None = None
         #: Rewrites each Batch API output/error file before it is stored (hostile batch lines).
         self.edit_batch_file: Callable[[bytes], bytes] | None = None
         #: Serve file contents chunked, without a Content-Length (else with one).
@@ -358,7 +364,8 @@ class OpenAIServer:
         if fault is not None and fault.kind == "500":
             return 500, _error("The server had an error (test server).", "server_error"), {}
         if fault is not None and fault.kind == "400":
-            return 400, _error("Invalid request (test server).", "invalid_request_error"), {}
+            message = self.error_message or "Invalid request (test server)."
+            return 400, _error(message, "invalid_request_error"), {}
         content, finish = self._content(body), "stop"
         if fault is not None and fault.kind == "truncated":
             content = content[: max(1, len(content) // 2)]
@@ -405,7 +412,8 @@ class OpenAIServer:
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": content, "refusal": None},
+                    "message": {"role": "assistant", "content": None if self.refusal else content,
+                                "refusal": self.refusal},
                     "logprobs": None,
                     "finish_reason": finish,
                 }
@@ -631,7 +639,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _hostile(self, fault: Fault, body: dict) -> None:
         """The hostile answers of `HOSTILE_KINDS` (see the module docstring)."""
         state = self.server_state
-        default = {"gzip": 16, "dense": 7}.get(fault.kind, 64)
+        default = {"gzip": 16, "dense": 7, "quotes": 1}.get(fault.kind, 64)
         kind, mib = fault.kind, int((fault.value or default) * 2**20)
         valid = json.dumps(state._completion_body(body, "x")).encode()
         head, _, tail = valid.partition(b'"x"')  # around the answer's content
@@ -649,6 +657,8 @@ class _Handler(BaseHTTPRequestHandler):
                                  "choices": "none", "usage": {"prompt_tokens": "many"}})
             elif kind == "deep":
                 self._send(200, b"[" * 100_000 + b"]" * 100_000)
+            elif kind == "quotes":
+                self._send(200, b'["' + b'\\"' * (mib // 2))
             elif kind == "dense":
                 at = valid.index(b'"choices": [') + len(b'"choices": [')
                 self._send(200, valid[:at] + b"[]," * (mib // 3) + valid[at:], {})

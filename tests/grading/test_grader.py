@@ -1,5 +1,6 @@
 """The grader end to end: real `openai` client, local OpenAI-compatible server, real database."""
 
+import hashlib
 import json
 import os
 import subprocess
@@ -512,6 +513,28 @@ def test_an_empty_model_or_base_url_is_refused(sqlite_url: str, capsys) -> None:
         assert err.count("\n") == 1 and argv[0] in err and "Traceback" not in err
     with Session(engine_for(sqlite_url)) as s:
         assert _count(s, GraderConfig) == _count(s, GraderRun) == 0
+
+
+def test_a_justification_longer_than_an_answer_is_not_stored(sqlite_url: str,
+                                                             server: OpenAIServer) -> None:
+    """A grader whose justification runs to 300,000 characters (7 MiB fits the body cap):
+    stored whole with each grade before. Held to what the study stores of a model's answer
+    (200,000 characters): invalid, asked again, then the item's failure."""
+    from tests.openai_server import _canonical, _schema_of, sample_document
+
+    def long_winded(body: dict) -> str:
+        seed = int(hashlib.sha256(_canonical(body).encode()).hexdigest()[:8], 16)
+        return json.dumps(sample_document(_schema_of(body), seed) | {"justification": "a" * 300_000})
+
+    server.answer = long_winded
+    with Session(engine_for(sqlite_url), expire_on_commit=False) as s:
+        make_study(s, n_tasks=1)
+        cid = _config(s, server)
+        summary = grade(s, config_id=cid, trust_base_url=server.base_url, api_key=SECRET)
+        assert (summary.graded, summary.failed) == (0, 2)
+        reasons = [f.reason for f in s.exec(select(GraderFailure))]
+    assert all("justification is 300,000 characters, more than the limit of 200,000" in r
+               for r in reasons), reasons
 
 
 # ---------------------------------------------------------------- hostile servers

@@ -4,7 +4,10 @@ import asyncio
 import email.utils
 import json
 import logging
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import jsonschema
 import pytest
@@ -227,6 +230,54 @@ def test_a_hostile_answer_ends_the_call_with_its_reason(srv, kind):
         assert not result.ok and result.attempts == 1 and result.data is None
         assert result.reason.startswith(HOSTILE_REASONS[kind]), result.reason
         assert (result.prompt_tokens, result.completion_tokens) == (0, 0)
+
+
+CHILD_CALL = """
+import asyncio, sys
+from llm.call import call_structured
+from llm.grader_request import make_client
+from tests.llm.test_call import FAST, KEY, request, validate
+result = asyncio.run(call_structured(make_client(sys.argv[1], KEY, 5.0), request(sys.argv[2]),
+                                     validate=validate, **FAST))
+print(result.reason)
+"""
+
+
+@pytest.mark.parametrize("where", ["body", "answer"])
+def test_a_string_that_never_closes_is_counted_in_linear_time(srv, where):
+    """JSON that opens a string and never closes it, every later quote escaped (1 MiB): the
+    count of values before parsing scanned the rest of the body from every escaped quote,
+    quadratic (a 256 KiB body took 231 s of one core, the event loop blocked, so no deadline
+    ended it). The real client, in a child process bounded to 60 s, fails the item at once."""
+    if where == "body":
+        srv.inject_when("case-quotes", "quotes")
+    else:  # a valid completion whose answer is such JSON
+        srv.answer = lambda body: '{"rationale": "' + '\\"' * 2**17  # 256 KiB
+    out = subprocess.run([sys.executable, "-c", CHILD_CALL, srv.base_url, "case-quotes"],
+                         cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith(("malformed response: the body is not JSON", "malformed JSON: "
+                                  "Unterminated string")), out.stdout
+
+
+ESCAPES = "\x1b]0;owned\x07\x1b[2J\nnmb: graded 12 of 12\x1b[0m\u202e"
+
+
+@pytest.mark.parametrize("where", ["error", "refusal"])
+def test_a_servers_text_in_a_reason_is_one_line_of_printable_characters(srv, where):
+    """A server's error message or a model's refusal reaches a failure's reason, which `nmb
+    grade`, `nmb collect` and `nmb package canary` print on stderr: its terminal escape codes
+    (retitle the window, clear the screen) went through as they were (one_line folds only
+    line breaks). Escaped now, as in a refusal quoting a file's value."""
+    if where == "error":
+        srv.error_message = ESCAPES
+        srv.inject("400")
+    else:
+        srv.refusal = ESCAPES + "x" * 10_000
+    result = call(srv, request(), **FAST)
+    assert not result.ok and "\\x1b]0;owned\\x07\\x1b[2J nmb: graded" in result.reason, result.reason
+    assert result.reason.isprintable() and len(result.reason) < 1_000, result.reason
 
 
 def test_bodies_read_at_once_share_one_cap(srv):

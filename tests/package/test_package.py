@@ -24,6 +24,7 @@ from errors import UserError
 from grading.config import GraderSettings, store_config
 from grading.grader import prepare
 from package.package import (
+    Answer,
     _jsonl,
     canary,
     freeze,
@@ -36,7 +37,7 @@ from package.package import (
 )
 from results.leaderboard import leaderboard
 from tests.factories import package_answers, validated_config
-from tests.openai_server import OpenAIServer, _schema_of, sample_document
+from tests.openai_server import OpenAIServer, _canonical, _schema_of, sample_document
 from tests.peak_memory import run_measured
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -171,6 +172,8 @@ def test_freeze_refuses_unvalidated_and_revoked_configs(sqlite_url: str, server:
             freeze(s, config_id=other.id, out=tmp_path / "out" / "p.zip")
         with pytest.raises(UserError, match="no grader config"):
             freeze(s, config_id=cid + 5, out=tmp_path / "out" / "p.zip")
+        with pytest.raises(UserError, match="--canary must be 1-500, got 501"):
+            freeze(s, config_id=cid, out=tmp_path / "out" / "p.zip", canary_size=501)
         with pytest.raises(UserError, match="needs a reason"):
             calibrate.revoke(s, config_id=cid, reason="  ", actor="admin")
         calibrate.revoke(s, config_id=cid, reason="expert scores revised", actor="admin")
@@ -316,6 +319,39 @@ def test_a_vision_config_is_packaged_with_its_key_images(sqlite_url: str, server
     for what, pkg in forged.items():
         code, err = _verify_cli(pkg, capsys)
         assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, (what, err)
+
+
+def test_a_case_listing_one_image_a_thousand_times_is_refused(sqlite_url: str,
+                                                               server: OpenAIServer,
+                                                               tmp_path: Path) -> None:
+    """images.jsonl may list one carried image many times (each key slice is listed by its
+    sha256), and verify rebuilds the canary's requests with every listed image as a data URL:
+    a member of 8 MiB listed 1,000 times in a canary case's images made an 11 GB request
+    (MemoryError under `ulimit -v` 2 GiB). A case's request now carries at most 500 images and
+    64 MiB of them: one line, exit 2, in bounded memory."""
+    with Session(engine_for(sqlite_url), expire_on_commit=False) as s:
+        cid = validated_config(s, server.base_url, api_key=KEY, vision=True)
+        freeze(s, config_id=cid, out=tmp_path / "carried.zip", canary_size=1, with_images=True)
+    good = tmp_path / "carried.zip"
+    with zipfile.ZipFile(good) as zf:
+        task_id = json.loads(zf.read("canary.jsonl"))["task_id"]
+        case_id = next(json.loads(x)["case_id"] for x in zf.read("tasks.jsonl").splitlines()
+                       if json.loads(x)["task_id"] == task_id)
+        listing = [json.loads(x) for x in zf.read("images.jsonl").splitlines()]
+    big = os.urandom(8 * MiB)
+    sha = hashlib.sha256(big).hexdigest()
+    shown = next(row["images"] for row in listing if row["case_id"] == case_id)
+    for many, needle in ((1000, "more than 500 images"), (9, "add up to more than 64 MiB")):
+        for row in listing:
+            if row["case_id"] == case_id:
+                row["images"] = shown + [{"caption": "slice", "sha256": sha}] * many
+        forged = _resealed(good, tmp_path / f"many{many}.zip", _manifest(good), {
+            "images.jsonl": "".join(json.dumps(r) + "\n" for r in listing).encode(),
+            f"images/{sha}.png": big})
+        code, err, peak = _verify_child(forged)
+        assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+        assert needle in err and case_id in err, err
+        assert peak < 500 * 10**6, peak
 
 
 def test_a_text_package_holds_no_images(sqlite_url: str, server: OpenAIServer,
@@ -493,6 +529,18 @@ def test_bad_response_files_are_refused(sqlite_url: str, server: OpenAIServer,
             read_responses(lines)
     lines.write_text(base + '"source": "model", "user": "ignored"}\n')
     assert read_responses(lines)[0].user is None  # a model's line: as before
+    # A line dense with values (63 MiB of them took 1.9 GB), or a text or turns beyond what
+    # the study stores of a response: refused, naming the line, before anything is sent.
+    for extra, refusal in (
+            ('"junk": [' + "[]," * 10_000 + "[]]", "line 1: more than 10,000 JSON values"),
+            ('"text": "' + "a" * 200_001 + '"', "line 1: text is 200,001 characters, more than "
+                                               "the limit of 200,000"),
+            ('"turns": ' + json.dumps(["a"] * 21), "line 1: turns has 21 items, more than the "
+                                                     "limit of 20")):
+        lines.write_text(base.replace('"text": "MS.", ', "") + extra
+                         + (', "text": "MS."' if '"text"' not in extra else "") + "}\n")
+        with pytest.raises(UserError, match=refusal):
+            read_responses(lines)
 
 
 def test_calibrate_page_freezes_a_validated_config(nmb_home: Path, server: OpenAIServer) -> None:
@@ -699,6 +747,160 @@ def test_a_manifest_only_edit_is_refused_with_and_without_the_digest(frozen_pack
     assert code == 2 and "not the published" in err
 
 
+@pytest.mark.parametrize("member", ["tasks.jsonl", "report.json"])
+def test_json_members_dense_with_values_are_refused_before_parsing(frozen_package, member,
+                                                                   tmp_path: Path) -> None:
+    """Within the caps a member may be one line of `[],[],...` (63 MiB of tasks.jsonl, 22
+    million lists; report.json 15 MiB of `{},...`), rehashed and resealed (deflated, a file of
+    160 KB): verify parsed it in 1.9 GB and 17 s (MemoryError under `ulimit -v` 2 GiB).
+    Counted before parsing: one line, exit 2, peak under 500 MB."""
+    good, _ = frozen_package
+    with zipfile.ZipFile(good) as zf:
+        before = zf.read(member)
+    dense = (before + b"[" + b"[]," * (21 * MiB) + b"[]]\n" if member == "tasks.jsonl"
+             else b"[" + b"{}," * (5 * MiB) + b"{}]")
+    pkg = _resealed(good, tmp_path / "dense.zip", _manifest(good), {member: dense})
+    code, err, peak = _verify_child(pkg)
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert f"more than 1,000,000 values (arrays, objects and items; {member} reaches it)" in err
+    assert peak < 500 * 10**6, peak
+
+
+FORGED_LINE = "x\nnmb: verified \x1b[32mOK\x1b[0m " + "y" * 5000
+
+
+def test_text_from_a_package_or_responses_file_is_quoted_escaped_and_cut(frozen_package,
+                                                                         tmp_path: Path,
+                                                                         capsys) -> None:
+    """A canary item's id, or a response's id, task or model, holding a line break and a
+    terminal's escape code: the refusal quoted it raw (a second line, "nmb: verified OK" in
+    green, 5,000 characters; the model and a repeated id escaped but whole). Quoted now:
+    escaped, cut, on the refusal's one line."""
+    good, _ = frozen_package
+    with zipfile.ZipFile(good) as zf:
+        first, *rest = zf.read("canary.jsonl").decode().splitlines(keepends=True)
+    row = json.loads(first) | {"response_id": FORGED_LINE, "text": "Another answer."}
+    forged = _resealed(good, tmp_path / "forged.zip", _manifest(good),
+                       {"canary.jsonl": "".join([json.dumps(row) + "\n", *rest]).encode()})
+    code, err = _verify_cli(forged, capsys)
+    refusals = [(code, err)]
+    lines = tmp_path / "new.jsonl"
+    answer = {"response_id": "r1", "task_id": "task0", "text": "MS."}
+    for rows in ([answer | {"response_id": FORGED_LINE, "task_id": "task99"}],
+                 [answer | {"task_id": FORGED_LINE}], [answer | {"model": FORGED_LINE}],
+                 [answer | {"response_id": FORGED_LINE}] * 2):
+        lines.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        code = main(["package", "grade", str(good), str(lines), "--out", str(tmp_path / "s.jsonl"),
+                     "--base-url", "http://127.0.0.1:9/v1"])
+        err = capsys.readouterr().err
+        assert err.startswith("nmb: verified "), err  # its own line, then the refusal's
+        refusals.append((code, err.split("\n", 1)[1]))
+    for code, err in refusals:
+        assert code == 2 and err.count("\n") == 1 and "'x\\nnmb: verified \\x1b[32mOK" in err, err
+        assert "\x1b" not in err and len(err) < 400, err
+
+
+def _with_canary(good: Path, dst: Path, edit) -> Path:
+    """`good` with `edit(row)` applied to every canary line, resealed."""
+    with zipfile.ZipFile(good) as zf:
+        rows = [json.loads(x) for x in zf.read("canary.jsonl").splitlines()]
+    for row in rows:
+        edit(row)
+    return _resealed(good, dst, _manifest(good),
+                     {"canary.jsonl": "".join(json.dumps(r) + "\n" for r in rows).encode()})
+
+
+def _shuffled_levels(body: dict) -> str:
+    """The test server's grade with each criterion's level moved to the next criterion: the
+    same overall score (the rubric's weights are equal), other levels."""
+    seed = int(hashlib.sha256(_canonical(body).encode()).hexdigest()[:8], 16)
+    grade = sample_document(_schema_of(body), seed)
+    keys, levels = list(grade["criteria"]), list(grade["criteria"].values())
+    grade["criteria"] = dict(zip(keys, levels[1:] + levels[:1], strict=True))
+    return json.dumps(grade)
+
+
+def test_a_canary_whose_frozen_grades_no_grader_gave_is_refused(frozen_package, tmp_path: Path,
+                                                                capsys) -> None:
+    """A lying canary.jsonl, resealed: frozen grades without criterion levels made the
+    agreement of levels, half the drift check, unmeasured ("ok" for a grader whose levels all
+    moved); an overall score that is not its levels', levels beyond the scale or criteria the
+    rubric does not have. Each frozen grade must be one the rubric gives for its task."""
+    good, _ = frozen_package
+    lies = {
+        "no levels": lambda r: r["frozen"].update(criteria={}),
+        "overall not its levels'": lambda r: r["frozen"].update(overall=0.123),
+        "a level beyond the scale": lambda r: r["frozen"]["criteria"].update(
+            {next(iter(r["frozen"]["criteria"])): 99}),
+        "an unknown criterion": lambda r: r["frozen"]["criteria"].update(spelling=3),
+        "an unknown error class": lambda r: r["frozen"].update(error_tags=["luck"]),
+    }
+    for what, edit in lies.items():
+        code, err = _verify_cli(_with_canary(good, tmp_path / "lie.zip", edit), capsys)
+        assert code == 2 and err.count("\n") == 1 and "frozen grade" in err, (what, err)
+    with OpenAIServer() as srv:  # levels moved, overall kept: the honest canary says drift
+        srv.answer = _shuffled_levels
+        assert canary(verify(good), base_url=srv.base_url, api_key=KEY)["drift"]
+
+
+def test_a_task_of_a_family_the_rubric_lacks_is_refused_by_verify(frozen_package,
+                                                                  tmp_path: Path,
+                                                                  capsys) -> None:
+    """Verify passed a task whose family the rubric does not have, then grade refused it."""
+    good, _ = frozen_package
+    with zipfile.ZipFile(good) as zf:
+        rows = [json.loads(x) for x in zf.read("tasks.jsonl").splitlines()]
+        canary_tasks = {json.loads(x)["task_id"] for x in zf.read("canary.jsonl").splitlines()}
+    other = next(r for r in rows if r["task_id"] not in canary_tasks)
+    other["family"] = "astrology\n"
+    forged = _resealed(good, tmp_path / "family.zip", _manifest(good),
+                       {"tasks.jsonl": "".join(json.dumps(r) + "\n" for r in rows).encode()})
+    code, err = _verify_cli(forged, capsys)
+    assert code == 2 and err.count("\n") == 1, err
+    assert f"tasks.jsonl line {rows.index(other) + 1}: family 'astrology\\n' is not" in err, err
+
+
+def test_rebuilding_the_canary_costs_what_it_did_in_the_study(frozen_package,
+                                                               tmp_path: Path) -> None:
+    """Verify rebuilds every canary request. A forged task with a 50 MiB record (deflated, a
+    file of 145 KB) and 200 copies of one canary item (one request hash for all) took 55 s
+    (0.27 s each; the 1,000,000 values allowed hold 58,000 such items: 4 hours); a reference
+    differential of numbers was a TypeError traceback. Fields now have the study's types and
+    limits (`db.text_limits`: a record 1,000,000 characters) and a canary at most 500 items
+    (the /calibrate page's most): each package is refused at once, in one line."""
+    good, _ = frozen_package
+    pkg = verify(good)
+    with zipfile.ZipFile(good) as zf:
+        tasks = [json.loads(x) for x in zf.read("tasks.jsonl").splitlines()]
+        item = json.loads(zf.read("canary.jsonl").splitlines()[0])
+    task = next(t for t in tasks if t["task_id"] == item["task_id"])
+    task["case"]["ehr"] = pkg.tasks[item["task_id"]][1].ehr = "a" * 50 * MiB
+    answer = Answer(item["response_id"], item["task_id"], item["text"], item["turns"] or [])
+    item["request_hash"] = request_for(pkg, answer).request_hash
+    rows = [item | {"response_id": f"c{i}"} for i in range(501)]
+
+    def package(name: str, tasks: list, rows: list) -> Path:
+        m = _manifest(good)
+        m["canary"]["items"] = len(rows)
+        return _resealed(good, tmp_path / name, m, {
+            "tasks.jsonl": "".join(json.dumps(t) + "\n" for t in tasks).encode(),
+            "canary.jsonl": "".join(json.dumps(r) + "\n" for r in rows).encode()})
+    slow = package("slow.zip", tasks, rows[:200])
+    task["case"]["ehr"] = "Synthetic record."
+    task["case"]["ground_truth"]["differential"] = [1, 2]
+    numbers = package("numbers.zip", tasks, rows[:1])
+    del task["case"]["ground_truth"]["differential"]
+    many = package("many.zip", tasks, rows)
+    for pkg, needle in ((slow, "case.ehr: string should have at most 1000000 characters"),
+                        (numbers, "case.ground_truth.differential[0]: input should be a valid "
+                                  "string"),
+                        (many, "canary.items: input should be less than or equal to 500")):
+        out = subprocess.run([sys.executable, "-m", "cli", "package", "verify", str(pkg)],
+                             cwd=ROOT, capture_output=True, text=True, timeout=30)
+        assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
+        assert needle in out.stderr, out.stderr
+
+
 # ---------------------------------------------------------------- a canary that could not check
 
 
@@ -841,6 +1043,21 @@ def test_a_frozen_overall_that_is_not_a_finite_number_is_refused(frozen_package,
         code, err = _verify_cli(pkg, capsys)
         assert code == 2 and err.count("\n") == 1, err
         assert "canary.jsonl line 1 frozen.overall: input should be a finite number" in err, err
+
+
+def test_a_gate_named_by_a_list_is_one_line(frozen_package, tmp_path: Path, capsys) -> None:
+    """A report.json whose gate names a statistic by a list or an object (resealed): a
+    TypeError traceback (unhashable type) before."""
+    good, _ = frozen_package
+    with zipfile.ZipFile(good) as zf:
+        report = json.loads(zf.read("report.json"))
+    for name in ([], {}):
+        report["gate"][0]["name"] = name
+        forged = _resealed(good, tmp_path / "gate.zip", _manifest(good),
+                           {"report.json": json.dumps(report).encode()})
+        code, err = _verify_cli(forged, capsys)
+        assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+        assert "report.json is not a calibration report" in err, err
 
 
 def test_a_look_is_suspended_by_true_not_by_one() -> None:
