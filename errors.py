@@ -4,11 +4,20 @@ The CLI turns a `UserError` into one line on stderr and exit code 2; a page show
 with `st.error`. Programming errors are never wrapped: they keep their traceback.
 """
 
+import json
 from pathlib import Path
 
 
 class UserError(Exception):
     """A mistake the user can fix: bad argument, missing file, invalid data, wrong state."""
+
+
+def escape_unprintable(text: str) -> str:
+    """`text` with every character that is not printable (a line break, an escape sequence's
+    ESC, U+202E, ...) escaped as JSON escapes control characters (`\\u001b`): text from outside
+    cannot start a line of its own, colour a terminal or turn text around where it is printed."""
+    return "".join(c if c.isprintable() else json.dumps(c)[1:-1] if ord(c) < 0x10000
+                   else f"\\U{ord(c):08x}" for c in text)
 
 
 def one_line(text: str, limit: int) -> str:

@@ -53,7 +53,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from errors import one_line
+from errors import escape_unprintable, one_line
 from rubric.schema import canonical_json
 
 if TYPE_CHECKING:  # `openai` is imported where a request is sent: a cached run never needs it
@@ -205,10 +205,9 @@ def check_answer(
 
 def server_text(text: str, limit: int) -> str:
     """Text a server sent (an error message, a refusal) as a failure's reason quotes it: one
-    line, cut at `limit`, every character that is not printable escaped (`\\x1b`): reasons are
-    printed on terminals, where escape codes would retitle the window or clear the screen."""
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
-                   for c in one_line(text, limit))
+    line, cut at `limit`, every character that is not printable escaped: reasons are printed on
+    terminals, where escape codes would retitle the window or clear the screen."""
+    return escape_unprintable(one_line(text, limit))
 
 
 def reask_messages(messages: list[dict], answer: str | None, problem: str) -> list[dict]:

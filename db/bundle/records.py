@@ -27,6 +27,7 @@ from pydantic_core import PydanticCustomError
 
 from db.models import FAMILIES, LEVELS
 from db.text_limits import BUNDLE_FIELDS, describe_char, model_name_problem, too_long
+from errors import escape_unprintable
 
 FORMAT = "nmb-bundle/1"
 PICTURE_PLANES = ("axial", "coronal", "sagittal", "none")
@@ -41,13 +42,6 @@ def show(v: Any, limit: int = 60) -> str:
     U+2028, ...) escaped as JSON does control characters, so a problem stays one line."""
     text = json.dumps(v, ensure_ascii=False) if not isinstance(v, float) or math.isfinite(v) else str(v)
     return escape_unprintable(text if len(text) <= limit else text[: limit - 3] + "...")
-
-
-def escape_unprintable(text: str) -> str:
-    """`text` with every character that is not printable (a line break, an escape sequence's
-    ESC, U+202E, ...) escaped as JSON escapes control characters."""
-    return "".join(c if c.isprintable() else json.dumps(c)[1:-1] if ord(c) < 0x10000
-                   else f"\\U{ord(c):08x}" for c in text)
 
 
 # ---------------------------------------------------------------- field types

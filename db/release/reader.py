@@ -26,7 +26,6 @@ from typing import Any
 from sqlmodel import Session
 
 from db.bundle.importer import FORMAT, BundleInvalid, ImportSummary, Problem, import_bundle
-from db.bundle.records import escape_unprintable
 from db.bundle.store import Workspace
 from db.bundle.validate import read_json
 from db.models import FAMILIES, LEVELS
@@ -41,7 +40,7 @@ from db.release.format import (
     decode_data_uri,
     picture_type,
 )
-from errors import UserError, not_a_file
+from errors import UserError, escape_unprintable, not_a_file
 
 SOURCE = "neural-medbench"
 CASE_FIELDS = ("case_id", "text", "images", "questions")

@@ -29,7 +29,6 @@ from typing import Any
 from sqlmodel import Session, delete, select
 
 from db.bundle.importer import FORMAT, BundleInvalid, ImportSummary, Problem, import_bundle
-from db.bundle.records import escape_unprintable
 from db.bundle.store import Workspace
 from db.bundle.validate import (
     MAX_TEXT_FILE_BYTES,
@@ -39,7 +38,7 @@ from db.bundle.validate import (
 )
 from db.models import CollectionFailure, CollectionRun, Task, utcnow
 from db.queries import fetch_in
-from errors import UserError, one_line, read_at_most
+from errors import UserError, escape_unprintable, one_line, read_at_most
 
 SOURCES = ("nmb", "openai-batch", "vlmevalkit", "lm-eval")
 #: A response file larger than this is refused before it is read.

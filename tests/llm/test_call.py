@@ -276,7 +276,7 @@ def test_a_servers_text_in_a_reason_is_one_line_of_printable_characters(srv, whe
     else:
         srv.refusal = ESCAPES + "x" * 10_000
     result = call(srv, request(), **FAST)
-    assert not result.ok and "\\x1b]0;owned\\x07\\x1b[2J nmb: graded" in result.reason, result.reason
+    assert not result.ok and "\\u001b]0;owned\\u0007\\u001b[2J nmb: graded" in result.reason, result.reason
     assert result.reason.isprintable() and len(result.reason) < 1_000, result.reason
 
 
