@@ -93,6 +93,13 @@ def _file_out(text: str) -> Path:
     return Path(text)
 
 
+def _warn_plain_http(base_url: str | None) -> None:
+    from llm.grader_request import plain_http_warning
+
+    if warning := plain_http_warning(base_url):
+        print(f"nmb: warning: {warning}", file=sys.stderr)
+
+
 def _print_json(data: object) -> None:
     print(json.dumps(data, indent=None, default=str))
 
@@ -436,6 +443,7 @@ def cmd_grade(args: argparse.Namespace) -> None:
                         f"would go to ({settings.base_url or 'the official API'!s})")
     check_destination(settings.base_url, trusted=trusted,
                       origin=f"the grader config {args.config}")
+    _warn_plain_http(settings.base_url)
     if not is_dated_snapshot(settings.model):
         print(f"nmb: warning: {settings.model!r} is an undated alias; reports flag it",
               file=sys.stderr)
@@ -477,6 +485,7 @@ def cmd_collect(args: argparse.Namespace) -> None:
     if settings.base_url is None and not is_dated_snapshot(settings.model):
         print(f"nmb: warning: {settings.model!r} is an undated alias: the model behind it may "
               "change", file=sys.stderr)
+    _warn_plain_http(settings.base_url)
     selection = Selection(tuple(args.tasks or ()), tuple(args.families or ()),
                           tuple(args.levels or ()))
     with _study() as s, _progress_bar("collecting") as bar, _sigterm_as_ctrl_c():
@@ -692,6 +701,7 @@ def cmd_package_grade(args: argparse.Namespace) -> None:
         writable(out)
     except OSError as e:
         raise UserError(f"cannot write {args.out}: {e.strerror}") from None
+    _warn_plain_http(args.base_url)
     rows = grade_responses(pkg, responses, base_url=args.base_url,
                            concurrency=args.concurrency, timeout=args.timeout)
     write_file(out, "".join(json.dumps(row) + "\n" for row in rows))
@@ -710,7 +720,9 @@ def cmd_package_grade(args: argparse.Namespace) -> None:
 def cmd_package_canary(args: argparse.Namespace) -> None:
     from package.package import canary
 
-    result = canary(_verified(args), base_url=args.base_url, concurrency=args.concurrency,
+    pkg = _verified(args)
+    _warn_plain_http(args.base_url)
+    result = canary(pkg, base_url=args.base_url, concurrency=args.concurrency,
                     timeout=args.timeout)
     _print_json(result)
     if result["status"] == "could not check":  # exit 3: neither drift (1) nor a mistake (2)

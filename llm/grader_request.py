@@ -9,6 +9,7 @@ stored order: reordering a case's scores changes the prompt and so the request h
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import urllib.parse
 from collections.abc import Awaitable, Callable
@@ -115,6 +116,24 @@ def check_base_url(url: str | None) -> None:
     if not ascii_host or len(ascii_host) > 253:
         raise UserError(f"base URL {url!r}: the host is not a host name (labels of 1-63 "
                         "characters, 253 in all)")
+
+
+def plain_http_warning(base_url: str | None) -> str | None:
+    """A warning where OPENAI_API_KEY would travel unencrypted: set, and sent to an http://
+    base URL whose host is not this machine (a loopback address or `localhost`); else None."""
+    if not base_url or not os.environ.get("OPENAI_API_KEY"):
+        return None
+    parts = urllib.parse.urlsplit(base_url)
+    host = parts.hostname or ""
+    try:
+        local = ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        local = host == "localhost" or host.endswith(".localhost")
+    if parts.scheme != "http" or local:
+        return None
+    return (f"{base_url} is plain http to another machine: OPENAI_API_KEY and the study's data "
+            "would cross the network unencrypted (use https, or unset OPENAI_API_KEY for a "
+            "server that needs no key)")
 
 
 def check_destination(base_url: str | None, *, trusted: str | None, origin: str) -> None:
