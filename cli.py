@@ -96,7 +96,7 @@ def _file_out(text: str) -> Path:
 def _warn_plain_http(base_url: str | None) -> None:
     from llm.grader_request import plain_http_warning
 
-    if warning := plain_http_warning(base_url):
+    if warning := plain_http_warning(base_url, os.environ.get("OPENAI_API_KEY")):
         print(f"nmb: warning: {warning}", file=sys.stderr)
 
 

@@ -118,10 +118,10 @@ def check_base_url(url: str | None) -> None:
                         "characters, 253 in all)")
 
 
-def plain_http_warning(base_url: str | None) -> str | None:
-    """A warning where OPENAI_API_KEY would travel unencrypted: set, and sent to an http://
+def plain_http_warning(base_url: str | None, key: str | None) -> str | None:
+    """A warning where the API `key` would travel unencrypted: given, and sent to an http://
     base URL whose host is not this machine (a loopback address or `localhost`); else None."""
-    if not base_url or not os.environ.get("OPENAI_API_KEY"):
+    if not base_url or not key:
         return None
     parts = urllib.parse.urlsplit(base_url)
     host = parts.hostname or ""

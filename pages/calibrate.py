@@ -12,6 +12,7 @@ from grading.config import GraderSettings, is_dated_snapshot, store_config
 from grading.grader import config_label, config_labels, configs, estimate, grade, grades_key
 from grading.preflight import grader_preflight
 from grading.runs import history, run_failures
+from llm.grader_request import plain_http_warning
 from llm.plan import Plan, spent_text
 from llm.run_writer import sweep
 from package.package import freeze, packages
@@ -130,6 +131,8 @@ with grader_tab:
             help="The address stored with this config. Nothing is sent to it until you tick "
                  "this (ticked already when you typed it in this session).")
         trusted = config.base_url if confirmed else None
+        if warning := plain_http_warning(config.base_url, api_key()):
+            st.warning(escape_markdown(warning))
     c1, c2 = st.columns(2)
     items = c1.segmented_control("Items", ["calibration", "pending"],
                                  default="calibration") or "calibration"

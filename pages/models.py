@@ -10,12 +10,14 @@ from db.text_limits import MODEL_NAME
 from errors import UserError
 from grading.preflight import collect_preflight
 from grading.runs import outcome
+from llm.grader_request import plain_http_warning
 from llm.model_request import IMAGES, CollectSettings
 from llm.plan import spent_text
 from llm.run_writer import sweep
 from ui.actions import confirm, show_confirmation, show_error
 from ui.admin.preflight import api_key, show_preflight
 from ui.auth import require_role
+from ui.plain_text import escape_markdown
 
 user = require_role("admin")
 st.title("Models")
@@ -58,6 +60,8 @@ c1, c2 = st.columns(2)
 model = c1.text_input("Model", placeholder="gpt-4o-2024-08-06", key="collect_model",
                       max_chars=MODEL_NAME)
 base_url = c2.text_input("Base URL (empty: OpenAI)", key="collect_base_url")
+if warning := plain_http_warning(base_url.strip() or None, api_key()):
+    st.warning(escape_markdown(warning))
 c1, c2, c3, c4, c5 = st.columns(5)
 samples = c1.number_input("Samples per task", 1, 100, 1)
 images = c2.selectbox("Images", IMAGES, format_func={"key": "key slices",

@@ -498,15 +498,14 @@ def test_a_key_sent_over_plain_http_to_another_machine_is_warned_of(
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     for url in (None, "https://llm.example.org/v1", "http://127.0.0.1:8000/v1",
                 "http://[::1]:8000/v1", "http://localhost:8000/v1"):
-        assert plain_http_warning(url) is None, url
-    assert plain_http_warning("http://10.0.0.5:8000/v1").startswith(
+        assert plain_http_warning(url, SECRET) is None, url
+    assert plain_http_warning("http://10.0.0.5:8000/v1", SECRET).startswith(
         "http://10.0.0.5:8000/v1 is plain http to another machine: OPENAI_API_KEY")
     capsys.readouterr()
     assert nmb(["grade", "--base-url", "http://10.0.0.5:8000/v1"]) == 0  # nothing to grade
     err = capsys.readouterr().err
     assert "nmb: warning: http://10.0.0.5:8000/v1 is plain http to another machine" in err, err
-    monkeypatch.delenv("OPENAI_API_KEY")
-    assert plain_http_warning("http://10.0.0.5:8000/v1") is None  # no key to expose
+    assert plain_http_warning("http://10.0.0.5:8000/v1", None) is None  # no key to expose
 
 
 def test_a_stored_configs_base_url_needs_the_users_word(sqlite_url: str, monkeypatch) -> None:

@@ -86,3 +86,16 @@ def test_preflight_to_a_server_answering_html_says_so(demo_study: Path) -> None:
     assert any("text/html body" in c.value.replace("\\", "") for c in at.caption)
     with session() as s:
         assert s.exec(select(CollectionRun)).first() is None
+
+
+def test_a_key_for_plain_http_to_another_machine_is_warned_of(demo_study: Path,
+                                                              monkeypatch) -> None:
+    with session() as s:
+        u = s.exec(select(User).where(User.name == "demo-admin")).one()
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-sent")
+    at = page("pages/models.py", LoggedIn(id=u.id, name=u.name, role=u.role, demo=u.demo)).run()
+    at.text_input(key="collect_base_url").input("http://127.0.0.1:8000/v1").run()
+    assert not any("plain http" in w.value for w in at.warning)
+    at.text_input(key="collect_base_url").input("http://10.0.0.5:8000/v1").run()
+    assert any(w.value.startswith(escape_markdown("http://10.0.0.5:8000/v1 is plain http to "
+                                                  "another machine")) for w in at.warning)
