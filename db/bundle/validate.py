@@ -204,9 +204,9 @@ def _syntax(e: ValueError) -> str:
     return f"invalid JSON: {e}"
 
 
-def _leaves(root: Path, path: Path) -> bool:
-    """Whether `path`, inside the bundle at `root` by name, is a link that leads out of it; a
-    loop of links, which leads to no file inside, does."""
+def leaves(root: Path, path: Path) -> bool:
+    """Does `path`, found under `root` (a bundle, a dataset), resolve outside it? Links within
+    it (DataLad's annex) do not; a loop of links, which leads to no file inside, does."""
     try:
         return not path.resolve().is_relative_to(root.resolve())
     except (OSError, RuntimeError):  # RuntimeError: a loop (Python < 3.13)
@@ -215,7 +215,7 @@ def _leaves(root: Path, path: Path) -> bool:
 
 def _own_file_problem(root: Path, path: Path) -> str | None:
     """Why the bundle's own file `path` (bundle.json, case.json, a .jsonl) may not be read."""
-    if _leaves(root, path):
+    if leaves(root, path):
         return "is a symbolic link that leaves the bundle"
     return None if path.is_file() else not_a_file(path, "file is missing")
 
@@ -314,7 +314,7 @@ def _image_path_problem(root: Path, case_dir: Path, file: str, *, pictures: bool
             return "does not exist"
     except OSError as e:  # a name no file can have (ENAMETOOLONG)
         return f"cannot be opened: {e.strerror}"
-    if _leaves(root, path):
+    if leaves(root, path):
         return "is a symbolic link that leaves the bundle"
     real = path.resolve()
     if not real.is_file():
@@ -656,13 +656,13 @@ def _validate_open(root: Path, label: str, progress: Progress | None,
     case_dirs, linked_out = [], []  # linked_out: case folders refused (their tasks are not)
     if not cases_dir.is_dir():
         problems.append(Problem("cases", None, "folder is missing"))
-    elif _leaves(root, cases_dir):
+    elif leaves(root, cases_dir):
         problems.append(Problem("cases", None, "is a symbolic link that leaves the bundle"))
     else:
         for p in sorted(cases_dir.iterdir()):
             if p.name.startswith("."):
                 continue
-            if p.is_dir() and _leaves(root, p):
+            if p.is_dir() and leaves(root, p):
                 problems.append(Problem(f"cases/{p.name}", None,
                                         "is a symbolic link that leaves the bundle"))
                 linked_out.append(p.name)

@@ -29,9 +29,9 @@ from sqlmodel import Session
 from db.bundle.errors import printable
 from db.bundle.importer import FORMAT, BundleInvalid, ImportSummary, Problem, import_bundle
 from db.bundle.store import Workspace
-from db.bundle.validate import read_json
+from db.bundle.validate import leaves, read_json
 from db.sources.case_info import CaseInfo, check_info, mapped, write_case
-from db.sources.folder import leaves, listing, unreadable
+from db.sources.folder import listing, unreadable
 from errors import UserError, escape_unprintable, not_a_file
 from imaging import inspect_image
 from imaging.text_free import save_text_free

@@ -39,10 +39,10 @@ from db.bundle.errors import printable
 from db.bundle.importer import FORMAT, BundleInvalid, ImportSummary, Problem, import_bundle
 from db.bundle.records import show
 from db.bundle.store import Workspace
-from db.bundle.validate import read_json
+from db.bundle.validate import leaves, read_json
 from db.sources.case_info import CaseInfo, mapped, read_case_info, write_case
 from db.sources.dicom_identifiers import present
-from db.sources.folder import leaves, unreadable
+from db.sources.folder import unreadable
 from errors import UserError
 from imaging.image_file import MAX_IMAGE_BYTES_ENV, max_image_bytes
 from imaging.text_free import save_text_free

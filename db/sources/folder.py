@@ -1,18 +1,10 @@
-"""A folder given to an importer (a BIDS dataset, a DICOM study folder): the links in it that
-lead outside, and the parts of it that cannot be read, each named rather than left out."""
+"""A folder given to an importer (a BIDS dataset, a DICOM study folder): the parts of it that
+cannot be read, each named rather than left out (the links in it that lead outside:
+`db.bundle.validate.leaves`)."""
 
 from pathlib import Path
 
 from db.bundle.errors import Problem
-
-
-def leaves(root: Path, path: Path) -> bool:
-    """Does `path`, found under `root`, resolve outside it? Links within it (DataLad's annex)
-    do not; a loop of links, which leads to no file inside, does."""
-    try:
-        return not path.resolve().is_relative_to(root.resolve())
-    except (OSError, RuntimeError):  # RuntimeError: a loop (Python < 3.13)
-        return True
 
 
 def unreadable(root: Path, path: Path, error: OSError) -> Problem:
