@@ -307,33 +307,28 @@ def _xlsx_rows(path: Path, problems: list[Problem]) -> list[tuple[int, list]] | 
         raise UserError("reading .xlsx needs openpyxl: pip install "
                         "'neural-medbench-studio[harness]' (or give a .tsv)") from None
 
-    try:
-        book = openpyxl.load_workbook(workbook, read_only=True, data_only=False)
-    except Exception as e:  # openpyxl raises many types on a damaged workbook
-        problems.append(Problem(path.name, None, f"is not a readable .xlsx workbook: "
-                                                 f"{one_line(str(e) or type(e).__name__, 120)}"))
-        return None
     rows = []
-    try:
-        sheet = book.worksheets[0]
-        for n, cells in enumerate(sheet.iter_rows(), start=1):
-            if n > MAX_ROWS + 1:
-                problems.append(Problem(path.name, None, f"has more than {MAX_ROWS:,} rows"))
-                return None
-            values = []
-            for c in cells:
-                if c.data_type == "f":
-                    problems.append(Problem(path.name, None, f"row {n}, cell {c.coordinate} "
-                                    "holds a formula: prediction files hold values only"))
+    try:  # openpyxl raises many types on a damaged workbook, loading it or reading its rows
+        book = openpyxl.load_workbook(workbook, read_only=True, data_only=False)
+        try:  # (the sheet is parsed while its rows are read)
+            for n, cells in enumerate(book.worksheets[0].iter_rows(), start=1):
+                if n > MAX_ROWS + 1:
+                    problems.append(Problem(path.name, None, f"has more than {MAX_ROWS:,} rows"))
                     return None
-                values.append(c.value)
-            rows.append((n, values))
-    except Exception as e:  # the sheet is parsed while its rows are read: as load_workbook
+                values = []
+                for c in cells:
+                    if c.data_type == "f":
+                        problems.append(Problem(path.name, None, f"row {n}, cell {c.coordinate} "
+                                        "holds a formula: prediction files hold values only"))
+                        return None
+                    values.append(c.value)
+                rows.append((n, values))
+        finally:
+            book.close()
+    except Exception as e:
         problems.append(Problem(path.name, None, f"is not a readable .xlsx workbook: "
                                                  f"{one_line(str(e) or type(e).__name__, 120)}"))
         return None
-    finally:
-        book.close()
     return rows
 
 
