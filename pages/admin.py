@@ -45,7 +45,7 @@ from db.users import (
     set_email,
 )
 from errors import UserError, not_permitted
-from ui.actions import WRITTEN, confirm, run_write, show_error, show_written
+from ui.actions import redraw_after, run_write, show_error, show_written
 from ui.admin.flag_review import flag_review
 from ui.auth import require_role
 from ui.case_panel import case_panel
@@ -82,8 +82,7 @@ def _show_import(label: str, run) -> None:
         bar.empty()
         show_error(refusal)
     else:  # the counts at the top changed: the page is drawn again, the summary at the top
-        confirm(WRITTEN, f"{label}: {summary}")
-        st.rerun()
+        redraw_after(f"{label}: {summary}")
 
 
 def run_import(path: Path, dry_run: bool, workspace: Workspace | None = None) -> None:

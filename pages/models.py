@@ -14,7 +14,7 @@ from llm.grader_request import plain_http_warning
 from llm.model_request import IMAGES, CollectSettings
 from llm.plan import spent_text
 from llm.run_writer import sweep
-from ui.actions import confirm, show_confirmation, show_error
+from ui.actions import redraw_after, show_error, show_written
 from ui.admin.preflight import api_key, show_preflight
 from ui.auth import require_role
 from ui.plain_text import escape_markdown
@@ -35,7 +35,7 @@ def run_section(settings: CollectSettings, selection: Selection, concurrency: in
     except UserError as e:
         show_error(e)
         return
-    show_confirmation("collect_done", settings.model)  # the run's outcome, page drawn again
+    show_written(settings.model)  # the run's outcome, the page drawn again
     st.markdown(plan.sentence())
     left, right = st.columns(2)
     if left.button("Preflight (one request)"):
@@ -49,11 +49,9 @@ def run_section(settings: CollectSettings, selection: Selection, concurrency: in
                               progress=lambda d, n: bar.progress(d / max(n, 1), text=f"{d}/{n}"))
         except UserError as e:
             show_error(e)
-        else:
-            confirm("collect_done", f"Run {out.run_id}: {out.collected} collected "
-                    f"({out.from_cache} from cache), {out.failed} failed; "
-                    f"{spent_text(out.cost_usd)}.")
-            st.rerun()  # the plan above counted the answers just collected
+        else:  # the plan above counted the answers just collected: drawn again
+            redraw_after(f"Run {out.run_id}: {out.collected} collected ({out.from_cache} "
+                         f"from cache), {out.failed} failed; {spent_text(out.cost_usd)}.")
 
 
 c1, c2 = st.columns(2)

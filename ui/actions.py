@@ -1,6 +1,7 @@
 """Run a write from a page: one transaction, then its success message or the user's mistake."""
 
 from collections.abc import Callable
+from typing import NoReturn
 
 import streamlit as st
 from sqlmodel import Session
@@ -25,14 +26,20 @@ def run_write(write: Callable[[Session], str], *, redraw: bool = False) -> None:
         show_error(e)
     else:
         if redraw:
-            confirm(WRITTEN, message)
-            st.rerun()
+            redraw_after(message)
         st.success(escape_markdown(message))
 
 
+def redraw_after(message: str) -> NoReturn:
+    """Draw the page again (what it shows above changed), `message` to be shown there by
+    `show_written`."""
+    confirm(WRITTEN, message)
+    st.rerun()
+
+
 def show_written(item: object) -> None:
-    """Where the page shows it, the message of the write that `run_write(..., redraw=True)`
-    drew the page again for (`show_confirmation`, kept while `item` is shown)."""
+    """Where the page shows it, the message of the write that `redraw_after` drew the page
+    again for (`show_confirmation`, kept while `item` is shown)."""
     show_confirmation(WRITTEN, item)
 
 
