@@ -120,8 +120,13 @@ def check_base_url(url: str | None) -> None:
 
 def plain_http_warning(base_url: str | None, key: str | None) -> str | None:
     """A warning where the API `key` would travel unencrypted: given, and sent to an http://
-    base URL whose host is not this machine (a loopback address or `localhost`); else None."""
+    base URL whose host is not this machine (a loopback address or `localhost`); else None,
+    also for a URL `check_base_url` refuses (the refusal says what is wrong with it)."""
     if not base_url or not key:
+        return None
+    try:
+        check_base_url(base_url)
+    except UserError:
         return None
     parts = urllib.parse.urlsplit(base_url)
     host = parts.hostname or ""

@@ -497,7 +497,8 @@ def test_a_key_sent_over_plain_http_to_another_machine_is_warned_of(
 
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     for url in (None, "https://llm.example.org/v1", "http://127.0.0.1:8000/v1",
-                "http://[::1]:8000/v1", "http://localhost:8000/v1"):
+                "http://[::1]:8000/v1", "http://localhost:8000/v1",
+                "http://[::1", "http://10.0.0.5/v1\x1b[2J"):  # refused elsewhere, in one line
         assert plain_http_warning(url, SECRET) is None, url
     assert plain_http_warning("http://10.0.0.5:8000/v1", SECRET).startswith(
         "http://10.0.0.5:8000/v1 is plain http to another machine: OPENAI_API_KEY")

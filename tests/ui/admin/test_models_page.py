@@ -96,6 +96,8 @@ def test_a_key_for_plain_http_to_another_machine_is_warned_of(demo_study: Path,
     at = page("pages/models.py", LoggedIn(id=u.id, name=u.name, role=u.role, demo=u.demo)).run()
     at.text_input(key="collect_base_url").input("http://127.0.0.1:8000/v1").run()
     assert not any("plain http" in w.value for w in at.warning)
+    at.text_input(key="collect_base_url").input("http://[::1").run()  # before: a ValueError
+    assert not at.exception, at.exception
     at.text_input(key="collect_base_url").input("http://10.0.0.5:8000/v1").run()
     assert any(w.value.startswith(escape_markdown("http://10.0.0.5:8000/v1 is plain http to "
                                                   "another machine")) for w in at.warning)
