@@ -688,10 +688,12 @@ def cmd_package_grade(args: argparse.Namespace) -> None:
     from package.package import (
         bertscore_pairs,
         grade_responses,
+        kept_rows,
         read_responses,
         summary,
         summary_markdown,
     )
+    from package.progress import opened, progress_path
 
     pkg = _verified(args)
     responses = read_responses(Path(args.responses))
@@ -702,8 +704,21 @@ def cmd_package_grade(args: argparse.Namespace) -> None:
     except OSError as e:
         raise UserError(f"cannot write {args.out}: {e.strerror}") from None
     _warn_plain_http(args.base_url)
-    rows = grade_responses(pkg, responses, base_url=args.base_url,
-                           concurrency=args.concurrency, timeout=args.timeout)
+    with opened(progress_path(out), pkg.sha256) as progress:
+        graded = kept_rows(pkg, responses, progress)
+        if graded:
+            print(f"nmb: {len(graded)} of {len(responses)} responses already graded "
+                  f"({progress.path}): sending the rest", file=sys.stderr)
+        with _progress_bar("grading") as bar, _sigterm_as_ctrl_c():
+            try:
+                rows = grade_responses(
+                    pkg, responses, base_url=args.base_url, concurrency=args.concurrency,
+                    timeout=args.timeout, graded=graded, progress=progress,
+                    on_row=None if bar is None else lambda answer, row: bar.update(1))
+            except KeyboardInterrupt:
+                print(f"nmb: stopped; the responses graded so far are kept in {progress.path}: "
+                      "the same command sends only the rest", file=sys.stderr)
+                raise
     write_file(out, "".join(json.dumps(row) + "\n" for row in rows))
     similar = scorer.scores(bertscore_pairs(pkg, responses)) if scorer else None
     result = summary(pkg, rows, ks=tuple(args.k), bertscore=similar)
@@ -712,6 +727,12 @@ def cmd_package_grade(args: argparse.Namespace) -> None:
     md = summary_markdown(result)
     write_file(out.with_suffix(".summary.json"), json.dumps(result, indent=1))
     write_file(out.with_suffix(".summary.md"), md)
+    if result["failed"]:
+        print(f"nmb: {result['failed']} responses failed (their reasons are in {args.out}); the "
+              f"same command sends them again (the graded ones are kept in {progress.path})",
+              file=sys.stderr)
+    else:
+        progress.path.unlink(missing_ok=True)
     print(md)
     _print_json({"items": len(rows), "graded": result["graded"], "failed": result["failed"],
                  "out": args.out, "summary": str(out.with_suffix(".summary.json"))})

@@ -49,10 +49,11 @@ import os
 import random
 import re
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any, TypeVar, get_args
 
 from sqlmodel import Session, select
 
@@ -80,14 +81,14 @@ from db.study.reference import has_reference
 from db.text_limits import model_name_problem
 from errors import UserError, one_line, read_at_most
 from grading.config import GraderSettings, config_hash, get_config
-from llm.call import CallResult, load_prices
+from llm.call import CallResult, load_prices, run_bounded
 from llm.grader_request import (
     Answered,
     GradeItem,
-    SendJob,
     api_key_for,
     grade_request,
-    send,
+    grader_call,
+    make_client,
 )
 from llm.model_request import KeyImage, image_parts
 from package.members import (
@@ -104,6 +105,7 @@ from package.members import (
     TaskRow,
     checked,
 )
+from package.progress import Progress
 from package.sign import SIGNATURE, load_private, load_public, public_line, sign
 from package.sign import signed_by as signature_problem
 from package.zip import Caps, read_members
@@ -112,7 +114,7 @@ from results.judgments import grade_judgment
 from results.leaderboard import summarize
 from rubric import Rubric
 from rubric.loader import loads_rubric
-from rubric.render import Asked
+from rubric.render import Asked, parse_grader_output
 from rubric.schema import canonical_json
 from rubric.scoring import validate_score
 
@@ -142,6 +144,9 @@ MAX_SUPPLIED_IMAGES = 100_000  # PNG files looked at in an --images folder
 # (`llm.http_client.json_values`): 64 MiB of `[],[],...` within the caps is 22 million lists
 # (1.9 GB). A package holds about 15 per task and canary item and some 3,500 in its report.
 MAX_JSON_VALUES = 1_000_000
+MAX_RETURNED = 1_000  # characters of a model name or fingerprint read back from a progress file
+RETURNED = ("model_returned", "system_fingerprint", "cost_usd")  # what the server said, by row
+T = TypeVar("T")
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _IMAGE_MEMBER = re.compile(r"images/([0-9a-f]{64})\.png")
 
@@ -190,6 +195,13 @@ class Answer:
     model: str | None = None
     source: str = "model"
     user: str | None = None
+
+    @property
+    def key(self) -> str:
+        """The sha256 of every field: a response edited since its grade no longer matches it."""
+        fields = [self.response_id, self.task_id, self.text, self.turns, self.model, self.source,
+                  self.user]
+        return hashlib.sha256(json.dumps(fields).encode()).hexdigest()
 
 
 def tool_version() -> str:
@@ -680,43 +692,126 @@ def _canary_answer(item: dict[str, Any]) -> Answer:
     return Answer(item["response_id"], item["task_id"], item["text"], item["turns"] or [])
 
 
-def request_for(pkg: Package, response: Answered) -> GradeItem:
-    """The grader's exact request for `response`, from the package alone."""
+def _packaged_task(pkg: Package, response: Answered) -> tuple[Task, Case]:
     if response.task_id not in pkg.tasks:
         raise UserError(f"response {_quoted(response.response_id)}: task "
                         f"{_quoted(response.task_id)} is not in the package")
-    task, case = pkg.tasks[response.task_id]
+    return pkg.tasks[response.task_id]
+
+
+def request_for(pkg: Package, response: Answered) -> GradeItem:
+    """The grader's exact request for `response`, from the package alone."""
+    task, case = _packaged_task(pkg, response)
     images = image_parts(pkg.images[case.case_id]) if pkg.config.vision else None
     return grade_request(pkg.config, pkg.rubric, task, case, response, images=images)
 
 
-def _send(pkg: Package, work: list[GradeItem], *, base_url: str | None, api_key: str | None,
-          concurrency: int, timeout: float) -> list[CallResult]:
-    """Send every request once (no cache: a canary must reach the model). `base_url` comes from
-    the user, never from the package: without it the client uses the official API (or the
-    user's OPENAI_BASE_URL)."""
+def _send(pkg: Package, answers: list[Answer], finish: Callable[[Answer, GradeItem, CallResult], T],
+          *, base_url: str | None, api_key: str | None, concurrency: int, timeout: float,
+          on_done: Callable[[Answer, T], Any] | None = None) -> list[T]:
+    """`finish(answer, request, result)` for each answer, in their order, once its request was
+    sent (no cache: a canary must reach the model); `on_done(answer, finished)` as each ends.
+    Requests are built as they go out, so that `concurrency` of them are held at once, never
+    one per answer (a vision request carries its images). `base_url` comes from the user,
+    never from the package: without it the client uses the official API (or the user's
+    OPENAI_BASE_URL)."""
     if concurrency < 1:
         raise UserError(f"--concurrency must be at least 1, got {concurrency}")
     if not (math.isfinite(timeout) and timeout > 0):
         raise UserError(f"--timeout must be a positive number of seconds, got {timeout}")
-    job = SendJob(work, pkg.rubric, base_url, api_key_for(base_url, api_key, trusted=base_url),
-                  concurrency=concurrency, timeout=timeout, prices=load_prices())
-    return asyncio.run(send(job))
+    for answer in answers:  # every mistake before anything is paid for
+        _packaged_task(pkg, answer)
+    if not answers:
+        return []
+    key = api_key_for(base_url, api_key, trusted=base_url)
+
+    async def run() -> list[T]:
+        one = grader_call(make_client(base_url, key, timeout), pkg.rubric, timeout=timeout,
+                          prices=load_prices())
+
+        async def worker(answer: Answer) -> T:
+            item = request_for(pkg, answer)
+            return finish(answer, item, await one(item))
+
+        return await run_bounded(answers, worker, concurrency, on_done=on_done)
+
+    return asyncio.run(run())
+
+
+def _row(answer: Answer, extra: tuple[str, ...], result: CallResult) -> dict[str, Any]:
+    """A response's output row: its score and what was asked beyond it, or the reason it
+    failed."""
+    return {"response_id": answer.response_id, "task_id": answer.task_id, "model": answer.model,
+            **({"source": answer.source, "user": answer.user} if answer.user else {}),
+            "ok": result.ok,
+            **(result.data.fields(extra) if result.ok else {"reason": result.reason}),
+            "model_returned": result.model_returned,
+            "system_fingerprint": result.system_fingerprint, "cost_usd": result.cost_usd}
 
 
 def grade_responses(pkg: Package, responses: list[Answer], *, base_url: str | None = None,
-                    api_key: str | None = None, concurrency: int = 8,
-                    timeout: float = 60.0) -> list[dict]:
-    """One row per response: the frozen grader's score, or the reason it failed."""
-    work = [request_for(pkg, r) for r in responses]
-    results = _send(pkg, work, base_url=base_url, api_key=api_key, concurrency=concurrency,
-                    timeout=timeout)
-    return [{"response_id": w.response_id, "task_id": r.task_id, "model": r.model,
-             **({"source": r.source, "user": r.user} if r.user else {}), "ok": res.ok,
-             **(res.data.fields(w.asked.extra) if res.ok else {"reason": res.reason}),
-             "model_returned": res.model_returned, "system_fingerprint": res.system_fingerprint,
-             "cost_usd": res.cost_usd}
-            for w, r, res in zip(work, responses, results, strict=True)]
+                    api_key: str | None = None, concurrency: int = 8, timeout: float = 60.0,
+                    graded: dict[str, dict] | None = None, progress: Progress | None = None,
+                    on_row: Callable[[Answer, dict], Any] | None = None) -> list[dict]:
+    """One row per response, in their order: the frozen grader's score, or the reason it
+    failed. Responses with a row in `graded` (by response id: `kept_rows`) are not sent again;
+    each new grade is kept in `progress` as it comes back, and `on_row(answer, row)` called."""
+    graded = graded or {}
+    fresh = [r for r in responses if r.response_id not in graded]
+
+    def done(answer: Answer, finished: tuple[dict, CallResult]) -> None:
+        row, result = finished
+        if progress is not None and result.ok:
+            progress.keep(answer.response_id, answer.key, {
+                "grade": result.raw, **{k: row[k] for k in RETURNED}})
+        if on_row is not None:
+            on_row(answer, row)
+
+    rows = _send(pkg, fresh, lambda a, item, res: (_row(a, item.asked.extra, res), res),
+                 base_url=base_url, api_key=api_key, concurrency=concurrency, timeout=timeout,
+                 on_done=done)
+    graded = {**graded, **{r.response_id: row for r, (row, _) in zip(fresh, rows, strict=True)}}
+    return [graded[r.response_id] for r in responses]
+
+
+def kept_rows(pkg: Package, responses: list[Answer], progress: Progress) -> dict[str, dict]:
+    """The rows to reuse from a progress file (`package.progress`): those of a response still
+    to grade and unchanged since (`Answer.key`), each rebuilt from the grader's answer as it
+    was sent back, checked again as a live answer is. UserError naming the response for a line
+    that does not pass."""
+    from llm.http_client import MAX_JSON_VALUES as MAX_ANSWER_VALUES  # lazy: verify needs
+    from llm.http_client import json_values  # no HTTP client
+
+    rows = {}
+    for answer in responses:
+        line = progress.kept.get(answer.response_id)
+        if line is None or line["answer"] != answer.key:
+            continue
+        task, _ = _packaged_task(pkg, answer)
+        asked = Asked.of(pkg.config.prompt_version, task.family, len(task.stages or []))
+        returned = {k: line.get(k) for k in RETURNED}
+        try:
+            grade, raw = None, line.get("grade")
+            if isinstance(raw, str) and json_values(raw.encode()) <= MAX_ANSWER_VALUES:
+                grade = parse_grader_output(pkg.rubric, json.loads(raw), task.family, asked)
+            if grade is None or not _returned_ok(returned):
+                raise ValueError("not a grader's answer as it came back")
+        except (ValueError, RecursionError) as e:
+            raise UserError(f"{progress.path}: response {_quoted(answer.response_id)}: "
+                            f"{one_line(str(e), 200)}; remove the file to grade everything "
+                            "again") from None
+        rows[answer.response_id] = _row(answer, asked.extra, CallResult(True, grade, **returned))
+    return rows
+
+
+def _returned_ok(returned: dict[str, Any]) -> bool:
+    """Whether what the server said of a kept answer (model name, fingerprint, cost) is of the
+    types a live answer's is."""
+    cost = returned["cost_usd"]
+    names = (returned["model_returned"], returned["system_fingerprint"])
+    return (all(v is None or (isinstance(v, str) and len(v) <= MAX_RETURNED) for v in names)
+            and (cost is None or (type(cost) in (int, float) and math.isfinite(cost)
+                                  and cost >= 0)))
 
 
 def bertscore_pairs(pkg: Package, responses: list[Answer]) -> dict[str, tuple[str, str]]:
@@ -805,9 +900,8 @@ def canary(pkg: Package, *, base_url: str | None = None, api_key: str | None = N
     `verify` has already checked that every canary request rebuilds byte-identical.
     """
     limits = {**pkg.manifest["canary"]["drift_limits"], **(limits or {})}
-    responses = [_canary_answer(c) for c in pkg.canary]
-    work = [request_for(pkg, r) for r in responses]
-    results = _send(pkg, work, base_url=base_url, api_key=api_key, concurrency=concurrency,
+    results = _send(pkg, [_canary_answer(c) for c in pkg.canary], lambda a, item, res: res,
+                    base_url=base_url, api_key=api_key, concurrency=concurrency,
                     timeout=timeout)
     same = total = 0
     diffs, items = [], []
