@@ -38,7 +38,7 @@ from db.bundle.validate import (
 )
 from db.models import CollectionFailure, CollectionRun, Task, utcnow
 from db.queries import fetch_in
-from errors import UserError, escape_unprintable, one_line, read_at_most
+from errors import UserError, counted, escape_unprintable, one_line, read_at_most
 
 SOURCES = ("nmb", "openai-batch", "vlmevalkit", "lm-eval")
 #: A response file larger than this is refused before it is read.
@@ -87,8 +87,8 @@ class ResponsesSummary:
     def __str__(self) -> str:
         out = str(self.imported)
         if self.failures:
-            out += (f"; {self.failures} failed answers recorded as collection failures "
-                    "(not responses)")
+            out += (f"; {counted(self.failures, 'failed answer')} recorded as collection "
+                    "failures (not responses)")
         return out
 
 
