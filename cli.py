@@ -228,13 +228,12 @@ def cmd_users_email(args: argparse.Namespace) -> None:
 
 
 def cmd_users_disable(args: argparse.Namespace) -> None:
-    from db.users import disable_user, get_user
+    from db.users import disable_user
 
     with _study() as s:
-        already = get_user(s, name=args.name).disabled
-        disable_user(s, name=args.name, actor="cli")
+        disabled = disable_user(s, name=args.name, actor="cli")
         s.commit()
-    print(f"{args.name} was already disabled" if already else f"disabled {args.name}")
+    print(f"disabled {args.name}" if disabled else f"{args.name} was already disabled")
 
 
 # --- bundles, demo, export -----------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -56,6 +57,38 @@ def test_users_add_list_disable(nmb_home: Path, tmp_path: Path) -> None:
         assert len(s.exec(select(AuditLog).where(AuditLog.action == "user.disable")).all()) == 1
     db = (nmb_home / "study.db").read_bytes()
     assert b"correct horse" not in db
+
+
+def test_users_disable_reads_the_account_once(nmb_home: Path, capsys) -> None:
+    """`nmb users disable` reads the account once, and says whether it changed anything
+    (before: the command read it, then `disable_user` read it again)."""
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    import cli
+    from db.engine import session
+    from db.users import add_user
+
+    assert cli.main(["db", "upgrade"]) == 0
+    with session() as s:
+        add_user(s, name="ana", role="expert", password="pw")
+        s.commit()
+    reads: list[str] = []
+
+    def count(_conn, _cursor, statement: str, *_args) -> None:
+        if re.match(r'SELECT\s.*\sFROM\s"?user"?\b', statement, re.DOTALL):
+            reads.append(statement)
+
+    event.listen(Engine, "before_cursor_execute", count)
+    try:
+        capsys.readouterr()
+        assert cli.main(["users", "disable", "ana"]) == 0
+        assert capsys.readouterr().out == "disabled ana\n" and len(reads) == 1, reads
+        reads.clear()
+        assert cli.main(["users", "disable", "ana"]) == 0
+        assert capsys.readouterr().out == "ana was already disabled\n" and len(reads) == 1, reads
+    finally:
+        event.remove(Engine, "before_cursor_execute", count)
 
 
 def test_roles_and_passwords_change_with_their_rules(nmb_home: Path, tmp_path: Path) -> None:
