@@ -28,7 +28,8 @@ from errors import UserError, counted, not_permitted, one_line
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, exit 2 (argparse prints usage too)
-        raise UserError(f"{self.prog}: {message}")
+        command = self.prog.removeprefix("nmb").strip()  # main() puts "nmb: " before it
+        raise UserError(f"{command}: {message}" if command else message)
 
 
 def _study():

@@ -230,6 +230,16 @@ def test_user_mistakes_are_one_line_and_exit_2(nmb_home: Path) -> None:
     assert json.loads(nmb("status", "--json").stdout)["users"] == 0
 
 
+def test_a_mistaken_argument_names_the_command_once(nmb_home: Path) -> None:
+    """argparse's refusals carry the tool's name once (before: "nmb: nmb assign: ...",
+    "nmb: nmb: unrecognized arguments: x")."""
+    seed = nmb("assign", "--raters", "x", "--seed", "-1")
+    assert seed.returncode == 2 and seed.stderr == (
+        "nmb: assign: argument --seed: expected a seed from 0 to 2147483647, got '-1'\n")
+    extra = nmb("status", "--json", "x")
+    assert extra.returncode == 2 and extra.stderr == "nmb: unrecognized arguments: x\n"
+
+
 def test_disabling_the_last_admin_is_one_line_and_changes_nothing(nmb_home: Path) -> None:
     assert nmb("users", "add", "root", "--role", "admin", stdin="twelve chars\n").returncode == 0
     out = nmb("users", "disable", "root")
