@@ -626,7 +626,7 @@ def cmd_protocol_plan(args: argparse.Namespace) -> None:
         return
     st = settings
     print(f"{source}: rule {st.rule}, {st.pearson_ci} interval at {st.level:.1%} "
-          f"({gate.looks} look(s)), {st.bootstrap} resamples; expected r {st.expected_r:g}, "
+          f"({counted(gate.looks, 'look')}), {st.bootstrap} resamples; expected r {st.expected_r:g}, "
           f"threshold {st.threshold:g}, within-case correlation {st.within_case:g}; "
           f"{st.studies} simulated studies per size (seed {st.seed})")
     for c in result.rows:

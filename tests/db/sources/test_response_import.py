@@ -89,7 +89,7 @@ def test_unknown_tasks_and_level_rules_are_checked_against_the_study(study: str,
         {"response_id": "z-4", "task_id": "t3", "model": "m", "sample": 0, "text": "a",
          "turns": ["only one"]}])
     assert _refused(study, tmp_path / "r.jsonl", "nmb") == [
-        "r.jsonl:4: turns has 1 answers but task \"t3\" has 2 stages (one answer per stage)",
+        "r.jsonl:4: turns has 1 answer but task \"t3\" has 2 stages (one answer per stage)",
         'r.jsonl: 2 task_ids are not tasks of this study: "nope" (lines 1, 2), "gone" (line 3)']
 
 
