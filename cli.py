@@ -23,12 +23,13 @@ from typing import Any
 
 from sqlalchemy.exc import DatabaseError, OperationalError
 
-from errors import UserError, not_permitted, one_line
+from errors import UserError, counted, not_permitted, one_line
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, exit 2 (argparse prints usage too)
-        raise UserError(f"{self.prog}: {message}")
+        command = self.prog.removeprefix("nmb").strip()  # main() puts "nmb: " before it
+        raise UserError(f"{command}: {message}" if command else message)
 
 
 def _study():
@@ -133,7 +134,7 @@ def cmd_backup(args: argparse.Namespace) -> None:
     manifest = backup_study(_file_out(args.out))
     size = sum(m.size for m in manifest.members)
     print(f"wrote {args.out}: the {manifest.database} database (revision {manifest.revision}) and "
-          f"{len(manifest.members) - 1} files, {size:,} bytes")
+          f"{counted(len(manifest.members) - 1, 'file')}, {size:,} bytes")
 
 
 def cmd_restore(args: argparse.Namespace) -> None:
@@ -228,13 +229,12 @@ def cmd_users_email(args: argparse.Namespace) -> None:
 
 
 def cmd_users_disable(args: argparse.Namespace) -> None:
-    from db.users import disable_user, get_user
+    from db.users import disable_user
 
     with _study() as s:
-        already = get_user(s, name=args.name).disabled
-        disable_user(s, name=args.name, actor="cli")
+        disabled = disable_user(s, name=args.name, actor="cli")
         s.commit()
-    print(f"{args.name} was already disabled" if already else f"disabled {args.name}")
+    print(f"disabled {args.name}" if disabled else f"{args.name} was already disabled")
 
 
 # --- bundles, demo, export -----------------------------------------------------------------
@@ -332,7 +332,7 @@ def cmd_export(args: argparse.Namespace) -> None:
     out = _file_out(args.out)
     with _study() as s:
         n = export(s, args.kind, fmt=args.format or "csv", out=out, reveal_raters=args.reveal_raters)
-    print(f"wrote {n} rows to {args.out}")
+    print(f"wrote {counted(n, 'row')} to {args.out}")
 
 
 def cmd_render(args: argparse.Namespace) -> None:
@@ -384,7 +384,7 @@ def cmd_exam_add(args: argparse.Namespace) -> None:
                            actor="cli")
         warning = staged_tasks_sharing_a_case(s, list(exam.task_ids))
         s.commit()
-    print(f"exam {exam.id} {exam.name!r}: {len(exam.task_ids)} tasks"
+    print(f"exam {exam.id} {exam.name!r}: {counted(len(exam.task_ids), 'task')}"
           + (", review after finishing" if exam.review else ""))
     if warning:
         print(f"nmb: warning: {warning}", file=sys.stderr)
@@ -504,7 +504,7 @@ def cmd_collect(args: argparse.Namespace) -> None:
         print(f"run {summary.run_id} ({summary.model}): {summary.collected} collected "
               f"({summary.from_cache} from cache), {summary.failed} failed of {summary.items}; "
               f"{summary.already_collected} collected before; {summary.prompt_tokens}+"
-              f"{summary.completion_tokens} tokens, {summary.image_count} images, "
+              f"{summary.completion_tokens} tokens, {counted(summary.image_count, 'image')}, "
               f"{spent_text(summary.cost_usd)}")
     _print_json(summary.as_dict())
     if summary.failed and not summary.collected:
@@ -626,7 +626,7 @@ def cmd_protocol_plan(args: argparse.Namespace) -> None:
         return
     st = settings
     print(f"{source}: rule {st.rule}, {st.pearson_ci} interval at {st.level:.1%} "
-          f"({gate.looks} look(s)), {st.bootstrap} resamples; expected r {st.expected_r:g}, "
+          f"({counted(gate.looks, 'look')}), {st.bootstrap} resamples; expected r {st.expected_r:g}, "
           f"threshold {st.threshold:g}, within-case correlation {st.within_case:g}; "
           f"{st.studies} simulated studies per size (seed {st.seed})")
     for c in result.rows:
@@ -798,15 +798,15 @@ def cmd_results(args: argparse.Namespace) -> None:
             from results.publish.site import study_version, write_site
 
             written = write_site(Path(args.site), res, study_version(s, res))
-            print(f"nmb: wrote the leaderboard site ({len(written)} files) to {args.site}",
+            print(f"nmb: wrote the leaderboard site ({counted(len(written), 'file')}) to {args.site}",
                   file=sys.stderr)
     if args.out:
         from results.publish.plots import all_figures
 
         written = export(Path(args.out), res, all_figures(res))
-        print(f"nmb: wrote {len(written)} files to {args.out}", file=sys.stderr)
+        print(f"nmb: wrote {counted(len(written), 'file')} to {args.out}", file=sys.stderr)
     if b := res.bertscore:
-        print(f"nmb: BERTScore ({b.model}, secondary): {b.scored} responses, {b.computed} scored "
+        print(f"nmb: BERTScore ({b.model}, secondary): {counted(b.scored, 'response')}, {b.computed} scored "
               f"by the model, {b.cached} from the cache, {b.without_reference} without a "
               "reference answer", file=sys.stderr)
     if args.compare:

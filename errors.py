@@ -49,3 +49,9 @@ def not_a_file(path: Path, missing: str = "no such file") -> str:
     if path.is_dir():
         return "is a folder, not a file"
     return "is not a regular file" if path.exists() else missing
+
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """`n` and `noun` agreeing in number: "1 case", "2 cases", "0 cases" (`plural` where adding
+    an "s" is wrong: `counted(n, "series", "series")`)."""
+    return f"{n} {noun}" if n == 1 else f"{n} {plural or noun + 's'}"

@@ -45,7 +45,7 @@ from db.models import (
     utcnow,
 )
 from db.raters.looks import HELDOUT
-from errors import UserError
+from errors import UserError, counted
 from grading.config import get_config, grader_identity
 
 if TYPE_CHECKING:
@@ -113,8 +113,8 @@ def _may_look(s: Session, proto: protocol.Protocol, config: GraderConfig) -> int
                         "looks once")
     taken = looks_taken(s, protocol_id=proto.id)
     if taken >= proto.gate.looks:
-        raise UserError(f"{proto.label()} allows {proto.gate.looks} held-out look(s) in all and "
-                        f"{taken} were taken: no look is left")
+        raise UserError(f"{proto.label()} allows {counted(proto.gate.looks, 'held-out look')} in "
+                        f"all and {taken} {'was' if taken == 1 else 'were'} taken: no look is left")
     return taken + 1
 
 

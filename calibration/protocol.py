@@ -28,7 +28,7 @@ from sqlmodel import Session, select
 
 from db.audit import record
 from db.models import CalibrationItem, CalibrationProtocol, CalibrationReport, HeldoutLook
-from errors import UserError
+from errors import UserError, counted
 from rubric.schema import canonical_json
 from stats.agreement import CI_METHODS
 
@@ -188,7 +188,8 @@ def register(s: Session, *, gate: Gate | None = None, statistics: Statistics | N
     if subset is None:
         raise UserError("no calibration subset drawn yet (nmb assign --calibration N)")
     if subset.n_heldout < 3:
-        raise UserError(f"the held-out part has {subset.n_heldout} items; at least 3 are needed")
+        raise UserError(f"the held-out part has {counted(subset.n_heldout, 'item')}; at least 3 are "
+                        "needed")
     proto = Protocol(gate, statistics, subset)
     content = proto.content()
     digest = hashlib.sha256(canonical_json(content).encode()).hexdigest()

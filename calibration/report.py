@@ -28,7 +28,7 @@ from db.models import (
     Task,
 )
 from db.rubrics import rubric_by_hash
-from errors import UserError
+from errors import UserError, counted
 from grading.config import get_config, is_dated_snapshot
 from rubric.schema import canonical_json
 from stats.agreement_types import r_interval
@@ -79,7 +79,8 @@ def collect(s: Session, *, config_id: int, part: str) -> CalibrationData:
         by_item.setdefault(rid, {})[rater] = score
     items = sorted(r for r in subset if r in grades and r in by_item)
     if len(items) < 3:
-        raise UserError(f"only {len(items)} {part} items have both a grade and expert scores; "
+        raise UserError(f"only {counted(len(items), part + ' item')} "
+                        f"{'has' if len(items) == 1 else 'have'} both a grade and expert scores; "
                         "at least 3 are needed")
     raters = sorted({r for rid in items for r in by_item[rid]})
     col = {r: j for j, r in enumerate(raters)}

@@ -185,18 +185,18 @@ def _end_sessions(s: Session, user: User) -> None:
     s.exec(delete(LoginToken).where(LoginToken.user_id == user.id))
 
 
-def disable_user(s: Session, *, name: str, actor: str | None = None) -> User:
-    """Disable the account and end its sessions, including the ones open now. The last enabled
-    admin is refused: nobody could add, enable or manage accounts from the app any more. An
-    account already disabled is left as it is (no audit row)."""
+def disable_user(s: Session, *, name: str, actor: str | None = None) -> bool:
+    """Disable the account and end its sessions, including the ones open now; False where it
+    was already disabled (then it is left as it is, no audit row). The last enabled admin is
+    refused: nobody could add, enable or manage accounts from the app any more."""
     user = get_user(s, name=name)
     if user.disabled:
-        return user
+        return False
     _lock_last_admin(s, user, "disabling")
     user.disabled = True
     _end_sessions(s, user)
     record(s, "user.disable", actor=actor, user=name)
-    return user
+    return True
 
 
 def log_out(s: Session, *, user_id: int) -> None:

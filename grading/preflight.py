@@ -23,7 +23,7 @@ from sqlmodel import Session, select
 from collection.collect import Selection, check_run_options, item_of, select_tasks
 from db.models import Response
 from db.rubrics import rubric_by_hash
-from errors import UserError
+from errors import UserError, counted
 from grading.config import get_config
 from grading.grader import prepare, select_items
 from llm.call import CallResult, load_prices
@@ -64,7 +64,7 @@ class Preflight:
 
     def summary(self) -> str:
         """One line: who answered what, how fast and at what cost in tokens."""
-        images = f" with {self.images} images" if self.images else ""
+        images = f" with {counted(self.images, 'image')}" if self.images else ""
         return (f"{self.model_returned or self.model} at {self.endpoint} answered "
                 f"{self.sent}{images} in {self.latency_s:.2f} s "
                 f"({self.prompt_tokens}+{self.completion_tokens} tokens).")

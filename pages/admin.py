@@ -44,7 +44,7 @@ from db.users import (
     reset_password,
     set_email,
 )
-from errors import UserError, not_permitted
+from errors import UserError, counted, not_permitted
 from ui.actions import redraw_after, run_write, show_error, show_written
 from ui.admin.flag_review import flag_review
 from ui.auth import require_role
@@ -373,7 +373,7 @@ def assignments_section() -> None:
         pending = below_overlap(s)
     st.markdown("**Rater progress**")
     st.dataframe(pd.DataFrame([vars(p) for p in progress]), hide_index=True)
-    st.caption(f"{len(pending)} items still below their overlap.")
+    st.caption(f"{counted(len(pending), 'item')} still below their overlap.")
     with st.form("calibration"):
         st.markdown("**Calibration subset** (drawn once, stratified by family, level and source)")
         c1, c2, c3 = st.columns(3)
@@ -407,7 +407,8 @@ def assignments_section() -> None:
         options, plan = planned
         st.info(f"This {escape_markdown(plan.describe())}.", icon=":material/preview:")
         yes, no, _ = st.columns([2, 1, 3])
-        if yes.button(f"Assign these {len(plan.items)} items", type="primary"):
+        if yes.button(f"Assign {'this' if len(plan.items) == 1 else 'these'} "
+                      f"{counted(len(plan.items), 'item')}", type="primary"):
             st.session_state.pop("assign-plan")
 
             def make_design(s) -> str:
@@ -439,7 +440,7 @@ def assignments_section() -> None:
                                    review=exam_review, actor=user.name)
                 if warning := staged_tasks_sharing_a_case(s, list(exam.task_ids)):
                     warnings.append(warning[0].upper() + warning[1:] + ".")
-                return (f"Exam {exam.name!r} is open with {len(exam.task_ids)} tasks"
+                return (f"Exam {exam.name!r} is open with {counted(len(exam.task_ids), 'task')}"
                         + (", review after finishing." if exam.review else "."))
 
             run_write(open_exam)
@@ -458,7 +459,7 @@ def export_section() -> None:
             out = Path(tmp) / f"{kind}.{fmt}"
             with session() as s:
                 rows = export(s, kind, fmt=fmt, out=out, reveal_raters=reveal)
-            st.download_button(f"Download {rows} rows", out.read_bytes(), file_name=out.name,
+            st.download_button(f"Download {counted(rows, 'row')}", out.read_bytes(), file_name=out.name,
                                on_click="ignore")
 
 

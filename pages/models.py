@@ -7,7 +7,7 @@ from collection.collect import Selection, collect, estimate, failures, runs
 from db.engine import session
 from db.models import FAMILIES, LEVELS
 from db.text_limits import MODEL_NAME
-from errors import UserError
+from errors import UserError, counted
 from grading.preflight import collect_preflight
 from grading.runs import outcome
 from llm.grader_request import plain_http_warning
@@ -94,7 +94,7 @@ if history:
 else:
     st.info("No model has been run yet.")
 if failed:
-    st.markdown(f"**{len(failed)} failures** (collect again to retry them)")
+    st.markdown(f"**{counted(len(failed), 'failure')}** (collect again to retry them)")
     st.dataframe(pd.DataFrame([{"model": f.model, "task": f.task_id, "sample": f.sample,
                                 "reason": f.reason, "attempts": f.attempts, "run": f.run_id}
                                for f in failed]), hide_index=True)

@@ -18,7 +18,7 @@ from db.raters.scoring import (
 from db.rubrics import rubric_by_hash
 from db.study.cases import reference_fields
 from db.text_limits import NAME
-from errors import UserError
+from errors import UserError, counted
 from rubric.render import form_spec
 from rubric.scoring import MissingFields
 from ui.actions import confirm, show_confirmation, show_error
@@ -121,10 +121,11 @@ with keys.popover("", icon=":material/keyboard:", help="Keyboard shortcuts",
 if miss := st.session_state.get("score_search_miss"):
     st.warning(f"No item at position or with blind code “{escape_markdown(miss)}”.")
 if wanted != QueueFilter():
-    st.caption(f"Filtered: {len(listed)} of {len(entries)} items listed"
+    st.caption(f"Filtered: {len(listed)} of {counted(len(entries), 'item')} listed"
                + ("" if listed else " (none matches: the current item stays shown)") + ".")
 if done == len(entries):
-    st.success(f"All {len(entries)} items are submitted. Thank you: your queue is complete. "
+    every = "The item is" if len(entries) == 1 else f"All {len(entries)} items are"
+    st.success(f"{every} submitted. Thank you: your queue is complete. "
                "You can still reopen any item; a change is saved as a new revision.",
                icon=":material/task_alt:")
 

@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from db.engine import database_url, session
-from errors import UserError
+from errors import UserError, counted
 from grading.grader import config_labels
 from results import results
 from results.bertscore import SERVER_MODEL, BertScorer, server_model
@@ -75,7 +75,7 @@ except UserError as e:  # e.g. NMB_BERTSCORE_MODEL is not a model folder
 
 for flag in res.flags:  # may quote a revocation's reason
     st.warning(escape_markdown(flag))
-st.caption(f"Judge: {res.judge} ({res.judged_by}): {res.sources[res.judge]} responses, "
+st.caption(f"Judge: {res.judge} ({res.judged_by}): {counted(res.sources[res.judge], 'response')}, "
            f"{res.unjudged} not judged by it (expert ties: {res.expert_ties}, counted not "
            "correct). The sensitivity table shows every estimate under each judge. Intervals: "
            "95%, from resamples of cases (with their tasks; for human groups, people and "

@@ -29,7 +29,7 @@ from calibration.calibrate import unvalidated_warning
 from db.models import ExpertScore, GraderRun, Response, User
 from db.raters.response_flags import held
 from db.rubrics import rubric_by_hash
-from errors import UserError
+from errors import UserError, counted
 from grading.grader import grades_key
 from results.anchoring import (
     AnchoringRow,
@@ -166,7 +166,8 @@ def _flags(s: Session, config, validated: bool) -> list[str]:
     if s.exec(select(Response).join(User, User.id == Response.user_id).where(User.demo)).first():
         flags.append("synthetic demo exam takers (students and physicians)")
     if waiting := len(held(s)):
-        flags.append(f"{waiting} responses name a model and await an admin's review (judged as "
+        flags.append(f"{counted(waiting, 'response')} {'names' if waiting == 1 else 'name'} a model and "
+                     "await an admin's review (judged as "
                      "redacted; a changed text drops their grades)")
     return flags
 

@@ -63,7 +63,7 @@ def test_the_example_harness_files_import_into_the_sample_study(nmb_home: Path) 
     batch = nmb("import-responses", "examples/responses/batch_output.jsonl", "--from",
                 "openai-batch")
     assert batch.returncode == 0, batch.stderr
-    assert "1 responses" in batch.stdout and "1 failed answers recorded" in batch.stdout
+    assert "1 response;" in batch.stdout and "1 failed answer recorded" in batch.stdout
     tsv = nmb("import-responses", "examples/responses/MyVLM_NeuroBench.tsv", "--from",
               "vlmevalkit", "--model", "MyVLM", "--task-key", "prompt")
-    assert tsv.returncode == 0 and "1 responses" in tsv.stdout, tsv.stderr
+    assert tsv.returncode == 0 and "1 response;" in tsv.stdout, tsv.stderr

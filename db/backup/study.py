@@ -42,7 +42,7 @@ from db.backup.snapshot import check_revision, restored_counts
 from db.bundle.store import Workspace
 from db.engine import HEAD_REVISION, database_url, nmb_home, upgrade
 from db.models import utcnow
-from errors import UserError, one_line
+from errors import UserError, counted, one_line
 
 NOT_EMPTY = "the study here is not empty ({}): restore into an empty NMB_HOME and database"
 ROWS = NOT_EMPTY.format("table {table} holds rows")
@@ -57,9 +57,16 @@ class Restored:
     def __str__(self) -> str:
         m = self.manifest
         migrated = f", migrated to {self.revision}" if self.revision != m.revision else ""
-        counts = ", ".join(f"{n} {name.replace('_', ' ')}" for name, n in self.counts.items())
+        counts = ", ".join(counted(n, _singular(name), name.replace("_", " "))
+                           for name, n in self.counts.items())
         return (f"restored a {m.database} study made {m.created_at:%Y-%m-%d %H:%M:%S %Z} "
                 f"(revision {m.revision}{migrated}): {counts}")
+
+
+def _singular(count_name: str) -> str:
+    """The noun of one of `nmb status`'s counts: "expert_scores" -> "expert score"."""
+    noun = count_name.replace("_", " ")
+    return noun if noun == "series" else noun.removesuffix("s")
 
 
 def database_kind(url: str) -> str:

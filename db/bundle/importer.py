@@ -39,7 +39,7 @@ from db.models import Case, Mask, Response, Series, Task, utcnow
 from db.queries import IN_CHUNK, chunks, fetch_in
 from db.raters.response_flags import as_created, flag_new
 from db.study.reference import has_reference, scores_using
-from errors import UserError
+from errors import UserError, counted
 
 __all__ = ["FORMAT", "BundleInvalid", "ImportSummary", "Problem", "ValidBundle", "image_path",
            "import_bundle", "validate_bundle"]
@@ -80,16 +80,20 @@ class ImportSummary:
 
     def __str__(self) -> str:
         verb = "would import" if self.dry_run else "imported"
-        return (f"{self.bundle}: {verb} {self.new_cases} cases, {self.new_series} series, "
-                + (f"{self.new_masks} masks, " if self.new_masks else "")
-                + f"{self.new_tasks} tasks, {self.new_responses} responses; unchanged "
-                f"{self.unchanged_cases} cases, {self.unchanged_tasks} tasks, "
-                f"{self.unchanged_responses} responses"
-                + (f"; {self.new_answers} reference answers added" if self.new_answers else "")
-                + (f"; {self.changed_answers} reference answers changed"
+        flagged = self.flagged_responses
+        return (f"{self.bundle}: {verb} {counted(self.new_cases, 'case')}, "
+                f"{self.new_series} series, "
+                + (f"{counted(self.new_masks, 'mask')}, " if self.new_masks else "")
+                + f"{counted(self.new_tasks, 'task')}, {counted(self.new_responses, 'response')}"
+                f"; unchanged {counted(self.unchanged_cases, 'case')}, "
+                f"{counted(self.unchanged_tasks, 'task')}, "
+                f"{counted(self.unchanged_responses, 'response')}"
+                + (f"; {counted(self.new_answers, 'reference answer')} added"
+                   if self.new_answers else "")
+                + (f"; {counted(self.changed_answers, 'reference answer')} changed"
                    if self.changed_answers else "")
-                + (f"; {self.flagged_responses} responses name a model: redacted and held "
-                   "for review on /admin" if self.flagged_responses else ""))
+                + (f"; {counted(flagged, 'response')} {'names' if flagged == 1 else 'name'} a "
+                   "model: redacted and held for review on /admin" if flagged else ""))
 
 
 def _differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:

@@ -40,7 +40,7 @@ from db.bundle.records import (
 from db.bundle.store import Workspace
 from db.bundle.zip import MAX_UNZIPPED_BYTES, open_bundle
 from db.text_limits import UNSTORABLE
-from errors import UserError, not_a_file, read_at_most
+from errors import UserError, counted, not_a_file, read_at_most
 from imaging import image_box, inspect_mask, overlaps
 from imaging.picture import other_format, sanitise_picture, sniff_file
 
@@ -446,7 +446,8 @@ def _parse_tasks(root: Path, case_ids: set[str], all_case_dirs: set[str],
             marks, n_stages = obj.get("disconfirming"), len(stages or []) if (
                 stages is None or isinstance(stages, list)) else None
             if isinstance(marks, list) and n_stages is not None and len(marks) != n_stages:
-                msgs.append(f"disconfirming has {len(marks)} marks for {n_stages} stages "
+                msgs.append(f"disconfirming has {counted(len(marks), 'mark')} for "
+                            f"{counted(n_stages, 'stage')} "
                             "(one true or false per stage)")
         problems += [Problem(rel, n, m) for m in msgs]
         if isinstance(obj, dict) and isinstance(obj.get("task_id"), str):
@@ -506,8 +507,8 @@ def _parse_responses(root: Path, tasks: dict[str, dict], problems: list[Problem]
                     msgs.append(f"turns are for level-3 tasks; task {show(tid)} is "
                                 f"level {task['level']}")
                 elif len(turns) != len(task["stages"]):
-                    msgs.append(f"turns has {len(turns)} answers but task {show(tid)} has "
-                                f"{len(task['stages'])} stages (one answer per stage)")
+                    msgs.append(f"turns has {counted(len(turns), 'answer')} but task {show(tid)} has "
+                                f"{counted(len(task['stages']), 'stage')} (one answer per stage)")
         problems += [Problem(rel, n, m) for m in msgs]
         if isinstance(obj, dict) and isinstance(obj.get("response_id"), str):
             where.setdefault(("response", obj["response_id"]), (rel, n))

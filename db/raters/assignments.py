@@ -20,7 +20,7 @@ from db.models import (
 from db.raters.design import balanced_design, split_dev_heldout, stratified_sample
 from db.raters.response_flags import held
 from db.study.reference import require_reference_for_responses
-from errors import UserError
+from errors import UserError, counted
 
 DESIGN = "raters.design"  # draws and assignments take turns on it (db.locks)
 
@@ -75,9 +75,9 @@ class AssignmentPlan:
         the raters who have opened every item, to whom the added items come as a block."""
         loads = ", ".join(f"{name} {self.before[name]} -> {self.before[name] + len(q)} "
                           f"(+{len(q)})" for name, q in self.queues.items())
-        what = "calibration items" if self.selection == "calibration" else "items"
-        raters = "rater" if self.overlap == 1 else "raters"
-        line = f"adds {len(self.items)} {what} ({self.overlap} {raters} each): {loads}"
+        what = "calibration item" if self.selection == "calibration" else "item"
+        line = (f"adds {counted(len(self.items), what)} ({counted(self.overlap, 'rater')} each): "
+                f"{loads}")
         late = [name for name, q in self.queues.items()
                 if q and self.before[name] and not self.unopened.get(name)]
         if late:

@@ -9,7 +9,7 @@ from itertools import combinations
 
 import numpy as np
 
-from errors import UserError
+from errors import UserError, counted
 
 
 def balanced_design(
@@ -28,7 +28,7 @@ def balanced_design(
     if overlap < 1:
         raise UserError(f"overlap must be at least 1, got {overlap}")
     if overlap > n:
-        raise UserError(f"overlap {overlap} needs at least {overlap} raters, got {n}")
+        raise UserError(f"overlap {overlap} needs at least {counted(overlap, 'rater')}, got {n}")
     if len(set(raters)) != n:
         raise UserError("a rater is listed twice")
     rng = np.random.default_rng(seed)

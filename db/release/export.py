@@ -24,7 +24,7 @@ from db.files import replacing, writable
 from db.models import Case, Series, Task
 from db.release.format import BY_LEVEL, Split, encode_data_uri, picture_type
 from db.study.reference import has_reference
-from errors import UserError
+from errors import UserError, counted
 
 
 @dataclass
@@ -38,17 +38,18 @@ class ReleaseExport:
     other_families: int = 0  # tasks not `differential`: a re-import gives the file's family
 
     def __str__(self) -> str:
-        parts = [f"wrote {name} ({cases} cases, {questions} questions)"
+        parts = [f"wrote {name} ({counted(cases, 'case')}, {counted(questions, 'question')})"
                  for name, (cases, questions) in self.files.items()] or ["wrote no file"]
         if self.answers:
-            parts.append(f"{self.answers} answers")
+            parts.append(counted(self.answers, "answer"))
         if self.volume_cases:
-            parts.append(f"skipped {self.volume_cases} cases with MRI volumes (the release "
+            parts.append(f"skipped {counted(self.volume_cases, 'case')} with MRI volumes (the release "
                          "format holds pictures)")
         if self.extra_dialogues:
-            parts.append(f"skipped {self.extra_dialogues} second dialogues of a case")
+            parts.append(f"skipped {counted(self.extra_dialogues, 'second dialogue')} of a case")
         if self.other_families:
-            parts.append(f"{self.other_families} tasks are not differential: import them "
+            parts.append(f"{counted(self.other_families, 'task')} "
+                         f"{'is' if self.other_families == 1 else 'are'} not differential: import them "
                          "again with --family")
         return "; ".join(parts)
 

@@ -40,7 +40,7 @@ from db.release.format import (
     decode_data_uri,
     picture_type,
 )
-from errors import UserError, escape_unprintable, not_a_file
+from errors import UserError, counted, escape_unprintable, not_a_file
 
 SOURCE = "neural-medbench"
 CASE_FIELDS = ("case_id", "text", "images", "questions")
@@ -71,17 +71,13 @@ class ReleaseSummary:
     def __str__(self) -> str:
         out = str(self.imported)
         if self.placeholders:
-            out += f"; skipped {self.placeholders} placeholder cases"
+            out += f"; skipped {counted(self.placeholders, 'placeholder case')}"
         if self.relabelled_images:
-            out += (f"; {_count(self.relabelled_images, 'image')} labelled with another type "
+            out += (f"; {counted(self.relabelled_images, 'image')} labelled with another type "
                     "than their bytes (stored as what they are)")
         if self.ignored_answers:
-            out += f"; ignored {_count(self.ignored_answers, 'answer')} to placeholder cases"
+            out += f"; ignored {counted(self.ignored_answers, 'answer')} to placeholder cases"
         return out
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def split_of(path: Path, family: str | None, level: int | None) -> Split | None:

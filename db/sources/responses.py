@@ -38,7 +38,7 @@ from db.bundle.validate import (
 )
 from db.models import CollectionFailure, CollectionRun, Task, utcnow
 from db.queries import fetch_in
-from errors import UserError, escape_unprintable, one_line, read_at_most
+from errors import UserError, counted, escape_unprintable, one_line, read_at_most
 
 SOURCES = ("nmb", "openai-batch", "vlmevalkit", "lm-eval")
 #: A response file larger than this is refused before it is read.
@@ -87,8 +87,8 @@ class ResponsesSummary:
     def __str__(self) -> str:
         out = str(self.imported)
         if self.failures:
-            out += (f"; {self.failures} failed answers recorded as collection failures "
-                    "(not responses)")
+            out += (f"; {counted(self.failures, 'failed answer')} recorded as collection "
+                    "failures (not responses)")
         return out
 
 
@@ -189,15 +189,18 @@ def match_tasks(s: Session, answers: list[Answer], rule: TaskKey, label: str,
             raw.append(key)
     if missing:
         name = rule.name if rule.kind == "field" else answers[0].default_key
-        problems.append(Problem(label, None, f"{len(missing)} answers have no task key {name} "
+        problems.append(Problem(label, None, f"{counted(len(missing), 'answer')} "
+                                f"{'has' if len(missing) == 1 else 'have'} no task key {name} "
                                 f"(first: {missing[0]}); see --task-key"))
     if ambiguous:
         shown = "; ".join(f"{q!r} ({', '.join(w[:3])})" for q, w in list(ambiguous.items())[:10])
-        problems.append(Problem(label, None, f"{len(ambiguous)} questions are the prompt of "
+        problems.append(Problem(label, None, f"{counted(len(ambiguous), 'question')} "
+                                f"{'is' if len(ambiguous) == 1 else 'are'} the prompt of "
                                 f"more than one task: {shown}; use --task-key field:NAME or map"))
     if unmapped:
         where = "in " + Path(rule.name).name if rule.kind == "map" else "among the task prompts"
-        problems.append(Problem(label, None, f"{len(unmapped)} keys are not {where}: "
+        problems.append(Problem(label, None, f"{counted(len(unmapped), 'key')} "
+                                f"{'is' if len(unmapped) == 1 else 'are'} not {where}: "
                                 + ", ".join(f"{k!r}" for k in list(unmapped)[:20])
                                 + (f" and {len(unmapped) - 20} more" if len(unmapped) > 20
                                    else "")))
@@ -484,7 +487,8 @@ def import_responses(s: Session, path: Path, *, source: str, model: str | None =
         model = named.pop()
     nameless = [a.where for a in answers if not (model or a.model)]
     if nameless:
-        problems.append(Problem(path.name, None, f"{len(nameless)} answers name no model "
+        problems.append(Problem(path.name, None, f"{counted(len(nameless), 'answer')} "
+                                f"{'names' if len(nameless) == 1 else 'name'} no model "
                                 f"(first: {nameless[0]}): give --model NAME"))
     if problems:
         raise BundleInvalid(path.name, problems)

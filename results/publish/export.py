@@ -11,6 +11,7 @@ from pathlib import Path
 
 from calibration.html import prepare_out
 from db.files import write_file
+from errors import counted
 from results.publish.leaderboard_layout import split_tables
 from results.publish.tables import Table, csv_text, html_table, latex, markdown, tables
 from results.results import Results
@@ -53,8 +54,9 @@ def render_html(results: Results, figures: dict[str, bytes], ts: list[Table]) ->
              f"{html.escape(g['model'])}, prompt {html.escape(g['prompt_version'])}, "
              f"{'validated' if g['validated'] else 'not validated'}). Judge: "
              f"{html.escape(results.judge)} ({html.escape(results.judged_by)}): "
-             f"{results.sources[results.judge]} responses, {results.unjudged} not judged by "
-             f"it; {results.expert_ties} expert ties (counted not correct).</p>"]
+             f"{counted(results.sources[results.judge], 'response')}, {results.unjudged} not "
+             f"judged by it; {counted(results.expert_ties, 'expert tie')} (counted not "
+             "correct).</p>"]
     parts += [f"<p class=flag>{html.escape(f)}</p>" for f in results.flags]
     parts += [html_table(t) for t in ts]
     parts.append("<h2>Figures</h2>")

@@ -29,6 +29,7 @@ from calibration.html import prepare_out
 from calibration.plots import png
 from db.files import write_file
 from db.models import Case, Response, Task
+from errors import counted
 from results.publish.leaderboard_layout import columns, split_tables
 from results.publish.plots import leaderboard_chart
 from results.publish.tables import Table, fmt
@@ -126,8 +127,9 @@ def render(results: Results, study: dict[str, Any], figures: dict[str, str]) -> 
     g = results.grader
     state = ("validated (a passing held-out look)" if g["validated"]
              else "NOT validated: its grades are not a validated measure")
-    meta = (f"Study: bundles {', '.join(study['bundles']) or '–'}; {study['cases']} cases, "
-            f"{study['tasks']} tasks, {study['responses']} responses; data fingerprint "
+    meta = (f"Study: bundles {', '.join(study['bundles']) or '–'}; "
+            f"{counted(study['cases'], 'case')}, {counted(study['tasks'], 'task')}, "
+            f"{counted(study['responses'], 'response')}; data fingerprint "
             f"{study['fingerprint']}; generated {study['generated']} by Neural-MedBench Studio "
             f"{study['tool']}.")
     grader = (f"Grader: config #{g['id']} {g['name']} (model {g['model']}, prompt "

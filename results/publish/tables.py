@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from db.export import neutralise
+from errors import counted
 from results.anchoring import LABELS
 from results.anchoring import MEASURES as ANCHORING
 from results.compare import Comparison
@@ -74,7 +75,7 @@ def tables(results: Results) -> list[Table]:
     """Every table of the results, in reading order."""
     r, measures = results, _measures(results)
     judged = (f"Judge: {r.judge} ({r.judged_by}; grader config #{r.grader['id']}): "
-              f"{r.sources[r.judge]} responses, {r.unjudged} not judged by it.")
+              f"{counted(r.sources[r.judge], 'response')}, {r.unjudged} not judged by it.")
     if r.bertscore:
         judged += " " + bertscore_note(r)
     out = [Table("overall", "Overall, per model and human group",
@@ -193,7 +194,7 @@ def bertscore_note(r: Results) -> str:
     return "" if b is None else (
         f"{BERTSCORE}: F1 against the reference answer with model {b.model} "
         f"(key {b.model_key[:12]}, layer {b.layer}, {'rescaled' if b.rescaled else 'not rescaled'}"
-        f"), {b.scored} responses; a similarity, not a judgment, never part of the gate.")
+        f"), {counted(b.scored, 'response')}; a similarity, not a judgment, never part of the gate.")
 
 
 # ------------------------------------------------------------------ formats

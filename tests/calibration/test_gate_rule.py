@@ -111,7 +111,7 @@ def test_cli_plan_prints_the_chance_per_size(nmb_home, capsys) -> None:
     assert main(args) == 0
     out = capsys.readouterr().out
     assert out.startswith("the default protocol: rule lower_bound, studentized_z interval at "
-                          "95.0% (1 look(s)), 200 resamples")
+                          "95.0% (1 look), 200 resamples")
     assert "   10 cases x 1 =    10 items: P(pass)" in out
     assert main([*args, "--json", "--looks", "2"]) == 0
     plan_json = json.loads(capsys.readouterr().out)

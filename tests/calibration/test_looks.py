@@ -72,11 +72,22 @@ def test_a_seed_only_variant_is_refused_a_second_look(sqlite_url: str) -> None:
     other = _variant(s, first, temperature=0.5)  # another grader: the second look
     assert calibrate.run(s, config_id=other, part="heldout").report.validates
     third = _variant(s, first, max_tokens=900)
-    with pytest.raises(UserError, match=r"allows 2 held-out look\(s\) in all and 2 were taken"):
+    with pytest.raises(UserError, match=r"allows 2 held-out looks in all and 2 were taken"):
         calibrate.run(s, config_id=third, part="heldout")
     numbers = s.exec(select(HeldoutLook.config_id, HeldoutLook.number)
                      .order_by(HeldoutLook.number)).all()
     assert numbers == [(first, 1), (other, 2)]
+    s.close()
+
+
+def test_the_refusal_of_a_look_too_many_counts_in_the_singular(sqlite_url: str) -> None:
+    """Before: "allows 1 held-out look(s) in all and 1 were taken"."""
+    s, first = _study(sqlite_url, grader_noise=0.0)
+    _register(s)  # one look
+    calibrate.run(s, config_id=first, part="heldout")
+    with pytest.raises(UserError, match=r"allows 1 held-out look in all and 1 was taken: no "
+                                        "look is left"):
+        calibrate.run(s, config_id=_variant(s, first, temperature=0.5), part="heldout")
     s.close()
 
 

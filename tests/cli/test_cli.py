@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -56,6 +57,38 @@ def test_users_add_list_disable(nmb_home: Path, tmp_path: Path) -> None:
         assert len(s.exec(select(AuditLog).where(AuditLog.action == "user.disable")).all()) == 1
     db = (nmb_home / "study.db").read_bytes()
     assert b"correct horse" not in db
+
+
+def test_users_disable_reads_the_account_once(nmb_home: Path, capsys) -> None:
+    """`nmb users disable` reads the account once, and says whether it changed anything
+    (before: the command read it, then `disable_user` read it again)."""
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    import cli
+    from db.engine import session
+    from db.users import add_user
+
+    assert cli.main(["db", "upgrade"]) == 0
+    with session() as s:
+        add_user(s, name="ana", role="expert", password="pw")
+        s.commit()
+    reads: list[str] = []
+
+    def count(_conn, _cursor, statement: str, *_args) -> None:
+        if re.match(r'SELECT\s.*\sFROM\s"?user"?\b', statement, re.DOTALL):
+            reads.append(statement)
+
+    event.listen(Engine, "before_cursor_execute", count)
+    try:
+        capsys.readouterr()
+        assert cli.main(["users", "disable", "ana"]) == 0
+        assert capsys.readouterr().out == "disabled ana\n" and len(reads) == 1, reads
+        reads.clear()
+        assert cli.main(["users", "disable", "ana"]) == 0
+        assert capsys.readouterr().out == "ana was already disabled\n" and len(reads) == 1, reads
+    finally:
+        event.remove(Engine, "before_cursor_execute", count)
 
 
 def test_roles_and_passwords_change_with_their_rules(nmb_home: Path, tmp_path: Path) -> None:
@@ -195,6 +228,16 @@ def test_user_mistakes_are_one_line_and_exit_2(nmb_home: Path) -> None:
         assert len(out.stderr.strip().splitlines()) == 1, (args, out.stderr)
         assert "Traceback" not in out.stderr
     assert json.loads(nmb("status", "--json").stdout)["users"] == 0
+
+
+def test_a_mistaken_argument_names_the_command_once(nmb_home: Path) -> None:
+    """argparse's refusals carry the tool's name once (before: "nmb: nmb assign: ...",
+    "nmb: nmb: unrecognized arguments: x")."""
+    seed = nmb("assign", "--raters", "x", "--seed", "-1")
+    assert seed.returncode == 2 and seed.stderr == (
+        "nmb: assign: argument --seed: expected a seed from 0 to 2147483647, got '-1'\n")
+    extra = nmb("status", "--json", "x")
+    assert extra.returncode == 2 and extra.stderr == "nmb: unrecognized arguments: x\n"
 
 
 def test_disabling_the_last_admin_is_one_line_and_changes_nothing(nmb_home: Path) -> None:

@@ -21,7 +21,7 @@ def test_readme_dicom_import_and_its_mistakes(nmb_home: Path, tmp_path: Path) ->
     info = Path(__file__).resolve().parents[2] / "examples" / "dicom" / "CASE.json"
     out = nmb("import", str(tmp_path / "export"), "--from", "dicom", "--case-info", str(info))
     assert out.returncode == 0, out.stderr
-    assert "imported 1 cases, 3 series, 2 tasks" in out.stdout
+    assert "imported 1 case, 3 series, 2 tasks" in out.stdout
     assert "left out 1 SR without pixels; series 1: localizer (3 files)" in out.stdout
     assert "PatientName" in out.stdout and "QUIXOTE" not in out.stdout + out.stderr
     before = snapshot(f"sqlite:///{nmb_home / 'study.db'}")

@@ -18,8 +18,8 @@ def test_readme_import_responses_from_batch_output(nmb_home: Path, tmp_path: Pat
         {"custom_id": "t2", "response": None, "error": {"code": "x", "message": "boom"}}])
     done = nmb("import-responses", str(out), "--from", "openai-batch")
     assert done.returncode == 0, done.stderr
-    assert "imported 0 cases, 0 series, 0 tasks, 1 responses" in done.stdout
-    assert "1 failed answers recorded as collection failures" in done.stdout
+    assert "imported 0 cases, 0 series, 0 tasks, 1 response;" in done.stdout
+    assert "1 failed answer recorded as collection failures" in done.stdout
     again = json.loads(nmb("import-responses", str(out), "--from", "openai-batch",
                            "--json").stdout)
     assert again["imported"]["unchanged_responses"] == 1

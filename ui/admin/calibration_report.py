@@ -18,7 +18,7 @@ from calibration.html import (
 )
 from calibration.protocol import Statistics
 from db.engine import session
-from errors import UserError
+from errors import UserError, counted
 from grading.grader import config_labels
 from ui.actions import show_error
 from ui.plain_text import escape_markdown
@@ -44,7 +44,7 @@ def protocol_section() -> None:
     st.markdown(f"**Registered {proto.label()}**: Pearson r ≥ {g.pearson_min}, ICC(2,1) ≥ "
                 f"{g.icc2_min}, Alt-Test ε = {g.alt_test_epsilon}, q = {g.alt_test_q}; "
                 f"required: {', '.join(g.required)}; decided on {rule} ({proto.level:.1%} "
-                f"intervals: {g.looks} held-out look(s) allowed in all); "
+                f"intervals: {counted(g.looks, 'held-out look')} allowed in all); "
                 f"{proto.statistics.bootstrap} bootstrap resamples over cases. Subset: "
                 f"{proto.subset.n_dev} dev + {proto.subset.n_heldout} held-out items.")
     with st.expander("Protocol (JSON)"):

@@ -6,6 +6,7 @@ import streamlit as st
 from db.engine import session
 from db.raters.response_flags import Flagged, pending, review
 from db.text_limits import ANSWER
+from errors import counted
 from ui.actions import run_write
 from ui.plain_text import escape_markdown, untrusted_text
 
@@ -18,9 +19,10 @@ def flag_review(actor: str) -> None:
     if not flags:
         st.info("No response waits for review: none names a model or its maker.")
         return
-    st.caption(f"{len(flags)} responses name a model or its maker. Raters and the grader see "
-               "them redacted; they are assigned to raters once reviewed here. Keep or edit "
-               "the redaction, or restore the original when the name was a false alarm.")
+    verb = "names" if len(flags) == 1 else "name"
+    st.caption(f"{counted(len(flags), 'response')} {verb} a model or its maker. Raters and the "
+               "grader see them redacted; they are assigned to raters once reviewed here. Keep or "
+               "edit the redaction, or restore the original when the name was a false alarm.")
     for flag in flags[:SHOWN]:
         source = flag.model or "an exam answer"
         with st.expander(escape_markdown(f"{flag.response_id} · {source} · names: "

@@ -419,3 +419,15 @@ def test_a_value_that_cannot_be_stored_names_its_key_in_a_short_line(tmp_path: P
     [problem] = [str(p) for p in info.value.problems]
     assert problem.startswith('cases/c1/case.json: ground_truth.reasoning."kkk')
     assert "contains a NUL character" in problem and len(problem) < 200 and "\n" not in problem
+
+
+def test_the_summary_counts_agree_in_number(sqlite_url: str, tmp_path: Path) -> None:
+    """A count of one names one thing ("1 response", not "1 responses"), in every part of the
+    summary: new, unchanged, flagged."""
+    rows = responses()
+    _import(sqlite_url, write_bundle(tmp_path / "b", with_responses=rows[:1]))
+    one_more = [{**rows[1], "text": "As GPT-4o, a model developed by OpenAI, I think so."}]
+    summary = _import(sqlite_url, write_bundle(tmp_path / "c", with_responses=rows[:1] + one_more))
+    assert str(summary) == (
+        "tiny: imported 0 cases, 0 series, 0 tasks, 1 response; unchanged 2 cases, 3 tasks, "
+        "1 response; 1 response names a model: redacted and held for review on /admin")

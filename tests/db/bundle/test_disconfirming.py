@@ -31,9 +31,9 @@ def test_marks_are_stored_one_per_stage(sqlite_url: str, tmp_path: Path) -> None
 
 
 @pytest.mark.parametrize(("marks", "message"), [
-    ({"t3": [True]}, "disconfirming has 1 marks for 2 stages (one true or false per stage)"),
+    ({"t3": [True]}, "disconfirming has 1 mark for 2 stages (one true or false per stage)"),
     ({"t3": ["yes", False]}, 'tasks.jsonl:3: disconfirming ["yes", false] is not a list of true or false'),
-    ({"t1": [True]}, "disconfirming has 1 marks for 0 stages (one true or false per stage)"),
+    ({"t1": [True]}, "disconfirming has 1 mark for 0 stages (one true or false per stage)"),
 ])
 def test_a_wrong_shape_is_refused(sqlite_url: str, tmp_path: Path, marks, message) -> None:
     with Session(engine_for(sqlite_url)) as s, pytest.raises(BundleInvalid) as info:

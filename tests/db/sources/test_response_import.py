@@ -89,7 +89,7 @@ def test_unknown_tasks_and_level_rules_are_checked_against_the_study(study: str,
         {"response_id": "z-4", "task_id": "t3", "model": "m", "sample": 0, "text": "a",
          "turns": ["only one"]}])
     assert _refused(study, tmp_path / "r.jsonl", "nmb") == [
-        "r.jsonl:4: turns has 1 answers but task \"t3\" has 2 stages (one answer per stage)",
+        "r.jsonl:4: turns has 1 answer but task \"t3\" has 2 stages (one answer per stage)",
         'r.jsonl: 2 task_ids are not tasks of this study: "nope" (lines 1, 2), "gone" (line 3)']
 
 
@@ -194,7 +194,7 @@ def test_vlmevalkit_refusals(study: str, tmp_path: Path, monkeypatch) -> None:
         "c.xlsx: has no column index, prediction (found: idx, answer)"]
     nameless = _xlsx(tmp_path / "n.xlsx", [["index", "prediction"], ["t1", "x"]])
     assert _refused(study, nameless, "vlmevalkit") == [
-        "n.xlsx: 1 answers name no model (first: n.xlsx row 2): give --model NAME"]
+        "n.xlsx: 1 answer names no model (first: n.xlsx row 2): give --model NAME"]
     unknown = _xlsx(tmp_path / "u.xlsx", [["index", "prediction"], [3, "x"], [4, "y"]])
     assert _refused(study, unknown, "vlmevalkit", model="m") == [
         'u.xlsx: 2 task_ids are not tasks of this study: "3" (row 2), "4" (row 3)']
@@ -210,7 +210,7 @@ def test_vlmevalkit_refusals(study: str, tmp_path: Path, monkeypatch) -> None:
         s.commit()
     same.write_text("index\tquestion\tprediction\n1\tWhere is the lesion?\tx\n")
     assert _refused(study, same, "vlmevalkit", model="m", task_key="prompt") == [
-        "same.tsv: 1 questions are the prompt of more than one task: 'Where is the lesion?' "
+        "same.tsv: 1 question is the prompt of more than one task: 'Where is the lesion?' "
         "(same.tsv row 2); use --task-key field:NAME or map"]
     twice = tmp_path / "twice.tsv"  # which prediction is the answer? (the last one was taken)
     twice.write_text("index\tprediction\tprediction\nt1\tStroke.\tMS.\n")

@@ -28,7 +28,7 @@ def test_dicom_zip_and_bids_path_import_from_the_admin_page(sqlite_url: str,
     next(b for b in at.button if b.label == "Import").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     [done] = [m.value.replace("\\", "") for m in at.success]
-    assert "imported 1 cases, 3 series, 1 tasks" in done and "PatientName" in done
+    assert "imported 1 case, 3 series, 1 task" in done and "PatientName" in done
     with session() as s:
         assert s.get(Case, CASE["case_id"]).title == CASE["title"]
     assert [p.name for p in (nmb_home() / "tmp").iterdir()] == [".lock"]  # the upload is gone
