@@ -666,8 +666,14 @@ def _verified(args: argparse.Namespace):
     pkg = verify(Path(args.package), sha256=args.sha256,
                  images=Path(args.images) if args.images else None,
                  public_key=Path(args.public_key) if args.public_key else None)
-    signed = f", signed by {pkg.signer}" if pkg.signer else ""
-    print(f"nmb: verified {args.package} (sha256 {pkg.sha256}{signed})", file=sys.stderr)
+    if pkg.signer:
+        whose = f", signed by {pkg.signer}"
+    elif args.sha256:
+        whose = ", the digest given"
+    else:  # docs/package.md, "What a package can and cannot prove"
+        whose = ("; without --sha256 or --public-key it is shown consistent, not shown to be "
+                 "its authors': compare this digest with theirs")
+    print(f"nmb: verified {args.package} (sha256 {pkg.sha256}{whose})", file=sys.stderr)
     return pkg
 
 

@@ -479,9 +479,11 @@ def test_cli_package_commands(nmb_home: Path, server: OpenAIServer, tmp_path: Pa
     assert again.returncode == 2 and again.stderr.count("\n") == 1 and "exists" in again.stderr
     ok = nmb("verify", str(tmp_path / "g.zip"), "--sha256", frozen["sha256"])
     assert ok.returncode == 0 and json.loads(ok.stdout)["ok"], ok.stderr
+    assert f"(sha256 {frozen['sha256']}, the digest given)" in ok.stderr
     ok = nmb("canary", str(tmp_path / "g.zip"), "--base-url", server.base_url)
     assert ok.returncode == 0, ok.stderr
     assert f"sha256 {frozen['sha256']}" in ok.stderr  # the digest it checked, printed
+    assert "not shown to be its authors'" in ok.stderr  # neither a digest nor a key: said
     assert json.loads(ok.stdout)["drift"] is False
     responses = tmp_path / "new.jsonl"
     responses.write_text('{"response_id": "m1", "task_id": "task2", "text": "Glioma.", '
