@@ -106,6 +106,7 @@ from package.members import (
     checked,
 )
 from package.progress import Progress
+from package.report_page import page_problem
 from package.sign import SIGNATURE, load_private, load_public, public_line, sign
 from package.sign import signed_by as signature_problem
 from package.zip import Caps, read_members
@@ -482,6 +483,13 @@ def verify(path: Path, *, sha256: str | None = None, images: Path | None = None,
     if (manifest["rubric"]["id"], manifest["rubric"]["version"]) != (rubric.id, rubric.version):
         raise _refuse(path, "manifest.json rubric id or version differs from rubric.toml's")
     report = _report(path, manifest, members, config)
+    try:
+        page = members["report.html"].decode("utf-8")
+    except UnicodeDecodeError:
+        raise _refuse(path, "report.html is not UTF-8 text") from None
+    if why := page_problem(page):
+        raise _refuse(path, f"report.html holds {why}: a report page holds text, tables and "
+                      "PNG figures only")
     try:
         tasks = {}
         for n, row in enumerate(_lines(path, "tasks.jsonl", members["tasks.jsonl"]), 1):

