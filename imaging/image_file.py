@@ -3,13 +3,16 @@
 Every refusal is a `UserError` with one line naming the file: not an image (any error nibabel
 raises while parsing the file, named), CIFTI, 2-D or more than 4-D, RGB/complex/structured
 voxels, more memory than `NMB_MAX_IMAGE_BYTES` (checked from the header, before any voxel is
-read), non-finite or singular affine, a NIfTI without orientation (both codes 0), header
-claiming more data than the file holds, truncated or corrupt data.
+read), NIfTI header extensions beyond `MAX_HEADER_BYTES` or a qform's voxel sizes (pixdim) that
+are not positive (both checked before nibabel reads the header), non-finite or singular affine,
+a NIfTI without orientation (both codes 0), header claiming more data than the file holds,
+truncated or corrupt data; at import, voxel sizes outside `MIN_VOXEL_MM`-`MAX_VOXEL_MM`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import gzip
 import logging
 import os
 import re
@@ -26,6 +29,13 @@ from errors import UserError, not_a_file, one_line
 MAX_IMAGE_BYTES_ENV = "NMB_MAX_IMAGE_BYTES"
 DEFAULT_MAX_IMAGE_BYTES = 2**30  # 1 GiB
 COMPRESSED_MAGIC = (b"\x1f\x8b", b"BZh", b"\x28\xb5\x2f\xfd")  # gzip, bzip2, zstd
+# A NIfTI header with its extensions (dcm2niix's, the largest in use, are a few KiB): nibabel
+# reads each extension whole, so a 4.5 MB .nii.gz claiming a 1 GiB one took 1.1 GB.
+MAX_HEADER_BYTES = 64 * 2**20
+# Voxel sizes a brain MRI can have: from below preclinical scanners' finest (0.02 mm) to far
+# above the thickest clinical slices (10 mm); outside them lies a unit mistake (metres,
+# micrometres) or a broken header, and a volume that cannot be shown at its true shape.
+MIN_VOXEL_MM, MAX_VOXEL_MM = 0.01, 100.0
 
 # nibabel prints its header fixes ("sizeof_hdr should be 348...") on stderr through this logger;
 # a file it cannot read raises as well, and that is what we report (on one line).
@@ -164,6 +174,55 @@ def _check_affine(img: SpatialImage, name: str) -> None:
         raise UserError(f"{name}: the image affine (voxel-to-world matrix) is singular")
 
 
+def _check_nifti_header(path: Path, name: str) -> None:
+    """Refuse, before nibabel reads the header, extensions beyond MAX_HEADER_BYTES (or of a size
+    below their own 8-byte header, for which nibabel reads the rest of the file) and, where the
+    qform places the voxels, voxel sizes (pixdim) that are not positive finite numbers (nibabel
+    would make a 0 into 1 mm and drop a minus sign, without a word)."""
+    with open(path, "rb") as fh:
+        compressed = fh.read(2) == COMPRESSED_MAGIC[0]
+    with (gzip.open if compressed else open)(path, "rb") as fh:
+        block = fh.read(nib.Nifti2Header.template_dtype.itemsize)
+        sizes = {int.from_bytes(block[:4], order) for order in ("little", "big")}
+        size, klass = next(((n, k) for n, k in ((348, nib.Nifti1Header),
+                                                 (540, nib.Nifti2Header)) if n in sizes),
+                           (0, None))
+        if klass is None or len(block) < size + 4:
+            return  # not a NIfTI header: nibabel names what it is not
+        header = klass(block[:size], check=False)
+        if int(header["qform_code"]) > 0 and int(header["sform_code"]) == 0:
+            for axis, mm in zip("xyz", header["pixdim"][1:4], strict=True):
+                if not (np.isfinite(mm) and mm > 0):
+                    raise UserError(f"{name}: voxel size {float(mm):g} along {axis} (pixdim) "
+                                    "is not a positive number")
+        if block[size] == 0:
+            return  # no extensions
+        order = "little" if header.endianness == "<" else "big"
+        fh.seek(size + 4)
+        left, total = float(header["vox_offset"]) - (size + 4), 0
+        while left >= 16:  # nibabel's loop (Nifti1Extensions.from_fileobj)
+            if len(ext := fh.read(8)) < 8:
+                return
+            esize = int.from_bytes(ext[:4], order, signed=True)
+            total += esize
+            if esize < 8 or total > MAX_HEADER_BYTES:
+                raise UserError(f"{name}: header extension of {esize:,} bytes "
+                                + ("is malformed" if esize < 8 else
+                                   f"takes the header over the limit of {MAX_HEADER_BYTES:,}"))
+            fh.seek(esize - 8, os.SEEK_CUR)
+            left -= esize
+
+
+def check_voxel_sizes(sizes: np.ndarray, name: str) -> None:
+    """Refuse voxel sizes (mm) outside MIN_VOXEL_MM-MAX_VOXEL_MM, naming the axis and value
+    (compared as float32, the type headers store them in)."""
+    low, high = np.float32(MIN_VOXEL_MM), np.float32(MAX_VOXEL_MM)
+    for axis, mm in zip("xyz", sizes, strict=True):
+        if not low <= np.float32(mm) <= high:
+            raise UserError(f"{name}: voxel size {float(mm):g} mm along {axis} is outside "
+                            f"{MIN_VOXEL_MM:g}-{MAX_VOXEL_MM:g} mm (brain MRI; a unit mistake?)")
+
+
 def open_image(path: Path) -> SpatialImage:
     """Load `path` with nibabel (lazily: no voxel data is read) or raise UserError."""
     path = Path(path)
@@ -175,6 +234,8 @@ def open_image(path: Path) -> SpatialImage:
     except OSError as e:
         raise UserError(f"{name}: cannot read: {e.strerror}") from None
     with reading(name, "not an image nibabel can read"):
+        if name.lower().endswith((".nii", ".nii.gz")):
+            _check_nifti_header(path, name)
         img = nib.load(path)
         if isinstance(img, nib.Cifti2Image) or _is_cifti_nifti(img):
             raise UserError(f"{name}: CIFTI files (surface/grayordinate data) cannot be shown "
@@ -217,8 +278,9 @@ def inspect_image(path: Path) -> ImageInfo:
     path = Path(path)
     img = open_image(path)
     (x, y, z), n_volumes = spatial_shape(img, path.name)
-    check_readable(img, path.name)
     sizes = nib.affines.voxel_sizes(img.affine)
+    check_voxel_sizes(sizes, path.name)
+    check_readable(img, path.name)
     return ImageInfo(
         shape=tuple(int(n) for n in img.shape),
         voxel_sizes=(float(sizes[0]), float(sizes[1]), float(sizes[2])),
