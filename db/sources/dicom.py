@@ -563,11 +563,19 @@ def convert(path: Path, root: Path, info: CaseInfo, *, sequence_map: Path | None
     """Write the study at `path` as a one-case bundle at `root`; (series, left out, dropped
     identifiers). Raises BundleInvalid listing every problem. What pydicom warns of while
     reading is not shown: the problems name what matters, one line each."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return _convert_study(path, root, info, sequence_map=sequence_map,
-                              allow_burned_in=allow_burned_in, origin=origin,
-                              task_origin=task_origin)
+    _quiet_pydicom()
+    return _convert_study(path, root, info, sequence_map=sequence_map,
+                          allow_burned_in=allow_burned_in, origin=origin, task_origin=task_origin)
+
+
+def _quiet_pydicom() -> None:
+    """Ignore the warnings pydicom's own modules raise (odd values, padding, frame counts; it
+    has no option that stops them all), process-wide, for good: this module is pydicom's only
+    user. Not `warnings.catch_warnings`, which swaps the whole process's filter list and puts
+    it back on exit: with Streamlit serving sessions on threads, one session's import would hide
+    another's warnings, or restore a list without a filter another thread had just added.
+    Adding the same filter again replaces it (no growth)."""
+    warnings.filterwarnings("ignore", module=r"pydicom(\.|$)")
 
 
 def _convert_study(path: Path, root: Path, info: CaseInfo, *, sequence_map: Path | None,
