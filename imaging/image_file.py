@@ -29,8 +29,9 @@ from errors import UserError, not_a_file, one_line
 MAX_IMAGE_BYTES_ENV = "NMB_MAX_IMAGE_BYTES"
 DEFAULT_MAX_IMAGE_BYTES = 2**30  # 1 GiB
 COMPRESSED_MAGIC = (b"\x1f\x8b", b"BZh", b"\x28\xb5\x2f\xfd")  # gzip, bzip2, zstd
-# A NIfTI header with its extensions (dcm2niix's, the largest in use, are a few KiB): nibabel
-# reads each extension whole, so a 4.5 MB .nii.gz claiming a 1 GiB one took 1.1 GB.
+# A NIfTI header with its extensions, i.e. where its voxel data may start (dcm2niix's
+# extensions, the largest in use, are a few KiB): nibabel reads each extension whole, so a
+# 4.5 MB .nii.gz claiming a 1 GiB one took 1.1 GB.
 MAX_HEADER_BYTES = 64 * 2**20
 # Voxel sizes a brain MRI can have: from below preclinical scanners' finest (0.02 mm) to far
 # above the thickest clinical slices (10 mm); outside them lies a unit mistake (metres,
@@ -175,8 +176,10 @@ def _check_affine(img: SpatialImage, name: str) -> None:
 
 
 def _check_nifti_header(path: Path, name: str) -> None:
-    """Refuse, before nibabel reads the header, extensions beyond MAX_HEADER_BYTES (or of a size
-    below their own 8-byte header, for which nibabel reads the rest of the file) and, where the
+    """Refuse, before nibabel reads the header, voxel data that starts beyond MAX_HEADER_BYTES
+    (of a .nii.gz, everything before it is inflated at each read: 4 MB of gzip starting its
+    voxels at 4 GiB took 6 s a read), extensions beyond it (or of a size below their own 8-byte
+    header, for which nibabel reads the rest of the file) and, where the
     qform places the voxels, voxel sizes (pixdim) that are not positive finite numbers (nibabel
     would make a 0 into 1 mm and drop a minus sign, without a word)."""
     with open(path, "rb") as fh:
@@ -190,6 +193,10 @@ def _check_nifti_header(path: Path, name: str) -> None:
         if klass is None or len(block) < size + 4:
             return  # not a NIfTI header: nibabel names what it is not
         header = klass(block[:size], check=False)
+        if not float(header["vox_offset"]) <= MAX_HEADER_BYTES:  # NaN too
+            raise UserError(f"{name}: the voxel data starts at byte "
+                            f"{float(header['vox_offset']):,.0f} (vox_offset), beyond the header "
+                            f"limit of {MAX_HEADER_BYTES:,}")
         if int(header["qform_code"]) > 0 and int(header["sform_code"]) == 0:
             for axis, mm in zip("xyz", header["pixdim"][1:4], strict=True):
                 if not (np.isfinite(mm) and mm > 0):

@@ -268,12 +268,12 @@ def test_mutated_files_are_refused_with_one_line_or_read(tmp_path, seed):
     assert outcomes == {"refused", "read"}
 
 
-def _nifti_with_extension(path, extension_bytes):
-    """A .nii.gz of 2x2x2 voxels whose one header extension holds `extension_bytes` zeros:
-    a few hundred KB on disk."""
+def _nifti_with_extension(path, extension_bytes, vox_offset=None):
+    """A .nii.gz of 2x2x2 voxels after one header extension of `extension_bytes` zeros, its
+    voxels at `vox_offset` (right after the extension if not given): small on disk."""
     img = nib.Nifti1Image(np.zeros((2, 2, 2), np.int16), np.eye(4))
     header = img.header
-    header["vox_offset"] = 352 + 8 + extension_bytes
+    header["vox_offset"] = 352 + 8 + extension_bytes if vox_offset is None else vox_offset
     with gzip.open(path, "wb", compresslevel=1) as fh:
         fh.write(header.binaryblock + b"\x01\0\0\0")
         fh.write(np.array([8 + extension_bytes, 0], "<i4").tobytes())
@@ -284,11 +284,11 @@ def _nifti_with_extension(path, extension_bytes):
 
 
 def test_header_extensions_are_capped_before_nibabel_reads_them(tmp_path):
-    """nibabel reads each NIfTI extension whole: a 1 MB .nii.gz with a 400 MiB extension took
-    more than 400 MiB before its voxels were even looked at."""
+    """nibabel reads each NIfTI extension whole, whatever vox_offset says: a 1 MB .nii.gz with
+    a 400 MiB extension took more than 400 MiB before its voxels were even looked at."""
     from tests.peak_memory import run_measured
 
-    path = _nifti_with_extension(tmp_path / "ext.nii.gz", 400 * 2**20)
+    path = _nifti_with_extension(tmp_path / "ext.nii.gz", 400 * 2**20, vox_offset=368)
     assert path.stat().st_size < 2 * 2**20
     script = ("from errors import UserError\nfrom imaging import inspect_image\ntry:\n"
               f"    inspect_image({str(path)!r})\nexcept UserError as e:\n    print(e)\n")
@@ -301,15 +301,24 @@ def test_header_extensions_are_capped_before_nibabel_reads_them(tmp_path):
     assert peak < 200 * 2**20
 
 
+def test_voxel_data_starting_beyond_the_header_limit_is_refused(tmp_path):
+    """Everything before vox_offset is inflated at each read of a .nii.gz: 4 MB of gzip whose
+    voxels start at 4 GiB took 6 s a read, and was imported."""
+    path = _nifti_with_extension(tmp_path / "far.nii.gz", 80 * 2**20)
+    _refused(path, "the voxel data starts at byte 83,886,440 \\(vox_offset\\), beyond the "
+                   "header limit of 67,108,864")
+
+
 def test_an_extension_shorter_than_its_own_header_is_refused(tmp_path):
-    """esize 0: nibabel reads the rest of the file (of a .nii.gz: all of it, decompressed)."""
-    path = _nifti_with_extension(tmp_path / "ext0.nii.gz", 16)
+    """esize 7: nibabel reads esize - 8 = -1 bytes, that is the rest of the file (of a .nii.gz,
+    all of it, inflated)."""
+    path = _nifti_with_extension(tmp_path / "ext7.nii.gz", 16)
     with gzip.open(path) as fh:
         data = bytearray(fh.read())
-    data[352:356] = np.array([0], "<i4").tobytes()
+    data[352:356] = np.array([7], "<i4").tobytes()
     with gzip.open(path, "wb") as fh:
-        fh.write(bytes(data))
-    _refused(path, "header extension of 0 bytes is malformed")
+        fh.write(bytes(data) + b"\0" * 2**20)
+    _refused(path, "header extension of 7 bytes is malformed")
 
 
 @pytest.mark.parametrize("pixdim", [0.0, -1.0, float("nan"), float("inf")])
