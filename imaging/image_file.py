@@ -3,10 +3,10 @@
 Every refusal is a `UserError` with one line naming the file: not an image (any error nibabel
 raises while parsing the file, named), CIFTI, 2-D or more than 4-D, RGB/complex/structured
 voxels, more memory than `NMB_MAX_IMAGE_BYTES` (checked from the header, before any voxel is
-read), NIfTI header extensions beyond `MAX_HEADER_BYTES` or a qform's voxel sizes (pixdim) that
-are not positive (both checked before nibabel reads the header), non-finite or singular affine,
-a NIfTI without orientation (both codes 0), header claiming more data than the file holds,
-truncated or corrupt data; at import, voxel sizes outside `MIN_VOXEL_MM`-`MAX_VOXEL_MM`.
+read), a NIfTI header with its extensions beyond `MAX_HEADER_BYTES` (checked before nibabel
+reads it), non-finite or singular affine, a NIfTI without orientation (both codes 0), header
+claiming more data than the file holds, truncated or corrupt data; at import also voxel sizes
+outside `MIN_VOXEL_MM`-`MAX_VOXEL_MM` or a qform's sizes (pixdim) that are not positive.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import nibabel as nib
 import numpy as np
@@ -175,37 +176,38 @@ def _check_affine(img: SpatialImage, name: str) -> None:
         raise UserError(f"{name}: the image affine (voxel-to-world matrix) is singular")
 
 
+def _raw_nifti_header(path: Path) -> tuple[int, nib.Nifti1Header, BinaryIO] | None:
+    """(its size, the NIfTI-1 or -2 header as written, nibabel's fixes not applied, the open
+    file after it: through gzip for a .nii.gz), or None (closed) if the file holds none."""
+    with open(path, "rb") as fh:
+        compressed = fh.read(2) == COMPRESSED_MAGIC[0]
+    fh = gzip.open(path, "rb") if compressed else open(path, "rb")  # noqa: SIM115
+    block = fh.read(nib.Nifti2Header.template_dtype.itemsize)
+    sizes = {int.from_bytes(block[:4], order) for order in ("little", "big")}
+    for size, klass in ((348, nib.Nifti1Header), (540, nib.Nifti2Header)):
+        if size in sizes and len(block) >= size + 4:
+            fh.seek(size)
+            return size, klass(block[:size], check=False), fh
+    fh.close()
+    return None
+
+
 def _check_nifti_header(path: Path, name: str) -> None:
     """Refuse, before nibabel reads the header, voxel data that starts beyond MAX_HEADER_BYTES
     (of a .nii.gz, everything before it is inflated at each read: 4 MB of gzip starting its
-    voxels at 4 GiB took 6 s a read), extensions beyond it (or of a size below their own 8-byte
-    header, for which nibabel reads the rest of the file) and, where the
-    qform places the voxels, voxel sizes (pixdim) that are not positive finite numbers (nibabel
-    would make a 0 into 1 mm and drop a minus sign, without a word)."""
-    with open(path, "rb") as fh:
-        compressed = fh.read(2) == COMPRESSED_MAGIC[0]
-    with (gzip.open if compressed else open)(path, "rb") as fh:
-        block = fh.read(nib.Nifti2Header.template_dtype.itemsize)
-        sizes = {int.from_bytes(block[:4], order) for order in ("little", "big")}
-        size, klass = next(((n, k) for n, k in ((348, nib.Nifti1Header),
-                                                 (540, nib.Nifti2Header)) if n in sizes),
-                           (0, None))
-        if klass is None or len(block) < size + 4:
-            return  # not a NIfTI header: nibabel names what it is not
-        header = klass(block[:size], check=False)
+    voxels at 4 GiB took 6 s a read) and extensions beyond it (or of a size below their own
+    8-byte header, for which nibabel reads the rest of the file)."""
+    if (raw := _raw_nifti_header(path)) is None:
+        return  # not a NIfTI header: nibabel names what it is not
+    size, header, fh = raw
+    with fh:
         if not float(header["vox_offset"]) <= MAX_HEADER_BYTES:  # NaN too
             raise UserError(f"{name}: the voxel data starts at byte "
                             f"{float(header['vox_offset']):,.0f} (vox_offset), beyond the header "
                             f"limit of {MAX_HEADER_BYTES:,}")
-        if int(header["qform_code"]) > 0 and int(header["sform_code"]) == 0:
-            for axis, mm in zip("xyz", header["pixdim"][1:4], strict=True):
-                if not (np.isfinite(mm) and mm > 0):
-                    raise UserError(f"{name}: voxel size {float(mm):g} along {axis} (pixdim) "
-                                    "is not a positive number")
-        if block[size] == 0:
+        if fh.read(4)[:1] in (b"", b"\0"):
             return  # no extensions
         order = "little" if header.endianness == "<" else "big"
-        fh.seek(size + 4)
         left, total = float(header["vox_offset"]) - (size + 4), 0
         while left >= 16:  # nibabel's loop (Nifti1Extensions.from_fileobj)
             if len(ext := fh.read(8)) < 8:
@@ -220,11 +222,23 @@ def _check_nifti_header(path: Path, name: str) -> None:
             left -= esize
 
 
-def check_voxel_sizes(sizes: np.ndarray, name: str) -> None:
-    """Refuse voxel sizes (mm) outside MIN_VOXEL_MM-MAX_VOXEL_MM, naming the axis and value
-    (compared as float32, the type headers store them in)."""
+def check_voxel_sizes(path: Path, img: SpatialImage) -> None:
+    """Refuse, at import, voxel sizes outside MIN_VOXEL_MM-MAX_VOXEL_MM (compared as float32,
+    the type headers store them in) and, where a NIfTI's qform places the voxels, sizes
+    (pixdim) that are not positive finite numbers: nibabel makes a 0 into 1 mm and drops a
+    minus sign without a word. Not in `open_image`: an image imported before these checks
+    stays viewable."""
+    name = Path(path).name
+    if name.lower().endswith((".nii", ".nii.gz")) and (raw := _raw_nifti_header(path)):
+        _, header, fh = raw
+        fh.close()
+        if int(header["qform_code"]) > 0 and int(header["sform_code"]) == 0:
+            for axis, mm in zip("xyz", header["pixdim"][1:4], strict=True):
+                if not (np.isfinite(mm) and mm > 0):
+                    raise UserError(f"{name}: voxel size {float(mm):g} along {axis} (pixdim) "
+                                    "is not a positive number")
     low, high = np.float32(MIN_VOXEL_MM), np.float32(MAX_VOXEL_MM)
-    for axis, mm in zip("xyz", sizes, strict=True):
+    for axis, mm in zip("xyz", nib.affines.voxel_sizes(img.affine), strict=True):
         if not low <= np.float32(mm) <= high:
             raise UserError(f"{name}: voxel size {float(mm):g} mm along {axis} is outside "
                             f"{MIN_VOXEL_MM:g}-{MAX_VOXEL_MM:g} mm (brain MRI; a unit mistake?)")
@@ -285,9 +299,10 @@ def inspect_image(path: Path) -> ImageInfo:
     path = Path(path)
     img = open_image(path)
     (x, y, z), n_volumes = spatial_shape(img, path.name)
-    sizes = nib.affines.voxel_sizes(img.affine)
-    check_voxel_sizes(sizes, path.name)
+    with reading(path.name, "not an image nibabel can read"):
+        check_voxel_sizes(path, img)
     check_readable(img, path.name)
+    sizes = nib.affines.voxel_sizes(img.affine)
     return ImageInfo(
         shape=tuple(int(n) for n in img.shape),
         voxel_sizes=(float(sizes[0]), float(sizes[1]), float(sizes[2])),

@@ -35,7 +35,8 @@ def inspect_mask(path: Path) -> tuple[ImageInfo, Box]:
     shape, n_volumes = spatial_shape(img, name)
     if n_volumes > 1:
         raise UserError(f"{name}: a mask is one 3-D volume, this image has {n_volumes} volumes")
-    check_voxel_sizes(nib.affines.voxel_sizes(img.affine), name)
+    with reading(name, "not an image nibabel can read"):
+        check_voxel_sizes(path, img)
     with reading(name, CORRUPT):
         data = np.asanyarray(img.dataobj)
     bad = ~np.isfinite(data) | (data < 0) | (data != np.round(data))

@@ -321,15 +321,19 @@ def test_an_extension_shorter_than_its_own_header_is_refused(tmp_path):
     _refused(path, "header extension of 7 bytes is malformed")
 
 
-@pytest.mark.parametrize("pixdim", [0.0, -1.0, float("nan"), float("inf")])
+@pytest.mark.parametrize("pixdim", [0.0, -1.0])
 def test_refuses_a_qform_voxel_size_that_is_not_positive(tmp_path, pixdim):
-    """nibabel made a 0 into 1 mm and -1 into 1 mm without a word (both were imported)."""
+    """nibabel made a 0 into 1 mm and -1 into 1 mm without a word (both were imported; NaN and
+    infinity were refused already, as an affine that is not finite)."""
     img = nib.Nifti1Image(np.zeros((4, 4, 4), np.int16), None)
     img.header.set_qform(np.eye(4), 1)
     img.header["pixdim"][3] = pixdim
     path = tmp_path / "pixdim.nii.gz"
     nib.save(img, path)
     _refused(path, rf"voxel size {pixdim:g} along z \(pixdim\) is not a positive number")
+    from imaging.image_file import open_image
+
+    assert open_image(path).shape == (4, 4, 4)  # the viewer still shows one imported before
 
 
 @pytest.mark.parametrize("size", [0.001, 0.0099, 100.5, 1000.0, 1e30])
