@@ -474,6 +474,10 @@ def _check_series(s: _Series) -> list[str]:
         out.append("has all its images at one position: not a volume")
         return out
     steps = np.diff(levels)
+    if not MIN_VOXEL_MM <= (step := float(np.median(steps))) <= MAX_VOXEL_MM:
+        out.append(f"has its slices {step:g} mm apart, outside {MIN_VOXEL_MM:g}-"
+                   f"{MAX_VOXEL_MM:g} mm (brain MRI; a unit mistake?)")
+        return out
     if np.abs(steps - steps[0]).max() > max(1e-2, 0.01 * steps[0]):
         big = float(steps.max())
         out.append(f"has a gap between slices ({big:.2f} mm where the others are "

@@ -388,3 +388,16 @@ def test_pydicom_is_quieted_without_swapping_the_process_wide_warning_filters(
     assert problems == ["study: series 2: holds images of different sizes"]
     assert [str(w.message) for w in seen if "pydicom" in w.filename] == []
     assert "another session's warning" in [str(w.message) for w in seen]  # not swallowed
+
+
+@pytest.mark.parametrize(("step", "shown"), [(150.0, "150"), (0.005, "0.005")])
+def test_slices_too_far_apart_or_too_close_are_refused_before_conversion(
+        sqlite_url: str, tmp_path: Path, step: float, shown: str) -> None:
+    """Slice positions 150 mm apart (or 0.005 mm): converted by dcm2niix, then refused as the
+    converted file's voxel size, a name (series-2-0.nii.gz) the user never saw."""
+    datasets = classic_series("T2 AX", 2, study_uid=generate_uid(), frame_uid=generate_uid(),
+                              data=volume(6, 6, 3), step=step)
+    folder = write_series(tmp_path / "study", datasets)
+    assert _refused(sqlite_url, folder, tmp_path) == [
+        f"study: series 2: has its slices {shown} mm apart, outside 0.01-100 mm (brain MRI; a "
+        "unit mistake?)"]
