@@ -3,19 +3,23 @@
 Every refusal is a `UserError` with one line naming the file: not an image (any error nibabel
 raises while parsing the file, named), CIFTI, 2-D or more than 4-D, RGB/complex/structured
 voxels, more memory than `NMB_MAX_IMAGE_BYTES` (checked from the header, before any voxel is
-read), non-finite or singular affine, a NIfTI without orientation (both codes 0), header
-claiming more data than the file holds, truncated or corrupt data.
+read), a NIfTI header with its extensions beyond `MAX_HEADER_BYTES` (checked before nibabel
+reads it), non-finite or singular affine, a NIfTI without orientation (both codes 0), header
+claiming more data than the file holds, truncated or corrupt data; at import also voxel sizes
+outside `MIN_VOXEL_MM`-`MAX_VOXEL_MM` or a qform's sizes (pixdim) that are not positive.
 """
 
 from __future__ import annotations
 
 import contextlib
+import gzip
 import logging
 import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import nibabel as nib
 import numpy as np
@@ -26,6 +30,14 @@ from errors import UserError, not_a_file, one_line
 MAX_IMAGE_BYTES_ENV = "NMB_MAX_IMAGE_BYTES"
 DEFAULT_MAX_IMAGE_BYTES = 2**30  # 1 GiB
 COMPRESSED_MAGIC = (b"\x1f\x8b", b"BZh", b"\x28\xb5\x2f\xfd")  # gzip, bzip2, zstd
+# A NIfTI header with its extensions, i.e. where its voxel data may start (dcm2niix's
+# extensions, the largest in use, are a few KiB): nibabel reads each extension whole, so a
+# 4.5 MB .nii.gz claiming a 1 GiB one took 1.1 GB.
+MAX_HEADER_BYTES = 64 * 2**20
+# Voxel sizes a brain MRI can have: from below preclinical scanners' finest (0.02 mm) to far
+# above the thickest clinical slices (10 mm); outside them lies a unit mistake (metres,
+# micrometres) or a broken header, and a volume that cannot be shown at its true shape.
+MIN_VOXEL_MM, MAX_VOXEL_MM = 0.01, 100.0
 
 # nibabel prints its header fixes ("sizeof_hdr should be 348...") on stderr through this logger;
 # a file it cannot read raises as well, and that is what we report (on one line).
@@ -164,6 +176,74 @@ def _check_affine(img: SpatialImage, name: str) -> None:
         raise UserError(f"{name}: the image affine (voxel-to-world matrix) is singular")
 
 
+def _raw_nifti_header(path: Path) -> tuple[int, nib.Nifti1Header, BinaryIO] | None:
+    """(its size, the NIfTI-1 or -2 header as written, nibabel's fixes not applied, the open
+    file after it: through gzip for a .nii.gz), or None (closed) if the file holds none."""
+    with open(path, "rb") as fh:
+        compressed = fh.read(2) == COMPRESSED_MAGIC[0]
+    fh = gzip.open(path, "rb") if compressed else open(path, "rb")  # noqa: SIM115
+    block = fh.read(nib.Nifti2Header.template_dtype.itemsize)
+    sizes = {int.from_bytes(block[:4], order) for order in ("little", "big")}
+    for size, klass in ((348, nib.Nifti1Header), (540, nib.Nifti2Header)):
+        if size in sizes and len(block) >= size + 4:
+            fh.seek(size)
+            return size, klass(block[:size], check=False), fh
+    fh.close()
+    return None
+
+
+def _check_nifti_header(path: Path, name: str) -> None:
+    """Refuse, before nibabel reads the header, voxel data that starts beyond MAX_HEADER_BYTES
+    (of a .nii.gz, everything before it is inflated at each read: 4 MB of gzip starting its
+    voxels at 4 GiB took 6 s a read) and extensions beyond it (or of a size below their own
+    8-byte header, for which nibabel reads the rest of the file)."""
+    if (raw := _raw_nifti_header(path)) is None:
+        return  # not a NIfTI header: nibabel names what it is not
+    size, header, fh = raw
+    with fh:
+        if not float(header["vox_offset"]) <= MAX_HEADER_BYTES:  # NaN too
+            raise UserError(f"{name}: the voxel data starts at byte "
+                            f"{float(header['vox_offset']):,.0f} (vox_offset), beyond the header "
+                            f"limit of {MAX_HEADER_BYTES:,}")
+        if fh.read(4)[:1] in (b"", b"\0"):
+            return  # no extensions
+        order = "little" if header.endianness == "<" else "big"
+        left, total = float(header["vox_offset"]) - (size + 4), 0
+        while left >= 16:  # nibabel's loop (Nifti1Extensions.from_fileobj)
+            if len(ext := fh.read(8)) < 8:
+                return
+            esize = int.from_bytes(ext[:4], order, signed=True)
+            total += esize
+            if esize < 8 or total > MAX_HEADER_BYTES:
+                raise UserError(f"{name}: header extension of {esize:,} bytes "
+                                + ("is malformed" if esize < 8 else
+                                   f"takes the header over the limit of {MAX_HEADER_BYTES:,}"))
+            fh.seek(esize - 8, os.SEEK_CUR)
+            left -= esize
+
+
+def check_voxel_sizes(path: Path, img: SpatialImage) -> None:
+    """Refuse, at import, voxel sizes outside MIN_VOXEL_MM-MAX_VOXEL_MM (compared as float32,
+    the type headers store them in) and, where a NIfTI's qform places the voxels, sizes
+    (pixdim) that are not positive finite numbers: nibabel makes a 0 into 1 mm and drops a
+    minus sign without a word. Not in `open_image`: an image imported before these checks
+    stays viewable."""
+    name = Path(path).name
+    if name.lower().endswith((".nii", ".nii.gz")) and (raw := _raw_nifti_header(path)):
+        _, header, fh = raw
+        fh.close()
+        if int(header["qform_code"]) > 0 and int(header["sform_code"]) == 0:
+            for axis, mm in zip("xyz", header["pixdim"][1:4], strict=True):
+                if not (np.isfinite(mm) and mm > 0):
+                    raise UserError(f"{name}: voxel size {float(mm):g} along {axis} (pixdim) "
+                                    "is not a positive number")
+    low, high = np.float32(MIN_VOXEL_MM), np.float32(MAX_VOXEL_MM)
+    for axis, mm in zip("xyz", nib.affines.voxel_sizes(img.affine), strict=True):
+        if not low <= np.float32(mm) <= high:
+            raise UserError(f"{name}: voxel size {float(mm):g} mm along {axis} is outside "
+                            f"{MIN_VOXEL_MM:g}-{MAX_VOXEL_MM:g} mm (brain MRI; a unit mistake?)")
+
+
 def open_image(path: Path) -> SpatialImage:
     """Load `path` with nibabel (lazily: no voxel data is read) or raise UserError."""
     path = Path(path)
@@ -175,6 +255,8 @@ def open_image(path: Path) -> SpatialImage:
     except OSError as e:
         raise UserError(f"{name}: cannot read: {e.strerror}") from None
     with reading(name, "not an image nibabel can read"):
+        if name.lower().endswith((".nii", ".nii.gz")):
+            _check_nifti_header(path, name)
         img = nib.load(path)
         if isinstance(img, nib.Cifti2Image) or _is_cifti_nifti(img):
             raise UserError(f"{name}: CIFTI files (surface/grayordinate data) cannot be shown "
@@ -217,6 +299,8 @@ def inspect_image(path: Path) -> ImageInfo:
     path = Path(path)
     img = open_image(path)
     (x, y, z), n_volumes = spatial_shape(img, path.name)
+    with reading(path.name, "not an image nibabel can read"):
+        check_voxel_sizes(path, img)
     check_readable(img, path.name)
     sizes = nib.affines.voxel_sizes(img.affine)
     return ImageInfo(

@@ -15,7 +15,14 @@ import nibabel as nib
 import numpy as np
 
 from errors import UserError
-from imaging.image_file import CORRUPT, ImageInfo, open_image, reading, spatial_shape
+from imaging.image_file import (
+    CORRUPT,
+    ImageInfo,
+    check_voxel_sizes,
+    open_image,
+    reading,
+    spatial_shape,
+)
 
 Box = tuple[np.ndarray, np.ndarray]  # lowest and highest world corner, mm
 
@@ -28,6 +35,8 @@ def inspect_mask(path: Path) -> tuple[ImageInfo, Box]:
     shape, n_volumes = spatial_shape(img, name)
     if n_volumes > 1:
         raise UserError(f"{name}: a mask is one 3-D volume, this image has {n_volumes} volumes")
+    with reading(name, "not an image nibabel can read"):
+        check_voxel_sizes(path, img)
     with reading(name, CORRUPT):
         data = np.asanyarray(img.dataobj)
     bad = ~np.isfinite(data) | (data < 0) | (data != np.round(data))

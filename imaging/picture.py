@@ -22,7 +22,6 @@ No database or Streamlit import here.
 from __future__ import annotations
 
 import io
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -147,6 +146,17 @@ def _png(img: Image.Image) -> bytes:
     return out.getvalue()
 
 
+def _opened(data: bytes, fmt: str) -> ImageFile.ImageFile:
+    """`data` opened by the plugin of `fmt` (the header read, no pixel decoded).
+
+    Not `Image.open`: it warns (DecompressionBombWarning) beyond Pillow's 89 M pixels, which
+    only a process-wide warnings filter could silence, and that is not thread-safe (Streamlit
+    serves sessions on threads). Our caps (`check_size`, right after) are tighter anyway."""
+    Image.init()  # registers the plugins once
+    factory, _accept = Image.OPEN[fmt]
+    return factory(io.BytesIO(data))
+
+
 def decode(data: bytes, name: str) -> Image.Image:
     """The picture in `data`, fully decoded, oriented and normalised ("L" or "RGB").
 
@@ -161,21 +171,17 @@ def decode(data: bytes, name: str) -> Image.Image:
                                        if other else "not a PNG, JPEG or WebP picture"))
     ImageFile.LOAD_TRUNCATED_IMAGES = False
     try:
-        with warnings.catch_warnings():
-            # Our caps (below, from the header) are tighter than Pillow's warning; its error
-            # (beyond twice its limit) stays an error.
-            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-            img = Image.open(io.BytesIO(data), formats=[fmt])
-            check_size(name, *img.size)
-            if getattr(img, "n_frames", 1) > 1:
-                raise UserError(f"{name}: an animated picture ({img.n_frames} frames) is not "
-                                "taken; save one frame")
-            if img.mode in _SIXTEEN_BIT:
-                _normalised(img, name)  # the refusal, before decoding
-            img.load()
-            img = ImageOps.exif_transpose(img) or img
-            check_size(name, *img.size)
-            return _normalised(img, name)
+        img = _opened(data, fmt)
+        check_size(name, *img.size)
+        if getattr(img, "n_frames", 1) > 1:
+            raise UserError(f"{name}: an animated picture ({img.n_frames} frames) is not "
+                            "taken; save one frame")
+        if img.mode in _SIXTEEN_BIT:
+            _normalised(img, name)  # the refusal, before decoding
+        img.load()
+        img = ImageOps.exif_transpose(img) or img
+        check_size(name, *img.size)
+        return _normalised(img, name)
     except UserError:
         raise
     except Image.DecompressionBombError as exc:

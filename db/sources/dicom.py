@@ -44,7 +44,13 @@ from db.sources.case_info import CaseInfo, mapped, read_case_info, write_case
 from db.sources.dicom_identifiers import present
 from db.sources.folder import unreadable
 from errors import UserError
-from imaging.image_file import MAX_IMAGE_BYTES_ENV, max_image_bytes
+from imaging.image_file import (
+    MAX_IMAGE_BYTES_ENV,
+    MAX_VOXEL_MM,
+    MIN_VOXEL_MM,
+    decoded_bytes,
+    max_image_bytes,
+)
 from imaging.text_free import save_text_free
 
 SOURCE = "dicom"
@@ -298,7 +304,8 @@ def _geometry(ds: Any) -> list[tuple[Any, Any, Any]]:
 
 def _bad_geometry(ipp: Any, iop: Any, spacing: Any) -> str | None:
     """Why a frame's ImagePositionPatient (3 finite numbers), ImageOrientationPatient (two
-    perpendicular unit vectors) or PixelSpacing (2 positive numbers) cannot place it, or None."""
+    perpendicular unit vectors) or PixelSpacing (2 numbers within MIN_VOXEL_MM-MAX_VOXEL_MM)
+    cannot place it, or None."""
     values = {}
     for name, value, n in (("ImagePositionPatient", ipp, 3), ("ImageOrientationPatient", iop, 6),
                            ("PixelSpacing", spacing, 2)):
@@ -313,6 +320,9 @@ def _bad_geometry(ipp: Any, iop: Any, spacing: Any) -> str | None:
         values[name] = v
     if (values["PixelSpacing"] <= 0).any():
         return "PixelSpacing is not positive"
+    if ((odd := values["PixelSpacing"]) < MIN_VOXEL_MM).any() or (odd > MAX_VOXEL_MM).any():
+        return (f"PixelSpacing {' x '.join(f'{v:g}' for v in odd)} mm is outside "
+                f"{MIN_VOXEL_MM:g}-{MAX_VOXEL_MM:g} mm (brain MRI; a unit mistake?)")
     row, col = values["ImageOrientationPatient"][:3], values["ImageOrientationPatient"][3:]
     if (abs(np.linalg.norm(row) - 1) > 1e-2 or abs(np.linalg.norm(col) - 1) > 1e-2
             or abs(row @ col) > 1e-2):
@@ -432,13 +442,18 @@ def read_study(path: Path, problems: list[Problem]) -> tuple[list[_Series], list
 
 
 def _check_series(s: _Series) -> list[str]:
-    """Geometry problems of one series before conversion."""
+    """Size and geometry problems of one series before conversion (dcm2niix decodes and
+    assembles the whole volume: its size is capped like an image's, as float32 voxels)."""
     if s.problems:
         return s.problems[:1]
     out = []
     frames = s.frames
     if len(s.rows_cols) > 1:
         out.append("holds images of different sizes")
+    (rows, cols), limit = max(s.rows_cols, default=(0, 0)), max_image_bytes()
+    if decoded_bytes((rows, cols, len(frames)), 1, np.dtype(np.float32)) > limit:
+        return [f"is {rows:,} x {cols:,} pixels x {len(frames):,} images: decoded as one volume, "
+                f"more than the limit of {limit / 2**20:,.0f} MiB ({MAX_IMAGE_BYTES_ENV})"]
     iops = np.array([f.orientation for f in frames])
     if np.abs(iops - iops[0]).max() > 1e-4:
         out.append("mixes image orientations (ImageOrientationPatient differs between slices)")
@@ -459,6 +474,10 @@ def _check_series(s: _Series) -> list[str]:
         out.append("has all its images at one position: not a volume")
         return out
     steps = np.diff(levels)
+    if not MIN_VOXEL_MM <= (step := float(np.median(steps))) <= MAX_VOXEL_MM:
+        out.append(f"has its slices {step:g} mm apart, outside {MIN_VOXEL_MM:g}-"
+                   f"{MAX_VOXEL_MM:g} mm (brain MRI; a unit mistake?)")
+        return out
     if np.abs(steps - steps[0]).max() > max(1e-2, 0.01 * steps[0]):
         big = float(steps.max())
         out.append(f"has a gap between slices ({big:.2f} mm where the others are "
@@ -548,11 +567,19 @@ def convert(path: Path, root: Path, info: CaseInfo, *, sequence_map: Path | None
     """Write the study at `path` as a one-case bundle at `root`; (series, left out, dropped
     identifiers). Raises BundleInvalid listing every problem. What pydicom warns of while
     reading is not shown: the problems name what matters, one line each."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return _convert_study(path, root, info, sequence_map=sequence_map,
-                              allow_burned_in=allow_burned_in, origin=origin,
-                              task_origin=task_origin)
+    _quiet_pydicom()
+    return _convert_study(path, root, info, sequence_map=sequence_map,
+                          allow_burned_in=allow_burned_in, origin=origin, task_origin=task_origin)
+
+
+def _quiet_pydicom() -> None:
+    """Ignore the warnings pydicom's own modules raise (odd values, padding, frame counts; it
+    has no option that stops them all), process-wide, for good: this module is pydicom's only
+    user. Not `warnings.catch_warnings`, which swaps the whole process's filter list and puts
+    it back on exit: with Streamlit serving sessions on threads, one session's import would hide
+    another's warnings, or restore a list without a filter another thread had just added.
+    Adding the same filter again replaces it (no growth)."""
+    warnings.filterwarnings("ignore", module=r"pydicom(\.|$)")
 
 
 def _convert_study(path: Path, root: Path, info: CaseInfo, *, sequence_map: Path | None,

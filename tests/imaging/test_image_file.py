@@ -2,6 +2,8 @@
 
 import gzip
 import os
+import re
+import sys
 from pathlib import Path
 
 import nibabel as nib
@@ -264,3 +266,92 @@ def test_mutated_files_are_refused_with_one_line_or_read(tmp_path, seed):
         decode_volume(path)  # what import accepts, the viewer can show
         outcomes.add("read")
     assert outcomes == {"refused", "read"}
+
+
+def _nifti_with_extension(path, extension_bytes, vox_offset=None):
+    """A .nii.gz of 2x2x2 voxels after one header extension of `extension_bytes` zeros, its
+    voxels at `vox_offset` (right after the extension if not given): small on disk."""
+    img = nib.Nifti1Image(np.zeros((2, 2, 2), np.int16), np.eye(4))
+    header = img.header
+    header["vox_offset"] = 352 + 8 + extension_bytes if vox_offset is None else vox_offset
+    with gzip.open(path, "wb", compresslevel=1) as fh:
+        fh.write(header.binaryblock + b"\x01\0\0\0")
+        fh.write(np.array([8 + extension_bytes, 0], "<i4").tobytes())
+        for start in range(0, extension_bytes, 2**20):
+            fh.write(b"\0" * min(2**20, extension_bytes - start))
+        fh.write(np.zeros(8, np.int16).tobytes())
+    return path
+
+
+def test_header_extensions_are_capped_before_nibabel_reads_them(tmp_path):
+    """nibabel reads each NIfTI extension whole, whatever vox_offset says: a 1 MB .nii.gz with
+    a 400 MiB extension took more than 400 MiB before its voxels were even looked at."""
+    from tests.peak_memory import run_measured
+
+    path = _nifti_with_extension(tmp_path / "ext.nii.gz", 400 * 2**20, vox_offset=368)
+    assert path.stat().st_size < 2 * 2**20
+    script = ("from errors import UserError\nfrom imaging import inspect_image\ntry:\n"
+              f"    inspect_image({str(path)!r})\nexcept UserError as e:\n    print(e)\n")
+    root = Path(__file__).resolve().parents[2]
+    out, peak = run_measured([sys.executable, "-c", script], tmp_path / "peak", cwd=root,
+                             capture_output=True, text=True, timeout=120)
+    assert out.stdout.splitlines() == [
+        "ext.nii.gz: header extension of 419,430,408 bytes takes the header over the limit "
+        "of 67,108,864"]
+    assert peak < 200 * 2**20
+
+
+def test_voxel_data_starting_beyond_the_header_limit_is_refused(tmp_path):
+    """Everything before vox_offset is inflated at each read of a .nii.gz: 4 MB of gzip whose
+    voxels start at 4 GiB took 6 s a read, and was imported."""
+    path = _nifti_with_extension(tmp_path / "far.nii.gz", 80 * 2**20)
+    _refused(path, "the voxel data starts at byte 83,886,440 \\(vox_offset\\), beyond the "
+                   "header limit of 67,108,864")
+
+
+def test_an_extension_shorter_than_its_own_header_is_refused(tmp_path):
+    """esize 7: nibabel reads esize - 8 = -1 bytes, that is the rest of the file (of a .nii.gz,
+    all of it, inflated)."""
+    path = _nifti_with_extension(tmp_path / "ext7.nii.gz", 16)
+    with gzip.open(path) as fh:
+        data = bytearray(fh.read())
+    data[352:356] = np.array([7], "<i4").tobytes()
+    with gzip.open(path, "wb") as fh:
+        fh.write(bytes(data) + b"\0" * 2**20)
+    _refused(path, "header extension of 7 bytes is malformed")
+
+
+@pytest.mark.parametrize("pixdim", [0.0, -1.0])
+def test_refuses_a_qform_voxel_size_that_is_not_positive(tmp_path, pixdim):
+    """nibabel made a 0 into 1 mm and -1 into 1 mm without a word (both were imported; NaN and
+    infinity were refused already, as an affine that is not finite)."""
+    img = nib.Nifti1Image(np.zeros((4, 4, 4), np.int16), None)
+    img.header.set_qform(np.eye(4), 1)
+    img.header["pixdim"][3] = pixdim
+    path = tmp_path / "pixdim.nii.gz"
+    nib.save(img, path)
+    _refused(path, rf"voxel size {pixdim:g} along z \(pixdim\) is not a positive number")
+    from imaging.image_file import open_image
+
+    assert open_image(path).shape == (4, 4, 4)  # the viewer still shows one imported before
+
+
+@pytest.mark.parametrize("size", [0.001, 0.0099, 100.5, 1000.0, 1e30])
+def test_refuses_voxel_sizes_no_brain_mri_has(tmp_path, size):
+    """Metres or micrometres for millimetres, or a broken header: imported before."""
+    path = _nifti(tmp_path, "odd.nii.gz", affine=np.diag([1.0, size, 1.0, 1.0]))
+    _refused(path, re.escape(f"voxel size {size:g} mm along y is outside 0.01-100 mm"))
+
+
+@pytest.mark.parametrize("size", [0.01, 0.1, 7.0, 100.0])
+def test_accepts_voxel_sizes_within_the_bounds(tmp_path, size):
+    path = _nifti(tmp_path, "ok.nii.gz", affine=np.diag([1.0, size, 1.0, 1.0]))
+    assert inspect_image(path).voxel_sizes[1] == pytest.approx(size)
+
+
+def test_a_mask_of_voxel_sizes_no_brain_mri_has_is_refused(tmp_path):
+    from imaging.mask import inspect_mask
+
+    path = _nifti(tmp_path, "mask.nii.gz", affine=np.diag([1.0, 1.0, 500.0, 1.0]))
+    with pytest.raises(UserError, match="mask.nii.gz: voxel size 500 mm along z is outside"):
+        inspect_mask(path)

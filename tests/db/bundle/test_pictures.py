@@ -121,3 +121,35 @@ def test_a_changed_caption_is_a_conflict(sqlite_url: str, tmp_path: Path) -> Non
         import_bundle(s, bundle)
     assert [p.message for p in info.value.problems] == [
         "case c1 already exists with different content (series)"]
+
+
+class _FilterListTouched(AssertionError):
+    pass
+
+
+def test_a_picture_is_refused_without_touching_the_process_wide_warning_filters(tmp_path,
+                                                                                monkeypatch):
+    """decode silenced Pillow's DecompressionBombWarning (a 100 M pixel PNG: beyond Pillow's
+    89 M) with warnings.catch_warnings, which swaps the filter list of the whole process:
+    under Streamlit's threads one session's import could hide another session's warnings, or
+    leave its filter behind. The warning must not arise, so nothing needs silencing."""
+    import warnings
+
+    from errors import UserError
+    from imaging.picture import sanitise_picture
+
+    bomb = pictures.png_bomb(tmp_path / "bomb.png")
+
+    def touched(*args, **kwargs):
+        raise _FilterListTouched("warnings.catch_warnings used")
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        monkeypatch.setattr(warnings, "catch_warnings", touched)
+        try:
+            with pytest.raises(UserError, match="bomb.png: picture is 10,000 x 10,000 = "
+                                                "100,000,000 pixels, more than the limit"):
+                sanitise_picture(bomb)
+        finally:
+            monkeypatch.undo()
+    assert [str(w.message) for w in seen] == []

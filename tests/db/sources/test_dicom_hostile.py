@@ -108,6 +108,14 @@ MALFORMED = {  # name: (change, bytes to replace in the files, the problem)
     "spacing_negative": (_set("PixelSpacing", [-0.9, 0.8]), None,
                          "bad: series 2: IM00001: PixelSpacing is not positive (the volume's "
                          "geometry cannot be known)"),
+    "spacing_in_metres": (_set("PixelSpacing", [0.0009, 0.0008]), None,
+                          "bad: series 2: IM00001: PixelSpacing 0.0009 x 0.0008 mm is outside "
+                          "0.01-100 mm (brain MRI; a unit mistake?) (the volume's geometry "
+                          "cannot be known)"),
+    "spacing_in_micrometres": (_set("PixelSpacing", [900, 800]), None,
+                               "bad: series 2: IM00001: PixelSpacing 900 x 800 mm is outside "
+                               "0.01-100 mm (brain MRI; a unit mistake?) (the volume's geometry "
+                               "cannot be known)"),
     "more_frame_groups_than_frames": (_more_frame_groups, None,
                                       "bad: series 5: IM00000: has 4 per-frame functional "
                                       "groups for 3 frames"),
@@ -336,3 +344,60 @@ def test_a_sequence_map_pattern_that_cannot_be_compiled_is_one_short_line(tmp_pa
         dicom.read_sequence_map(mapping)
     assert str(e.value).startswith("map.json: pattern ") and len(str(e.value)) < 200
     assert "\n" not in str(e.value)
+
+
+def test_a_series_is_capped_as_a_whole_before_it_is_converted(sqlite_url: str, tmp_path: Path,
+                                                              monkeypatch) -> None:
+    """Each file within NMB_MAX_IMAGE_BYTES, the series' volume beyond it: dcm2niix decoded
+    and assembled it all (20,000 compressed files of up to 1 GiB each are allowed) before the
+    converted volume was refused."""
+    monkeypatch.setenv("NMB_MAX_IMAGE_BYTES", str(2**20))
+    datasets = classic_series("T2 AX", 2, study_uid=generate_uid(), frame_uid=generate_uid(),
+                              data=volume(300, 300, 4))  # 176 KiB a file; 1.4 MiB as float32
+    folder = write_series(tmp_path / "study", datasets)
+    assert _refused(sqlite_url, folder, tmp_path) == [
+        "study: series 2: is 300 x 300 pixels x 4 images: decoded as one volume, more than the "
+        "limit of 1 MiB (NMB_MAX_IMAGE_BYTES)"]
+
+
+class _FilterListTouched(AssertionError):
+    pass
+
+
+def test_pydicom_is_quieted_without_swapping_the_process_wide_warning_filters(
+        sqlite_url: str, tmp_path: Path, monkeypatch) -> None:
+    """The import silenced pydicom with warnings.catch_warnings, which swaps the filter list of
+    the whole process and puts it back on exit: under Streamlit's threads one session's import
+    could hide another session's warnings, or restore a list without another thread's filter.
+    pydicom's warnings must stay off the terminal all the same."""
+    datasets = _series(4)
+    datasets[2].Rows = 5  # pydicom: "The pixel data is 72 bytes long, which indicates ..."
+    folder = write_series(tmp_path / "study", datasets)
+
+    def touched(*args, **kwargs):
+        raise _FilterListTouched("warnings.catch_warnings used")
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        monkeypatch.setattr(warnings, "catch_warnings", touched)
+        try:
+            problems = _refused(sqlite_url, folder, tmp_path)
+        finally:
+            monkeypatch.undo()
+        warnings.warn("another session's warning", UserWarning, stacklevel=1)
+    assert problems == ["study: series 2: holds images of different sizes"]
+    assert [str(w.message) for w in seen if "pydicom" in w.filename] == []
+    assert "another session's warning" in [str(w.message) for w in seen]  # not swallowed
+
+
+@pytest.mark.parametrize(("step", "shown"), [(150.0, "150"), (0.005, "0.005")])
+def test_slices_too_far_apart_or_too_close_are_refused_before_conversion(
+        sqlite_url: str, tmp_path: Path, step: float, shown: str) -> None:
+    """Slice positions 150 mm apart (or 0.005 mm): converted by dcm2niix, then refused as the
+    converted file's voxel size, a name (series-2-0.nii.gz) the user never saw."""
+    datasets = classic_series("T2 AX", 2, study_uid=generate_uid(), frame_uid=generate_uid(),
+                              data=volume(6, 6, 3), step=step)
+    folder = write_series(tmp_path / "study", datasets)
+    assert _refused(sqlite_url, folder, tmp_path) == [
+        f"study: series 2: has its slices {shown} mm apart, outside 0.01-100 mm (brain MRI; a "
+        "unit mistake?)"]

@@ -174,6 +174,23 @@ def _header_only_gz(path: Path, shape: tuple[int, ...]) -> None:
         f.write(img.header.binaryblock + b"\0" * 4)
 
 
+def _extension_bomb(path: Path) -> None:
+    # 100 KB of gzip: one header extension claiming 100 MiB, which nibabel would read whole.
+    header = nib.Nifti1Image(np.zeros((2, 2, 2), np.int16), np.eye(4)).header
+    header["vox_offset"] = 368
+    with gzip.open(path, "wb", compresslevel=1) as f:
+        f.write(header.binaryblock + b"\1\0\0\0" + np.array([100 * 2**20, 0], "<i4").tobytes())
+        for _ in range(100):
+            f.write(b"\0" * 2**20)
+
+
+def _pixdim_zero(path: Path) -> None:
+    img = nib.Nifti1Image(np.zeros((8, 8, 8), np.int16), None)
+    img.header.set_qform(np.eye(4), 1)
+    img.header["pixdim"][3] = 0  # nibabel took it as 1 mm
+    nib.save(img, path)
+
+
 def _voxels(dtype: object) -> Callable[[Path], None]:
     return lambda path: nib.save(nib.Nifti1Image(np.zeros((8, 8, 8), dtype), np.eye(4)), path)
 
@@ -426,6 +443,16 @@ CORPUS: dict[str, Malformed] = {
     "image_header_claims_1100_cubed": Malformed(
         _replace_image(lambda p: _header_only_gz(p, (1100, 1100, 1100))),
         ("cases/c1/t1.nii.gz", "1100x1100x1100 voxels need 5,077 MiB", "NMB_MAX_IMAGE_BYTES")),
+    "image_header_extension_of_100_mib": Malformed(
+        _replace_image(_extension_bomb),
+        ("cases/c1/t1.nii.gz", "header extension of 104,857,600 bytes", "67,108,864")),
+    "image_voxels_in_metres": Malformed(
+        _replace_image(lambda p: nib.save(nib.Nifti1Image(
+            np.zeros((8, 8, 8), np.int16), np.diag([0.001, 0.001, 0.001, 1])), p)),
+        ("cases/c1/t1.nii.gz", "voxel size 0.001 mm along x is outside 0.01-100 mm")),
+    "image_pixdim_zero": Malformed(
+        _replace_image(_pixdim_zero),
+        ("cases/c1/t1.nii.gz", "voxel size 0 along z (pixdim) is not a positive number")),
     "image_rgb": Malformed(_replace_image(_voxels(np.dtype([("R", "u1"), ("G", "u1"),
                                                             ("B", "u1")]))),
                            ("cases/c1/t1.nii.gz", "RGB colour voxels")),
