@@ -2,16 +2,7 @@
 
 from dataclasses import dataclass
 
-from errors import UserError
-
-#: Line breaks and other control characters, as the escapes Python writes for them.
-_CONTROLS = {c: repr(chr(c))[1:-1] for c in (*range(0x20), *range(0x7F, 0xA0), 0x2028, 0x2029)}
-
-
-def printable(text: str) -> str:
-    """`text` with control characters escaped (`\\n`, `\\x01`): a name from outside (a
-    file name, a JSON key) cannot start a line of its own where one line is printed."""
-    return text.translate(_CONTROLS)
+from errors import UserError, escape_unprintable
 
 
 @dataclass(frozen=True)
@@ -25,7 +16,7 @@ class Problem:
     def __post_init__(self) -> None:  # a file name may hold bytes that are not UTF-8, or
         for name in ("file", "message"):  # a line break
             text = getattr(self, name).encode("utf-8", "backslashreplace").decode("utf-8")
-            object.__setattr__(self, name, printable(text))
+            object.__setattr__(self, name, escape_unprintable(text))
 
     def __str__(self) -> str:
         where = self.file if self.line is None else f"{self.file}:{self.line}"

@@ -26,7 +26,6 @@ from typing import Any
 
 from sqlmodel import Session
 
-from db.bundle.errors import printable
 from db.bundle.importer import FORMAT, BundleInvalid, ImportSummary, Problem, import_bundle
 from db.bundle.store import Workspace
 from db.bundle.validate import leaves, read_json
@@ -92,7 +91,7 @@ def _participants(root: Path, problems: list[Problem]) -> dict[str, dict[str, st
                 who = r.get("participant_id")
                 if who is not None and lines.setdefault(who, reader.line_num) != reader.line_num:
                     problems.append(Problem(path.name, None, f"line {reader.line_num} lists "
-                                            f"{printable(who)} again (first on line "
+                                            f"{escape_unprintable(who)} again (first on line "
                                             f"{lines[who]})"))
                     return {}
                 rows.append(r)
@@ -146,7 +145,7 @@ def _series(folder: Path, left_out: list[str], root: Path,
             m = _NIFTI.match(f.name)
             name = SUFFIXES.get(m.group("suffix")) if m else None
             if name is None:
-                left_out.append(printable(f.relative_to(root).as_posix()))
+                left_out.append(escape_unprintable(f.relative_to(root).as_posix()))
                 continue
             if name == "T1" and "_ce-" in f"_{m.group('stem')}":
                 name = "T1C"

@@ -35,7 +35,6 @@ from typing import Any
 import numpy as np
 from sqlmodel import Session
 
-from db.bundle.errors import printable
 from db.bundle.importer import FORMAT, BundleInvalid, ImportSummary, Problem, import_bundle
 from db.bundle.records import show
 from db.bundle.store import Workspace
@@ -43,7 +42,7 @@ from db.bundle.validate import leaves, read_json
 from db.sources.case_info import CaseInfo, mapped, read_case_info, write_case
 from db.sources.dicom_identifiers import present
 from db.sources.folder import unreadable
-from errors import UserError
+from errors import UserError, escape_unprintable
 from imaging.image_file import (
     MAX_IMAGE_BYTES_ENV,
     MAX_VOXEL_MM,
@@ -385,7 +384,7 @@ def read_study(path: Path, problems: list[Problem]) -> tuple[list[_Series], list
             continue  # the DICOMDIR itself
         identifiers |= present(ds)
         if "PixelData" not in ds:
-            kind = printable(str(getattr(ds, "Modality", "") or "object"))
+            kind = escape_unprintable(str(getattr(ds, "Modality", "") or "object"))
             left_out[f"{kind} without pixels"] = left_out.get(f"{kind} without pixels", 0) + 1
             continue
         if study := str(getattr(ds, "StudyInstanceUID", "") or ""):

@@ -409,6 +409,17 @@ def test_a_problem_line_caps_and_escapes_what_it_echoes(tmp_path: Path) -> None:
         'cases/c1/case.json: scores {"nihss": Infinity} is not an object of finite numbers']
 
 
+def test_a_file_name_in_a_problem_line_cannot_turn_the_line_around(tmp_path: Path) -> None:
+    """A case folder named with U+202E (right-to-left override): the problem's file part
+    escapes it as its message does (before: kept raw, the rest of the line shown reversed)."""
+    root = write_bundle(tmp_path / "b")
+    (root / "cases/c1").rename(root / "cases/c\u202e1")
+    with pytest.raises(BundleInvalid) as info:
+        validate_bundle(root)
+    first = str(info.value.problems[0])
+    assert first.startswith("cases/c\\u202e1/case.json: ") and "\u202e" not in first, first
+
+
 def test_a_value_that_cannot_be_stored_names_its_key_in_a_short_line(tmp_path: Path) -> None:
     root = write_bundle(tmp_path / "b")
     case = json.loads((root / "cases/c1/case.json").read_text())
