@@ -209,8 +209,10 @@ def cmd_users_role(args: argparse.Namespace) -> None:
 
 
 def cmd_users_password(args: argparse.Namespace) -> None:
-    from db.users import reset_password
+    from db.users import get_user, reset_password
 
+    with _study() as s:  # a mistyped name is said before a password is asked for
+        get_user(s, name=args.name)
     password = _read_password(args)
     with _study() as s:
         reset_password(s, name=args.name, password=password, actor="cli")

@@ -104,6 +104,8 @@ def test_roles_and_passwords_change_with_their_rules(nmb_home: Path, tmp_path: P
     assert demote.returncode == 2 and demote.stderr.strip() == (
         "nmb: 'root' is the last enabled admin: add another admin before demoting it")
     assert nmb("users", "password", "cy", stdin="short\n").returncode == 2
+    nobody = nmb("users", "password", "nobody", stdin="")  # named before a password is read
+    assert nobody.returncode == 2 and nobody.stderr.strip() == "nmb: no user named 'nobody'"
     assert nmb("users", "password", "cy", stdin="another long one\n").returncode == 0
     listed = {u["name"]: u["role"] for u in json.loads(nmb("users", "list", "--json").stdout)}
     assert listed == {"root": "admin", "cy": "expert"}
