@@ -1,7 +1,6 @@
 """`nmb package grade` keeps each grade as it comes back: a run stopped, or with failed
 requests, loses nothing paid for, and the same command sends only what is left."""
 
-import hashlib
 import json
 import os
 import signal
@@ -11,32 +10,13 @@ import time
 from pathlib import Path
 
 import pytest
-from sqlmodel import Session
 
-from db.engine import engine_for, upgrade
 from errors import UserError
-from package.package import freeze
 from package.progress import HEADER, opened, progress_path
-from tests.factories import validated_config
 from tests.openai_server import OpenAIServer
+from tests.package.conftest import KEY
 
 ROOT = Path(__file__).resolve().parents[2]
-KEY = "sk-test-progress-0000"
-
-
-@pytest.fixture(scope="module")
-def packages(tmp_path_factory) -> tuple[Path, Path]:
-    """Two frozen text packages of one study (frozen with different canaries: two digests)."""
-    root = tmp_path_factory.mktemp("packages")
-    url = f"sqlite:///{root / 'study.db'}"
-    with pytest.MonkeyPatch.context() as mp, OpenAIServer() as srv:
-        mp.setenv("NMB_HOME", str(root / "home"))
-        upgrade(url)
-        with Session(engine_for(url), expire_on_commit=False) as s:
-            cid = validated_config(s, srv.base_url, api_key=KEY)
-            freeze(s, config_id=cid, out=root / "a.zip", canary_size=3)
-            freeze(s, config_id=cid, out=root / "b.zip", canary_size=2)
-    return root / "a.zip", root / "b.zip"
 
 
 @pytest.fixture
@@ -64,9 +44,19 @@ def _grade(package: Path, responses: Path, out: Path, server: OpenAIServer,
     return subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
 
 
-def test_failed_responses_are_sent_again_and_only_they(packages, server: OpenAIServer,
+def _graded_but_the_last(package: Path, server: OpenAIServer, tmp_path: Path,
+                         n: int) -> tuple[Path, Path, Path]:
+    """`n` responses graded but the last (refused by the server): (responses, out, progress)."""
+    responses, out = _responses(tmp_path / "new.jsonl", n=n), tmp_path / "scores.jsonl"
+    server.inject_when(f"Answer {n - 1}:", "400")
+    assert _grade(package, responses, out, server).returncode == 0
+    server.clear_faults()
+    return responses, out, progress_path(out)
+
+
+def test_failed_responses_are_sent_again_and_only_they(frozen_package, server: OpenAIServer,
                                                        tmp_path: Path) -> None:
-    package, _ = packages
+    package, _ = frozen_package
     responses, out = _responses(tmp_path / "new.jsonl"), tmp_path / "scores.jsonl"
     server.inject_when("Answer 2:", "400")  # refused, not retried: the row says why
     server.inject_when("Answer 4:", "400")
@@ -95,10 +85,10 @@ def test_failed_responses_are_sent_again_and_only_they(packages, server: OpenAIS
     assert json.loads((tmp_path / "scores.summary.json").read_text())["graded"] == 6
 
 
-def test_a_stopped_run_keeps_its_grades(packages, server: OpenAIServer, tmp_path: Path) -> None:
+def test_a_stopped_run_keeps_its_grades(frozen_package, server: OpenAIServer, tmp_path: Path) -> None:
     """SIGTERM (as Ctrl-C) mid-run: the grades already back are kept, and the next run sends
     only the others, including the one that was in flight."""
-    package, _ = packages
+    package, _ = frozen_package
     responses, out = _responses(tmp_path / "new.jsonl"), tmp_path / "scores.jsonl"
     server.inject_when("Answer 3:", "slow:30", times=1)
     run = _grade(package, responses, out, server, stderr=subprocess.PIPE,
@@ -122,9 +112,9 @@ def test_a_stopped_run_keeps_its_grades(packages, server: OpenAIServer, tmp_path
     assert [json.loads(x)["ok"] for x in out.read_text().splitlines()] == [True] * 6
 
 
-def test_an_edited_response_is_graded_again(packages, server: OpenAIServer,
+def test_an_edited_response_is_graded_again(frozen_package, server: OpenAIServer,
                                             tmp_path: Path) -> None:
-    package, _ = packages
+    package, _ = frozen_package
     responses, out = _responses(tmp_path / "new.jsonl"), tmp_path / "scores.jsonl"
     server.inject_when("Answer 5:", "400")
     assert _grade(package, responses, out, server).returncode == 0
@@ -160,18 +150,14 @@ def _grade_edited(line: str, **fields) -> str:
     (lambda lines, other: [lines[0], _edited(lines[1], cost_usd="free")],
      "response 'n0': not a grader's answer as it came back"),
 ])
-def test_a_damaged_progress_file_is_one_line_and_sends_nothing(packages, server: OpenAIServer,
+def test_a_damaged_progress_file_is_one_line_and_sends_nothing(frozen_package, server: OpenAIServer,
                                                                tmp_path: Path, change,
                                                                refusal: str) -> None:
-    package, other = packages
-    responses, out = _responses(tmp_path / "new.jsonl", n=2), tmp_path / "scores.jsonl"
-    server.inject_when("Answer 1:", "400")
-    assert _grade(package, responses, out, server).returncode == 0
-    progress = progress_path(out)
+    package, _ = frozen_package
+    responses, out, progress = _graded_but_the_last(package, server, tmp_path, 2)
     lines = progress.read_text().splitlines()
     assert len(lines) == 2
-    other_sha = hashlib.sha256(other.read_bytes()).hexdigest()
-    progress.write_text("\n".join(change(lines, other_sha)) + "\n")
+    progress.write_text("\n".join(change(lines, "0" * 64)) + "\n")
     before = len(server.chat_requests())
     got = _grade(package, responses, out, server)
     verified, refused = got.stderr.splitlines()  # the package's digest, then one line
@@ -180,13 +166,10 @@ def test_a_damaged_progress_file_is_one_line_and_sends_nothing(packages, server:
     assert len(server.chat_requests()) == before
 
 
-def test_a_row_cut_short_is_dropped_and_graded_again(packages, server: OpenAIServer,
+def test_a_row_cut_short_is_dropped_and_graded_again(frozen_package, server: OpenAIServer,
                                                      tmp_path: Path) -> None:
-    package, _ = packages
-    responses, out = _responses(tmp_path / "new.jsonl", n=3), tmp_path / "scores.jsonl"
-    server.inject_when("Answer 2:", "400")
-    assert _grade(package, responses, out, server).returncode == 0
-    progress = progress_path(out)
+    package, _ = frozen_package
+    responses, out, progress = _graded_but_the_last(package, server, tmp_path, 3)
     text = progress.read_text()
     progress.write_text(text[: text.rindex("\n", 0, len(text) - 1) + 20])  # n1's line, cut
     server.clear_faults()
@@ -197,7 +180,7 @@ def test_a_row_cut_short_is_dropped_and_graded_again(packages, server: OpenAISer
     assert len(server.chat_requests()) - before == 2
 
 
-def test_a_file_that_is_not_a_progress_file_is_never_changed(packages, tmp_path: Path) -> None:
+def test_a_file_that_is_not_a_progress_file_is_never_changed(tmp_path: Path) -> None:
     """The responses themselves at the progress file's name (`--out new.jsonl` beside
     `new.progress.jsonl`): refused, not cut to its last line nor appended to."""
     responses = tmp_path / "new.progress.jsonl"

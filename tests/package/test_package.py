@@ -38,10 +38,10 @@ from package.package import (
 from results.leaderboard import leaderboard
 from tests.factories import package_answers, validated_config
 from tests.openai_server import OpenAIServer, _canonical, _schema_of, sample_document
+from tests.package.conftest import KEY
 from tests.peak_memory import run_measured
 
 ROOT = Path(__file__).resolve().parents[2]
-KEY = "sk-test-package-0000"
 
 
 @pytest.fixture
@@ -674,20 +674,6 @@ def test_a_member_shorter_than_declared_or_not_deflated_is_refused(tmp_path: Pat
 
 
 # ---------------------------------------------------------------- manifest-only edits
-
-
-@pytest.fixture(scope="module")
-def frozen_package(tmp_path_factory) -> tuple[Path, str]:
-    """One frozen text package (path, sha256), shared by the manifest-edit cases."""
-    root = tmp_path_factory.mktemp("frozen")
-    url = f"sqlite:///{root / 'study.db'}"
-    with pytest.MonkeyPatch.context() as mp, OpenAIServer() as srv:
-        mp.setenv("NMB_HOME", str(root / "home"))
-        upgrade(url)
-        with Session(engine_for(url), expire_on_commit=False) as s:
-            cid = validated_config(s, srv.base_url, api_key=KEY)
-            row = freeze(s, config_id=cid, out=root / "good.zip", canary_size=3)
-    return root / "good.zip", row.sha256
 
 
 def _resealed(src: Path, dst: Path, manifest: dict, change: dict[str, bytes] | None = None) -> Path:
