@@ -16,6 +16,7 @@ from db.engine import engine_for, nmb_home
 from db.models import Series
 from tests.db.bundle import pictures
 from tests.db.bundle.bundles import write_bundle
+from tests.warning_filters import recorded_without_catch_warnings
 
 METADATA_CHUNKS = (b"tEXt", b"iTXt", b"zTXt", b"eXIf", b"iCCP", b"tIME", b"pHYs")
 
@@ -123,33 +124,17 @@ def test_a_changed_caption_is_a_conflict(sqlite_url: str, tmp_path: Path) -> Non
         "case c1 already exists with different content (series)"]
 
 
-class _FilterListTouched(AssertionError):
-    pass
-
-
-def test_a_picture_is_refused_without_touching_the_process_wide_warning_filters(tmp_path,
-                                                                                monkeypatch):
+def test_a_picture_is_refused_without_touching_the_process_wide_warning_filters(tmp_path):
     """decode silenced Pillow's DecompressionBombWarning (a 100 M pixel PNG: beyond Pillow's
     89 M) with warnings.catch_warnings, which swaps the filter list of the whole process:
     under Streamlit's threads one session's import could hide another session's warnings, or
     leave its filter behind. The warning must not arise, so nothing needs silencing."""
-    import warnings
-
     from errors import UserError
     from imaging.picture import sanitise_picture
 
     bomb = pictures.png_bomb(tmp_path / "bomb.png")
-
-    def touched(*args, **kwargs):
-        raise _FilterListTouched("warnings.catch_warnings used")
-
-    with warnings.catch_warnings(record=True) as seen:
-        warnings.simplefilter("always")
-        monkeypatch.setattr(warnings, "catch_warnings", touched)
-        try:
-            with pytest.raises(UserError, match="bomb.png: picture is 10,000 x 10,000 = "
-                                                "100,000,000 pixels, more than the limit"):
-                sanitise_picture(bomb)
-        finally:
-            monkeypatch.undo()
+    with recorded_without_catch_warnings() as seen:
+        with pytest.raises(UserError, match="bomb.png: picture is 10,000 x 10,000 = "
+                                            "100,000,000 pixels, more than the limit"):
+            sanitise_picture(bomb)
     assert [str(w.message) for w in seen] == []

@@ -27,6 +27,7 @@ from tests.db.sources.dicom_files import (
     volume,
     write_series,
 )
+from tests.warning_filters import recorded_without_catch_warnings
 
 CASE = {"case_id": "c1", "title": "t", "ehr": "e", "tasks": []}
 
@@ -360,12 +361,8 @@ def test_a_series_is_capped_as_a_whole_before_it_is_converted(sqlite_url: str, t
         "limit of 1 MiB (NMB_MAX_IMAGE_BYTES)"]
 
 
-class _FilterListTouched(AssertionError):
-    pass
-
-
 def test_pydicom_is_quieted_without_swapping_the_process_wide_warning_filters(
-        sqlite_url: str, tmp_path: Path, monkeypatch) -> None:
+        sqlite_url: str, tmp_path: Path) -> None:
     """The import silenced pydicom with warnings.catch_warnings, which swaps the filter list of
     the whole process and puts it back on exit: under Streamlit's threads one session's import
     could hide another session's warnings, or restore a list without another thread's filter.
@@ -373,17 +370,8 @@ def test_pydicom_is_quieted_without_swapping_the_process_wide_warning_filters(
     datasets = _series(4)
     datasets[2].Rows = 5  # pydicom: "The pixel data is 72 bytes long, which indicates ..."
     folder = write_series(tmp_path / "study", datasets)
-
-    def touched(*args, **kwargs):
-        raise _FilterListTouched("warnings.catch_warnings used")
-
-    with warnings.catch_warnings(record=True) as seen:
-        warnings.simplefilter("always")
-        monkeypatch.setattr(warnings, "catch_warnings", touched)
-        try:
-            problems = _refused(sqlite_url, folder, tmp_path)
-        finally:
-            monkeypatch.undo()
+    with recorded_without_catch_warnings() as seen:
+        problems = _refused(sqlite_url, folder, tmp_path)
         warnings.warn("another session's warning", UserWarning, stacklevel=1)
     assert problems == ["study: series 2: holds images of different sizes"]
     assert [str(w.message) for w in seen if "pydicom" in w.filename] == []
