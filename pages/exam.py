@@ -25,6 +25,7 @@ from errors import UserError
 from ui.actions import confirm, show_confirmation, show_error
 from ui.auth import current_user, require_role
 from ui.case_panel import case_panel
+from ui.element_keys import opaque_key
 from ui.exam.answer_box import answer_box, last_typed
 from ui.exam.stage_scroll import scroll_to_stage
 from ui.plain_text import escape_markdown, untrusted_text
@@ -142,7 +143,7 @@ if revealed and revealed[0] == task.task_id:
 def answer_area(stage: int) -> None:
     """The box for the answer to `stage` (0-based): its text is stored as typed, and its
     button records it. A fragment: a pause in typing reruns only this part of the page."""
-    key = f"exam_answer_{task.task_id}_{stage}"
+    key = f"exam_answer_{opaque_key('task', task.task_id)}_{stage}"
     stored_key, handled_key = f"{key}_stored", f"{key}_handled"
     latest = last_typed(key, max_chars=ANSWER)  # what the box sent since the last run
     stored, handled = st.session_state.get(stored_key), st.session_state.get(handled_key, 0)
@@ -207,7 +208,7 @@ def record_answer(stage: int, text: str) -> None:
     st.rerun(scope="app")
 
 
-with case_panel(key=f"case-{task.task_id}", title=task.case_title, ehr=task.ehr,
+with case_panel(key=opaque_key("task", task.task_id), title=task.case_title, ehr=task.ehr,
                 scores=task.scores, series=task.series):
     with st.container(key=STAGES_KEY):
         response_view(task.family, task.level, task.prompt, task.revealed_stages,

@@ -24,6 +24,7 @@ from rubric.scoring import MissingFields
 from ui.actions import confirm, show_confirmation, show_error
 from ui.auth import require_role, while_signed_in
 from ui.case_panel import case_panel
+from ui.element_keys import opaque_key
 from ui.plain_text import escape_markdown, untrusted_text
 from ui.response_view import response_view
 from ui.score.rubric_form import form_revision, reseed, rubric_form, set_form_revision
@@ -170,7 +171,7 @@ def save(values: dict) -> None:
 
 
 st.session_state.setdefault("score_last_touch", time.monotonic())
-with case_panel(key=f"case-{item.case_id}", title=item.case_title, ehr=item.ehr,
+with case_panel(key=opaque_key("case", item.case_id), title=item.case_title, ehr=item.ehr,
                 scores=item.scores, series=item.series, masks=item.masks,
                 key_slices=item.key_slices, compact=True):
     response_view(item.family, item.level, item.prompt, item.stages, [item.text, *item.turns],

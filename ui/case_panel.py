@@ -11,7 +11,8 @@ choice of the user ("Static"). It runs inside `st.fragment`, so moving its slide
 the viewer. Decoded volumes come from `imaging`'s process-wide cache, shared by every session.
 Positions are world (scanner mm) points: every series shows the slice nearest to the same
 anatomy through its own affine. Widget keys are `{key}-...` plus a series' position in
-`series`, nothing else.
+`series`, nothing else; keys reach the browser, so pages pass an opaque `key`
+(`ui.element_keys.opaque_key`), never a case or task id.
 
 A series that cannot be shown (an unreadable file, or any failure while rendering it) gets an
 error of its own; the other series and the rest of the page (the rubric form and its Submit

@@ -220,3 +220,23 @@ def test_without_review_nothing_of_the_reference_reaches_the_page(browser, url, 
     for text in truths:
         assert text.encode() not in sent and text not in html, text
     page.close()
+
+
+def test_no_case_or_task_id_reaches_the_exam_page(browser, url, home) -> None:
+    """The bundle's ids (which may name the diagnosis) are in no message and no element of
+    the page: keys are opaque (`ui.element_keys`)."""
+    with _db(home) as s:
+        ids = [c for c in s.exec(select(Case.case_id))] + [t for t in s.exec(select(Task.task_id))]
+    _taker(home, "exam-ids")
+    received: list[bytes] = []
+    page = browser.new_page(viewport=VIEWPORT)
+    page.on("websocket", lambda ws: ws.on("framereceived", lambda payload: received.append(
+        payload if isinstance(payload, bytes) else payload.encode())))
+    login(page, url, "exam-ids", PASSWORD)
+    settled(page)
+    _box(page)  # the first task, with its images and answer box, is drawn
+    sent, html = b"".join(received), page.content()
+    assert b"Your answer" in sent
+    for x in ids:
+        assert x.encode() not in sent and x not in html, x
+    page.close()

@@ -305,3 +305,31 @@ def test_admin_warns_of_two_multi_turn_tasks_of_one_case(demo_study: Path) -> No
     assert [w.value for w in at.warning] == [escape_markdown(  # quoted ids shown as text
         "Multi-turn tasks of one case in one exam (case 'syn-02': 'syn-t04', 'syn-t04b'): the "
         "stages one reveals are known when the other is answered; put them in separate exams.")]
+
+
+def test_the_bundles_case_and_task_ids_never_reach_the_exam_or_scoring_page(
+        demo_study: Path) -> None:
+    """Case and task ids are written by whoever made the bundle and may name the diagnosis
+    (`gbm-07`, `stroke-localisation-3`); the pages key their elements without them, since
+    every widget and container key reaches the browser in an element's id or class."""
+    expert = _login("demo-expert1")
+    with session() as s:
+        ids = [*(c.case_id for c in s.exec(select(Case))),
+               *(t.task_id for t in s.exec(select(Task)))]
+        entries = queue(s, rater_id=expert.id)
+    student = _login("demo-student")
+    tasks = len(page("pages/exam.py", student).run().selectbox(key="exam_task").options)
+    for i in range(tasks):
+        exam = page("pages/exam.py", student)
+        exam.session_state["exam_task"] = i
+        exam.run()
+        assert not exam.exception
+        payload = page_payload(exam)
+        assert not [x for x in ids if x in payload], i
+    for e in entries[:12]:
+        at = page("pages/score.py", expert)
+        at.session_state["score_current"] = e.assignment_id
+        at.run()
+        assert not at.exception
+        payload = page_payload(at)
+        assert not [x for x in ids if x in payload], e.blind_code
