@@ -128,7 +128,7 @@ def test_answers_imported_later_are_added_and_audited(database_url: str, tmp_pat
     _edit_case(again, "c1", ANSWER)
     summary = _import(database_url, again)
     assert (summary.new_answers, summary.changed_answers, summary.new_cases) == (1, 0, 0)
-    assert "1 reference answers added" in str(summary)
+    assert "1 reference answer added" in str(summary)
     with Session(engine_for(database_url)) as s:
         assert s.get(Case, "c1").ground_truth == ANSWER
         assert s.get(Case, "c2").ground_truth is None
