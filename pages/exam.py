@@ -26,6 +26,7 @@ from ui.actions import confirm, show_confirmation, show_error
 from ui.auth import current_user, require_role
 from ui.case_panel import case_panel
 from ui.exam.answer_box import answer_box, last_typed
+from ui.exam.exam_state import exam_opened
 from ui.exam.stage_scroll import scroll_to_stage
 from ui.plain_text import escape_markdown, untrusted_text
 from ui.response_view import FAMILY_NAMES, response_view, stage_label
@@ -43,6 +44,7 @@ if not available:
 names = {e.id: e.name for e in available}
 exam_id = st.selectbox("Exam", list(names), format_func=names.get)
 exam = next(e for e in available if e.id == exam_id)
+exam_opened(exam_id)  # another exam: its own task open, no question or message of the last
 with session() as s:
     attempt = attempt_for(s, exam_id=exam_id, user_id=user.id)
     tasks = exam_tasks(s, attempt=attempt)

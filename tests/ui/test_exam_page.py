@@ -22,6 +22,7 @@ from db.models import (
 from db.study.exams import answer_stage, attempt_for, ensure_exam, exam_tasks, finish
 from demo.study import DEMO_EXAM
 from tests.apptest import make_user, page, page_payload
+from tests.factories import make_study
 from ui.auth import LoggedIn
 from ui.exam.answer_box import typed
 
@@ -298,3 +299,36 @@ def test_the_admin_form_opens_an_exam_with_review(demo_study: Path) -> None:
                for m in at.success), [m.value for m in at.success]
     with session() as s:
         assert s.exec(select(Exam).where(Exam.name == "Practice")).one().review is True
+
+
+def test_each_exam_keeps_its_own_place_and_finish_question(sqlite_url: str) -> None:
+    """A taker with two exams open: what the page remembers of one (the task open, a
+    confirmation shown, the question "Finish the exam now?") does not carry over to the
+    other, which opens at its own first unanswered task and asks its own question."""
+    student = make_user("two-exams", "student")
+    with session() as s:
+        make_study(s, n_tasks=6, experts=1)
+        first = ensure_exam(s, name="A first", task_ids=["task0", "task1", "task2"])
+        second = ensure_exam(s, name="B second", task_ids=["task3", "task4", "task5"])
+        s.commit()
+        for exam in (first, second):  # every task of the first answered, one of the second
+            attempt = attempt_for(s, exam_id=exam.id, user_id=student.id)
+            for task_id in exam.task_ids[:3 if exam is first else 1]:
+                answer_stage(s, attempt=attempt, task_id=task_id, text="MS")
+                if s.get(Task, task_id).stages:
+                    answer_stage(s, attempt=attempt, task_id=task_id, text="Still MS")
+    at = page("pages/exam.py", student).run()
+    assert at.selectbox[0].value == first.id
+    at.selectbox(key="exam_task").set_value(2).run()
+    next(b for b in at.button if b.label == "Finish the exam").click().run()
+    assert [w.value for w in at.warning] == [
+        "Finish the exam now? Your answers can no longer change afterwards."]
+    at.selectbox[0].set_value(second.id).run()
+    assert not at.exception
+    assert at.selectbox(key="exam_task").value == 1  # its first unanswered task
+    assert not at.warning and "Yes, finish the exam" not in [b.label for b in at.button]
+    at.selectbox[0].set_value(first.id).run()  # back: the question is asked again, not kept
+    assert not at.warning and "Finish the exam" in [b.label for b in at.button]
+    with session() as s:
+        assert s.exec(select(ExamAttempt.finished_at).where(
+            ExamAttempt.user_id == student.id)).all() == [None, None]
