@@ -18,7 +18,6 @@ from db.study.exams import (
     exams,
     finish,
     review_tasks,
-    save_draft,
 )
 from db.text_limits import ANSWER
 from errors import UserError
@@ -26,6 +25,7 @@ from ui.actions import confirm, show_confirmation, show_error
 from ui.auth import current_user, require_role
 from ui.case_panel import case_panel
 from ui.exam.answer_box import answer_box, last_typed
+from ui.exam.drafts import box_drawn, keep_every_draft, keep_typed
 from ui.exam.exam_state import exam_opened
 from ui.exam.stage_scroll import scroll_to_stage
 from ui.plain_text import escape_markdown, untrusted_text
@@ -35,6 +35,7 @@ STAGES_KEY = "exam-stages"  # the container of the task's stages (where the scro
 
 user = require_role("physician", "student")
 st.title("Exam")
+keep_every_draft()  # the text a box sent as the taker moved on to another task or exam
 
 with session() as s:
     available = exams(s)
@@ -145,25 +146,17 @@ def answer_area(stage: int) -> None:
     """The box for the answer to `stage` (0-based): its text is stored as typed, and its
     button records it. A fragment: a pause in typing reruns only this part of the page."""
     key = f"exam_answer_{task.task_id}_{stage}"
-    stored_key, handled_key = f"{key}_stored", f"{key}_handled"
+    handled_key = f"{key}_handled"
+    box = {"attempt_id": attempt.id, "task_id": task.task_id, "stage": stage}
+    box_drawn(key, **box)
     latest = last_typed(key, max_chars=ANSWER)  # what the box sent since the last run
-    stored, handled = st.session_state.get(stored_key), st.session_state.get(handled_key, 0)
-    if latest is not None and latest != stored:
-        if current_user() is None:  # the session ended: the whole page goes to the login
-            st.rerun()
-        if stored is None or (latest.text, latest.edit) != (stored.text, stored.edit):
-            try:
-                with session() as s:
-                    save_draft(s, attempt=attempt, task_id=task.task_id, text=latest.text,
-                               stage=stage)
-            except UserError as e:
-                show_error(e)
-            else:
-                stored = latest
-        st.session_state[stored_key] = stored
-        if latest.record > handled:  # the button was clicked: record what it sent
-            st.session_state[handled_key] = handled = latest.record
-            record_answer(stage, latest.text)
+    if latest is not None and current_user() is None:  # the session ended: to the login
+        st.rerun()
+    stored = keep_typed(key, **box)  # its text, as the attempt's draft
+    handled = st.session_state.get(handled_key, 0)
+    if latest is not None and latest.record > handled:  # the button was clicked: record it
+        st.session_state[handled_key] = handled = latest.record
+        record_answer(stage, latest.text)
     at = stage_label(stage + 1, task.n_stages)
     answer_box(label="Your answer" + (f" at {at.lower()}" if at else ""),
                text=(attempt.drafts or {}).get(task.task_id, ""), max_chars=ANSWER,

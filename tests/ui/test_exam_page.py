@@ -332,3 +332,31 @@ def test_each_exam_keeps_its_own_place_and_finish_question(sqlite_url: str) -> N
     with session() as s:
         assert s.exec(select(ExamAttempt.finished_at).where(
             ExamAttempt.user_id == student.id)).all() == [None, None]
+
+
+def test_text_sent_as_the_taker_moves_to_another_task_or_exam_is_kept(sqlite_url: str) -> None:
+    """The box sends its text when a click elsewhere takes the focus ("Next task", the task
+    or exam picker): that text reaches the run that draws the other task, whose page never
+    read the box it left. It must be kept as that task's draft (of its own exam) all the same."""
+    student = make_user("mover", "student")
+    with session() as s:
+        make_study(s, n_tasks=3, experts=1)
+        first = ensure_exam(s, name="A first", task_ids=["task0", "task1"])
+        ensure_exam(s, name="B second", task_ids=["task2"])
+        s.commit()
+    at = page("pages/exam.py", student).run()
+    at.session_state[_box_key(at)] = {"text": "typed, then Next task", "edit": 7, "record": 0}
+    next(b for b in at.button if b.label == "Next task").click().run()
+    assert not at.exception and at.selectbox(key="exam_task").value == 1
+    at.session_state[_box_key(at)] = {"text": "typed, then the other exam", "edit": 3,
+                                      "record": 0}
+    at.selectbox[0].set_value(first.id + 1).run()
+    assert not at.exception and not at.error
+    with session() as s:
+        drafts = {a.exam_id: a.drafts for a in s.exec(
+            select(ExamAttempt).where(ExamAttempt.user_id == student.id))}
+    assert drafts[first.id] == {"task0": "typed, then Next task",
+                                "task1": "typed, then the other exam"}
+    assert not drafts.get(first.id + 1)  # not the other exam's
+    at.selectbox[0].set_value(first.id).run()  # back, at its first task: from its draft
+    assert _box(at)["text"] == "typed, then Next task"
