@@ -145,7 +145,7 @@ if revealed and revealed[0] == task.task_id:
 def answer_area(stage: int) -> None:
     """The box for the answer to `stage` (0-based): its text is stored as typed, and its
     button records it. A fragment: a pause in typing reruns only this part of the page."""
-    key = f"exam_answer_{task.task_id}_{stage}"
+    key = f"exam_answer_{attempt.id}_{task.task_id}_{stage}"  # a task in two exams: two boxes
     handled_key = f"{key}_handled"
     box = {"attempt_id": attempt.id, "task_id": task.task_id, "stage": stage}
     box_drawn(key, **box)
@@ -179,7 +179,7 @@ def waiting_note(waiting: list[int]) -> str:
 def record_answer(stage: int, text: str) -> None:
     """Record `text` as the answer to `stage`; then the whole page moves on: to the stage it
     reveals (scrolled into view), or to the next task (at its top)."""
-    started = st.session_state[f"exam_started_{task.task_id}_{stage}"]
+    started = st.session_state[f"exam_started_{attempt.id}_{task.task_id}_{stage}"]
     try:
         with session() as s:
             answer_stage(s, attempt=attempt, task_id=task.task_id, text=text,
@@ -218,5 +218,6 @@ with case_panel(key=f"case-{task.task_id}", title=task.case_title, ehr=task.ehr,
         st.info(waiting_note(task.waiting_for), icon=":material/lock:")
     elif not task.done:
         stage = len(task.answers)
-        st.session_state.setdefault(f"exam_started_{task.task_id}_{stage}", time.monotonic())
+        started = f"exam_started_{attempt.id}_{task.task_id}_{stage}"
+        st.session_state.setdefault(started, time.monotonic())
         st.fragment(answer_area)(stage)

@@ -360,3 +360,28 @@ def test_text_sent_as_the_taker_moves_to_another_task_or_exam_is_kept(sqlite_url
     assert not drafts.get(first.id + 1)  # not the other exam's
     at.selectbox[0].set_value(first.id).run()  # back, at its first task: from its draft
     assert _box(at)["text"] == "typed, then Next task"
+
+
+def test_a_task_in_two_exams_has_a_box_of_its_own_in_each(sqlite_url: str) -> None:
+    """A task in two exams (a draft is not an answer, so both ask it): the box of one exam
+    must not be the box of the other, or the browser keeps the frame, and its typed text,
+    across the change of exam, and the next keystroke saves it as the other exam's draft."""
+    student = make_user("both", "student")
+    with session() as s:
+        make_study(s, n_tasks=1, experts=1)
+        first = ensure_exam(s, name="A first", task_ids=["task0"])
+        second = ensure_exam(s, name="B second", task_ids=["task0"])
+        s.commit()
+    at = page("pages/exam.py", student).run()
+    _type(at, "typed in the first exam", 6)
+    box_in_first = at.get("component_instance")[0].proto.id
+    at.selectbox[0].set_value(second.id).run()
+    assert not at.exception
+    assert at.get("component_instance")[0].proto.id != box_in_first
+    assert _box(at)["text"] == "" and _box(at)["saved"] == 0
+    _type(at, "typed in the second exam", 1)
+    with session() as s:
+        drafts = {a.exam_id: a.drafts for a in s.exec(
+            select(ExamAttempt).where(ExamAttempt.user_id == student.id))}
+    assert drafts == {first.id: {"task0": "typed in the first exam"},
+                      second.id: {"task0": "typed in the second exam"}}

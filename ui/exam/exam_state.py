@@ -15,9 +15,9 @@ PER_EXAM = ("exam_task", "exam_confirm_finish", "exam_advance", "exam_goto",
 
 
 def exam_opened(exam_id: int) -> None:
-    """Call once the exam is picked, before anything of it is drawn: when it is not the exam of
-    the last run, what the page kept of that one is dropped."""
-    if st.session_state.get(OPEN) != exam_id:
+    """Call once the exam is picked, before anything of it is drawn: when another exam was
+    open in the last run, what the page kept of that one is dropped."""
+    if st.session_state.get(OPEN, exam_id) != exam_id:
         for key in PER_EXAM:
             st.session_state.pop(key, None)
-        st.session_state[OPEN] = exam_id
+    st.session_state[OPEN] = exam_id
