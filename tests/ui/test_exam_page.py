@@ -385,3 +385,22 @@ def test_a_task_in_two_exams_has_a_box_of_its_own_in_each(sqlite_url: str) -> No
             select(ExamAttempt).where(ExamAttempt.user_id == student.id))}
     assert drafts == {first.id: {"task0": "typed in the first exam"},
                       second.id: {"task0": "typed in the second exam"}}
+
+
+def test_each_finished_exam_opens_its_review_at_its_first_task(sqlite_url: str) -> None:
+    student = make_user("two-reviews", "student")
+    with session() as s:
+        make_study(s, n_tasks=4, experts=1)
+        for name, ids in (("A first", ["task0", "task3"]), ("B second", ["task1", "task2"])):
+            exam = ensure_exam(s, name=name, task_ids=ids, review=True)
+            s.commit()
+            attempt = attempt_for(s, exam_id=exam.id, user_id=student.id)
+            for task_id in ids:
+                for _ in range(1 + len(s.get(Task, task_id).stages or [])):
+                    answer_stage(s, attempt=attempt, task_id=task_id, text="MS")
+            finish(s, attempt=attempt)
+    at = page("pages/exam.py", student).run()
+    at.selectbox(key="exam_review_task").set_value(1).run()
+    at.selectbox[0].set_value(exam.id).run()  # the other exam's review
+    assert not at.exception
+    assert at.selectbox(key="exam_review_task").value == 0
