@@ -43,7 +43,8 @@ if not available:
     st.info("No exam is open yet.")
     st.stop()
 names = {e.id: e.name for e in available}
-exam_id = st.selectbox("Exam", list(names), format_func=names.get)
+exam_id = st.selectbox("Exam", list(names), format_func=names.get,
+                       key="exam_pick")  # keyed: an exam opened meanwhile does not reset it
 exam = next(e for e in available if e.id == exam_id)
 exam_opened(exam_id)  # another exam: its own task open, no question or message of the last
 with session() as s:

@@ -404,3 +404,25 @@ def test_each_finished_exam_opens_its_review_at_its_first_task(sqlite_url: str) 
     at.selectbox[0].set_value(exam.id).run()  # the other exam's review
     assert not at.exception
     assert at.selectbox(key="exam_review_task").value == 0
+
+
+def test_an_exam_opened_meanwhile_leaves_the_taker_where_they_are(sqlite_url: str) -> None:
+    """An admin opens an exam whose name sorts first while a taker is in another: the taker's
+    next run stays in their exam, at their task (before: the exam picker, its options
+    changed, started over at the first exam by name, the new one)."""
+    student = make_user("mid-exam", "student")
+    with session() as s:
+        make_study(s, n_tasks=3, experts=1)
+        ensure_exam(s, name="B", task_ids=["task0"])
+        mine = ensure_exam(s, name="C", task_ids=["task1", "task2"])
+        s.commit()
+    at = page("pages/exam.py", student).run()
+    at.selectbox[0].set_value(mine.id).run()
+    at.selectbox(key="exam_task").set_value(1).run()
+    with session() as s:
+        ensure_exam(s, name="A new", task_ids=["task2"])
+        s.commit()
+    at.run()  # the taker's next click
+    assert not at.exception
+    assert at.selectbox[0].options == ["A new", "B", "C"]
+    assert at.selectbox[0].value == mine.id and at.selectbox(key="exam_task").value == 1
