@@ -90,9 +90,16 @@ if attempt.finished_at is not None:
     st.stop()
 
 
-def finish_now() -> None:
-    with session() as s:
-        finish(s, attempt=attempt, actor=user.name)
+def finish_now() -> bool:
+    """Finish the attempt; False, with one error line, when it cannot be (another tab of the
+    taker finished it meanwhile)."""
+    try:
+        with session() as s:
+            finish(s, attempt=attempt, actor=user.name)
+    except UserError as e:
+        show_error(e)
+        return False
+    return True
 
 
 if done == len(tasks):
@@ -106,9 +113,9 @@ if done == len(tasks):
         st.warning("Finish the exam now? Your answers can no longer change afterwards.")
         yes, no, _ = st.columns([1, 1, 3])
         if yes.button("Yes, finish the exam", type="primary"):
-            finish_now()
             st.session_state.pop("exam_confirm_finish")
-            st.rerun()
+            if finish_now():
+                st.rerun()
         if no.button("Not yet"):
             st.session_state.pop("exam_confirm_finish")
             st.rerun()

@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 
 from google.protobuf.text_encoding import CEscape
-from sqlmodel import select
+from sqlmodel import Session, select
 
 from db.engine import session
 from db.models import (
@@ -426,3 +426,45 @@ def test_an_exam_opened_meanwhile_leaves_the_taker_where_they_are(sqlite_url: st
     assert not at.exception
     assert at.selectbox[0].options == ["A new", "B", "C"]
     assert at.selectbox[0].value == mine.id and at.selectbox(key="exam_task").value == 1
+
+
+def test_finishing_an_exam_another_tab_finishes_meanwhile_is_one_line(
+        database_url: str) -> None:
+    """Two tabs of one taker at "Finish the exam now?": the other tab's finish holds the
+    attempt's row while this tab's click reads it unfinished, then commits. The click ends in
+    one line, not a traceback (the `UserError` went uncaught). Forced by the row lock and
+    `pg_stat_activity` (PostgreSQL); SQLite's readers cannot be held at that point."""
+    import pytest
+
+    from db.engine import engine_for
+    from db.locks import for_update
+    from db.models import utcnow
+    from tests.db.interleave import is_postgres, run_threads, until_waiting
+
+    if not is_postgres(database_url):
+        pytest.skip("the interleaving is forced by a PostgreSQL row lock")
+    student = make_user("two-tabs", "student")
+    with session() as s:
+        make_study(s, n_tasks=1, experts=1)
+        exam = ensure_exam(s, name="Baseline", task_ids=["task0"])
+        s.commit()
+        answer_stage(s, attempt=attempt_for(s, exam_id=exam.id, user_id=student.id),
+                     task_id="task0", text="MS")
+    at = page("pages/exam.py", student).run()
+    next(b for b in at.button if b.label == "Finish the exam").click().run()
+    other = Session(engine_for(database_url), expire_on_commit=False)  # the other tab
+    attempt = other.exec(for_update(select(ExamAttempt))).one()
+    attempt.finished_at = utcnow()
+    other.add(attempt)
+    other.flush()
+
+    def commit_once_this_tab_waits() -> None:
+        until_waiting(database_url, 1, lambda: 0)
+        other.commit()
+        other.close()
+
+    [tab] = run_threads(commit_once_this_tab_waits)
+    next(b for b in at.button if b.label == "Yes, finish the exam").click().run()
+    tab.join()
+    assert not at.exception, at.exception
+    assert [e.value for e in at.error] == ["this exam attempt is already finished"]
