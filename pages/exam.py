@@ -18,7 +18,6 @@ from db.study.exams import (
     exams,
     finish,
     review_tasks,
-    save_draft,
 )
 from db.text_limits import ANSWER
 from errors import UserError
@@ -27,6 +26,8 @@ from ui.auth import current_user, require_role
 from ui.case_panel import case_panel
 from ui.element_keys import opaque_key
 from ui.exam.answer_box import answer_box, last_typed
+from ui.exam.drafts import box_drawn, keep_every_draft, keep_typed
+from ui.exam.exam_state import exam_opened
 from ui.exam.stage_scroll import scroll_to_stage
 from ui.plain_text import escape_markdown, untrusted_text
 from ui.response_view import FAMILY_NAMES, response_view, stage_label
@@ -35,6 +36,7 @@ STAGES_KEY = "exam-stages"  # the container of the task's stages (where the scro
 
 user = require_role("physician", "student")
 st.title("Exam")
+keep_every_draft()  # the text a box sent as the taker moved on to another task or exam
 
 with session() as s:
     available = exams(s)
@@ -42,8 +44,10 @@ if not available:
     st.info("No exam is open yet.")
     st.stop()
 names = {e.id: e.name for e in available}
-exam_id = st.selectbox("Exam", list(names), format_func=names.get)
+exam_id = st.selectbox("Exam", list(names), format_func=names.get,
+                       key="exam_pick")  # keyed: an exam opened meanwhile does not reset it
 exam = next(e for e in available if e.id == exam_id)
+exam_opened(exam_id)  # another exam: its own task open, no question or message of the last
 with session() as s:
     attempt = attempt_for(s, exam_id=exam_id, user_id=user.id)
     tasks = exam_tasks(s, attempt=attempt)
@@ -87,9 +91,16 @@ if attempt.finished_at is not None:
     st.stop()
 
 
-def finish_now() -> None:
-    with session() as s:
-        finish(s, attempt=attempt, actor=user.name)
+def finish_now() -> bool:
+    """Finish the attempt; False, with one error line, when it cannot be (another tab of the
+    taker finished it meanwhile)."""
+    try:
+        with session() as s:
+            finish(s, attempt=attempt, actor=user.name)
+    except UserError as e:
+        show_error(e)
+        return False
+    return True
 
 
 if done == len(tasks):
@@ -103,9 +114,9 @@ if done == len(tasks):
         st.warning("Finish the exam now? Your answers can no longer change afterwards.")
         yes, no, _ = st.columns([1, 1, 3])
         if yes.button("Yes, finish the exam", type="primary"):
-            finish_now()
             st.session_state.pop("exam_confirm_finish")
-            st.rerun()
+            if finish_now():
+                st.rerun()
         if no.button("Not yet"):
             st.session_state.pop("exam_confirm_finish")
             st.rerun()
@@ -143,26 +154,19 @@ if revealed and revealed[0] == task.task_id:
 def answer_area(stage: int) -> None:
     """The box for the answer to `stage` (0-based): its text is stored as typed, and its
     button records it. A fragment: a pause in typing reruns only this part of the page."""
-    key = f"exam_answer_{opaque_key('task', task.task_id)}_{stage}"
-    stored_key, handled_key = f"{key}_stored", f"{key}_handled"
+    # opaque (the task id may name the diagnosis); by attempt: a task in two exams, two boxes
+    key = f"exam_answer_{attempt.id}_{opaque_key('task', task.task_id)}_{stage}"
+    handled_key = f"{key}_handled"
+    box = {"attempt_id": attempt.id, "task_id": task.task_id, "stage": stage}
+    box_drawn(key, **box)
     latest = last_typed(key, max_chars=ANSWER)  # what the box sent since the last run
-    stored, handled = st.session_state.get(stored_key), st.session_state.get(handled_key, 0)
-    if latest is not None and latest != stored:
-        if current_user() is None:  # the session ended: the whole page goes to the login
-            st.rerun()
-        if stored is None or (latest.text, latest.edit) != (stored.text, stored.edit):
-            try:
-                with session() as s:
-                    save_draft(s, attempt=attempt, task_id=task.task_id, text=latest.text,
-                               stage=stage)
-            except UserError as e:
-                show_error(e)
-            else:
-                stored = latest
-        st.session_state[stored_key] = stored
-        if latest.record > handled:  # the button was clicked: record what it sent
-            st.session_state[handled_key] = handled = latest.record
-            record_answer(stage, latest.text)
+    if latest is not None and current_user() is None:  # the session ended: to the login
+        st.rerun()
+    stored = keep_typed(key, **box)  # its text, as the attempt's draft
+    handled = st.session_state.get(handled_key, 0)
+    if latest is not None and latest.record > handled:  # the button was clicked: record it
+        st.session_state[handled_key] = handled = latest.record
+        record_answer(stage, latest.text)
     at = stage_label(stage + 1, task.n_stages)
     answer_box(label="Your answer" + (f" at {at.lower()}" if at else ""),
                text=(attempt.drafts or {}).get(task.task_id, ""), max_chars=ANSWER,
@@ -185,7 +189,7 @@ def waiting_note(waiting: list[int]) -> str:
 def record_answer(stage: int, text: str) -> None:
     """Record `text` as the answer to `stage`; then the whole page moves on: to the stage it
     reveals (scrolled into view), or to the next task (at its top)."""
-    started = st.session_state[f"exam_started_{task.task_id}_{stage}"]
+    started = st.session_state[f"exam_started_{attempt.id}_{task.task_id}_{stage}"]
     try:
         with session() as s:
             answer_stage(s, attempt=attempt, task_id=task.task_id, text=text,
@@ -224,5 +228,6 @@ with case_panel(key=opaque_key("task", task.task_id), title=task.case_title, ehr
         st.info(waiting_note(task.waiting_for), icon=":material/lock:")
     elif not task.done:
         stage = len(task.answers)
-        st.session_state.setdefault(f"exam_started_{task.task_id}_{stage}", time.monotonic())
+        started = f"exam_started_{attempt.id}_{task.task_id}_{stage}"
+        st.session_state.setdefault(started, time.monotonic())
         st.fragment(answer_area)(stage)

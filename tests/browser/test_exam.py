@@ -240,3 +240,21 @@ def test_no_case_or_task_id_reaches_the_exam_page(browser, url, home) -> None:
     for x in ids:
         assert x.encode() not in sent and x not in html, x
     page.close()
+
+
+def test_an_answer_typed_just_before_moving_to_another_task_is_kept(browser, url, home) -> None:
+    """Typing, then at once "Next task" (or another task picked): the box sends its text as
+    the click takes the focus away, and the page moves on in the same moment; the draft of
+    the task left must be kept all the same."""
+    _taker(home, "exam-move-on")
+    page = browser.new_page(viewport=VIEWPORT)
+    login(page, url, "exam-move-on", PASSWORD)
+    settled(page)
+    typed = "Right PCA infarct, typed just before moving on"
+    box = _box(page).locator("textarea")
+    box.click()
+    page.keyboard.type(typed, delay=5)
+    fresh(page).get_by_role("button", name="Next task").click()  # no pause after typing
+    settled(page)
+    wait_until(lambda: typed in _drafts(home, "exam-move-on"), "the draft of the task left")
+    page.close()

@@ -4,8 +4,9 @@ on, and the review after finishing, checked on what the page sends to the browse
 import json
 from pathlib import Path
 
+import pytest
 from google.protobuf.text_encoding import CEscape
-from sqlmodel import select
+from sqlmodel import Session, select
 
 from db.engine import session
 from db.models import (
@@ -22,6 +23,7 @@ from db.models import (
 from db.study.exams import answer_stage, attempt_for, ensure_exam, exam_tasks, finish
 from demo.study import DEMO_EXAM
 from tests.apptest import make_user, page, page_payload
+from tests.factories import make_study
 from ui.auth import LoggedIn
 from ui.exam.answer_box import typed
 
@@ -298,3 +300,170 @@ def test_the_admin_form_opens_an_exam_with_review(demo_study: Path) -> None:
                for m in at.success), [m.value for m in at.success]
     with session() as s:
         assert s.exec(select(Exam).where(Exam.name == "Practice")).one().review is True
+
+
+def test_each_exam_keeps_its_own_place_and_finish_question(sqlite_url: str) -> None:
+    """A taker with two exams open: what the page remembers of one (the task open, a
+    confirmation shown, the question "Finish the exam now?") does not carry over to the
+    other, which opens at its own first unanswered task and asks its own question."""
+    student = make_user("two-exams", "student")
+    with session() as s:
+        make_study(s, n_tasks=6, experts=1)
+        first = ensure_exam(s, name="A first", task_ids=["task0", "task1", "task2"])
+        second = ensure_exam(s, name="B second", task_ids=["task3", "task4", "task5"])
+        s.commit()
+        for exam in (first, second):  # every task of the first answered, one of the second
+            attempt = attempt_for(s, exam_id=exam.id, user_id=student.id)
+            for task_id in exam.task_ids[:3 if exam is first else 1]:
+                answer_stage(s, attempt=attempt, task_id=task_id, text="MS")
+                if s.get(Task, task_id).stages:
+                    answer_stage(s, attempt=attempt, task_id=task_id, text="Still MS")
+    at = page("pages/exam.py", student).run()
+    assert at.selectbox[0].value == first.id
+    at.selectbox(key="exam_task").set_value(2).run()
+    next(b for b in at.button if b.label == "Finish the exam").click().run()
+    assert [w.value for w in at.warning] == [
+        "Finish the exam now? Your answers can no longer change afterwards."]
+    at.selectbox[0].set_value(second.id).run()
+    assert not at.exception
+    assert at.selectbox(key="exam_task").value == 1  # its first unanswered task
+    assert not at.warning and "Yes, finish the exam" not in [b.label for b in at.button]
+    at.selectbox[0].set_value(first.id).run()  # back: the question is asked again, not kept
+    assert not at.warning and "Finish the exam" in [b.label for b in at.button]
+    with session() as s:
+        assert s.exec(select(ExamAttempt.finished_at).where(
+            ExamAttempt.user_id == student.id)).all() == [None, None]
+
+
+def test_text_sent_as_the_taker_moves_to_another_task_or_exam_is_kept(sqlite_url: str) -> None:
+    """The box sends its text when a click elsewhere takes the focus ("Next task", the task
+    or exam picker): that text reaches the run that draws the other task, whose page never
+    read the box it left. It must be kept as that task's draft (of its own exam) all the same."""
+    student = make_user("mover", "student")
+    with session() as s:
+        make_study(s, n_tasks=3, experts=1)
+        first = ensure_exam(s, name="A first", task_ids=["task0", "task1"])
+        ensure_exam(s, name="B second", task_ids=["task2"])
+        s.commit()
+    at = page("pages/exam.py", student).run()
+    at.session_state[_box_key(at)] = {"text": "typed, then Next task", "edit": 7, "record": 0}
+    next(b for b in at.button if b.label == "Next task").click().run()
+    assert not at.exception and at.selectbox(key="exam_task").value == 1
+    at.session_state[_box_key(at)] = {"text": "typed, then the other exam", "edit": 3,
+                                      "record": 0}
+    at.selectbox[0].set_value(first.id + 1).run()
+    assert not at.exception and not at.error
+    with session() as s:
+        drafts = {a.exam_id: a.drafts for a in s.exec(
+            select(ExamAttempt).where(ExamAttempt.user_id == student.id))}
+    assert drafts[first.id] == {"task0": "typed, then Next task",
+                                "task1": "typed, then the other exam"}
+    assert not drafts.get(first.id + 1)  # not the other exam's
+    at.selectbox[0].set_value(first.id).run()  # back, at its first task: from its draft
+    assert _box(at)["text"] == "typed, then Next task"
+
+
+def test_a_task_in_two_exams_has_a_box_of_its_own_in_each(sqlite_url: str) -> None:
+    """A task in two exams (a draft is not an answer, so both ask it): the box of one exam
+    must not be the box of the other, or the browser keeps the frame, and its typed text,
+    across the change of exam, and the next keystroke saves it as the other exam's draft."""
+    student = make_user("both", "student")
+    with session() as s:
+        make_study(s, n_tasks=1, experts=1)
+        first = ensure_exam(s, name="A first", task_ids=["task0"])
+        second = ensure_exam(s, name="B second", task_ids=["task0"])
+        s.commit()
+    at = page("pages/exam.py", student).run()
+    _type(at, "typed in the first exam", 6)
+    box_in_first = at.get("component_instance")[0].proto.id
+    at.selectbox[0].set_value(second.id).run()
+    assert not at.exception
+    assert at.get("component_instance")[0].proto.id != box_in_first
+    assert _box(at)["text"] == "" and _box(at)["saved"] == 0
+    _type(at, "typed in the second exam", 1)
+    with session() as s:
+        drafts = {a.exam_id: a.drafts for a in s.exec(
+            select(ExamAttempt).where(ExamAttempt.user_id == student.id))}
+    assert drafts == {first.id: {"task0": "typed in the first exam"},
+                      second.id: {"task0": "typed in the second exam"}}
+
+
+def test_each_finished_exam_opens_its_review_at_its_first_task(sqlite_url: str) -> None:
+    student = make_user("two-reviews", "student")
+    with session() as s:
+        make_study(s, n_tasks=4, experts=1)
+        for name, ids in (("A first", ["task0", "task3"]), ("B second", ["task1", "task2"])):
+            exam = ensure_exam(s, name=name, task_ids=ids, review=True)
+            s.commit()
+            attempt = attempt_for(s, exam_id=exam.id, user_id=student.id)
+            for task_id in ids:
+                for _ in range(1 + len(s.get(Task, task_id).stages or [])):
+                    answer_stage(s, attempt=attempt, task_id=task_id, text="MS")
+            finish(s, attempt=attempt)
+    at = page("pages/exam.py", student).run()
+    at.selectbox(key="exam_review_task").set_value(1).run()
+    at.selectbox[0].set_value(exam.id).run()  # the other exam's review
+    assert not at.exception
+    assert at.selectbox(key="exam_review_task").value == 0
+
+
+def test_an_exam_opened_meanwhile_leaves_the_taker_where_they_are(sqlite_url: str) -> None:
+    """An admin opens an exam whose name sorts first while a taker is in another: the taker's
+    next run stays in their exam, at their task (before: the exam picker, its options
+    changed, started over at the first exam by name, the new one)."""
+    student = make_user("mid-exam", "student")
+    with session() as s:
+        make_study(s, n_tasks=3, experts=1)
+        ensure_exam(s, name="B", task_ids=["task0"])
+        mine = ensure_exam(s, name="C", task_ids=["task1", "task2"])
+        s.commit()
+    at = page("pages/exam.py", student).run()
+    at.selectbox[0].set_value(mine.id).run()
+    at.selectbox(key="exam_task").set_value(1).run()
+    with session() as s:
+        ensure_exam(s, name="A new", task_ids=["task2"])
+        s.commit()
+    at.run()  # the taker's next click
+    assert not at.exception
+    assert at.selectbox[0].options == ["A new", "B", "C"]
+    assert at.selectbox[0].value == mine.id and at.selectbox(key="exam_task").value == 1
+
+
+@pytest.mark.parametrize("database_url", [pytest.param("postgres", marks=pytest.mark.postgres)],
+                         indirect=True)  # the interleaving is forced by a PostgreSQL row lock
+def test_finishing_an_exam_another_tab_finishes_meanwhile_is_one_line(
+        database_url: str) -> None:
+    """Two tabs of one taker at "Finish the exam now?": the other tab's finish holds the
+    attempt's row while this tab's click reads it unfinished, then commits. The click ends in
+    one line, not a traceback (the `UserError` went uncaught). Forced by the row lock and
+    `pg_stat_activity` (PostgreSQL); SQLite's readers cannot be held at that point."""
+    from db.engine import engine_for
+    from db.locks import for_update
+    from db.models import utcnow
+    from tests.db.interleave import run_threads, until_waiting
+
+    student = make_user("two-tabs", "student")
+    with session() as s:
+        make_study(s, n_tasks=1, experts=1)
+        exam = ensure_exam(s, name="Baseline", task_ids=["task0"])
+        s.commit()
+        answer_stage(s, attempt=attempt_for(s, exam_id=exam.id, user_id=student.id),
+                     task_id="task0", text="MS")
+    at = page("pages/exam.py", student).run()
+    next(b for b in at.button if b.label == "Finish the exam").click().run()
+    other = Session(engine_for(database_url), expire_on_commit=False)  # the other tab
+    attempt = other.exec(for_update(select(ExamAttempt))).one()
+    attempt.finished_at = utcnow()
+    other.add(attempt)
+    other.flush()
+
+    def commit_once_this_tab_waits() -> None:
+        until_waiting(database_url, 1, lambda: 0)
+        other.commit()
+        other.close()
+
+    [tab] = run_threads(commit_once_this_tab_waits)
+    next(b for b in at.button if b.label == "Yes, finish the exam").click().run()
+    tab.join()
+    assert not at.exception, at.exception
+    assert [e.value for e in at.error] == ["this exam attempt is already finished"]

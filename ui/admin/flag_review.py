@@ -26,8 +26,22 @@ def flag_review(actor: str) -> None:
     for flag in flags[:SHOWN]:
         source = flag.model or "an exam answer"
         with st.expander(escape_markdown(f"{flag.response_id} · {source} · names: "
-                                         f"{', '.join(flag.names)}")):
+                                         f"{names_found(flag.names)}")):
             _one(flag, actor)
+
+
+def names_found(names: list[str], *, most: int = 10) -> str:
+    """Each name found once, as first written, with its count when it recurs ("xAI (3 times),
+    GPT-4o"); at most `most` of them (an answer may name one 40,000 times)."""
+    counts: dict[str, int] = {}
+    spelled: dict[str, str] = {}
+    for name in names:
+        counts[name.lower()] = counts.get(name.lower(), 0) + 1
+        spelled.setdefault(name.lower(), name)
+    shown = [spelled[k] + (f" ({n:,} times)" if n > 1 else "")
+             for k, n in list(counts.items())[:most]]
+    left = len(counts) - most
+    return ", ".join(shown) + (f" and {left} more" if left > 0 else "")
 
 
 def _one(flag: Flagged, actor: str) -> None:
@@ -39,9 +53,12 @@ def _one(flag: Flagged, actor: str) -> None:
             with left:
                 st.markdown(f"**{label}, as imported**")
                 untrusted_text(original)
+            # a redaction may be longer than an answer may be ("[name removed]" for "xAI"):
+            # the box holds it whole (a shorter max_chars cut it, and the cut was saved);
+            # saving more than ANSWER is refused (`review`)
             edited.append(right.text_area(f"{label}, as raters and the grader read it", shown,
                                           height=200, key=f"flag-{flag.response_id}-{i}",
-                                          max_chars=ANSWER))
+                                          max_chars=max(ANSWER, len(shown))))
         keep = st.form_submit_button("Save and release", type="primary",
                                      key=f"flag-keep-{flag.response_id}")
         restore = st.form_submit_button("Restore the original (false alarm) and release",
