@@ -213,7 +213,7 @@ def record_answer(stage: int, text: str) -> None:
 
 
 with case_panel(key=opaque_key("task", task.task_id), title=task.case_title, ehr=task.ehr,
-                scores=task.scores, series=task.series):
+                scores=task.scores, series=task.series, key_slices=task.key_slices):
     with st.container(key=STAGES_KEY):
         response_view(task.family, task.level, task.prompt, task.revealed_stages,
                       task.answers, n_stages=task.n_stages)

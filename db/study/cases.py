@@ -1,6 +1,6 @@
 """Cases as the viewer needs them: record, scores, ground truth and stored series paths."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ class CaseView:
     scores: dict[str, float]
     ground_truth: dict[str, Any] | None  # None: no reference answer yet
     series: list[tuple[str, Path]]
+    key_slices: list[dict[str, Any]] = field(default_factory=list)  # the slices models see
 
 
 def reference_fields(ground_truth: dict[str, Any] | None) -> list[tuple[str, str]]:
@@ -85,7 +86,7 @@ def case_view(s: Session, *, case_id: str) -> CaseView:
     if case is None:
         raise UserError(f"no case {case_id!r}")
     return CaseView(case.case_id, case.title, case.ehr, case.scores or {}, case.ground_truth,
-                    case_series(s, case_id))
+                    case_series(s, case_id), list(case.key_slices or []))
 
 
 @dataclass(frozen=True)

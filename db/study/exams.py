@@ -21,6 +21,7 @@ score or a mask.
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import func
 from sqlalchemy.exc import IntegrityError
@@ -58,6 +59,9 @@ class ExamTask:
     # the other exam in which the taker answered (or began) this task, or saw more of its case
     # (a later stage, or its reference answer in the review): not asked here
     elsewhere: str | None = None
+    # the case's key slices, the slices a model under test is shown: the viewer opens there,
+    # so a taker sees at least what a model sees
+    key_slices: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def answered(self) -> bool:
@@ -206,7 +210,8 @@ def exam_tasks(s: Session, *, attempt: ExamAttempt) -> list[ExamTask]:
         shown = len(given) - 1 if waiting and given else len(given)  # the next one held back
         out.append(ExamTask(task.task_id, task.family, task.level, task.prompt,
                             stages[:shown], given, 1 + len(stages), case.title, case.ehr,
-                            case.scores, case.series, waiting, elsewhere.get(task.task_id)))
+                            case.scores, case.series, waiting, elsewhere.get(task.task_id),
+                            case.key_slices))
     return out
 
 

@@ -157,7 +157,9 @@ def test_exam_page_hides_reference_and_other_answers(demo_study: Path) -> None:
     for word in [*MODELS, *truths, *texts]:
         assert word not in payload
     _viewer_gets_images_and_labels_only(at, sequences)
-    seen = set()
+    with session() as s:  # a taker sees at least what a model is shown: its key slices
+        keyed = {(k["series"], k["plane"]) for c in s.exec(select(Case)) for k in c.key_slices or []}
+    seen, jumps = set(), set()
     for i in range(len(at.selectbox(key="exam_task").options)):  # every task of the exam
         exam = page("pages/exam.py", student)
         exam.session_state["exam_task"] = i
@@ -166,7 +168,10 @@ def test_exam_page_hides_reference_and_other_answers(demo_study: Path) -> None:
         _viewer_gets_images_and_labels_only(exam, sequences)  # no mask, ever
         assert not any(sha in page_payload(exam) for sha in mask_shas)
         seen |= {cid for cid, title in titles.items() if title in page_payload(exam)}
+        jumps |= {tuple(j["label"].split()[:2]) for args in viewer_args(exam)
+                  for j in args.get("keys", [])}
     assert set(masks) <= seen  # the masked case was shown without its mask
+    assert keyed and jumps == keyed  # the viewer opens at the slices models are sent
     [key] = [k for k in at.session_state if k.startswith("exam_answer_")]  # the answer box
     at.session_state[key] = {"text": "Left MCA infarct.", "edit": 1}  # typed, not yet left
     at.run()
