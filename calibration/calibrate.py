@@ -326,11 +326,14 @@ def check(s: Session, *, report_id: int) -> CheckResult:
 
 
 def revoke(s: Session, *, config_id: int, reason: str, actor: str | None) -> HeldoutLook:
-    """Withdraw a config's validation for good (it can no longer be frozen), with a reason."""
+    """Withdraw a config's validation for good (it can no longer be frozen), with a reason.
+    Revocations take turns with each other and with held-out looks (`HELDOUT`): a second one
+    finds the first's, and a look being taken is the one revoked."""
     reason = " ".join(reason.split())  # on one line: refusals quote it
     if not reason:
         raise UserError("a revocation needs a reason")
-    look = latest_look(s, config_id=config_id)
+    take_turns(s, HELDOUT)
+    look = latest_look(s, config_id=config_id, lock=True)
     if look is None or not look.passed:
         raise UserError(f"grader config {config_id} has no passing held-out look to revoke")
     if look.revoked_at is not None:
