@@ -16,6 +16,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
 from db.audit import record
+from db.locks import for_share
 from db.models import (
     Assignment,
     AssignmentDesign,
@@ -200,7 +201,7 @@ def _assignment(s: Session, rater_id: int, assignment_id: int, *,
         raise UserError(f"assignment {assignment_id} is not in your queue")
     q = select(User).where(User.id == rater_id)
     if writing:
-        q = q.with_for_update(read=True).execution_options(populate_existing=True)
+        q = for_share(q)
     rater = s.exec(q).first()
     if rater is None or rater.disabled:
         raise UserError("this account is disabled")

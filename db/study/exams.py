@@ -28,7 +28,7 @@ from sqlmodel import Session, select
 
 from db.audit import record
 from db.bundle.importer import new_blind_codes
-from db.locks import for_update, take_turns
+from db.locks import for_share, for_update, take_turns
 from db.models import Exam, ExamAttempt, Response, StageAnswer, Task, User, utcnow
 from db.raters.response_flags import flag_new
 from db.study.cases import case_view, reference_fields
@@ -291,6 +291,14 @@ def _locked_attempt(s: Session, attempt_id: int) -> ExamAttempt:
     return attempt
 
 
+def _enabled_taker(s: Session, attempt: ExamAttempt) -> None:
+    """UserError when the taker's account is disabled, read share-locked as stored now: a
+    disable being committed is waited for and refuses the write (or waits for it)."""
+    taker = s.exec(for_share(select(User).where(User.id == attempt.user_id))).one()
+    if taker.disabled:
+        raise UserError("this account is disabled")
+
+
 def _exam_task(s: Session, exam: Exam, task_id: str) -> Task:
     if task_id not in exam.task_ids:
         raise UserError(f"task {task_id!r} is not part of this exam")
@@ -320,6 +328,7 @@ def answer_stage(s: Session, *, attempt: ExamAttempt, task_id: str, text: str,
         raise UserError("the answer is empty")
     check_length("the answer", text.strip(), ANSWER)
     current = _locked_attempt(s, attempt.id)
+    _enabled_taker(s, current)
     take_turns(s, f"exam.taker.{current.user_id}")  # their tabs of other exams queue too
     exam = s.get(Exam, current.exam_id)
     task = _exam_task(s, exam, task_id)
@@ -352,6 +361,7 @@ def save_draft(s: Session, *, attempt: ExamAttempt, task_id: str, text: str,
     become the next stage's draft)."""
     check_length("the answer", text, ANSWER)
     current = _locked_attempt(s, attempt.id)
+    _enabled_taker(s, current)
     task = _exam_task(s, s.get(Exam, current.exam_id), task_id)
     if stage is not None:
         _next_stage(s, current, task, stage)
@@ -368,6 +378,7 @@ def finish(s: Session, *, attempt: ExamAttempt, actor: str | None = None) -> int
         current = _locked_attempt(s, attempt.id)
     except UserError:
         raise UserError("this exam attempt is already finished") from None
+    _enabled_taker(s, current)
     user = s.get(User, current.user_id)
     answered = [t for t in exam_tasks(s, attempt=current) if t.answered]
     rows = [{"response_id": f"human-{current.id}-{t.task_id}", "model": None,

@@ -66,6 +66,28 @@ def test_two_tabs_answering_one_stage_record_it_once(database_url: str) -> None:
     assert _answers(database_url, attempt) == [("task2", 0, "tab A")]
 
 
+@pytest.mark.parametrize("write", ["answer", "draft", "finish"])
+def test_a_write_racing_the_takers_disable_is_refused(database_url: str, write: str) -> None:
+    """An admin has disabled the taker and not committed yet; the taker's answer, draft or
+    finish waits for it and is refused, nothing stored (before: stored, on SQLite too, since
+    only the page checked the account)."""
+    from db.users import disable_user
+
+    attempt = _attempt(database_url)
+    admin = Session(engine_for(database_url))
+    disable_user(admin, name="stu")
+    admin.flush()
+    writes = {"answer": lambda s: answer_stage(s, attempt=attempt, task_id="task0", text="MS"),
+              "draft": lambda s: save_draft(s, attempt=attempt, task_id="task0", text="MS"),
+              "finish": lambda s: finish(s, attempt=attempt)}
+    outcome = against(database_url, admin, writes[write])
+    assert isinstance(outcome, UserError) and "disabled" in str(outcome), outcome
+    with Session(engine_for(database_url)) as s:
+        stored = s.get(ExamAttempt, attempt.id)
+        assert (stored.drafts, stored.finished_at) == (None, None)
+    assert _answers(database_url, attempt) == []
+
+
 def test_two_answers_to_the_next_stage_at_once_are_no_traceback(database_url: str) -> None:
     """Without a stage named (the next one), the second answer waits for the first and
     answers the stage after it (PostgreSQL raised IntegrityError before)."""
