@@ -291,6 +291,12 @@ def _locked_attempt(s: Session, attempt_id: int) -> ExamAttempt:
     return attempt
 
 
+def _taker_turn(s: Session, user_id: int) -> None:
+    """Until the commit, the taker's answers (in any exam) and reviews take turns: an answer
+    sees the cases a review handed out, a review the tasks an answer began."""
+    take_turns(s, f"exam.taker.{user_id}")
+
+
 def _enabled_taker(s: Session, attempt: ExamAttempt) -> None:
     """UserError when the taker's account is disabled, read share-locked as stored now: a
     disable being committed is waited for and refuses the write (or waits for it)."""
@@ -329,7 +335,7 @@ def answer_stage(s: Session, *, attempt: ExamAttempt, task_id: str, text: str,
     check_length("the answer", text.strip(), ANSWER)
     current = _locked_attempt(s, attempt.id)
     _enabled_taker(s, current)
-    take_turns(s, f"exam.taker.{current.user_id}")  # their tabs of other exams queue too
+    _taker_turn(s, current.user_id)  # their tabs of other exams, and reviews, queue too
     exam = s.get(Exam, current.exam_id)
     task = _exam_task(s, exam, task_id)
     stage = _next_stage(s, current, task, stage)
@@ -406,6 +412,7 @@ def review_tasks(s: Session, *, attempt: ExamAttempt) -> list[ReviewTask]:
     task the taker may still answer in another exam they have not finished is `withheld` (no
     reference, only the stages the taker reached) until that exam is finished."""
     attempt = s.exec(for_update(select(ExamAttempt).where(ExamAttempt.id == attempt.id))).one()
+    _taker_turn(s, attempt.user_id)  # before it reads the exams and answers it decides on
     exam = s.get(Exam, attempt.exam_id)
     if not exam.review:
         raise UserError(f"exam {exam.name!r} does not show reference answers")
