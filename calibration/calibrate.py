@@ -212,6 +212,8 @@ def run(s: Session, *, config_id: int, part: str, gate: Gate | None = None,
     registered protocol, and asking again for a standing look returns its report.
     """
     config = get_config(s, config_id)
+    if part == "heldout":  # held-out changes and registrations wait for this look, or came
+        take_turns(s, HELDOUT)  # before it (the protocol is read after)
     proto = protocol.current(s)
     number = 0
     if part == "heldout":
@@ -219,7 +221,6 @@ def run(s: Session, *, config_id: int, part: str, gate: Gate | None = None,
             where = proto.label() if proto else "a registered protocol (nmb protocol register)"
             raise UserError(f"the held-out part is judged only under {where}; threshold and "
                             "statistics options apply to --part dev")
-        take_turns(s, HELDOUT)  # held-out changes wait for this look, or came before it
         look = latest_look(s, config_id=config_id)
         if look is not None and look.suspended_at is None:
             row = s.get(CalibrationReport, look.report_id)
@@ -325,11 +326,14 @@ def check(s: Session, *, report_id: int) -> CheckResult:
 
 
 def revoke(s: Session, *, config_id: int, reason: str, actor: str | None) -> HeldoutLook:
-    """Withdraw a config's validation for good (it can no longer be frozen), with a reason."""
+    """Withdraw a config's validation for good (it can no longer be frozen), with a reason.
+    Revocations take turns with each other and with held-out looks (`HELDOUT`): a second one
+    finds the first's, and a look being taken is the one revoked."""
     reason = " ".join(reason.split())  # on one line: refusals quote it
     if not reason:
         raise UserError("a revocation needs a reason")
-    look = latest_look(s, config_id=config_id)
+    take_turns(s, HELDOUT)
+    look = latest_look(s, config_id=config_id, lock=True)
     if look is None or not look.passed:
         raise UserError(f"grader config {config_id} has no passing held-out look to revoke")
     if look.revoked_at is not None:

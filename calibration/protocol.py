@@ -27,7 +27,9 @@ from dataclasses import asdict, dataclass, fields
 from sqlmodel import Session, select
 
 from db.audit import record
+from db.locks import take_turns
 from db.models import CalibrationItem, CalibrationProtocol, CalibrationReport, HeldoutLook
+from db.raters.looks import HELDOUT
 from errors import UserError, counted
 from rubric.schema import canonical_json
 from stats.agreement import CI_METHODS
@@ -178,8 +180,11 @@ def register(s: Session, *, gate: Gate | None = None, statistics: Statistics | N
              actor: str | None = None) -> Protocol:
     """Register `gate` and `statistics` (defaults where None) for the drawn calibration subset;
     refused once any statistic has touched the held-out part (`touched_heldout`). Registering
-    the protocol in force again returns it unchanged."""
+    the protocol in force again returns it unchanged. Registrations and held-out looks take
+    turns (`HELDOUT`): a second registration judges what the first wrote, and a look being
+    taken is seen here (or reads this protocol)."""
     gate, statistics = gate or Gate(), statistics or Statistics()
+    take_turns(s, HELDOUT)
     touched = touched_heldout(s)
     if touched is not None:
         raise UserError(f"{touched}: the protocol can no longer change")

@@ -1,5 +1,5 @@
 """Writers that must take turns: a named lock held until the transaction ends, or a row lock
-on what a query reads (`for_update`).
+on what a query reads (`for_update`, `for_share`).
 
 PostgreSQL: a transaction-scoped advisory lock (`pg_advisory_xact_lock`), keyed by the name's
 sha256, so a second writer waits at this call and then reads what the first committed.
@@ -29,3 +29,9 @@ def for_update(query: Select) -> Select:
     """`query` with its rows locked until the commit (PostgreSQL; SQLite's writes already take
     turns) and read as stored now, not as the session last saw them."""
     return query.with_for_update().execution_options(populate_existing=True)
+
+
+def for_share(query: Select) -> Select:
+    """`query` with its rows share-locked until the commit (PostgreSQL: a writer of them waits,
+    and one being committed is waited for) and read as stored now."""
+    return query.with_for_update(read=True).execution_options(populate_existing=True)

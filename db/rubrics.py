@@ -5,6 +5,7 @@ from functools import lru_cache
 from sqlmodel import Session, select
 
 from db.audit import record
+from db.locks import take_turns
 from db.models import Rubric as RubricRow
 from errors import UserError
 from rubric import Rubric
@@ -12,8 +13,13 @@ from rubric.loader import load_rubric, loads_rubric
 
 
 def store_rubric(s: Session, rubric: Rubric, *, actor: str | None = None) -> RubricRow:
-    """The row of this rubric, added if its content hash is new."""
-    row = s.exec(select(RubricRow).where(RubricRow.content_hash == rubric.content_hash)).first()
+    """The row of this rubric, added if its content hash is new (two sessions adding it at once
+    take turns: the second finds the first's)."""
+    q = select(RubricRow).where(RubricRow.content_hash == rubric.content_hash)
+    row = s.exec(q).first()
+    if row is None:
+        take_turns(s, "rubrics")
+        row = s.exec(q).first()
     if row is None:
         row = RubricRow(rubric_id=rubric.id, version=rubric.version,
                         content_hash=rubric.content_hash, source_text=rubric.source_text)

@@ -28,7 +28,7 @@ from sqlalchemy import text
 from sqlmodel import Session, delete, func, select
 
 from db.audit import record
-from db.locks import take_turns
+from db.locks import for_update, take_turns
 from db.models import ROLES, LoginFailure, LoginToken, User, utcnow
 from errors import UserError
 
@@ -134,8 +134,11 @@ def _lock_last_admin(s: Session, user: User, doing: str) -> None:
     admins = s.exec(select(User.id).where(User.role == "admin", User.disabled == False)  # noqa: E712
                     .with_for_update()).all()
     if list(admins) == [user.id]:
-        raise UserError(f"{user.name!r} is the last enabled admin: add another admin before "
-                        f"{doing} it")
+        raise UserError(_last_admin(user, doing))
+
+
+def _last_admin(user: User, doing: str) -> str:
+    return f"{user.name!r} is the last enabled admin: add another admin before {doing} it"
 
 
 def change_role(s: Session, *, name: str, role: str, actor: str | None = None) -> User:
@@ -188,11 +191,21 @@ def _end_sessions(s: Session, user: User) -> None:
 def disable_user(s: Session, *, name: str, actor: str | None = None) -> bool:
     """Disable the account and end its sessions, including the ones open now; False where it
     was already disabled (then it is left as it is, no audit row). The last enabled admin is
-    refused: nobody could add, enable or manage accounts from the app any more."""
-    user = get_user(s, name=name)
+    refused: nobody could add, enable or manage accounts from the app any more. The account's
+    row and the enabled admins' are locked in one read (in id order, so two disables never
+    wait on each other in a cycle): a second disable at once waits and finds it disabled, and
+    two admins disabling each other leave one."""
+    rows = s.exec(for_update(select(User).where(
+        (User.name == name) | ((User.role == "admin") & (User.disabled == False)))  # noqa: E712
+        .order_by(User.id))).all() if _NAME_RULE.fullmatch(name) else []
+    user = next((u for u in rows if u.name == name), None)
+    if user is None:
+        raise UserError(f"no user named {name[:MAX_NAME]!r}")
     if user.disabled:
         return False
-    _lock_last_admin(s, user, "disabling")
+    admins = [u.id for u in rows if u.role == "admin" and not u.disabled]
+    if user.role == "admin" and admins == [user.id]:
+        raise UserError(_last_admin(user, "disabling"))
     user.disabled = True
     _end_sessions(s, user)
     record(s, "user.disable", actor=actor, user=name)

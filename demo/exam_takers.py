@@ -1,12 +1,13 @@
 """Synthetic students and physicians take the demo exam, so the results show human baselines.
 
-Each one is a demo account (flagged `demo`, disabled: nobody logs in as them) named
-`synthetic-student-N` / `synthetic-physician-N`. They answer every task of the demo exam through
-the exam's own functions (`db.study.exams.answer_stage`, stage by stage, then `finish`), with answers
-assembled from the same hand-written variants as the fictional models' (each text says it is
-synthetic), drawn from a per-role mix scaled by a per-person skill (demo.content.HUMAN_PROFILES,
-HUMAN_SKILLS). `take_exam` returns what each answer was written to be, as `demo_truth` does for
-the models, so synthetic expert scores and grades can follow it.
+Each one is a demo account (flagged `demo`, disabled once it has taken the exam: nobody logs
+in as them) named `synthetic-student-N` / `synthetic-physician-N`. They answer every task of
+the demo exam through the exam's own functions (`db.study.exams.answer_stage`, stage by
+stage, then `finish`), with answers assembled from the same hand-written variants as the
+fictional models' (each text says it is synthetic), drawn from a per-role mix scaled by a
+per-person skill (demo.content.HUMAN_PROFILES, HUMAN_SKILLS). `take_exam` returns what each
+answer was written to be, as `demo_truth` does for the models, so synthetic expert scores and
+grades can follow it.
 """
 
 from __future__ import annotations
@@ -57,16 +58,20 @@ def take_exam(s: Session, *, exam: Exam, password: str, seed: int) -> dict[str, 
         user = s.exec(select(User).where(User.name == name)).first()
         if user is None:
             user = add_user(s, name=name, role=role, password=password, demo=True, actor="demo")
-            user.disabled = True
             s.flush()
         attempt = attempt_for(s, exam_id=exam.id, user_id=user.id)
         answers = _answers(name, role, skill, exam.task_ids, seed)
         for task_id, key, _ in answers:
             truth[f"human-{attempt.id}-{task_id}"] = variant_truth(tasks[task_id], key)
         if attempt.finished_at is None:  # (a demo load stopped half-way resumes here)
+            user.disabled = False  # the exam's writes refuse a disabled account; the demo is
+            s.add(user)  # loaded before the app serves it
             given = {t.task_id: len(t.answers) for t in exam_tasks(s, attempt=attempt)}
             for task_id, _, stages in answers:
                 for text in stages[given[task_id]:]:
                     answer_stage(s, attempt=attempt, task_id=task_id, text=text, seconds=60.0)
             finish(s, attempt=attempt, actor="demo")
+        user.disabled = True  # nobody logs in as them
+        s.add(user)
+        s.commit()
     return truth

@@ -14,6 +14,7 @@ from pathlib import Path
 from sqlmodel import Session, select
 
 from db.audit import record
+from db.locks import take_turns
 from db.models import GraderConfig
 from db.rubrics import ensure_rubric
 from db.text_limits import model_name_problem
@@ -136,10 +137,15 @@ def grader_identity(config: GraderConfig) -> str:
 
 
 def store_config(s: Session, settings: GraderSettings, *, actor: str | None = None) -> GraderConfig:
-    """The config row for these settings, added if new (an existing row is never changed)."""
+    """The config row for these settings, added if new (an existing row is never changed; two
+    sessions adding it at once take turns: the second finds the first's)."""
     rubric = ensure_rubric(s, settings.rubric, actor=actor)
     digest = config_hash(settings, rubric.content_hash)
-    row = s.exec(select(GraderConfig).where(GraderConfig.config_hash == digest)).first()
+    q = select(GraderConfig).where(GraderConfig.config_hash == digest)
+    row = s.exec(q).first()
+    if row is None:
+        take_turns(s, "grader.config")
+        row = s.exec(q).first()
     if row is None:
         row = GraderConfig(
             config_hash=digest, name=settings.name or f"{settings.model} ({digest[:8]})",

@@ -16,6 +16,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
 from db.audit import record
+from db.locks import for_share
 from db.models import (
     Assignment,
     AssignmentDesign,
@@ -190,11 +191,18 @@ def _flagged(confidence: int | None, draft: dict[str, Any] | None) -> bool:
     return confidence == FLAG_CONFIDENCE
 
 
-def _assignment(s: Session, rater_id: int, assignment_id: int) -> Assignment:
+def _assignment(s: Session, rater_id: int, assignment_id: int, *,
+                writing: bool = False) -> Assignment:
+    """The rater's assignment; UserError when it is not theirs or the account is disabled.
+    `writing`: the account's row is read share-locked, as stored now, so a disable being
+    committed is waited for and refuses the write (or waits for it)."""
     a = s.get(Assignment, assignment_id)
     if a is None or a.rater_id != rater_id:
         raise UserError(f"assignment {assignment_id} is not in your queue")
-    rater = s.get(User, rater_id)
+    q = select(User).where(User.id == rater_id)
+    if writing:
+        q = for_share(q)
+    rater = s.exec(q).first()
     if rater is None or rater.disabled:
         raise UserError("this account is disabled")
     return a
@@ -301,7 +309,7 @@ def _check_comment(values: dict[str, Any]) -> None:
 def _save_draft(s, rater_id, assignment_id, values, active_seconds, base_revision,
                 shown) -> ExpertScore:
     _check_comment(values)
-    a = _assignment(s, rater_id, assignment_id)
+    a = _assignment(s, rater_id, assignment_id, writing=True)
     score = _locked_score(s, a, base_revision)
     _check_shown(s, a, shown)
     score.draft = {k: values.get(k) for k in SAVED_FIELDS}
@@ -327,7 +335,7 @@ def submit(
 
 def _submit(s, rater_id, assignment_id, values, active_seconds, actor,
             base_revision, shown) -> ExpertScore:
-    a = _assignment(s, rater_id, assignment_id)
+    a = _assignment(s, rater_id, assignment_id, writing=True)
     score = record_submission(s, assignment=a, values=values, active_seconds=active_seconds,
                               base_revision=base_revision, shown=shown)
     record(s, "score.submit", actor=actor, assignment=assignment_id, revision=score.revision)

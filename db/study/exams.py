@@ -29,7 +29,7 @@ from sqlmodel import Session, select
 
 from db.audit import record
 from db.bundle.importer import new_blind_codes
-from db.locks import for_update, take_turns
+from db.locks import for_share, for_update, take_turns
 from db.models import Exam, ExamAttempt, Response, StageAnswer, Task, User, utcnow
 from db.raters.response_flags import flag_new
 from db.study.cases import case_view, reference_fields
@@ -296,6 +296,20 @@ def _locked_attempt(s: Session, attempt_id: int) -> ExamAttempt:
     return attempt
 
 
+def _taker_turn(s: Session, user_id: int) -> None:
+    """Until the commit, the taker's answers (in any exam) and reviews take turns: an answer
+    sees the cases a review handed out, a review the tasks an answer began."""
+    take_turns(s, f"exam.taker.{user_id}")
+
+
+def _enabled_taker(s: Session, attempt: ExamAttempt) -> None:
+    """UserError when the taker's account is disabled, read share-locked as stored now: a
+    disable being committed is waited for and refuses the write (or waits for it)."""
+    taker = s.exec(for_share(select(User).where(User.id == attempt.user_id))).one()
+    if taker.disabled:
+        raise UserError("this account is disabled")
+
+
 def _exam_task(s: Session, exam: Exam, task_id: str) -> Task:
     if task_id not in exam.task_ids:
         raise UserError(f"task {task_id!r} is not part of this exam")
@@ -325,7 +339,8 @@ def answer_stage(s: Session, *, attempt: ExamAttempt, task_id: str, text: str,
         raise UserError("the answer is empty")
     check_length("the answer", text.strip(), ANSWER)
     current = _locked_attempt(s, attempt.id)
-    take_turns(s, f"exam.taker.{current.user_id}")  # their tabs of other exams queue too
+    _enabled_taker(s, current)
+    _taker_turn(s, current.user_id)  # their tabs of other exams, and reviews, queue too
     exam = s.get(Exam, current.exam_id)
     task = _exam_task(s, exam, task_id)
     stage = _next_stage(s, current, task, stage)
@@ -357,6 +372,7 @@ def save_draft(s: Session, *, attempt: ExamAttempt, task_id: str, text: str,
     become the next stage's draft)."""
     check_length("the answer", text, ANSWER)
     current = _locked_attempt(s, attempt.id)
+    _enabled_taker(s, current)
     task = _exam_task(s, s.get(Exam, current.exam_id), task_id)
     if stage is not None:
         _next_stage(s, current, task, stage)
@@ -373,6 +389,7 @@ def finish(s: Session, *, attempt: ExamAttempt, actor: str | None = None) -> int
         current = _locked_attempt(s, attempt.id)
     except UserError:
         raise UserError("this exam attempt is already finished") from None
+    _enabled_taker(s, current)
     user = s.get(User, current.user_id)
     answered = [t for t in exam_tasks(s, attempt=current) if t.answered]
     rows = [{"response_id": f"human-{current.id}-{t.task_id}", "model": None,
@@ -400,6 +417,7 @@ def review_tasks(s: Session, *, attempt: ExamAttempt) -> list[ReviewTask]:
     task the taker may still answer in another exam they have not finished is `withheld` (no
     reference, only the stages the taker reached) until that exam is finished."""
     attempt = s.exec(for_update(select(ExamAttempt).where(ExamAttempt.id == attempt.id))).one()
+    _taker_turn(s, attempt.user_id)  # before it reads the exams and answers it decides on
     exam = s.get(Exam, attempt.exam_id)
     if not exam.review:
         raise UserError(f"exam {exam.name!r} does not show reference answers")

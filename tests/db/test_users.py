@@ -302,6 +302,24 @@ def test_two_admins_disabling_each_other_at_once_leave_one(database_url: str) ->
         assert [u.name for u in s.exec(select(User).where(User.disabled == False))] == ["a1"]  # noqa: E712
 
 
+def test_two_admins_disabling_one_account_at_once_audit_it_once(database_url: str) -> None:
+    """Admin A's disable of an expert is not committed yet when admin B disables the same
+    account: B's waits and finds it disabled (False, nothing written). Before (PostgreSQL):
+    both disabled it, two `user.disable` entries."""
+    from tests.db.interleave import against
+
+    with _session(database_url) as s:
+        add_user(s, name="ann", role="expert", password="pw")
+        s.commit()
+    first = _session(database_url)
+    assert disable_user(first, name="ann", actor="a1")
+    first.flush()
+    second = against(database_url, first, lambda s: disable_user(s, name="ann", actor="a2"))
+    assert second is False
+    with _session(database_url) as s:
+        assert [a.actor for a in _actions(s, "user.disable")] == ["a1"]
+
+
 @pytest.mark.parametrize("clash", ["name", "email"])
 def test_two_admins_adding_one_name_at_once(database_url: str, clash: str) -> None:
     """Admin A's new account is not committed yet when admin B adds the same name (or

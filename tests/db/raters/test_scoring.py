@@ -12,7 +12,7 @@ from db.raters.assignments import assign, below_overlap, draw_calibration, rater
 from db.raters.scoring import StaleScore, load_item, queue, save_draft, submit
 from db.rubrics import ensure_rubric
 from errors import UserError
-from tests.db.interleave import run_threads
+from tests.db.interleave import against, run_threads
 from tests.factories import MODELS, make_study
 
 
@@ -140,6 +140,27 @@ def test_a_disabled_rater_can_no_longer_write(database_url: str) -> None:
             with pytest.raises(UserError, match="disabled"):
                 write(s, rater_id=rater.id, assignment_id=first, values=values)
         s.rollback()
+        assert s.exec(select(func.count()).select_from(ExpertScore)).one() == 0
+
+
+@pytest.mark.parametrize("write", [save_draft, submit])
+def test_a_write_racing_the_accounts_disable_is_refused(database_url: str, write) -> None:
+    """An admin has disabled the rater and not committed yet; the rater's draft or submit
+    waits for it and is refused, nothing stored (before, on PostgreSQL: stored, audited after
+    the disable)."""
+    from db.users import disable_user
+
+    eng, rubric, rater = _setup(database_url)
+    with Session(eng) as s:
+        aid = queue(s, rater_id=rater.id)[0].assignment_id
+        values = _valid(rubric, load_item(s, rater_id=rater.id, assignment_id=aid).family)
+    admin = Session(eng)
+    disable_user(admin, name="expert1")
+    admin.flush()
+    outcome = against(database_url, admin, lambda s: write(s, rater_id=rater.id,
+                                                           assignment_id=aid, values=values))
+    assert isinstance(outcome, UserError) and "disabled" in str(outcome), outcome
+    with Session(eng) as s:
         assert s.exec(select(func.count()).select_from(ExpertScore)).one() == 0
 
 

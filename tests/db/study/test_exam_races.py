@@ -13,7 +13,7 @@ from db.models import ExamAttempt, Response, StageAnswer
 from db.study.exams import answer_stage, attempt_for, ensure_exam, finish, save_draft
 from db.users import add_user
 from errors import UserError
-from tests.db.interleave import against, is_postgres, run_threads
+from tests.db.interleave import against, is_postgres, run_threads, until_waiting
 from tests.factories import make_study
 
 LOCK = "SELECT id FROM examattempt WHERE id = :id FOR UPDATE"
@@ -64,6 +64,87 @@ def test_two_tabs_answering_one_stage_record_it_once(database_url: str) -> None:
     assert len(outcome) == 1 and isinstance(outcome[0], UserError), outcome
     assert "stage 1 of task 'task2' was already answered" in str(outcome[0])
     assert _answers(database_url, attempt) == [("task2", 0, "tab A")]
+
+
+@pytest.mark.parametrize("write", ["answer", "draft", "finish"])
+def test_a_write_racing_the_takers_disable_is_refused(database_url: str, write: str) -> None:
+    """An admin has disabled the taker and not committed yet; the taker's answer, draft or
+    finish waits for it and is refused, nothing stored (before: stored, on SQLite too, since
+    only the page checked the account)."""
+    from db.users import disable_user
+
+    attempt = _attempt(database_url)
+    admin = Session(engine_for(database_url))
+    disable_user(admin, name="stu")
+    admin.flush()
+    writes = {"answer": lambda s: answer_stage(s, attempt=attempt, task_id="task0", text="MS"),
+              "draft": lambda s: save_draft(s, attempt=attempt, task_id="task0", text="MS"),
+              "finish": lambda s: finish(s, attempt=attempt)}
+    outcome = against(database_url, admin, writes[write])
+    assert isinstance(outcome, UserError) and "disabled" in str(outcome), outcome
+    with Session(engine_for(database_url)) as s:
+        stored = s.get(ExamAttempt, attempt.id)
+        assert (stored.drafts, stored.finished_at) == (None, None)
+    assert _answers(database_url, attempt) == []
+
+
+@pytest.mark.parametrize("database_url", [pytest.param("postgres", marks=pytest.mark.postgres)],
+                         indirect=True)  # SQLite serialises whole transactions: no overtaking
+def test_an_exam_opened_during_a_review_does_not_ask_its_case_after_it(
+        database_url: str) -> None:
+    """A review of a finished practice exam is about to hand the taker case2's reference
+    answer; meanwhile an admin opens a baseline exam asking task2b (of case2) and the taker,
+    in another tab, answers its first stage. Reviews and answers of one taker take turns: the
+    answer waits for the review and is refused, and no stage of task2b is ever answered with
+    the reference known (before, on PostgreSQL: the answer was recorded unseen by the review,
+    which read the exams before the baseline existed, so task2b then went on after it)."""
+    from sqlalchemy import event
+
+    from db.models import Task
+    from db.study.exams import review_tasks
+
+    with Session(engine_for(database_url), expire_on_commit=False) as s:
+        make_study(s, n_tasks=3)
+        s.add(Task(task_id="task2b", case_id="case2", family="rationale", level=3,
+                   prompt="Why?", stages=["More information."]))
+        stu = add_user(s, name="stu", role="student", password="pw")
+        practice = ensure_exam(s, name="practice", task_ids=["task2"], review=True)
+        s.commit()
+        done = attempt_for(s, exam_id=practice.id, user_id=stu.id)
+        for text_ in ("first", "second"):
+            answer_stage(s, attempt=done, task_id="task2", text=text_)
+        finish(s, attempt=done)
+    reached, release, shown, answered = (threading.Event(), threading.Event(), [], [])
+
+    def reviewing() -> None:
+        with Session(engine_for(database_url)) as s:
+            event.listen(s, "before_commit", lambda _s: (reached.set(), release.wait(30)))
+            shown.extend(t.reference for t in review_tasks(s, attempt=done))
+
+    def answering(attempt: ExamAttempt) -> None:
+        with Session(engine_for(database_url)) as s:
+            try:
+                answered.append(answer_stage(s, attempt=attempt, task_id="task2b",
+                                             text="written before the review", stage=0))
+            except UserError as e:
+                answered.append(e)
+
+    (review,) = run_threads(reviewing)
+    assert reached.wait(30)  # the review has read what it decides on, not committed yet
+    with Session(engine_for(database_url), expire_on_commit=False) as s:
+        baseline = ensure_exam(s, name="baseline", task_ids=["task2b"])
+        s.commit()
+        attempt = attempt_for(s, exam_id=baseline.id, user_id=stu.id)
+    (answer,) = run_threads(lambda: answering(attempt))
+    until_waiting(database_url, 1, lambda: len(answered))
+    release.set()
+    review.join()
+    answer.join()
+    assert shown == [[("Final diagnosis", "MS")]]  # the reference was handed out
+    with Session(engine_for(database_url)) as s, pytest.raises(UserError, match="reference"):
+        answer_stage(s, attempt=attempt, task_id="task2b", text="written after the review")
+    assert isinstance(answered[0], UserError), answered
+    assert _answers(database_url, attempt) == []
 
 
 def test_two_answers_to_the_next_stage_at_once_are_no_traceback(database_url: str) -> None:
