@@ -32,13 +32,14 @@ class _Parser(argparse.ArgumentParser):
         raise UserError(f"{command}: {message}" if command else message)
 
 
-def _study():
-    """A session on the current study, created or migrated (and swept) first."""
+def _study(*, reading: bool = False):
+    """A session on the current study, created or migrated (and swept) first; `reading`: for
+    commands that only read, whose reads then all see one state (`db.engine.snapshot`)."""
     from db.bundle.store import prepare_study
-    from db.engine import session
+    from db.engine import session, snapshot
 
     prepare_study()
-    return session()
+    return snapshot() if reading else session()
 
 
 @contextlib.contextmanager
@@ -323,7 +324,7 @@ def cmd_export(args: argparse.Namespace) -> None:
         if args.format:
             raise UserError("export: --format is not for release (its files are JSON)")
 
-        with _study() as s:
+        with _study(reading=True) as s:
             print(export_release(s, Path(args.out),
                                  answers=Path(args.answers) if args.answers else None))
         return
@@ -332,7 +333,7 @@ def cmd_export(args: argparse.Namespace) -> None:
     from db.export import export
 
     out = _file_out(args.out)
-    with _study() as s:
+    with _study(reading=True) as s:
         n = export(s, args.kind, fmt=args.format or "csv", out=out, reveal_raters=args.reveal_raters)
     print(f"wrote {counted(n, 'row')} to {args.out}")
 
@@ -767,7 +768,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> None:
     from calibration.calibrate import unvalidated_warning
     from results.leaderboard import display_rows, leaderboard
 
-    with _study() as s:
+    with _study(reading=True) as s:
         rows = leaderboard(s, config_id=args.config, ks=tuple(args.k), by=args.by)
         warning = unvalidated_warning(s, config_id=args.config)
     if warning:
@@ -797,7 +798,7 @@ def cmd_results(args: argparse.Namespace) -> None:
     for folder in (args.out, args.site):
         if folder:
             prepare_out(Path(folder))  # before anything is computed
-    with _study() as s:
+    with _study(reading=True) as s:
         res = results.build(s, config_id=args.config, by=by, ks=tuple(args.k),
                             reveal=args.reveal, judge=args.judge,
                             compare_pairs=tuple(tuple(pair) for pair in args.compare or ()),

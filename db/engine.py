@@ -106,6 +106,19 @@ def session() -> Session:
     return Session(get_engine(), expire_on_commit=False)
 
 
+def snapshot() -> Session:
+    """A session for reading only, whose reads all see one state of the study. On PostgreSQL a
+    REPEATABLE READ, READ ONLY transaction: under the default READ COMMITTED each statement sees
+    what committed before it, so results or an export read while a grader run commits (every
+    quarter second) or an import lands mixed two states. SQLite's transactions read one state
+    already (each begins IMMEDIATE)."""
+    engine = get_engine()
+    if engine.dialect.name == "postgresql":
+        engine = engine.execution_options(isolation_level="REPEATABLE READ",
+                                          postgresql_readonly=True)
+    return Session(engine, expire_on_commit=False)
+
+
 def alembic_config(url: str | None = None):
     from alembic.config import Config
 

@@ -5,7 +5,7 @@ from dataclasses import replace
 import pandas as pd
 import streamlit as st
 
-from db.engine import database_url, session
+from db.engine import database_url, session, snapshot
 from errors import UserError, counted
 from grading.grader import config_labels
 from results import results
@@ -30,7 +30,7 @@ BY = {"family,level": "family x level", "family": "family", "level": "level", ""
 @st.cache_data(max_entries=16, show_spinner="Computing the results…")
 def cached(database: str, config_id: int, by: str, ks: tuple, reveal: bool, judge: str,
            model: str, splits: bool, key: tuple) -> tuple[results.Results, dict[str, bytes]]:
-    with session() as s:
+    with snapshot() as s:  # every table of one state, while a grader run commits
         res = results.build(s, config_id=config_id, by=tuple(b for b in by.split(",") if b),
                             ks=ks, reveal=reveal, judge=judge,
                             bertscore=BertScorer(model) if model else None,
@@ -41,7 +41,7 @@ def cached(database: str, config_id: int, by: str, ks: tuple, reveal: bool, judg
 @st.cache_data(max_entries=16, show_spinner="Comparing…")
 def cached_compare(database: str, config_id: int, a: str, b: str, judge: str,
                    key: tuple) -> list:
-    with session() as s:
+    with snapshot() as s:
         return results.comparisons(s, config_id=config_id, pairs=((a, b),), judge=judge)
 
 
