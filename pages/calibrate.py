@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from calibration.calibrate import unvalidated_warning
-from db.engine import database_url, nmb_home, session
+from db.engine import database_url, nmb_home, session, snapshot
 from db.models import utcnow
 from db.text_limits import MODEL_NAME
 from errors import UserError
@@ -41,7 +41,7 @@ def cached_estimate(database: str, config_id: int, items: str, key: tuple) -> Pl
 @st.cache_data(max_entries=32, show_spinner=False)
 def cached_leaderboard(database: str, config_id: int, ks: tuple, by: str | None,
                        key: tuple) -> tuple[list[dict], bytes | None]:
-    with session() as s:
+    with snapshot() as s:  # one state, while a grader run commits
         rows = leaderboard(s, config_id=config_id, ks=ks, by=by)
     return rows, chart_png(rows, ks)
 
