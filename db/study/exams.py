@@ -335,8 +335,8 @@ def answer_stage(s: Session, *, attempt: ExamAttempt, task_id: str, text: str,
     """Record the answer to the task's next stage; returns the stage number answered.
     `stage` (0-based): the stage the taker was shown; the answer is refused when that stage
     is answered already (two tabs of one taker), never recorded as a later stage's."""
-    if not text.strip():
-        raise UserError("the answer is empty")
+    if not any(c.isprintable() and not c.isspace() for c in text):  # blanks, zero-width marks
+        raise UserError("the answer is empty (it has no visible character)")
     check_length("the answer", text.strip(), ANSWER)
     current = _locked_attempt(s, attempt.id)
     _enabled_taker(s, current)

@@ -29,6 +29,9 @@ def test_stages_reveal_in_order_and_finish_makes_blind_responses(database_url: s
         attempt = attempt_for(s, exam_id=exam.id, user_id=student.id)
         tasks = {t.task_id: t for t in exam_tasks(s, attempt=attempt)}
         assert tasks["task2"].n_stages == 2 and tasks["task2"].revealed_stages == []
+        for blank in (" \n\t", "\u200b\u200b", "\u2060\u00a0"):  # spaces, zero-width marks
+            with pytest.raises(UserError, match="the answer is empty"):
+                answer_stage(s, attempt=attempt, task_id="task2", text=blank)
         assert answer_stage(s, attempt=attempt, task_id="task2", text="First guess") == 0
         tasks = {t.task_id: t for t in exam_tasks(s, attempt=attempt)}
         stage_text = s.get(Task, "task2").stages[0]
