@@ -146,7 +146,7 @@ def change_role(s: Session, *, name: str, role: str, actor: str | None = None) -
     the old role's pages)."""
     if role not in ROLES:
         raise UserError(f"role {role!r} is not one of {', '.join(ROLES)}")
-    user = get_user(s, name=name)
+    user = get_user(s, name=name, lock=True)  # a second change at once reads this one's role
     if user.role == role:
         raise UserError(f"{name!r} is already {role}")
     if role != "admin":
@@ -172,10 +172,12 @@ def list_users(s: Session) -> list[User]:
     return list(s.exec(select(User).order_by(User.name)))
 
 
-def get_user(s: Session, *, name: str) -> User:
+def get_user(s: Session, *, name: str, lock: bool = False) -> User:
+    """The account of that name (`lock`: its row locked until the transaction ends)."""
     # Checked before the query: on PostgreSQL a name longer than the column is an error.
     valid = _NAME_RULE.fullmatch(name)
-    user = s.exec(select(User).where(User.name == name)).first() if valid else None
+    query = select(User).where(User.name == name)
+    user = s.exec(for_update(query) if lock else query).first() if valid else None
     if user is None:
         raise UserError(f"no user named {name[:MAX_NAME]!r}")
     return user

@@ -193,7 +193,8 @@ def _flagged(confidence: int | None, draft: dict[str, Any] | None) -> bool:
 
 def _assignment(s: Session, rater_id: int, assignment_id: int, *,
                 writing: bool = False) -> Assignment:
-    """The rater's assignment; UserError when it is not theirs or the account is disabled.
+    """The rater's assignment; UserError when it is not theirs, or the account is disabled or
+    no longer an expert's.
     `writing`: the account's row is read share-locked, as stored now, so a disable being
     committed is waited for and refuses the write (or waits for it)."""
     a = s.get(Assignment, assignment_id)
@@ -205,6 +206,8 @@ def _assignment(s: Session, rater_id: int, assignment_id: int, *,
     rater = s.exec(q).first()
     if rater is None or rater.disabled:
         raise UserError("this account is disabled")
+    if rater.role != "expert":  # demoted while the page was open: its sessions ended
+        raise UserError(f"this account is no longer an expert's (it is {rater.role!r})")
     return a
 
 

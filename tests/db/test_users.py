@@ -320,6 +320,26 @@ def test_two_admins_disabling_one_account_at_once_audit_it_once(database_url: st
         assert [a.actor for a in _actions(s, "user.disable")] == ["a1"]
 
 
+def test_two_role_changes_at_once_audit_the_role_each_found(database_url: str) -> None:
+    """Admin A's change of an expert to student is not committed yet when admin B makes the
+    account a physician: B's waits, and its audit entry names the role A left (student), so
+    the entries chain. Before (PostgreSQL): B read the role unlocked, `expert`, twice."""
+    from db.users import change_role
+    from tests.db.interleave import against
+
+    with _session(database_url) as s:
+        add_user(s, name="ann", role="expert", password="pw")
+        s.commit()
+    first = _session(database_url)
+    change_role(first, name="ann", role="student", actor="a1")
+    first.flush()
+    against(database_url, first, lambda s: (change_role(s, name="ann", role="physician",
+                                                        actor="a2"), s.commit()))
+    with _session(database_url) as s:
+        assert [(a.detail["old"], a.detail["new"]) for a in _actions(s, "user.role")] == [
+            ("expert", "student"), ("student", "physician")]
+
+
 @pytest.mark.parametrize("clash", ["name", "email"])
 def test_two_admins_adding_one_name_at_once(database_url: str, clash: str) -> None:
     """Admin A's new account is not committed yet when admin B adds the same name (or

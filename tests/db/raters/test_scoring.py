@@ -144,22 +144,28 @@ def test_a_disabled_rater_can_no_longer_write(database_url: str) -> None:
 
 
 @pytest.mark.parametrize("write", [save_draft, submit])
-def test_a_write_racing_the_accounts_disable_is_refused(database_url: str, write) -> None:
-    """An admin has disabled the rater and not committed yet; the rater's draft or submit
-    waits for it and is refused, nothing stored (before, on PostgreSQL: stored, audited after
-    the disable)."""
-    from db.users import disable_user
+@pytest.mark.parametrize(("change", "refusal"), [("disable", "disabled"),
+                                                 ("demote", "no longer an expert's")])
+def test_a_write_racing_the_accounts_disable_is_refused(database_url: str, write, change,
+                                                        refusal) -> None:
+    """An admin has disabled the rater (or made them a student) and not committed yet; the
+    rater's draft or submit waits for it and is refused, nothing stored (before, on
+    PostgreSQL: stored, audited after the disable; a demotion was never checked here)."""
+    from db.users import change_role, disable_user
 
     eng, rubric, rater = _setup(database_url)
     with Session(eng) as s:
         aid = queue(s, rater_id=rater.id)[0].assignment_id
         values = _valid(rubric, load_item(s, rater_id=rater.id, assignment_id=aid).family)
     admin = Session(eng)
-    disable_user(admin, name="expert1")
+    if change == "disable":
+        disable_user(admin, name="expert1")
+    else:
+        change_role(admin, name="expert1", role="student")
     admin.flush()
     outcome = against(database_url, admin, lambda s: write(s, rater_id=rater.id,
                                                            assignment_id=aid, values=values))
-    assert isinstance(outcome, UserError) and "disabled" in str(outcome), outcome
+    assert isinstance(outcome, UserError) and refusal in str(outcome), outcome
     with Session(eng) as s:
         assert s.exec(select(func.count()).select_from(ExpertScore)).one() == 0
 
