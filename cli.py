@@ -715,9 +715,11 @@ def cmd_package_grade(args: argparse.Namespace) -> None:
     _warn_plain_http(args.base_url)
     with opened(progress_path(out), pkg.sha256) as progress:
         graded = kept_rows(pkg, responses, progress)
-        if graded:
-            print(f"nmb: {len(graded)} of {len(responses)} responses already graded "
-                  f"({progress.path}): sending the rest", file=sys.stderr)
+        left = counted(len(responses) - len(graded), "request")
+        where = args.base_url or os.environ.get("OPENAI_BASE_URL") or "the OpenAI API"
+        print(f"nmb: {len(graded)} of {len(responses)} responses already graded; {left} to "
+              f"{pkg.config.model} at {where}, each grade kept in {progress.path} as it comes "
+              "back", file=sys.stderr)
         with _progress_bar("grading") as bar, _sigterm_as_ctrl_c():
             try:
                 rows = grade_responses(

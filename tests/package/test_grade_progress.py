@@ -76,7 +76,8 @@ def test_failed_responses_are_sent_again_and_only_they(frozen_package, server: O
     again = [json.dumps(r.body) for r in server.chat_requests()[before:]]
     assert len(again) == 2  # only the two that failed
     assert "Answer 2:" in again[0] and "Answer 4:" in again[1]
-    assert "4 of 6 responses already graded" in second.stderr
+    assert (f"4 of 6 responses already graded; 2 requests to gpt-4o-2024-08-06 at "
+            f"{server.base_url}, each grade kept in {progress_path(out)}") in second.stderr
     final = [json.loads(x) for x in out.read_text().splitlines()]
     assert [r["response_id"] for r in final] == [f"n{i}" for i in range(6)]  # input order
     assert all(r["ok"] for r in final)
