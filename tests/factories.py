@@ -1,8 +1,9 @@
 """Small studies built straight into the database (no images) for fast tests."""
 
 import secrets
+from collections.abc import Callable
 
-from sqlmodel import Session
+from sqlmodel import Session, select
 
 from db.models import Case, Response, Task
 from db.users import add_user
@@ -36,6 +37,28 @@ def make_study(s: Session, *, n_tasks: int = 6, samples: int = 1, experts: int =
         add_user(s, name=f"expert{e}", role="expert", password="pw")
     s.commit()
     return rids
+
+
+def grade_all(s: Session, correct: Callable[[Response], bool] = lambda r: True, *,
+              overall: Callable[[bool], float] = lambda correct: 0.5) -> int:
+    """One grader run of a dated test config (stored if new) grading every response without a
+    grade of it, straight into the database: `correct(response)` its correct-diagnosis
+    judgment, `overall(correct)` its score. Returns the config id; the caller commits."""
+    from db.models import GraderRun, GraderScore
+    from grading.config import GraderSettings, store_config
+
+    config = store_config(s, GraderSettings(model="test-grader-2024-01-01"))
+    run = GraderRun(config_id=config.id, items="all")
+    s.add(run)
+    s.flush()
+    graded = set(s.exec(select(GraderScore.response_id).where(GraderScore.config_id == config.id)))
+    for r in s.exec(select(Response)).all():
+        if r.response_id not in graded:
+            judged = correct(r)
+            s.add(GraderScore(config_id=config.id, response_id=r.response_id, run_id=run.id,
+                              request_hash="x", criteria={}, correct_diagnosis=judged,
+                              error_tags=[], overall=overall(judged)))
+    return config.id
 
 
 def add_series(s: Session, case_ids: list[str]) -> None:

@@ -12,9 +12,8 @@ import pytest
 from sqlmodel import Session, select
 
 from db.engine import engine_for
-from db.models import GraderRun, GraderScore, Response
-from grading.config import GraderSettings, store_config
-from tests.factories import make_study
+from db.models import Response
+from tests.factories import grade_all, make_study
 
 pytestmark = pytest.mark.browser
 
@@ -27,19 +26,10 @@ def _study(url: str) -> None:
     hostile model: right on every sample of half the tasks (pass@1 0.5, pass@5 0.5)."""
     with Session(engine_for(url)) as s:
         make_study(s, n_tasks=6, samples=5, experts=0)
-        config = store_config(s, GraderSettings(model="test-grader-2024-01-01"))
-        run = GraderRun(config_id=config.id, items="all")
-        s.add(run)
-        s.flush()
-        for r in s.exec(select(Response)).all():
-            task = int(r.task_id.removeprefix("task"))
-            if r.model == "model-beta":
-                r.model, correct = HOSTILE, task < 3
-            else:
-                correct = r.sample == 0
-            s.add(GraderScore(config_id=config.id, response_id=r.response_id, run_id=run.id,
-                              request_hash="x", criteria={}, correct_diagnosis=correct,
-                              error_tags=[], overall=0.8 if correct else 0.2))
+        for r in s.exec(select(Response).where(Response.model == "model-beta")).all():
+            r.model = HOSTILE
+        grade_all(s, lambda r: (int(r.task_id.removeprefix("task")) < 3 if r.model == HOSTILE
+                                else r.sample == 0), overall=lambda correct: 0.8 if correct else 0.2)
         s.commit()
 
 

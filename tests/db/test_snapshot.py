@@ -10,9 +10,8 @@ from sqlmodel import Session, select
 
 from cli import main
 from db.engine import engine_for, snapshot
-from db.models import Case, GraderRun, GraderScore, Response
-from grading.config import GraderSettings, store_config
-from tests.factories import make_study
+from db.models import Case, Response
+from tests.factories import grade_all, make_study
 
 POSTGRES_ONLY = pytest.mark.parametrize(
     "database_url", [pytest.param("postgres", marks=pytest.mark.postgres)], indirect=True)
@@ -21,31 +20,19 @@ POSTGRES_ONLY = pytest.mark.parametrize(
 def _graded(url: str) -> int:
     with Session(engine_for(url)) as s:
         make_study(s, n_tasks=6, samples=1, experts=0)
-        config = store_config(s, GraderSettings(model="test-grader-2024-01-01"))
-        run = GraderRun(config_id=config.id, items="all")
-        s.add(run)
-        s.flush()
-        for r in s.exec(select(Response)).all():
-            s.add(GraderScore(config_id=config.id, response_id=r.response_id, run_id=run.id,
-                              request_hash="x", criteria={}, correct_diagnosis=True,
-                              error_tags=[], overall=0.5))
+        config_id = grade_all(s)
         s.commit()
-        return config.id
+        return config_id
 
 
-def _late_model(url: str, config_id: int) -> None:
+def _late_model(url: str) -> None:
     """A grader run's commit: a new model's response to every task, graded."""
     with Session(engine_for(url)) as s:
-        run = GraderRun(config_id=config_id, items="all")
-        s.add(run)
-        s.flush()
         for t in range(6):
             s.add(Response(response_id=f"late-{t}", task_id=f"task{t}", source="model",
                            model="late-model", sample=0, text="Late.", blind_code=f"R-LATE{t}"))
-            s.flush()
-            s.add(GraderScore(config_id=config_id, response_id=f"late-{t}", run_id=run.id,
-                              request_hash="x", criteria={}, correct_diagnosis=False,
-                              error_tags=[], overall=0.1))
+        s.flush()
+        grade_all(s, lambda r: False, overall=lambda correct: 0.1)
         s.commit()
 
 
@@ -81,7 +68,7 @@ def test_results_read_while_a_grader_run_commits_are_of_one_state(database_url: 
     def commit_once(conn, cursor, statement, *args) -> None:
         if not fired and "FROM response" in statement:
             fired.append(statement)
-            _late_model(database_url, config_id)
+            _late_model(database_url)
 
     event.listen(engine, "after_cursor_execute", commit_once)
     try:

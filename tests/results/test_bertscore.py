@@ -14,10 +14,9 @@ import pytest
 from sqlmodel import Session, select
 
 from db.engine import engine_for
-from db.models import Case, GraderRun, GraderScore, Response, Task
+from db.models import Case, Response, Task
 from errors import UserError
-from grading.config import GraderSettings, store_config
-from tests.factories import make_study, package_answers
+from tests.factories import grade_all, make_study, package_answers
 from tests.results.tiny_bert import tiny_bert
 from tests.services import require
 
@@ -103,17 +102,10 @@ def _graded_study(url: str) -> dict[str, tuple[str, str, str]]:
     reference answer. Returns response id -> (model, task, text scored)."""
     with Session(engine_for(url)) as s:
         make_study(s, n_tasks=6, samples=2, experts=0)
-        config = store_config(s, GraderSettings(model="test-grader-2024-01-01"))
-        run = GraderRun(config_id=config.id, items="all")
-        s.add(run)
-        s.flush()
         s.get(Case, "case5").ground_truth = None
-        for r in s.exec(select(Response)).all():
-            if r.response_id == "r2-model-alpha-0":
-                r.turns = ["Revised: multiple sclerosis with enhancing lesions"]
-            s.add(GraderScore(config_id=config.id, response_id=r.response_id, run_id=run.id,
-                              request_hash="x", criteria={}, correct_diagnosis=r.sample == 0,
-                              error_tags=[], overall=0.5))
+        s.get(Response, "r2-model-alpha-0").turns = [
+            "Revised: multiple sclerosis with enhancing lesions"]
+        grade_all(s, lambda r: r.sample == 0)
         s.commit()
         return {r.response_id: (r.model, r.task_id, (r.turns or [r.text])[-1])
                 for r in s.exec(select(Response).join(Task).where(Task.case_id != "case5"))}
