@@ -38,12 +38,13 @@ class Progress:
     one. Open with `opened`."""
 
     def __init__(self, path: Path, fd: int, kept: dict[str, dict[str, Any]]) -> None:
-        self.path, self._fd, self.kept = path, fd, kept
+        self.path, self._fd, self.kept, self.written = path, fd, kept, 0
 
     def keep(self, response_id: str, answer: str, fields: dict[str, Any]) -> None:
         """Append a graded response's line, written to the file before the next one comes."""
         line = {"response_id": response_id, "answer": answer, **fields}
         os.write(self._fd, (json.dumps(line, separators=(",", ":")) + "\n").encode())
+        self.written += 1
 
 
 def _read(path: Path, fd: int, package_sha256: str) -> dict[str, dict[str, Any]]:
@@ -105,6 +106,20 @@ def opened(path: Path, package_sha256: str) -> Iterator[Progress]:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise UserError(f"{path}: another nmb package grade is writing it") from None
-        yield Progress(path, fd, _read(path, fd, package_sha256))
+        progress = Progress(path, fd, _read(path, fd, package_sha256))
+        try:
+            yield progress
+        finally:  # a run that graded nothing (refused, no key, stopped at once) leaves no file
+            if not (progress.kept or progress.written) and _same_file(path, fd):
+                path.unlink()
     finally:
         os.close(fd)
+
+
+def _same_file(path: Path, fd: int) -> bool:
+    """Whether `path` still names the file open as `fd` (not one put there since)."""
+    try:
+        there, ours = os.lstat(path), os.fstat(fd)
+    except OSError:
+        return False
+    return (there.st_dev, there.st_ino) == (ours.st_dev, ours.st_ino)

@@ -208,3 +208,19 @@ def test_two_runs_cannot_write_one_progress_file(tmp_path: Path) -> None:
         first.keep("n0", "k", {"grade": "{}"})
     with opened(path, "0" * 64) as again:
         assert again.kept == {"n0": {"response_id": "n0", "answer": "k", "grade": "{}"}}
+
+
+def test_a_run_that_graded_nothing_leaves_no_progress_file(frozen_package, tmp_path: Path,
+                                                           monkeypatch) -> None:
+    """Refused before any request (no API key for the official API): nothing to resume, so no
+    file is left beside --out (before: a header-only progress file)."""
+    from cli import main
+
+    package, _ = frozen_package
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    out = tmp_path / "scores.jsonl"
+    assert main(["package", "grade", str(package), str(_responses(tmp_path / "new.jsonl")),
+                 "--out", str(out)]) == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["new.jsonl"]
+
