@@ -739,9 +739,9 @@ def cmd_package_grade(args: argparse.Namespace) -> None:
     write_file(out.with_suffix(".summary.json"), json.dumps(result, indent=1))
     write_file(out.with_suffix(".summary.md"), md)
     if result["failed"]:
-        print(f"nmb: {result['failed']} responses failed (their reasons are in {args.out}); the "
-              f"same command sends them again (the graded ones are kept in {progress.path})",
-              file=sys.stderr)
+        kept = f" (the graded ones are kept in {progress.path})" if result["graded"] else ""
+        print(f"nmb: {counted(result['failed'], 'response')} failed (their reasons are in "
+              f"{args.out}); the same command sends them again{kept}", file=sys.stderr)
     else:
         progress.path.unlink(missing_ok=True)
     print(md)
