@@ -696,6 +696,7 @@ def cmd_package_grade(args: argparse.Namespace) -> None:
     from db.files import writable, write_file
     from package.package import (
         bertscore_pairs,
+        check_tasks,
         grade_responses,
         kept_rows,
         read_responses,
@@ -706,6 +707,7 @@ def cmd_package_grade(args: argparse.Namespace) -> None:
 
     pkg = _verified(args)
     responses = read_responses(Path(args.responses))
+    check_tasks(pkg, responses)
     scorer = _bertscorer(args)
     out = _file_out(args.out)
     try:  # before any request is paid for

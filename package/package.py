@@ -707,6 +707,12 @@ def _packaged_task(pkg: Package, response: Answered) -> tuple[Task, Case]:
     return pkg.tasks[response.task_id]
 
 
+def check_tasks(pkg: Package, responses: list[Answer]) -> None:
+    """UserError naming the first response whose task the package does not hold."""
+    for answer in responses:
+        _packaged_task(pkg, answer)
+
+
 def request_for(pkg: Package, response: Answered) -> GradeItem:
     """The grader's exact request for `response`, from the package alone."""
     task, case = _packaged_task(pkg, response)
@@ -727,8 +733,7 @@ def _send(pkg: Package, answers: list[Answer], finish: Callable[[Answer, GradeIt
         raise UserError(f"--concurrency must be at least 1, got {concurrency}")
     if not (math.isfinite(timeout) and timeout > 0):
         raise UserError(f"--timeout must be a positive number of seconds, got {timeout}")
-    for answer in answers:  # every mistake before anything is paid for
-        _packaged_task(pkg, answer)
+    check_tasks(pkg, answers)  # every mistake before anything is paid for
     if not answers:
         return []
     key = api_key_for(base_url, api_key, trusted=base_url)
