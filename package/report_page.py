@@ -37,9 +37,10 @@ def _tag_problem(inside: str) -> tuple[str | None, str | None]:
     closing, name, rest = tag.group(1), tag.group(2).lower(), (tag.group(3) or "").rstrip()
     if name not in ATTRIBUTES:
         return f"a <{name}> element", None
-    if "".join(m.group(0) for m in _ATTRIBUTE.finditer(rest)) != rest or (closing and rest):
+    attributes = list(_ATTRIBUTE.finditer(rest))
+    if "".join(m.group(0) for m in attributes) != rest or (closing and rest):
         return f"a malformed <{name}> tag", None
-    for m in _ATTRIBUTE.finditer(rest):
+    for m in attributes:
         attribute, value = m.group(1).lower(), (m.group(2) or "").strip('"')
         if attribute not in ATTRIBUTES[name]:
             return f"the attribute {attribute} on <{name}>", None

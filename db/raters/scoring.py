@@ -20,7 +20,6 @@ from db.locks import for_share
 from db.models import (
     Assignment,
     AssignmentDesign,
-    Case,
     ExpertScore,
     Response,
     ScoreRevision,
@@ -244,7 +243,7 @@ def load_item(s: Session, *, rater_id: int, assignment_id: int) -> ScoringItem:
         status="new" if score is None else score.status,
         revision=0 if score is None else score.revision,
         masks=masks_for_task(s, task=task),
-        key_slices=list(s.get(Case, case.case_id).key_slices or []),
+        key_slices=case.key_slices,
         shown=shown_digest((resp.text, resp.turns, case.ground_truth)),
     )
 
