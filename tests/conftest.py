@@ -1,6 +1,7 @@
 """Shared fixtures: a temporary NMB_HOME, the study database on SQLite and PostgreSQL."""
 
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,33 +29,62 @@ def postgres_server() -> Iterator[PostgresServer]:
     server.stop()
 
 
+@pytest.fixture(scope="session")
+def migrated_sqlite(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite study database migrated to the newest revision once per test session; tests
+    get a copy (running every migration per test cost most of a database test's time)."""
+    from db.engine import engine_for, upgrade
+
+    path = tmp_path_factory.mktemp("migrated") / "study.db"
+    url = f"sqlite:///{path}"
+    upgrade(url)
+    engine_for(url).dispose()
+    return path
+
+
+@pytest.fixture(scope="session")
+def migrated_postgres(postgres_server: PostgresServer) -> str:
+    """The name of a PostgreSQL database migrated once per session, the template of each
+    test's database (CREATE DATABASE ... TEMPLATE)."""
+    from db.engine import engine_for, upgrade
+
+    url = postgres_server.create_database()
+    upgrade(url)
+    engine_for(url).dispose()  # a template must have no connections
+    return url.rsplit("/", 1)[1]
+
+
+def _fresh_sqlite(template: Path) -> str:
+    from db.engine import database_url as current_url
+    from db.engine import nmb_home
+
+    nmb_home().mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(template, nmb_home() / "study.db")
+    return current_url()
+
+
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def database_url(request: pytest.FixtureRequest, nmb_home: Path, monkeypatch) -> Iterator[str]:
     """The URL of a fresh, migrated study database, once on SQLite and once on PostgreSQL; its
     pooled connections are closed after the test (the session's one PostgreSQL server allows
     100 at once, and every test's database has its own engine)."""
-    from db.engine import database_url as current_url
-    from db.engine import engine_for, upgrade
+    from db.engine import engine_for
 
     if request.param == "postgres":
         server = request.getfixturevalue("postgres_server")
-        monkeypatch.setenv("NMB_DATABASE_URL", server.create_database())
-    url = current_url()
-    upgrade(url)
+        template = request.getfixturevalue("migrated_postgres")
+        url = server.create_database(template=template)
+        monkeypatch.setenv("NMB_DATABASE_URL", url)
+    else:
+        url = _fresh_sqlite(request.getfixturevalue("migrated_sqlite"))
     yield url
     engine_for(url).dispose()
 
 
 @pytest.fixture
-def sqlite_url(nmb_home: Path) -> str:
+def sqlite_url(nmb_home: Path, migrated_sqlite: Path) -> str:
     """A fresh, migrated SQLite study database (for tests that need only one backend)."""
-    from db.engine import database_url as current_url
-    from db.engine import upgrade
-
-    url = current_url()
-    upgrade(url)
-    return url
-
+    return _fresh_sqlite(migrated_sqlite)
 
 
 @pytest.fixture(scope="session")
@@ -75,7 +105,5 @@ def demo_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def demo_study(demo_template: Path, nmb_home: Path) -> Path:
     """A private copy of the demo study as this test's NMB_HOME (SQLite)."""
-    import shutil
-
     shutil.copytree(demo_template, nmb_home, dirs_exist_ok=True)
     return nmb_home

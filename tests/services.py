@@ -71,13 +71,13 @@ class PostgresServer:
     def url(self, database: str = "postgres") -> str:
         return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/{database}"
 
-    def create_database(self) -> str:
+    def create_database(self, template: str | None = None) -> str:
         import psycopg
 
         name = f"t{time.time_ns()}"
         dsn = f"host=127.0.0.1 port={self.port} user=postgres"
         with psycopg.connect(dsn, autocommit=True) as c:
-            c.execute(f'CREATE DATABASE "{name}"')
+            c.execute(f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else ""))
         return self.url(name)
 
 
