@@ -1,22 +1,31 @@
 VENV := .venv
 PORT ?= 8501
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed
+LOCK := requirements.lock
+# where pip finds the CPU build of torch that the lock pins (bertscore extra, tests); on a
+# machine whose pip already knows a folder holding it (find-links), pip falls back to that
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+PIP := $(PY) -m pip install -q -c $(LOCK)
 OIDC := tests/oidc/node_modules/.package-lock.json
-# CPU torch for the bertscore extra: found in pip's find-links here (/opt/wheels); elsewhere add
-# PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu so pip does not take a CUDA build
-TORCH ?= 2.13.0
 
-.PHONY: install run test bench lint screenshots clean
+.PHONY: install install-bertscore install-test run check test bench lint lock screenshots clean
 
-install: $(STAMP) $(OIDC)
+install: $(VENV)/.app  # the app: runtime dependencies only (DICOM and harness importers included)
+install-bertscore: $(VENV)/.bertscore  # + BERTScore (torch, CPU build: about 1 GB)
+install-test: $(VENV)/.test $(OIDC)  # + the test tools, BERTScore and the single sign-on test provider
 
-$(STAMP): pyproject.toml
+$(VENV)/.app: pyproject.toml $(LOCK)
 	test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q 'torch==$(TORCH)'  # the CPU build, before the bertscore extra wants one
-	$(PY) -m pip install -q -e '.[test]'
-	touch $(STAMP)
+	$(PIP) -e '.[dicom,harness]'
+	touch $@
+
+$(VENV)/.bertscore: $(VENV)/.app
+	$(PIP) --extra-index-url $(TORCH_INDEX) -e '.[dicom,harness,bertscore]'
+	touch $@
+
+$(VENV)/.test: $(VENV)/.app
+	$(PIP) --extra-index-url $(TORCH_INDEX) -e '.[test]'
+	touch $@
 
 $(OIDC): tests/oidc/package-lock.json  # the OpenID Connect provider of the single sign-on tests
 	if command -v npm >/dev/null; then npm ci --prefix tests/oidc --no-audit --no-fund; \
@@ -27,17 +36,26 @@ run: install
 	$(VENV)/bin/nmb demo --if-empty
 	$(VENV)/bin/streamlit run serve.py --server.address 127.0.0.1 --server.port $(PORT) --server.headless true
 
-test: install
-	$(VENV)/bin/python -m pytest -q
+check: install-test  # the fast lane: no process, server, browser or demo build
+	@start=$$(date +%s); $(PY) -m pytest -q -m "not slow" -n 2; rc=$$?; \
+	echo "make check: $$(( $$(date +%s) - start )) s"; exit $$rc
 
-bench: install
-	$(VENV)/bin/python -m benchmarks
+test: install-test  # everything
+	$(PY) -m pytest -q -n 2 --durations=30
 
-screenshots: install  # docs/img/{score,exam,calibrate}.png from the running demo (needs /usr/bin/chromium)
-	$(VENV)/bin/python -m tests.browser.screenshots
+bench: install-test
+	$(PY) -m benchmarks
 
-lint: install
+screenshots: install-test  # docs/img/{score,exam,calibrate}.png from the running demo (needs /usr/bin/chromium)
+	$(PY) -m tests.browser.screenshots
+
+lint: install-test
 	$(VENV)/bin/ruff check .
 
+lock:  # refresh requirements.lock from pyproject.toml (newest versions that fit)
+	test -x .venv-lock/bin/pip-compile || (python3 -m venv .venv-lock && .venv-lock/bin/pip install -q pip-tools)
+	.venv-lock/bin/pip-compile -q --upgrade --strip-extras --all-extras --no-emit-index-url \
+	  --no-emit-find-links -c requirements/torch-cpu.txt -o $(LOCK) pyproject.toml
+
 clean:
-	rm -rf $(VENV) .nmb
+	rm -rf $(VENV) .venv-lock .nmb

@@ -1,13 +1,41 @@
-"""Shared fixtures: a temporary NMB_HOME, the study database on SQLite and PostgreSQL."""
+"""Shared fixtures: a temporary NMB_HOME, the study database on SQLite and PostgreSQL; the
+two lanes (`make check` runs the tests not marked `slow`, `make test` runs all)."""
 
+import multiprocessing.process
 import os
 import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.services import PostgresServer, postgres_available, require
+
+#: A test is slow (the full lane only) when it needs a service, a browser or the demo build.
+SLOW_MARKERS = {"postgres", "browser", "nginx", "oidc"}
+SLOW_FIXTURES = {"demo_template", "demo_study", "postgres_server"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if (SLOW_MARKERS & {m.name for m in item.iter_markers()}
+                or SLOW_FIXTURES & set(getattr(item, "fixturenames", ()))):
+            item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture(autouse=True)
+def fast_lane_starts_no_process(request: pytest.FixtureRequest, monkeypatch) -> None:
+    """In the fast lane (`-m "not slow"`), a test that starts a process fails with the fix."""
+    if "not slow" not in (request.config.option.markexpr or "") or request.node.get_closest_marker("slow"):
+        return
+
+    def refuse(*_args, **_kwargs):
+        pytest.fail("this test starts a process: mark it @pytest.mark.slow (make check runs none)",
+                    pytrace=False)
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
+    monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", refuse)
 
 
 @pytest.fixture(autouse=True)
