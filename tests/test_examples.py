@@ -1,4 +1,4 @@
-"""The sample bundle in examples/: the README's import commands work on it (SQLite), and the
+"""The sample bundle in examples/: the import commands of docs/commands.md work on it (SQLite), and the
 committed files are exactly what its script writes."""
 
 import json
@@ -44,7 +44,7 @@ def test_the_committed_sample_bundle_is_what_its_script_writes(tmp_path: Path) -
 
 
 def test_the_demo_after_the_sample_bundle_refuses_cleanly(nmb_home: Path) -> None:
-    """The README's order (import the sample, then `nmb demo`): one line, exit 2, nothing
+    """The order of docs/guide.md (import the sample, then `nmb demo`): one line, exit 2, nothing
     half-loaded; `--if-empty` (make run) leaves the study alone and succeeds."""
     assert nmb("import", "examples/sample-bundle").returncode == 0
     before = _status()

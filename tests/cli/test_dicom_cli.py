@@ -1,4 +1,4 @@
-"""`nmb import DIR --from dicom` and `--from bids` as the README runs them: a real process,
+"""`nmb import DIR --from dicom` and `--from bids` as docs/commands.md runs them: a real process,
 exit codes."""
 
 import json
@@ -37,7 +37,7 @@ def test_readme_dicom_import_and_its_mistakes(nmb_home: Path, tmp_path: Path) ->
 
 
 def test_readme_bids_import(nmb_home: Path, tmp_path: Path) -> None:
-    """`nmb import bids-dataset/ --from bids --case-info CASES.json`, CASES.json as the README
+    """`nmb import bids-dataset/ --from bids --case-info CASES.json`, CASES.json as docs/bundle-format.md
     shows it (title from a participants.tsv column)."""
     root = dataset(tmp_path / "bids-dataset")
     cases = tmp_path / "CASES.json"

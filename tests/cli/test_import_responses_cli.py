@@ -1,4 +1,4 @@
-"""`nmb import-responses` as the README runs it: a real process, exit codes, one line per
+"""`nmb import-responses` as docs/commands.md runs it: a real process, exit codes, one line per
 mistake, nothing written on a refusal."""
 
 import json

@@ -1,4 +1,4 @@
-"""`nmb import FILE... --from neural-medbench` and `nmb export release` as the README shows
+"""`nmb import FILE... --from neural-medbench` and `nmb export release` as docs/commands.md shows
 them: a real process, a real study, exit codes, one line per mistake."""
 
 import json
