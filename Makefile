@@ -36,12 +36,11 @@ run: install
 	$(VENV)/bin/nmb demo --if-empty
 	$(VENV)/bin/streamlit run serve.py --server.address 127.0.0.1 --server.port $(PORT) --server.headless true
 
-check: install-test  # the fast lane: no process, server, browser or demo build
-	@start=$$(date +%s); $(PY) -m pytest -q -m "not slow" -n 2; rc=$$?; \
-	echo "make check: $$(( $$(date +%s) - start )) s"; exit $$rc
+check: install-test  # the fast lane: no process, server, browser or demo build (prints its time)
+	$(PY) -m tests.lanes fast
 
-test: install-test  # everything
-	$(PY) -m pytest -q -n 2 --durations=30
+test: install-test  # everything, lane by lane: their times and the 30 slowest tests
+	$(PY) -m tests.lanes fast slow
 
 bench: install-test
 	$(PY) -m benchmarks
