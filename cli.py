@@ -305,7 +305,8 @@ def cmd_import_responses(args: argparse.Namespace) -> None:
         with _study() as s:
             summary = import_harness_responses(s, Path(args.path), source=args.source,
                                                model=args.model, task_key=args.task_key,
-                                               dry_run=args.dry_run, actor="cli")
+                                               filter_name=args.filter, dry_run=args.dry_run,
+                                               actor="cli")
     except BundleInvalid as e:
         _refused(e)
     _print_json(summary.as_dict()) if args.json else print(summary)
@@ -944,6 +945,9 @@ def build_parser() -> argparse.ArgumentParser:
     rip.add_argument("--task-key", metavar="RULE",
                      help="how an answer names its task: field:NAME, map:FILE.json or prompt "
                           "(default: the format's key: custom_id, index, doc_id)")
+    rip.add_argument("--filter", metavar="NAME",
+                     help="lm-eval: the filter whose lines are read, one per document (default: "
+                          "the first the file names; the summary lists the others)")
     rip.add_argument("--dry-run", action="store_true", help="validate and count, write nothing")
     rip.add_argument("--json", action="store_true", help=JSON)
 
