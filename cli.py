@@ -16,7 +16,6 @@ import signal
 import sqlite3
 import sys
 import threading
-from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -305,7 +304,8 @@ def cmd_import_responses(args: argparse.Namespace) -> None:
         with _study() as s:
             summary = import_harness_responses(s, Path(args.path), source=args.source,
                                                model=args.model, task_key=args.task_key,
-                                               dry_run=args.dry_run, actor="cli")
+                                               filter_name=args.filter, dry_run=args.dry_run,
+                                               actor="cli")
     except BundleInvalid as e:
         _refused(e)
     _print_json(summary.as_dict()) if args.json else print(summary)
@@ -470,10 +470,12 @@ def cmd_grade(args: argparse.Namespace) -> None:
               f"({summary.from_cache} from cache), {summary.failed} failed of {summary.items}; "
               f"{summary.prompt_tokens}+{summary.completion_tokens} tokens, "
               f"{spent_text(summary.cost_usd)}")
-    if summary.failed and not summary.graded:
+    if summary.failed:
         with _study() as s:
             reasons = [f.reason for f in run_failures(s, run_id=summary.run_id)]
-        _nothing_done(f"run {summary.run_id} graded nothing", summary.failed, reasons)
+        if not summary.graded:
+            _nothing_done(f"run {summary.run_id} graded nothing", summary.failed, reasons)
+        _some_failed(summary.run_id, summary.failed, summary.items, reasons)
 
 
 def cmd_collect(args: argparse.Namespace) -> None:
@@ -510,19 +512,29 @@ def cmd_collect(args: argparse.Namespace) -> None:
               f"{summary.completion_tokens} tokens, {counted(summary.image_count, 'image')}, "
               f"{spent_text(summary.cost_usd)}")
     _print_json(summary.as_dict())
-    if summary.failed and not summary.collected:
-        _nothing_done(f"run {summary.run_id} collected nothing", summary.failed,
-                      [f["reason"] for f in summary.failures])
+    if summary.failed:
+        reasons = [f["reason"] for f in summary.failures]
+        if not summary.collected:
+            _nothing_done(f"run {summary.run_id} collected nothing", summary.failed, reasons)
+        _some_failed(summary.run_id, summary.failed, summary.items, reasons)
 
 
 def _nothing_done(what: str, failed: int, reasons: list[str]) -> None:
     """A run that completed none of its items: its failures' reasons (each once, the most
     frequent first, with how many items it failed) in one line on stderr, then exit 1."""
-    counts = Counter(one_line(r, 300) for r in reasons).most_common()
-    why = "; ".join(f"{reason} ({n} items)" if n > 1 else reason for reason, n in counts[:3])
-    more = f"; and {len(counts) - 3} other reasons" if len(counts) > 3 else ""
-    print(f"nmb: {what}: {failed} failed: {why or 'no reason recorded'}{more}", file=sys.stderr)
+    from llm.plan import reasons_text
+
+    print(f"nmb: {what}: {failed} failed: {reasons_text(reasons)}", file=sys.stderr)
     raise SystemExit(1)
+
+
+def _some_failed(run_id: int, failed: int, items: int, reasons: list[str]) -> None:
+    """A run that completed some of its items (exit 0, as before): why the others failed,
+    grouped as `_nothing_done` groups them, in one line on stderr."""
+    from llm.plan import reasons_text
+
+    print(f"nmb: run {run_id} partial: {failed} of {items} failed: {reasons_text(reasons)}",
+          file=sys.stderr)
 
 
 def cmd_calibrate(args: argparse.Namespace) -> None:
@@ -944,6 +956,9 @@ def build_parser() -> argparse.ArgumentParser:
     rip.add_argument("--task-key", metavar="RULE",
                      help="how an answer names its task: field:NAME, map:FILE.json or prompt "
                           "(default: the format's key: custom_id, index, doc_id)")
+    rip.add_argument("--filter", metavar="NAME",
+                     help="lm-eval: the filter whose lines are read, one per document (default: "
+                          "the first the file names; the summary lists the others)")
     rip.add_argument("--dry-run", action="store_true", help="validate and count, write nothing")
     rip.add_argument("--json", action="store_true", help=JSON)
 

@@ -154,6 +154,9 @@ def responses_import() -> None:
     model = c1.text_input("Model (where the file does not say)", max_chars=128)
     task_key = c2.text_input("Task key rule (field:NAME, map:FILE.json, prompt)", max_chars=1000)
     dry_run = c3.checkbox("Dry run (validate only)", key="responses_dry_run")
+    lm_filter = (st.text_input("Filter whose lines are read (default: the file's first)",
+                               max_chars=256, key="responses_filter")
+                 if source == "lm-eval" else "")
     if not st.button("Import", type="primary", disabled=not (upload or server_path)):
         return
     with Workspace("upload") as area:  # NMB_HOME/tmp, swept if the server dies
@@ -167,8 +170,8 @@ def responses_import() -> None:
         valid = " is valid, nothing was written (dry run)" if dry_run else ""
         _show_import(f"{path.name}{valid}", lambda s, progress: import_harness_responses(
             s, path, source=source, model=model.strip() or None,
-            task_key=task_key.strip() or None, dry_run=dry_run, actor=user.name,
-            progress=progress))
+            task_key=task_key.strip() or None, filter_name=lm_filter.strip() or None,
+            dry_run=dry_run, actor=user.name, progress=progress))
 
 
 def images_import(kind: str) -> None:

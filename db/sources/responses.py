@@ -11,8 +11,11 @@ responses. Every problem is reported at once, named by file and row; nothing is 
 
 Samples: the answers of one model to one task are samples 0, 1, ... in file order; a
 response's id is derived from (source, model, task, sample), so importing the same file again
-changes nothing. The formats and rules are in docs/bundle-format.md ("Responses from
-evaluation harnesses").
+changes nothing. Each answer counts once: an lm-evaluation-harness log holds one line per
+document per filter, of which one filter's lines are read (`--filter`, default the first the
+file names); a file that answers the same key twice for one model (a doc_id, an index, a
+custom_id on two lines) is refused, as it would make one answer two samples. The formats and
+rules are in docs/bundle-format.md ("Responses from evaluation harnesses").
 """
 
 import csv
@@ -29,6 +32,7 @@ from typing import Any
 from sqlmodel import Session, delete, select
 
 from db.bundle.importer import FORMAT, BundleInvalid, ImportSummary, Problem, import_bundle
+from db.bundle.records import show
 from db.bundle.store import Workspace
 from db.bundle.validate import (
     MAX_TEXT_FILE_BYTES,
@@ -63,6 +67,7 @@ class Answer:
     text: str | None = None  # None with `failure`
     usage: dict[str, int] | None = None
     failure: str | None = None  # a Batch error line: recorded as a failure
+    variant: str | None = None  # the lm-eval filter whose line it was read from
 
 
 Reader = Callable[[Path, list[Problem]], list[Answer]]
@@ -76,6 +81,8 @@ class ResponsesSummary:
     source: str
     imported: ImportSummary
     failures: int = 0
+    filter: str | None = None  # lm-eval: the filter whose lines were read
+    other_filters: list[str] = field(default_factory=list)  # ... and those that were not
 
     @property
     def changed(self) -> bool:
@@ -89,7 +96,16 @@ class ResponsesSummary:
         if self.failures:
             out += (f"; {counted(self.failures, 'failed answer')} recorded as collection "
                     "failures (not responses)")
+        if self.other_filters:
+            others = ", ".join(_shown(f) for f in self.other_filters)
+            out += (f"; filter {_shown(self.filter or '')} read, not {others} (the file's lines "
+                    "under each filter hold the same answers; --filter NAME to name another)")
         return out
+
+
+def _shown(text: str) -> str:
+    """A name from a file (a filter's), safe to print on one line."""
+    return escape_unprintable(one_line(text, 60))
 
 
 # ---------------------------------------------------------------- task keys
@@ -216,7 +232,12 @@ def match_tasks(s: Session, answers: list[Answer], rule: TaskKey, label: str,
 
 def _row(a: Answer) -> int:
     """The row or line number at the end of `a.where`."""
-    digits = re.findall(r"\d+", a.where)
+    return _number(a.where)
+
+
+def _number(where: str) -> int:
+    """The row or line number at the end of `where` ("preds.tsv row 3", "batch.jsonl:4")."""
+    digits = re.findall(r"\d+", where)
     return int(digits[-1]) if digits else 0
 
 
@@ -259,8 +280,10 @@ def read_nmb(path: Path, problems: list[Problem]) -> list[Answer]:
 
 def read_lm_eval(path: Path, problems: list[Problem]) -> list[Answer]:
     """lm-evaluation-harness sample logs (`--log_samples`, samples_<task>_<time>.jsonl): one
-    JSON object per document with `doc_id`, `doc` and `resps` (a list per request of a list of
-    repeats); each repeat of the first request is one sample. Default key: `doc.task_id`,
+    JSON object per document and filter with `doc_id`, `doc`, `filter` (absent before
+    lm-eval 0.4.3) and `resps` (a list per request of a list of repeats, the same under every
+    filter); each repeat of the first request is one sample, marked with its line's filter
+    (`Answer.variant`; `import_responses` keeps one filter's). Default key: `doc.task_id`,
     else `doc_id`."""
     if not _cap(path, problems):
         return []
@@ -280,11 +303,15 @@ def read_lm_eval(path: Path, problems: list[Problem]) -> list[Answer]:
         if not texts or not all(isinstance(t, str) for t in texts):
             problems.append(Problem(path.name, n, "resps[0] is not a list of answer texts"))
             continue
+        variant = obj.get("filter")
+        if variant is not None and not isinstance(variant, str):
+            problems.append(Problem(path.name, n, "filter is not a filter's name (a string)"))
+            continue
         doc = obj.get("doc") if isinstance(obj.get("doc"), dict) else {}
         keys = {"doc_id": obj["doc_id"], "doc": doc,
                 "question": doc.get("question") if isinstance(doc.get("question"), str) else None}
         default = "doc.task_id" if isinstance(doc.get("task_id"), str) else "doc_id"
-        out += [Answer(where, keys, default, "doc_id", text=t) for t in texts]
+        out += [Answer(where, keys, default, "doc_id", text=t, variant=variant) for t in texts]
     return out
 
 
@@ -412,6 +439,57 @@ def response_id(source: str, model: str, task_id: str, sample: int) -> str:
     return f"{source}-{digest[:24]}"
 
 
+def choose_filter(answers: list[Answer], name: str | None, label: str
+                  ) -> tuple[list[Answer], str | None, list[str]]:
+    """The answers read under filter `name` (default: the first the file names), that filter,
+    and the file's other filters. lm-eval writes each document once per filter with the same
+    answers, so reading every line would count each answer once per filter. UserError for a
+    `name` the file does not hold (one line listing those it holds)."""
+    filters = list(dict.fromkeys(a.variant for a in answers))
+    if None in filters and len(filters) > 1:
+        first = next(a.where for a in answers if a.variant is None)
+        raise UserError(f"{label}: some lines name a filter and some do not (first without: "
+                        f"{first}): one lm-eval run per file")
+    named = [f for f in filters if f is not None]
+    if name is not None and name not in named:
+        holds = (f"has the filters {', '.join(_shown(f) for f in named)}" if named
+                 else "names no filter (its lines have no filter field)")
+        raise UserError(f"--filter {_shown(name)}: {label} {holds}")
+    if not named:
+        return answers, None, []
+    chosen = name if name is not None else named[0]
+    return [a for a in answers if a.variant == chosen], chosen, [f for f in named if f != chosen]
+
+
+def answered_twice(answers: list[Answer], models: list[str], label: str) -> Problem | None:
+    """One problem naming the keys of the format (doc_id, index, custom_id) that two lines or
+    rows of one file answer for the same model (`models[i]` is answer i's), or None. Answers
+    read from one line are its repeats (samples 0, 1, ...); the same key on two lines is one
+    answer given twice (two filters, two runs in one file), which would count twice."""
+    lines: dict[tuple[str, str], dict[str, None]] = {}
+    for a, who in zip(answers, models, strict=True):
+        key = _key_text(_lookup(a.keys, a.native_key or a.default_key))
+        if key is not None:
+            lines.setdefault((who, key), {})[a.where] = None
+    twice = {k: list(w) for k, w in lines.items() if len(w) > 1}
+    if not twice:
+        return None
+    name = answers[0].native_key or answers[0].default_key
+    word = "row" if " row " in answers[0].where else "line"
+    several_models = len({who for who, _ in twice}) > 1
+
+    def named(who: str, key: str, where: list[str]) -> str:
+        of = f" of {show(who)}" if several_models else ""
+        at = ", ".join(str(_number(w)) for w in where[:3]) + (", ..." if len(where) > 3 else "")
+        return f"{show(key)}{of} ({word}s {at})"
+
+    shown = "; ".join(named(who, key, where) for (who, key), where in list(twice.items())[:5])
+    more = f"; and {len(twice) - 5} more" if len(twice) > 5 else ""
+    return Problem(label, None, f"{counted(len(twice), name)} {'is' if len(twice) == 1 else 'are'}"
+                   f" answered on more than one {word} for one model, which would count one "
+                   f"answer as two samples: {shown}{more}")
+
+
 def _record_failures(failures: list[tuple[str, str, int, str]], file: str, source: str
                      ) -> Callable[[Session], None]:
     """Writes the failed answers as the latest collection failures of (model, task, sample),
@@ -452,15 +530,18 @@ def _not_yet_recorded(s: Session, failures: list[tuple[str, str, int, str]]
 
 
 def import_responses(s: Session, path: Path, *, source: str, model: str | None = None,
-                     task_key: str | None = None, dry_run: bool = False,
-                     actor: str | None = None, progress: Any = None,
+                     task_key: str | None = None, filter_name: str | None = None,
+                     dry_run: bool = False, actor: str | None = None, progress: Any = None,
                      readers: dict[str, Reader] | None = None) -> ResponsesSummary:
     """Read `path` (a file in the `source` format, or for `nmb` a responses.jsonl or a
     responses-only bundle), match its answers to the study's tasks and import them in one
-    transaction of `s`; raises BundleInvalid listing every problem, the study unchanged."""
+    transaction of `s`; raises BundleInvalid listing every problem, the study unchanged.
+    `filter_name`: the lm-eval filter whose lines are read (`choose_filter`)."""
     readers = {**READERS, **(readers or {})}
     if source not in readers:
         raise UserError(f"--from {source!r} is not one of {', '.join(readers)}")
+    if filter_name is not None and source != "lm-eval":
+        raise UserError("--filter is for --from lm-eval (the filter of a sample log's lines)")
     path = Path(path)
     if not path.exists():
         raise UserError(f"{path.name}: no such file")
@@ -475,6 +556,7 @@ def import_responses(s: Session, path: Path, *, source: str, model: str | None =
     problems: list[Problem] = []
     try:
         answers = readers[source](path, problems)
+        answers, chosen, others = choose_filter(answers, filter_name, path.name)
         if not answers and not problems:
             problems.append(Problem(path.name, None, "holds no answer"))
         tasks = match_tasks(s, answers, rule, path.name, problems) if answers else []
@@ -490,6 +572,8 @@ def import_responses(s: Session, path: Path, *, source: str, model: str | None =
         problems.append(Problem(path.name, None, f"{counted(len(nameless), 'answer')} "
                                 f"{'names' if len(nameless) == 1 else 'name'} no model "
                                 f"(first: {nameless[0]}): give --model NAME"))
+    elif twice := answered_twice(answers, [model or a.model or "" for a in answers], path.name):
+        problems.append(twice)
     if problems:
         raise BundleInvalid(path.name, problems)
     for a, tid in zip(answers, tasks, strict=True):
@@ -510,7 +594,9 @@ def import_responses(s: Session, path: Path, *, source: str, model: str | None =
         root = ws.path / "responses"
         root.mkdir()
         (root / "bundle.json").write_text(json.dumps(
-            {"format": FORMAT, "name": escape_unprintable(f"{source} responses: {path.name}")[:256],
+            {"format": FORMAT, "name": escape_unprintable(
+                f"{source} responses: {path.name}"
+                + (f" (filter {chosen})" if chosen is not None else ""))[:256],
              "description": f"converted by nmb import-responses --from {source}"}))
         (root / "responses.jsonl").write_text(
             "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in lines), encoding="utf-8")
@@ -524,7 +610,7 @@ def import_responses(s: Session, path: Path, *, source: str, model: str | None =
                         and p.line <= len(origin) else path.name, None, p.message)
                 for p in e.problems]) from None
     return ResponsesSummary(file=path.name, source=source, imported=summary,
-                            failures=len(failures))
+                            failures=len(failures), filter=chosen, other_filters=others)
 
 
 def _import_nmb(s: Session, path: Path, *, dry_run: bool, actor: str | None,

@@ -480,13 +480,18 @@ def test_cli_summary_is_the_last_stdout_line_and_the_key_is_kept_out(
 
     upgrade()
     with session() as s:
-        make_study(s, n_tasks=2)
+        make_study(s, n_tasks=3)
+    server.inject_when("Prompt 2", "400")  # both samples of task 2: a partial run, exit 0
     secret = "sk-test-DO-NOT-LEAK-1234567890"
     out = subprocess.run([sys.executable, "-m", "cli", "collect", "--model", MODEL,
                           "--base-url", server.base_url, "--samples", "2"], cwd=ROOT,
                          env={**os.environ, "OPENAI_API_KEY": secret},
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
+    # why, grouped with how many items each reason failed, after the failed items
+    assert out.stderr.strip().splitlines()[-1] == (
+        "nmb: run 1 partial: 2 of 6 failed: HTTP 400: Error code: 400 - Invalid request (test "
+        "server). (2 items)")
     assert secret not in out.stdout + out.stderr
     assert all(r.headers.get("authorization") == f"Bearer {secret}"
                for r in server.chat_requests())
@@ -496,8 +501,8 @@ def test_cli_summary_is_the_last_stdout_line_and_the_key_is_kept_out(
     lines = out.stdout.strip().splitlines()
     assert lines[0].startswith("run 1 (") and len(lines) == 2
     summary = json.loads(lines[-1])
-    assert summary == {"run_id": 1, "model": MODEL, "tasks": 2, "samples": 2, "items": 4,
-                       "already_collected": 0, "collected": 4, "failed": 0, "from_cache": 0,
+    assert summary == {"run_id": 1, "model": MODEL, "tasks": 3, "samples": 2, "items": 6,
+                       "already_collected": 0, "collected": 4, "failed": 2, "from_cache": 0,
                        "prompt_tokens": summary["prompt_tokens"],
                        "completion_tokens": summary["completion_tokens"], "image_count": 0,
                        "cost_usd": None}

@@ -198,11 +198,15 @@ def test_a_batch_result_file_refused_stores_nothing(sqlite_url: str) -> None:
 
 
 def test_cli_grade_json_summary_and_no_key_leak(nmb_home: Path, server: OpenAIServer) -> None:
+    """A partial run exits 0, as before, and says on stderr why its items failed, grouped with
+    how many each reason failed (it printed no reason)."""
     from db.engine import session, upgrade
 
     upgrade()
     with session() as s:
-        make_study(s, n_tasks=2)
+        make_study(s, n_tasks=4)
+    server.inject_when("Prompt 2", "400")  # each of the task's 2 responses, every time
+    server.inject_when("Prompt 3", "badschema")  # every answer, re-asks included
     env = {**os.environ, "OPENAI_API_KEY": SECRET}
     out = subprocess.run([sys.executable, "-m", "cli", "grade", "--base-url", server.base_url,
                           "--concurrency", "2", "--json"], cwd=ROOT, env=env,
@@ -211,10 +215,14 @@ def test_cli_grade_json_summary_and_no_key_leak(nmb_home: Path, server: OpenAISe
     summary = json.loads(out.stdout.strip().splitlines()[-1])
     assert set(summary) == {"run_id", "items", "graded", "failed", "from_cache", "prompt_tokens",
                             "completion_tokens", "cost_usd"}
-    assert summary["graded"] == 4
+    assert (summary["graded"], summary["failed"]) == (4, 4)
+    [why] = out.stderr.strip().splitlines()
+    assert why.startswith("nmb: run 1 partial: 4 of 8 failed: "), why
+    assert "HTTP 400: Error code: 400 - Invalid request (test server). (2 items)" in why, why
+    assert "(after 3 answer(s))" not in why and why.endswith(" (2 items)"), why
     status = json.loads(subprocess.run([sys.executable, "-m", "cli", "status", "--json"], cwd=ROOT,
                                        env=env, capture_output=True, text=True).stdout)
-    assert status["grader_scores"] == 4 and status["grader_failures"] == 0
+    assert status["grader_scores"] == 4 and status["grader_failures"] == 4
     assert SECRET not in out.stdout + out.stderr
     for path in nmb_home.rglob("*"):
         if path.is_file():

@@ -94,12 +94,16 @@ def test_unknown_tasks_and_level_rules_are_checked_against_the_study(study: str,
 
 
 def test_batch_output_becomes_responses_failures_and_flags(study: str, tmp_path: Path) -> None:
+    """Two samples of each task, under their own custom_ids (one batch holds each once)."""
     out = tmp_path / "batch_output.jsonl"
-    write_jsonl(out, [_batch_line("t1", "Left MCA infarct."),
-                      _batch_line("t2", "As GPT-4o, a model developed by OpenAI, I see a lesion."),
-                      _batch_line("t1", error="The server had an error"),
-                      _batch_line("t2", "", status=200)])  # empty: a failure too
-    summary = _run(study, out, "openai-batch")
+    write_jsonl(out, [_batch_line("t1-0", "Left MCA infarct."),
+                      _batch_line("t2-0", "As GPT-4o, a model developed by OpenAI, I see a lesion."),
+                      _batch_line("t1-1", error="The server had an error"),
+                      _batch_line("t2-1", "", status=200)])  # empty: a failure too
+    (tmp_path / "ids.json").write_text(json.dumps({f"t{t}-{k}": f"t{t}" for t in (1, 2)
+                                                   for k in (0, 1)}))
+    by_map = f"map:{tmp_path / 'ids.json'}"
+    summary = _run(study, out, "openai-batch", task_key=by_map)
     assert summary.imported.new_responses == 2 and summary.failures == 2
     assert summary.imported.flagged_responses == 1
     rows = _responses(study)
@@ -113,12 +117,13 @@ def test_batch_output_becomes_responses_failures_and_flags(study: str, tmp_path:
     assert len(flagged) == 1 and "[name removed]" in rows[1][3]
     assert _held_back(study) == {flagged[0].response_id}  # not assigned until reviewed
     before = snapshot(study)
-    again = _run(study, out, "openai-batch")  # the same file again: nothing new
+    again = _run(study, out, "openai-batch", task_key=by_map)  # the same file again: nothing new
     assert again.imported.new_responses == 0 and again.imported.unchanged_responses == 2
     assert again.failures == 0 and not again.changed  # no second run of the same failures
     assert snapshot(study) == before
     # --model overrides the file's, so the same answers are another model's
-    assert _run(study, out, "openai-batch", model="mine").imported.new_responses == 2
+    assert _run(study, out, "openai-batch", model="mine",
+                task_key=by_map).imported.new_responses == 2
 
 
 def test_batch_mistakes_are_named_by_line(study: str, tmp_path: Path) -> None:
@@ -269,3 +274,75 @@ def test_text_over_the_limit_is_named_by_its_row(study: str, tmp_path: Path) -> 
     assert _refused(study, tsv, "vlmevalkit", model="m") == [
         "long.tsv row 3: text is 200,001 characters, more than the limit of 200,000"]
     shutil.rmtree(tmp_path / "base")
+
+
+def _lm_eval_line(doc_id: int, task_id: str, answer: str, filter_name: str,
+                  extracted: str) -> dict:
+    """A line as lm-evaluation-harness writes it (evaluator.evaluate's logged sample, saved by
+    EvaluationTracker.save_results_samples): one per document per filter, `resps` the same
+    under every filter, `arguments` sanitized to gen_args_i/arg_j."""
+    prompt = f"Question {doc_id}: give your differential diagnosis.\nAnswer:"
+    return {"doc_id": doc_id, "doc": {"task_id": task_id, "question": prompt},
+            "target": "Glioblastoma",
+            "arguments": {"gen_args_0": {"arg_0": prompt,
+                                         "arg_1": {"until": ["Question:"], "do_sample": False}}},
+            "resps": [[answer]], "filtered_resps": [extracted], "filter": filter_name,
+            "metrics": ["exact_match"], "doc_hash": f"{doc_id:064x}",
+            "prompt_hash": f"{doc_id + 1:064x}", "target_hash": f"{doc_id + 2:064x}",
+            "exact_match": float(extracted == "Glioblastoma")}
+
+
+def test_lm_eval_filters_count_each_answer_once(study: str, tmp_path: Path) -> None:
+    """A two-filter log holds each document twice (all strict-match lines, then all
+    flexible-extract lines): one sample per document, under the first filter unless --filter
+    names another; a filter the file does not hold is one line listing those it does."""
+    answers = {0: ("t1", "Glioblastoma, then lymphoma."), 1: ("t2", "Probably a metastasis.")}
+    log = tmp_path / "samples_neuro_2025-01-01T00-00-00.jsonl"
+    write_jsonl(log, [_lm_eval_line(d, t, a, f, a.split(",")[0] if f == "flexible-extract"
+                                    else "[invalid]")
+                      for f in ("strict-match", "flexible-extract")
+                      for d, (t, a) in answers.items()])
+    summary = _run(study, log, "lm-eval", model="hf-model")
+    assert summary.imported.new_responses == 2
+    assert (summary.filter, summary.other_filters) == ("strict-match", ["flexible-extract"])
+    assert "filter strict-match read, not flexible-extract" in str(summary)
+    assert [r[:4] for r in _responses(study)] == [
+        ("t1", "hf-model", 0, "Glioblastoma, then lymphoma."),
+        ("t2", "hf-model", 0, "Probably a metastasis.")]
+    before = snapshot(study)
+    with pytest.raises(response_import.UserError) as info:
+        _run(study, log, "lm-eval", model="hf-model", filter_name="none")
+    assert str(info.value) == ("--filter none: samples_neuro_2025-01-01T00-00-00.jsonl has the "
+                               "filters strict-match, flexible-extract")
+    assert snapshot(study) == before
+    other = _run(study, log, "lm-eval", model="hf-model", filter_name="flexible-extract")
+    assert (other.filter, other.other_filters) == ("flexible-extract", ["strict-match"])
+    assert (other.imported.new_responses, other.imported.unchanged_responses) == (0, 2)
+    assert len(_responses(study)) == 2
+
+
+def test_an_answer_given_twice_in_one_file_is_refused(study: str, tmp_path: Path) -> None:
+    """Two runs in one file (a doc_id twice under one filter, an index twice): one line naming
+    them, nothing written, where they were imported as samples 0 and 1 of one task."""
+    log = tmp_path / "two_runs.jsonl"
+    write_jsonl(log, [_lm_eval_line(d, t, "x", "none", "x")
+                      for _ in range(2) for d, t in ((0, "t1"), (1, "t2"))])
+    assert _refused(study, log, "lm-eval", model="m") == [
+        "two_runs.jsonl: 2 doc_ids are answered on more than one line for one model, which "
+        "would count one answer as two samples: \"0\" (lines 1, 3); \"1\" (lines 2, 4)"]
+    tsv = tmp_path / "preds.tsv"
+    tsv.write_text("index\tprediction\nt1\ta\nt2\tb\nt1\tc\n")
+    assert _refused(study, tsv, "vlmevalkit", model="m") == [
+        "preds.tsv: 1 index is answered on more than one row for one model, which would count "
+        "one answer as two samples: \"t1\" (rows 2, 4)"]
+    batch = tmp_path / "batch.jsonl"
+    write_jsonl(batch, [_batch_line("t1", "a"), _batch_line("t1", error="boom")])
+    assert _refused(study, batch, "openai-batch") == [
+        "batch.jsonl: 1 custom_id is answered on more than one line for one model, which would "
+        "count one answer as two samples: \"t1\" (lines 1, 2)"]
+    write_jsonl(tmp_path / "responses.jsonl", [
+        {"response_id": f"x-{i}", "task_id": "t1", "model": "m", "sample": 0, "text": "a"}
+        for i in range(2)])
+    assert _refused(study, tmp_path / "responses.jsonl", "nmb") == [
+        'responses.jsonl:2: model "m" has two responses with sample 0 for task "t1" (first on '
+        "line 1)"]

@@ -229,11 +229,12 @@ def test_release_files_import_from_the_admin_page(sqlite_url: str, tmp_path: Pat
 
 def test_model_responses_import_from_the_admin_page(sqlite_url: str, tmp_path: Path) -> None:
     """The responses tab: a VLMEvalKit .xlsx upload keeps its suffix, the model name is typed,
-    an unknown task is one problem row and nothing is written."""
+    an unknown task is one problem row and nothing is written; an lm-eval log's filter is
+    typed."""
     import openpyxl
 
     from db.models import Response
-    from tests.db.bundle.bundles import write_bundle
+    from tests.db.bundle.bundles import write_bundle, write_jsonl
 
     with session() as s:
         import_bundle(s, write_bundle(tmp_path / "b", with_responses=[]))
@@ -262,6 +263,19 @@ def test_model_responses_import_from_the_admin_page(sqlite_url: str, tmp_path: P
     next(b for b in at.button if b.label == "Import").click().run()
     [problems] = [df.value for df in at.dataframe if "problem" in df.value.columns]
     assert list(problems["problem"]) == ['1 task_id is not a task of this study: "t9" (row 2)']
+
+    # an lm-eval log with two filters: the filter typed is the one read, one sample a document
+    log = tmp_path / "samples_neuro.jsonl"
+    write_jsonl(log, [{"doc_id": 0, "doc": {"task_id": "t1"}, "resps": [["Stroke."]],
+                       "filtered_resps": ["Stroke."], "filter": f} for f in ("strict", "loose")])
+    at.selectbox[0].set_value("lm-eval").run()
+    at.text_input[0].set_value(str(log)).run()
+    at.text_input[1].set_value("lm-model").run()
+    at.text_input(key="responses_filter").set_value("loose").run()
+    next(b for b in at.button if b.label == "Import").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    [done] = [m.value for m in at.success]
+    assert "1 response;" in done and "filter loose read, not strict" in done, done
 
 
 def test_an_accounts_single_sign_on_email_is_set_on_the_admin_page(sqlite_url: str) -> None:
