@@ -1,13 +1,18 @@
 """Where the study lives: `NMB_HOME`, `NMB_DATABASE_URL`, the engine, and migrations.
 
 The default database is a SQLite file under `NMB_HOME` (default `.nmb/` in the working
-directory) with WAL, a busy timeout and foreign keys on. `postgresql+psycopg://...` works
-the same. Migrations (Alembic) are applied by `upgrade()`; the app, the CLI and `nmb db upgrade`
-start with `db.bundle.store.prepare_study`, which also sweeps what killed imports left.
+directory) with WAL, a busy timeout and foreign keys on; every transaction on it begins with
+`BEGIN IMMEDIATE` (a person's write also waits and retries while it is busy: db.busy).
+`postgresql+psycopg://...` works the same. Migrations (Alembic) are applied by `upgrade()`; the
+app, the CLI and `nmb db upgrade` start with `db.bundle.store.prepare_study`, which also sweeps
+what killed imports left.
 """
 
 import os
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -22,6 +27,7 @@ from errors import UserError, one_line
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 HEAD_REVISION = "0016"  # the newest migration (a test checks it against db/migrations)
+BUSY_TIMEOUT_MS = 30_000  # SQLite: how long a transaction waits for the write lock
 
 
 def nmb_home() -> Path:
@@ -41,10 +47,34 @@ def database_url() -> str:
 def _sqlite_pragmas(dbapi_conn, _record) -> None:
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA journal_mode=WAL")
-    cur.execute("PRAGMA busy_timeout=30000")
+    cur.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
     cur.execute("PRAGMA foreign_keys=ON")
     cur.execute("PRAGMA synchronous=NORMAL")
     cur.close()
+
+
+_waiting = threading.local()
+
+
+@contextmanager
+def attempt_wait(seconds: float) -> Iterator[None]:
+    """SQLite transactions this thread begins in the block wait at most `seconds` for the write
+    lock, not `BUSY_TIMEOUT_MS` (db.busy: an attempt of a person's write, retried after)."""
+    _waiting.ms = max(1, round(seconds * 1000))
+    try:
+        yield
+    finally:
+        del _waiting.ms
+
+
+def _begin_immediate(conn) -> None:
+    """Begin with the write lock (https://www.sqlite.org/lang_transaction.html): a transaction
+    that began deferred, read, then writes gets SQLITE_BUSY at once when another wrote
+    meanwhile, whatever the busy timeout (the busy handler is not called where waiting could
+    deadlock: https://www.sqlite.org/c3ref/busy_handler.html), and in WAL mode it could not
+    succeed anyway (SQLITE_BUSY_SNAPSHOT). Its wait: `attempt_wait`'s, else BUSY_TIMEOUT_MS."""
+    conn.exec_driver_sql(f"PRAGMA busy_timeout={getattr(_waiting, 'ms', BUSY_TIMEOUT_MS)}")
+    conn.exec_driver_sql("BEGIN IMMEDIATE")
 
 
 def _storable(value: Any) -> Any:
@@ -82,11 +112,12 @@ def engine_for(url: str) -> Engine:
 
 def _create_engine(url: str) -> Engine:
     if url.startswith("sqlite"):
-        eng = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+        eng = create_engine(url, connect_args={"check_same_thread": False,
+                                                  "timeout": BUSY_TIMEOUT_MS / 1000})
         event.listen(eng, "connect", _sqlite_pragmas)
         # Take over pysqlite's transaction handling: every transaction starts with BEGIN IMMEDIATE,
         # so two writers queue on the busy timeout instead of failing on a lock upgrade.
-        event.listen(eng, "begin", lambda conn: conn.exec_driver_sql("BEGIN IMMEDIATE"))
+        event.listen(eng, "begin", _begin_immediate)
 
         @event.listens_for(eng, "connect")
         def _no_autobegin(dbapi_conn, _record) -> None:

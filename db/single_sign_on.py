@@ -19,6 +19,7 @@ from typing import Any
 from sqlmodel import Session
 
 from db.audit import record
+from db.busy import LOGIN_KEPT, person_write
 from db.models import User
 from db.users import MAX_EMAIL, user_by_email
 from errors import UserError
@@ -37,6 +38,7 @@ def identity_current(expires: Any, now: float | None = None) -> bool:
     return (time.time() if now is None else now) < expires
 
 
+@person_write(LOGIN_KEPT)
 def sso_account(s: Session, *, email: Any, email_verified: Any = None) -> User:
     """The enabled account of the identity with these claims; UserError (one line, audited)
     otherwise. The claims are untrusted values: anything but a string is no address."""

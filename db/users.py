@@ -28,6 +28,7 @@ from sqlalchemy import text
 from sqlmodel import Session, delete, func, select
 
 from db.audit import record
+from db.busy import LOGIN_KEPT, person_write, retry_when_busy
 from db.locks import for_update, take_turns
 from db.models import ROLES, LoginFailure, LoginToken, User, utcnow
 from errors import UserError
@@ -214,6 +215,7 @@ def disable_user(s: Session, *, name: str, actor: str | None = None) -> bool:
     return True
 
 
+@person_write("you are not signed out yet")
 def log_out(s: Session, *, user_id: int) -> None:
     """Logout: every session of the user ends, in every browser, whatever the browser keeps."""
     user = s.get(User, user_id)
@@ -277,6 +279,7 @@ def _serialise(s: Session, name: str, client: str | None) -> None:
             s.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _lock_key(kind, value)})
 
 
+@person_write(LOGIN_KEPT)
 def _reserve(s: Session, name: str, client: str | None) -> int | datetime:
     """Count this attempt as a failure before its password is checked (committed): the id of
     its row; or, while the name or the client is locked out, when the lockout ends (the
@@ -299,6 +302,7 @@ def _reserve(s: Session, name: str, client: str | None) -> int | datetime:
     return attempt
 
 
+@person_write(LOGIN_KEPT)
 def _failed(s: Session, name: str, client: str | None, attempt: int, detail: dict) -> None:
     """The attempt's row stays counted; audit the failure and the lockout it starts, if any
     (only the attempt that brings a count to its limit starts one). A concurrent earlier
@@ -329,16 +333,25 @@ def authenticate(s: Session, *, name: str, password: str, client: str | None = N
     if isinstance(attempt, datetime):
         raise UserError(f"Too many failed logins: try again after {attempt:%H:%M} UTC.")
     possible = bool(_NAME_RULE.fullmatch(name)) and len(password) <= MAX_PASSWORD
-    user = s.exec(select(User).where(User.name == name)).first() if possible else None
-    stored, active = (user.password_hash, not user.disabled) if user else (_DUMMY_HASH, False)
-    s.commit()  # no transaction (on SQLite: no write lock) held while the scrypt runs
+
+    def account() -> tuple[User | None, str, bool]:
+        user = s.exec(select(User).where(User.name == name)).first() if possible else None
+        stored, active = (user.password_hash, not user.disabled) if user else (_DUMMY_HASH, False)
+        s.commit()  # no transaction (on SQLite: no write lock) held while the scrypt runs
+        return user, stored, active
+
+    user, stored, active = retry_when_busy(s, account, kept=LOGIN_KEPT)
     # One scrypt whatever the name: equal time.
     if verify_password(password if possible else "", stored) and active:
         # A success clears the name's failures counted before it (this attempt's included);
         # attempts that began after it stay counted.
-        s.exec(delete(LoginFailure).where(LoginFailure.name == key, LoginFailure.id <= attempt))
-        record(s, "login", actor=key, client=client)
-        s.commit()
+        def succeed() -> None:
+            s.exec(delete(LoginFailure).where(LoginFailure.name == key,
+                                              LoginFailure.id <= attempt))
+            record(s, "login", actor=key, client=client)
+            s.commit()
+
+        retry_when_busy(s, succeed, kept=LOGIN_KEPT)
         return user
     _failed(s, key, client, attempt, {} if possible else {"name_length": len(name)})
     return None
@@ -366,6 +379,7 @@ def _token_hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
+@person_write(LOGIN_KEPT)
 def open_login(s: Session, user: User) -> str:
     """A new login token for `user` (committed), to keep in the browser; expired tokens go."""
     token = secrets.token_urlsafe(32)

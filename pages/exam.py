@@ -48,9 +48,13 @@ exam_id = st.selectbox("Exam", list(names), format_func=names.get,
                        key="exam_pick")  # keyed: an exam opened meanwhile does not reset it
 exam = next(e for e in available if e.id == exam_id)
 exam_opened(exam_id)  # another exam: its own task open, no question or message of the last
-with session() as s:
-    attempt = attempt_for(s, exam_id=exam_id, user_id=user.id)
-    tasks = exam_tasks(s, attempt=attempt)
+try:
+    with session() as s:
+        attempt = attempt_for(s, exam_id=exam_id, user_id=user.id)
+        tasks = exam_tasks(s, attempt=attempt)
+except UserError as e:  # the study database busy past the write's deadline (db.busy)
+    show_error(e)
+    st.stop()
 
 done = sum(t.done for t in tasks)
 st.progress(done / len(tasks), text=f"{done} of {len(tasks)} tasks answered")

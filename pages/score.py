@@ -167,6 +167,10 @@ def save(values: dict) -> None:
     except StaleForm as e:
         stale(e)
         return
+    except UserError as e:  # the study database busy past the write's deadline (db.busy)
+        st.session_state[f"score_unsaved_{aid}"] = str(e)
+        return
+    st.session_state.pop(f"score_unsaved_{aid}", None)
     st.session_state[f"score_saved_{aid}"] = time.strftime("%H:%M:%S")
 
 
@@ -188,6 +192,8 @@ with case_panel(key=opaque_key("case", item.case_id), title=item.case_title, ehr
                              missing=st.session_state.get(f"score_missing_{aid}"),
                              stages=len(item.stages), revision=item.revision)
     saved = st.session_state.get(f"score_saved_{aid}")
+    if unsaved := st.session_state.get(f"score_unsaved_{aid}"):
+        st.error(escape_markdown(unsaved))
     st.caption(f":material/cloud_done: Draft saved at {saved}" if saved
                else "Every change is saved as a draft at once.")
     if note := st.session_state.pop(f"score_missing_note_{aid}", None):

@@ -100,8 +100,12 @@ def _forget() -> None:
 
 def _sign_in(user: User) -> None:
     """Log `user` in with a login token in the cookie (page reloads, the volume route)."""
-    with session() as s:
-        token = open_login(s, user)
+    try:
+        with session() as s:
+            token = open_login(s, user)
+    except UserError as e:  # the study database busy past the write's deadline (db.busy)
+        st.error(escape_markdown(str(e)))
+        st.stop()
     st.session_state["cookie"] = _cookie_script(token, LOGIN_HOURS * 3600)
     _remember(user, token)
     st.rerun()

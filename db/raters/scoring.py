@@ -16,6 +16,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
 from db.audit import record
+from db.busy import DRAFT_KEPT, SCORE_KEPT, person_write
 from db.locks import for_share
 from db.models import (
     Assignment,
@@ -261,6 +262,7 @@ def _retrying(s: Session, write: Callable[[], ExpertScore]) -> ExpertScore:
     raise AssertionError("unreachable")
 
 
+@person_write(DRAFT_KEPT)
 def save_draft(
     s: Session, *, rater_id: int, assignment_id: int, values: dict[str, Any],
     active_seconds: float = 0.0, base_revision: int | None = None, shown: str | None = None,
@@ -268,7 +270,8 @@ def save_draft(
     """Save the form as it is now (unvalidated) and add the active time since the last save.
     `base_revision`: the revision the form was opened on (0: none); StaleScore when another
     submit came since. `shown`: the `ScoringItem.shown` of the page the rater saw; ChangedItem
-    when the item has changed since (None: no check)."""
+    when the item has changed since (None: no check). Retried while the database is busy, until
+    its deadline (db.busy)."""
     return _retrying(s, lambda: _save_draft(s, rater_id, assignment_id, values, active_seconds,
                                             base_revision, shown))
 
@@ -323,6 +326,7 @@ def _save_draft(s, rater_id, assignment_id, values, active_seconds, base_revisio
     return score
 
 
+@person_write(SCORE_KEPT)
 def submit(
     s: Session, *, rater_id: int, assignment_id: int, values: dict[str, Any],
     active_seconds: float = 0.0, actor: str | None = None, base_revision: int | None = None,
@@ -330,7 +334,8 @@ def submit(
 ) -> ExpertScore:
     """Validate against the rubric and record a new revision (the latest one counts).
     `base_revision` and `shown`: as for `save_draft`, so two tabs submitting one form record it
-    once, and a score is never stored against what the rater did not see."""
+    once, and a score is never stored against what the rater did not see. Retried while the
+    database is busy, until its deadline (db.busy)."""
     return _retrying(s, lambda: _submit(s, rater_id, assignment_id, values, active_seconds, actor,
                                         base_revision, shown))
 

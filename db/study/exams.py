@@ -29,6 +29,7 @@ from sqlmodel import Session, select
 
 from db.audit import record
 from db.bundle.importer import new_blind_codes
+from db.busy import ANSWER_KEPT, EXAM_DRAFT_KEPT, FINISH_KEPT, person_write
 from db.locks import for_share, for_update, take_turns
 from db.models import Exam, ExamAttempt, Response, StageAnswer, Task, User, utcnow
 from db.raters.response_flags import flag_new
@@ -169,6 +170,7 @@ def exams(s: Session) -> list[Exam]:
     return list(s.exec(select(Exam).order_by(Exam.name)))
 
 
+@person_write("the exam is not opened yet")
 def attempt_for(s: Session, *, exam_id: int, user_id: int) -> ExamAttempt:
     """The user's attempt at the exam, started now if it does not exist yet. Physicians and
     students take exams (their answers are responses whose source is their role)."""
@@ -330,6 +332,7 @@ def _next_stage(s: Session, attempt: ExamAttempt, task: Task, shown: int | None)
     return stage
 
 
+@person_write(ANSWER_KEPT)
 def answer_stage(s: Session, *, attempt: ExamAttempt, task_id: str, text: str,
                  seconds: float = 0.0, stage: int | None = None) -> int:
     """Record the answer to the task's next stage; returns the stage number answered.
@@ -365,6 +368,7 @@ def answer_stage(s: Session, *, attempt: ExamAttempt, task_id: str, text: str,
     return stage
 
 
+@person_write(EXAM_DRAFT_KEPT)
 def save_draft(s: Session, *, attempt: ExamAttempt, task_id: str, text: str,
                stage: int | None = None) -> None:
     """Keep the answer being written, so a closed tab or a reload loses nothing. `stage`: the
@@ -381,6 +385,7 @@ def save_draft(s: Session, *, attempt: ExamAttempt, task_id: str, text: str,
     s.commit()
 
 
+@person_write(FINISH_KEPT)
 def finish(s: Session, *, attempt: ExamAttempt, actor: str | None = None) -> int:
     """Close the attempt and turn each fully answered task into a human response; one that
     names a model or its maker is redacted and held for review, as a model's response is
@@ -407,6 +412,7 @@ def finish(s: Session, *, attempt: ExamAttempt, actor: str | None = None) -> int
     return len(answered)
 
 
+@person_write("the review is not shown yet")
 def review_tasks(s: Session, *, attempt: ExamAttempt) -> list[ReviewTask]:
     """The finished attempt's tasks with the taker's answers and the reference answers, the
     cases whose reference answer they hold added to `ExamAttempt.reviewed_cases` (committed

@@ -10,6 +10,7 @@ every run first keeps whatever any registered box sent since the last one
 
 import streamlit as st
 
+from db.busy import EXAM_DRAFT_KEPT, retry_when_busy
 from db.engine import session
 from db.models import ExamAttempt
 from db.study.exams import save_draft
@@ -33,9 +34,10 @@ def keep_typed(key: str, *, attempt_id: int, task_id: str, stage: int) -> Typed 
     if latest is not None and (stored is None
                                or (latest.text, latest.edit) != (stored.text, stored.edit)):
         try:
-            with session() as s:
-                save_draft(s, attempt=s.get(ExamAttempt, attempt_id), task_id=task_id,
-                           text=latest.text, stage=stage)
+            with session() as s:  # the attempt read in the write's retries too (db.busy)
+                retry_when_busy(s, lambda: save_draft(s, attempt=s.get(ExamAttempt, attempt_id),
+                                                      task_id=task_id, text=latest.text,
+                                                      stage=stage), kept=EXAM_DRAFT_KEPT)
         except UserError as e:
             show_error(e)
         else:
