@@ -125,6 +125,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     rs.add_argument("--splits", help="the leaderboard's splits as name=level[+level],... "
                     "(default direct=1,complex=2,multi-round=3)")
     rs.add_argument("--bertscore-model", metavar="DIR", help="add BERTScore (secondary) with the "
-                    "model in this local folder (needs pip install -e '.[bertscore]')")
+                    "model in this local folder (needs make install-bertscore)")
     rs.add_argument("--site", metavar="DIR", help="write the static leaderboard site (index.html, "
                     "leaderboard.json, figures) into this folder")

@@ -5,7 +5,7 @@ BERTScore (Zhang et al. 2020, "BERTScore: Evaluating Text Generation with BERT",
 each token of a candidate to its most similar token of the reference by the cosine of their
 contextual embeddings; F1 combines the precision and recall of that matching. It is computed by
 the `bert-score` package (`bert_score.BERTScorer`, the optional extra
-`pip install -e '.[bertscore]'`) with a model read from a **local** directory (a Hugging Face
+`make install-bertscore`) with a model read from a **local** directory (a Hugging Face
 `save_pretrained` folder; Hugging Face is set offline, nothing is downloaded). The layer and the
 baseline are the library's for a directory named as one of its models (e.g. `roberta-large`:
 layer 17, rescaled with the library's English baseline); otherwise the model's last layer, and
@@ -40,7 +40,7 @@ from db.queries import fetch_in
 from db.study.cases import reference_fields
 from errors import UserError
 
-EXTRA = "pip install -e '.[bertscore]'"
+EXTRA = "make install-bertscore"
 SERVER_MODEL = "NMB_BERTSCORE_MODEL"  # the server's local model folder for /results
 BASELINE_FILE = "bertscore_baseline.tsv"
 LANG = "en"

@@ -29,7 +29,7 @@ PAIRS = [("acute infarct in the left white matter", "acute stroke, left infarct"
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     require(importlib.util.find_spec("bert_score") is not None,
-            "the bertscore extra is not installed (pip install -e '.[bertscore]')")
+            "the bertscore extra is not installed (make install-bertscore)")
     return tiny_bert(tmp_path_factory.mktemp("tiny-bert") / "tiny")
 
 
