@@ -43,14 +43,8 @@ from db.models import (
 from db.queries import fetch_in
 from db.raters.response_flags import flag_new
 from errors import UserError
-from llm.call import (
-    CallResult,
-    _submit_batch,
-    batch_line,
-    estimate_cost,
-    load_prices,
-    run_bounded,
-)
+from llm.batch import batch_line, submit_batch
+from llm.call import CallResult, estimate_cost, load_prices, run_bounded
 from llm.grader_request import api_key_for, make_client
 from llm.key_images import key_images
 from llm.model_call import batch_outcome, call_text, settle_batch
@@ -342,7 +336,7 @@ class _Sender:
             if not lines:
                 return
             body = "".join(batch_line(cid, req.body()) for cid, (_, req, _) in lines.items())
-            batch, entries = await _submit_batch(api, body, wanted=set(lines),
+            batch, entries = await submit_batch(api, body, wanted=set(lines),
                                                  poll_interval=poll_interval, max_wait=None,
                                                  on_poll=None)
             whole_failed = batch.status != "completed"

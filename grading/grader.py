@@ -38,7 +38,8 @@ from db.status import count_query
 from db.study.reference import Against, judged_against, require_reference
 from errors import UserError
 from grading.config import get_config
-from llm.call import CallResult, estimate_cost, load_prices, run_batch
+from llm.batch import run_batch
+from llm.call import CallResult, estimate_cost, load_prices
 from llm.grader_request import GradeItem, SendJob, api_key_for, grade_request, make_client, send
 from llm.plan import Plan
 from llm.run_writer import RunWriter, open_run

@@ -17,15 +17,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from db.text_limits import ANSWER
-from llm.call import (
-    CallResult,
-    _redactor,
-    batch_body_problem,
-    batch_choice,
-    batch_failure,
-    complete,
-    estimate_cost,
-)
+from llm.batch import batch_body_problem, batch_choice, batch_failure
+from llm.call import CallResult, complete, estimate_cost, redactor
 from llm.model_request import ChatRequest
 
 log = logging.getLogger(__name__)
@@ -62,7 +55,7 @@ async def call_text(client: Any, req: ChatRequest, *, timeout: float, max_retrie
                     backoff_cap: float = 30.0, max_retry_after: float = 120.0) -> CallResult:
     """Send `req` (its body, unchanged) until it gives an answer or the limits are reached;
     never raises for API trouble. `client` is an `AsyncOpenAI` with `max_retries=0`."""
-    redact, result, start = _redactor(client), CallResult(ok=False), time.perf_counter()
+    redact, result, start = redactor(client), CallResult(ok=False), time.perf_counter()
     while True:
         completion, failure = await complete(
             client, req.body(), result, timeout=timeout, max_retries=max_retries,
@@ -108,4 +101,4 @@ def batch_outcome(entry: dict | None, result: CallResult) -> tuple[str, str | No
 def settle_batch(result: CallResult, req: ChatRequest, ok: bool, text: str | None,
                  reason: str | None, start: float, prices: Mapping | None, client: Any) -> None:
     """End a batch item's result (costs at the batch discount)."""
-    _settle(result, req, ok, text, reason, start, prices, True, _redactor(client))
+    _settle(result, req, ok, text, reason, start, prices, True, redactor(client))

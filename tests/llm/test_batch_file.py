@@ -9,8 +9,9 @@ import pytest
 from openai import AsyncOpenAI
 
 from errors import UserError
+from llm.batch import run_batch
 from llm.batch_file import MAX_LINE_BYTES
-from llm.call import CallResult, run_batch
+from llm.call import CallResult
 from llm.http_client import CappedClient
 from tests.llm import test_call as base
 from tests.openai_server import OpenAIServer

@@ -13,6 +13,7 @@ import jsonschema
 import pytest
 from openai import AsyncOpenAI
 
+from llm.batch import run_batch
 from llm.call import (
     CallResult,
     LLMRequest,
@@ -21,7 +22,6 @@ from llm.call import (
     load_prices,
     request_hash,
     retry_after_seconds,
-    run_batch,
     run_bounded,
 )
 from tests.openai_server import OpenAIServer, break_document, sample_document
