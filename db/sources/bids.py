@@ -223,7 +223,7 @@ def convert(root: Path, dest: Path, case_info: Path, origin: dict[str, str],
                          for _, f, _ in series if leaves(root, f)]
             if not series and len(problems) == before:  # (not when a folder was unreadable)
                 problems.append(Problem(folder.relative_to(root).as_posix(), None,
-                                        "holds no NIfTI volume in " + ", ".join(
+                                        "holds no volume to import in " + ", ".join(
                                             f"{f}/" for f in FOLDERS)))
             if info is not None and info.case["case_id"] in case_ids:
                 problems.append(Problem(where, None, f'case_id "{info.case["case_id"]}" is '
