@@ -37,24 +37,26 @@ def cmd_import(args: argparse.Namespace) -> None:
                     s, Path(args.paths[0]),
                     case_info=Path(args.case_info) if args.case_info else None,
                     sequence_map=Path(args.sequence_map) if args.sequence_map else None,
-                    allow_burned_in=args.allow_burned_in, dry_run=args.dry_run, actor="cli")
+                    allow_burned_in=args.allow_burned_in, allow_blank=args.allow_blank,
+                    dry_run=args.dry_run, actor="cli")
             elif args.source == "bids":
                 from db.sources.bids import import_bids
 
                 summary = import_bids(
                     s, Path(args.paths[0]),
                     case_info=Path(args.case_info) if args.case_info else None,
-                    dry_run=args.dry_run, actor="cli")
+                    allow_blank=args.allow_blank, dry_run=args.dry_run, actor="cli")
             elif release:
                 from db.release.reader import import_release
 
                 summary = import_release(
                     s, [Path(p) for p in args.paths], dry_run=args.dry_run, actor="cli",
+                    allow_blank=args.allow_blank,
                     answers=Path(args.answers) if args.answers else None,
                     family=args.family, level=args.level)
             else:
                 summary = import_bundle(s, Path(args.paths[0]), dry_run=args.dry_run,
-                                        actor="cli")
+                                        actor="cli", allow_blank=args.allow_blank)
     except BundleInvalid as e:
         _refused(e)
     print_json(summary.as_dict()) if args.json else print(summary)
@@ -99,9 +101,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                     help="dicom: the case's record and tasks; bids: CASES.json keyed by subject")
     ip.add_argument("--sequence-map", metavar="MAP.json",
                     help='dicom: {"SeriesDescription pattern": "SEQUENCE" or null}, tried '
-                         "before the defaults")
+                         "before the vendor table")
     ip.add_argument("--allow-burned-in", action="store_true",
                     help="dicom: import series marked BurnedInAnnotation YES (check them first)")
+    ip.add_argument("--allow-blank", action="store_true",
+                    help="import images whose every voxel or pixel has one value (all zero)")
     ip.add_argument("--answers", metavar="ANSWERS.json",
                     help="release: the maintainer's answer key (reference answers)")
     ip.add_argument("--family", choices=["differential", "lesion", "rationale"],

@@ -7,6 +7,8 @@ read), a NIfTI header with its extensions beyond `MAX_HEADER_BYTES` (checked bef
 reads it), non-finite or singular affine, a NIfTI without orientation (both codes 0), header
 claiming more data than the file holds, truncated or corrupt data; at import also voxel sizes
 outside `MIN_VOXEL_MM`-`MAX_VOXEL_MM` or a qform's sizes (pixdim) that are not positive.
+`inspect_image` also tells whether every voxel holds one value (`ImageInfo.constant`: a blank
+image, which the importer refuses unless allowed).
 """
 
 from __future__ import annotations
@@ -92,6 +94,7 @@ class ImageInfo:
     voxel_sizes: tuple[float, float, float]
     n_volumes: int
     dtype: str
+    constant: float | None = None  # the one value of every voxel (a blank image), else None
 
 
 def spatial_shape(img: SpatialImage, name: str) -> tuple[tuple[int, int, int], int]:
@@ -281,14 +284,20 @@ def _is_cifti_nifti(img: SpatialImage) -> bool:
 CORRUPT = "image data is truncated or corrupt"
 
 
-def check_readable(img: SpatialImage, name: str) -> None:
-    """Read every voxel once (raw dtype, no float copy) to prove the data is complete."""
+def check_readable(img: SpatialImage, name: str) -> float | None:
+    """Read every voxel once (raw dtype, no float copy) to prove the data is complete; the
+    value every voxel holds (scaled) when they all hold one (NaN counts as one value), else
+    None."""
     proxy = img.dataobj
     with reading(name, CORRUPT):
-        if hasattr(proxy, "get_unscaled"):
-            proxy.get_unscaled()
-        else:
-            np.asarray(proxy)
+        raw = proxy.get_unscaled() if hasattr(proxy, "get_unscaled") else np.asarray(proxy)
+        # fmin/fmax skip NaN (without nanmin's warning on all-NaN data)
+        low, high = (np.fmin.reduce(raw, axis=None), np.fmax.reduce(raw, axis=None)
+                     ) if raw.dtype.kind == "f" else (raw.min(), raw.max())
+        if np.isnan(low) or low == high:  # all NaN, or one value
+            slope = float(getattr(proxy, "slope", 1.0) or 1.0)
+            return float(low) * slope + float(getattr(proxy, "inter", 0.0) or 0.0)
+    return None
 
 
 def inspect_image(path: Path) -> ImageInfo:
@@ -301,11 +310,12 @@ def inspect_image(path: Path) -> ImageInfo:
     (x, y, z), n_volumes = spatial_shape(img, path.name)
     with reading(path.name, "not an image nibabel can read"):
         check_voxel_sizes(path, img)
-    check_readable(img, path.name)
+    constant = check_readable(img, path.name)
     sizes = nib.affines.voxel_sizes(img.affine)
     return ImageInfo(
         shape=tuple(int(n) for n in img.shape),
         voxel_sizes=(float(sizes[0]), float(sizes[1]), float(sizes[2])),
         n_volumes=n_volumes,
         dtype=np.dtype(img.get_data_dtype()).name,
+        constant=constant,
     )

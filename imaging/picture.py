@@ -81,6 +81,7 @@ class Picture:
     width: int
     height: int
     mode: str
+    blank: bool = False  # every pixel has one colour
 
 
 def check_size(name: str, width: int, height: int) -> None:
@@ -209,7 +210,10 @@ def sanitise_picture(path: Path, name: str | None = None) -> Picture:
     except OSError as e:
         raise UserError(f"{name}: cannot read: {e.strerror or e}") from None
     img = decode(data, name)
-    return Picture(_png(img), img.width, img.height, img.mode)
+    extrema = img.getextrema()  # (low, high), or one pair per band
+    bands = extrema if isinstance(extrema[0], tuple) else (extrema,)
+    return Picture(_png(img), img.width, img.height, img.mode,
+                   blank=all(low == high for low, high in bands))
 
 
 def downscaled_png(path: Path, max_side: int = DEFAULT_SEND_SIDE) -> bytes:

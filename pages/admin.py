@@ -85,26 +85,32 @@ def _show_import(label: str, run) -> None:
         redraw_after(f"{label}: {summary}")
 
 
-def run_import(path: Path, dry_run: bool, workspace: Workspace | None = None) -> None:
+ALLOW_BLANK = "Allow blank images (every voxel or pixel of one value; --allow-blank)"
+
+
+def run_import(path: Path, dry_run: bool, workspace: Workspace | None = None,
+               allow_blank: bool = False) -> None:
     """Validate and import the bundle at `path`; messages name it by `path.name` (an upload is
     stored under its own file name, made safe)."""
     valid = " is valid, nothing was written (dry run)" if dry_run else ""
     _show_import(f"{path.name}{valid}", lambda s, progress: import_bundle(
-        s, path, dry_run=dry_run, actor=user.name, progress=progress, workspace=workspace))
+        s, path, dry_run=dry_run, actor=user.name, progress=progress, workspace=workspace,
+        allow_blank=allow_blank))
 
 
 def bundle_import() -> None:
     upload = st.file_uploader("Bundle (.zip)", type=["zip"])
     server_path = st.text_input("…or a path on the server")
     dry_run = st.checkbox("Dry run (validate only)")
+    blank = st.checkbox(ALLOW_BLANK, key="bundle_allow_blank")
     if st.button("Import", type="primary", disabled=not (upload or server_path)):
         if upload is not None:
             with Workspace("upload") as upload_area:  # NMB_HOME/tmp, swept if the server dies
                 path = upload_area.path / safe_upload_name(upload.name)
                 path.write_bytes(upload.getvalue())
-                run_import(path, dry_run, upload_area)
+                run_import(path, dry_run, upload_area, allow_blank=blank)
         else:
-            run_import(Path(server_path.strip()), dry_run)
+            run_import(Path(server_path.strip()), dry_run, allow_blank=blank)
 
 
 def release_import() -> None:
@@ -118,6 +124,7 @@ def release_import() -> None:
     family = c1.selectbox("Family", ["by file name", *FAMILIES])
     level = c2.selectbox("Level", ["by file name", *LEVELS])
     dry_run = c3.checkbox("Dry run (validate only)", key="release_dry_run")
+    blank = st.checkbox(ALLOW_BLANK, key="release_allow_blank")
     paths = [Path(p.strip()) for p in server_paths.splitlines() if p.strip()]
     if not st.button("Import", type="primary", disabled=not (uploads or paths)):
         return
@@ -136,6 +143,7 @@ def release_import() -> None:
         _show_import(", ".join(p.name for p in paths) + valid,
                      lambda s, progress: import_release(
                          s, paths, answers=answers, dry_run=dry_run, actor=user.name,
+                         allow_blank=blank,
                          family=None if family == "by file name" else family,
                          level=None if level == "by file name" else level, progress=progress))
 
@@ -185,6 +193,7 @@ def images_import(kind: str) -> None:
     allow = kind == "dicom" and st.checkbox("Allow series marked BurnedInAnnotation YES "
                                             "(checked by hand)")
     dry_run = st.checkbox("Dry run (validate only)", key=f"{kind}_dry_run")
+    blank = st.checkbox(ALLOW_BLANK, key=f"{kind}_allow_blank")
     if not st.button("Import", type="primary", disabled=not (upload or server_path),
                      key=f"{kind}_import"):
         return
@@ -210,12 +219,12 @@ def images_import(kind: str) -> None:
         valid = " is valid, nothing was written (dry run)" if dry_run else ""
         if kind == "dicom":
             run = lambda s, progress: import_dicom(  # noqa: E731
-                s, path, case_info=case_info, allow_burned_in=allow, dry_run=dry_run,
-                actor=user.name, progress=progress)
+                s, path, case_info=case_info, allow_burned_in=allow, allow_blank=blank,
+                dry_run=dry_run, actor=user.name, progress=progress)
         else:
             run = lambda s, progress: import_bids(  # noqa: E731
-                s, path, case_info=case_info, dry_run=dry_run, actor=user.name,
-                progress=progress)
+                s, path, case_info=case_info, dry_run=dry_run, allow_blank=blank,
+                actor=user.name, progress=progress)
         _show_import(f"{kind.upper()} import{valid}", run)
 
 

@@ -26,6 +26,8 @@ from errors import UserError
 #: Use worker processes from this many images to inspect (below it, starting them costs more).
 PROCESS_THRESHOLD = 12
 Facts = tuple[list[int], list[float]]  # shape, voxel sizes
+#: shape, voxel sizes, and the one value of every voxel of a blank image (else None)
+Inspected = tuple[list[int], list[float], float | None]
 Progress = Callable[[float, str], None]
 
 
@@ -44,15 +46,15 @@ def _hash(path: Path) -> str | OSError:
         return e
 
 
-def inspect_file(path: Path) -> Facts | str:
-    """(shape, voxel sizes) of a usable image, or why it cannot be used (one line)."""
+def inspect_file(path: Path) -> Inspected | str:
+    """(shape, voxel sizes, constant) of a usable image, or why it cannot be used (one line)."""
     from imaging import inspect_image
 
     try:
         info = inspect_image(Path(path))
     except UserError as e:
         return str(e).removeprefix(f"{Path(path).name}: ")
-    return [int(x) for x in info.shape], [float(x) for x in info.voxel_sizes]
+    return [int(x) for x in info.shape], [float(x) for x in info.voxel_sizes], info.constant
 
 
 def hash_all(paths: Sequence[Path]) -> list[str | OSError]:
@@ -62,7 +64,7 @@ def hash_all(paths: Sequence[Path]) -> list[str | OSError]:
 
 
 def inspect_all(paths: Sequence[Path], progress: Progress | None = None,
-                start: float = 0.0, span: float = 1.0) -> list[Facts | str]:
+                start: float = 0.0, span: float = 1.0) -> list[Inspected | str]:
     """`inspect_file` of every path, in worker processes when there are many."""
     n = len(paths)
     workers = min(n, os.cpu_count() or 1)

@@ -277,7 +277,8 @@ def _insert(s: Session, plan: _Plan, progress: Progress | None, actor: str | Non
 
 def import_bundle(s: Session, path: Path, *, dry_run: bool = False, actor: str | None = None,
                   progress: Progress | None = None, workspace: Workspace | None = None,
-                  also: Callable[[Session], None] | None = None) -> ImportSummary:
+                  also: Callable[[Session], None] | None = None,
+                  allow_blank: bool = False) -> ImportSummary:
     """Validate the bundle at `path` (folder or .zip) and import it in one transaction of `s`.
 
     Raises BundleInvalid listing every problem (files and conflicts with the study) before
@@ -286,13 +287,14 @@ def import_bundle(s: Session, path: Path, *, dry_run: bool = False, actor: str |
     error (and after a dry run). Works in `workspace` (e.g. the one holding an uploaded zip;
     the caller closes it) or in a workspace of its own. `also(s)` writes what a converter adds
     (e.g. the failures of a Batch output file) in the same transaction, after the inserts.
+    A blank image (every voxel or pixel of one value) is refused unless `allow_blank`.
     """
     started = time.perf_counter()
     own = Workspace(engine=s.get_bind()) if workspace is None else contextlib.nullcontext(workspace)
     with own as ws:
         try:
             summary = _import(s, Path(path), ws, dry_run=dry_run, actor=actor, progress=progress,
-                              also=also)
+                              also=also, allow_blank=allow_blank)
         except BaseException:
             s.rollback()  # before the workspace's sweep reads the study
             raise
@@ -300,11 +302,12 @@ def import_bundle(s: Session, path: Path, *, dry_run: bool = False, actor: str |
 
 
 def _import(s: Session, path: Path, ws: Workspace, *, dry_run: bool, actor: str | None,
-            progress: Progress | None, also: Callable[[Session], None] | None = None
-            ) -> ImportSummary:
+            progress: Progress | None, also: Callable[[Session], None] | None = None,
+            allow_blank: bool = False) -> ImportSummary:
     vb, problems = open_and_validate(path, workspace=ws, progress=progress,
                                      known_images=lambda shas: _stored_images(s, shas),
-                                     known_tasks=lambda ids: study_tasks(s, ids))
+                                     known_tasks=lambda ids: study_tasks(s, ids),
+                                     allow_blank=allow_blank)
     summary = ImportSummary(bundle=vb.name, dry_run=dry_run)
     timings = summary.timings
     timings.update(vb.timings)

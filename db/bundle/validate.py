@@ -533,9 +533,17 @@ def unknown_tasks_message(unknown: dict[str, list[int]], what: str = "line") -> 
             f"of this study: {', '.join(named)}" + (f" and {more} more" if more else ""))
 
 
-def _check_pictures(files: list[SeriesFile], problems: list[Problem], scratch: Path) -> None:
+def blank_message(sf: SeriesFile, what: str) -> str:
+    """The refusal of a blank series: it names the series and its case."""
+    return (f"series {show(sf.sequence)} of case {sf.case_id} is blank ({what}): "
+            "--allow-blank imports it anyway")
+
+
+def _check_pictures(files: list[SeriesFile], problems: list[Problem], scratch: Path,
+                    allow_blank: bool = False) -> None:
     """Sanitise every picture (`imaging.picture`) into `scratch`: from then on its source is
-    the sanitised PNG, its sha256 that PNG's, its shape [width, height]."""
+    the sanitised PNG, its sha256 that PNG's, its shape [width, height]. A picture of one
+    colour is a problem unless `allow_blank`."""
     scratch.mkdir(parents=True, exist_ok=True)
     for n, sf in enumerate(files):
         try:
@@ -543,6 +551,10 @@ def _check_pictures(files: list[SeriesFile], problems: list[Problem], scratch: P
         except UserError as e:
             why = str(e).removeprefix(f"{sf.file}: ")
             problems.append(Problem(sf.file, None, f"is not a usable picture: {why}"))
+            continue
+        if pic.blank and not allow_blank:
+            problems.append(Problem(sf.file, None, blank_message(sf, "every pixel has one "
+                                                                     "colour")))
             continue
         sha = hashlib.sha256(pic.png).hexdigest()
         clean = scratch / f"{n}-{sha}.png"
@@ -552,9 +564,10 @@ def _check_pictures(files: list[SeriesFile], problems: list[Problem], scratch: P
 
 def _check_images(files: list[SeriesFile], problems: list[Problem], progress: Progress | None,
                   timings: dict[str, float], known: KnownImages | None,
-                  scratch: Path | None = None) -> int:
+                  scratch: Path | None = None, allow_blank: bool = False) -> int:
     """Hash every volume, then inspect those whose content the study does not hold yet;
-    sanitise every picture (into `scratch`).
+    sanitise every picture (into `scratch`). A blank image (every voxel or pixel of one
+    value) is a problem unless `allow_blank`; one the study holds was checked when imported.
 
     Returns the number of images inspected (opened and read fully).
     """
@@ -563,7 +576,7 @@ def _check_images(files: list[SeriesFile], problems: list[Problem], progress: Pr
         stop = timed(timings, "pictures")
         if scratch is None:
             raise ValueError("pictures need a scratch folder")
-        _check_pictures(pictures, problems, scratch)
+        _check_pictures(pictures, problems, scratch, allow_blank)
         stop()
     files = [f for f in files if not f.picture]
     stop = timed(timings, "image_hash")
@@ -588,8 +601,11 @@ def _check_images(files: list[SeriesFile], problems: list[Problem], progress: Pr
         for sf in group:
             if isinstance(result, str):
                 problems.append(Problem(sf.file, None, f"is not a usable image: {result}"))
+            elif result[2] is not None and not allow_blank:
+                problems.append(Problem(sf.file, None, blank_message(
+                    sf, f"every voxel is {result[2]:g}")))
             else:
-                sf.shape, sf.voxel_sizes = result
+                sf.shape, sf.voxel_sizes = result[:2]
     stop()
     return len(groups) + len(pictures)
 
@@ -630,7 +646,8 @@ def responses_only(root: Path) -> bool:
 
 def _validate_open(root: Path, label: str, progress: Progress | None,
                    known: KnownImages | None, scratch: Path,
-                   known_tasks: KnownTasks | None = None) -> tuple[ValidBundle, list]:
+                   known_tasks: KnownTasks | None = None,
+                   allow_blank: bool = False) -> tuple[ValidBundle, list]:
     problems: list[Problem] = []
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
@@ -687,7 +704,7 @@ def _validate_open(root: Path, label: str, progress: Progress | None,
                                  complete)
     timings["parse"] = time.perf_counter() - t0
     t1 = time.perf_counter()
-    inspected = _check_images(files, problems, progress, timings, known, scratch)
+    inspected = _check_images(files, problems, progress, timings, known, scratch, allow_blank)
     stop = timed(timings, "masks")
     _check_masks(masks, files, problems)
     stop()
@@ -707,9 +724,10 @@ def open_and_validate(path: Path, *, workspace: Workspace | None = None,
                       progress: Progress | None = None,
                       max_unzipped_bytes: int = MAX_UNZIPPED_BYTES,
                       known_images: KnownImages | None = None,
-                      known_tasks: KnownTasks | None = None
+                      known_tasks: KnownTasks | None = None, allow_blank: bool = False
                       ) -> tuple[ValidBundle, list[Problem]]:
-    """Parse and check everything; return the bundle and its problems (empty when valid).
+    """Parse and check everything; return the bundle and its problems (empty when valid);
+    a blank image is a problem unless `allow_blank`.
 
     A zip is extracted into `workspace` (or a workspace of its own, which the returned bundle
     owns: close it when done). `known_images` lets the importer skip re-reading images the
@@ -722,7 +740,7 @@ def open_and_validate(path: Path, *, workspace: Workspace | None = None,
         root = open_bundle(path, ws.path / "bundle", max_unzipped_bytes=max_unzipped_bytes)
         unzip = time.perf_counter() - t0
         vb, problems = _validate_open(root, path.name, progress, known_images,
-                                      ws.path / "pictures", known_tasks)
+                                      ws.path / "pictures", known_tasks, allow_blank)
     except BaseException:
         if workspace is None:
             ws.close()
@@ -733,12 +751,14 @@ def open_and_validate(path: Path, *, workspace: Workspace | None = None,
         vb.timings["unzip"] = unzip
     return vb, problems
 def validate_bundle(path: Path, *, progress: Progress | None = None,
-                    max_unzipped_bytes: int = MAX_UNZIPPED_BYTES) -> ValidBundle:
+                    max_unzipped_bytes: int = MAX_UNZIPPED_BYTES,
+                    allow_blank: bool = False) -> ValidBundle:
     """The parsed, checked bundle at `path` (folder or .zip); raises BundleInvalid with all problems.
 
     Use as a context manager (`with validate_bundle(p) as vb:`) to free an extracted zip.
     """
-    vb, problems = open_and_validate(path, progress=progress, max_unzipped_bytes=max_unzipped_bytes)
+    vb, problems = open_and_validate(path, progress=progress, max_unzipped_bytes=max_unzipped_bytes,
+                                     allow_blank=allow_blank)
     if problems:
         vb.close()
         raise BundleInvalid(vb.label, problems)

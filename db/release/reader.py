@@ -373,9 +373,11 @@ def _mapped(problems: list[Problem], out: _Converted) -> list[Problem]:
 
 def import_release(s: Session, files: list[Path], *, answers: Path | None = None,
                    family: str | None = None, level: int | None = None, dry_run: bool = False,
-                   actor: str | None = None, progress: Progress | None = None) -> ReleaseSummary:
+                   allow_blank: bool = False, actor: str | None = None,
+                   progress: Progress | None = None) -> ReleaseSummary:
     """Read, convert and import release `files` (with the answer key `answers`) in one
-    transaction of `s`; raises BundleInvalid listing every problem, the study unchanged."""
+    transaction of `s`; raises BundleInvalid listing every problem (a picture of one colour
+    among them unless `allow_blank`), the study unchanged."""
     if not files:
         raise UserError("no release file given")
     with Workspace("release", engine=s.get_bind()) as ws:
@@ -387,7 +389,7 @@ def import_release(s: Session, files: list[Path], *, answers: Path | None = None
             raise
         try:
             summary = import_bundle(s, out.root, dry_run=dry_run, actor=actor,
-                                    progress=progress, workspace=ws)
+                                    progress=progress, workspace=ws, allow_blank=allow_blank)
         except BundleInvalid as e:
             raise BundleInvalid(_label(files), _mapped(e.problems, out)) from None
     return ReleaseSummary(files=[Path(f).name for f in files], imported=summary,

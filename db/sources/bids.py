@@ -3,9 +3,12 @@
 A small reader of the BIDS layout (pybids is far heavier than what is read here):
 `dataset_description.json` must be there (an object with `Name`); every `sub-<label>` folder,
 and within it every `ses-<label>` folder if there are any, is one case (`sub-01`, or
-`sub-01_ses-pre`); its series are the NIfTI files in `anat/` and `dwi/` whose suffix is in
-`SUFFIXES` (T1w -> T1, with a `ce-` entity -> T1C, T2w -> T2, FLAIR, dwi -> DWI, ...);
-other files are left out and listed. JSON sidecars are not read: nothing of them is stored.
+`sub-01_ses-pre`); its series are the NIfTI files in `anat/`, `dwi/` and `perf/`, named by
+their suffix (`db.sources.sequences.name_bids`: T1w -> T1, with a `ce-` entity -> T1C, T2w ->
+T2, FLAIR, dwi -> DWI, asl -> ASL, ...). A suffix the table does not know is imported under
+its file name's entities and suffix (`acq-fast_MP2RAGE`) and listed for the admin to confirm;
+masks, single-band references and field maps are left out and listed, as are other files.
+JSON sidecars are not read: nothing of them is stored.
 
 CASES.json is an object keyed by subject label (`"sub-01"`; `"sub-01_ses-pre"` for one
 session), each value shaped like the DICOM case info (`db.sources.case_info`) without `case_id`,
@@ -27,19 +30,18 @@ from typing import Any
 from sqlmodel import Session
 
 from db.bundle.importer import FORMAT, BundleInvalid, ImportSummary, Problem, import_bundle
+from db.bundle.records import show
 from db.bundle.store import Workspace
 from db.bundle.validate import leaves, read_json
 from db.sources.case_info import CaseInfo, check_info, mapped, write_case
 from db.sources.folder import listing, unreadable
+from db.sources.sequences import name_bids
 from errors import UserError, escape_unprintable, not_a_file
 from imaging import inspect_image
 from imaging.text_free import save_text_free
 
 SOURCE = "bids"
-FOLDERS = ("anat", "dwi")
-#: BIDS suffix -> sequence name.
-SUFFIXES = {"T1w": "T1", "T2w": "T2", "FLAIR": "FLAIR", "T2starw": "T2*", "PDw": "PD",
-            "dwi": "DWI", "swi": "SWI", "angio": "MRA"}
+FOLDERS = ("anat", "dwi", "perf")
 MAX_PARTICIPANTS_BYTES = 64 * 2**20
 _LINK_OUT = "is a symbolic link to a file outside the dataset"
 _PLACEHOLDER = re.compile(r"\{([A-Za-z0-9_]+)\}")
@@ -54,6 +56,8 @@ class BidsSummary:
     imported: ImportSummary
     cases: dict[str, list[str]] = field(default_factory=dict)  # case -> sequences
     left_out: list[str] = field(default_factory=list)
+    #: series named by their file (a suffix the table does not know): for the admin to confirm
+    unconfirmed: list[str] = field(default_factory=list)  # 'sub-01 "MP2RAGE"'
 
     @property
     def changed(self) -> bool:
@@ -65,7 +69,9 @@ class BidsSummary:
     def __str__(self) -> str:
         out = str(self.imported) + "; " + "; ".join(
             f"{c}: {', '.join(s)}" for c, s in self.cases.items())
-        return out + (f"; left out {', '.join(self.left_out)}" if self.left_out else "")
+        out += f"; left out {', '.join(self.left_out)}" if self.left_out else ""
+        return out + (f"; named by their file, to confirm: {', '.join(self.unconfirmed)}"
+                      if self.unconfirmed else "")
 
 
 def _participants(root: Path, problems: list[Problem]) -> dict[str, dict[str, str]]:
@@ -133,8 +139,8 @@ def _sessions(subject: Path, root: Path, problems: list[Problem]) -> list[tuple[
 
 
 def _series(folder: Path, left_out: list[str], root: Path,
-            problems: list[Problem]) -> list[tuple[str, Path]]:
-    """(sequence, file) of a case folder's volumes, in a stable order."""
+            problems: list[Problem]) -> list[tuple[str, Path, bool]]:
+    """(sequence, file, named by the table) of a case folder's volumes, in a stable order."""
     out, used = [], {}
     present = {p.name: p for p in listing(root, folder, problems) or []}
     for sub in FOLDERS:
@@ -143,21 +149,20 @@ def _series(folder: Path, left_out: list[str], root: Path,
             if f.name.startswith(".") or ".nii" not in f.name:  # hidden: macOS's ._ files
                 continue
             m = _NIFTI.match(f.name)
-            name = SUFFIXES.get(m.group("suffix")) if m else None
-            if name is None:
+            naming = name_bids(m.group("stem"), m.group("suffix")) if m else None
+            if naming is None or (name := naming.name) is None:
                 left_out.append(escape_unprintable(f.relative_to(root).as_posix()))
                 continue
-            if name == "T1" and "_ce-" in f"_{m.group('stem')}":
-                name = "T1C"
             used[name] = used.get(name, 0) + 1
-            out.append((name if used[name] == 1 else f"{name} ({used[name]})", f))
+            out.append((name if used[name] == 1 else f"{name} ({used[name]})", f,
+                        naming.known))
     return out
 
 
 def convert(root: Path, dest: Path, case_info: Path, origin: dict[str, str],
-            task_origin: list[str]) -> tuple[dict[str, list[str]], list[str]]:
+            task_origin: list[str]) -> tuple[dict[str, list[str]], list[str], list[str]]:
     """Write the dataset at `root` as a bundle at `dest`; (cases and their sequences, files
-    left out). Raises BundleInvalid listing every problem."""
+    left out, series named by their file). Raises BundleInvalid listing every problem."""
     problems: list[Problem] = []
     label = root.name
     leaving = [Problem(name, None, _LINK_OUT) for name in ("dataset_description.json",
@@ -185,7 +190,7 @@ def convert(root: Path, dest: Path, case_info: Path, origin: dict[str, str],
         problems.append(Problem(label, None, "has no sub-* folder"))
     if problems:
         raise BundleInvalid(label, problems)
-    cases: list[tuple[CaseInfo, list[tuple[str, Path]]]] = []
+    cases: list[tuple[CaseInfo, list[tuple[str, Path, bool]]]] = []
     left_out: list[str] = []
     used_keys: set[str] = set()
     case_ids: dict[str, str] = {}  # case id -> the entry that gives it
@@ -215,11 +220,11 @@ def convert(root: Path, dest: Path, case_info: Path, origin: dict[str, str],
             before = len(problems)
             series = _series(folder, left_out, root, problems)
             problems += [Problem(f.relative_to(root).as_posix(), None, _LINK_OUT)
-                         for _, f in series if leaves(root, f)]
+                         for _, f, _ in series if leaves(root, f)]
             if not series and len(problems) == before:  # (not when a folder was unreadable)
                 problems.append(Problem(folder.relative_to(root).as_posix(), None,
-                                        "holds no volume of a known suffix ("
-                                        + ", ".join(SUFFIXES) + ")"))
+                                        "holds no volume to import in " + ", ".join(
+                                            f"{f}/" for f in FOLDERS)))
             if info is not None and info.case["case_id"] in case_ids:
                 problems.append(Problem(where, None, f'case_id "{info.case["case_id"]}" is '
                                         f"{case_ids[info.case['case_id']]}'s as well"))
@@ -234,12 +239,13 @@ def convert(root: Path, dest: Path, case_info: Path, origin: dict[str, str],
     dest.mkdir()
     (dest / "tasks.jsonl").touch()
     shown: dict[str, list[str]] = {}
+    unconfirmed: list[str] = []
     for info, series in cases:
         cid = info.case["case_id"]
         folder = dest / "cases" / cid
         folder.mkdir(parents=True)
         listed = []
-        for k, (sequence, f) in enumerate(series, start=1):
+        for k, (sequence, f, known) in enumerate(series, start=1):
             rel = f.relative_to(root).as_posix()
             name = f"series-{k}.nii.gz"
             try:
@@ -251,6 +257,8 @@ def convert(root: Path, dest: Path, case_info: Path, origin: dict[str, str],
                 continue
             origin[f"cases/{cid}/{name}"] = rel
             listed.append({"sequence": sequence, "file": name})
+            if not known:
+                unconfirmed.append(f"{cid} {show(sequence)}")
         write_case(dest, info, listed, origin, task_origin)
         shown[cid] = [x["sequence"] for x in listed]
     if problems:
@@ -259,14 +267,15 @@ def convert(root: Path, dest: Path, case_info: Path, origin: dict[str, str],
     (dest / "bundle.json").write_text(json.dumps(
         {"format": FORMAT, "name": escape_unprintable(f"BIDS: {name}")[:256],
          "description": "converted by nmb import --from bids"}, ensure_ascii=False), encoding="utf-8")
-    return shown, left_out
+    return shown, left_out, unconfirmed
 
 
 def import_bids(s: Session, path: Path, *, case_info: Path | None, dry_run: bool = False,
-                actor: str | None = None,
+                allow_blank: bool = False, actor: str | None = None,
                 progress: Callable[[float, str], None] | None = None) -> BidsSummary:
     """Convert the BIDS dataset at `path` and import it in one transaction of `s`; raises
-    BundleInvalid listing every problem, the study unchanged."""
+    BundleInvalid listing every problem (a blank volume among them unless `allow_blank`), the
+    study unchanged."""
     path = Path(path)
     if not path.is_dir():
         raise UserError(f"{path.name}: a BIDS dataset is a folder")
@@ -277,13 +286,15 @@ def import_bids(s: Session, path: Path, *, case_info: Path | None, dry_run: bool
     with Workspace(SOURCE, engine=s.get_bind()) as ws:
         try:
             root = ws.path / SOURCE
-            shown, left_out = convert(path, root, Path(case_info), origin, task_origin)
+            shown, left_out, unconfirmed = convert(path, root, Path(case_info), origin,
+                                                   task_origin)
         except BaseException:
             s.rollback()
             raise
         try:
             summary = import_bundle(s, root, dry_run=dry_run, actor=actor, progress=progress,
-                                    workspace=ws)
+                                    workspace=ws, allow_blank=allow_blank)
         except BundleInvalid as e:
             raise BundleInvalid(path.name, mapped(e.problems, origin, task_origin)) from None
-    return BidsSummary(source=SOURCE, imported=summary, cases=shown, left_out=left_out)
+    return BidsSummary(source=SOURCE, imported=summary, cases=shown, left_out=left_out,
+                       unconfirmed=unconfirmed)

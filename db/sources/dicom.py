@@ -2,13 +2,15 @@
 
 The input is a folder (any layout, extension-less names, a DICOMDIR in it or not) or a
 DICOMDIR file (its referenced files are read). Every file is read with pydicom (caps first);
-files are grouped into series by SeriesInstanceUID. Left out and listed: localizers and scouts
-(ImageType LOCALIZER, or a description such as "3-plane loc"), objects without pixels
-(reports, presentation states, the DICOMDIR itself), and series the sequence map maps to
-null. Refused, one problem each: files that are not DICOM or are truncated, a series with
+files are grouped into series by SeriesInstanceUID and named from their SeriesDescription by
+the user's sequence map, then the vendor table of `db.sources.sequences`; a description neither
+names is kept as the series' name and listed in the summary for the admin to confirm. Left out
+and listed: localizers, scouts and calibration scans (ImageType LOCALIZER, or what the table
+or the map names null), objects without pixels (reports, presentation states, the DICOMDIR
+itself). Refused, one problem each: files that are not DICOM or are truncated, a series with
 BurnedInAnnotation YES or of a Secondary Capture class (unless `allow_burned_in`), missing
-geometry tags, mixed orientations, pixel spacings or sizes, slice gaps, and sequence names the
-map does not give.
+geometry tags, mixed orientations, pixel spacings or sizes, slice gaps, and a blank series
+(every voxel of one value, unless `allow_blank`).
 
 Each series is converted by dcm2niix (the binary of its PyPI wheel) from a folder of links to
 its files in a workspace under NMB_HOME/tmp, then written text-free (`imaging.text_free`) into a
@@ -16,9 +18,11 @@ bundle folder, and its geometry is checked against the DICOM tags: every slice's
 ImagePositionPatient, its row and column directions (ImageOrientationPatient times
 PixelSpacing) land on voxel centres of the volume, and the voxels there hold that slice's
 corner pixels. The bundle (case.json from the case info, tasks.jsonl) is imported by
-`db.bundle.importer.import_bundle`. No header value is stored: not in the database, the image store or
-the NIfTI header; the summary lists the identifying attributes that were present and dropped
-(`db.sources.dicom_identifiers`). The workspace (links, dcm2niix output) is removed whatever happens.
+`db.bundle.importer.import_bundle`. No header value is stored (not in the database, the image
+store or the NIfTI header) but the SeriesDescription of a series no rule names; the summary
+lists the identifying attributes that were present and dropped
+(`db.sources.dicom_identifiers`). The workspace (links, dcm2niix output) is removed whatever
+happens.
 """
 
 import json
@@ -42,7 +46,8 @@ from db.bundle.validate import leaves, read_json
 from db.sources.case_info import CaseInfo, mapped, read_case_info, write_case
 from db.sources.dicom_identifiers import present
 from db.sources.folder import unreadable
-from errors import UserError, escape_unprintable
+from db.sources.sequences import Naming, name_series
+from errors import UserError, counted, escape_unprintable
 from imaging.image_file import (
     MAX_IMAGE_BYTES_ENV,
     MAX_VOXEL_MM,
@@ -59,21 +64,8 @@ MAX_TOTAL_BYTES = 32 * 2**30
 DICOMDIR_CLASS = "1.2.840.10008.1.3.10"
 _SECONDARY_CAPTURE = "1.2.840.10008.5.1.4.1.1.7"
 DEFLATED = "1.2.840.10008.1.2.1.99"  # Deflated Explicit VR Little Endian (PS3.5 A.5)
-#: SeriesDescription patterns (case-insensitive regular expressions, searched) -> sequence,
-#: tried in order after the user's map; None leaves the series out.
-DEFAULT_SEQUENCES: tuple[tuple[str, str | None], ...] = (
-    (r"\b(loc|localiz|localis|scout|survey)", None),
-    (r"\badc\b|apparent diffusion", "ADC"),
-    (r"\bswi|swan|suscept", "SWI"),
-    (r"\bdwi|diffusion|trace|\bdti\b", "DWI"),
-    (r"flair", "FLAIR"),
-    (r"t1.*(\+ ?c\b|post|gad|\bgd\b|contrast|\bce\b)|(post|gad).*t1", "T1C"),
-    (r"t1|mprage|spgr|bravo", "T1"),
-    (r"t2", "T2"),
-)
 _TOL_VOXEL = 0.05  # how far (in voxels) a DICOM position may be from a voxel centre
 _TOL_SPACING = 1e-3  # relative
-_LOCALIZER = re.compile(DEFAULT_SEQUENCES[0][0], re.IGNORECASE)
 
 
 @dataclass
@@ -85,6 +77,8 @@ class DicomSummary:
     series: list[str] = field(default_factory=list)  # "T2: 12x10x5"
     left_out: list[str] = field(default_factory=list)  # "series 1: localizer (3 files)"
     dropped_identifiers: list[str] = field(default_factory=list)
+    #: series named by their own description (no rule named them): for the admin to confirm
+    unconfirmed: list[str] = field(default_factory=list)  # 'series 6 "RESTING_STATE"'
 
     @property
     def changed(self) -> bool:
@@ -97,6 +91,9 @@ class DicomSummary:
         out = f"{self.imported}; series {', '.join(self.series)}"
         if self.left_out:
             out += f"; left out {'; '.join(self.left_out)}"
+        if self.unconfirmed:
+            out += (f"; named by their own description, to confirm (or name them with "
+                    f"--sequence-map): {', '.join(self.unconfirmed)}")
         if self.dropped_identifiers:
             out += ("; identifying attributes present and not stored: "
                     + ", ".join(self.dropped_identifiers))
@@ -128,7 +125,8 @@ class _Series:
     rows_cols: set[tuple[int, int]] = field(default_factory=set)
     burned_in: bool = False
     secondary: bool = False  # a Secondary Capture
-    localizer: bool = False
+    localizer: bool = False  # ImageType LOCALIZER
+    naming: Naming = Naming("", True)  # what it is called (`db.sources.sequences`)
     damaged: bool = False  # a file's pixels could not be read (reported on its own)
     problems: list[str] = field(default_factory=list)
 
@@ -141,7 +139,8 @@ class _Series:
 
 
 def read_sequence_map(path: Path | None) -> list[tuple[re.Pattern, str | None]]:
-    """The user's map (a JSON object {pattern: sequence or null}) then the defaults."""
+    """The user's map (a JSON object {pattern: sequence or null}), tried before the table of
+    `db.sources.sequences`."""
     rules: list[tuple[str, str | None]] = []
     if path is not None:
         problems: list[Problem] = []
@@ -155,7 +154,7 @@ def read_sequence_map(path: Path | None) -> list[tuple[re.Pattern, str | None]]:
                             '{"pattern": "SEQUENCE" (1-32 characters) or null}')
         rules += list(data.items())
     out = []
-    for pattern, name in (*rules, *DEFAULT_SEQUENCES):
+    for pattern, name in rules:
         try:
             out.append((re.compile(pattern, re.IGNORECASE), name))
         except (re.error, RecursionError) as e:  # RecursionError: groups nested too deep
@@ -163,15 +162,6 @@ def read_sequence_map(path: Path | None) -> list[tuple[re.Pattern, str | None]]:
             raise UserError(f"{Path(path).name if path else 'sequence map'}: pattern "
                             f"{show(pattern)} is not a regular expression: {why}") from None
     return out
-
-
-def sequence_of(description: str, rules: list[tuple[re.Pattern, str | None]]
-                ) -> tuple[bool, str | None]:
-    """(matched, sequence) for a SeriesDescription."""
-    for pattern, name in rules:
-        if pattern.search(description):
-            return True, name
-    return False, None
 
 
 # ---------------------------------------------------------------- reading
@@ -355,9 +345,13 @@ def _pixels(ds: Any, name: str) -> np.ndarray | str:
     return data.reshape(frames, rows, cols)
 
 
-def read_study(path: Path, problems: list[Problem]) -> tuple[list[_Series], list[str], set[str]]:
+def read_study(path: Path, problems: list[Problem],
+               rules: list[tuple[re.Pattern, str | None]] | None = None
+               ) -> tuple[list[_Series], list[str], set[str]]:
     """The image series, what was left out (non-image objects), the identifying attributes
-    present; unreadable files become problems."""
+    present; unreadable files become problems. A series is named by the user's `rules`, then
+    the table (`db.sources.sequences.name_series`); the pixels of a series left out (a
+    localizer, or named None) are not read."""
     root, files = _files(path, problems)
     series: dict[str, _Series] = {}
     left_out: dict[str, int] = {}
@@ -397,14 +391,17 @@ def read_study(path: Path, problems: list[Problem]) -> tuple[list[_Series], list
         if not isinstance(number, int):  # pydicom keeps a malformed IS as its text
             problems.append(Problem(rel, None, "SeriesNumber is not a whole number"))
             continue
-        s = series.setdefault(uid, _Series(uid, int(number),
-                                           str(getattr(ds, "SeriesDescription", "") or "")))
+        if uid not in series:
+            description = str(getattr(ds, "SeriesDescription", "") or "")
+            series[uid] = _Series(uid, int(number), description, naming=name_series(
+                description, rules or [], fallback=f"series {number}"))
+        s = series[uid]
         s.files.append(f)
         image_type = [str(x).upper() for x in (getattr(ds, "ImageType", None) or [])]
-        s.localizer |= "LOCALIZER" in image_type or bool(_LOCALIZER.search(s.description))
+        s.localizer |= "LOCALIZER" in image_type
         s.burned_in |= str(getattr(ds, "BurnedInAnnotation", "")).upper() == "YES"
         s.secondary |= secondary_capture(sop_class or str(getattr(ds, "SOPClassUID", "")))
-        if s.localizer:
+        if s.localizer or s.naming.name is None:
             continue
         pixels = _pixels(ds, rel)
         if isinstance(pixels, str):
@@ -562,10 +559,11 @@ def _check_geometry(s: _Series, volume: Path) -> str | None:
 
 def convert(path: Path, root: Path, info: CaseInfo, *, sequence_map: Path | None,
             allow_burned_in: bool, origin: dict[str, str], task_origin: list[str]
-            ) -> tuple[list[str], list[str], list[str]]:
+            ) -> tuple[list[str], list[str], list[str], list[str]]:
     """Write the study at `path` as a one-case bundle at `root`; (series, left out, dropped
-    identifiers). Raises BundleInvalid listing every problem. What pydicom warns of while
-    reading is not shown: the problems name what matters, one line each."""
+    identifiers, series named by their own description). Raises BundleInvalid listing every
+    problem. What pydicom warns of while reading is not shown: the problems name what matters,
+    one line each."""
     _quiet_pydicom()
     return _convert_study(path, root, info, sequence_map=sequence_map,
                           allow_burned_in=allow_burned_in, origin=origin, task_origin=task_origin)
@@ -583,20 +581,18 @@ def _quiet_pydicom() -> None:
 
 def _convert_study(path: Path, root: Path, info: CaseInfo, *, sequence_map: Path | None,
                    allow_burned_in: bool, origin: dict[str, str], task_origin: list[str]
-                   ) -> tuple[list[str], list[str], list[str]]:
+                   ) -> tuple[list[str], list[str], list[str], list[str]]:
     rules = read_sequence_map(sequence_map)
     problems: list[Problem] = []
-    series, left_out, identifiers = read_study(path, problems)
+    series, left_out, identifiers = read_study(path, problems, rules)
     label = path.name
     chosen: list[tuple[_Series, str]] = []
     for s in series:
-        if s.localizer:
-            left_out.append(f"{s.label}: localizer ({len(s.files)} files)")
+        if s.localizer or s.naming.name is None:
+            why = "localizer" if s.localizer else s.naming.note
+            left_out.append(f"{s.label}: {why} ({counted(len(s.files), 'file')})")
             continue
-        matched, name = sequence_of(s.description, rules)
-        if matched and name is None:
-            left_out.append(f"{s.label}: mapped to null by the sequence map")
-            continue
+        name = s.naming.name
         # a damaged file is its own problem: the slices left would only show a false gap
         msgs = [] if s.damaged else _check_series(s)
         if (s.burned_in or s.secondary) and not allow_burned_in:
@@ -604,12 +600,9 @@ def _convert_study(path: Path, root: Path, info: CaseInfo, *, sequence_map: Path
                    "is a Secondary Capture (a screen or scanned picture)")
             msgs.insert(0, f"{why}: its pixels may show patient identifiers (--allow-burned-in "
                            "after checking them)")
-        if not matched:
-            msgs.append(f"SeriesDescription {s.description[:64]!r} is not in the sequence map "
-                        "(--sequence-map FILE: {\"pattern\": \"SEQUENCE\"})")
         problems += [Problem(label, None, f"{s.label}: {m}") for m in msgs]
         if not msgs:
-            chosen.append((s, name or ""))
+            chosen.append((s, name))
     if not chosen and not problems:
         problems.append(Problem(label, None, "holds no image series to import"))
     if problems:
@@ -619,7 +612,7 @@ def _convert_study(path: Path, root: Path, info: CaseInfo, *, sequence_map: Path
     cid = str(info.case["case_id"])
     folder = root / "cases" / cid
     folder.mkdir(parents=True)
-    entries, shown, used = [], [], {}
+    entries, shown, used, unconfirmed = [], [], {}, []
     for k, (s, name) in enumerate(chosen, start=1):
         used[name] = used.get(name, 0) + 1
         sequence = name if used[name] == 1 else f"{name} ({used[name]})"
@@ -634,6 +627,8 @@ def _convert_study(path: Path, root: Path, info: CaseInfo, *, sequence_map: Path
         origin[f"cases/{cid}/{file}"] = f"{label} {s.label}"
         entries.append({"sequence": sequence, "file": file})
         shown.append(f"{sequence}: {shape}")
+        if not s.naming.known:
+            unconfirmed.append(f"{s.label} {show(sequence)}")
     if problems:
         raise BundleInvalid(label, problems)
     (root / "bundle.json").write_text(json.dumps(
@@ -641,15 +636,16 @@ def _convert_study(path: Path, root: Path, info: CaseInfo, *, sequence_map: Path
          "description": "converted by nmb import --from dicom"}))
     (root / "tasks.jsonl").touch()
     write_case(root, info, entries, origin, task_origin)
-    return shown, left_out, sorted(identifiers)
+    return shown, left_out, sorted(identifiers), unconfirmed
 
 
 def import_dicom(s: Session, path: Path, *, case_info: Path, sequence_map: Path | None = None,
-                 allow_burned_in: bool = False, dry_run: bool = False, actor: str | None = None,
+                 allow_burned_in: bool = False, allow_blank: bool = False, dry_run: bool = False,
+                 actor: str | None = None,
                  progress: Callable[[float, str], None] | None = None) -> DicomSummary:
     """Convert the DICOM study at `path` (folder or DICOMDIR) into one case with the info of
     `case_info` and import it in one transaction of `s`; raises BundleInvalid listing every
-    problem, the study unchanged."""
+    problem (a blank series among them unless `allow_blank`), the study unchanged."""
     path = Path(path)
     if not path.exists():
         raise UserError(f"{path.name}: no such file or folder")
@@ -665,7 +661,7 @@ def import_dicom(s: Session, path: Path, *, case_info: Path, sequence_map: Path 
     with Workspace(SOURCE, engine=s.get_bind()) as ws:
         try:
             root = ws.path / SOURCE
-            shown, left_out, identifiers = convert(
+            shown, left_out, identifiers, unconfirmed = convert(
                 path, root, info, sequence_map=sequence_map, allow_burned_in=allow_burned_in,
                 origin=origin, task_origin=task_origin)
         except BaseException:
@@ -673,8 +669,8 @@ def import_dicom(s: Session, path: Path, *, case_info: Path, sequence_map: Path 
             raise
         try:
             summary = import_bundle(s, root, dry_run=dry_run, actor=actor, progress=progress,
-                                    workspace=ws)
+                                    workspace=ws, allow_blank=allow_blank)
         except BundleInvalid as e:
             raise BundleInvalid(path.name, mapped(e.problems, origin, task_origin)) from None
     return DicomSummary(source=SOURCE, imported=summary, series=shown, left_out=left_out,
-                        dropped_identifiers=identifiers)
+                        dropped_identifiers=identifiers, unconfirmed=unconfirmed)

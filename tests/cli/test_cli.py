@@ -330,6 +330,31 @@ def test_import_status_reimport_and_refusal(nmb_home: Path, tmp_path: Path) -> N
     assert json.loads(nmb("status", "--json").stdout) == status
 
 
+def test_a_blank_volume_is_one_line_and_imports_with_allow_blank(nmb_home: Path, tmp_path: Path,
+                                                                capsys) -> None:
+    """`nmb import BUNDLE` with an all-zero NIfTI: exit 2, one line naming the series and case,
+    nothing written; `--allow-blank` imports it (in-process: the flag's wiring)."""
+    import nibabel as nib
+    import numpy as np
+
+    import cli
+    from tests.db.bundle.bundles import snapshot, write_bundle
+
+    bundle = write_bundle(tmp_path / "tiny")
+    nib.save(nib.Nifti1Image(np.zeros((8, 8, 8), np.float32), np.eye(4)),
+             bundle / "cases" / "c1" / "flair.nii")
+    assert cli.main(["status"]) == 0  # the study exists before the refusal is compared
+    before = snapshot(f"sqlite:///{nmb_home / 'study.db'}")
+    capsys.readouterr()
+    assert cli.main(["import", str(bundle)]) == 2
+    assert capsys.readouterr().err == (
+        'nmb: cases/c1/flair.nii: series "FLAIR" of case c1 is blank (every voxel is 0): '
+        "--allow-blank imports it anyway\n")
+    assert snapshot(f"sqlite:///{nmb_home / 'study.db'}") == before
+    assert cli.main(["import", str(bundle), "--allow-blank"]) == 0
+    assert "imported 2 cases, 3 series" in capsys.readouterr().out
+
+
 def test_a_database_that_does_not_answer_is_one_line_without_its_password(nmb_home: Path) -> None:
     from tests.services import free_port
 

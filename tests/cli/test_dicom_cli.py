@@ -46,13 +46,15 @@ def test_readme_bids_import(nmb_home: Path, tmp_path: Path) -> None:
         "sub-02": {"title": "Subject 2", "ehr": "", "tasks": [TASK | {"task_id": "dx2"}]}}))
     out = nmb("import", str(root), "--from", "bids", "--case-info", str(cases))
     assert out.returncode == 0, out.stderr
-    assert "imported 3 cases, 6 series, 3 tasks" in out.stdout
-    assert "sub-01: FLAIR, T1, T1C, DWI" in out.stdout
-    assert "left out sub-01/anat/sub-01_MP2RAGE.nii.gz" in out.stdout
+    assert "imported 3 cases, 7 series, 3 tasks" in out.stdout
+    assert "sub-01: FLAIR, MP2RAGE, T1, T1C, DWI" in out.stdout
+    assert "left out sub-01/anat/sub-01_defacemask.nii.gz" in out.stdout
+    assert 'named by their file, to confirm: sub-01 "MP2RAGE"' in out.stdout
     with Session(engine_for(f"sqlite:///{nmb_home / 'study.db'}")) as s:
         assert s.get(Case, "sub-01").title == "Subject 1, 54 years"
         assert sorted((x.case_id, x.sequence) for x in s.exec(select(Series))) == [
-            ("sub-01", "DWI"), ("sub-01", "FLAIR"), ("sub-01", "T1"), ("sub-01", "T1C"),
+            ("sub-01", "DWI"), ("sub-01", "FLAIR"), ("sub-01", "MP2RAGE"), ("sub-01", "T1"),
+            ("sub-01", "T1C"),
             ("sub-02_ses-post", "T2"), ("sub-02_ses-pre", "T2")]
     again = nmb("import", str(root), "--from", "bids", "--case-info", str(cases), "--json")
     assert json.loads(again.stdout)["imported"]["unchanged_cases"] == 3

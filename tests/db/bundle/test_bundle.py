@@ -442,3 +442,27 @@ def test_the_summary_counts_agree_in_number(sqlite_url: str, tmp_path: Path) -> 
     assert str(summary) == (
         "tiny: imported 0 cases, 0 series, 0 tasks, 1 response; unchanged 2 cases, 3 tasks, "
         "1 response; 1 response names a model: redacted and held for review on /admin")
+
+
+def test_a_blank_image_is_refused_unless_allowed(sqlite_url: str, tmp_path: Path) -> None:
+    """An all-zero NIfTI volume and a picture of one colour: each refused on one line naming
+    its series and case, nothing written; imported with allow_blank (`--allow-blank`)."""
+    from PIL import Image
+
+    bundle = write_bundle(tmp_path / "b")
+    nib.save(nib.Nifti1Image(np.zeros((8, 8, 8), np.int16), np.diag([2.0, 2.0, 2.0, 1.0])),
+             bundle / "cases" / "c1" / "t1.nii.gz")
+    Image.new("RGB", (40, 30), (12, 34, 56)).save(bundle / "cases" / "c2" / "key.png")
+    case = json.loads((bundle / "cases" / "c2" / "case.json").read_text())
+    case["series"].append({"sequence": "Key image", "file": "key.png", "plane": "axial"})
+    (bundle / "cases" / "c2" / "case.json").write_text(json.dumps(case))
+    before = snapshot(sqlite_url)
+    with pytest.raises(BundleInvalid) as info:
+        _import(sqlite_url, bundle)
+    assert [str(p) for p in info.value.problems] == [
+        'cases/c2/key.png: series "Key image" of case c2 is blank (every pixel has one colour): '
+        "--allow-blank imports it anyway",
+        'cases/c1/t1.nii.gz: series "T1" of case c1 is blank (every voxel is 0): --allow-blank '
+        "imports it anyway"]
+    assert snapshot(sqlite_url) == before
+    assert _import(sqlite_url, bundle, allow_blank=True).new_series == 4

@@ -105,7 +105,8 @@ def test_indices_count_on_the_ras_grid(tmp_path: Path) -> None:
     path = tmp_path / "b" / "cases" / "c1" / "t1.nii.gz"
     bundle = write_bundle(tmp_path / "b")
     affine = np.array([[0, 0, 1.0, 0], [0, 1.0, 0, 0], [1.0, 0, 0, 0], [0, 0, 0, 1]])
-    nib.save(nib.Nifti1Image(np.zeros((4, 8, 16), np.int16), affine), path)
+    nib.save(nib.Nifti1Image(np.arange(4 * 8 * 16, dtype=np.int16).reshape(4, 8, 16), affine),
+             path)
     assert ras_shape(path) == (16, 8, 4)
     _edit_case(bundle, "c1", key_slices=[{"series": "T1", "plane": "sagittal", "index": 15},
                                          {"series": "T1", "plane": "axial", "index": 4}])

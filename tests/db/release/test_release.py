@@ -360,7 +360,7 @@ def test_export_skips_cases_with_volumes(sqlite_url: str, tmp_path: Path) -> Non
 
 
 def test_a_picture_stored_once_for_two_cases(sqlite_url: str, tmp_path: Path) -> None:
-    png = picture("PNG", (16, 16), seed=9)
+    png = picture("PNG", (32, 32), seed=9)  # 16 x 16 was all red square: blank
     cases = [{"case_id": f"c{k}", "text": "t", "images": [data_uri(png, "image/png")],
               "questions": [{"question_number": k, "question_text": "q"}]} for k in (1, 2)]
     _import(sqlite_url, [write(tmp_path / "direct-diagnosis.json", cases)])

@@ -37,7 +37,8 @@ def dataset(root: Path) -> Path:
     _nifti(root / "sub-01/anat/sub-01_ce-gadolinium_T1w.nii.gz", 2)
     _nifti(root / "sub-01/anat/sub-01_FLAIR.nii.gz", 3)
     _nifti(root / "sub-01/dwi/sub-01_dwi.nii.gz", 4)
-    _nifti(root / "sub-01/anat/sub-01_MP2RAGE.nii.gz", 5)  # an unknown suffix: left out
+    _nifti(root / "sub-01/anat/sub-01_MP2RAGE.nii.gz", 5)  # an unknown suffix: named by itself
+    _nifti(root / "sub-01/anat/sub-01_defacemask.nii.gz", 7)  # not an image to read: left out
     for ses in ("pre", "post"):
         _nifti(root / f"sub-02/ses-{ses}/anat/sub-02_ses-{ses}_T2w.nii", 6)
     return root
@@ -58,9 +59,10 @@ def _import(url: str, root: Path, info: Path):
 
 def test_a_bids_dataset_imports_with_its_sequences(database_url: str, tmp_path: Path) -> None:
     summary = _import(database_url, dataset(tmp_path / "ds"), _cases(tmp_path))
-    assert summary.cases == {"sub-01": ["FLAIR", "T1", "T1C", "DWI"], "sub-02_ses-post": ["T2"],
-                             "sub-02_ses-pre": ["T2"]}
-    assert summary.left_out == ["sub-01/anat/sub-01_MP2RAGE.nii.gz"]
+    assert summary.cases == {"sub-01": ["FLAIR", "MP2RAGE", "T1", "T1C", "DWI"],
+                             "sub-02_ses-post": ["T2"], "sub-02_ses-pre": ["T2"]}
+    assert summary.left_out == ["sub-01/anat/sub-01_defacemask.nii.gz"]
+    assert summary.unconfirmed == ['sub-01 "MP2RAGE"']
     with Session(engine_for(database_url)) as s:
         assert s.get(Case, "sub-01").title == "Subject 1, 54 years"
         assert s.get(Case, "sub-01").ehr == "Sex M."

@@ -126,7 +126,7 @@ def test_sequence_map_and_plain_folders(sqlite_url: str, tmp_path: Path) -> None
     summary = _import(sqlite_url, tmp_path / "plain", _case_info(tmp_path),
                       sequence_map=mapping)
     assert [x.split(":")[0] for x in summary.series] == ["T2", "T1C"]
-    assert "series 4: mapped to null by the sequence map" in summary.left_out
+    assert "series 4: mapped to null by the sequence map (4 files)" in summary.left_out
 
 
 def test_dicom_refusals_are_one_line_each(database_url: str, tmp_path: Path) -> None:
@@ -146,8 +146,8 @@ def test_dicom_refusals_are_one_line_each(database_url: str, tmp_path: Path) -> 
     missing = classic_series("DWI", 5, study_uid=study, frame_uid=frame, data=volume(6, 6, 3))
     del missing[0].ImagePositionPatient
     write_series(folder / "missing", missing)
-    odd = classic_series("Perfusion map", 6, study_uid=study, frame_uid=frame,
-                         data=volume(6, 6, 3))
+    odd = classic_series("Research protocol 7", 6, study_uid=study, frame_uid=frame,
+                         data=volume(6, 6, 3))  # unknown: named by itself, never a refusal
     write_series(folder / "odd", odd)
     (folder / "notes.txt").write_text("not DICOM")
     cut = folder / "burned" / "IM00001"
@@ -160,8 +160,6 @@ def test_dicom_refusals_are_one_line_each(database_url: str, tmp_path: Path) -> 
         "slices)",
         "bad: series 5: missing/IM00000: has no ImagePositionPatient (the volume's geometry "
         "cannot be known)",
-        "bad: series 6: SeriesDescription 'Perfusion map' is not in the sequence map "
-        "(--sequence-map FILE: {\"pattern\": \"SEQUENCE\"})",
         "burned/IM00001: is truncated: pixel data holds 32 bytes of 72",
         "notes.txt: is not a DICOM file (no DICM preamble)"])
     ok = write_series(tmp_path / "ok", classic_series("T2 AX", 7, study_uid=study,
@@ -191,3 +189,28 @@ def test_burned_in_annotation_is_imported_only_when_allowed(sqlite_url: str,
         "identifiers (--allow-burned-in after checking them)"]
     summary = _import(sqlite_url, folder, _case_info(tmp_path), allow_burned_in=True)
     assert summary.imported.new_series == 1 and summary.series == ["T2: 6x6x3"]
+
+
+def test_series_are_named_by_the_vendor_table_and_a_blank_one_is_refused(sqlite_url: str,
+                                                                         tmp_path: Path) -> None:
+    """Siemens names the old patterns got wrong (an ADC map as DWI, SWI as T2, a dark-fluid
+    FLAIR as T2); a description no rule names imported under itself and listed to confirm;
+    an all-zero series refused on one line naming it, imported with allow_blank."""
+    study, frame = generate_uid(), generate_uid()
+    folder = tmp_path / "study"
+    for number, description in ((2, "ep2d_diff_3scan_trace_ADC"), (3, "t2_swi_tra_p2"),
+                                (4, "RESTING_STATE_Yerkes")):
+        write_series(folder / str(number), classic_series(
+            description, number, study_uid=study, frame_uid=frame, data=volume(6, 6, 3, number)))
+    write_series(folder / "5", classic_series("t2_tse_dark-fluid_tra", 5, study_uid=study,
+                                              frame_uid=frame,
+                                              data=np.zeros((3, 6, 6), np.int16)))
+    assert _refused(sqlite_url, folder, _case_info(tmp_path)) == [
+        'study series 5: series "FLAIR" of case site-a-001 is blank (every voxel is 0): '
+        "--allow-blank imports it anyway"]
+    summary = _import(sqlite_url, folder, _case_info(tmp_path), allow_blank=True)
+    assert summary.series == ["ADC: 6x6x3", "SWI: 6x6x3", "RESTING_STATE_Yerkes: 6x6x3",
+                              "FLAIR: 6x6x3"]
+    assert summary.unconfirmed == ['series 4 "RESTING_STATE_Yerkes"']
+    assert ('named by their own description, to confirm (or name them with --sequence-map): '
+            'series 4 "RESTING_STATE_Yerkes"') in str(summary)

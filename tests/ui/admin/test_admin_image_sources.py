@@ -48,7 +48,7 @@ def test_dicom_zip_and_bids_path_import_from_the_admin_page(sqlite_url: str,
     assert not at.exception and not at.error, [e.value for e in at.error]
     with session() as s:
         assert s.get(Case, "sub-01").title == "Subject 1, 54 years"
-        assert len(s.exec(select(Series).where(Series.case_id == "sub-01")).all()) == 4
+        assert len(s.exec(select(Series).where(Series.case_id == "sub-01")).all()) == 5  # MP2RAGE too
 
     (root / "dataset_description.json").unlink()
     next(b for b in at.button if b.label == "Import").click().run()
