@@ -3,7 +3,7 @@
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cli.common import (
     JSON,
@@ -13,53 +13,36 @@ from cli.common import (
 )
 from errors import UserError
 
+if TYPE_CHECKING:  # importers is imported where a command runs: `nmb --help` stays quick
+    from importers import Options
 
-def cmd_import(args: argparse.Namespace) -> None:
-    from db.bundle.importer import BundleInvalid, import_bundle
 
-    release = args.source == "neural-medbench"
-    images = args.source in ("dicom", "bids")
-    if not release and len(args.paths) > 1:
-        raise UserError("import: a bundle is one folder or .zip (release task files: "
-                        "--from neural-medbench)")
-    if not release and (args.answers or args.family or args.level):
-        raise UserError("import: --answers, --family and --level are for --from neural-medbench")
-    if not images and args.case_info:
-        raise UserError("import: --case-info is for --from dicom and --from bids")
-    if args.source != "dicom" and (args.sequence_map or args.allow_burned_in):
-        raise UserError("import: --sequence-map and --allow-burned-in are for --from dicom")
+def _path(text: str | None) -> Path | None:
+    return Path(text) if text else None
+
+
+def _run(source: str, paths: list[str], options: "Options", json: bool) -> None:
+    """One importer of the registry, its options checked before the study is opened."""
+    from db.bundle.importer import BundleInvalid
+    from importers import checked, run_import
+
+    checked(source, [Path(p) for p in paths], options)
     try:
         with open_study() as s:
-            if args.source == "dicom":
-                from db.sources.dicom import import_dicom
-
-                summary = import_dicom(
-                    s, Path(args.paths[0]),
-                    case_info=Path(args.case_info) if args.case_info else None,
-                    sequence_map=Path(args.sequence_map) if args.sequence_map else None,
-                    allow_burned_in=args.allow_burned_in, allow_blank=args.allow_blank,
-                    dry_run=args.dry_run, actor="cli")
-            elif args.source == "bids":
-                from db.sources.bids import import_bids
-
-                summary = import_bids(
-                    s, Path(args.paths[0]),
-                    case_info=Path(args.case_info) if args.case_info else None,
-                    allow_blank=args.allow_blank, dry_run=args.dry_run, actor="cli")
-            elif release:
-                from db.release.reader import import_release
-
-                summary = import_release(
-                    s, [Path(p) for p in args.paths], dry_run=args.dry_run, actor="cli",
-                    allow_blank=args.allow_blank,
-                    answers=Path(args.answers) if args.answers else None,
-                    family=args.family, level=args.level)
-            else:
-                summary = import_bundle(s, Path(args.paths[0]), dry_run=args.dry_run,
-                                        actor="cli", allow_blank=args.allow_blank)
+            summary = run_import(s, source, [Path(p) for p in paths], options)
     except BundleInvalid as e:
         _refused(e)
-    print_json(summary.as_dict()) if args.json else print(summary)
+    print_json(summary.as_dict()) if json else print(summary)
+
+
+def cmd_import(args: argparse.Namespace) -> None:
+    from importers import Options
+
+    _run(args.source, args.paths, Options(
+        dry_run=args.dry_run, actor="cli", allow_blank=args.allow_blank,
+        case_info=_path(args.case_info), sequence_map=_path(args.sequence_map),
+        allow_burned_in=args.allow_burned_in, answers=_path(args.answers), family=args.family,
+        level=args.level), args.json)
 
 
 def _refused(e: Any) -> None:
@@ -71,30 +54,23 @@ def _refused(e: Any) -> None:
 
 
 def cmd_import_responses(args: argparse.Namespace) -> None:
-    from collection.batch_responses import import_harness_responses
-    from db.bundle.importer import BundleInvalid
+    from importers import Options
 
-    try:
-        with open_study() as s:
-            summary = import_harness_responses(s, Path(args.path), source=args.source,
-                                               model=args.model, task_key=args.task_key,
-                                               filter_name=args.filter, dry_run=args.dry_run,
-                                               actor="cli")
-    except BundleInvalid as e:
-        _refused(e)
-    print_json(summary.as_dict()) if args.json else print(summary)
-
+    _run(args.source, [args.path], Options(
+        dry_run=args.dry_run, actor="cli", model=args.model, task_key=args.task_key,
+        filter_name=args.filter), args.json)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from importers import names
+
     add = adder(sub)
 
     ip = add("import", cmd_import, "validate a bundle (folder or .zip), or Neural-MedBench "
              "release task files, and import it atomically")
     ip.add_argument("paths", nargs="+", metavar="PATH",
                     help="a bundle, or release task files with --from neural-medbench")
-    ip.add_argument("--from", dest="source",
-                    choices=["bundle", "neural-medbench", "dicom", "bids"],
+    ip.add_argument("--from", dest="source", choices=names("cases"),
                     default="bundle", help="what PATH is (default: a bundle; dicom: a folder "
                                            "or DICOMDIR of one study; bids: a BIDS dataset)")
     ip.add_argument("--case-info", metavar="CASE.json",
@@ -119,8 +95,7 @@ def register(sub: argparse._SubParsersAction) -> None:
               "study already holds: a responses.jsonl or responses-only bundle, OpenAI Batch "
               "output, VLMEvalKit predictions or lm-evaluation-harness sample logs")
     rip.add_argument("path", metavar="FILE", help="the file (nmb: or a responses-only bundle)")
-    rip.add_argument("--from", dest="source", required=True,
-                     choices=["nmb", "openai-batch", "vlmevalkit", "lm-eval"],
+    rip.add_argument("--from", dest="source", required=True, choices=names("responses"),
                      help="the file's format (docs/bundle-format.md)")
     rip.add_argument("--model", help="the model's name (needed where the file does not say; "
                                      "overrides the file's)")

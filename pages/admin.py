@@ -7,8 +7,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from collection.batch_responses import import_harness_responses
-from db.bundle.importer import BundleInvalid, import_bundle
+from db.bundle.importer import BundleInvalid
 from db.bundle.store import Workspace
 from db.bundle.upload_name import safe_upload_name
 from db.bundle.zip import extract_zip
@@ -22,10 +21,7 @@ from db.raters.assignments import (
     plan_assignment,
     rater_progress,
 )
-from db.release.reader import import_release
 from db.rubrics import ensure_rubric
-from db.sources.bids import import_bids
-from db.sources.dicom import import_dicom
 from db.status import counts
 from db.study.cases import case_view, reference_fields, task_list
 from db.study.catalog import case_rows, response_detail, response_rows, search, task_rows
@@ -45,6 +41,7 @@ from db.users import (
     set_email,
 )
 from errors import UserError, counted, not_permitted
+from importers import IMPORTERS, Options, names, run_import
 from ui.actions import redraw_after, run_write, show_error, show_written
 from ui.admin.flag_review import flag_review
 from ui.auth import require_role
@@ -88,14 +85,14 @@ def _show_import(label: str, run) -> None:
 ALLOW_BLANK = "Allow blank images (every voxel or pixel of one value; --allow-blank)"
 
 
-def run_import(path: Path, dry_run: bool, workspace: Workspace | None = None,
+def import_bundle_at(path: Path, dry_run: bool, workspace: Workspace | None = None,
                allow_blank: bool = False) -> None:
     """Validate and import the bundle at `path`; messages name it by `path.name` (an upload is
     stored under its own file name, made safe)."""
     valid = " is valid, nothing was written (dry run)" if dry_run else ""
-    _show_import(f"{path.name}{valid}", lambda s, progress: import_bundle(
-        s, path, dry_run=dry_run, actor=user.name, progress=progress, workspace=workspace,
-        allow_blank=allow_blank))
+    _show_import(f"{path.name}{valid}", lambda s, progress: run_import(s, "bundle", [path], Options(
+        dry_run=dry_run, actor=user.name, progress=progress, workspace=workspace,
+        allow_blank=allow_blank)))
 
 
 def bundle_import() -> None:
@@ -108,9 +105,9 @@ def bundle_import() -> None:
             with Workspace("upload") as upload_area:  # NMB_HOME/tmp, swept if the server dies
                 path = upload_area.path / safe_upload_name(upload.name)
                 path.write_bytes(upload.getvalue())
-                run_import(path, dry_run, upload_area, allow_blank=blank)
+                import_bundle_at(path, dry_run, upload_area, allow_blank=blank)
         else:
-            run_import(Path(server_path.strip()), dry_run, allow_blank=blank)
+            import_bundle_at(Path(server_path.strip()), dry_run, allow_blank=blank)
 
 
 def release_import() -> None:
@@ -141,21 +138,17 @@ def release_import() -> None:
             answers.write_bytes(key.getvalue())
         valid = " are valid, nothing was written (dry run)" if dry_run else ""
         _show_import(", ".join(p.name for p in paths) + valid,
-                     lambda s, progress: import_release(
-                         s, paths, answers=answers, dry_run=dry_run, actor=user.name,
-                         allow_blank=blank,
+                     lambda s, progress: run_import(s, "neural-medbench", paths, Options(
+                         answers=answers, dry_run=dry_run, actor=user.name, allow_blank=blank,
                          family=None if family == "by file name" else family,
-                         level=None if level == "by file name" else level, progress=progress))
+                         level=None if level == "by file name" else level, progress=progress)))
 
 
-RESPONSE_FORMATS = {"nmb": "responses.jsonl (bundle format)", "openai-batch": "OpenAI Batch output",
-                    "vlmevalkit": "VLMEvalKit predictions (.xlsx, .tsv)",
-                    "lm-eval": "lm-evaluation-harness samples (.jsonl)"}
 
 
 def responses_import() -> None:
     """`nmb import-responses FILE --from ...`: an uploaded file or a path on the server."""
-    source = st.selectbox("Format", list(RESPONSE_FORMATS), format_func=RESPONSE_FORMATS.get)
+    source = st.selectbox("Format", names("responses"), format_func=lambda n: IMPORTERS[n].label)
     upload = st.file_uploader("Responses file", type=["jsonl", "xlsx", "tsv"])
     server_path = st.text_input("…or a path on the server", key="responses_path")
     c1, c2, c3 = st.columns(3)
@@ -176,10 +169,10 @@ def responses_import() -> None:
         else:
             path = Path(server_path.strip())
         valid = " is valid, nothing was written (dry run)" if dry_run else ""
-        _show_import(f"{path.name}{valid}", lambda s, progress: import_harness_responses(
-            s, path, source=source, model=model.strip() or None,
-            task_key=task_key.strip() or None, filter_name=lm_filter.strip() or None,
-            dry_run=dry_run, actor=user.name, progress=progress))
+        _show_import(f"{path.name}{valid}", lambda s, progress: run_import(s, source, [path], Options(
+            model=model.strip() or None, task_key=task_key.strip() or None,
+            filter_name=lm_filter.strip() or None, dry_run=dry_run, actor=user.name,
+            progress=progress)))
 
 
 def images_import(kind: str) -> None:
@@ -217,20 +210,14 @@ def images_import(kind: str) -> None:
             show_error(e)
             return
         valid = " is valid, nothing was written (dry run)" if dry_run else ""
-        if kind == "dicom":
-            run = lambda s, progress: import_dicom(  # noqa: E731
-                s, path, case_info=case_info, allow_burned_in=allow, allow_blank=blank,
-                dry_run=dry_run, actor=user.name, progress=progress)
-        else:
-            run = lambda s, progress: import_bids(  # noqa: E731
-                s, path, case_info=case_info, dry_run=dry_run, allow_blank=blank,
-                actor=user.name, progress=progress)
-        _show_import(f"{kind.upper()} import{valid}", run)
+        _show_import(f"{kind.upper()} import{valid}", lambda s, progress: run_import(
+            s, kind, [path], Options(case_info=case_info, allow_burned_in=allow, allow_blank=blank,
+                                     dry_run=dry_run, actor=user.name, progress=progress)))
 
 
 def import_section() -> None:
-    kind = st.radio("What", ["Bundle", "Neural-MedBench release files", "Model responses",
-                             "DICOM study", "BIDS dataset"], horizontal=True)
+    labels = [IMPORTERS[name].label for name in names("cases")]
+    kind = st.radio("What", [*labels[:2], "Model responses", *labels[2:]], horizontal=True)
     if kind == "DICOM study":
         st.caption("One study (a PACS export: a folder or a DICOMDIR) becomes one case; the "
                    "case info gives its record and tasks. No DICOM header value is stored "

@@ -8,7 +8,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The packages from the bottom up: each may import only those before it (docs/layout.md).
-STACK = ("errors", "rubric", "imaging", "stats", "db", "llm", "collection", "grading",
+STACK = ("errors", "rubric", "imaging", "stats", "db", "llm", "collection", "importers", "grading",
          "calibration", "results", "package", "demo")
 #: The rooms on top: what each may import of ours ("streamlit" where it may use it).
 TOP: dict[str, set[str]] = {

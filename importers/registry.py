@@ -1,0 +1,139 @@
+"""The importers by name: what each brings (cases or responses), which options it takes, and
+how it runs. Each validates everything before it writes, in one transaction of the session it
+is given (docs/bundle-format.md). Adding a format is one entry here, its options in `Options`
+and its form on the admin page.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from sqlmodel import Session
+
+from db.bundle.store import Workspace
+from errors import UserError
+
+
+@dataclass(frozen=True)
+class Options:
+    """What an import is asked; each importer takes `dry_run`, `actor`, `progress` and the
+    options its entry names. A set option that the importer does not take is refused."""
+
+    dry_run: bool = False
+    actor: str | None = None
+    progress: Callable[[float, str], None] | None = None
+    workspace: Workspace | None = None  # an upload's scratch area (bundle)
+    allow_blank: bool = False
+    case_info: Path | None = None
+    sequence_map: Path | None = None
+    allow_burned_in: bool = False
+    answers: Path | None = None
+    family: str | None = None
+    level: int | None = None
+    model: str | None = None
+    task_key: str | None = None
+    filter_name: str | None = None
+
+
+@dataclass(frozen=True)
+class Importer:
+    name: str  # the value of --from
+    brings: str  # "cases" or "responses"
+    label: str  # as the admin page names it
+    takes: frozenset[str]  # the options of `Options` beyond dry_run, actor and progress
+    run: Callable[[Session, list[Path], Options], Any]
+    many_paths: bool = False
+
+
+def _bundle(s: Session, paths: list[Path], o: Options) -> Any:
+    from db.bundle.importer import import_bundle
+
+    return import_bundle(s, paths[0], dry_run=o.dry_run, actor=o.actor, progress=o.progress,
+                         workspace=o.workspace, allow_blank=o.allow_blank)
+
+
+def _release(s: Session, paths: list[Path], o: Options) -> Any:
+    from db.release.reader import import_release
+
+    return import_release(s, paths, answers=o.answers, family=o.family, level=o.level,
+                          dry_run=o.dry_run, allow_blank=o.allow_blank, actor=o.actor,
+                          progress=o.progress)
+
+
+def _dicom(s: Session, paths: list[Path], o: Options) -> Any:
+    from db.sources.dicom import import_dicom
+
+    return import_dicom(s, paths[0], case_info=o.case_info, sequence_map=o.sequence_map,
+                        allow_burned_in=o.allow_burned_in, allow_blank=o.allow_blank,
+                        dry_run=o.dry_run, actor=o.actor, progress=o.progress)
+
+
+def _bids(s: Session, paths: list[Path], o: Options) -> Any:
+    from db.sources.bids import import_bids
+
+    return import_bids(s, paths[0], case_info=o.case_info, allow_blank=o.allow_blank,
+                       dry_run=o.dry_run, actor=o.actor, progress=o.progress)
+
+
+def _responses(source: str) -> Callable[[Session, list[Path], Options], Any]:
+    def run(s: Session, paths: list[Path], o: Options) -> Any:
+        from collection.batch_responses import import_harness_responses
+
+        return import_harness_responses(s, paths[0], source=source, model=o.model,
+                                        task_key=o.task_key, filter_name=o.filter_name,
+                                        dry_run=o.dry_run, actor=o.actor, progress=o.progress)
+
+    return run
+
+
+_HARNESS = frozenset({"model", "task_key"})
+IMPORTERS: dict[str, Importer] = {i.name: i for i in (
+    Importer("bundle", "cases", "Bundle", frozenset({"workspace", "allow_blank"}), _bundle),
+    Importer("neural-medbench", "cases", "Neural-MedBench release files",
+             frozenset({"allow_blank", "answers", "family", "level"}), _release, many_paths=True),
+    Importer("dicom", "cases", "DICOM study",
+             frozenset({"allow_blank", "case_info", "sequence_map", "allow_burned_in"}), _dicom),
+    Importer("bids", "cases", "BIDS dataset", frozenset({"allow_blank", "case_info"}), _bids),
+    Importer("nmb", "responses", "responses.jsonl (bundle format)", frozenset(),
+             _responses("nmb")),
+    Importer("openai-batch", "responses", "OpenAI Batch output", _HARNESS,
+             _responses("openai-batch")),
+    Importer("vlmevalkit", "responses", "VLMEvalKit predictions (.xlsx, .tsv)", _HARNESS,
+             _responses("vlmevalkit")),
+    Importer("lm-eval", "responses", "lm-evaluation-harness samples (.jsonl)",
+             _HARNESS | {"filter_name"}, _responses("lm-eval")),
+)}
+_ALWAYS = frozenset({"dry_run", "actor", "progress"})
+
+
+def names(brings: str) -> list[str]:
+    """The importers that bring `brings` ("cases" or "responses"), in registry order."""
+    return [name for name, i in IMPORTERS.items() if i.brings == brings]
+
+
+def _flag(option: str) -> str:
+    return "--" + option.removesuffix("_name").replace("_", "-")
+
+
+def checked(name: str, paths: list[Path], options: Options) -> Importer:
+    """The importer `name`, once its `paths` and `options` are ones it takes: a UserError for an
+    option set that it does not take (naming the importers that do), or several paths where it
+    takes one. Nothing is read yet."""
+    importer = IMPORTERS.get(name)
+    if importer is None:
+        raise UserError(f"--from {name!r} is not one of {', '.join(IMPORTERS)}")
+    for f in fields(options):
+        if (f.name not in _ALWAYS | importer.takes and f.name != "workspace"
+                and getattr(options, f.name) not in (f.default, "")):
+            takers = " and ".join(f"--from {i.name}" for i in IMPORTERS.values() if f.name in i.takes)
+            raise UserError(f"{_flag(f.name)} is for {takers}")
+    if len(paths) != 1 and not importer.many_paths:
+        raise UserError(f"--from {name} imports one path (release task files: --from "
+                        "neural-medbench)")
+    return importer
+
+
+def run_import(s: Session, name: str, paths: list[Path], options: Options) -> Any:
+    """Run the importer `name` on `paths` (`checked` first) in the session `s`."""
+    return checked(name, paths, options).run(s, [Path(p) for p in paths], options)
