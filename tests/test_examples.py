@@ -6,7 +6,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.cli.test_cli import nmb
+
+pytestmark = pytest.mark.slow  # starts processes or takes seconds: make test only
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "examples" / "sample-bundle"

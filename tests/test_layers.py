@@ -54,6 +54,7 @@ def offences(files: dict[Path, str]) -> list[str]:
     return found
 
 
+@pytest.mark.slow
 def test_every_import_follows_the_layering_table() -> None:
     assert offences({p: p.read_text() for p in _modules()}) == []
 
@@ -107,6 +108,7 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+@pytest.mark.slow
 def test_no_import_cycle() -> None:
     files = {p: p.read_text() for p in _modules() if p.name != "__init__.py"}
     assert cycles(module_graph(files)) == []

@@ -264,6 +264,7 @@ def _assert_result_or_one_line(code: int, out: str, err: str, path: Path) -> Non
         assert out == "" and err.startswith("nmb: ") and err.count("\n") == 1, err
 
 
+@pytest.mark.slow
 def test_a_sweep_of_150_odd_files_gives_results_or_one_line(tmp_path, capsys):
     rng = np.random.default_rng(20240612)
     outcomes = {0: 0, 2: 0}
@@ -277,6 +278,7 @@ def test_a_sweep_of_150_odd_files_gives_results_or_one_line(tmp_path, capsys):
     assert outcomes[0] > 30 and outcomes[2] > 30  # the sweep exercises both paths
 
 
+@pytest.mark.slow
 def test_every_file_in_tests_gives_results_or_one_line(capsys):
     files = [p for p in Path(__file__).parents[1].rglob("*") if p.is_file()]
     assert len(files) > 20

@@ -43,6 +43,7 @@ def _passes(rule: str, rho: float, *, cases: int, per_case: int = 1, within: flo
     return passed / studies
 
 
+@pytest.mark.slow
 def test_a_grader_at_the_threshold_passes_the_default_rule_in_at_most_5_percent() -> None:
     """True r = 0.90, 60 cases: the lower-bound rule passes it in at most 5 % of studies (about
     2.5 % expected); the point-estimate rule passes it about half the time."""
@@ -52,6 +53,7 @@ def test_a_grader_at_the_threshold_passes_the_default_rule_in_at_most_5_percent(
     assert 0.35 <= point <= 0.65, point
 
 
+@pytest.mark.slow
 def test_the_planner_matches_an_independent_simulation_within_3_points() -> None:
     settings = Settings(expected_r=0.96, threshold=0.9, bootstrap=500, within_case=0.3,
                         studies=2000, seed=3)
@@ -101,6 +103,7 @@ def test_the_rule_decides_on_the_lower_bound() -> None:
     assert not ok and "no 95.0% interval" in why
 
 
+@pytest.mark.slow
 def test_cli_plan_prints_the_chance_per_size(nmb_home, capsys) -> None:
     import json
 

@@ -2,6 +2,7 @@
 PostgreSQL, the local OpenAI-compatible server): the look either sees the revision or is
 suspended by it, never stands passed on scores that changed before it was stored."""
 
+import pytest
 from sqlmodel import Session, select
 
 from calibration import calibrate
@@ -12,6 +13,8 @@ from db.raters.scoring import submit
 from tests.db.interleave import one_after_another
 from tests.factories import validated_config
 from tests.openai_server import OpenAIServer
+
+pytestmark = pytest.mark.slow  # starts processes or takes seconds: make test only
 
 # Held while the look runs: it stops at storing its report, after reading the scores; the
 # revision never writes a report.

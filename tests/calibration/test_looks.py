@@ -25,6 +25,8 @@ from errors import UserError
 from grading.config import GraderSettings, grader_identity, store_config
 from tests.calibration.test_report import _study
 
+pytestmark = pytest.mark.slow  # starts processes or takes seconds: make test only
+
 
 def _variant(s: Session, of: int, **settings) -> int:
     """A config with `settings` that copies config `of`'s grades (as a rerun would give)."""

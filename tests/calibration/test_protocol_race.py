@@ -3,6 +3,7 @@ SQLite and PostgreSQL): the registrations take turns with each other and with lo
 second is judged against what the first committed; never an `IntegrityError` traceback, and
 never a protocol registered once a held-out look exists (its looks would be counted afresh)."""
 
+import pytest
 from sqlmodel import Session, select
 
 from calibration import calibrate, protocol
@@ -36,6 +37,7 @@ def test_two_admins_registering_one_protocol_at_once(database_url: str) -> None:
 BLOCK = "LOCK TABLE calibrationreport IN EXCLUSIVE MODE"
 
 
+@pytest.mark.slow
 def test_a_protocol_registered_while_a_look_is_taken_is_refused_or_judges_it(
         database_url: str) -> None:
     """A held-out look under protocol 1 and a registration of a laxer protocol 2 at once: the

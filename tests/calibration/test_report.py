@@ -28,6 +28,8 @@ from grading.config import GraderSettings, store_config
 from rubric.scoring import validate_score
 from tests.factories import make_study
 
+pytestmark = pytest.mark.slow  # starts processes or takes seconds: make test only
+
 
 def _study(url: str, grader_noise: float, seed: int = 0) -> tuple[Session, int]:
     s = Session(engine_for(url), expire_on_commit=False)

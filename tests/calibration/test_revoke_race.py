@@ -2,6 +2,7 @@
 OpenAI-compatible server): revocations take turns, so the second finds the first's and is
 refused in one line; the reason and the audit entry are the first's alone."""
 
+import pytest
 from sqlmodel import Session, select
 
 from calibration import calibrate
@@ -12,6 +13,8 @@ from errors import UserError
 from tests.db.interleave import released_together
 from tests.factories import validated_config
 from tests.openai_server import OpenAIServer
+
+pytestmark = pytest.mark.slow  # starts processes or takes seconds: make test only
 
 
 def test_two_admins_revoking_one_validation_at_once(database_url: str) -> None:

@@ -5,6 +5,7 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
 from sqlmodel import Session, select
 
 import cli
@@ -14,6 +15,8 @@ from tests.cli.test_cli import nmb
 from tests.db.bundle.bundles import snapshot
 from tests.db.sources.dicom_files import pacs_export
 from tests.db.sources.test_bids_import import TASK, dataset
+
+pytestmark = pytest.mark.slow  # starts processes or takes seconds: make test only
 
 
 def test_readme_dicom_import_and_its_mistakes(nmb_home: Path, tmp_path: Path) -> None:

@@ -4,8 +4,12 @@ mistake, nothing written on a refusal."""
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.cli.test_cli import nmb
 from tests.db.bundle.bundles import snapshot, write_bundle, write_jsonl
+
+pytestmark = pytest.mark.slow  # starts processes or takes seconds: make test only
 
 
 def test_readme_import_responses_from_batch_output(nmb_home: Path, tmp_path: Path) -> None:

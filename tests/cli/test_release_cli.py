@@ -4,6 +4,7 @@ them: a real process, a real study, exit codes, one line per mistake."""
 import json
 from pathlib import Path
 
+import pytest
 from sqlmodel import Session, select
 
 import cli
@@ -20,6 +21,8 @@ from tests.db.release.release_files import (
     write,
     write_release,
 )
+
+pytestmark = pytest.mark.slow  # starts processes or takes seconds: make test only
 
 
 def _content(home: Path) -> tuple:

@@ -17,6 +17,8 @@ from tests.db.sources.dicom_files import classic_series, volume, write_series
 from tests.db.sources.test_bids_import import dataset
 from tests.db.sources.test_dicom_import import CASE
 
+pytestmark = pytest.mark.slow  # starts processes or takes seconds: make test only
+
 
 def _series(description: str = "T2 AX", **kw) -> list:
     return classic_series(description, 3, study_uid=generate_uid(), frame_uid=generate_uid(),

@@ -200,6 +200,7 @@ def test_cache_answers_a_request_sent_before(sqlite_url: str, server: OpenAIServ
         assert s.exec(select(func.count()).select_from(ModelCache)).one() == sent == 4
 
 
+@pytest.mark.slow
 def test_batch_api_in_rounds(sqlite_url: str) -> None:
     """Single-turn tasks in one batch; a level-3 task's stage turn in the next round, with the
     line that failed transiently."""
@@ -216,6 +217,7 @@ def test_batch_api_in_rounds(sqlite_url: str) -> None:
         assert [len(r.turns or []) for r in multi if r.model == MODEL] == [1]
 
 
+@pytest.mark.slow
 def test_two_concurrent_runs_store_each_item_once(database_url: str) -> None:
     import threading
 
@@ -269,6 +271,7 @@ def _stop_when_collected(cmd: list[str], n: int, sig: int) -> tuple[int, str]:
     return proc.returncode, err
 
 
+@pytest.mark.slow
 def test_interrupted_and_killed_runs_resume_without_duplicates(database_url: str) -> None:
     """Ctrl-C (SIGINT to the process group, as a terminal sends it), then SIGKILL, of a real
     `nmb collect` in the middle: what each committed stays, a re-run collects the rest and
@@ -302,6 +305,7 @@ def test_interrupted_and_killed_runs_resume_without_duplicates(database_url: str
             assert [r.status for r in runs(s)] == ["finished", "interrupted", "interrupted"]
 
 
+@pytest.mark.slow
 def test_a_run_whose_process_is_gone_is_marked_interrupted(database_url: str) -> None:
     """As grader runs are: only collection runs of this host whose process has ended are
     marked, not a live process's (nor one reusing a dead run's pid), nor another host's, nor
@@ -310,6 +314,7 @@ def test_a_run_whose_process_is_gone_is_marked_interrupted(database_url: str) ->
         model=MODEL, template_version="t", template_hash="h"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
 def test_a_killed_collect_is_shown_interrupted_after_the_next_start(nmb_home: Path,
                                                                     sig: int) -> None:
@@ -368,6 +373,7 @@ BAD_OPTIONS = [
 ]
 
 
+@pytest.mark.slow
 def test_bad_options_are_one_line_and_change_nothing(sqlite_url: str, capsys) -> None:
     with session() as s:
         make_study(s, n_tasks=2)
@@ -389,6 +395,7 @@ def test_the_official_endpoint_needs_a_key(sqlite_url: str, capsys) -> None:
     assert "OPENAI_API_KEY is not set" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_run_that_collects_nothing_exits_1_with_the_reason(sqlite_url: str, capsys) -> None:
     """Nothing listens at the base URL: every item fails, the run is not a success (exit 1)
     and its last line on stderr says why."""
@@ -474,6 +481,7 @@ def test_grader_vision_sees_the_same_key_slices(demo_study: Path, server: OpenAI
         assert server.chat_requests()[0].images == _expected_pngs(s, case)
 
 
+@pytest.mark.slow
 def test_cli_summary_is_the_last_stdout_line_and_the_key_is_kept_out(
         nmb_home: Path, server: OpenAIServer) -> None:
     from db.engine import upgrade
@@ -527,6 +535,7 @@ def test_a_collected_answer_naming_its_model_is_flagged_and_redacted(sqlite_url:
     assert flag is not None and "GPT-4o" in flag.original_text
 
 
+@pytest.mark.slow
 def test_a_hostile_model_server_fails_items_not_the_run(nmb_home: Path) -> None:
     """The grader test's hostile answers (endless, huge, HTML, not JSON, wrongly typed, deeply
     nested, dense, compressed, redirected, trickling), one per task, against a real `nmb collect`:
@@ -561,6 +570,7 @@ def test_a_hostile_model_server_fails_items_not_the_run(nmb_home: Path) -> None:
     assert secret not in out.stdout + out.stderr + "".join(reasons.values())
 
 
+@pytest.mark.slow
 def test_many_endless_answers_at_once_stay_within_the_memory_bound(nmb_home: Path) -> None:
     """120 conversations opened at once against a server whose every answer is endless (about
     1 GB if each body held its own 8 MiB cap): the bodies being read share 128 MiB, so a real
@@ -596,6 +606,7 @@ def test_an_empty_model_is_refused(nmb_home: Path, capsys) -> None:
         assert err.count("\n") == 1 and "--model" in err and "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_an_answer_holding_a_nul_is_collected_on_either_database(database_url: str) -> None:
     """A model's answer with NUL (PostgreSQL text cannot hold it) is stored with U+FFFD in its
     place, on SQLite as on PostgreSQL, and the run finishes."""

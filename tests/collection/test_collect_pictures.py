@@ -47,6 +47,7 @@ def _texts(content: list[dict]) -> list[str]:
     return [p["text"] for p in content if p["type"] == "text"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("limit", [None, 512])
 def test_collect_sends_each_picture_itself(nmb_home: Path, server: OpenAIServer, tmp_path: Path,
                                            monkeypatch, limit: int | None, capsys) -> None:
@@ -98,6 +99,7 @@ def test_a_picture_only_case_names_its_pictures(sqlite_url: str, tmp_path: Path)
         assert s.exec(select(Case)).all()
 
 
+@pytest.mark.slow
 def test_picture_requests_hash_the_same_when_rebuilt(nmb_home: Path, server: OpenAIServer,
                                                      tmp_path: Path, capsys) -> None:
     """The request a picture case makes is rebuilt from the stored picture (its downscaled copy

@@ -105,6 +105,7 @@ def _first_image(path: Path) -> tarfile.TarInfo:
     return next(m for name, m in _members(path).items() if name.startswith("images/"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cut", ["in the database", "in an image", "before the manifest",
                                  "in the manifest"])
 def test_a_truncated_backup_is_refused_in_one_line(small: Path, tmp_path: Path, cut: str) -> None:
@@ -128,6 +129,7 @@ def _flip(path: Path, offset: int, dest: Path) -> Path:
     return dest
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("member", ["database/study.sqlite", "image"])
 def test_a_tampered_member_is_refused(small: Path, tmp_path: Path, member: str) -> None:
     info = _first_image(small) if member == "image" else _members(small)[member]
@@ -165,6 +167,7 @@ def _entry(name: str, kind: bytes = tarfile.REGTYPE, link: str = "") -> tarfile.
     return info
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("entry, why", [
     (_entry("../evil.zip"), "has an unsafe path"),
     (_entry("packages/../../evil.zip"), "has an unsafe path"),
@@ -185,6 +188,7 @@ def test_a_member_outside_the_study_is_refused(small: Path, tmp_path: Path,
     assert not (tmp_path / "evil.zip").exists() and not (tmp_path / "deep" / "evil.zip").exists()
 
 
+@pytest.mark.slow
 def test_a_member_not_in_the_manifest_or_a_missing_one_is_refused(small: Path,
                                                                   tmp_path: Path) -> None:
     image = _first_image(small).name
@@ -205,6 +209,7 @@ def test_a_member_not_in_the_manifest_or_a_missing_one_is_refused(small: Path,
     refused(nmb("restore", str(not_tar), home=tmp_path / "c"), "not a backup file")
 
 
+@pytest.mark.slow
 def test_a_newer_revision_is_refused(small: Path, tmp_path: Path) -> None:
     def newer(manifest: dict) -> None:
         manifest["revision"] = "9999"
@@ -216,6 +221,7 @@ def test_a_newer_revision_is_refused(small: Path, tmp_path: Path) -> None:
     nothing_restored(tmp_path / "home")
 
 
+@pytest.mark.slow
 def test_an_older_revision_is_restored_then_migrated(nmb_home: Path, tmp_path: Path) -> None:
     from alembic import command
 
@@ -232,6 +238,7 @@ def test_an_older_revision_is_restored_then_migrated(nmb_home: Path, tmp_path: P
     assert sorted(p.name for p in (tmp_path / "new").iterdir()) == ["study.db", "tmp"]
 
 
+@pytest.mark.slow
 def test_a_backup_never_overwrites_a_file(small: Path, tmp_path: Path) -> None:
     kept = tmp_path / "kept.tar"
     kept.write_text("an older backup")
@@ -241,6 +248,7 @@ def test_a_backup_never_overwrites_a_file(small: Path, tmp_path: Path) -> None:
             "no folder")
 
 
+@pytest.mark.slow
 def test_a_backup_never_writes_through_a_link_at_its_temporary_name(nmb_home: Path,
                                                                       tmp_path: Path) -> None:
     """In a shared folder (/tmp), another user may plant `.NAME.partial` as a link to a file
@@ -281,6 +289,7 @@ def test_postgres_restore_checks_the_kind_the_rows_and_the_dump(postgres_server,
     assert store(tmp_path / "new") == store(home)
 
 
+@pytest.mark.slow
 def test_a_manifest_field_that_would_be_printed_must_be_plain_text(small: Path,
                                                                   tmp_path: Path) -> None:
     def hostile(manifest: dict) -> None:
@@ -292,6 +301,7 @@ def test_a_manifest_field_that_would_be_printed_must_be_plain_text(small: Path,
     nothing_restored(tmp_path / "home")
 
 
+@pytest.mark.slow
 def test_the_images_backed_up_are_those_the_database_references(nmb_home: Path,
                                                                 tmp_path: Path) -> None:
     ok(nmb("import", str(ROOT / "examples" / "sample-bundle"), home=nmb_home))
@@ -350,6 +360,7 @@ def _tar_with(dest: Path, entries: list[tuple[tarfile.TarInfo, bytes]], mode: st
     return dest
 
 
+@pytest.mark.slow
 def test_a_deeply_nested_manifest_is_one_line(small: Path, tmp_path: Path) -> None:
     with tarfile.open(small) as tf:
         entries = [(m, tf.extractfile(m).read()) for m in tf.getmembers()
@@ -385,6 +396,7 @@ def test_an_extended_header_is_capped_before_it_is_read(tmp_path: Path) -> None:
     assert peak < 16 << 20
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("options", [["--format=gnu"], ["--format=pax"],
                                      ["--format=pax", "--sparse-version=0.1"]])
 def test_a_sparse_member_is_refused(tmp_path: Path, options: list[str]) -> None:
@@ -420,6 +432,7 @@ def test_a_gzip_bomb_is_refused_at_its_header(tmp_path: Path,
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_a_restore_never_overwrites_a_package_in_the_home(small: Path, tmp_path: Path) -> None:
     """The database may be empty while NMB_HOME still holds frozen packages (a new database
     URL): a package of the same name is the home's, not the backup's, to keep."""
@@ -447,6 +460,7 @@ SQLITE_EDITS = {  # what a hostile SQLite file holds that the migrations never c
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("edit", list(SQLITE_EDITS))
 def test_a_sqlite_file_holds_only_what_the_migrations_create(nmb_home: Path, tmp_path: Path,
                                                              edit: str) -> None:
@@ -462,6 +476,7 @@ def test_a_sqlite_file_holds_only_what_the_migrations_create(nmb_home: Path, tmp
     nothing_restored(home)
 
 
+@pytest.mark.slow
 def test_a_file_that_cannot_be_placed_is_one_line(small: Path, tmp_path: Path) -> None:
     """NMB_HOME/images that is not a folder (or not writable): one line, and the images
     already placed are removed again."""
@@ -473,6 +488,7 @@ def test_a_file_that_cannot_be_placed_is_one_line(small: Path, tmp_path: Path) -
     assert not (home / "study.db").exists()
 
 
+@pytest.mark.slow
 def test_a_database_that_cannot_be_read_or_written_is_one_line(small: Path,
                                                                tmp_path: Path) -> None:
     home = tmp_path / "home"
@@ -505,6 +521,7 @@ def _at_0013_with_a_weird_source(url: str | None, home: Path) -> None:
     engine_for(url).dispose()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def test_an_older_backup_the_migrations_refuse_restores_nothing(kind: str, tmp_path: Path,
                                                                 request: pytest.FixtureRequest
@@ -657,6 +674,7 @@ def test_a_manifest_larger_than_its_members_need_is_not_parsed(small: Path,
         archive.read_backup(bad, tmp_path / "out")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def test_a_manifest_whose_counts_lie_is_refused(kind: str, small: Path, tmp_path: Path,
                                                 request: pytest.FixtureRequest) -> None:

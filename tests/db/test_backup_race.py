@@ -20,6 +20,8 @@ from db.raters.scoring import load_item, submit
 from db.rubrics import ensure_rubric
 from tests.factories import make_study
 
+pytestmark = pytest.mark.slow  # starts processes or takes seconds: make test only
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

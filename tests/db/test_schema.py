@@ -102,6 +102,7 @@ def _rows_of_every_vocabulary(s: Session) -> dict[str, int]:
     return {t: s.exec(text(f"SELECT count(*) FROM {t}")).one()[0] for t in sorted(tables)}
 
 
+@pytest.mark.slow
 def test_closed_vocabularies_are_checked_and_the_migration_keeps_every_row(
         database_url: str) -> None:
     """Rows written before migration 0013 (runs with children) are all kept by it, foreign

@@ -118,6 +118,7 @@ def test_failed_logins_lock_the_name_out_and_the_lockout_is_audited(database_url
         assert not s.exec(select(LoginFailure).where(LoginFailure.name == "ann")).all()
 
 
+@pytest.mark.slow
 def test_failed_logins_from_one_client_lock_that_client_out(database_url: str) -> None:
     with _session(database_url) as s:
         add_user(s, name="ann", role="expert", password="right")
@@ -144,6 +145,7 @@ def scrypt_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return calls
 
 
+@pytest.mark.slow
 def test_every_login_costs_one_scrypt_whether_or_not_the_name_exists(
         database_url: str, scrypt_calls: list[int]) -> None:
     with _session(database_url) as s:
@@ -159,6 +161,7 @@ def test_every_login_costs_one_scrypt_whether_or_not_the_name_exists(
             assert scrypt_calls == [2**14], name[:10]  # the same work: an account's or the dummy
 
 
+@pytest.mark.slow
 def test_long_names_are_refused_before_any_query(database_url: str) -> None:
     """A 65-character name raised StringDataRightTruncation on PostgreSQL; a 5 MB one went
     into the audit log whole."""
@@ -201,6 +204,7 @@ def _counted(s: Session, column, value: str) -> int:
     return len(s.exec(select(LoginFailure).where(column == value)).all())
 
 
+@pytest.mark.slow
 def test_simultaneous_wrong_then_right_passwords_cannot_pass_the_name_limit(
         database_url: str) -> None:
     """40 simultaneous attempts let the right password in after 39 failures (PostgreSQL):
@@ -222,6 +226,7 @@ def test_simultaneous_wrong_then_right_passwords_cannot_pass_the_name_limit(
         assert not _actions(s, "login")
 
 
+@pytest.mark.slow
 def test_simultaneous_attempts_from_one_client_cannot_pass_its_limit(database_url: str) -> None:
     with _session(database_url) as s:
         add_user(s, name="ann", role="expert", password="right")

@@ -42,6 +42,7 @@ def _cases(bundle: Path) -> dict[str, dict]:
             for p in sorted((bundle / "cases").glob("*/case.json"))}
 
 
+@pytest.mark.slow
 def test_structure_and_references(bundle: Path) -> None:
     meta = json.loads((bundle / "bundle.json").read_text())
     assert meta["format"] == "nmb-bundle/1" and "SYNTHETIC" in meta["description"]
@@ -167,6 +168,7 @@ def test_refuses_a_non_empty_destination(tmp_path: Path) -> None:
         write_demo_bundle(tmp_path)
 
 
+@pytest.mark.slow
 def test_scale_bundle_files_differ_and_load(tmp_path: Path) -> None:
     dest = write_scale_bundle(tmp_path / "scale", n_cases=3, n_sequences=2, n_responses=50,
                               resolution_mm=4)
@@ -182,6 +184,7 @@ def test_scale_bundle_files_differ_and_load(tmp_path: Path) -> None:
     assert {r["task_id"] for r in responses} <= tasks
 
 
+@pytest.mark.slow
 def test_one_case_is_shown_as_pictures(bundle: Path) -> None:
     """Issue 23: the NPH case's images are pictures (a wide figure with a red arrow, two key
     images), each saying SYNTHETIC; they import as pictures."""

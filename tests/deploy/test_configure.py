@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # starts processes or takes seconds: make test only
+
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGURE = ROOT / "deploy" / "configure.py"
 SSO = {

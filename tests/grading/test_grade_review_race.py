@@ -6,6 +6,7 @@ the words or the answer replaced is never kept."""
 import json
 from pathlib import Path
 
+import pytest
 from sqlmodel import Session, select
 
 from db.bundle.importer import import_bundle
@@ -18,6 +19,8 @@ from grading.grader import grade, prepare
 from tests.db.bundle.bundles import responses, write_bundle
 from tests.db.interleave import run_threads, until_waiting
 from tests.openai_server import OpenAIServer
+
+pytestmark = pytest.mark.slow  # starts processes or takes seconds: make test only
 
 FLAGGED = "model-a-t1-0"
 NAMING = "As GPT-4o, a model developed by OpenAI, I think this is a left MCA stroke."

@@ -53,6 +53,7 @@ def _count(s: Session, table) -> int:
     return s.exec(select(func.count()).select_from(table)).one()
 
 
+@pytest.mark.slow
 def test_faults_survived_and_rerun_finishes(database_url: str, server: OpenAIServer) -> None:
     """Each fault is tied to one task's prompt, once, so which request meets it does not depend
     on timing or load; the timeout is far above the local server's latency."""
@@ -84,6 +85,7 @@ def test_faults_survived_and_rerun_finishes(database_url: str, server: OpenAISer
             assert g.system_fingerprint == "fp_test1" and g.prompt_tokens > 0
 
 
+@pytest.mark.slow
 def test_cache_answers_identical_requests(sqlite_url: str, server: OpenAIServer) -> None:
     with Session(engine_for(sqlite_url), expire_on_commit=False) as s:
         make_study(s, n_tasks=3)
@@ -98,6 +100,7 @@ def test_cache_answers_identical_requests(sqlite_url: str, server: OpenAIServer)
         assert _count(s, GraderCache) == 6
 
 
+@pytest.mark.slow
 def test_an_unpriced_models_run_costs_unknown_never_zero(database_url: str,
                                                          server: OpenAIServer) -> None:
     """Before: a grader run of a model missing from the price table recorded $0.0000, as a
@@ -123,6 +126,7 @@ def test_an_unpriced_models_run_costs_unknown_never_zero(database_url: str,
                      api_key=SECRET).cost_usd > 0
 
 
+@pytest.mark.slow
 def test_estimate_and_the_grades_key_follow_the_study(sqlite_url: str, server: OpenAIServer) -> None:
     with Session(engine_for(sqlite_url), expire_on_commit=False) as s:
         make_study(s, n_tasks=3)
@@ -140,6 +144,7 @@ def test_estimate_and_the_grades_key_follow_the_study(sqlite_url: str, server: O
         assert (estimate(s, config_id=cid).items, estimate(s, config_id=cid).cached) == (6, 2)
 
 
+@pytest.mark.slow
 def test_identical_requests_in_one_run_are_sent_once(sqlite_url: str, server: OpenAIServer) -> None:
     with Session(engine_for(sqlite_url), expire_on_commit=False) as s:
         make_study(s, n_tasks=3)
@@ -150,6 +155,7 @@ def test_identical_requests_in_one_run_are_sent_once(sqlite_url: str, server: Op
         assert len(server.chat_requests()) == 3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fault", ["slow:1", "trickle:60"])
 def test_timeouts_end_as_failures(sqlite_url: str, server: OpenAIServer, fault: str) -> None:
     """`timeout` bounds each request as a whole, also when the server trickles its answer."""
@@ -164,6 +170,7 @@ def test_timeouts_end_as_failures(sqlite_url: str, server: OpenAIServer, fault: 
         assert "time" in reason.lower()
 
 
+@pytest.mark.slow
 def test_batch_api(sqlite_url: str) -> None:
     with OpenAIServer(batch_polls=1) as srv, Session(engine_for(sqlite_url),
                                                      expire_on_commit=False) as s:
@@ -175,6 +182,7 @@ def test_batch_api(sqlite_url: str) -> None:
         assert not srv.chat_requests() and len(srv.batch_lines) == 6
 
 
+@pytest.mark.slow
 def test_a_batch_result_file_refused_stores_nothing(sqlite_url: str) -> None:
     """A result file whose second line is over the line cap: one line naming the file and the
     line, no grade nor failure stored, the run ends interrupted; the next run grades all."""
@@ -197,6 +205,7 @@ def test_a_batch_result_file_refused_stores_nothing(sqlite_url: str) -> None:
         assert (out.graded, out.failed) == (4, 0)
 
 
+@pytest.mark.slow
 def test_cli_grade_json_summary_and_no_key_leak(nmb_home: Path, server: OpenAIServer) -> None:
     """A partial run exits 0, as before, and says on stderr why its items failed, grouped with
     how many each reason failed (it printed no reason)."""
@@ -255,6 +264,7 @@ def test_bad_grade_options_are_one_line_and_change_nothing(
     assert not server.requests
 
 
+@pytest.mark.slow
 def test_a_run_whose_process_is_gone_is_marked_interrupted(database_url: str) -> None:
     """Only runs of this host whose process has ended are marked: not a live process's (nor a
     live process that reuses a dead run's pid), nor another host's, nor one with no owner."""
@@ -312,6 +322,7 @@ def _alive_in_group(pgid: int) -> list[int]:
     return alive
 
 
+@pytest.mark.slow
 def test_interrupted_run_resumes_without_duplicates(nmb_home: Path) -> None:
     """Ctrl-C in the middle of `nmb grade`, sent as a terminal does (to the whole process group):
     finished items are kept, nothing is left running, a re-run does the rest."""
@@ -350,6 +361,7 @@ def test_interrupted_run_resumes_without_duplicates(nmb_home: Path) -> None:
     assert len(rows) == len(set(rows)) == 20
 
 
+@pytest.mark.slow
 def test_finished_items_are_committed_while_a_slow_request_is_out(database_url: str) -> None:
     """A hard kill (SIGKILL) loses at most `COMMIT_EVERY` of work, even when nothing else
     finishes, and leaves no process behind; the next `nmb grade` marks the killed run
@@ -394,6 +406,7 @@ def test_finished_items_are_committed_while_a_slow_request_is_out(database_url: 
     assert runs == [("interrupted", 4), ("finished", 2)]
 
 
+@pytest.mark.slow
 def test_a_terminated_grade_ends_its_run_as_interrupted(nmb_home: Path) -> None:
     """SIGTERM (as `kill` or a service manager sends it) to a real `nmb grade` while two
     requests hang: the run ends itself as interrupted, keeping what it finished; one line,
@@ -422,6 +435,7 @@ def test_a_terminated_grade_ends_its_run_as_interrupted(nmb_home: Path) -> None:
     assert run.finished_at is not None
 
 
+@pytest.mark.slow
 def test_two_concurrent_runs_store_each_item_once(database_url: str) -> None:
     import threading
 
@@ -467,6 +481,7 @@ def test_vision_grader_sends_key_slices(demo_study: Path, server: OpenAIServer) 
 # ---------------------------------------------------------------- whom the key goes to
 
 
+@pytest.mark.slow
 def test_a_config_files_base_url_gets_nothing_until_named(
         sqlite_url: str, tmp_path: Path, capsys, monkeypatch) -> None:
     """A config file naming server B, OPENAI_API_KEY set, no --base-url: B receives no request
@@ -517,6 +532,7 @@ def test_a_key_sent_over_plain_http_to_another_machine_is_warned_of(
     assert plain_http_warning("http://10.0.0.5:8000/v1", None) is None  # no key to expose
 
 
+@pytest.mark.slow
 def test_a_stored_configs_base_url_needs_the_users_word(sqlite_url: str, monkeypatch) -> None:
     """`grade` (the page's and the CLI's path) refuses a stored config's address before any run
     row or request, unless it is trusted by name or is the user's OPENAI_BASE_URL."""
@@ -532,6 +548,7 @@ def test_a_stored_configs_base_url_needs_the_users_word(sqlite_url: str, monkeyp
         assert grade(s, config_id=cid, api_key=SECRET).graded == 2
 
 
+@pytest.mark.slow
 def test_an_empty_model_or_base_url_is_refused(sqlite_url: str, capsys) -> None:
     with Session(engine_for(sqlite_url)) as s:
         make_study(s, n_tasks=1)
@@ -543,6 +560,7 @@ def test_an_empty_model_or_base_url_is_refused(sqlite_url: str, capsys) -> None:
         assert _count(s, GraderConfig) == _count(s, GraderRun) == 0
 
 
+@pytest.mark.slow
 def test_a_justification_longer_than_an_answer_is_not_stored(sqlite_url: str,
                                                              server: OpenAIServer) -> None:
     """A grader whose justification runs to 300,000 characters (7 MiB fits the body cap):
@@ -601,6 +619,7 @@ def inject_hostile(srv: OpenAIServer, elsewhere: OpenAIServer) -> dict[str, str]
     return expected
 
 
+@pytest.mark.slow
 def test_a_hostile_grader_server_fails_items_not_the_run(nmb_home: Path) -> None:
     """Endless, huge, HTML, non-JSON, wrongly typed, deeply nested, dense (millions of values
     within the byte cap), compressed, redirected and trickling answers: a real `nmb grade`
@@ -633,6 +652,7 @@ def test_a_hostile_grader_server_fails_items_not_the_run(nmb_home: Path) -> None
     assert len(reasons) == 2 * len(HOSTILE) and SECRET not in "".join(reasons.values())
 
 
+@pytest.mark.slow
 def test_many_endless_answers_at_once_stay_within_the_memory_bound(nmb_home: Path) -> None:
     """120 endless answers with 200 requests allowed out at once: each body alone may hold
     8 MiB (about 1 GB in all, 805 MB measured before the shared cap); the bodies being read
@@ -660,6 +680,7 @@ def test_many_endless_answers_at_once_stay_within_the_memory_bound(nmb_home: Pat
     assert any("being read at once hold more than 128 MiB" in r for r in reasons), reasons
 
 
+@pytest.mark.slow
 def test_cli_grade_against_a_closed_port_exits_1_with_the_reason(nmb_home: Path) -> None:
     """A run that grades nothing is not a success: exit 1 and, on stderr, why its items failed
     (here: nothing listens at the base URL)."""

@@ -128,6 +128,7 @@ def _gzip_header_only(path, shape, dtype=np.int16):
     return path
 
 
+@pytest.mark.slow
 def test_memory_bound_is_checked_from_the_header_before_any_voxel_is_read(tmp_path):
     """1100^3 int16 (5 GiB as float32) in a 73-byte file: refused from the header alone, by a
     process whose peak memory stays far below what reading it would take (2.5 GiB raw)."""
@@ -247,6 +248,7 @@ def _mutants(seed: int, n: int):
             yield rnd.choice([(".nii", bytes(blob)), (".nii.gz", gzip.compress(bytes(blob)))])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(4))
 def test_mutated_files_are_refused_with_one_line_or_read(tmp_path, seed):
     """Whatever nibabel raises on a damaged file becomes one line naming the file: inspection
@@ -283,6 +285,7 @@ def _nifti_with_extension(path, extension_bytes, vox_offset=None):
     return path
 
 
+@pytest.mark.slow
 def test_header_extensions_are_capped_before_nibabel_reads_them(tmp_path):
     """nibabel reads each NIfTI extension whole, whatever vox_offset says: a 1 MB .nii.gz with
     a 400 MiB extension took more than 400 MiB before its voxels were even looked at."""

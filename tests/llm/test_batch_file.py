@@ -119,6 +119,7 @@ def test_lines_not_utf8_not_json_or_cut_count_as_missing(srv: OpenAIServer) -> N
             "no result in batch batch-test1 completed (gave up after 1 attempts)")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("chunked", [True, False], ids=["chunked", "content-length"])
 def test_a_file_cut_by_the_connection_is_read_again(chunked: bool) -> None:
     """The connection closed halfway through the body: the file is read again from its start,

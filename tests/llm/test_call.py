@@ -209,6 +209,7 @@ HOSTILE_REASONS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", list(HOSTILE_REASONS))
 def test_a_hostile_answer_ends_the_call_with_its_reason(srv, kind):
     """Through the client the runs use (`make_client`): bounded, refused at once (a hostile
@@ -243,6 +244,7 @@ print(result.reason)
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["body", "answer"])
 def test_a_string_that_never_closes_is_counted_in_linear_time(srv, where):
     """JSON that opens a string and never closes it, every later quote escaped (1 MiB): the

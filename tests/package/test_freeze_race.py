@@ -9,6 +9,7 @@ import json
 import zipfile
 from pathlib import Path
 
+import pytest
 from sqlmodel import Session, select
 
 from db.engine import engine_for
@@ -19,6 +20,8 @@ from package.package import freeze
 from tests.db.interleave import one_after_another
 from tests.factories import validated_config
 from tests.openai_server import OpenAIServer
+
+pytestmark = pytest.mark.slow  # starts processes or takes seconds: make test only
 
 # Held by a third session while the freeze runs: the freeze reads the protocol right after
 # checking its look (and the held-out scores' hash), the revision never does.

@@ -54,6 +54,7 @@ def _graded_but_the_last(package: Path, server: OpenAIServer, tmp_path: Path,
     return responses, out, progress_path(out)
 
 
+@pytest.mark.slow
 def test_failed_responses_are_sent_again_and_only_they(frozen_package, server: OpenAIServer,
                                                        tmp_path: Path) -> None:
     package, _ = frozen_package
@@ -86,6 +87,7 @@ def test_failed_responses_are_sent_again_and_only_they(frozen_package, server: O
     assert json.loads((tmp_path / "scores.summary.json").read_text())["graded"] == 6
 
 
+@pytest.mark.slow
 def test_a_stopped_run_keeps_its_grades(frozen_package, server: OpenAIServer, tmp_path: Path) -> None:
     """SIGTERM (as Ctrl-C) mid-run: the grades already back are kept, and the next run sends
     only the others, including the one that was in flight."""
@@ -113,6 +115,7 @@ def test_a_stopped_run_keeps_its_grades(frozen_package, server: OpenAIServer, tm
     assert [json.loads(x)["ok"] for x in out.read_text().splitlines()] == [True] * 6
 
 
+@pytest.mark.slow
 def test_an_edited_response_is_graded_again(frozen_package, server: OpenAIServer,
                                             tmp_path: Path) -> None:
     package, _ = frozen_package
@@ -136,6 +139,7 @@ def _grade_edited(line: str, **fields) -> str:
     return _edited(line, grade=json.dumps({**json.loads(json.loads(line)["grade"]), **fields}))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("change", "refusal"), [
     (lambda lines, other: [lines[0].replace("a", "b", 1)] + lines[1:],
      "line 1: not the progress of nmb package grade"),
@@ -167,6 +171,7 @@ def test_a_damaged_progress_file_is_one_line_and_sends_nothing(frozen_package, s
     assert len(server.chat_requests()) == before
 
 
+@pytest.mark.slow
 def test_a_row_cut_short_is_dropped_and_graded_again(frozen_package, server: OpenAIServer,
                                                      tmp_path: Path) -> None:
     package, _ = frozen_package

@@ -57,6 +57,7 @@ def _frozen(sqlite_url: str, server: OpenAIServer, out: Path, **options) -> int:
     return cid
 
 
+@pytest.mark.slow
 def test_freeze_verify_grade_and_canary(sqlite_url: str, server: OpenAIServer,
                                         tmp_path: Path) -> None:
     _frozen(sqlite_url, server, tmp_path / "grader.zip", canary_size=5)
@@ -91,6 +92,7 @@ def test_freeze_verify_grade_and_canary(sqlite_url: str, server: OpenAIServer,
         assert r["ok"] and r["overall"] == study[r["response_id"]].overall
 
 
+@pytest.mark.slow
 def test_freeze_never_writes_through_a_link_at_a_temporary_name(sqlite_url: str,
                                                                 server: OpenAIServer,
                                                                 tmp_path: Path) -> None:
@@ -105,6 +107,7 @@ def test_freeze_never_writes_through_a_link_at_a_temporary_name(sqlite_url: str,
     assert [p.name for p in tmp_path.glob(".g.zip*")] == [".g.zip.partial"]  # nothing left
 
 
+@pytest.mark.slow
 def test_package_grade_summarizes_like_the_study(sqlite_url: str, server: OpenAIServer,
                                                  tmp_path: Path) -> None:
     """The same grader answers give the same leaderboard, through the study or a package."""
@@ -123,6 +126,7 @@ def test_package_grade_summarizes_like_the_study(sqlite_url: str, server: OpenAI
         ("differential", 1), ("lesion", 2), ("rationale", 3)}
 
 
+@pytest.mark.slow
 def test_package_grade_of_the_full_export_summarizes_like_the_study(
         sqlite_url: str, server: OpenAIServer, tmp_path: Path) -> None:
     """`nmb export responses --format jsonl` holds the exam takers' answers too: graded through
@@ -162,6 +166,7 @@ def test_package_grade_of_the_full_export_summarizes_like_the_study(
     assert "| group |" in summary_markdown(got)
 
 
+@pytest.mark.slow
 def test_freeze_refuses_unvalidated_and_revoked_configs(sqlite_url: str, server: OpenAIServer,
                                                         tmp_path: Path) -> None:
     with Session(engine_for(sqlite_url), expire_on_commit=False) as s:
@@ -218,6 +223,7 @@ def _verify_cli(pkg: Path, capsys, *extra: str) -> tuple[int, str]:
     return code, err
 
 
+@pytest.mark.slow
 def test_verify_refuses_every_tampering_in_one_line(sqlite_url: str, server: OpenAIServer,
                                                     tmp_path: Path, capsys) -> None:
     good = tmp_path / "good.zip"
@@ -274,6 +280,7 @@ def test_verify_refuses_every_tampering_in_one_line(sqlite_url: str, server: Ope
     assert code == 2 and "not the published" in err
 
 
+@pytest.mark.slow
 def test_a_vision_config_is_packaged_with_its_key_images(sqlite_url: str, server: OpenAIServer,
                                                          nmb_home: Path, tmp_path: Path,
                                                          capsys) -> None:
@@ -321,6 +328,7 @@ def test_a_vision_config_is_packaged_with_its_key_images(sqlite_url: str, server
         assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, (what, err)
 
 
+@pytest.mark.slow
 def test_a_case_listing_one_image_a_thousand_times_is_refused(sqlite_url: str,
                                                                server: OpenAIServer,
                                                                tmp_path: Path) -> None:
@@ -354,6 +362,7 @@ def test_a_case_listing_one_image_a_thousand_times_is_refused(sqlite_url: str,
         assert peak < 500 * 10**6, peak
 
 
+@pytest.mark.slow
 def test_a_text_package_holds_no_images(sqlite_url: str, server: OpenAIServer,
                                         tmp_path: Path, capsys) -> None:
     cid = _frozen(sqlite_url, server, tmp_path / "text.zip")
@@ -365,6 +374,7 @@ def test_a_text_package_holds_no_images(sqlite_url: str, server: OpenAIServer,
     assert code == 2 and "sends none" in err
 
 
+@pytest.mark.slow
 def test_malformed_packages_are_one_line(tmp_path: Path, capsys) -> None:
     def zipped(name: str, members: dict[str, bytes]) -> Path:
         path = tmp_path / name
@@ -437,6 +447,7 @@ def test_the_demo_package_rebuilds_the_validated_requests(demo_study: Path,
         assert verify(tmp_path / f"seed{seed}.zip").canary  # rebuilds every canary request
 
 
+@pytest.mark.slow
 def test_no_request_reaches_an_address_the_package_names(sqlite_url: str, tmp_path: Path,
                                                          monkeypatch) -> None:
     """The package's config names the server it was graded on; grading with the package sends
@@ -460,6 +471,7 @@ def test_no_request_reaches_an_address_the_package_names(sqlite_url: str, tmp_pa
         assert len(named.chat_requests()) == before + 1
 
 
+@pytest.mark.slow
 def test_cli_package_commands(nmb_home: Path, server: OpenAIServer, tmp_path: Path) -> None:
     upgrade()
     with session() as s:
@@ -504,6 +516,7 @@ def test_cli_package_commands(nmb_home: Path, server: OpenAIServer, tmp_path: Pa
     assert KEY not in (tmp_path / "s.jsonl").read_text() + scored.stdout + scored.stderr
 
 
+@pytest.mark.slow
 def test_bad_response_files_are_refused(sqlite_url: str, server: OpenAIServer,
                                         tmp_path: Path) -> None:
     _frozen(sqlite_url, server, tmp_path / "p.zip", canary_size=3)
@@ -545,6 +558,7 @@ def test_bad_response_files_are_refused(sqlite_url: str, server: OpenAIServer,
             read_responses(lines)
 
 
+@pytest.mark.slow
 def test_calibrate_page_freezes_a_validated_config(nmb_home: Path, server: OpenAIServer) -> None:
     from tests.apptest import make_user, page
 
@@ -645,6 +659,7 @@ def hostile_zips(tmp_path_factory) -> dict[str, tuple[Path, str]]:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["5 members of 511 MiB", "400 images of 8 MiB",
                                   "sizes understated", "5000 members",
                                   "5000 members, end record says 7"])
@@ -659,6 +674,7 @@ def test_verify_of_an_oversized_zip_is_one_line_in_bounded_memory(hostile_zips, 
     assert peak < 500 * 10**6, peak
 
 
+@pytest.mark.slow
 def test_a_member_shorter_than_declared_or_not_deflated_is_refused(tmp_path: Path,
                                                                     capsys) -> None:
     data, crc = _zeros(1)
@@ -710,6 +726,7 @@ MANIFEST_EDITS = {  # edit, words of the refusal, refused even when the seal is 
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("what", list(MANIFEST_EDITS))
 def test_a_manifest_only_edit_is_refused_with_and_without_the_digest(frozen_package, what,
                                                                      tmp_path: Path,
@@ -735,6 +752,7 @@ def test_a_manifest_only_edit_is_refused_with_and_without_the_digest(frozen_pack
     assert code == 2 and "not the published" in err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("member", ["tasks.jsonl", "report.json"])
 def test_json_members_dense_with_values_are_refused_before_parsing(frozen_package, member,
                                                                    tmp_path: Path) -> None:
@@ -848,6 +866,7 @@ def test_a_task_of_a_family_the_rubric_lacks_is_refused_by_verify(frozen_package
     assert f"tasks.jsonl line {rows.index(other) + 1}: family 'astrology\\n' is not" in err, err
 
 
+@pytest.mark.slow
 def test_rebuilding_the_canary_costs_what_it_did_in_the_study(frozen_package,
                                                                tmp_path: Path) -> None:
     """Verify rebuilds every canary request. A forged task with a 50 MiB record (deflated, a
@@ -892,6 +911,7 @@ def test_rebuilding_the_canary_costs_what_it_did_in_the_study(frozen_package,
 # ---------------------------------------------------------------- a canary that could not check
 
 
+@pytest.mark.slow
 def test_a_canary_that_reaches_no_server_could_not_check(sqlite_url: str, server: OpenAIServer,
                                                          tmp_path: Path) -> None:
     """Every request refused at connect (a closed port): exit 3 and "could not check", never
@@ -913,6 +933,7 @@ def test_a_canary_that_reaches_no_server_could_not_check(sqlite_url: str, server
     assert "Traceback" not in out.stderr and KEY not in out.stdout + out.stderr
 
 
+@pytest.mark.slow
 def test_canary_status_under_server_errors(sqlite_url: str, server: OpenAIServer,
                                            tmp_path: Path) -> None:
     """Unreached items (HTTP errors after retries) are never drift; answers that changed or
@@ -951,6 +972,7 @@ def test_canary_status_under_server_errors(sqlite_url: str, server: OpenAIServer
 # ---------------------------------------------------------------- signatures
 
 
+@pytest.mark.slow
 def test_a_signed_package_is_checked_against_the_study_key(sqlite_url: str,
                                                            server: OpenAIServer,
                                                            tmp_path: Path, capsys) -> None:

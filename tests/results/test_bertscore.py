@@ -42,6 +42,7 @@ def _library(model_dir: Path, cands: list[str], refs: list[str], **kw) -> list[f
     return f.tolist()
 
 
+@pytest.mark.slow
 def test_scores_are_the_librarys_and_a_second_scorer_reads_the_cache(model_dir: Path,
                                                                       tmp_path: Path) -> None:
     from results.bertscore import BertScorer
@@ -85,6 +86,7 @@ def test_a_baseline_in_the_directory_rescales_as_the_library_does(model_dir: Pat
     assert expected == pytest.approx([(f - 0.5) / 0.5 for f in plain], abs=1e-6)
 
 
+@pytest.mark.slow
 def test_a_folder_without_a_model_is_one_line(tmp_path: Path) -> None:
     from results.bertscore import BertScorer
 
@@ -111,6 +113,7 @@ def _graded_study(url: str) -> dict[str, tuple[str, str, str]]:
                 for r in s.exec(select(Response).join(Task).where(Task.case_id != "case5"))}
 
 
+@pytest.mark.slow
 def test_nmb_results_adds_the_librarys_bertscore_and_a_second_run_uses_the_cache(
         model_dir: Path, sqlite_url: str) -> None:
     responses = _graded_study(sqlite_url)
@@ -151,6 +154,7 @@ def test_nmb_results_adds_the_librarys_bertscore_and_a_second_run_uses_the_cache
         assert f"{cell['bertscore']['value']:.3f} \\[" in second.stdout  # Markdown escapes [
 
 
+@pytest.mark.slow
 def test_a_packages_summary_gives_the_studys_bertscore(model_dir: Path, sqlite_url: str,
                                                        tmp_path: Path) -> None:
     """The same responses and reference answers through `nmb package grade`'s summary and

@@ -86,6 +86,7 @@ def test_leaderboard_intervals_from_five_cases(sqlite_url: str) -> None:
     assert rows["model-beta"]["pass@1"] == round(1 / 6, 4) and low < 1 / 6 < high
 
 
+@pytest.mark.slow
 def test_cli_leaderboard(nmb_home: Path) -> None:
     upgrade()
     with session() as s:
@@ -119,6 +120,7 @@ def test_display_rows_one_rule_for_decimals() -> None:
         "sources": "expert 2, grader 13"}]
 
 
+@pytest.mark.slow
 def test_cli_leaderboard_table_shows_a_dash_where_a_count_does_not_apply(nmb_home: Path) -> None:
     """docs/leaderboard.md: `–` where a value does not apply; a model's `people` printed
     `<NA>` (pandas' missing value) before."""

@@ -12,6 +12,8 @@ import pytest
 from errors import UserError
 from results.splits import SPLITS, parse_splits
 
+pytestmark = pytest.mark.slow  # starts processes or takes seconds: make test only
+
 ROOT = Path(__file__).resolve().parents[2]
 SAME = ("who", "group", "tasks", "people", "min_samples", "score", "pass_at", "top", "sources")
 

@@ -46,6 +46,7 @@ def server():
         yield srv
 
 
+@pytest.mark.slow
 def test_prompt_v2_grades_store_the_rank_and_the_stages(sqlite_url: str,
                                                         server: OpenAIServer) -> None:
     with Session(engine_for(sqlite_url), expire_on_commit=False) as s:
@@ -77,6 +78,7 @@ def test_a_config_file_names_a_known_prompt_version(tmp_path: Path) -> None:
         load_settings(path)
 
 
+@pytest.mark.slow
 def test_leaderboard_results_and_package_grade_agree(sqlite_url: str, server: OpenAIServer,
                                                      tmp_path: Path) -> None:
     """The same grader answers give the same rows through the study's leaderboard, nmb results
@@ -104,6 +106,7 @@ def test_leaderboard_results_and_package_grade_agree(sqlite_url: str, server: Op
     assert any(c.top[1].value is not None for c in graded.cells)  # the rank went through
 
 
+@pytest.mark.slow
 def test_the_experts_consensus_counts_where_experts_scored(sqlite_url: str,
                                                            server: OpenAIServer) -> None:
     with Session(engine_for(sqlite_url), expire_on_commit=False) as s:
@@ -147,6 +150,7 @@ def _criteria(s: Session, response_id: str, correct: bool) -> dict:
             for c in load_rubric("neurology-v1").applicable_criteria(task.family)}
 
 
+@pytest.mark.slow
 def test_cost_from_usage_or_the_price_table(sqlite_url: str) -> None:
     prices = {"models": {"priced-model": {"input": 2.0, "output": 10.0}}}
     assert response_cost("x", {"cost_usd": 0.5, "prompt_tokens": 9}, prices) == 0.5

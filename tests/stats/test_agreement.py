@@ -310,6 +310,7 @@ def test_studentized_resamples_match_the_one_sample_formulas(clustered):
         assert se_b[b] == pytest.approx(se, abs=1e-12)
 
 
+@pytest.mark.slow
 def test_bootstrap_ci_of_r_covers_rho_09_with_60_items():
     # The gate's regime: rho = 0.9, 60 cases, 300 simulated studies with their own 1,000
     # resamples each; benchmarks/bench_pearson_coverage.py runs 1,000 studies and prints it.

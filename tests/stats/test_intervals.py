@@ -257,6 +257,7 @@ def test_the_paired_difference_matches_a_direct_loop(pair: str) -> None:
     assert got.difference.ci == [round(q, 4) for q in ci]
 
 
+@pytest.mark.slow
 def test_the_paired_variance_matches_its_exact_bootstrap_distribution() -> None:
     """Five cases: every one of the 5^5 ordered draws of cases, against 40,000 resamples."""
     a, b, _ = _study()

@@ -23,6 +23,7 @@ def test_login_form_then_role_menu(sqlite_url: str) -> None:
     assert not at.exception
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("role", list(PAGES))
 def test_each_role_sees_only_its_pages(sqlite_url: str, role: str) -> None:
     user = make_user(f"user-{role}", role)
@@ -36,6 +37,7 @@ def test_each_role_sees_only_its_pages(sqlite_url: str, role: str) -> None:
             assert not at.title, "a refused page must render nothing else"
 
 
+@pytest.mark.slow
 def test_logged_out_visitor_is_refused_everywhere(sqlite_url: str) -> None:
     for path in ALL_PAGES:
         at = page(path, None).run()
@@ -43,6 +45,7 @@ def test_logged_out_visitor_is_refused_everywhere(sqlite_url: str) -> None:
         assert not at.title
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("role", list(PAGES))
 def test_router_registers_only_the_roles_pages(sqlite_url: str, role: str) -> None:
     user = make_user(f"nav-{role}", role)

@@ -49,6 +49,7 @@ def stored(tmp_path: Path, nmb_home: Path) -> dict[str, Path]:
     return {"fig": fig, "vol": vol}
 
 
+@pytest.mark.slow
 def test_a_picture_only_case_gets_the_picture_tile_and_no_volume_controls(stored) -> None:
     at = AppTest.from_function(_app, args=([["FIG", str(stored["fig"]), True, "Arrow"]],),
                                default_timeout=30)

@@ -5,6 +5,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 from sqlmodel import select
 
 import cli
@@ -13,6 +14,8 @@ from db.models import User
 from db.raters.scoring import queue
 from tests.apptest import ROOT, page, page_payload
 from ui.auth import LoggedIn
+
+pytestmark = pytest.mark.slow  # starts processes or takes seconds: make test only
 
 FILE = "relapsing-remitting-ms-flair.nii.gz"
 RESPONSE_ID = "gpt-4o-2024-08-06-sample-0"

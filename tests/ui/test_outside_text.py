@@ -153,6 +153,7 @@ def _everything_markdown(at: AppTest) -> list[str]:
     return [x for x in texts if "x.png" in x or "onerror" in x]  # those quoting outside text
 
 
+@pytest.mark.slow
 def test_case_titles_model_names_and_exam_names_stay_text_on_admin_and_exam(
         sqlite_url: str) -> None:
     """A sweep: a case title, a series name, a model name, an exam name and an exam answer

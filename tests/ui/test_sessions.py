@@ -66,6 +66,7 @@ def _log_out(at: AppTest) -> None:
     assert logout_route.end_login(at.session_state["login_token"], check.group(1))
 
 
+@pytest.mark.slow
 def test_logout_ends_the_sessions_of_the_user_in_other_browsers(sqlite_url: str) -> None:
     ann, bob = make_user("ann", "student"), make_user("bob", "student")
     here, there, other = _with_login(ann).run(), _with_login(ann).run(), _with_login(bob).run()

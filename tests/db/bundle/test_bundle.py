@@ -87,6 +87,7 @@ def test_bundle_adding_responses_adds_just_those(database_url: str, tmp_path: Pa
     assert {k: now[k] for k in first} == first  # existing responses keep their blind codes
 
 
+@pytest.mark.slow
 def test_many_images_are_inspected_in_worker_processes(tmp_path: Path, monkeypatch) -> None:
     import db.bundle.images
     from tests.db.bundle.malformed.corpus import build
@@ -98,6 +99,7 @@ def test_many_images_are_inspected_in_worker_processes(tmp_path: Path, monkeypat
     assert "truncated" in info.value.problems[0].message
 
 
+@pytest.mark.slow
 def test_workers_do_not_rerun_a_streamlit_page(tmp_path: Path, monkeypatch) -> None:
     """Streamlit installs the running page as `__main__`; spawned workers must not re-run it."""
     import types

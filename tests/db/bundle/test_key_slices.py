@@ -27,6 +27,7 @@ def _edit_case(bundle: Path, case_id: str, **fields) -> None:
     path.write_text(json.dumps({**case, **fields}))
 
 
+@pytest.mark.slow
 def test_key_slices_are_stored_and_shown_to_the_model(sqlite_url: str, tmp_path: Path) -> None:
     bundle = write_bundle(tmp_path / "b")
     _edit_case(bundle, "c1", key_slices=KEY_SLICES)

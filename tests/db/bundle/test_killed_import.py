@@ -20,6 +20,8 @@ from sqlalchemy import text
 from db.engine import engine_for, upgrade
 from tests.db.bundle.bundles import TASKS, write_jsonl
 
+pytestmark = pytest.mark.slow  # starts processes or takes seconds: make test only
+
 ROOT = Path(__file__).resolve().parents[3]
 N_IMAGES = 40  # above PROCESS_THRESHOLD: inspected by worker processes, for a few seconds
 

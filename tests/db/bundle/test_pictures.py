@@ -124,6 +124,7 @@ def test_a_changed_caption_is_a_conflict(sqlite_url: str, tmp_path: Path) -> Non
         "case c1 already exists with different content (series)"]
 
 
+@pytest.mark.slow
 def test_a_picture_is_refused_without_touching_the_process_wide_warning_filters(tmp_path):
     """decode silenced Pillow's DecompressionBombWarning (a 100 M pixel PNG: beyond Pillow's
     89 M) with warnings.catch_warnings, which swaps the filter list of the whole process:

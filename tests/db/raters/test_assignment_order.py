@@ -2,6 +2,7 @@
 (an exam's human answers, a model collected later, responses released by a flag review) is
 of one source, so its place in the queue must not tell it apart."""
 
+import pytest
 from sqlmodel import Session, select
 
 from db.engine import engine_for
@@ -12,6 +13,8 @@ from db.rubrics import ensure_rubric
 from db.study.exams import answer_stage, attempt_for, ensure_exam, exam_tasks, finish
 from db.users import add_user
 from tests.factories import make_study
+
+pytestmark = pytest.mark.slow  # starts processes or takes seconds: make test only
 
 
 def _human_answers(s: Session) -> None:

@@ -6,6 +6,7 @@ more raters on an item than its design. Both are held at their first insert by a
 
 from collections import Counter
 
+import pytest
 from sqlmodel import Session, select
 
 from db.engine import engine_for
@@ -38,6 +39,7 @@ def test_two_draws_of_the_calibration_subset_at_once(database_url: str) -> None:
         assert len({c.seed for c in s.exec(select(CalibrationItem))}) == 1  # one draw's
 
 
+@pytest.mark.slow
 def test_two_assignments_of_the_same_items_at_once(database_url: str) -> None:
     """Admin A assigns every item to expert1-3, admin B at the same moment to expert4-5: each
     item ends with the raters of one design (before: with five on PostgreSQL, or a traceback

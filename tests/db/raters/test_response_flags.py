@@ -49,6 +49,7 @@ def _assign(s: Session, raters: list[str]) -> set[str]:
     return set(s.exec(select(Assignment.response_id)))
 
 
+@pytest.mark.slow
 def test_a_response_naming_its_model_is_held_then_reaches_rater_and_grader_redacted(
         database_url: str, tmp_path: Path) -> None:
     bundle = _bundle(tmp_path)

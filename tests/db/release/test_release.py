@@ -67,6 +67,7 @@ def _pixels(data: bytes) -> np.ndarray:
         return np.asarray(im.convert("RGB"))
 
 
+@pytest.mark.slow
 def test_release_files_import_as_published(database_url: str, tmp_path: Path) -> None:
     files = write_release(tmp_path / "release")
     summary = _import(database_url, files, answers=tmp_path / "release" / "answers.json")
@@ -125,6 +126,7 @@ def test_release_files_import_as_published(database_url: str, tmp_path: Path) ->
     assert snapshot(database_url) == before  # no row, no audit entry, no file
 
 
+@pytest.mark.slow
 def test_answers_imported_later_are_added_and_audited(sqlite_url: str,
                                                                       tmp_path: Path) -> None:
     files = write_release(tmp_path / "release")
@@ -166,6 +168,7 @@ def test_grading_release_tasks_without_answers_is_refused(sqlite_url: str, tmp_p
     assert str(e.value).startswith("1 task has no reference answer: direct-case_5-q1 (import")
 
 
+@pytest.mark.slow
 def test_family_and_level_overrides_and_other_file_names(sqlite_url: str, tmp_path: Path) -> None:
     other = write(tmp_path / "Extra Cases.json", direct_diagnosis())
     with pytest.raises(BundleInvalid) as e:
@@ -301,6 +304,7 @@ def test_answer_key_problems_name_the_key(sqlite_url: str, tmp_path: Path) -> No
     assert snapshot(sqlite_url) == before
 
 
+@pytest.mark.slow
 def test_a_changed_release_case_is_refused_where_it_is_written(sqlite_url: str,
                                                                tmp_path: Path) -> None:
     files = write_release(tmp_path / "r")
@@ -315,6 +319,7 @@ def test_a_changed_release_case_is_refused_where_it_is_written(sqlite_url: str,
         "(ehr)"]
 
 
+@pytest.mark.slow
 def test_export_release_round_trips(sqlite_url: str, tmp_path: Path,
                                     monkeypatch: pytest.MonkeyPatch) -> None:
     files = write_release(tmp_path / "release")

@@ -8,12 +8,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from sqlmodel import Session, select
 
 from db.engine import engine_for
 from db.models import Case
 from tests.db.release.release_files import write_release
 from tests.db.sources.test_bids_import import TASK, _nifti
+
+pytestmark = pytest.mark.slow  # starts processes or takes seconds: make test only
 
 ROOT = Path(__file__).resolve().parents[3]
 ASCII_LOCALE = {"LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}

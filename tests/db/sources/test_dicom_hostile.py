@@ -47,6 +47,7 @@ def _series(n: int = 3) -> list:
                           data=volume(6, 6, n))
 
 
+@pytest.mark.slow
 def test_a_deflate_bomb_is_refused_before_it_is_inflated(sqlite_url: str, tmp_path: Path,
                                                           monkeypatch) -> None:
     """pydicom inflates a deflated data set whole, in memory: 400 KiB became 400 MiB."""
@@ -123,6 +124,7 @@ MALFORMED = {  # name: (change, bytes to replace in the files, the problem)
 }
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:Invalid value for VR")
 @pytest.mark.parametrize("name", sorted(MALFORMED))
 def test_malformed_values_are_one_problem_not_a_traceback(sqlite_url: str, tmp_path: Path,
@@ -141,6 +143,7 @@ def test_malformed_values_are_one_problem_not_a_traceback(sqlite_url: str, tmp_p
     assert problem in _refused(sqlite_url, folder, tmp_path)
 
 
+@pytest.mark.slow
 def test_series_sharing_a_series_number_keep_their_own_voxels(sqlite_url: str,
                                                              tmp_path: Path) -> None:
     """SeriesNumber is not unique (missing, 0, or reused by a scanner): two series numbered
@@ -219,6 +222,7 @@ def test_damage_found_by_fuzzing_is_one_problem(sqlite_url: str, tmp_path: Path,
     assert _refused(sqlite_url, folder, tmp_path) == [problem]
 
 
+@pytest.mark.slow
 def test_flipped_bytes_are_problems_or_read(tmp_path: Path) -> None:
     """600 seeded mutations (bytes flipped or cut) of a classic and an enhanced series: reading
     and checking them gives problems or series, never another exception."""
@@ -249,6 +253,7 @@ def test_flipped_bytes_are_problems_or_read(tmp_path: Path) -> None:
         shutil.rmtree(folder)
 
 
+@pytest.mark.slow
 def test_a_folder_holding_a_pipe_or_a_link_out_of_it_is_refused(sqlite_url: str,
                                                                   tmp_path: Path) -> None:
     """A FIFO among the files (opening it would wait for a writer forever) and a symbolic link
@@ -277,6 +282,7 @@ def test_a_folder_holding_a_pipe_or_a_link_out_of_it_is_refused(sqlite_url: str,
         assert import_dicom(s, folder, case_info=info, actor="admin").series == ["T2: 6x6x3"]
 
 
+@pytest.mark.slow
 def test_a_secondary_capture_is_held_back_like_burned_in_text(sqlite_url: str,
                                                               tmp_path: Path) -> None:
     """A Secondary Capture (a screenshot of a workstation, a scanned film) usually carries the
@@ -298,6 +304,7 @@ def test_a_secondary_capture_is_held_back_like_burned_in_text(sqlite_url: str,
     assert not dicom.secondary_capture("1.2.840.10008.5.1.4.1.1.77.1.4")
 
 
+@pytest.mark.slow
 def test_what_pydicom_warns_of_stays_off_the_terminal(sqlite_url: str, tmp_path: Path) -> None:
     """pydicom warns (on stderr, from `nmb import`) of values it finds odd; the refusal is the
     one line the user reads, without the warning's two lines before it."""

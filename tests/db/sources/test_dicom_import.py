@@ -26,6 +26,8 @@ from tests.db.sources.dicom_files import (
     write_series,
 )
 
+pytestmark = pytest.mark.slow  # starts processes or takes seconds: make test only
+
 CASE = {"case_id": "site-a-001", "title": "Right frontal mass", "ehr": "54-year-old, seizures.",
         "ground_truth": {"final_diagnosis": "Glioblastoma", "differential": ["Metastasis"]},
         "tasks": [{"task_id": "site-a-001-dx", "family": "differential", "level": 1,

@@ -18,6 +18,8 @@ from tests.db.sources.dicom_files import pacs_export
 from tests.db.sources.test_bids_import import _cases, dataset
 from tests.db.sources.test_dicom_import import CASE
 
+pytestmark = pytest.mark.slow  # starts processes or takes seconds: make test only
+
 ROOT = Path(__file__).resolve().parents[3]
 AS_AN_ACCOUNT = (["setpriv", "--bounding-set", "-dac_override,-dac_read_search"]
                  if os.geteuid() == 0 else [])

@@ -145,6 +145,7 @@ def test_an_exam_opens_without_review_and_keeps_its_setting(database_url: str) -
                                                                     "open": True}
 
 
+@pytest.mark.slow
 def test_review_shows_own_answers_and_references_only_when_allowed_and_finished(
         database_url: str) -> None:
     with Session(engine_for(database_url), expire_on_commit=False) as s:
@@ -218,6 +219,7 @@ def test_a_review_withholds_the_cases_another_unfinished_exam_still_asks(
         assert review["task0"].reference == [("Final diagnosis", "MS"), ("Differential", "NMOSD")]
 
 
+@pytest.mark.slow
 def test_a_person_answers_a_task_once_across_exams(database_url: str) -> None:
     """A task answered (or begun) in one exam is not asked in another, nor a task of a case
     whose later stage the taker saw there (task2's first stage reveals what task2b, of the

@@ -5,6 +5,7 @@ leaves nothing behind under NMB_HOME and no identifying value; a refusal is a pr
 import json
 from pathlib import Path
 
+import pytest
 from sqlmodel import select
 
 from db.engine import nmb_home, session
@@ -14,6 +15,8 @@ from tests.db.sources.dicom_files import IDENTIFYING, pacs_export
 from tests.db.sources.test_bids_import import TASK, dataset
 from tests.db.sources.test_dicom_import import CASE
 from tests.ui.admin.test_admin_page import _zip
+
+pytestmark = pytest.mark.slow  # starts processes or takes seconds: make test only
 
 
 def test_dicom_zip_and_bids_path_import_from_the_admin_page(sqlite_url: str,

@@ -6,6 +6,7 @@ import io
 import zipfile
 from pathlib import Path
 
+import pytest
 from sqlmodel import select
 
 from db.bundle.importer import import_bundle
@@ -32,6 +33,7 @@ def _warnings(at) -> list[str]:
     return [w.value for w in at.warning]
 
 
+@pytest.mark.slow
 def test_the_export_section_stays_open_after_prepare_export(sqlite_url: str) -> None:
     with session() as s:
         make_study(s, n_tasks=2)
@@ -48,6 +50,7 @@ def test_the_export_section_stays_open_after_prepare_export(sqlite_url: str) -> 
     assert not at.get("file_uploader")
 
 
+@pytest.mark.slow
 def test_an_upload_is_named_by_its_own_file_name(sqlite_url: str) -> None:
     at = page("pages/admin.py", make_user("root", "admin")).run()
     at.get("file_uploader")[0].set_value(("Ward 7 study (v2).zip", b"not a zip",
@@ -73,6 +76,7 @@ def test_an_upload_is_named_by_its_own_file_name(sqlite_url: str) -> None:
     assert (counts["cases"][0], counts["tasks"][0], counts["responses"][0]) == (2, 3, 6)
 
 
+@pytest.mark.slow
 def test_a_write_draws_the_page_again_with_what_it_changed(sqlite_url: str) -> None:
     """Before: the counts and the accounts above the form were those from before the write
     until the next click."""
@@ -92,6 +96,7 @@ def test_a_write_draws_the_page_again_with_what_it_changed(sqlite_url: str) -> N
     assert [m.value for m in at.success] == [r"Added student ward7\."]
 
 
+@pytest.mark.slow
 def test_case_browser_lists_searches_and_shows_ground_truth_as_fields(sqlite_url: str) -> None:
     with session() as s:
         import_bundle(s, SAMPLE)
@@ -171,6 +176,7 @@ def test_no_banner_in_a_study_without_demo_data(sqlite_url: str) -> None:
     assert not [w for w in _warnings(at) if "demo" in w.lower()]
 
 
+@pytest.mark.slow
 def test_assigning_shows_what_it_adds_before_adding_it(sqlite_url: str) -> None:
     from db.models import Assignment
 
@@ -196,6 +202,9 @@ def test_assigning_shows_what_it_adds_before_adding_it(sqlite_url: str) -> None:
         assert len(s.exec(select(Assignment)).all()) == 6
     next(b for b in at.button if b.label == "Preview").click().run()  # nothing left to add
     assert any("already assigned" in e.value for e in at.error)
+
+
+@pytest.mark.slow
 def test_release_files_import_from_the_admin_page(sqlite_url: str, tmp_path: Path) -> None:
     """The release tab: uploaded task files keep their names (they decide family and level),
     the answer key is read, placeholders are counted, problems are table rows."""
@@ -227,6 +236,7 @@ def test_release_files_import_from_the_admin_page(sqlite_url: str, tmp_path: Pat
     assert list(problems["problem"]) == ["is not a JSON list of cases (found an object)"]
 
 
+@pytest.mark.slow
 def test_model_responses_import_from_the_admin_page(sqlite_url: str, tmp_path: Path) -> None:
     """The responses tab: a VLMEvalKit .xlsx upload keeps its suffix, the model name is typed,
     an unknown task is one problem row and nothing is written; an lm-eval log's filter is

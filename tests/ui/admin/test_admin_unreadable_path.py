@@ -10,8 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.db.sources.test_unreadable import AS_AN_ACCOUNT
 from ui.plain_text import escape_markdown
+
+pytestmark = pytest.mark.slow  # starts processes or takes seconds: make test only
 
 ROOT = Path(__file__).resolve().parents[3]
 _PAGE = """

@@ -65,6 +65,7 @@ def _stored() -> tuple[int, ...]:
                      for t in (GraderRun, GraderScore, GraderCache))
 
 
+@pytest.mark.slow
 def test_preflight_sends_one_request_and_stores_nothing(sqlite_url: str) -> None:
     with OpenAIServer() as srv:
         _study(srv.base_url)
@@ -76,6 +77,7 @@ def test_preflight_sends_one_request_and_stores_nothing(sqlite_url: str) -> None
     assert _stored() == (0, 0, 0)
 
 
+@pytest.mark.slow
 def test_preflight_with_a_refused_key_says_so(sqlite_url: str,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
@@ -90,6 +92,7 @@ def test_preflight_with_a_refused_key_says_so(sqlite_url: str,
     assert _stored() == (0, 0, 0)
 
 
+@pytest.mark.slow
 def test_preflight_to_an_unreachable_host_says_so(sqlite_url: str) -> None:
     _study(f"http://127.0.0.1:{_closed_port()}/v1")
     at = _click(_grader_page(), "Preflight (one request)")
@@ -98,6 +101,7 @@ def test_preflight_to_an_unreachable_host_says_so(sqlite_url: str) -> None:
     assert _stored() == (0, 0, 0)
 
 
+@pytest.mark.slow
 def test_preflight_answer_that_breaks_the_schema_says_so(sqlite_url: str) -> None:
     with OpenAIServer() as srv:
         _study(srv.base_url)
@@ -129,6 +133,7 @@ def test_failed_run_is_a_failure_live_and_in_the_history(database_url: str) -> N
     assert len(failures) == 6 and failures["error"].str.startswith("HTTP 400").all()
 
 
+@pytest.mark.slow
 def test_history_lists_runs_with_their_counts(database_url: str) -> None:
     with OpenAIServer() as srv:
         config_id = _study(srv.base_url)
@@ -148,6 +153,7 @@ def test_history_lists_runs_with_their_counts(database_url: str) -> None:
     assert sorted(at.dataframe[1].value["response"]) == ["r2-model-alpha-0", "r2-model-beta-0"]
 
 
+@pytest.mark.slow
 def test_a_run_whose_process_is_gone_shows_as_interrupted(sqlite_url: str) -> None:
     """A grader run left "running" by a killed process is marked when the history shows it."""
     config_id = _study("http://127.0.0.1:9/v1")
@@ -176,6 +182,7 @@ def test_a_stored_configs_endpoint_gets_nothing_until_confirmed(sqlite_url: str)
         assert srv.chat_requests() and all(r.status == 200 for r in srv.chat_requests())
 
 
+@pytest.mark.slow
 def test_an_endpoint_typed_on_the_page_is_confirmed_for_the_session(sqlite_url: str) -> None:
     with OpenAIServer() as srv:
         with session() as s:

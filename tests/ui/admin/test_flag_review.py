@@ -3,6 +3,7 @@ then released for assignment."""
 
 from pathlib import Path
 
+import pytest
 from sqlmodel import select
 
 from db.bundle.importer import import_bundle
@@ -39,6 +40,7 @@ def test_admin_reviews_a_flagged_response(sqlite_url: str, tmp_path: Path) -> No
         assert entry.actor == "root" and entry.detail["changed"]
 
 
+@pytest.mark.slow
 def test_a_redaction_longer_than_an_answer_is_not_cut_on_its_way_back(sqlite_url: str) -> None:
     """An exam answer of 200,000 characters naming a model 40,000 times ("xAI " each) becomes
     a 600,015-character redaction ("[name removed]" is longer than "xAI"): the review box held

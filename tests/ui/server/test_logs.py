@@ -10,7 +10,11 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 from tests.services import free_port
+
+pytestmark = pytest.mark.slow  # starts processes or takes seconds: make test only
 
 ROOT = Path(__file__).resolve().parents[3]
 

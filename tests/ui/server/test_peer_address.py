@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.services import free_port
 from ui.server.peer_address import PeerAddress
 
@@ -41,6 +43,7 @@ def test_the_peer_header_is_the_servers_own() -> None:
     assert got == [{"type": "lifespan"}]
 
 
+@pytest.mark.slow
 def test_a_mistyped_trusted_proxies_setting_stops_the_server(tmp_path: Path) -> None:
     env = {**os.environ, "NMB_HOME": str(tmp_path), "NMB_TRUSTED_PROXIES": "10.0.0.5, proxy"}
     out = subprocess.run(

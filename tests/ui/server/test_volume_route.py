@@ -85,6 +85,7 @@ def _refused(answer) -> None:
     assert answer.headers["cache-control"] == "no-store"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("role, image, cookie", [
     ("expert", ("series", "case0"), None),                # no cookie
     ("expert", ("series", "case0"), "student"),           # another login's cookie

@@ -13,6 +13,8 @@ from db.engine import engine_for, upgrade
 from tests.db.bundle.bundles import MODELS, responses, snapshot, write_bundle
 from tests.db.bundle.malformed.corpus import CORPUS, build
 
+pytestmark = pytest.mark.slow  # starts processes or takes seconds: make test only
+
 
 @pytest.fixture(scope="module")
 def template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
