@@ -198,10 +198,10 @@ def tables(results: Results) -> list[Table]:
         out.append(Table(
             "coverage", "Coverage: the answers each row should stand on",
             ["who", "group", "answers", "missing", "without a response", "not graded",
-             "missing answers"],
+             "missing answers", SELF_GRADED],
             [[c.who, c.group, c.expected, c.missing, c.no_response, c.not_graded,
-              ("left out" if r.answered_only else "counted wrong") if c.missing else None]
-             for c in r.coverage],
+              ("left out" if r.answered_only else "counted wrong") if c.missing else None,
+              self_graded(r, c.who, c.group)] for c in r.coverage],
             "A model's answers: every task of the study x its samples per task (the most it "
             "has on any task); a human group's: its responses. Missing: no response, or not "
             f"graded by grader config #{r.grader['id']}. Rows stand on {r.view}."))
