@@ -230,11 +230,11 @@ def test_demo_results_tell_the_whole_story(demo_study: Path, tmp_path: Path) -> 
                  "--out", str(tmp_path / "out"))
     assert latex.returncode == 0, latex.stderr
     assert victim.read_text() == "precious"
-    assert latex.stdout.count(r"\toprule") == 11 and "synthetic-student-1" in latex.stdout
+    assert latex.stdout.count(r"\toprule") == 12 and "synthetic-student-1" in latex.stdout
     written = {p.name for p in (tmp_path / "out").iterdir()}
     assert written >= {"results.html", "results.json", "results.md", "results.tex",
                        "cells.csv", "matrix.csv", "errors.png", "anchoring.png",
-                       "sensitivity.csv", "judgments.csv"}
+                       "sensitivity.csv", "judgments.csv", "coverage.csv"}
     assert "heat_map.png" not in written  # by level only: no family x level map
     assert "<img" in (tmp_path / "out" / "results.html").read_text()
 
