@@ -63,10 +63,10 @@ c1, c2 = st.columns(2)
 judge = c1.radio("Judge of the main tables", list(results.JUDGED_BY), horizontal=True,
                  format_func=lambda j: f"{j}: {results.JUDGED_BY[j]}")
 reveal = c2.toggle("Show people's names (not pseudonyms)", value=False)
-answered_only = st.toggle(f"View: {results.ANSWERED_ONLY} (by default a model's failed or "
-                          "missing answers count as wrong)", value=False)
 splits = st.toggle("The published leaderboard's layout: one table per split (nmb results --layout "
                    "leaderboard; --site writes it as a static site)", value=False)
+answered_only = st.toggle(f"View: {results.ANSWERED_ONLY} (by default a model's failed or "
+                          "missing answers count as wrong)", value=False)
 with session() as s:  # closed before the cached function opens its own (SQLite write lock)
     key = results.results_key(s, config_id=config_id)
 model = server_model()
