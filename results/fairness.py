@@ -26,8 +26,10 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from db.models import Task
-from results.judgments import ABSENT, Judgment, marks
+from sqlmodel import Session, select
+
+from db.models import Response, Task, User
+from results.judgments import ABSENT, Judgment, marks, pseudonym
 from rubric.render import Asked
 
 MISSING = "missing"  # the source of a judgment that stands in for a missing answer
@@ -137,3 +139,15 @@ def coverage_flag(c: Coverage, *, answered_only: bool) -> str:
     how = ("left out: this view (answered tasks only) ranks it on the rest" if answered_only
            else "counted wrong")
     return f"{c.who}: {c.missing} of {c.expected} answers missing ({why}), {how}"
+
+
+def answers(s: Session, *, reveal: bool = False) -> list[Answer]:
+    """Every response of the study, judged or not (what `results.fairness` counts)."""
+    rows = s.exec(select(Response.response_id, Response.source, Response.model,
+                         Response.user_id, User.name, Task)
+                  .join(Task, Task.task_id == Response.task_id)
+                  .join(User, User.id == Response.user_id, isouter=True)
+                  .order_by(Response.response_id))
+    return [Answer(rid, model if source == "model" else source, source == "model",
+                   pseudonym(uid, name, reveal), task)
+            for rid, source, model, uid, name, task in rows]

@@ -24,10 +24,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from sqlmodel import Session
+from sqlmodel import Session, select
 
+from db.models import Task
 from errors import UserError, one_line
-from results.fairness import MISSING
+from grading.config import get_config
+from results.fairness import MISSING, answers, missing_judgments, self_grading
 from results.judgments import Judgment, grader_judgments
 from stats import resample
 from stats.resample import NONE, TOO_FEW, Estimate
@@ -200,8 +202,16 @@ def summarize(rows: Iterable[Judgment], *, ks: tuple[int, ...] = (1,),
 
 def leaderboard(s: Session, *, config_id: int, ks: tuple[int, ...] = (1,),
                 by: str | None = None) -> list[dict]:
-    """`summarize` of the config's grades."""
-    return summarize(grader_judgments(s, config_id=config_id), ks=ks, by=parse_by(by))
+    """`summarize` of the config's grades, missing answers counted wrong and self-grading
+    marked as in `nmb results` (`results.fairness`)."""
+    config = get_config(s, config_id)
+    grades = grader_judgments(s, config_id=config_id)
+    missing, _ = missing_judgments(grades, answers(s), s.exec(select(Task)).all(),
+                                   prompt_version=config.prompt_version)
+    rows = cells(grades + missing, ks=ks, by=parse_by(by))
+    for c in rows:
+        c.self_graded = self_grading(config.model, c.who) if c.group == "model" else None
+    return [c.row() for c in rows]
 
 
 def display_rows(rows: list[dict]) -> list[dict[str, Any]]:

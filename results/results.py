@@ -43,7 +43,14 @@ from results.bertscore import BertScoreInfo, BertScorer
 from results.compare import Comparison, compare
 from results.cost import GraderCost, ModelCost, grader_cost, model_costs
 from results.error_classes import ErrorRow, compared_error_rows, error_rows
-from results.fairness import Answer, Coverage, coverage_flag, missing_judgments, self_grading
+from results.fairness import (
+    Answer,
+    Coverage,
+    answers,
+    coverage_flag,
+    missing_judgments,
+    self_grading,
+)
 from results.judgments import (
     EXPERTS,
     GRADER,
@@ -53,7 +60,6 @@ from results.judgments import (
     default_config,
     judged_responses,
     pick,
-    pseudonym,
 )
 from results.leaderboard import Cell, cells
 from results.sensitivity import SensitivityRow, sensitivity_rows
@@ -278,18 +284,6 @@ def load(s: Session, *, config_id: int | None = None, reveal: bool = False) -> S
         model_costs=model_costs(s), grader_cost=grader_cost(s, config_id=config.id),
         answers=answers(s, reveal=reveal),
         tasks=list(s.exec(select(Task).order_by(Task.task_id)).all()))
-
-
-def answers(s: Session, *, reveal: bool = False) -> list[Answer]:
-    """Every response of the study, judged or not (what `results.fairness` counts)."""
-    rows = s.exec(select(Response.response_id, Response.source, Response.model,
-                         Response.user_id, User.name, Task)
-                  .join(Task, Task.task_id == Response.task_id)
-                  .join(User, User.id == Response.user_id, isouter=True)
-                  .order_by(Response.response_id))
-    return [Answer(rid, model if source == "model" else source, source == "model",
-                   pseudonym(uid, name, reveal), task)
-            for rid, source, model, uid, name, task in rows]
 
 
 def build(s: Session, *, config_id: int | None = None, by: tuple[str, ...] = ("family", "level"),
