@@ -54,7 +54,8 @@ def cmd_results(args: argparse.Namespace) -> None:
         res = results.build(s, config_id=args.config, by=by, ks=tuple(args.k),
                             reveal=args.reveal, judge=args.judge,
                             compare_pairs=tuple(tuple(pair) for pair in args.compare or ()),
-                            bertscore=bertscorer(args), splits=splits)
+                            bertscore=bertscorer(args), splits=splits,
+                            answered_only=args.answered_only)
         if args.site:
             from results.publish.site import study_version, write_site
 
@@ -70,6 +71,9 @@ def cmd_results(args: argparse.Namespace) -> None:
         print(f"nmb: BERTScore ({b.model}, secondary): {counted(b.scored, 'response')}, {b.computed} scored "
               f"by the model, {b.cached} from the cache, {b.without_reference} without a "
               "reference answer", file=sys.stderr)
+    if args.format in ("csv", "latex"):  # formats without the flag lines: say it on stderr
+        for flag in res.fairness_flags:
+            print(f"nmb: note: {flag}", file=sys.stderr)
     if args.compare:
         print(comparison_text(res, args.format))
     elif args.layout == "leaderboard":
@@ -116,6 +120,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                     help="whose judgments the main tables use: the grader on every response it "
                     "graded (default), or the experts on the subset they scored; the other "
                     "ways are in the sensitivity table")
+    rs.add_argument("--answered-only", action="store_true",
+                    help="the view 'answered tasks only': leave a model's failed or missing "
+                    "answers out instead of counting them wrong (named so in every table)")
     rs.add_argument("--compare", nargs=2, action="append", metavar=("A", "B"),
                     help="print only A - B (models or human groups) on the tasks both answered, "
                     "pass@1 and rubric score with paired intervals; may be repeated")

@@ -29,20 +29,22 @@ BY = {"family,level": "family x level", "family": "family", "level": "level", ""
 
 @st.cache_data(max_entries=16, show_spinner="Computing the results…")
 def cached(database: str, config_id: int, by: str, ks: tuple, reveal: bool, judge: str,
-           model: str, splits: bool, key: tuple) -> tuple[results.Results, dict[str, bytes]]:
+           model: str, splits: bool, answered_only: bool,
+           key: tuple) -> tuple[results.Results, dict[str, bytes]]:
     with snapshot() as s:  # every table of one state, while a grader run commits
         res = results.build(s, config_id=config_id, by=tuple(b for b in by.split(",") if b),
                             ks=ks, reveal=reveal, judge=judge,
                             bertscore=BertScorer(model) if model else None,
-                            splits=SPLITS if splits else None)
+                            splits=SPLITS if splits else None, answered_only=answered_only)
     return res, all_figures(res)
 
 
 @st.cache_data(max_entries=16, show_spinner="Comparing…")
 def cached_compare(database: str, config_id: int, a: str, b: str, judge: str,
-                   key: tuple) -> list:
+                   answered_only: bool, key: tuple) -> list:
     with snapshot() as s:
-        return results.comparisons(s, config_id=config_id, pairs=((a, b),), judge=judge)
+        return results.comparisons(s, config_id=config_id, pairs=((a, b),), judge=judge,
+                                   answered_only=answered_only)
 
 
 with session() as s:
@@ -63,12 +65,14 @@ judge = c1.radio("Judge of the main tables", list(results.JUDGED_BY), horizontal
 reveal = c2.toggle("Show people's names (not pseudonyms)", value=False)
 splits = st.toggle("The published leaderboard's layout: one table per split (nmb results --layout "
                    "leaderboard; --site writes it as a static site)", value=False)
+answered_only = st.toggle(f"View: {results.ANSWERED_ONLY} (by default a model's failed or "
+                          "missing answers count as wrong)", value=False)
 with session() as s:  # closed before the cached function opens its own (SQLite write lock)
     key = results.results_key(s, config_id=config_id)
 model = server_model()
 try:
     res, figures = cached(database_url(), config_id, by, ks, reveal, judge, model, splits,
-                          key)
+                          answered_only, key)
 except UserError as e:  # e.g. NMB_BERTSCORE_MODEL is not a model folder
     show_error(e)
     st.stop()
@@ -77,7 +81,8 @@ for flag in res.flags:  # may quote a revocation's reason
     st.warning(escape_markdown(flag))
 st.caption(f"Judge: {res.judge} ({res.judged_by}): {counted(res.sources[res.judge], 'response')}, "
            f"{res.unjudged} not judged by it (expert ties: {res.expert_ties}, counted not "
-           "correct). The sensitivity table shows every estimate under each judge. Intervals: "
+           f"correct). Rows stand on {res.view}. The sensitivity table shows every estimate "
+           "under each judge. Intervals: "
            "95%, from resamples of cases (with their tasks; for human groups, people and "
            f"cases), none from fewer than {MIN_CASES} cases (docs/results.md).")
 if not model:
@@ -107,8 +112,8 @@ a = c1.selectbox("A", whos, index=whos.index(humans[0]) if len(whos) > 1 else 0)
 b = c2.selectbox("B (A - B on the tasks both answered)", [w for w in whos if w != a])
 if a and b:
     res = replace(res, comparisons=cached_compare(database_url(), config_id, a, b, judge,
-                                                  key))
-    t = compare_table(res.comparisons)
+                                                  answered_only, key))
+    t = compare_table(res.comparisons, res)
     show(t)
     ts.append(t)  # in the downloads too
 st.subheader("Figures")

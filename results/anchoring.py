@@ -20,8 +20,12 @@ diagnosis, Croskerry 2003, Acad Med 78:775-780):
 
 A conversation enters a share only when what it conditions on and what it measures are known
 (an unjudged stage, or no change flags, leaves it out of that share); each share reports its
-conversations (`n`) and how many had the outcome (`k`). Estimates and 95% intervals as pass@1's
-(`stats.resample.group_mean`: over tasks for a model, over people and tasks for a human group).
+conversations (`n`) and how many had the outcome (`k`), and the share printed is k/n itself,
+the pooled share (every conversation weighted alike), with the 95% interval of
+`stats.resample.pooled_share`: cases drawn with their conversations for a model (and all models
+together), people and cases for a human group. "Final correct" is pass@1 on these tasks (a
+model's mean over tasks, `stats.resample.group_mean`), a missing answer (`results.fairness`)
+counted wrong there as in pass@1; missing answers have no stages, so no share counts them.
 
 `final_answer_conflicts` is the check that the grader's two judgments of the final answer agree
 (its correct-diagnosis judgment and its judgment of the last stage); `stage_agreement` compares
@@ -35,10 +39,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from results.fairness import MISSING
 from results.judgments import ALL_MODELS, Judged, Judgment, groups_of
 from stats.agreement import bootstrap_weights, cohen_kappa, percentile_ci
 from stats.intervals import MIN_CASES, TOO_FEW, one_way_variance
-from stats.resample import RESAMPLES, Estimate, group_mean
+from stats.resample import RESAMPLES, Estimate, group_mean, pooled_share
 
 #: The conditional shares, in the order the table shows them.
 MEASURES = ("no_change_wrong_first", "correct_end_wrong_first", "wrong_end_correct_first",
@@ -91,15 +96,22 @@ class AnchoringRow:
     people: int | None
     unjudged: int  # multi-turn responses without stage judgments
     marked: int  # conversations on tasks with a stage marked disconfirming
-    final_correct: Estimate  # pass@1 on these conversations: the one final answer
-    shares: dict[str, Share]
+    final_correct: Estimate  # pass@1 on these tasks: the one final answer
+    shares: dict[str, Share]  # each estimate is k/n (the pooled share)
+    missing: int = 0  # missing answers on these tasks (results.fairness), in final_correct only
 
 
 def _share(js: Sequence[Judgment], values: Sequence[bool | None], human: bool) -> Share:
+    """k/n of the conversations whose value is known, with its pooled interval."""
     kept = [(j, v) for j, v in zip(js, values, strict=True) if v is not None]
-    return Share(len(kept), sum(v for _, v in kept), group_mean(
-        [j.task_id for j, _ in kept], [float(v) for _, v in kept],
-        [j.person for j, _ in kept] if human else None, cases=[j.case for j, _ in kept]))
+    return Share(len(kept), sum(v for _, v in kept), pooled_share(
+        [float(v) for _, v in kept], [j.case for j, _ in kept],
+        [j.person for j, _ in kept] if human else None))
+
+
+def _pass_at_1(js: Sequence[Judgment], human: bool) -> Estimate:
+    return group_mean([j.task_id for j in js], [float(j.correct) for j in js],
+                      [j.person for j in js] if human else None, cases=[j.case for j in js])
 
 
 def anchoring_rows(judgments: Iterable[Judgment]) -> list[AnchoringRow]:
@@ -107,16 +119,17 @@ def anchoring_rows(judgments: Iterable[Judgment]) -> list[AnchoringRow]:
     out = []
     for (who, group), js in groups_of(j for j in judgments if j.level == 3 or j.stages).items():
         human = group == "human"
-        conv = sorted((j for j in js if is_conversation(j)),
-                      key=lambda j: (j.task_id, j.person or "", j.response_id))
+        order = sorted(js, key=lambda j: (j.task_id, j.person or "", j.response_id))
+        conv = [j for j in order if is_conversation(j)]
+        absent = [j for j in order if j.source == MISSING]
         flags = [outcomes(j) for j in conv]
         people = {j.person for j in conv} if human else None
         out.append(AnchoringRow(
             who, group, len(conv), len({j.task_id for j in conv}),
-            None if people is None else len(people), len(js) - len(conv),
+            None if people is None else len(people), len(js) - len(conv) - len(absent),
             sum(any(j.disconfirming) for j in conv),
-            _share(conv, [j.correct for j in conv], human).estimate,
-            {m: _share(conv, [f[m] for f in flags], human) for m in MEASURES}))
+            _pass_at_1(conv + absent, human),
+            {m: _share(conv, [f[m] for f in flags], human) for m in MEASURES}, len(absent)))
     return sorted(out, key=lambda r: (r.group != "model", r.who == ALL_MODELS, r.who))
 
 

@@ -24,9 +24,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from sqlmodel import Session
+from sqlmodel import Session, select
 
+from db.models import Task
 from errors import UserError, one_line
+from grading.config import get_config
+from results.fairness import MISSING, answers, missing_judgments, self_grading
 from results.judgments import Judgment, grader_judgments
 from stats import resample
 from stats.resample import NONE, TOO_FEW, Estimate
@@ -83,6 +86,9 @@ class Cell:
     sources: dict[str, int] = field(default_factory=dict)  # responses decided by each source
     cases: int = 0  # the cases behind the estimates (the unit their intervals resample)
     bertscore: Estimate | None = None  # secondary similarity (results.bertscore), when asked
+    missing: int = 0  # answers without the grader's judgment (results.fairness): counted wrong
+    # in the default view, left out in "answered tasks only"
+    self_graded: str | None = None  # "same model" / "same family (..)" as the grader's model
 
     def row(self) -> dict[str, Any]:
         """The row as the leaderboard and `nmb package grade` print it."""
@@ -96,7 +102,8 @@ class Cell:
             for k, e in estimates.items():
                 out[f"{name}@{k}"], out[f"{name}@{k} 95% CI"] = e.value, e.ci
         out.update({"top_tasks": self.top_tasks, "wrong": self.wrong,
-                    "errors among wrong": self.errors_among_wrong, "sources": self.sources})
+                    "errors among wrong": self.errors_among_wrong, "sources": self.sources,
+                    "missing": self.missing, "self-graded": self.self_graded})
         if self.bertscore is not None:
             out["bertscore"], out["bertscore 95% CI"] = self.bertscore.value, self.bertscore.ci
         return out
@@ -140,7 +147,7 @@ def _cell(who: str, group: str, keys: dict[str, Any], js: list[Judgment],
             pass_at[k] = rows.per_task(
                 lambda v, k=k: pass_at_k(len(v), sum(j.correct for j in v), k))
     top = {k: rows.mean(lambda j, k=k: top_k(j.rank, k)) for k in ks}
-    wrong = [j for j in rows.js if not j.correct]
+    wrong = [j for j in rows.js if not j.correct and j.source != MISSING]  # judged wrong
     tags = sorted({t for j in wrong for t in j.error_tags})
     return Cell(
         who=who, group=group, keys=keys, tasks=len(rows.tasks),
@@ -151,7 +158,7 @@ def _cell(who: str, group: str, keys: dict[str, Any], js: list[Judgment],
         errors_among_wrong={t: round(sum(t in j.error_tags for j in wrong) / len(wrong), 4)
                             for t in tags},
         sources=dict(sorted(Counter(j.source for j in js).items())),
-        cases=len({j.case for j in js}),
+        cases=len({j.case for j in js}), missing=sum(j.source == MISSING for j in js),
         bertscore=None if bertscore is None else rows.mean(lambda j: bertscore.get(j.response_id)))
 
 
@@ -195,8 +202,16 @@ def summarize(rows: Iterable[Judgment], *, ks: tuple[int, ...] = (1,),
 
 def leaderboard(s: Session, *, config_id: int, ks: tuple[int, ...] = (1,),
                 by: str | None = None) -> list[dict]:
-    """`summarize` of the config's grades."""
-    return summarize(grader_judgments(s, config_id=config_id), ks=ks, by=parse_by(by))
+    """`summarize` of the config's grades, missing answers counted wrong and self-grading
+    marked as in `nmb results` (`results.fairness`)."""
+    config = get_config(s, config_id)
+    grades = grader_judgments(s, config_id=config_id)
+    missing, _ = missing_judgments(grades, answers(s), s.exec(select(Task)).all(),
+                                   prompt_version=config.prompt_version)
+    rows = cells(grades + missing, ks=ks, by=parse_by(by))
+    for c in rows:
+        c.self_graded = self_grading(config.model, c.who) if c.group == "model" else None
+    return [c.row() for c in rows]
 
 
 def display_rows(rows: list[dict]) -> list[dict[str, Any]]:

@@ -28,6 +28,7 @@ from db.export import FORMULA_CHARS
 from db.models import Task
 from errors import UserError
 from results.cost import grader_cost_of, model_costs_of
+from results.fairness import Answer
 from results.judgments import GRADER, Vote, grade_judgment, judge_responses
 from results.leaderboard import BY
 from results.results import Results, StudyData, compute
@@ -129,6 +130,10 @@ def study_data(folder: Path, *, config_id: int, rubric: str = "neurology-v1") ->
                 "prompt_version": config["prompt_version"], "validated": None},
         judged=judged, responses=len(responses),
         error_classes=load_rubric(rubric).error_class_keys,
+        answers=[Answer(rid, r["model"] if r["source"] == "model" else r["source"],
+                        r["source"] == "model", r["user"], tasks[r["task_id"]])
+                 for rid, r in sorted(responses.items())],
+        tasks=[tasks[t] for t in sorted(tasks)],
         model_costs=model_costs_of((r["model"], r["task_id"], r["usage"])
                                    for r in rows["responses"] if r["source"] == "model"),
         grader_cost=grader_cost_of(config_id, ((_int(g["prompt_tokens"]),
@@ -137,6 +142,8 @@ def study_data(folder: Path, *, config_id: int, rubric: str = "neurology-v1") ->
 
 
 def recompute(folder: Path, *, config_id: int, judge: str = GRADER,
-              by: tuple[str, ...] = BY, ks: tuple[int, ...] = (1, 5)) -> Results:
+              by: tuple[str, ...] = BY, ks: tuple[int, ...] = (1, 5),
+              answered_only: bool = False) -> Results:
     """Every results table from the exports in `folder` (see `study_data`)."""
-    return compute(study_data(folder, config_id=config_id), judge=judge, by=by, ks=ks)
+    return compute(study_data(folder, config_id=config_id), judge=judge, by=by, ks=ks,
+                   answered_only=answered_only)

@@ -19,14 +19,14 @@ exports (`results.recompute`) provide.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from sqlalchemy import func
 from sqlmodel import Session, select
 
 from calibration.calibrate import unvalidated_warning
-from db.models import ExpertScore, GraderRun, Response, User
+from db.models import ExpertScore, GraderRun, Response, Task, User
 from db.raters.response_flags import held
 from db.rubrics import rubric_by_hash
 from errors import UserError, counted
@@ -43,6 +43,14 @@ from results.bertscore import BertScoreInfo, BertScorer
 from results.compare import Comparison, compare
 from results.cost import GraderCost, ModelCost, grader_cost, model_costs
 from results.error_classes import ErrorRow, compared_error_rows, error_rows
+from results.fairness import (
+    Answer,
+    Coverage,
+    answers,
+    coverage_flag,
+    missing_judgments,
+    self_grading,
+)
 from results.judgments import (
     EXPERTS,
     GRADER,
@@ -89,6 +97,19 @@ class Results:
     comparisons: list[Comparison] = field(default_factory=list)  # `--compare A B`, A - B
     bertscore: BertScoreInfo | None = None  # secondary; in `overall`, `cells` and `splits`
     splits: list[Split] = field(default_factory=list)  # the published layout (results.splits)
+    # results.fairness: model -> "same model" / "same family (..)" as the grader's model
+    self_graded: dict[str, str] = field(default_factory=dict)
+    coverage: list[Coverage] = field(default_factory=list)  # per model and human group
+    answered_only: bool = False  # the view "answered tasks only": missing answers left out
+    fairness_flags: list[str] = field(default_factory=list)  # those of `flags` about fairness
+
+    @property
+    def view(self) -> str:
+        """How the tables treat missing answers, in words."""
+        if self.judge != GRADER:
+            return "the expert-scored responses only"
+        return (ANSWERED_ONLY if self.answered_only
+                else "failed or missing answers counted wrong (column 'missing')")
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -105,6 +126,32 @@ class StudyData:
     error_classes: list[str]
     model_costs: list[ModelCost]
     grader_cost: GraderCost
+    answers: list[Answer] = field(default_factory=list)  # every response, judged or not
+    tasks: list[Task] = field(default_factory=list)  # every task of the study
+
+
+ANSWERED_ONLY = "answered tasks only: failed or missing answers left out"
+
+
+def _mark(rows: list, marks: dict[str, str]) -> list:
+    for c in rows:
+        c.self_graded = marks.get(c.who) if c.group == "model" else None
+    return rows
+
+
+def _left_out(rows: list[Cell], missing: list[Judgment], by: tuple[str, ...],
+              people: bool = False) -> list[Cell]:
+    """Each row's count of missing answers where the view leaves them out."""
+    def key(j: Judgment) -> tuple:
+        who = j.person if people and not j.is_model else j.who
+        return (who, tuple(getattr(j, k) for k in by))
+
+    counts: dict[tuple, int] = {}
+    for j in missing:
+        counts[key(j)] = counts.get(key(j), 0) + 1
+    for c in rows:
+        c.missing = counts.get((c.who, tuple(c.keys[k] for k in by)), 0)
+    return rows
 
 
 def check_judge(judge: str) -> str:
@@ -113,43 +160,86 @@ def check_judge(judge: str) -> str:
     return judge
 
 
+def judgments_of(data: StudyData, judge: str
+                 ) -> tuple[list[Judgment], list[Judgment], list[Coverage]]:
+    """The judge's judgments; under the grader also the missing answers as wrong judgments
+    (`results.fairness.missing_judgments`) and each row's coverage."""
+    answered = pick(data.judged, check_judge(judge))
+    if judge != GRADER:
+        return answered, [], []
+    return (answered, *missing_judgments(answered, data.answers, data.tasks,
+                                         prompt_version=data.grader["prompt_version"]))
+
+
 def compute(data: StudyData, *, judge: str = GRADER, by: tuple[str, ...] = ("family", "level"),
             ks: tuple[int, ...] = (1, 5), flags: list[str] | None = None,
             compare_pairs: tuple[tuple[str, str], ...] = (),
             similar: Mapping[str, float] | None = None, bertscore: BertScoreInfo | None = None,
-            splits: dict[str, tuple[int, ...]] | None = None) -> Results:
+            splits: dict[str, tuple[int, ...]] | None = None,
+            answered_only: bool = False) -> Results:
     """Every table of the results from `data`, the main ones judged by `judge` alone;
-    `similar`: BERTScore per response id (`bertscore` says with which model)."""
-    judged = pick(data.judged, check_judge(judge))
+    `similar`: BERTScore per response id (`bertscore` says with which model). Under the
+    grader, missing answers count as wrong (`results.fairness`), unless `answered_only`."""
+    answered, missing, coverage = judgments_of(data, judge)
+    judged = answered if answered_only else answered + missing
     grades = pick(data.judged, GRADER)
     conflicts = final_answer_conflicts(grades)
     flags = list(flags or [])
+    marks = {m: mark for m in sorted({x.any.who for x in data.judged if x.any.is_model}
+                                     | {a.who for a in data.answers if a.is_model})
+             if (mark := self_grading(data.grader.get("model"), m))}
+    fairness = []
+    if marks:
+        fairness.append(f"self-grading: the grader's model {data.grader.get('model')} is "
+                     + "; ".join(f"the {mark} as {m}" for m, mark in marks.items())
+                     + ": their rows are marked in the column 'self-graded'"
+                     + ("" if judge == GRADER else " (the main tables use the experts' "
+                        "judgments; the grader's appear in the sensitivity, error-class and "
+                        "anchoring tables)"))
+    fairness += [coverage_flag(c, answered_only=answered_only) for c in coverage if c.missing]
+    if answered_only and judge == GRADER:
+        fairness.append(f"view: {ANSWERED_ONLY}; rows may stand on different tasks, so they are "
+                     "not comparable where the column 'missing' is not 0")
+    flags += fairness
     if judge == EXPERTS:
-        flags.append(f"judged by the experts: the tables cover the {len(judged)} expert-scored "
+        flags.append(f"judged by the experts: the tables cover the {len(answered)} expert-scored "
                      f"responses of {data.responses}; top-k is not asked of experts")
     if conflicts:
         multi = sum(len(j.stages) >= 2 and j.last_stage is not None for j in grades)
         flags.append(f"{len(conflicts)} of {multi} multi-turn grades judge the final answer "
                      "differently in correct_diagnosis and in their last stage: the results "
                      "count correct_diagnosis (table: final-answer check)")
+
+    def _rows(rows: list[Cell], by: tuple[str, ...] = (), people: bool = False,
+              levels: list[int] | None = None) -> list[Cell]:
+        if answered_only:  # the missing answers each row leaves out, counted
+            _left_out(rows, [j for j in missing if levels is None or j.level in levels], by,
+                      people)
+        return _mark(rows, marks)
+
     return Results(
         grader=data.grader, judge=judge, judged_by=JUDGED_BY[judge], by=list(by), ks=list(ks),
         sources={src: sum(j.source == src for j in judged) for src in (EXPERTS, GRADER)},
         expert_ties=sum(x.expert_tie for x in data.judged if x.experts),
-        unjudged=data.responses - len(judged), flags=flags,
-        overall=cells(judged, ks=ks, bertscore=similar),
-        cells=cells(judged, ks=ks, by=by, bertscore=similar) if by else [],
-        people=cells([j for j in judged if not j.is_model], ks=ks, people=True),
+        unjudged=data.responses - len(answered), flags=flags,
+        overall=_rows(cells(judged, ks=ks, bertscore=similar)),
+        cells=_rows(cells(judged, ks=ks, by=by, bertscore=similar), by) if by else [],
+        people=_rows(cells([j for j in judged if not j.is_model], ks=ks, people=True),
+                     people=True),
         error_classes=data.error_classes,
-        errors=error_rows(judged, data.error_classes, judge),
+        errors=error_rows(answered, data.error_classes, judge),
         errors_compared=compared_error_rows(data.judged, data.error_classes),
         anchoring=anchoring_rows(judged), conflicts=conflicts,
-        stage_agreement=stage_agreement(data.judged), sensitivity=sensitivity_rows(data.judged),
+        stage_agreement=stage_agreement(data.judged),
+        sensitivity=sensitivity_rows(data.judged, () if answered_only else missing),
         model_costs=data.model_costs, grader_cost=data.grader_cost,
         judgments=sorted(judged, key=lambda j: j.response_id),
         comparisons=[compare(judged, a, b) for a, b in compare_pairs],
         bertscore=bertscore,
-        splits=split_cells(judged, splits, ks=ks, bertscore=similar) if splits else [])
+        splits=[replace(sp, cells=_rows(sp.cells, levels=sp.levels)) for sp in
+                split_cells(judged, splits, ks=ks, bertscore=similar)] if splits else [],
+        self_graded=marks, coverage=coverage, answered_only=answered_only,
+        fairness_flags=fairness)
 
 
 def _flags(s: Session, config, validated: bool) -> list[str]:
@@ -191,17 +281,21 @@ def load(s: Session, *, config_id: int | None = None, reveal: bool = False) -> S
         judged=judged_responses(s, config_id=config.id, reveal=reveal),
         responses=s.exec(select(func.count()).select_from(Response)).one(),
         error_classes=rubric_by_hash(s, config.rubric_hash).error_class_keys,
-        model_costs=model_costs(s), grader_cost=grader_cost(s, config_id=config.id))
+        model_costs=model_costs(s), grader_cost=grader_cost(s, config_id=config.id),
+        answers=answers(s, reveal=reveal),
+        tasks=list(s.exec(select(Task).order_by(Task.task_id)).all()))
 
 
 def build(s: Session, *, config_id: int | None = None, by: tuple[str, ...] = ("family", "level"),
           ks: tuple[int, ...] = (1, 5), reveal: bool = False, judge: str = GRADER,
           compare_pairs: tuple[tuple[str, str], ...] = (), bertscore: BertScorer | None = None,
-          splits: dict[str, tuple[int, ...]] | None = None) -> Results:
+          splits: dict[str, tuple[int, ...]] | None = None,
+          answered_only: bool = False) -> Results:
     """The results of the study under the grader config, the main tables judged by `judge`;
     `compare_pairs`: (A, B) models or human groups whose paired difference A - B is wanted.
     With `bertscore`, each model and human group also gets its BERTScore (secondary); with
-    `splits` (name -> levels), the published leaderboard's split tables."""
+    `splits` (name -> levels), the published leaderboard's split tables; `answered_only`: the
+    view that leaves failed or missing answers out (`compute`)."""
     check_judge(judge)
     data = load(s, config_id=config_id, reveal=reveal)
     config = default_config(s, data.grader["id"])
@@ -211,12 +305,14 @@ def build(s: Session, *, config_id: int | None = None, by: tuple[str, ...] = ("f
         similar = bertscore.response_scores(s, (j.response_id for j in judged))
     return compute(data, judge=judge, by=by, ks=ks, compare_pairs=compare_pairs,
                    flags=_flags(s, config, data.grader["validated"]), similar=similar,
-                   bertscore=bertscore.info if bertscore else None, splits=splits)
+                   bertscore=bertscore.info if bertscore else None, splits=splits,
+                   answered_only=answered_only)
 
 
 def comparisons(s: Session, *, config_id: int | None, pairs: tuple[tuple[str, str], ...],
-                judge: str = GRADER) -> list[Comparison]:
+                judge: str = GRADER, answered_only: bool = False) -> list[Comparison]:
     """`build`'s comparisons alone (what /results computes when A and B are chosen)."""
     check_judge(judge)
-    judged = pick(judged_responses(s, config_id=default_config(s, config_id).id), judge)
+    answered, missing, _ = judgments_of(load(s, config_id=config_id), judge)
+    judged = answered if answered_only else answered + missing
     return [compare(judged, a, b) for a, b in pairs]

@@ -13,7 +13,10 @@ scored by experts, so the mixed estimate appears here only, beside:
   differ by the instrument alone).
 
 Each estimate comes from `results.leaderboard.cells` on that selection of judgments (the
-intervals of pass@1), with the number of responses it stands on.
+intervals of pass@1), with the number of responses it stands on. The grader's missing answers
+(`results.fairness`), when the main tables count them wrong, count wrong in the two columns
+that use the grader on every response (grader only; experts where scored, else grader), so the
+grader's column is the main table's estimate.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from results.judgments import EXPERTS, GRADER, GRADER_ON_SUBSET, MIXED, Judged, pick
+from results.judgments import EXPERTS, GRADER, GRADER_ON_SUBSET, MIXED, Judged, Judgment, pick
 from results.leaderboard import cells
 from stats.resample import NONE, Estimate
 
@@ -38,9 +41,14 @@ class SensitivityRow:
     responses: dict[str, int]  # selection -> responses behind it
 
 
-def sensitivity_rows(judged: Sequence[Judged]) -> list[SensitivityRow]:
-    """Per model and human group (overall), each measure under each selection of SELECTIONS."""
-    by_selection = {how: {(c.who, c.group): c for c in cells(pick(judged, how), ks=(1,))}
+def sensitivity_rows(judged: Sequence[Judged],
+                     missing: Sequence[Judgment] = ()) -> list[SensitivityRow]:
+    """Per model and human group (overall), each measure under each selection of SELECTIONS;
+    `missing`: the grader's missing answers counted wrong (`results.fairness`)."""
+    scored = {x.experts.response_id for x in judged if x.experts}
+    added = {GRADER: list(missing), MIXED: [j for j in missing if j.response_id not in scored]}
+    by_selection = {how: {(c.who, c.group): c
+                          for c in cells(pick(judged, how) + added.get(how, []), ks=(1,))}
                     for how in SELECTIONS}
     whos = list(dict.fromkeys(key for how in SELECTIONS for key in by_selection[how]))
     whos.sort(key=lambda k: (k[1] != "model", k[0]))

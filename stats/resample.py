@@ -47,7 +47,7 @@ from stats.intervals import (
 
 __all__ = ["DIGITS", "MIN_CASES", "NONE", "RESAMPLES", "TOO_FEW", "Difference", "Estimate",
            "Side", "group_mean", "over_cases", "over_people", "paired",
-           "pigeonhole"]
+           "pigeonhole", "pooled_share"]
 
 RESAMPLES = 2000
 DIGITS = 4
@@ -141,13 +141,22 @@ def _person_means(total: np.ndarray, answered: np.ndarray) -> float:
     return float(np.mean(total.sum(axis=1) / answered.sum(axis=1)))
 
 
+def _pooled_pigeonhole(total: np.ndarray, answered: np.ndarray, people: np.ndarray,
+                       cases: np.ndarray) -> np.ndarray:
+    """The resampled pooled shares: the drawn people's sums over the drawn cases over their
+    answer counts (NaN where nothing was drawn)."""
+    sums, counts = cases @ total.T, cases @ answered.T  # (resamples, people)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (people * sums).sum(axis=1) / (people * counts).sum(axis=1)
+
+
 def _parts(total: np.ndarray, answered: np.ndarray, people: np.ndarray,
-           cases: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The pigeonhole resamples, and the same draws of people alone (every case once) and of
-    cases alone (every person once)."""
-    return (_pigeonhole(total, answered, people, cases),
-            _pigeonhole(total, answered, people, np.ones_like(cases)),
-            _pigeonhole(total, answered, np.ones_like(people), cases))
+           cases: np.ndarray, statistic=_pigeonhole) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The pigeonhole resamples of `statistic`, and the same draws of people alone (every case
+    once) and of cases alone (every person once)."""
+    return (statistic(total, answered, people, cases),
+            statistic(total, answered, people, np.ones_like(cases)),
+            statistic(total, answered, np.ones_like(people), cases))
 
 
 def pigeonhole(person: Sequence, case: Sequence, values: Sequence[float], *,
@@ -206,6 +215,32 @@ def group_mean(tasks: Sequence[str], values: Sequence[float],
                           [case_of[t] for t in per_task], resamples=resamples, seed=seed)
     who = [p if p is not None else f"#{i}" for i, p in enumerate(people)]
     return over_people(who, cases, values, resamples=resamples, seed=seed)
+
+
+def pooled_share(values: Sequence[float], cases: Sequence,
+                 people: Sequence[str | None] | None = None, *, resamples: int = RESAMPLES,
+                 seed: int = 0) -> Estimate:
+    """The pooled share k/n of 0/1 `values` (one per unit, e.g. a conversation, `cases` its
+    case), every unit weighted alike, with the interval of its resamples: without `people`,
+    cases drawn with their units (the cluster bootstrap of a ratio estimator, Davison & Hinkley
+    1997, sec. 3.8: `over_cases` of the units' values is exactly that); with them (a human
+    group, a unit without a person its own person), the pigeonhole bootstrap (Owen 2007) of the
+    same ratio, people and cases drawn, its variance taken apart by `crossed_variance`."""
+    if len(values) == 0:
+        return NONE
+    if people is None:
+        return over_cases(values, cases, resamples=resamples, seed=seed)
+    who = [p if p is not None else f"#{i}" for i, p in enumerate(people)]
+    total, answered = _crossed(who, cases, values)
+    share = float(total.sum() / answered.sum())
+    if total.shape[1] < MIN_CASES:
+        return Estimate(_round(share), None, TOO_FEW)
+    rng = np.random.default_rng(seed)
+    drawn_people = bootstrap_weights(total.shape[0], resamples, rng)
+    drawn_cases = bootstrap_weights(total.shape[1], resamples, rng)
+    v, df = _variance(*_parts(total, answered, drawn_people, drawn_cases, _pooled_pigeonhole),
+                      *total.shape)
+    return Estimate.share(share, v, df, cases=total.shape[1])
 
 
 # ------------------------------------------------------------------ paired differences

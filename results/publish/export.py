@@ -53,7 +53,8 @@ def render_html(results: Results, figures: dict[str, bytes], ts: list[Table]) ->
              f"<p>Grader config #{g['id']} {html.escape(g['name'])} (model "
              f"{html.escape(g['model'])}, prompt {html.escape(g['prompt_version'])}, "
              f"{'validated' if g['validated'] else 'not validated'}). Judge: "
-             f"{html.escape(results.judge)} ({html.escape(results.judged_by)}): "
+             f"{html.escape(results.judge)} ({html.escape(results.judged_by)}; rows stand on "
+             f"{html.escape(results.view)}): "
              f"{counted(results.sources[results.judge], 'response')}, {results.unjudged} not "
              f"judged by it; {counted(results.expert_ties, 'expert tie')} (counted not "
              "correct).</p>"]
@@ -69,16 +70,19 @@ def render_html(results: Results, figures: dict[str, bytes], ts: list[Table]) ->
 
 JUDGMENT_COLUMNS = ["response_id", "who", "group", "person", "task_id", "case_id", "family",
                     "level", "judge", "correct", "overall", "diagnosis_rank", "error_tags",
-                    "stages", "last_stage"]
+                    "stages", "last_stage", "self_graded"]
 
 
 def judgments_csv(results: Results) -> str:
     """One row per response the tables stand on: who answered, the task, the judge of the
-    response and its judgment (stages as JSON [correct, changed] pairs, first answer first)."""
+    response and its judgment (stages as JSON [correct, changed] pairs, first answer first);
+    a missing answer counted wrong has judge "missing" (results.fairness); a model graded by
+    its own family is marked in `self_graded`."""
     rows = [[j.response_id, j.who, "model" if j.is_model else "human", j.person, j.task_id,
              j.case_id, j.family, j.level, j.source, j.correct, j.overall, j.rank,
              json.dumps(list(j.error_tags)), json.dumps([list(x) for x in j.stages]),
-             j.last_stage] for j in results.judgments]
+             j.last_stage, results.self_graded.get(j.who) if j.is_model else None]
+            for j in results.judgments]
     return csv_text(Table("judgments", "Judgments", JUDGMENT_COLUMNS, rows))
 
 

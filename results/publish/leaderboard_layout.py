@@ -7,26 +7,36 @@ from __future__ import annotations
 
 import json
 
-from results.publish.tables import BERTSCORE, Table, bertscore_note, csv_text, latex, markdown
+from results.publish.tables import (
+    BERTSCORE,
+    MISSING_COLUMN,
+    SELF_GRADED,
+    Table,
+    bertscore_note,
+    csv_text,
+    latex,
+    markdown,
+)
 from results.results import Results
 from results.splits import Split
 
 
 def columns(results: Results) -> list[str]:
     return ["who", "group", "tasks", "people", *(f"pass@{k}" for k in results.ks), BERTSCORE,
-            "rubric score"]
+            "rubric score", MISSING_COLUMN, SELF_GRADED]
 
 
 def _row(c) -> list:
-    return [c.who, c.group, c.tasks, c.people, *c.pass_at.values(), c.bertscore, c.score]
+    return [c.who, c.group, c.tasks, c.people, *c.pass_at.values(), c.bertscore, c.score,
+            c.missing, c.self_graded]
 
 
 def _note(results: Results, split: Split) -> str:
     levels = "+".join(str(lv) for lv in split.levels)
     similar = bertscore_note(results) or (f"{BERTSCORE}: not computed (give --bertscore-model "
                                           "DIR).")
-    return (f"Tasks of level {levels}. Judgments: {results.judged_by}. Human groups answer each "
-            f"task once: pass@1 only. {similar}")
+    return (f"Tasks of level {levels}. Judgments: {results.judged_by}; rows stand on "
+            f"{results.view}. Human groups answer each task once: pass@1 only. {similar}")
 
 
 def split_tables(results: Results) -> list[Table]:
@@ -50,6 +60,7 @@ def as_text(results: Results, fmt: str) -> str:
     if fmt == "json":
         data = results.to_json()
         return json.dumps({"grader": data["grader"], "judged_by": data["judged_by"],
-                           "ks": data["ks"], "flags": data["flags"],
+                           "view": results.view, "self_graded": data["self_graded"],
+                           "coverage": data["coverage"], "ks": data["ks"], "flags": data["flags"],
                            "bertscore": data["bertscore"], "splits": data["splits"]}, indent=1)
     raise ValueError(f"unknown format {fmt!r}")

@@ -133,7 +133,8 @@ def render(results: Results, study: dict[str, Any], figures: dict[str, str]) -> 
             f"{study['fingerprint']}; generated {study['generated']} by Neural-MedBench Studio "
             f"{study['tool']}.")
     grader = (f"Grader: config #{g['id']} {g['name']} (model {g['model']}, prompt "
-              f"{g['prompt_version']}), {state}. Judgments: {results.judged_by}. Intervals: "
+              f"{g['prompt_version']}), {state}. Judgments: {results.judged_by}; rows stand "
+              f"on {results.view}. Intervals: "
               "95%, from resamples of cases (with their tasks; for human groups, people and "
               f"cases), none from fewer than {MIN_CASES} cases. Rows shaded are human baselines "
               "(physicians, students).")
@@ -160,6 +161,8 @@ def data(results: Results, study: dict[str, Any]) -> dict[str, Any]:
     """leaderboard.json: the study's version, the grader, BERTScore's model, the splits."""
     full = results.to_json()
     return {"study": study, "grader": full["grader"], "judged_by": full["judged_by"],
+            "view": results.view, "self_graded": full["self_graded"],
+            "coverage": full["coverage"],
             "ks": full["ks"], "flags": full["flags"], "columns": columns(results),
             "bertscore": full["bertscore"], "splits": full["splits"]}
 

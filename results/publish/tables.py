@@ -23,6 +23,7 @@ from errors import counted
 from results.anchoring import LABELS
 from results.anchoring import MEASURES as ANCHORING
 from results.compare import Comparison
+from results.judgments import ALL_MODELS
 from results.leaderboard import Cell
 from results.results import Results
 from results.sensitivity import SELECTIONS
@@ -71,71 +72,92 @@ def _sources(c: Cell) -> list[int]:
     return [c.sources.get("experts", 0), c.sources.get("grader", 0)]
 
 
+SELF_GRADED = "self-graded"
+MISSING_COLUMN = "missing"
+
+
+def self_graded(r: Results, who: str, group: str) -> str | None:
+    """A row's self-grading mark (results.fairness): "same model" or "same family (..)" for
+    a model graded by its own family; for all models together, the models it includes."""
+    if group != "model":
+        return None
+    if who == ALL_MODELS:
+        return f"includes {', '.join(r.self_graded)}" if r.self_graded else None
+    return r.self_graded.get(who)
+
+
 def tables(results: Results) -> list[Table]:
     """Every table of the results, in reading order."""
     r, measures = results, _measures(results)
     judged = (f"Judge: {r.judge} ({r.judged_by}; grader config #{r.grader['id']}): "
-              f"{counted(r.sources[r.judge], 'response')}, {r.unjudged} not judged by it.")
+              f"{counted(r.sources[r.judge], 'response')}, {r.unjudged} not judged by it. "
+              f"Rows stand on {r.view}.")
     if r.bertscore:
         judged += " " + bertscore_note(r)
     out = [Table("overall", "Overall, per model and human group",
-                 ["who", "group", "tasks", "cases", "people", *measures, *SOURCE_COLUMNS],
-                 [[c.who, c.group, c.tasks, c.cases, c.people, *_estimates(c), *_sources(c)]
-                  for c in r.overall], judged)]
+                 ["who", "group", "tasks", "cases", "people", *measures, *SOURCE_COLUMNS,
+                  MISSING_COLUMN, SELF_GRADED],
+                 [[c.who, c.group, c.tasks, c.cases, c.people, *_estimates(c), *_sources(c),
+                   c.missing, c.self_graded] for c in r.overall], judged)]
     if r.cells:
         keys = r.by
         cell_ids = sorted({tuple(c.keys[k] for k in keys) for c in r.cells}, key=str)
         by_who = {(c.who, tuple(c.keys[k] for k in keys)): c for c in r.cells}
-        whos = list(dict.fromkeys(c.who for c in r.overall))
         first = f"pass@{r.ks[0]}"
         out.append(Table(
             "matrix", f"{first} per {' x '.join(keys)}",
-            ["who", *(" ".join(str(x) for x in cid) for cid in cell_ids)],
-            [[who, *((by_who[(who, cid)].pass_at[r.ks[0]] if (who, cid) in by_who else None)
-                     for cid in cell_ids)] for who in whos],
+            ["who", *(" ".join(str(x) for x in cid) for cid in cell_ids), SELF_GRADED],
+            [[c.who, *((by_who[(c.who, cid)].pass_at[r.ks[0]] if (c.who, cid) in by_who
+                        else None) for cid in cell_ids), c.self_graded] for c in r.overall],
             f"{first} with its 95% interval in each cell (none from fewer than {MIN_CASES} "
             "cases: 'too few cases'). " + judged))
         out.append(Table(
             "cells", f"Per {' x '.join(keys)}",
-            ["who", "group", *keys, "tasks", "cases", "people", *measures, *SOURCE_COLUMNS],
+            ["who", "group", *keys, "tasks", "cases", "people", *measures, *SOURCE_COLUMNS,
+             MISSING_COLUMN, SELF_GRADED],
             [[c.who, c.group, *(c.keys[k] for k in keys), c.tasks, c.cases, c.people,
-              *_estimates(c),
-              *_sources(c)] for c in r.cells], judged))
+              *_estimates(c), *_sources(c), c.missing, c.self_graded] for c in r.cells],
+            judged))
     one = [1] if 1 in r.ks else []  # one answer per task: pass@1 only
     out.append(Table(
         "people", "One row per person",
         ["person", "group", "tasks", *(f"pass@{k}" for k in one),
-         *(f"top-{k}" for k in r.ks), "rubric score", *SOURCE_COLUMNS],
+         *(f"top-{k}" for k in r.ks), "rubric score", *SOURCE_COLUMNS, MISSING_COLUMN],
         [[c.who, c.keys["role"], c.tasks, *(c.pass_at[k] for k in one), *c.top.values(),
-          c.score, *_sources(c)] for c in r.people],
+          c.score, *_sources(c), c.missing] for c in r.people],
         "People are pseudonymised (user-<id>) unless revealed; intervals resample their cases. "
         + judged))
     classes = [*r.error_classes, "untagged"]
     out.append(Table(
         "errors", "Error classes among wrong responses",
-        ["who", "tagged by", "wrong responses", *classes],
-        [[e.who, e.source, e.wrong, *(e.shares[c] for c in classes)] for e in r.errors],
+        ["who", "tagged by", "wrong responses", *classes, SELF_GRADED],
+        [[e.who, e.source, e.wrong, *(e.shares[c] for c in classes),
+          self_graded(r, e.who, e.group)] for e in r.errors],
         "Share of the wrong responses (each split equally among its tags) with a 95% interval "
-        f"resampling cases; wrong and tagged by the judge ({r.judge})."))
+        f"resampling cases; wrong and tagged by the judge ({r.judge}); missing answers are not "
+        "wrong responses here (nothing to tag)."))
     out.append(Table(
         "errors_compared", "Error classes: experts and grader on the same responses",
-        ["who", "tagged by", "wrong responses", "disputed", *classes],
-        [[e.who, e.source, e.wrong, e.disputed, *(e.shares[c] for c in classes)]
-         for e in r.errors_compared],
+        ["who", "tagged by", "wrong responses", "disputed", *classes, SELF_GRADED],
+        [[e.who, e.source, e.wrong, e.disputed, *(e.shares[c] for c in classes),
+          self_graded(r, e.who, e.group)] for e in r.errors_compared],
         "Only the responses both the experts and the grader judged, and both judged wrong; "
         "disputed: both judged, only one of them wrong (not compared)."))
     out.append(Table(
         "anchoring", "Anchoring on multi-turn tasks",
         ["who", "conversations", "tasks", "people", "final correct",
          *(f"{LABELS[m]}{suffix}" for m in ANCHORING for suffix in ("", " k/n")),
-         "on marked tasks", "without stage judgments"],
+         "on marked tasks", "without stage judgments", MISSING_COLUMN, SELF_GRADED],
         [[a.who, a.conversations, a.tasks, a.people, a.final_correct,
           *(x for m in ANCHORING for x in (a.shares[m].estimate,
                                            f"{a.shares[m].k}/{a.shares[m].n}")),
-          a.marked, a.unjudged] for a in r.anchoring],
+          a.marked, a.unjudged, a.missing, self_graded(r, a.who, a.group)]
+         for a in r.anchoring],
         f"Judge: {r.judge}; change of the leading diagnosis: the grader's. Final correct is "
         "pass@1 on these tasks (the final answer is the last stage, judged by the response's "
-        "correct-diagnosis judgment). k/n: conversations with the outcome / in the condition "
+        "correct-diagnosis judgment; missing answers counted as pass@1 counts them). Each share "
+        "is its k/n (conversations with the outcome / in the condition, pooled), its 95% "
+        "interval resampling cases (a human group's people too) "
         "(docs/results.md: definitions and a worked example)."))
     out.append(Table(
         "final_answer_check", "Final-answer check: grades contradicting their last stage",
@@ -154,10 +176,11 @@ def tables(results: Results) -> list[Table]:
         "Multi-turn responses both judged; 95% intervals resample cases."))
     out.append(Table(
         "sensitivity", "Sensitivity to the judge",
-        ["who", "group", "measure", *(x for how in SELECTIONS for x in (how, f"n ({how})"))],
+        ["who", "group", "measure", *(x for how in SELECTIONS for x in (how, f"n ({how})")),
+         SELF_GRADED],
         [[v.who, v.group, v.measure,
-          *(x for how in SELECTIONS for x in (v.estimates[how], v.responses[how]))]
-         for v in r.sensitivity],
+          *(x for how in SELECTIONS for x in (v.estimates[how], v.responses[how])),
+          self_graded(r, v.who, v.group)] for v in r.sensitivity],
         "Each estimate under every way of judging; the last two columns judge the same "
         "responses (those experts scored), so they differ by the instrument alone."))
     g = r.grader_cost
@@ -171,17 +194,38 @@ def tables(results: Results) -> list[Table]:
             None, g.priced, g.cost_per_graded_response, None]],
         "Means per response over the responses where known; USD per task = USD per response "
         "x responses per task. Grader: per graded response whose request was sent and priced."))
+    if r.coverage:
+        out.append(Table(
+            "coverage", "Coverage: the answers each row should stand on",
+            ["who", "group", "answers", "missing", "without a response", "not graded",
+             "missing answers", SELF_GRADED],
+            [[c.who, c.group, c.expected, c.missing, c.no_response, c.not_graded,
+              ("left out" if r.answered_only else "counted wrong") if c.missing else None,
+              self_graded(r, c.who, c.group)] for c in r.coverage],
+            "A model's answers: every task of the study x its samples per task (the most it "
+            "has on any task); a human group's: its responses. Missing: no response, or not "
+            f"graded by grader config #{r.grader['id']}. Rows stand on {r.view}."))
     if r.comparisons:
-        out.append(compare_table(r.comparisons))
+        out.append(compare_table(r.comparisons, r))
     return out
 
 
-def compare_table(comparisons: list[Comparison]) -> Table:
-    """The paired differences of `nmb results --compare` (and /results)."""
+def compare_table(comparisons: list[Comparison], results: Results | None = None) -> Table:
+    """The paired differences of `nmb results --compare` (and /results), the self-grading
+    mark of each side (A, B) where `results` gives them."""
+    def marked(c: Comparison) -> str | None:
+        if results is None:
+            return None
+        sides = [f"{side}: {mark}" for side, who, group in (("A", c.a, c.a_group),
+                                                            ("B", c.b, c.b_group))
+                 if (mark := self_graded(results, who, group))]
+        return "; ".join(sides) or None
+
     return Table(
         "compare", "Paired differences (A - B) on the tasks both answered",
-        ["A", "B", "measure", "tasks", "cases", "A's estimate", "B's estimate", "A - B"],
-        [[c.a, c.b, m, d.tasks, d.cases, d.a, d.b, d.difference]
+        ["A", "B", "measure", "tasks", "cases", "A's estimate", "B's estimate", "A - B",
+         SELF_GRADED],
+        [[c.a, c.b, m, d.tasks, d.cases, d.a, d.b, d.difference, marked(c)]
          for c in comparisons for m, d in c.differences.items()],
         "Each side estimated as in the main tables, on the tasks both answered; 95% interval "
         "from the same cases drawn for both sides (a human group's people drawn too): "

@@ -143,6 +143,9 @@ def test_on_the_demo_anchoring_and_pass_at_1_agree_on_the_final_answer(demo_stud
         assert r["unjudged"] == 0 and r["conversations"] == sum(level3[who]["sources"].values())
         assert r["final_correct"] == level3[who]["pass_at"]["1"], who
         shares = r["shares"]
+        for share in shares.values():  # one definition: the share printed is its k/n
+            n = share["n"]
+            assert share["estimate"]["value"] == (round(share["k"] / n, 4) if n else None)
         wrong_first = shares["correct_end_wrong_first"]["n"]
         assert wrong_first + shares["wrong_end_correct_first"]["n"] == r["conversations"]
     conflicts = data["conflicts"]

@@ -234,11 +234,11 @@ def test_demo_results_tell_the_whole_story(demo_study: Path, tmp_path: Path) -> 
                  "--out", str(tmp_path / "out"))
     assert latex.returncode == 0, latex.stderr
     assert victim.read_text() == "precious"
-    assert latex.stdout.count(r"\toprule") == 11 and "synthetic-student-1" in latex.stdout
+    assert latex.stdout.count(r"\toprule") == 12 and "synthetic-student-1" in latex.stdout
     written = {p.name for p in (tmp_path / "out").iterdir()}
     assert written >= {"results.html", "results.json", "results.md", "results.tex",
                        "cells.csv", "matrix.csv", "errors.png", "anchoring.png",
-                       "sensitivity.csv", "judgments.csv"}
+                       "sensitivity.csv", "judgments.csv", "coverage.csv"}
     assert "heat_map.png" not in written  # by level only: no family x level map
     assert "<img" in (tmp_path / "out" / "results.html").read_text()
 
@@ -255,6 +255,102 @@ def test_demo_results_tell_the_whole_story(demo_study: Path, tmp_path: Path) -> 
         bad = _nmb("results", *args)
         assert bad.returncode == 2 and bad.stderr.startswith(message), bad.stderr
         assert len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_self_grading_and_missing_answers_are_flagged_on_the_demo(demo_study: Path,
+                                                                  tmp_path: Path) -> None:
+    """The demo with its grader renamed into meridian's family, aurora-vl-7b's grades of one
+    task lost (a failed grade) and cortex-lm-34b's responses to another never collected: the
+    self-graded rows are marked in the tables, the CLI, the site and the exports; the missing
+    answers count wrong (pass@1 by hand, over all 12 tasks) and are counted per model; the view
+    "answered tasks only" stands on 11 tasks and says so; the exports reproduce both views."""
+    from sqlalchemy import delete
+
+    from db.engine import database_url
+    from db.export import export as export_kind
+    from db.models import Assignment, GraderConfig
+    from results.fairness import MISSING
+    from results.publish.export import judgments_csv
+    from results.publish.site import study_version, write_site
+    from results.publish.tables import tables
+    from results.recompute import recompute
+    from results.splits import SPLITS
+
+    engine = engine_for(database_url())
+    with Session(engine) as s:
+        config = s.exec(select(GraderConfig)).one()
+        config.model, config_id = "meridian-med-3", config.id
+        assigned = set(s.exec(select(Assignment.response_id)).all())
+        rows = s.exec(select(Response).where(Response.model == "cortex-lm-34b")).all()
+        never = next(t for t in sorted({r.task_id for r in rows})
+                     if not any(r.response_id in assigned for r in rows if r.task_id == t))
+        gone = [r.response_id for r in rows if r.task_id == never]
+        failed = s.exec(select(Response.response_id).where(
+            Response.model == "aurora-vl-7b", Response.task_id == never)).all()
+        s.exec(delete(GraderScore).where(GraderScore.response_id.in_(gone + failed)))
+        s.exec(delete(CollectedResponse).where(CollectedResponse.response_id.in_(gone)))
+        s.exec(delete(Response).where(Response.response_id.in_(gone)))
+        s.commit()
+
+    md = _nmb("results", "--by", "", "--k", "1", "5")
+    assert md.returncode == 0, md.stderr
+    assert ("> self-grading: the grader's model meridian-med-3 is the same family (meridian) as "
+            "meridian-med-2") in md.stdout
+    assert "> aurora-vl-7b: 5 of 60 answers missing (5 not graded), counted wrong" in md.stdout
+    assert ("> cortex-lm-34b: 5 of 60 answers missing (5 without a response), counted wrong"
+            in md.stdout)
+    sections = {t.split("\n", 1)[0]: t for t in md.stdout.split("### ")[1:]}
+    overall = sections["Overall, per model and human group"]
+    assert "| missing | self-graded |" in overall and "| 5 | – |" in overall
+    for title, table in sections.items():  # every row it touches, "all models" included
+        if title.startswith("Cost and size"):
+            continue  # what answering cost: no judgment in it
+        for line in table.splitlines():
+            if line.startswith("| meridian-med-2 |"):
+                assert line.endswith("| same family (meridian) |"), title
+            if line.startswith("| all models |"):
+                assert line.endswith("| includes meridian-med-2 |"), title
+
+    with Session(engine) as s:
+        res = results.build(s, ks=(1, 5), splits=dict(SPLITS))
+        answered = results.build(s, ks=(1, 5), answered_only=True)
+        grades = grader_judgments(s, config_id=config_id)
+        write_site(tmp_path / "site", res, study_version(s, res))
+    by_who = {c.who: c for c in res.overall}
+    for who in ("aurora-vl-7b", "cortex-lm-34b"):
+        c = by_who[who]
+        per_task = {t: [j.correct for j in grades if j.who == who and j.task_id == t]
+                    for t in {j.task_id for j in grades}}
+        by_hand = sum(sum(v) / 5 for v in per_task.values()) / 12
+        assert (c.tasks, c.missing, c.min_samples) == (12, 5, 5)
+        assert c.pass_at[1].value == round(by_hand, 4)
+        a = next(x for x in answered.overall if x.who == who)
+        assert (a.tasks, a.missing) == (11, 5) and a.pass_at[1].value == round(
+            sum(sum(v) / 5 for v in per_task.values() if v) / 11, 4)
+    assert by_who["meridian-med-2"].self_graded == "same family (meridian)"
+    assert all(c.self_graded is None for c in res.overall if c.who != "meridian-med-2")
+    assert any("answered tasks only" in t.note for t in tables(answered))
+    assert any(f.startswith("view: answered tasks only") for f in answered.flags)
+    site = (tmp_path / "site" / "index.html").read_text()
+    assert "same family (meridian)" in site and "<button type=button>missing</button>" in site
+    assert "counted wrong" in site
+    site_json = json.loads((tmp_path / "site" / "leaderboard.json").read_text())
+    assert site_json["self_graded"] == {"meridian-med-2": "same family (meridian)"}
+    export_csv = judgments_csv(res)
+    assert export_csv.count(",missing,") == 10 and "same family (meridian)" in export_csv
+
+    exports = tmp_path / "exports"
+    exports.mkdir()
+    with Session(engine) as s:
+        for kind in ("responses", "tasks", "grader-scores", "expert-scores"):
+            export_kind(s, kind, fmt="csv", out=exports / f"{kind}.csv")
+    for view in (False, True):
+        with Session(engine) as s:
+            built = results.build(s, answered_only=view)
+        again = recompute(exports, config_id=config_id, answered_only=view)
+        for a, b in zip(tables(built), tables(again), strict=True):
+            assert (a.name, a.header, a.rows, a.note) == (b.name, b.header, b.rows, b.note)
+        assert sum(j.source == MISSING for j in again.judgments) == (0 if view else 10)
 
 
 def test_compare_gives_the_paired_difference_of_a_direct_loop(demo_study: Path) -> None:

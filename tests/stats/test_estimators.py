@@ -13,8 +13,8 @@ from results.error_classes import UNTAGGED, allocation, compared_error_rows, err
 from results.judgments import ABSENT, EXPERTS, GRADER, Judged, Judgment, consensus
 from results.leaderboard import cells, top_k
 from stats.agreement import bootstrap_weights
-from stats.intervals import TOO_FEW, crossed_variance, share_interval
-from stats.resample import group_mean, over_people, pigeonhole
+from stats.intervals import TOO_FEW, crossed_variance, one_way_variance, share_interval
+from stats.resample import group_mean, over_people, pigeonhole, pooled_share
 
 
 def _exact_pigeonhole(answers: dict[tuple[str, str], float]) -> Counter:
@@ -79,6 +79,43 @@ def test_the_human_interval_from_the_pigeonhole_resamples_drawn_by_a_loop() -> N
     assert est.value == round(point, 4) and est.note is None
     assert est.ci == [round(q, 4) for q in share_interval(point, v, df)]
     assert pigeonhole(person, task, values, resamples=500, seed=2)[1] == pytest.approx(both)
+
+
+def test_the_pooled_share_is_k_over_n_with_intervals_from_a_loop() -> None:
+    """The anchoring share (results.anchoring) is k/n over units, not a mean of per-task
+    shares: 2 of 11 here, where the mean of the two tasks' shares would be 0.4. Its interval:
+    a loop over the same draws, each resample the drawn units' k over their n (cases drawn for
+    a model; people, then cases, for a human group, the variance taken apart as for pass@1)."""
+    case = ["c1", "c1", "c2", "c3", "c4", "c5", "c5", "c5", "c5", "c5", "c5"]
+    value = [1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+    per_task = group_mean(["t1", "t1", "t2", "t3", "t4", "t5", "t5", "t5", "t5", "t5", "t5"],
+                          value, cases=case)
+    model = pooled_share(value, case, resamples=400, seed=3)
+    assert model.value == round(2 / 11, 4) and per_task.value == round((0.5 + 1 / 6) / 5, 4)
+    w = bootstrap_weights(5, 400, 3)
+    idx = ["c1 c2 c3 c4 c5".split().index(c) for c in case]
+    loop = [sum(r[i] * v for i, v in zip(idx, value, strict=True)) / sum(r[i] for i in idx)
+            for r in w]
+    assert model.ci == [round(q, 4) for q in
+                        share_interval(2 / 11, one_way_variance(np.array(loop), 5), 4)]
+
+    person = ["a"] * 6 + ["b"] * 5
+    human = pooled_share(value, case, person, resamples=400, seed=3)
+    rng = np.random.default_rng(3)
+    people_w, cases_w = bootstrap_weights(2, 400, rng), bootstrap_weights(5, 400, rng)
+    who = [0 if p == "a" else 1 for p in person]
+
+    def pooled(pw, cw) -> float:
+        weight = [pw[p] * cw[c] for p, c in zip(who, idx, strict=True)]
+        drawn = sum(weight)  # nothing drawn: no share (left out of the variance)
+        return sum(x * v for x, v in zip(weight, value, strict=True)) / drawn if drawn else np.nan
+
+    v, df = crossed_variance([pooled(p, c) for p, c in zip(people_w, cases_w, strict=True)],
+                             [pooled(p, np.ones(5)) for p in people_w],
+                             [pooled(np.ones(2), c) for c in cases_w], 2, 5)
+    assert human.value == round(2 / 11, 4)
+    assert human.ci == [round(q, 4) for q in share_interval(2 / 11, v, df)]
+    assert pooled_share(value[:4], case[:4]).note == TOO_FEW  # four cases
 
 
 def test_task_difficulty_shared_by_everyone_widens_the_human_interval() -> None:

@@ -24,21 +24,22 @@ def _login(name: str) -> LoggedIn:
 def test_results_page_shows_every_table_to_admins_only(demo_study: Path) -> None:
     at = page("pages/study_results.py", _login("demo-admin")).run(timeout=120)
     assert not at.exception, at.exception
-    assert [s.value for s in at.subheader][:11] == [
+    assert [s.value for s in at.subheader][:12] == [
         "Overall, per model and human group", "pass@1 per family x level",
         "Per family x level", "One row per person", "Error classes among wrong responses",
         "Error classes: experts and grader on the same responses",
         "Anchoring on multi-turn tasks",
         "Final-answer check: grades contradicting their last stage",
         "Grader and experts on the same stage answers", "Sensitivity to the judge",
-        "Cost and size per model, and the grader's cost"]
+        "Cost and size per model, and the grader's cost",
+        "Coverage: the answers each row should stand on"]
     assert at.caption[0].value.startswith("Judge: grader (the grader on every response")
     overall = at.dataframe[0].value
     assert set(overall["group"]) == {"model", "human"} and len(overall) == 6
     assert any("synthetic demo exam takers" in w.value for w in at.warning)
     people = at.dataframe[3].value
     assert len(people) == 9 and people["person"].str.startswith("user-").all()
-    paired = at.dataframe[11].value  # after the 11 tables: physician - the first model
+    paired = at.dataframe[12].value  # after the 12 tables: physician - the first model
     assert list(paired["measure"]) == ["pass@1", "rubric score"]
     assert set(paired["A"]) == {"physician"} and paired["A - B"].str.contains(r"\[").all()
     assert "synthetic-student-1" not in page_payload(at)
@@ -47,6 +48,13 @@ def test_results_page_shows_every_table_to_admins_only(demo_study: Path) -> None
     at.radio[0].set_value("experts").run(timeout=120)
     assert at.caption[0].value.startswith("Judge: experts (the experts' consensus")
     assert any(escape_markdown("expert-scored responses") in w.value for w in at.warning)
+    at.radio[0].set_value("grader").run(timeout=120)
+    assert "counted wrong" in at.caption[0].value
+    assert at.toggle[2].label.startswith("View: answered tasks only")
+    at.toggle[2].set_value(True).run(timeout=120)
+    assert "Rows stand on answered tasks only" in at.caption[0].value
+    assert any(w.value.startswith(escape_markdown("view: answered tasks only"))
+               for w in at.warning)
 
     student = page("pages/study_results.py", _login("demo-student")).run()
     assert [e.value for e in student.error] == ["You do not have access to this page."]
@@ -62,7 +70,8 @@ def test_results_page_shows_the_published_layout_on_request(demo_study: Path) ->
         "Multi-round Dialogue (level 3)", "Overall, per model and human group"]
     direct = at.dataframe[0].value
     assert list(direct.columns) == ["who", "group", "tasks", "people", "pass@1", "pass@5",
-                                    "BERTScore (secondary)", "rubric score"]
+                                    "BERTScore (secondary)", "rubric score", "missing",
+                                    "self-graded"]
     assert len(direct) == 6 and set(direct["group"]) == {"model", "human"}
 
 
