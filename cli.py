@@ -528,6 +528,7 @@ def _nothing_done(what: str, failed: int, reasons: list[str]) -> None:
 def cmd_calibrate(args: argparse.Namespace) -> None:
     from calibration import calibrate
     from calibration.protocol import Statistics, gate_from_args
+    from calibration.terms import for_protocol
 
     if args.check is not None:
         with _study() as s:
@@ -553,6 +554,7 @@ def cmd_calibrate(args: argparse.Namespace) -> None:
         out = calibrate.run(s, config_id=args.config, part=args.part, gate=gate,
                             statistics=stats, run_id=args.run, actor="cli")
         status = calibrate.validation_status(s, config_id=args.config)
+        terms = for_protocol(s, out.report.protocol_id) if out.report.validates else None
     report, row = out.report, out.row
     if args.out:
         from calibration.html import export
@@ -562,6 +564,7 @@ def cmd_calibrate(args: argparse.Namespace) -> None:
                  "passed": report.passed, "validates": report.validates,
                  "decided_earlier": not out.fresh, "status": status,
                  "protocol_id": report.protocol_id,
+                 "terms": terms.text() if terms else None,
                  "gate": {g.name: g.passed for g in report.gate},
                  "values": {g.name: g.value for g in report.gate},
                  "why_failed": report.why_failed(), "heldout_looks": len(report.heldout_looks),
@@ -585,7 +588,10 @@ def cmd_protocol_show(args: argparse.Namespace) -> None:
         proto = protocol.current(s)
     if proto is None:
         raise UserError("no calibration protocol is registered (nmb protocol register)")
-    _print_json({"id": proto.id, "sha256": proto.content_hash, **proto.content()})
+    from calibration.terms import ValidationTerms
+
+    _print_json({"id": proto.id, "sha256": proto.content_hash, **proto.content(),
+                 "terms": ValidationTerms.of(proto).text()})
 
 
 def cmd_protocol_register(args: argparse.Namespace) -> None:
@@ -598,9 +604,12 @@ def cmd_protocol_register(args: argparse.Namespace) -> None:
                                 pearson_ci=args.pearson_ci, alt_test_min_items=args.min_items,
                                 confidence=args.confidence)
     with _study() as s:
-        proto = protocol.register(s, gate=gate, statistics=stats, actor="cli")
+        proto = protocol.register(s, gate=gate, statistics=stats,
+                                  accept_weaker=args.accept_weaker_than_default, actor="cli")
         s.commit()
-    print(f"{proto.label()} is in force")
+    from calibration.terms import ValidationTerms
+
+    print(f"{proto.label()} is in force: {ValidationTerms.of(proto).text()}")
 
 
 def cmd_protocol_plan(args: argparse.Namespace) -> None:
@@ -688,7 +697,7 @@ def cmd_package_verify(args: argparse.Namespace) -> None:
                  "config_hash": pkg.config.config_hash, "rubric_hash": pkg.rubric.content_hash,
                  "tasks": len(pkg.tasks), "canary_items": len(pkg.canary),
                  "protocol_sha256": report.protocol_hash, "report_data_sha256": report.data_hash,
-                 "gate": {g.name: g.value for g in report.gate},
+                 **pkg.terms_json(), "gate": {g.name: g.value for g in report.gate},
                  "heldout_looks": len(pkg.manifest["heldout_looks"]), "signed_by": pkg.signer})
 
 
@@ -770,13 +779,15 @@ def cmd_package_canary(args: argparse.Namespace) -> None:
 
 def cmd_leaderboard(args: argparse.Namespace) -> None:
     from calibration.calibrate import unvalidated_warning
+    from calibration.terms import validation_note
     from results.leaderboard import display_rows, leaderboard
 
     with _study(reading=True) as s:
         rows = leaderboard(s, config_id=args.config, ks=tuple(args.k), by=args.by)
         warning = unvalidated_warning(s, config_id=args.config)
-    if warning:
-        print(f"nmb: note: {warning}", file=sys.stderr)
+        note = warning or validation_note(s, config_id=args.config)
+    if note:
+        print(f"nmb: note: {note}", file=sys.stderr)
     if args.json:
         _print_json(rows)
         return
@@ -1083,6 +1094,10 @@ def build_parser() -> argparse.ArgumentParser:
                      "(each interval's level is Bonferroni-adjusted for them)")
     prr.add_argument("--confidence", type=float, default=0.95,
                      help="family-wise level of the intervals over all looks")
+    prr.add_argument("--accept-weaker-than-default", action="store_true",
+                     help="register a protocol weaker than the default (point-estimate rule, "
+                     "a lower threshold or confidence, a check not required, fewer held-out "
+                     "cases than the planner recommends); shown wherever its validation is")
     prr.set_defaults(fn=cmd_protocol_register)
     prp = prsub.add_parser("plan", help="sample-size planner: the chance of passing the r check "
                            "for held-out parts of given sizes, by simulation under the protocol "
