@@ -261,7 +261,7 @@ def register(s: Session, *, gate: Gate | None = None, statistics: Statistics | N
                         "needed")
     weaker = weaker_than_default(gate, statistics, subset)
     if weaker and not accept_weaker:
-        raise UserError(f"weaker than the default protocol: {'; '.join(weaker)}; register it "
+        raise UserError(f"weaker than the default protocol: {', '.join(weaker)}; register it "
                         "with --accept-weaker-than-default, or make it as strict")
     proto = Protocol(gate, statistics, subset, accepted_weaker=bool(weaker))
     content = proto.content()
