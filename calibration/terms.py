@@ -92,13 +92,17 @@ class ValidationTerms:
                "registered before a weaker protocol needed accepting")
         return f"weaker than the default protocol: {', '.join(self.weaker)} - {how}"
 
-    def text(self) -> str:
-        """The terms on one line, as every place that shows the validation prints them."""
-        sha = self.protocol_sha256[:12]
-        line = (f"protocol {self.protocol_id} (sha256 {sha}), rule {self.rule}: decided on "
-                f"{self.decision()}; {self.thresholds()}; {self.heldout()}")
+    def rule_text(self) -> str:
+        """The terms but the protocol's name: rule, thresholds, held-out part, weaker."""
+        line = (f"rule {self.rule}: decided on {self.decision()}; {self.thresholds()}; "
+                f"{self.heldout()}")
         weaker = self.weaker_text()
         return f"{line}; {weaker}" if weaker else line
+
+    def text(self) -> str:
+        """The terms on one line, as every place that shows the validation prints them."""
+        return (f"protocol {self.protocol_id} (sha256 {self.protocol_sha256[:12]}), "
+                f"{self.rule_text()}")
 
     def to_json(self) -> dict[str, Any]:
         """The fields, and `text` and `weaker_than_default` in words, as JSON reads them back."""

@@ -59,9 +59,8 @@ from typing import Any, TypeVar, get_args
 
 from sqlmodel import Session, select
 
+from calibration import protocol as calibration_protocol
 from calibration.calibrate import frozen_look, looks
-from calibration.protocol import Protocol as ProtocolTerms
-from calibration.protocol import check_values
 from calibration.report import Report
 from calibration.terms import TERMS_NOT_RECORDED, ValidationTerms
 from db.audit import record
@@ -324,7 +323,8 @@ def freeze(s: Session, *, config_id: int, out: Path, canary_size: int = 20, seed
         "report": {"id": row.id, "part": row.part, "protocol_id": proto.id,
                    "protocol_sha256": proto.content_hash, "data_sha256": row.data_hash,
                    "passed": report.passed, "gate": _gate_summary(report)},
-        "validation_terms": ValidationTerms.of(ProtocolTerms.from_row(proto)).to_json(),
+        "validation_terms": ValidationTerms.of(
+            calibration_protocol.Protocol.from_row(proto)).to_json(),
         "heldout_looks": [{"config_id": x.config_id, "passed": x.passed, "revoked": x.revoked}
                           | ({"suspended": True} if x.suspended else {}) for x in looks(s)],
         "canary": {"items": len(canary), "seed": seed, "drift_limits": DRIFT_LIMITS},
@@ -617,17 +617,17 @@ def _terms(path: Path, manifest: dict, proto: Protocol) -> ValidationTerms | Non
     """The validation's terms, from protocol.json, when the manifest records them (they must
     be the ones protocol.json gives); None for a package frozen before they were recorded."""
     try:
-        protocol = ProtocolTerms.from_content(proto.content, id=proto.id,
-                                              content_hash=proto.sha256)
-        check_values(protocol.gate, protocol.statistics)
+        protocol = calibration_protocol.Protocol.from_content(
+            proto.content, id=proto.id, content_hash=proto.sha256)
+        calibration_protocol.check_values(protocol.gate, protocol.statistics)
         sub = protocol.subset
         if not (type(sub.n_heldout) is int and (sub.n_heldout_cases is None
                                                  or type(sub.n_heldout_cases) is int)):
             raise ValueError("held-out counts are not integers")
         terms = ValidationTerms.of(protocol)
     except (TypeError, KeyError, ValueError, AttributeError, UserError) as e:
-        raise _refuse(path, f"protocol.json is not a calibration protocol "
-                      f"({one_line(str(e), 120)})") from None
+        raise _refuse(path, f"protocol.json is not a calibration protocol ({_quoted(e)})"
+                      ) from None
     recorded = manifest.get("validation_terms")
     if recorded is None:
         return None

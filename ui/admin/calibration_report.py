@@ -40,7 +40,7 @@ def protocol_section() -> None:
                    "at until one is (`nmb protocol register`).")
         return
     g, terms = proto.gate, ValidationTerms.of(proto)
-    st.markdown(f"**Registered** {escape_markdown(terms.text())}. "
+    st.markdown(f"**Registered {proto.label()}**, {escape_markdown(terms.rule_text())}. "
                 f"{counted(g.looks, 'held-out look')} allowed in all; "
                 f"{proto.statistics.bootstrap} bootstrap resamples over cases "
                 f"({proto.statistics.pearson_ci} interval of r). Subset: "
