@@ -58,12 +58,16 @@ def test_a_lax_protocol_needs_its_flag_and_its_terms_are_published(demo_study: P
     assert "Bonferroni over 2 looks" in out and "accepted at registration" in out
     assert json.loads(nmb("protocol", "show")[1])["accepted_weaker_than_default"] is True
 
-    code, out, _ = nmb("calibrate", "--config", "1", "--part", "heldout")
+    code, out, _ = nmb("calibrate", "--config", "1", "--part", "heldout", "--out",
+                       str(tmp_path / "report"))
     look = json.loads(out)
     assert code == 0 and look["passed"] and look["protocol_id"] == 2
     terms = look["terms"]
     assert terms.startswith("protocol 2 (sha256 ") and "Pearson r ≥ 0.6, ICC(2,1) ≥ 0.4" in terms
     assert "weaker than the default protocol: rule point_estimate" in terms
+    assert html.escape(terms) in (tmp_path / "report" / "report.html").read_text()
+    code, _, err = nmb("leaderboard", "--config", "1")
+    assert code == 0 and f"nmb: note: grader config #1 is validated under {terms}\n" in err
 
     assert nmb("results", "--site", str(tmp_path / "site"))[0] == 0
     page = (tmp_path / "site" / "index.html").read_text()
@@ -78,3 +82,13 @@ def test_a_lax_protocol_needs_its_flag_and_its_terms_are_published(demo_study: P
     assert code == 0 and verified["validation_terms"] == terms
     assert verified["weaker_than_default"].startswith("weaker than the default protocol: rule "
                                                       "point_estimate")
+
+
+def test_the_recommended_cases_are_the_planners() -> None:
+    """RECOMMENDED_CASES is what `nmb protocol plan --expected-r 0.95 --defaults` prints as the
+    smallest held-out part reaching 80 %: it reaches 0.8 there, and one case fewer does not."""
+    from calibration.plan import Settings, pass_probability
+
+    st = Settings(expected_r=0.95)
+    assert pass_probability(st, cases=RECOMMENDED_CASES).pass_probability >= 0.8
+    assert pass_probability(st, cases=RECOMMENDED_CASES - 1).pass_probability < 0.8
