@@ -29,6 +29,7 @@ from sqlmodel import Session, select
 from calibration import protocol
 from calibration.protocol import Gate, Statistics
 from calibration.report import Look, Report, build, collect, data_hash
+from calibration.terms import ValidationTerms
 from db.audit import record
 from db.locks import for_update, take_turns
 from db.models import (
@@ -167,7 +168,8 @@ def title(row: CalibrationReport) -> str:
 
 
 def _save(s: Session, report: Report, data: CalibrationData, *, run_id: int | None,
-          actor: str | None, number: int = 0) -> tuple[CalibrationReport, dict[str, bytes]]:
+          actor: str | None, number: int = 0,
+          terms: ValidationTerms | None = None) -> tuple[CalibrationReport, dict[str, bytes]]:
     from calibration.html import render
 
     if run_id is not None:
@@ -194,7 +196,7 @@ def _save(s: Session, report: Report, data: CalibrationData, *, run_id: int | No
             s.add(config)
     figures = _figures(data, report)
     row.results = report.to_json()
-    row.html = render(report, figures, title=title(row))
+    row.html = render(report, figures, title=title(row), terms=terms)
     s.add(row)
     record(s, "calibration.report", actor=actor, config=report.config_id, part=report.part,
            report=row.id, passed=report.passed, protocol=report.protocol_id,
@@ -253,7 +255,8 @@ def run(s: Session, *, config_id: int, part: str, gate: Gate | None = None,
                    protocol_id=proto.id if validating else None,
                    protocol_hash=proto.content_hash if validating else None, looks=looks(s))
     try:
-        row, figures = _save(s, report, data, run_id=run_id, actor=actor, number=number)
+        row, figures = _save(s, report, data, run_id=run_id, actor=actor, number=number,
+                             terms=ValidationTerms.of(proto) if validating else None)
     except IntegrityError:  # another session took this look meanwhile: its look stands
         s.rollback()
         return run(s, config_id=config_id, part=part, actor=actor)

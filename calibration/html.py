@@ -8,6 +8,7 @@ from typing import Any
 
 from calibration.gate import GateCheck
 from calibration.report import STAT_HEADER, TAG_HEADER, Report, StatRow, TagRow
+from calibration.terms import ValidationTerms
 from db.files import writable, write_file
 from errors import UserError
 
@@ -68,7 +69,9 @@ def _table(header: list[str], rows: list[list[Any]]) -> str:
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
-def render(report: Report, figures: dict[str, bytes], *, title: str) -> str:
+def render(report: Report, figures: dict[str, bytes], *, title: str,
+           terms: ValidationTerms | None = None) -> str:
+    """The report's page; `terms`: the protocol's, for a held-out look (what a pass means)."""
     verdict = "PASSED" if report.passed else "FAILED"
     kind = ("held-out look under " + (f"protocol {report.protocol_id} (sha256 "
             f"{report.protocol_hash})") if report.validates else
@@ -77,6 +80,10 @@ def render(report: Report, figures: dict[str, bytes], *, title: str) -> str:
              f"<p>{report.n_items} items, {report.n_experts} experts; {html.escape(kind)}. "
              f"Gate: <b>{verdict}</b></p>",
              f"<p>Data sha256 {report.data_hash} (nmb calibrate --check recomputes it).</p>"]
+    if terms is not None:
+        parts.append(f"<p class=terms>Terms: {html.escape(terms.text())}</p>")
+        if weaker := terms.weaker_text():
+            parts.append(f"<p class=flag>{html.escape(weaker)}</p>")
     parts += [f"<p class=flag>{html.escape(f)}</p>" for f in report.flags]
     parts.append(_table(GATE_HEADER, gate_cells(report)))
     parts.append(f"<h2>Held-out looks ({len(report.heldout_looks)} configs)</h2>")

@@ -28,17 +28,28 @@ from sqlmodel import Session, select
 
 from db.audit import record
 from db.locks import take_turns
-from db.models import CalibrationItem, CalibrationProtocol, CalibrationReport, HeldoutLook
+from db.models import (
+    CalibrationItem,
+    CalibrationProtocol,
+    CalibrationReport,
+    HeldoutLook,
+    Response,
+    Task,
+)
 from db.raters.looks import HELDOUT
 from errors import UserError, counted
 from rubric.schema import canonical_json
 from stats.agreement import CI_METHODS
 
-FORMAT = "nmb-protocol-2"
+FORMAT = "nmb-protocol-3"
 CHECKS = ("pearson", "icc2", "alt_test")
 LOWER_BOUND, POINT_ESTIMATE = "lower_bound", "point_estimate"
 RULES = (LOWER_BOUND, POINT_ESTIMATE)
 MAX_LOOKS = 20
+#: The planner's fewest held-out cases (one item each) for a grader whose true r is 0.95 to pass
+#: the default gate's r check with 80 % chance: `nmb protocol plan --expected-r 0.95 --defaults`
+#: (`calibration.plan`, 400 simulated studies, seed 0). Fewer is weaker than the default.
+RECOMMENDED_CASES = 67
 
 
 @dataclass(frozen=True)
@@ -74,12 +85,14 @@ class Statistics:
 
 @dataclass(frozen=True)
 class Subset:
-    """The calibration subset the protocol applies to."""
+    """The calibration subset the protocol applies to; `n_heldout_cases`: the cases of its
+    held-out items (None in protocols registered before it was recorded)."""
 
     n_dev: int
     n_heldout: int
     seed: int
     sha256: str
+    n_heldout_cases: int | None = None
 
 
 @dataclass(frozen=True)
@@ -89,19 +102,33 @@ class Protocol:
     subset: Subset
     id: int | None = None
     content_hash: str = ""
+    accepted_weaker: bool = False  # registered with --accept-weaker-than-default
 
     def content(self) -> dict:
         return {"format": FORMAT, "gate": {**asdict(self.gate), "required": list(self.gate.required)},
-                "statistics": asdict(self.statistics), "subset": asdict(self.subset)}
+                "statistics": asdict(self.statistics), "subset": asdict(self.subset),
+                "accepted_weaker_than_default": self.accepted_weaker}
 
     @classmethod
     def from_row(cls, row: CalibrationProtocol) -> Protocol:
-        """A stored protocol; one of format nmb-protocol-1 (before rules and looks were
-        registered) reads as what it was judged by: the point estimate, one look."""
-        c = row.content
+        return cls.from_content(row.content, id=row.id, content_hash=row.content_hash)
+
+    @classmethod
+    def from_content(cls, c: dict, *, id: int | None, content_hash: str) -> Protocol:
+        """A protocol from its content; one of format nmb-protocol-1 (before rules and looks
+        were registered) reads as what it was judged by: the point estimate, one look. Raises
+        TypeError, KeyError or ValueError on content that is not a protocol's."""
         gate = {"rule": POINT_ESTIMATE, **c["gate"], "required": tuple(c["gate"]["required"])}
+        accepted = c.get("accepted_weaker_than_default", False)
+        if not isinstance(accepted, bool):
+            raise ValueError("accepted_weaker_than_default is not true or false")
         return cls(Gate(**gate), Statistics(**c["statistics"]), Subset(**c["subset"]),
-                   id=row.id, content_hash=row.content_hash)
+                   id=id, content_hash=content_hash, accepted_weaker=accepted)
+
+    @property
+    def weaker(self) -> list[str]:
+        """What makes it weaker than the default protocol (`weaker_than_default`)."""
+        return weaker_than_default(self.gate, self.statistics, self.subset)
 
     @property
     def level(self) -> float:
@@ -120,15 +147,50 @@ def interval_level(confidence: float, looks: int) -> float:
 
 def subset_now(s: Session) -> Subset | None:
     """The calibration subset as drawn (None before the draw), with its sha256 over the sorted
-    "response_id part" lines."""
+    "response_id part" lines and the number of cases of its held-out items."""
     rows = sorted(s.exec(select(CalibrationItem.response_id, CalibrationItem.part,
                                 CalibrationItem.seed)).all())
     if not rows:
         return None
     digest = hashlib.sha256("".join(f"{rid} {part}\n" for rid, part, _ in rows).encode())
+    cases = s.exec(select(Task.case_id).distinct()
+                   .join(Response, Response.task_id == Task.task_id)
+                   .join(CalibrationItem, CalibrationItem.response_id == Response.response_id)
+                   .where(CalibrationItem.part == "heldout")).all()
     return Subset(n_dev=sum(p == "dev" for _, p, _ in rows),
                   n_heldout=sum(p == "heldout" for _, p, _ in rows), seed=rows[0][2],
-                  sha256=digest.hexdigest())
+                  sha256=digest.hexdigest(), n_heldout_cases=len(cases))
+
+
+def weaker_than_default(gate: Gate, stats: Statistics, subset: Subset) -> list[str]:
+    """In words, each way the protocol is weaker than the default (`Gate()`, `Statistics()`,
+    `RECOMMENDED_CASES` held-out cases): easier to pass for a grader at the threshold, or
+    decided on less evidence. Empty: at least as strict."""
+    gd, sd = Gate(), Statistics()
+    out = []
+    if gate.rule != gd.rule:
+        out.append(f"rule {gate.rule} (default {gd.rule})")
+    for name, value, default in (("Pearson r", gate.pearson_min, gd.pearson_min),
+                                 ("ICC(2,1)", gate.icc2_min, gd.icc2_min)):
+        if value < default:
+            out.append(f"{name} threshold {value:g} (default {default:g})")
+    for name, value, default in (("Alt-Test epsilon", gate.alt_test_epsilon, gd.alt_test_epsilon),
+                                 ("Alt-Test q", gate.alt_test_q, gd.alt_test_q)):
+        if value > default:
+            out.append(f"{name} {value:g} (default {default:g})")
+    if missing := [c for c in gd.required if c not in gate.required]:
+        out.append(f"{' and '.join(missing)} not required (default: all of "
+                   f"{' '.join(gd.required)})")
+    if stats.confidence < sd.confidence:
+        out.append(f"confidence {stats.confidence:g} (default {sd.confidence:g})")
+    if stats.alt_test_min_items < sd.alt_test_min_items:
+        out.append(f"Alt-Test minimum {stats.alt_test_min_items} items per expert (default "
+                   f"{sd.alt_test_min_items})")
+    cases = subset.n_heldout_cases
+    if cases is not None and cases < RECOMMENDED_CASES:
+        out.append(f"{counted(cases, 'held-out case')}, fewer than the planner's "
+                   f"{RECOMMENDED_CASES}")
+    return out
 
 
 def check_values(gate: Gate, stats: Statistics) -> None:
@@ -177,9 +239,11 @@ def get(s: Session, protocol_id: int) -> Protocol:
 
 
 def register(s: Session, *, gate: Gate | None = None, statistics: Statistics | None = None,
-             actor: str | None = None) -> Protocol:
+             accept_weaker: bool = False, actor: str | None = None) -> Protocol:
     """Register `gate` and `statistics` (defaults where None) for the drawn calibration subset;
-    refused once any statistic has touched the held-out part (`touched_heldout`). Registering
+    refused once any statistic has touched the held-out part (`touched_heldout`), and refused
+    when weaker than the default (`weaker_than_default`) unless `accept_weaker`, which is then
+    stored in the protocol's content (and is not, for a protocol that is not weaker). Registering
     the protocol in force again returns it unchanged. Registrations and held-out looks take
     turns (`HELDOUT`): a second registration judges what the first wrote, and a look being
     taken is seen here (or reads this protocol)."""
@@ -195,7 +259,11 @@ def register(s: Session, *, gate: Gate | None = None, statistics: Statistics | N
     if subset.n_heldout < 3:
         raise UserError(f"the held-out part has {counted(subset.n_heldout, 'item')}; at least 3 are "
                         "needed")
-    proto = Protocol(gate, statistics, subset)
+    weaker = weaker_than_default(gate, statistics, subset)
+    if weaker and not accept_weaker:
+        raise UserError(f"weaker than the default protocol: {', '.join(weaker)}; register it "
+                        "with --accept-weaker-than-default, or make it as strict")
+    proto = Protocol(gate, statistics, subset, accepted_weaker=bool(weaker))
     content = proto.content()
     digest = hashlib.sha256(canonical_json(content).encode()).hexdigest()
     latest = current(s)

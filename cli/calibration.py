@@ -20,6 +20,7 @@ from errors import UserError, counted
 def cmd_calibrate(args: argparse.Namespace) -> None:
     from calibration import calibrate
     from calibration.protocol import Statistics, gate_from_args
+    from calibration.terms import for_protocol
 
     if args.check is not None:
         with open_study() as s:
@@ -45,6 +46,7 @@ def cmd_calibrate(args: argparse.Namespace) -> None:
         out = calibrate.run(s, config_id=args.config, part=args.part, gate=gate,
                             statistics=stats, run_id=args.run, actor="cli")
         status = calibrate.validation_status(s, config_id=args.config)
+        terms = for_protocol(s, out.report.protocol_id) if out.report.validates else None
     report, row = out.report, out.row
     if args.out:
         from calibration.html import export
@@ -54,6 +56,7 @@ def cmd_calibrate(args: argparse.Namespace) -> None:
                  "passed": report.passed, "validates": report.validates,
                  "decided_earlier": not out.fresh, "status": status,
                  "protocol_id": report.protocol_id,
+                 "terms": terms.text() if terms else None,
                  "gate": {g.name: g.passed for g in report.gate},
                  "values": {g.name: g.value for g in report.gate},
                  "why_failed": report.why_failed(), "heldout_looks": len(report.heldout_looks),
@@ -77,7 +80,10 @@ def cmd_protocol_show(args: argparse.Namespace) -> None:
         proto = protocol.current(s)
     if proto is None:
         raise UserError("no calibration protocol is registered (nmb protocol register)")
-    print_json({"id": proto.id, "sha256": proto.content_hash, **proto.content()})
+    from calibration.terms import ValidationTerms
+
+    print_json({"id": proto.id, "sha256": proto.content_hash, **proto.content(),
+                "terms": ValidationTerms.of(proto).text()})
 
 
 def cmd_protocol_register(args: argparse.Namespace) -> None:
@@ -90,9 +96,12 @@ def cmd_protocol_register(args: argparse.Namespace) -> None:
                                 pearson_ci=args.pearson_ci, alt_test_min_items=args.min_items,
                                 confidence=args.confidence)
     with open_study() as s:
-        proto = protocol.register(s, gate=gate, statistics=stats, actor="cli")
+        proto = protocol.register(s, gate=gate, statistics=stats,
+                                  accept_weaker=args.accept_weaker_than_default, actor="cli")
         s.commit()
-    print(f"{proto.label()} is in force")
+    from calibration.terms import ValidationTerms
+
+    print(f"{proto.label()} is in force: {ValidationTerms.of(proto).text()}")
 
 
 def cmd_protocol_plan(args: argparse.Namespace) -> None:
@@ -182,6 +191,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                      "(each interval's level is Bonferroni-adjusted for them)")
     prr.add_argument("--confidence", type=float, default=0.95,
                      help="family-wise level of the intervals over all looks")
+    prr.add_argument("--accept-weaker-than-default", action="store_true",
+                     help="register a protocol weaker than the default (point-estimate rule, "
+                     "a lower threshold or confidence, a check not required, fewer held-out "
+                     "cases than the planner recommends); shown wherever its validation is")
     prr.set_defaults(fn=cmd_protocol_register)
     prp = prsub.add_parser("plan", help="sample-size planner: the chance of passing the r check "
                            "for held-out parts of given sizes, by simulation under the protocol "

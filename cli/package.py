@@ -67,7 +67,7 @@ def cmd_package_verify(args: argparse.Namespace) -> None:
                  "config_hash": pkg.config.config_hash, "rubric_hash": pkg.rubric.content_hash,
                  "tasks": len(pkg.tasks), "canary_items": len(pkg.canary),
                  "protocol_sha256": report.protocol_hash, "report_data_sha256": report.data_hash,
-                 "gate": {g.name: g.value for g in report.gate},
+                 **pkg.terms_json(), "gate": {g.name: g.value for g in report.gate},
                  "heldout_looks": len(pkg.manifest["heldout_looks"]), "signed_by": pkg.signer})
 
 

@@ -18,13 +18,15 @@ from errors import UserError, counted
 
 def cmd_leaderboard(args: argparse.Namespace) -> None:
     from calibration.calibrate import unvalidated_warning
+    from calibration.terms import validation_note
     from results.leaderboard import display_rows, leaderboard
 
     with open_study(reading=True) as s:
         rows = leaderboard(s, config_id=args.config, ks=tuple(args.k), by=args.by)
         warning = unvalidated_warning(s, config_id=args.config)
-    if warning:
-        print(f"nmb: note: {warning}", file=sys.stderr)
+        note = warning or validation_note(s, config_id=args.config)
+    if note:
+        print(f"nmb: note: {note}", file=sys.stderr)
     if args.json:
         print_json(rows)
         return

@@ -109,6 +109,9 @@ class Manifest(Member):
     config: Config
     rubric: RubricRef
     report: ReportRef
+    # the validation's terms (`calibration.terms.ValidationTerms.to_json`), which verify
+    # recomputes from protocol.json; absent in packages frozen before they were recorded
+    validation_terms: dict[str, Any] | None = None
     heldout_looks: Annotated[list[Look], Field(min_length=1)]  # every held-out look
     canary: CanaryInfo
     sha256: dict[str, str]

@@ -4,8 +4,10 @@
 (and was not revoked):
 
     manifest.json  format, tool version, config (every field and its hash), rubric hash, the
-                   validating report's gate, every held-out look, canary settings, and the
-                   sha256 of every other member
+                   validating report's gate, the terms of the validation (the protocol's rule,
+                   thresholds, interval level and looks, held-out items and cases, whether it
+                   is weaker than the default: `calibration.terms`), every held-out look,
+                   canary settings, and the sha256 of every other member
     seal.json      the sha256 of the manifest's fields (all but the member hashes): no field
                    stands outside the hashed evidence
     manifest.sig   `--sign KEY` only: the study key's Ed25519 signature of manifest.json
@@ -57,8 +59,10 @@ from typing import Any, TypeVar, get_args
 
 from sqlmodel import Session, select
 
+from calibration import protocol as calibration_protocol
 from calibration.calibrate import frozen_look, looks
 from calibration.report import Report
+from calibration.terms import TERMS_NOT_RECORDED, ValidationTerms
 from db.audit import record
 from db.bundle.images import sha256_file
 from db.bundle.records import over_limit
@@ -181,6 +185,13 @@ class Package:
     sha256: str  # of the package file, as checked
     images: dict[str, list[KeyImage]]  # vision configs: each case's key slices, else empty
     signer: str | None = None  # the --public-key line whose signature was checked
+    terms: ValidationTerms | None = None  # None: frozen before packages recorded them
+
+    def terms_json(self) -> dict[str, Any]:
+        """The validation's terms as verify, grade and canary print them."""
+        t = self.terms
+        return {"validation_terms": t.text() if t else TERMS_NOT_RECORDED,
+                "weaker_than_default": t.weaker_text() if t else None}
 
 
 @dataclass(frozen=True)
@@ -312,6 +323,8 @@ def freeze(s: Session, *, config_id: int, out: Path, canary_size: int = 20, seed
         "report": {"id": row.id, "part": row.part, "protocol_id": proto.id,
                    "protocol_sha256": proto.content_hash, "data_sha256": row.data_hash,
                    "passed": report.passed, "gate": _gate_summary(report)},
+        "validation_terms": ValidationTerms.of(
+            calibration_protocol.Protocol.from_row(proto)).to_json(),
         "heldout_looks": [{"config_id": x.config_id, "passed": x.passed, "revoked": x.revoked}
                           | ({"suspended": True} if x.suspended else {}) for x in looks(s)],
         "canary": {"items": len(canary), "seed": seed, "drift_limits": DRIFT_LIMITS},
@@ -482,7 +495,7 @@ def verify(path: Path, *, sha256: str | None = None, images: Path | None = None,
         raise _refuse(path, "manifest.json rubric.hash differs from rubric.toml's")
     if (manifest["rubric"]["id"], manifest["rubric"]["version"]) != (rubric.id, rubric.version):
         raise _refuse(path, "manifest.json rubric id or version differs from rubric.toml's")
-    report = _report(path, manifest, members, config)
+    report, terms = _report(path, manifest, members, config)
     try:
         page = members["report.html"].decode("utf-8")
     except UnicodeDecodeError:
@@ -508,7 +521,7 @@ def verify(path: Path, *, sha256: str | None = None, images: Path | None = None,
     key_images = _case_images(path, members, config, {c.case_id for _, c in tasks.values()},
                               images)
     pkg = Package(manifest, config, rubric, tasks, canary, report, digest, key_images,
-                  signer=public_line(key) if key is not None else None)
+                  signer=public_line(key) if key is not None else None, terms=terms)
     for c in canary:
         item = request_for(pkg, _canary_answer(c))
         if item.request_hash != c["request_hash"]:
@@ -600,14 +613,39 @@ def _case_images(path: Path, members: dict[str, bytes], config: GraderConfig,
             for cid, shown in listing.items()}
 
 
+def _terms(path: Path, manifest: dict, proto: Protocol) -> ValidationTerms | None:
+    """The validation's terms, from protocol.json, when the manifest records them (they must
+    be the ones protocol.json gives); None for a package frozen before they were recorded."""
+    try:
+        protocol = calibration_protocol.Protocol.from_content(
+            proto.content, id=proto.id, content_hash=proto.sha256)
+        calibration_protocol.check_values(protocol.gate, protocol.statistics)
+        sub = protocol.subset
+        if not (type(sub.n_heldout) is int and (sub.n_heldout_cases is None
+                                                 or type(sub.n_heldout_cases) is int)):
+            raise ValueError("held-out counts are not integers")
+        terms = ValidationTerms.of(protocol)
+    except (TypeError, KeyError, ValueError, AttributeError, UserError) as e:
+        raise _refuse(path, f"protocol.json is not a calibration protocol ({_quoted(e)})"
+                      ) from None
+    recorded = manifest.get("validation_terms")
+    if recorded is None:
+        return None
+    if recorded != terms.to_json():
+        raise _refuse(path, "manifest.json validation_terms are not the terms of protocol.json")
+    return terms
+
+
 def _report(path: Path, manifest: dict, members: dict[str, bytes],
-            config: GraderConfig) -> Report:
-    """The validating report and its protocol, consistent with the manifest and the config."""
+            config: GraderConfig) -> tuple[Report, ValidationTerms | None]:
+    """The validating report and its protocol, consistent with the manifest and the config,
+    and the validation's terms (`_terms`)."""
     summary = manifest["report"]
     proto = checked(path, "protocol.json", _json(path, "protocol.json", members["protocol.json"]),
                     Protocol)
     if hashlib.sha256(canonical_json(proto.content).encode()).hexdigest() != proto.sha256:
         raise _refuse(path, "protocol.json does not match its sha256")
+    terms = _terms(path, manifest, proto)
     data = _json(path, "report.json", members["report.json"])
     checked(path, "report.json", data, ReportHead)
     try:
@@ -633,7 +671,7 @@ def _report(path: Path, manifest: dict, members: dict[str, bytes],
     if look not in manifest["heldout_looks"]:
         raise _refuse(path, "manifest.json heldout_looks does not list the validating look "
                       f"of config {report.config_id} as passed and not revoked")
-    return report
+    return report, terms
 
 
 # ---------------------------------------------------------------- grade and canary
@@ -853,7 +891,7 @@ def summary(pkg: Package, rows: list[dict], *, ks: tuple[int, ...] = (1,),
                 correct=r["correct_diagnosis"], overall=r["overall"], error_tags=r["error_tags"],
                 asked=asked, rank=r.get("diagnosis_rank"), stages=r.get("stages"),
                 response_id=r["response_id"]))
-    return {"package_sha256": pkg.sha256, "graded": len(judged),
+    return {"package_sha256": pkg.sha256, **pkg.terms_json(), "graded": len(judged),
             "failed": sum(not r["ok"] for r in rows),
             "overall": summarize(judged, ks=ks, bertscore=bertscore),
             "by_family_level": summarize(judged, ks=ks, by=("family", "level"),
@@ -873,7 +911,9 @@ def summary_markdown(data: dict[str, Any]) -> str:
         return re.sub(r"([\\`*_\[\]<>|#!])", r"\\\1", text)  # no links, images, HTML
 
     out = [f"Package sha256 {data['package_sha256']}: {data['graded']} graded, "
-           f"{data['failed']} failed.", ""]
+           f"{data['failed']} failed.", "",
+           f"Grader validated under {cell(data.get('validation_terms') or TERMS_NOT_RECORDED)}.",
+           ""]
     if b := data.get("bertscore"):
         out[-1:] = [f"{b['label']}: model {cell(b['model'])} (key {b['model_key'][:12]}, layer "
                     f"{b['layer']}, {'rescaled' if b['rescaled'] else 'not rescaled'}).", ""]
@@ -944,7 +984,7 @@ def canary(pkg: Package, *, base_url: str | None = None, api_key: str | None = N
         status = UNCHECKED
     else:
         status = DRIFT if drifted else CHECKED
-    return {"package_sha256": pkg.sha256, "status": status,
+    return {"package_sha256": pkg.sha256, **pkg.terms_json(), "status": status,
             "drift": None if status == UNCHECKED else status == DRIFT,
             "items": len(items), "unreached": unreached, "failed": failed,
             "criteria_agreement": round(agreement, 4) if total else None,

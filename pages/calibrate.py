@@ -4,6 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from calibration.calibrate import unvalidated_warning
+from calibration.terms import validation_note
 from db.engine import database_url, nmb_home, session, snapshot
 from db.models import utcnow
 from db.text_limits import MODEL_NAME
@@ -175,9 +176,12 @@ with board_tab:
                                          by, current_key(board_id))
         with session() as s:
             warning = unvalidated_warning(s, config_id=board_id)
+            note = validation_note(s, config_id=board_id)
         if warning:
             st.warning(escape_markdown(warning[0].upper() + warning[1:] + "."),
                        icon=":material/warning:")
+        elif note:
+            st.caption(escape_markdown(note[0].upper() + note[1:] + "."))
         st.caption("pass@k: unbiased estimator over each task's graded samples (Chen et al. "
                    "2021), shown when every task has at least k, with a 95% interval from "
                    f"resamples of cases (none from fewer than {MIN_CASES} cases); human groups "
@@ -203,6 +207,8 @@ with package_tab:
         c1, c2 = st.columns(2)
         freeze_id = c1.selectbox("Validated config", list(validated), format_func=validated.get,
                                  key="freeze_config")
+        with session() as s:
+            c1.caption(escape_markdown(validation_note(s, config_id=freeze_id) or ""))
         canary_size = c2.number_input("Canary items (held-out)", 1, 500, 20)
         if st.button("Freeze package", type="primary"):
             out = nmb_home() / "packages" / f"grader-{freeze_id}-{utcnow():%Y%m%dT%H%M%S}.zip"

@@ -79,6 +79,9 @@ except UserError as e:  # e.g. NMB_BERTSCORE_MODEL is not a model folder
 
 for flag in res.flags:  # may quote a revocation's reason
     st.warning(escape_markdown(flag))
+if res.grader.get("validation_terms"):
+    st.caption(f"Grader config #{res.grader['id']} is validated under "
+               f"{escape_markdown(res.grader['validation_terms'])}.")
 st.caption(f"Judge: {res.judge} ({res.judged_by}): {counted(res.sources[res.judge], 'response')}, "
            f"{res.unjudged} not judged by it (expert ties: {res.expert_ties}, counted not "
            f"correct). Rows stand on {res.view}. The sensitivity table shows every estimate "

@@ -127,7 +127,8 @@ def study_data(folder: Path, *, config_id: int, rubric: str = "neurology-v1") ->
     mine = [g for g in rows["grader-scores"] if _int(g["config_id"]) == config_id]
     return StudyData(
         grader={"id": config_id, "name": config["config"], "model": config["grader_model"],
-                "prompt_version": config["prompt_version"], "validated": None},
+                "prompt_version": config["prompt_version"], "validated": None,
+                "validation_terms": None},
         judged=judged, responses=len(responses),
         error_classes=load_rubric(rubric).error_class_keys,
         answers=[Answer(rid, r["model"] if r["source"] == "model" else r["source"],

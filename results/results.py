@@ -26,6 +26,7 @@ from sqlalchemy import func
 from sqlmodel import Session, select
 
 from calibration.calibrate import unvalidated_warning
+from calibration.terms import TERMS_NOT_RECORDED, for_config
 from db.models import ExpertScore, GraderRun, Response, Task, User
 from db.raters.response_flags import held
 from db.rubrics import rubric_by_hash
@@ -72,7 +73,7 @@ JUDGED_BY = {GRADER: "the grader on every response it graded",
 
 @dataclass
 class Results:
-    grader: dict[str, Any]  # id, name, model, prompt_version, validated
+    grader: dict[str, Any]  # id, name, model, prompt_version, validated, validation_terms
     judge: str  # GRADER or EXPERTS: whose judgments the main tables use
     judged_by: str  # the judge in words
     by: list[str]
@@ -246,6 +247,8 @@ def _flags(s: Session, config, validated: bool) -> list[str]:
     flags = []
     if not validated:  # why, in words: never looked, failed, revoked, or suspended
         flags.append(unvalidated_warning(s, config_id=config.id) or "")
+    elif (terms := for_config(s, config.id)) and (weaker := terms.weaker_text()):
+        flags.append(f"grader config #{config.id} is validated under a protocol {weaker}")
     if config.prompt_version == PROMPT_V1:
         flags.append(f"grader prompt {PROMPT_V1} asks for no differential rank or stage "
                      "judgments: top-k and anchoring are unknown")
@@ -260,6 +263,15 @@ def _flags(s: Session, config, validated: bool) -> list[str]:
                      "await an admin's review (judged as "
                      "redacted; a changed text drops their grades)")
     return flags
+
+
+def _terms_text(s: Session, config) -> str | None:
+    """The terms of the config's validation in words (`ValidationTerms.text`), None when it is
+    not validated."""
+    if config.validated_report_id is None:
+        return None
+    terms = for_config(s, config.id)
+    return terms.text() if terms else TERMS_NOT_RECORDED
 
 
 def results_key(s: Session, *, config_id: int) -> tuple:
@@ -277,7 +289,8 @@ def load(s: Session, *, config_id: int | None = None, reveal: bool = False) -> S
     return StudyData(
         grader={"id": config.id, "name": config.name, "model": config.model,
                 "prompt_version": config.prompt_version,
-                "validated": config.validated_report_id is not None},
+                "validated": config.validated_report_id is not None,
+                "validation_terms": _terms_text(s, config)},
         judged=judged_responses(s, config_id=config.id, reveal=reveal),
         responses=s.exec(select(func.count()).select_from(Response)).one(),
         error_classes=rubric_by_hash(s, config.rubric_hash).error_class_keys,

@@ -110,7 +110,7 @@ def validated_config(s: Session, base_url: str, *, api_key: str = "sk-test",
     draw_calibration(s, n=24, seed=0)
     assign(s, rubric_hash=rubric.content_hash, raters=["expert1", "expert2", "expert3"],
            overlap=3, selection="calibration", seed=0)
-    protocol.register(s, gate=protocol.Gate(required=("pearson", "icc2")),
+    protocol.register(s, accept_weaker=True, gate=protocol.Gate(required=("pearson", "icc2")),
                       statistics=protocol.Statistics(bootstrap=200))
     config = store_config(s, GraderSettings(base_url=base_url, vision=vision))
     s.commit()

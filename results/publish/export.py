@@ -10,6 +10,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from calibration.html import prepare_out
+from calibration.terms import TERMS_NOT_RECORDED
 from db.files import write_file
 from errors import counted
 from results.publish.leaderboard_layout import split_tables
@@ -46,13 +47,20 @@ def comparison_text(results: Results, fmt: str) -> str:
     return csv_text(ts[0]) if fmt == "csv" else as_text(results, fmt, ts)
 
 
+def _validation(grader: dict) -> str:
+    """The grader's validation in words, with its terms."""
+    if not grader["validated"]:
+        return "not validated"
+    return f"validated under {grader.get('validation_terms') or TERMS_NOT_RECORDED}"
+
+
 def render_html(results: Results, figures: dict[str, bytes], ts: list[Table]) -> str:
     g = results.grader
     title = "Neural-MedBench results"
     parts = [f"<h1>{title}</h1>",
              f"<p>Grader config #{g['id']} {html.escape(g['name'])} (model "
              f"{html.escape(g['model'])}, prompt {html.escape(g['prompt_version'])}, "
-             f"{'validated' if g['validated'] else 'not validated'}). Judge: "
+             f"{_validation(g)}). Judge: "
              f"{html.escape(results.judge)} ({html.escape(results.judged_by)}; rows stand on "
              f"{html.escape(results.view)}): "
              f"{counted(results.sources[results.judge], 'response')}, {results.unjudged} not "

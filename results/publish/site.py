@@ -27,6 +27,7 @@ from sqlmodel import Session, select
 
 from calibration.html import prepare_out
 from calibration.plots import png
+from calibration.terms import TERMS_NOT_RECORDED
 from db.files import write_file
 from db.models import Case, Response, Task
 from errors import counted
@@ -125,7 +126,8 @@ def _table(t: Table) -> str:
 def render(results: Results, study: dict[str, Any], figures: dict[str, str]) -> str:
     """index.html: the study's version, the grader's validation state, the split tables."""
     g = results.grader
-    state = ("validated (a passing held-out look)" if g["validated"]
+    state = (f"validated (a passing held-out look) under "
+             f"{g.get('validation_terms') or TERMS_NOT_RECORDED}" if g["validated"]
              else "NOT validated: its grades are not a validated measure")
     meta = (f"Study: bundles {', '.join(study['bundles']) or '–'}; "
             f"{counted(study['cases'], 'case')}, {counted(study['tasks'], 'task')}, "

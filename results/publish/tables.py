@@ -249,9 +249,12 @@ def _md_cell(v: Any) -> str:
 
 
 def markdown(ts: list[Table], results: Results) -> str:
-    out = [f"Grader config #{results.grader['id']} ({_md_cell(results.grader['name'])}, "
-           f"prompt {results.grader['prompt_version']}). Judge: {results.judge} "
-           f"({_md_cell(results.judged_by)}).", ""]
+    g = results.grader
+    terms = f" Validated under {_md_cell(g['validation_terms'])}." if g.get(
+        "validation_terms") else ""
+    out = [f"Grader config #{g['id']} ({_md_cell(g['name'])}, "
+           f"prompt {g['prompt_version']}). Judge: {results.judge} "
+           f"({_md_cell(results.judged_by)}).{terms}", ""]
     out += [f"> {_md_cell(f)}" for f in results.flags]
     for t in ts:
         out += ["", f"### {t.title}", ""]

@@ -38,7 +38,7 @@ def _variant(s: Session, of: int, **settings) -> int:
 
 
 def _register(s: Session, **gate) -> protocol.Protocol:
-    proto = protocol.register(s, gate=protocol.Gate(**gate),
+    proto = protocol.register(s, accept_weaker=True, gate=protocol.Gate(**gate),
                               statistics=protocol.Statistics(bootstrap=200))
     s.commit()
     return proto

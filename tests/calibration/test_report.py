@@ -73,7 +73,7 @@ def test_faithful_grader_passes_its_one_held_out_look(database_url: str, tmp_pat
     s, cid = _study(database_url, grader_noise=0.0)
     with pytest.raises(UserError, match="no calibration protocol is registered"):
         _look(s, cid)
-    protocol.register(s, statistics=protocol.Statistics(bootstrap=300), actor="admin")
+    protocol.register(s, accept_weaker=True, statistics=protocol.Statistics(bootstrap=300), actor="admin")
     s.commit()
     with pytest.raises(UserError, match=r"judged only under protocol 1 \(sha256"):
         _look(s, cid, gate=protocol.Gate(pearson_min=0.0))
@@ -120,7 +120,7 @@ def test_faithful_grader_passes_its_one_held_out_look(database_url: str, tmp_pat
 
 def test_noisy_grader_fails_and_why(sqlite_url: str) -> None:
     s, cid = _study(sqlite_url, grader_noise=2.5, seed=1)
-    protocol.register(s, statistics=protocol.Statistics(bootstrap=200))
+    protocol.register(s, accept_weaker=True, statistics=protocol.Statistics(bootstrap=200))
     out = _look(s, cid)
     assert not out.report.passed and not out.report.check("pearson").passed
     assert any(r.startswith("Pearson r: ") and "is below 0.9" in r for r in out.report.why_failed())
@@ -164,7 +164,7 @@ def test_protocol_values_outside_their_range_are_refused(sqlite_url: str, gate: 
 
 def test_an_incomplete_held_out_part_is_refused_with_counts(sqlite_url: str) -> None:
     s, cid = _study(sqlite_url, grader_noise=0.0)
-    protocol.register(s, statistics=protocol.Statistics(bootstrap=200))
+    protocol.register(s, accept_weaker=True, statistics=protocol.Statistics(bootstrap=200))
     held = s.exec(select(CalibrationItem.response_id)
                   .where(CalibrationItem.part == "heldout")).all()
     s.exec(GraderScore.__table__.delete().where(GraderScore.response_id == held[0]))

@@ -721,6 +721,9 @@ MANIFEST_EDITS = {  # edit, words of the refusal, refused even when the seal is 
                            "edited after freeze", False),
     "created_at not a time": (lambda m: m.update(created_at="yesterday"), "created_at", True),
     "canary seed changed": (lambda m: m["canary"].update(seed=7), "edited after freeze", False),
+    "validation_terms claiming a protocol as strict as the default": (
+        lambda m: m["validation_terms"].update(weaker=[], weaker_than_default=None),
+        "validation_terms are not the terms of protocol.json", True),
     "a key of 100,000 characters and a line break in sha256": (
         lambda m: m["sha256"].update({"k" * 100_000 + "\n": 5}), "manifest.json sha256.'kkk", True),
 }
@@ -750,6 +753,34 @@ def test_a_manifest_only_edit_is_refused_with_and_without_the_digest(frozen_pack
         assert code == 0, err
     code, err = _verify_cli(resealed, capsys, "--sha256", digest)
     assert code == 2 and "not the published" in err
+
+
+def test_verify_and_the_summary_carry_the_terms_and_older_packages_verify_without(
+        frozen_package, tmp_path: Path, capsys) -> None:
+    """The package's protocol (the factory's: Alt-Test not required, few held-out cases) is weaker
+    than the default: verify and the grade summary print its terms; a package frozen before
+    terms were recorded (the manifest without them, sealed) verifies and says so."""
+    good, _ = frozen_package
+    recorded = _manifest(good)["validation_terms"]
+    assert main(["package", "verify", str(good)]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["validation_terms"] == recorded["text"]
+    assert shown["weaker_than_default"].startswith("weaker than the default protocol: alt_test "
+                                                   "not required")
+    for words in ("rule lower_bound", "lower bounds of 95% intervals", "Pearson r ≥ 0.9",
+                  "ICC(2,1) ≥ 0.75", "(not required)", "held-out items in", "fewer than the "
+                  "planner's 67", "accepted at registration"):
+        assert words in shown["validation_terms"], words
+    result = summary(verify(good), [])
+    assert result["validation_terms"] == recorded["text"]
+    assert "weaker than the default protocol" in summary_markdown(result)
+    m = _manifest(good)
+    del m["validation_terms"]
+    older = _resealed(good, tmp_path / "older.zip", m)
+    assert main(["package", "verify", str(older)]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["validation_terms"] == "terms not recorded" and shown["weaker_than_default"] is None
+    assert summary(verify(older), [])["validation_terms"] == "terms not recorded"
 
 
 @pytest.mark.slow

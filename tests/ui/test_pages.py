@@ -200,8 +200,10 @@ def test_admin_and_calibrate_pages_render(demo_study: Path) -> None:
 
 def test_calibrate_page_plans_the_held_out_part(demo_study: Path) -> None:
     at = page("pages/calibrate.py", _login("demo-admin")).run()
-    assert any("decided on the lower bound of each interval (95.0% intervals: 1 held-out "
-               "look allowed in all)" in m.value for m in at.markdown)
+    assert any(escape_markdown("decided on the lower bounds of 95% intervals (one-sided 97.5% "
+                               "bounds; 1 held-out look)") in m.value for m in at.markdown)
+    assert any(escape_markdown("Weaker than the default protocol: 10 held-out cases, fewer than "
+                               "the planner's 67") in w.value for w in at.warning)  # the demo's
     assert any("with a 95% interval from resamples of cases (none from fewer than 5 cases)"
                in c.value for c in at.caption)  # the leaderboard's (before: "over tasks")
     next(n for n in at.number_input if n.label == "Expected r").set_value(0.97)

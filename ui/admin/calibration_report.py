@@ -17,6 +17,7 @@ from calibration.html import (
     tag_cells,
 )
 from calibration.protocol import Statistics
+from calibration.terms import ValidationTerms, for_protocol
 from db.engine import session
 from errors import UserError, counted
 from grading.grader import config_labels
@@ -38,15 +39,14 @@ def protocol_section() -> None:
         st.warning("No calibration protocol is registered: the held-out part cannot be looked "
                    "at until one is (`nmb protocol register`).")
         return
-    g = proto.gate
-    rule = ("the lower bound of each interval" if g.rule == protocol.LOWER_BOUND
-            else "the point estimate")
-    st.markdown(f"**Registered {proto.label()}**: Pearson r ≥ {g.pearson_min}, ICC(2,1) ≥ "
-                f"{g.icc2_min}, Alt-Test ε = {g.alt_test_epsilon}, q = {g.alt_test_q}; "
-                f"required: {', '.join(g.required)}; decided on {rule} ({proto.level:.1%} "
-                f"intervals: {counted(g.looks, 'held-out look')} allowed in all); "
-                f"{proto.statistics.bootstrap} bootstrap resamples over cases. Subset: "
+    g, terms = proto.gate, ValidationTerms.of(proto)
+    st.markdown(f"**Registered {proto.label()}**, {escape_markdown(terms.rule_text())}. "
+                f"{counted(g.looks, 'held-out look')} allowed in all; "
+                f"{proto.statistics.bootstrap} bootstrap resamples over cases "
+                f"({proto.statistics.pearson_ci} interval of r). Subset: "
                 f"{proto.subset.n_dev} dev + {proto.subset.n_heldout} held-out items.")
+    if weaker := terms.weaker_text():
+        st.warning(escape_markdown(weaker[0].upper() + weaker[1:] + "."))
     with st.expander("Protocol (JSON)"):
         st.code(json.dumps(proto.content(), indent=1), language="json")
     st.caption(f"Held-out looks so far: {len(looked)} of the {g.looks} the protocol allows. A "
@@ -89,6 +89,10 @@ def planner_section() -> None:
 def _show(rep: report.Report, row, figures: dict[str, bytes], fresh: bool) -> None:
     for flag in rep.flags:  # may quote the grader's model name
         st.warning(escape_markdown(flag))
+    if rep.validates:  # what its pass means
+        with session() as s:
+            terms = for_protocol(s, rep.protocol_id)
+        st.caption(escape_markdown(f"Terms: {terms.text()}."))
     verdict = "passed" if rep.passed else "failed"
     what = "held-out look" if rep.validates else f"{rep.part} part (exploration, never validates)"
     st.subheader(f"Report {row.id}: gate {verdict} · {what} · {rep.n_items} items")
