@@ -30,7 +30,7 @@ import sys
 from pathlib import Path
 from sqlmodel import Session
 from db.engine import engine_for, upgrade
-from package.package import freeze
+from package.freeze import freeze
 from tests.factories import validated_config
 from tests.openai_server import OpenAIServer
 url = f"sqlite:///{sys.argv[1]}/study.db"

@@ -7,7 +7,7 @@ interval at 1 - (1 - confidence) / looks, its lower bound a one-sided bound at
 1 - (1 - level) / 2, as `calibration.gate.decide` uses it), the held-out part's items and cases,
 and whether the protocol is weaker than the default (`calibration.protocol.weaker_than_default`)
 and was accepted as such at registration. They are derived from the protocol's content alone,
-so a package's protocol.json gives the same terms as the study (`package.package.verify`
+so a package's protocol.json gives the same terms as the study (`package.verify.verify`
 checks the manifest's against it).
 """
 

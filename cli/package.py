@@ -23,7 +23,7 @@ from errors import UserError, counted, one_line
 
 
 def cmd_package_freeze(args: argparse.Namespace) -> None:
-    from package.package import freeze
+    from package.freeze import freeze
 
     out = file_out(args.out)
     with open_study() as s:
@@ -43,7 +43,7 @@ def cmd_package_keygen(args: argparse.Namespace) -> None:
 
 def _verified(args: argparse.Namespace):
     """The package named on the command line, verified (and its digest printed) before use."""
-    from package.package import verify
+    from package.verify import verify
 
     pkg = verify(Path(args.package), sha256=args.sha256,
                  images=Path(args.images) if args.images else None,
@@ -73,7 +73,7 @@ def cmd_package_verify(args: argparse.Namespace) -> None:
 
 def cmd_package_grade(args: argparse.Namespace) -> None:
     from db.files import writable, write_file
-    from package.package import (
+    from package.grade import (
         bertscore_pairs,
         check_tasks,
         grade_responses,
@@ -131,7 +131,7 @@ def cmd_package_grade(args: argparse.Namespace) -> None:
 
 
 def cmd_package_canary(args: argparse.Namespace) -> None:
-    from package.package import canary
+    from package.canary import canary
 
     pkg = _verified(args)
     warn_plain_http(args.base_url)

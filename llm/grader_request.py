@@ -1,7 +1,7 @@
 """The grader's requests, built and sent without a database: the one place that decides what the
 grader is sent.
 
-The study (`grading.grader`), frozen packages (`package.package`) and the Batch API all
+The study (`grading.grader`), frozen packages (`package.freeze`, `package.verify`) and the Batch API all
 build with `grade_request` and send with `send`, so a package cannot build another prompt than
 the study did. `user_message` keeps every mapping (test scores, the reference answer) in its
 stored order: reordering a case's scores changes the prompt and so the request hash.

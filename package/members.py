@@ -1,11 +1,11 @@
-"""The JSON members of a frozen grader package (`package.package`) as pydantic models.
+"""The JSON members of a frozen grader package (`package.freeze`, `package.verify`) as pydantic models.
 
 `checked` validates one member (or one JSONL line) strictly and turns every error into one
 line naming the member and the field ("manifest.json has unknown field 'note'",
 "tasks.jsonl line 3 case lacks 'ehr'", "manifest.json canary.drift_limits.overall_mad_max:
 input should be less than or equal to 0.5"), the first ten on the one line of the refusal.
 What a field means (hashes, the seal, the report agreeing with the manifest) is checked by
-`package.package.verify` afterwards.
+`package.verify.verify` afterwards.
 """
 
 from datetime import datetime

@@ -3,10 +3,10 @@ that stops (Ctrl-C, a crash, a lost connection, failed requests) loses no grade 
 for, and the same command run again sends only the responses still without one.
 
 `SCORES.progress.jsonl` beside `--out SCORES.jsonl`: a first line naming the package's sha256,
-then a line per graded response: its id, `answer` (what was graded: `package.package.Answer.key`,
+then a line per graded response: its id, `answer` (what was graded: `package.format.Answer.key`,
 so an edited response is graded again), the grader's answer as it came back and what the server
 said of it (model name, fingerprint, cost). The
-file is read back as untrusted input (size capped, every line checked: `package.package`
+file is read back as untrusted input (size capped, every line checked: `package.freeze`, `package.verify`
 checks each grader's answer again, as a live one is, before reusing it) and locked while a run writes it.
 """
 

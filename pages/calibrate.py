@@ -16,7 +16,7 @@ from grading.runs import history, run_failures
 from llm.grader_request import plain_http_warning
 from llm.plan import Plan, spent_text
 from llm.run_writer import sweep
-from package.package import freeze, packages
+from package.freeze import freeze, packages
 from results.leaderboard import leaderboard
 from stats.intervals import MIN_CASES
 from ui.actions import show_error

@@ -1,6 +1,6 @@
 """The grader's answer once checked: the one `Grade` type that the grader's parser returns
 (`rubric.render.parse_grader_output`) and that grading (`grading.grader`), packages and the
-canary (`package.package`) read, with the rubric's field names (the model's `justification`
+canary (`package.freeze`, `package.verify`) read, with the rubric's field names (the model's `justification`
 stays `justification` from the request's schema to the stored grade and the package's rows)."""
 
 from __future__ import annotations

@@ -130,6 +130,6 @@ def validated_config(s: Session, base_url: str, *, api_key: str = "sk-test",
 
 def package_answers(responses: list) -> list:
     """A study's model responses (`db.models.Response`) as a package reads them."""
-    from package.package import Answer
+    from package.format import Answer
 
     return [Answer(r.response_id, r.task_id, r.text, r.turns or [], r.model) for r in responses]

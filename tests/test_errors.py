@@ -22,7 +22,7 @@ def test_read_at_most_reads_up_to_the_cap_and_one_byte_more(tmp_path: Path) -> N
 
 def test_a_picture_or_responses_file_that_never_ends_is_refused() -> None:
     from imaging.picture import MAX_PICTURE_BYTES, sanitise_picture
-    from package.package import read_responses
+    from package.grade import read_responses
 
     with pytest.raises(UserError) as refused:
         sanitise_picture(ENDLESS)

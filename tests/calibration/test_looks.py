@@ -125,7 +125,7 @@ def test_a_protocol_cannot_be_registered_after_a_statistic_touched_the_held_out_
 
 def test_revising_a_held_out_score_suspends_the_validation_and_freeze_refuses(
         sqlite_url: str, tmp_path: Path) -> None:
-    from package.package import freeze
+    from package.freeze import freeze
 
     s, cid = _study(sqlite_url, grader_noise=0.0)
     _register(s, looks=2)

@@ -23,7 +23,7 @@ from db.text_limits import ANSWER, BUNDLE_FIELDS, COMMENT, NAME, model_name_prob
 from db.users import add_user
 from errors import UserError
 from grading.config import GraderSettings, load_settings
-from package.package import read_responses
+from package.grade import read_responses
 from tests.factories import make_study
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "bundle-format.md"

@@ -6,7 +6,7 @@ import pytest
 from sqlmodel import Session
 
 from db.engine import engine_for, upgrade
-from package.package import freeze
+from package.freeze import freeze
 from tests.factories import validated_config
 from tests.openai_server import OpenAIServer
 

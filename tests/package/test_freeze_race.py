@@ -16,7 +16,7 @@ from db.engine import engine_for
 from db.models import Assignment, AuditLog, CalibrationItem, ExpertScore, FrozenPackage
 from db.raters.scoring import submit
 from errors import UserError
-from package.package import freeze
+from package.freeze import freeze
 from tests.db.interleave import one_after_another
 from tests.factories import validated_config
 from tests.openai_server import OpenAIServer

@@ -23,18 +23,11 @@ from db.rubrics import rubric_by_hash
 from errors import UserError
 from grading.config import GraderSettings, store_config
 from grading.grader import prepare
-from package.package import (
-    Answer,
-    _jsonl,
-    canary,
-    freeze,
-    grade_responses,
-    read_responses,
-    request_for,
-    summary,
-    summary_markdown,
-    verify,
-)
+from package.canary import canary
+from package.format import Answer
+from package.freeze import _jsonl, freeze
+from package.grade import grade_responses, read_responses, request_for, summary, summary_markdown
+from package.verify import verify
 from results.leaderboard import leaderboard
 from tests.factories import package_answers, validated_config
 from tests.openai_server import OpenAIServer, _canonical, _schema_of, sample_document
@@ -695,7 +688,7 @@ def test_a_member_shorter_than_declared_or_not_deflated_is_refused(tmp_path: Pat
 def _resealed(src: Path, dst: Path, manifest: dict, change: dict[str, bytes] | None = None) -> Path:
     """`src` with `change` and `manifest` (its hashes following `change`), sealed again: the
     careful forger's package, refused only by what the fields' shapes or a digest catch."""
-    from package.package import manifest_digest
+    from package.format import manifest_digest
 
     change = dict(change or {})
     for name, data in change.items():

@@ -159,7 +159,9 @@ def test_a_packages_summary_gives_the_studys_bertscore(model_dir: Path, sqlite_u
                                                        tmp_path: Path) -> None:
     """The same responses and reference answers through `nmb package grade`'s summary and
     `nmb results` (judged by the grader): the same BERTScore rows."""
-    from package.package import bertscore_pairs, freeze, grade_responses, summary, summary_markdown, verify
+    from package.freeze import freeze
+    from package.grade import bertscore_pairs, grade_responses, summary, summary_markdown
+    from package.verify import verify
     from results import results
     from results.bertscore import BertScorer
     from tests.factories import validated_config

@@ -26,7 +26,9 @@ from db.rubrics import ensure_rubric
 from errors import UserError
 from grading.config import GraderSettings, load_settings, store_config
 from grading.grader import grade
-from package.package import freeze, grade_responses, summary, verify
+from package.freeze import freeze
+from package.grade import grade_responses, summary
+from package.verify import verify
 from results import results
 from results.cost import model_costs, response_cost
 from results.judgments import EXPERTS, GRADER, counted_judgments, grader_judgments
