@@ -51,9 +51,9 @@ screenshots: install-test  # docs/img/{score,exam,calibrate}.png from the runnin
 lint: install-test
 	$(VENV)/bin/ruff check .
 
-lock:  # refresh requirements.lock from pyproject.toml (newest versions that fit)
+lock:  # requirements.lock after a change to pyproject.toml; make lock UPGRADE=--upgrade: newest of all
 	test -x .venv-lock/bin/pip-compile || (python3 -m venv .venv-lock && .venv-lock/bin/pip install -q pip-tools)
-	.venv-lock/bin/pip-compile -q --upgrade --strip-extras --all-extras --no-emit-index-url \
+	.venv-lock/bin/pip-compile -q $(UPGRADE) --strip-extras --all-extras --no-emit-index-url \
 	  --no-emit-find-links -c requirements/torch-cpu.txt -o $(LOCK) pyproject.toml
 
 clean:

@@ -4,7 +4,6 @@ a self-contained HTML report (figures embedded, like the calibration report) and
 from __future__ import annotations
 
 import base64
-import html
 import json
 from dataclasses import asdict
 from pathlib import Path
@@ -14,7 +13,7 @@ from calibration.terms import TERMS_NOT_RECORDED
 from db.files import write_file
 from errors import counted
 from results.publish.leaderboard_layout import split_tables
-from results.publish.tables import Table, csv_text, html_table, latex, markdown, tables
+from results.publish.tables import PAGES, Table, csv_text, latex, markdown, tables
 from results.results import Results
 
 FORMATS = ("json", "md", "csv", "latex")
@@ -55,25 +54,12 @@ def _validation(grader: dict) -> str:
 
 
 def render_html(results: Results, figures: dict[str, bytes], ts: list[Table]) -> str:
-    g = results.grader
-    title = "Neural-MedBench results"
-    parts = [f"<h1>{title}</h1>",
-             f"<p>Grader config #{g['id']} {html.escape(g['name'])} (model "
-             f"{html.escape(g['model'])}, prompt {html.escape(g['prompt_version'])}, "
-             f"{_validation(g)}). Judge: "
-             f"{html.escape(results.judge)} ({html.escape(results.judged_by)}; rows stand on "
-             f"{html.escape(results.view)}): "
-             f"{counted(results.sources[results.judge], 'response')}, {results.unjudged} not "
-             f"judged by it; {counted(results.expert_ties, 'expert tie')} (counted not "
-             "correct).</p>"]
-    parts += [f"<p class=flag>{html.escape(f)}</p>" for f in results.flags]
-    parts += [html_table(t) for t in ts]
-    parts.append("<h2>Figures</h2>")
-    for name, data in figures.items():
-        parts.append(f'<img alt="{html.escape(name)}" '
-                     f'src="data:image/png;base64,{base64.b64encode(data).decode()}">')
-    return (f"<!doctype html><html><head><meta charset=utf-8><title>{title}</title>"
-            f"<style>{STYLE}</style></head><body>{''.join(parts)}</body></html>")
+    return PAGES.get_template("results.html").render(
+        title="Neural-MedBench results", style=STYLE, results=results, g=results.grader,
+        validation=_validation(results.grader), tables=ts,
+        judged=counted(results.sources[results.judge], "response"),
+        ties=counted(results.expert_ties, "expert tie"),
+        figures=[(name, base64.b64encode(data).decode()) for name, data in figures.items()])
 
 
 JUDGMENT_COLUMNS = ["response_id", "who", "group", "person", "task_id", "case_id", "family",

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import html
 import json
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
@@ -33,7 +32,7 @@ from db.models import Case, Response, Task
 from errors import counted
 from results.publish.leaderboard_layout import columns, split_tables
 from results.publish.plots import leaderboard_chart
-from results.publish.tables import Table, fmt
+from results.publish.tables import PAGES, fmt
 from results.results import Results, results_key
 from stats.intervals import MIN_CASES
 
@@ -101,26 +100,14 @@ def _sort_value(v: Any) -> str:
     return "" if value is None else str(value)
 
 
-def _cell(v: Any) -> str:
+def _cell(v: Any) -> tuple[str, str]:
+    """A cell's text, and an estimate's interval apart (shown smaller)."""
     text = fmt(v, 2)
-    if " [" in text:  # an estimate: the interval smaller
-        value, ci = text.split(" ", 1)
-        text = f"{html.escape(value)} <span class=ci>{html.escape(ci)}</span>"
-    else:
-        text = html.escape(text)
-    return f'<td data-v="{html.escape(_sort_value(v))}">{text}</td>'
+    value, _, interval = text.partition(" ") if " [" in text else (text, "", "")
+    return value, interval
 
 
-def _table(t: Table) -> str:
-    head = "".join(f'<th scope=col><button type=button>{html.escape(h)}</button></th>'
-                   for h in t.header)
-    group = t.header.index("group")
-    rows = "".join(f'<tr class="{html.escape(str(row[group]))}">{"".join(map(_cell, row))}</tr>'
-                   for row in t.rows)
-    empty = "" if t.rows else "<p class=note>No judged responses in this split.</p>"
-    return (f'<section id="{html.escape(t.name)}"><h2>{html.escape(t.title)}</h2>'
-            f'<table class=sortable><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
-            f"{empty}<p class=note>{html.escape(t.note)}</p></section>")
+PAGES.filters["cell"], PAGES.filters["sort_value"] = _cell, _sort_value
 
 
 def render(results: Results, study: dict[str, Any], figures: dict[str, str]) -> str:
@@ -140,23 +127,10 @@ def render(results: Results, study: dict[str, Any], figures: dict[str, str]) -> 
               "95%, from resamples of cases (with their tasks; for human groups, people and "
               f"cases), none from fewer than {MIN_CASES} cases. Rows shaded are human baselines "
               "(physicians, students).")
-    parts = ["<h1>Neural-MedBench leaderboard</h1>", f"<p class=meta>{html.escape(meta)}</p>",
-             f"<p class=meta>{html.escape(grader)}</p>"]
-    parts += [f"<p class=flag>{html.escape(f)}</p>" for f in results.flags]
     ts = split_tables(results)
-    parts += [_table(t) for t in ts]
-    charts = [(t.title, figures[t.name]) for t in ts if t.name in figures]
-    if charts:
-        parts.append("<h2>Charts</h2>")
-        parts += [f'<figure><img src="figures/{name}" alt="{html.escape(title)}: pass@1 chart">'
-                  f"<figcaption class=note>{html.escape(title)}</figcaption></figure>"
-                  for title, name in charts]
-    parts.append('<p class=note>Data: <a href="leaderboard.json">leaderboard.json</a>.</p>')
-    return ("<!doctype html><html lang=en><head><meta charset=utf-8>"
-            f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
-            '<meta name=viewport content="width=device-width,initial-scale=1">'
-            f"<title>Neural-MedBench leaderboard</title><style>{STYLE}</style></head><body>"
-            f"{''.join(parts)}<script>{SCRIPT}</script></body></html>")
+    return PAGES.get_template("site.html").render(
+        csp=CSP, style=STYLE, script=SCRIPT, meta=meta, grader=grader, results=results,
+        tables=ts, charts=[(t.title, figures[t.name]) for t in ts if t.name in figures])
 
 
 def data(results: Results, study: dict[str, Any]) -> dict[str, Any]:

@@ -12,12 +12,13 @@ is escaped for each format (in CSV, text a spreadsheet would run as a formula is
 from __future__ import annotations
 
 import csv
-import html
 import io
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from calibration.templating import environment
 from db.export import neutralise
 from errors import counted
 from results.anchoring import LABELS
@@ -317,9 +318,9 @@ def latex(ts: list[Table]) -> str:
     return "\n".join(out)
 
 
+PAGES = environment(Path(__file__).with_name("templates"))
+PAGES.filters["estimate"] = fmt
+
+
 def html_table(t: Table) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in t.header)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(fmt(v))}</td>" for v in row) + "</tr>"
-                   for row in t.rows)
-    note = f"<p class=note>{html.escape(t.note)}</p>" if t.note else ""
-    return f"<h2>{html.escape(t.title)}</h2><table><tr>{head}</tr>{body}</table>{note}"
+    return PAGES.get_template("table.html").render(t=t)

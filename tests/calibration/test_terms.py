@@ -2,10 +2,11 @@
 accepted as such, and its terms (rule, thresholds, level with its look adjustment, held-out
 items and cases, weaker than the default) go with the validation to the site and the package."""
 
-import html
 import json
 import re
 from pathlib import Path
+
+from markupsafe import escape
 
 from calibration.protocol import RECOMMENDED_CASES, Gate, Protocol, Statistics, Subset
 from calibration.terms import ValidationTerms
@@ -65,14 +66,14 @@ def test_a_lax_protocol_needs_its_flag_and_its_terms_are_published(demo_study: P
     terms = look["terms"]
     assert terms.startswith("protocol 2 (sha256 ") and "Pearson r ≥ 0.6, ICC(2,1) ≥ 0.4" in terms
     assert "weaker than the default protocol: rule point_estimate" in terms
-    assert html.escape(terms) in (tmp_path / "report" / "report.html").read_text()
+    assert str(escape(terms)) in (tmp_path / "report" / "report.html").read_text()
     code, _, err = nmb("leaderboard", "--config", "1")
     assert code == 0 and f"nmb: note: grader config #1 is validated under {terms}\n" in err
 
     assert nmb("results", "--site", str(tmp_path / "site"))[0] == 0
     page = (tmp_path / "site" / "index.html").read_text()
-    assert f"validated (a passing held-out look) under {html.escape(terms)}" in page
-    assert html.escape("is validated under a protocol weaker than the default protocol") in page
+    assert f"validated (a passing held-out look) under {escape(terms)}" in page
+    assert str(escape("is validated under a protocol weaker than the default protocol")) in page
     site = json.loads((tmp_path / "site" / "leaderboard.json").read_text())
     assert site["grader"]["validation_terms"] == terms
 
