@@ -3,12 +3,16 @@
 A small reader of the BIDS layout (pybids is far heavier than what is read here):
 `dataset_description.json` must be there (an object with `Name`); every `sub-<label>` folder,
 and within it every `ses-<label>` folder if there are any, is one case (`sub-01`, or
-`sub-01_ses-pre`); its series are the NIfTI files in `anat/`, `dwi/` and `perf/`, named by
-their suffix (`db.sources.sequences.name_bids`: T1w -> T1, with a `ce-` entity -> T1C, T2w ->
-T2, FLAIR, dwi -> DWI, asl -> ASL, ...). A suffix the table does not know is imported under
-its file name's entities and suffix (`acq-fast_MP2RAGE`) and listed for the admin to confirm;
-masks, single-band references and field maps are left out and listed, as are other files.
-JSON sidecars are not read: nothing of them is stored.
+`sub-01_ses-pre`), of those `--participants` names (default: all) and `--exclude` does not;
+its series are the NIfTI files in `anat/`, `dwi/` and `perf/`, named by their suffix and
+labelled with their other entities (`db.sources.sequences.label_bids`: T1w -> T1, with a `ce-`
+entity -> T1C, `acq-mprage_T1w` -> "T1 (acq-mprage)", T2w -> T2, dwi -> DWI, ...). A suffix
+the table does not know is imported under its file name's entities and suffix
+(`acq-fast_MP2RAGE`) and listed for the admin to confirm; masks, single-band references and
+field maps are left out and listed, as are other files. A case without a volume to read
+(pybids' 7t_trt `ses-2`: fmap/ and func/ only) is skipped, named with why in the summary; the
+dataset is refused, with those reasons, when none is left. JSON sidecars are not read:
+nothing of them is stored.
 
 CASES.json is an object keyed by subject label (`"sub-01"`; `"sub-01_ses-pre"` for one
 session), each value shaped like the DICOM case info (`db.sources.case_info`) without `case_id`,

@@ -18,7 +18,8 @@ admin to confirm. The user's `--sequence-map` rules (regular expressions) come f
 
 Names: T1, T1C (post-contrast T1), T2, FLAIR, T2*, SWI, PD, STIR, DWI, ADC, eADC, DTI (the
 acquisition), FA, MD (DTI maps), DSC, DCE, ASL, CBF, CBV, MTT, TTP, Tmax, Perfusion, MRA,
-MRV, QSM, "T1 map", "T2 map", "T2* map".
+MRV, QSM, "T1 map", "T2 map", "T2* map". A BIDS file's label (`label_bids`) is its name
+followed by the file name's other entities: "T1 (acq-mprage)".
 """
 
 import re
