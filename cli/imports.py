@@ -42,7 +42,8 @@ def cmd_import(args: argparse.Namespace) -> None:
         dry_run=args.dry_run, actor="cli", allow_blank=args.allow_blank,
         case_info=_path(args.case_info), sequence_map=_path(args.sequence_map),
         allow_burned_in=args.allow_burned_in, answers=_path(args.answers), family=args.family,
-        level=args.level), args.json)
+        level=args.level, participants=tuple(args.participants or ()),
+        exclude=tuple(args.exclude or ())), args.json)
 
 
 def _refused(e: Any) -> None:
@@ -80,6 +81,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                          "before the vendor table")
     ip.add_argument("--allow-burned-in", action="store_true",
                     help="dicom: import series marked BurnedInAnnotation YES (check them first)")
+    ip.add_argument("--participants", nargs="+", action="extend", metavar="LABEL",
+                    help="bids: import only these subjects (sub-01) or sessions (sub-01/ses-1); "
+                         "give PATH first")
+    ip.add_argument("--exclude", nargs="+", action="extend", metavar="LABEL",
+                    help="bids: leave out these subjects (sub-01) or sessions (sub-01/ses-1)")
     ip.add_argument("--allow-blank", action="store_true",
                     help="import images whose every voxel or pixel has one value (all zero)")
     ip.add_argument("--answers", metavar="ANSWERS.json",

@@ -34,6 +34,8 @@ class Options:
     model: str | None = None
     task_key: str | None = None
     filter_name: str | None = None
+    participants: tuple[str, ...] = ()  # bids: sub-01, sub-01/ses-1
+    exclude: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -73,7 +75,8 @@ def _bids(s: Session, paths: list[Path], o: Options) -> Any:
     from db.sources.bids import import_bids
 
     return import_bids(s, paths[0], case_info=o.case_info, allow_blank=o.allow_blank,
-                       dry_run=o.dry_run, actor=o.actor, progress=o.progress)
+                       participants=o.participants, exclude=o.exclude, dry_run=o.dry_run,
+                       actor=o.actor, progress=o.progress)
 
 
 def _responses(source: str) -> Callable[[Session, list[Path], Options], Any]:
@@ -94,7 +97,8 @@ IMPORTERS: dict[str, Importer] = {i.name: i for i in (
              frozenset({"allow_blank", "answers", "family", "level"}), _release, many_paths=True),
     Importer("dicom", "cases", "DICOM study",
              frozenset({"allow_blank", "case_info", "sequence_map", "allow_burned_in"}), _dicom),
-    Importer("bids", "cases", "BIDS dataset", frozenset({"allow_blank", "case_info"}), _bids),
+    Importer("bids", "cases", "BIDS dataset",
+             frozenset({"allow_blank", "case_info", "participants", "exclude"}), _bids),
     Importer("nmb", "responses", "responses.jsonl (bundle format)", frozenset(),
              _responses("nmb")),
     Importer("openai-batch", "responses", "OpenAI Batch output", _HARNESS,

@@ -185,6 +185,12 @@ def images_import(kind: str) -> None:
     info_path = st.text_input("…or the case info's path on the server", key=f"{kind}_info_path")
     allow = kind == "dicom" and st.checkbox("Allow series marked BurnedInAnnotation YES "
                                             "(checked by hand)")
+    only = leave = ""
+    if kind == "bids":
+        only = st.text_input("Only these subjects or sessions (--participants; blank: all)",
+                             placeholder="sub-01 sub-02/ses-1", key="bids_participants")
+        leave = st.text_input("Leave out these subjects or sessions (--exclude)",
+                              placeholder="sub-03 sub-01/ses-2", key="bids_exclude")
     dry_run = st.checkbox("Dry run (validate only)", key=f"{kind}_dry_run")
     blank = st.checkbox(ALLOW_BLANK, key=f"{kind}_allow_blank")
     if not st.button("Import", type="primary", disabled=not (upload or server_path),
@@ -212,6 +218,8 @@ def images_import(kind: str) -> None:
         valid = " is valid, nothing was written (dry run)" if dry_run else ""
         _show_import(f"{kind.upper()} import{valid}", lambda s, progress: run_import(
             s, kind, [path], Options(case_info=case_info, allow_burned_in=allow, allow_blank=blank,
+                                     participants=tuple(only.replace(",", " ").split()),
+                                     exclude=tuple(leave.replace(",", " ").split()),
                                      dry_run=dry_run, actor=user.name, progress=progress)))
 
 

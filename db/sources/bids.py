@@ -3,12 +3,16 @@
 A small reader of the BIDS layout (pybids is far heavier than what is read here):
 `dataset_description.json` must be there (an object with `Name`); every `sub-<label>` folder,
 and within it every `ses-<label>` folder if there are any, is one case (`sub-01`, or
-`sub-01_ses-pre`); its series are the NIfTI files in `anat/`, `dwi/` and `perf/`, named by
-their suffix (`db.sources.sequences.name_bids`: T1w -> T1, with a `ce-` entity -> T1C, T2w ->
-T2, FLAIR, dwi -> DWI, asl -> ASL, ...). A suffix the table does not know is imported under
-its file name's entities and suffix (`acq-fast_MP2RAGE`) and listed for the admin to confirm;
-masks, single-band references and field maps are left out and listed, as are other files.
-JSON sidecars are not read: nothing of them is stored.
+`sub-01_ses-pre`), of those `--participants` names (default: all) and `--exclude` does not;
+its series are the NIfTI files in `anat/`, `dwi/` and `perf/`, named by their suffix and
+labelled with their other entities (`db.sources.sequences.label_bids`: T1w -> T1, with a `ce-`
+entity -> T1C, `acq-mprage_T1w` -> "T1 (acq-mprage)", T2w -> T2, dwi -> DWI, ...). A suffix
+the table does not know is imported under its file name's entities and suffix
+(`acq-fast_MP2RAGE`) and listed for the admin to confirm; masks, single-band references and
+field maps are left out and listed, as are other files. A case without a volume to read
+(pybids' 7t_trt `ses-2`: fmap/ and func/ only) is skipped, named with why in the summary; the
+dataset is refused, with those reasons, when none is left. JSON sidecars are not read:
+nothing of them is stored.
 
 CASES.json is an object keyed by subject label (`"sub-01"`; `"sub-01_ses-pre"` for one
 session), each value shaped like the DICOM case info (`db.sources.case_info`) without `case_id`,
@@ -22,7 +26,7 @@ text-free (`imaging.text_free`); the bundle built in the workspace is imported b
 import csv
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,7 +39,7 @@ from db.bundle.store import Workspace
 from db.bundle.validate import leaves, read_json
 from db.sources.case_info import CaseInfo, check_info, mapped, write_case
 from db.sources.folder import listing, unreadable
-from db.sources.sequences import name_bids
+from db.sources.sequences import label_bids
 from errors import UserError, escape_unprintable, not_a_file
 from imaging import inspect_image
 from imaging.text_free import save_text_free
@@ -46,6 +50,7 @@ MAX_PARTICIPANTS_BYTES = 64 * 2**20
 _LINK_OUT = "is a symbolic link to a file outside the dataset"
 _PLACEHOLDER = re.compile(r"\{([A-Za-z0-9_]+)\}")
 _NIFTI = re.compile(r"^(?P<stem>.+)_(?P<suffix>[A-Za-z0-9]+)\.nii(\.gz)?$")
+_CHOICE = re.compile(r"(?:sub-)?(?P<sub>[A-Za-z0-9-]+?)(?:[/_]ses-(?P<ses>[A-Za-z0-9-]+))?")
 
 
 @dataclass
@@ -58,6 +63,8 @@ class BidsSummary:
     left_out: list[str] = field(default_factory=list)
     #: series named by their file (a suffix the table does not know): for the admin to confirm
     unconfirmed: list[str] = field(default_factory=list)  # 'sub-01 "MP2RAGE"'
+    #: subjects and sessions without a volume to read, and why
+    skipped: list[str] = field(default_factory=list)  # "sub-01/ses-2: no anat/, ..."
 
     @property
     def changed(self) -> bool:
@@ -69,6 +76,7 @@ class BidsSummary:
     def __str__(self) -> str:
         out = str(self.imported) + "; " + "; ".join(
             f"{c}: {', '.join(s)}" for c, s in self.cases.items())
+        out += f"; skipped {'; '.join(self.skipped)}" if self.skipped else ""
         out += f"; left out {', '.join(self.left_out)}" if self.left_out else ""
         return out + (f"; named by their file, to confirm: {', '.join(self.unconfirmed)}"
                       if self.unconfirmed else "")
@@ -138,31 +146,71 @@ def _sessions(subject: Path, root: Path, problems: list[Problem]) -> list[tuple[
     return [(f"{subject.name}_{s.name}", s) for s in sessions]
 
 
-def _series(folder: Path, left_out: list[str], root: Path,
-            problems: list[Problem]) -> list[tuple[str, Path, bool]]:
-    """(sequence, file, named by the table) of a case folder's volumes, in a stable order."""
-    out, used = [], {}
-    present = {p.name: p for p in listing(root, folder, problems) or []}
-    for sub in FOLDERS:
-        kind = present.get(sub)
-        for f in (listing(root, kind, problems) if kind and kind.is_dir() else None) or []:
+def _series(folder: Path, left_out: list[str], root: Path, problems: list[Problem]
+            ) -> tuple[list[tuple[str, Path, bool]], str]:
+    """(sequence, file, named by the table) of a case folder's volumes, in a stable order, and
+    where there is none, why ("no anat/, dwi/ or perf/ folder (it holds fmap/, func/)")."""
+    out: list[tuple[str, Path, bool]] = []
+    entries = listing(root, folder, problems) or []
+    kinds = [p for p in entries if p.name in FOLDERS and p.is_dir()]
+    dropped: list[str] = []
+    for kind in kinds:
+        for f in listing(root, kind, problems) or []:
             if f.name.startswith(".") or ".nii" not in f.name:  # hidden: macOS's ._ files
                 continue
             m = _NIFTI.match(f.name)
-            naming = name_bids(m.group("stem"), m.group("suffix")) if m else None
-            if naming is None or (name := naming.name) is None:
+            naming = label_bids(m.group("stem"), m.group("suffix")) if m else None
+            if naming is None or naming.name is None:
                 left_out.append(escape_unprintable(f.relative_to(root).as_posix()))
+                dropped.append(escape_unprintable(f.name))
                 continue
-            used[name] = used.get(name, 0) + 1
-            out.append((name if used[name] == 1 else f"{name} ({used[name]})", f,
-                        naming.known))
-    return out
+            out.append((naming.name, f, naming.known))
+    used: dict[str, int] = {}
+    for k, (name, f, known) in enumerate(out):  # the same name twice (a .nii and a .nii.gz)
+        used[name] = used.get(name, 0) + 1
+        out[k] = (name if used[name] == 1 else f"{name} ({used[name]})", f, known)
+    if out:
+        return out, ""
+    if kinds:
+        return out, (f"no volume to read in {', '.join(f'{k.name}/' for k in kinds)}"
+                     + (f" (left out: {', '.join(dropped)})" if dropped else ""))
+    held = [escape_unprintable(p.name) + "/" for p in entries
+            if p.is_dir() and not p.name.startswith(".")]
+    return out, ("no anat/, dwi/ or perf/ folder "
+                 + (f"(it holds {', '.join(held)})" if held else "(it holds no folder)"))
+
+
+def _choice(root: Path, subjects: list[Path], flag: str, labels: Sequence[str],
+            problems: list[Problem]) -> set[tuple[str, str | None]]:
+    """The (subject, session or None) that `--participants` or `--exclude` LABEL... name:
+    `sub-01` (or `01`), `sub-01/ses-1` (or `sub-01_ses-1`, as the case is called); a label
+    that is neither, or names no subject or session of the dataset, is a problem."""
+    chosen: set[tuple[str, str | None]] = set()
+    names = {p.name for p in subjects}
+    for text in labels:
+        m = _CHOICE.fullmatch(text.strip())
+        if m is None:
+            problems.append(Problem(flag, None, f"{text}: not a subject (sub-01) or a session "
+                                                "(sub-01/ses-1)"))
+            continue
+        sub, ses = f"sub-{m.group('sub')}", m.group("ses") and f"ses-{m.group('ses')}"
+        if sub not in names:
+            problems.append(Problem(flag, None, f"{text}: no such subject in {root.name}"))
+        elif ses and not (root / sub / ses).is_dir():
+            problems.append(Problem(flag, None, f"{text}: no such session in {root.name}"))
+        else:
+            chosen.add((sub, ses or None))
+    return chosen
 
 
 def convert(root: Path, dest: Path, case_info: Path, origin: dict[str, str],
-            task_origin: list[str]) -> tuple[dict[str, list[str]], list[str], list[str]]:
-    """Write the dataset at `root` as a bundle at `dest`; (cases and their sequences, files
-    left out, series named by their file). Raises BundleInvalid listing every problem."""
+            task_origin: list[str], participants: Sequence[str] = (),
+            exclude: Sequence[str] = ()
+            ) -> tuple[dict[str, list[str]], list[str], list[str], list[str]]:
+    """Write the dataset at `root` as a bundle at `dest`, of the subjects and sessions that
+    `participants` (default: all) name and `exclude` does not; (cases and their sequences,
+    files left out, series named by their file, cases skipped for want of a volume with why).
+    Raises BundleInvalid listing every problem."""
     problems: list[Problem] = []
     label = root.name
     leaving = [Problem(name, None, _LINK_OUT) for name in ("dataset_description.json",
@@ -178,7 +226,7 @@ def convert(root: Path, dest: Path, case_info: Path, origin: dict[str, str],
     if description is not None and not (isinstance(description, dict)
                                         and isinstance(description.get("Name"), str)):
         problems.append(Problem("dataset_description.json", None, "is not an object with Name"))
-    participants = _participants(root, problems)
+    columns = _participants(root, problems)
     info_name = Path(case_info).name
     entries = read_json(Path(case_info), info_name, problems)
     if entries is not None and not isinstance(entries, dict):
@@ -188,23 +236,52 @@ def convert(root: Path, dest: Path, case_info: Path, origin: dict[str, str],
     subjects = [p for p in found or [] if p.is_dir() and p.name.startswith("sub-")]
     if found is not None and not subjects:
         problems.append(Problem(label, None, "has no sub-* folder"))
+    only = _choice(root, subjects, "--participants", participants, problems)
+    dropped = _choice(root, subjects, "--exclude", exclude, problems)
     if problems:
         raise BundleInvalid(label, problems)
+
+    def wanted(subject: str, session: str | None) -> bool:
+        return ((not only or (subject, None) in only or (subject, session) in only)
+                and (subject, None) not in dropped and (subject, session) not in dropped)
+
     cases: list[tuple[CaseInfo, list[tuple[str, Path, bool]]]] = []
     left_out: list[str] = []
+    skipped: list[tuple[str, str]] = []  # (case folder, why)
+    chosen = 0  # the cases chosen, skipped or not
     used_keys: set[str] = set()
     case_ids: dict[str, str] = {}  # case id -> the entry that gives it
     for subject in subjects:
+        if (subject.name, None) in dropped or only and all(u != subject.name for u, _ in only):
+            continue  # left out whole: its folder is not read
+        before = len(problems)
         sessions = _sessions(subject, root, problems)
+        chosen += len(problems) > before  # (unreadable: named, not "nothing chosen")
+        without_entry = False
         for cid, folder in sessions:
+            if not wanted(subject.name, folder.name if folder != subject else None):
+                continue
+            chosen += 1
+            before = len(problems)
+            series, why = _series(folder, left_out, root, problems)
+            if len(problems) > before:  # a folder could not be read: named, never skipped
+                continue
+            if not series:
+                skipped.append((folder.relative_to(root).as_posix(), why))
+                continue
+            problems += [Problem(f.relative_to(root).as_posix(), None, _LINK_OUT)
+                         for _, f, _ in series if leaves(root, f)]
             key = cid if cid in entries else subject.name
             if key not in entries:
-                problems.append(Problem(info_name, None, f"has no entry for {subject.name}"))
-                break
+                if not without_entry:
+                    problems.append(Problem(info_name, None, f"has no entry for {subject.name} "
+                                            f"(give it one, or --exclude {subject.name})"))
+                without_entry = True
+                continue
             used_keys.add(key)
             where = f"{info_name} {key}"
             value = entries[key]
-            row = participants.get(subject.name, {})
+            row = columns.get(subject.name, {})
             if isinstance(value, dict):
                 value = {**value, **{k: _fill(value.get(k), row, where, k, problems)
                                      for k in ("title", "ehr") if k in value}}
@@ -217,14 +294,6 @@ def convert(root: Path, dest: Path, case_info: Path, origin: dict[str, str],
                                           and isinstance(t.get("task_id"), str)
                                           else t for t in value["tasks"]]
             info = check_info(value, where, problems, case_id=cid)
-            before = len(problems)
-            series = _series(folder, left_out, root, problems)
-            problems += [Problem(f.relative_to(root).as_posix(), None, _LINK_OUT)
-                         for _, f, _ in series if leaves(root, f)]
-            if not series and len(problems) == before:  # (not when a folder was unreadable)
-                problems.append(Problem(folder.relative_to(root).as_posix(), None,
-                                        "holds no volume to import in " + ", ".join(
-                                            f"{f}/" for f in FOLDERS)))
             if info is not None and info.case["case_id"] in case_ids:
                 problems.append(Problem(where, None, f'case_id "{info.case["case_id"]}" is '
                                         f"{case_ids[info.case['case_id']]}'s as well"))
@@ -234,6 +303,14 @@ def convert(root: Path, dest: Path, case_info: Path, origin: dict[str, str],
     problems += [Problem(info_name, None, f"{k}: no such subject in the dataset")
                  for k in entries if k not in used_keys and not any(
                      k == s.name or k.startswith(f"{s.name}_ses-") for s in subjects)]
+    if not chosen:  # (a dataset has a subject, so the choice left none)
+        flags = [f for f, given in (("--participants", participants), ("--exclude", exclude))
+                 if given]
+        problems.append(Problem(" and ".join(flags), None, "leave" + "s" * (len(flags) == 1)
+                                + " no subject or session to import"))
+    elif len(skipped) == chosen:  # every case chosen skipped: none left, and why
+        problems[:0] = [Problem(label, None, "no subject or session holds a volume to import"),
+                        *(Problem(folder, None, why) for folder, why in skipped)]
     if problems:
         raise BundleInvalid(label, problems)
     dest.mkdir()
@@ -267,13 +344,16 @@ def convert(root: Path, dest: Path, case_info: Path, origin: dict[str, str],
     (dest / "bundle.json").write_text(json.dumps(
         {"format": FORMAT, "name": escape_unprintable(f"BIDS: {name}")[:256],
          "description": "converted by nmb import --from bids"}, ensure_ascii=False), encoding="utf-8")
-    return shown, left_out, unconfirmed
+    return shown, left_out, unconfirmed, [f"{escape_unprintable(folder)}: {why}"
+                                          for folder, why in skipped]
 
 
 def import_bids(s: Session, path: Path, *, case_info: Path | None, dry_run: bool = False,
-                allow_blank: bool = False, actor: str | None = None,
+                allow_blank: bool = False, participants: Sequence[str] = (),
+                exclude: Sequence[str] = (), actor: str | None = None,
                 progress: Callable[[float, str], None] | None = None) -> BidsSummary:
-    """Convert the BIDS dataset at `path` and import it in one transaction of `s`; raises
+    """Convert the BIDS dataset at `path` (the subjects and sessions `participants` names, all
+    by default, but those `exclude` names) and import it in one transaction of `s`; raises
     BundleInvalid listing every problem (a blank volume among them unless `allow_blank`), the
     study unchanged."""
     path = Path(path)
@@ -286,8 +366,8 @@ def import_bids(s: Session, path: Path, *, case_info: Path | None, dry_run: bool
     with Workspace(SOURCE, engine=s.get_bind()) as ws:
         try:
             root = ws.path / SOURCE
-            shown, left_out, unconfirmed = convert(path, root, Path(case_info), origin,
-                                                   task_origin)
+            shown, left_out, unconfirmed, skipped = convert(
+                path, root, Path(case_info), origin, task_origin, participants, exclude)
         except BaseException:
             s.rollback()
             raise
@@ -297,4 +377,4 @@ def import_bids(s: Session, path: Path, *, case_info: Path | None, dry_run: bool
         except BundleInvalid as e:
             raise BundleInvalid(path.name, mapped(e.problems, origin, task_origin)) from None
     return BidsSummary(source=SOURCE, imported=summary, cases=shown, left_out=left_out,
-                       unconfirmed=unconfirmed)
+                       unconfirmed=unconfirmed, skipped=skipped)

@@ -18,7 +18,8 @@ admin to confirm. The user's `--sequence-map` rules (regular expressions) come f
 
 Names: T1, T1C (post-contrast T1), T2, FLAIR, T2*, SWI, PD, STIR, DWI, ADC, eADC, DTI (the
 acquisition), FA, MD (DTI maps), DSC, DCE, ASL, CBF, CBV, MTT, TTP, Tmax, Perfusion, MRA,
-MRV, QSM, "T1 map", "T2 map", "T2* map".
+MRV, QSM, "T1 map", "T2 map", "T2* map". A BIDS file's label (`label_bids`) is its name
+followed by the file name's other entities: "T1 (acq-mprage)".
 """
 
 import re
@@ -185,3 +186,20 @@ def name_bids(stem: str, suffix: str) -> Naming:
     if name is not None and entities.get("part") == "phase":
         name = f"{name} phase"
     return Naming(name, True, "not an image to read" if name is None else "")
+
+
+def label_bids(stem: str, suffix: str) -> Naming:
+    """`name_bids`, with the entities that tell series of one name apart kept after it, in the
+    file name's order: every entity but `sub-` and `ses-` (the case's) and those the name says
+    already (the `ce-` of a T1C, `part-phase`): `sub-01_acq-mprage_T1w` -> "T1 (acq-mprage)",
+    `sub-01_acq-mprage_ce-gadolinium_run-2_T1w` -> "T1C (acq-mprage, run-2)". Cut, like an own
+    name, to MAX_OWN_NAME characters."""
+    naming = name_bids(stem, suffix)
+    if naming.name is None or not naming.known:  # an own name has its entities already
+        return naming
+    said = {"sub", "ses"} | ({"ce"} if naming.name.startswith("T1C") else set())
+    kept = [e for e in stem.split("_") if "-" in e and e.split("-", 1)[0] not in said
+            and e != "part-phase"]
+    if not kept:
+        return naming
+    return Naming(own_name(f"{naming.name} ({', '.join(kept)})", naming.name), True)

@@ -24,6 +24,7 @@ def test_the_cli_offers_every_registered_format_and_nothing_else() -> None:
     (["import", "b", "--answers", "a.json"], "nmb: --answers is for --from neural-medbench\n"),
     (["import", "b", "--from", "neural-medbench", "--case-info", "c.json"],
      "nmb: --case-info is for --from dicom and --from bids\n"),
+    (["import", "d", "--from", "dicom", "--exclude", "sub-01"], "nmb: --exclude is for --from bids\n"),
     (["import-responses", "r.jsonl", "--from", "nmb", "--model", "m"],
      "nmb: --model is for --from openai-batch and --from vlmevalkit and --from lm-eval\n"),
     (["import-responses", "r.jsonl", "--from", "vlmevalkit", "--filter", "x"],

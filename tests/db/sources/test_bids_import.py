@@ -101,7 +101,7 @@ def test_bids_refusals(database_url: str, tmp_path: Path) -> None:
     assert refused(_cases(tmp_path, **{"sub-01": {"title": "{weight}", "ehr": ""},
                                        "sub-09": {"title": "x", "ehr": ""}})) == [
         "CASES.json sub-01: title names {weight}, not a participants.tsv column of this subject",
-        "CASES.json: has no entry for sub-02",
+        "CASES.json: has no entry for sub-02 (give it one, or --exclude sub-02)",
         "CASES.json: sub-09: no such subject in the dataset"]
     (root / "sub-01/anat/sub-01_T2w.nii.gz").write_bytes(b"\x1f\x8b not really")
     assert refused(_cases(tmp_path))[0].startswith("sub-01/anat/sub-01_T2w.nii.gz: is not a "

@@ -10,7 +10,7 @@ import nibabel
 import pydicom
 from nibabel import parrec
 
-from db.sources.sequences import MAX_NAME, name_bids, name_series, own_name
+from db.sources.sequences import MAX_NAME, label_bids, name_bids, name_series, own_name
 
 SELF = "itself"
 
@@ -119,6 +119,19 @@ BIDS = [
     ("sub-01_ses-1_inv-1_MP2RAGE", f"{SELF}: inv-1_MP2RAGE"),
 ]
 
+#: BIDS file names -> series label: the entities but sub-, ses- and those the name says kept.
+LABELS = [
+    *BIDS[:4],  # no other entity: the name alone
+    ("sub-01_ses-mri_acq-mprage_T1w", "T1 (acq-mprage)"),  # ds000117
+    ("sub-01_acq-mp2rage_T1w", "T1 (acq-mp2rage)"),
+    ("sub-01_acq-mprage_ce-gadolinium_run-2_T1w", "T1C (acq-mprage, run-2)"),
+    ("sub-01_ce-gadolinium_FLAIR", "FLAIR (ce-gadolinium)"), ("sub-01_rec-norm_T2w", "T2 (rec-norm)"),
+    ("sub-01_part-phase_swi", "SWI phase"), ("sub-01_echo-2_MEGRE", "T2* (echo-2)"),
+    ("sub-01_dir-AP_dwi", "DWI (dir-AP)"), ("sub-01_acq-highresolution_rec-moco_run-12_T2map",
+                                            "T2 map (acq-highresoluti..."),
+    ("sub-01_acq-mprage_defacemask", None), ("sub-01_ses-1_inv-1_MP2RAGE", f"{SELF}: inv-1_MP2RAGE"),
+]
+
 
 def _read(package: str, file: str, attribute: str) -> str:
     """The attribute as stored in the file of the installed wheel."""
@@ -152,6 +165,10 @@ def test_vendor_bids_and_real_descriptions_get_their_names() -> None:
         stem, suffix = file.rsplit("_", 1)
         expected.append((file, name))
         got.append((file, _label(name_bids(stem, suffix))))
+    for file, name in LABELS:
+        stem, suffix = file.rsplit("_", 1)
+        expected.append((file, "label", name))
+        got.append((file, "label", _label(label_bids(stem, suffix))))
     assert got == expected
 
 

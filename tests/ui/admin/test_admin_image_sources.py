@@ -47,10 +47,12 @@ def test_dicom_zip_and_bids_path_import_from_the_admin_page(sqlite_url: str,
     at.radio[0].set_value("BIDS dataset").run()
     at.text_input[0].set_value(str(root)).run()
     at.text_input[1].set_value(str(info)).run()
+    at.text_input[3].set_value("sub-02/ses-pre").run()  # --exclude
     next(b for b in at.button if b.label == "Import").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     with session() as s:
         assert s.get(Case, "sub-01").title == "Subject 1, 54 years"
+        assert s.get(Case, "sub-02_ses-post") and not s.get(Case, "sub-02_ses-pre")
         assert len(s.exec(select(Series).where(Series.case_id == "sub-01")).all()) == 5  # MP2RAGE too
 
     (root / "dataset_description.json").unlink()
