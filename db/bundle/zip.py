@@ -1,20 +1,20 @@
 """Open a bundle given as a folder or as a `.zip` of that folder (checked, then extracted).
 
-Every entry is checked from the central directory before anything is written: names (no
-absolute path, no `..`, no symbolic link, no file twice, no file and folder of the same name)
-and sizes (the total, its ratio to the archive's size, the free disk space). While extracting,
-`zipfile` never yields more than an entry's declared size and checks its CRC, so a lying
-header stops the extraction with an error instead of filling the disk.
+The zip is checked by `db.zip_guard` before anything is written (a bounded central directory;
+every entry's name, method and size: no absolute path, no `..`, no symbolic link, no file
+twice, no file and folder of the same name), then as a whole here (the total, its ratio to the
+archive's size, the free disk space). While extracting, no entry yields more than its declared
+size and its CRC is checked, so a lying header stops the extraction with an error instead of
+filling the disk.
 """
 
-import lzma
 import shutil
-import stat
 import zipfile
-import zlib
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
+from db import zip_guard
 from db.bundle.errors import BundleInvalid, Problem
+from errors import UserError
 
 #: Refuse a zip whose entries would unpack to more than this (a zip bomb, or a mistake).
 MAX_UNZIPPED_BYTES = 64 * 2**30
@@ -23,46 +23,18 @@ MAX_UNZIPPED_BYTES = 64 * 2**30
 MAX_RATIO = 100
 #: ... once it unpacks to more than this (small archives may compress better, harmlessly).
 RATIO_FROM_BYTES = 64 * 2**20
+#: Entries of one zip (a DICOM study of 20,000 files fits), and its central directory's bytes.
+MAX_ENTRIES = 100_000
+MAX_DIRECTORY_BYTES = 64 * 2**20
 _IGNORED = ("__MACOSX",)
-# What zipfile and its decompressors raise on damaged or unsupported entries.
-_EXTRACT_ERRORS = (zipfile.BadZipFile, RuntimeError, OSError, EOFError, ValueError, zlib.error,
-                   lzma.LZMAError)
 
 
-def _parts(info: zipfile.ZipInfo) -> tuple[str, ...]:
-    return PurePosixPath(info.filename.replace("\\", "/")).parts
-
-
-def _unsafe_reason(info: zipfile.ZipInfo) -> str | None:
-    name = info.filename.replace("\\", "/")
-    if name.startswith("/") or (len(name) > 1 and name[1] == ":"):
-        return "zip entry has an absolute path"
-    if ".." in _parts(info):
-        return "zip entry path contains '..'"
-    if stat.S_ISLNK(info.external_attr >> 16):
-        return "zip entry is a symbolic link"
-    if not _parts(info):
-        return "zip entry has an empty name"
-    return None
-
-
-def _layout_problems(infos: list[zipfile.ZipInfo]) -> list[Problem]:
-    """A file listed twice, or a file and a folder with the same path."""
-    problems = []
-    files: dict[tuple[str, ...], str] = {}
-    folders: set[tuple[str, ...]] = set()
-    for info in infos:
-        parts = _parts(info)
-        folders.update(parts[:k] for k in range(1, len(parts)))
-        if info.is_dir():
-            folders.add(parts)
-        elif parts in files:
-            problems.append(Problem(info.filename, None, "the zip holds this file twice"))
-        else:
-            files[parts] = info.filename
-    problems += [Problem(files[p], None, "the zip holds a file and a folder of this name")
-                 for p in files if p in folders]
-    return problems
+def _caps() -> zip_guard.Caps:
+    """Any entry name the guard allows; sizes are checked in all (`_size_problems`)."""
+    return zip_guard.Caps(max_members=MAX_ENTRIES, max_directory_bytes=MAX_DIRECTORY_BYTES,
+                          member_cap=lambda _name: MAX_UNZIPPED_BYTES, zip64=True,
+                          methods=frozenset({zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED,
+                                             zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA}))
 
 
 def _size_problems(path: Path, infos: list[zipfile.ZipInfo], dest: Path,
@@ -83,30 +55,36 @@ def _size_problems(path: Path, infos: list[zipfile.ZipInfo], dest: Path,
 
 def extract_zip(path: Path, dest: Path, *, max_bytes: int = MAX_UNZIPPED_BYTES) -> None:
     """Extract `path` into `dest` after checking every entry (see the module docstring)."""
-    label = path.name
+    label, caps = path.name, _caps()
+    with open(path, "rb") as fh:
+        try:
+            zf = zip_guard.open_zip(fh, path.stat().st_size, caps)
+        except UserError as e:
+            raise BundleInvalid(label, [Problem(label, None, f"not a readable zip file: {e}")]
+                                ) from None
+        with zf:
+            infos = [i for i in zf.infolist() if i.filename.split("/", 1)[0] not in _IGNORED]
+            problems = [Problem(name or label, None, why)
+                        for name, why in zip_guard.problems(infos, caps)]
+            problems = problems or _size_problems(path, infos, dest, max_bytes)
+            if problems:
+                raise BundleInvalid(label, problems)
+            for info in infos:
+                _extract(zf, info, dest.joinpath(*zip_guard.parts(info)), label)
+
+
+def _extract(zf: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path, label: str) -> None:
     try:
-        zf = zipfile.ZipFile(path)
-    except _EXTRACT_ERRORS as e:
-        raise BundleInvalid(label, [Problem(label, None, f"not a readable zip file: {e}")]) from None
-    with zf:
-        infos = [i for i in zf.infolist() if i.filename.split("/", 1)[0] not in _IGNORED]
-        problems = [Problem(i.filename, None, r) for i in infos if (r := _unsafe_reason(i))]
-        problems = problems or _layout_problems(infos)
-        problems = problems or _size_problems(path, infos, dest, max_bytes)
-        if problems:
-            raise BundleInvalid(label, problems)
-        for info in infos:
-            target = dest.joinpath(*_parts(info))
-            try:
-                if info.is_dir():
-                    target.mkdir(parents=True, exist_ok=True)
-                    continue
-                target.parent.mkdir(parents=True, exist_ok=True)
-                with zf.open(info) as src, open(target, "xb") as out:
-                    shutil.copyfileobj(src, out, 1 << 20)
-            except _EXTRACT_ERRORS as e:
-                msg = f"cannot extract from {label}: {e}"
-                raise BundleInvalid(label, [Problem(info.filename, None, msg)]) from None
+        if info.is_dir():
+            target.mkdir(parents=True, exist_ok=True)
+            return
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(target, "xb") as out:
+            for chunk in zip_guard.chunks(zf, info):
+                out.write(chunk)
+    except (UserError, *zip_guard.READ_ERRORS) as e:
+        msg = f"cannot extract from {label}: {e}"
+        raise BundleInvalid(label, [Problem(info.filename, None, msg)]) from None
 
 
 def bundle_root(folder: Path) -> Path:
