@@ -414,13 +414,10 @@ def _pixels(ds: Any, name: str) -> np.ndarray | str:
         if need > limit:
             return (f"is {rows:,} x {cols:,} pixels x {frames:,} frames: decoded, more than "
                     f"the limit of {limit / 2**20:,.0f} MiB ({MAX_IMAGE_BYTES_ENV})")
-        syntax = ds.file_meta.TransferSyntaxUID
-        if not syntax.is_compressed:
+        if not ds.file_meta.TransferSyntaxUID.is_compressed:
             if len(ds.PixelData) < need:
                 return (f"is truncated: pixel data holds {len(ds.PixelData):,} bytes of "
                         f"{need:,}")
-        elif why := _no_decoder(syntax):
-            return why
         data = ds.pixel_array
     except Exception as e:  # pydicom and its decoders raise many types on damaged data
         return f"pixel data cannot be read: {str(e).splitlines()[0][:200]}"
@@ -432,12 +429,19 @@ def _pixels(ds: Any, name: str) -> np.ndarray | str:
     return data.reshape(frames, rows, cols)
 
 
-def _no_decoder(syntax: Any) -> str | None:
-    """Why pydicom cannot decode pixels of the compressed transfer syntax `syntax` here,
-    naming what to install; None if it can."""
+def _no_decoder(ds: Any) -> str | None:
+    """Why pydicom cannot decode the compressed pixels of `ds` here, naming what to install;
+    None if it can (or they are not compressed, or the file meta is damaged: `_pixels` names
+    that)."""
     from pydicom.pixels import get_decoder
 
-    name = escape_unprintable(syntax.name if syntax.is_transfer_syntax else str(syntax))[:80]
+    syntax = getattr(getattr(ds, "file_meta", None), "TransferSyntaxUID", None)
+    try:
+        if syntax is None or not syntax.is_compressed:
+            return None
+    except ValueError:  # not a transfer syntax pydicom knows: `_pixels` names it
+        return None
+    name = escape_unprintable(syntax.name)[:80]
     try:
         decoder = get_decoder(syntax)
     except NotImplementedError:
@@ -476,15 +480,19 @@ def _mosaic(ds: Any, pixels: np.ndarray, ipp: Any, iop: Any, spacing: Any
     try:
         csa = _csa_image_header(ds)
     except Exception as e:  # nibabel raises several types on a damaged CSA header
-        return f"is a Siemens mosaic whose CSA header cannot be read: {str(e)[:120]}"
+        why = (str(e).splitlines() or [type(e).__name__])[0]
+        return f"is a Siemens mosaic whose CSA header cannot be read: {escape_unprintable(why)[:120]}"
     n = None
-    block = ds.private_block(0x0019, "SIEMENS MR HEADER") if (0x0019, 0x0010) in ds else None
     try:
-        if block is not None and (0x0019, block.block_start + 0x0A) in ds:
+        block = ds.private_block(0x0019, "SIEMENS MR HEADER")
+        if (0x0019, block.block_start + 0x0A) in ds:
             n = int(block[0x0A].value)
-        elif items := _csa_value(csa, "NumberOfImagesInMosaic"):
+    except (TypeError, ValueError, KeyError):  # no Siemens private header, or a damaged one
+        n = None
+    try:
+        if n is None and (items := _csa_value(csa, "NumberOfImagesInMosaic")):
             n = int(items[0])
-    except (TypeError, ValueError, KeyError):
+    except (TypeError, ValueError):
         n = None
     if n is None or not 1 <= n <= 4096:
         return ("is a Siemens mosaic without a usable NumberOfImagesInMosaic (its slices "
@@ -582,7 +590,7 @@ def read_study(path: Path, problems: list[Problem],
             ds, sop_class or str(getattr(ds, "SOPClassUID", "")), image_type)
         if s.localizer or s.naming.name is None or (s.held_back and not allow_burned_in):
             continue  # left out, or refused whatever its pixels: they are not read
-        if why := _rescale_problem(ds):
+        if why := _rescale_problem(ds) or _no_decoder(ds):  # the series' problem, named once
             s.problems.append(f"{rel}: {why}")
             continue
         pixels = _pixels(ds, rel)
