@@ -7,17 +7,23 @@ the user's sequence map, then the vendor table of `db.sources.sequences`; a desc
 names is kept as the series' name and listed in the summary for the admin to confirm. Left out
 and listed: localizers, scouts and calibration scans (ImageType LOCALIZER, or what the table
 or the map names null), objects without pixels (reports, presentation states, the DICOMDIR
-itself). Refused, one problem each: files that are not DICOM or are truncated, a series with
-BurnedInAnnotation YES or of a Secondary Capture class (unless `allow_burned_in`), missing
-geometry tags, mixed orientations, pixel spacings or sizes, slice gaps, and a blank series
-(every voxel of one value, unless `allow_blank`).
+itself). Refused, one problem each: files that are not DICOM or are truncated, a series whose
+pixels may show who the patient is (`_held_back`: BurnedInAnnotation YES, a Secondary Capture,
+a screen save, RecognizableVisualFeatures YES, ultrasound and visible-light photographs;
+unless `allow_burned_in`), pixels no installed decoder reads (naming the package), rescale
+values that are not finite or absurd, missing geometry tags, mixed orientations, pixel spacings
+or sizes, slice gaps, and a blank series (every voxel of one value, unless `allow_blank`).
+A Siemens mosaic's tiles are its slices (`_mosaic`); a series of several volumes (diffusion
+directions and b-values, time points) is one 4-D series, its b-values in its name
+("DWI (b=0,1000)", from dcm2niix's .bval); a scanner's ADC or trace map is its own series.
 
 Each series is converted by dcm2niix (the binary of its PyPI wheel) from a folder of links to
 its files in a workspace under NMB_HOME/tmp, then written text-free (`imaging.text_free`) into a
 bundle folder, and its geometry is checked against the DICOM tags: every slice's
 ImagePositionPatient, its row and column directions (ImageOrientationPatient times
-PixelSpacing) land on voxel centres of the volume, and the voxels there hold that slice's
-corner pixels. The bundle (case.json from the case info, tasks.jsonl) is imported by
+PixelSpacing) land on voxel centres of the volume, and the voxels there (in one of its volumes)
+hold that slice's corner pixels, as pydicom decodes them (within LOSSY_TOLERANCE for a lossy
+transfer syntax). The bundle (case.json from the case info, tasks.jsonl) is imported by
 `db.bundle.importer.import_bundle`. No header value is stored (not in the database, the image
 store or the NIfTI header) but the SeriesDescription of a series no rule names; the summary
 lists the identifying attributes that were present and dropped
@@ -439,8 +445,8 @@ def _no_decoder(ds: Any) -> str | None:
     try:
         if syntax is None or not syntax.is_compressed:
             return None
-    except ValueError:  # not a transfer syntax pydicom knows: `_pixels` names it
-        return None
+    except (ValueError, AttributeError):  # not a transfer syntax pydicom knows (or several
+        return None  # values, damaged): `_pixels` names it
     name = escape_unprintable(syntax.name)[:80]
     try:
         decoder = get_decoder(syntax)

@@ -83,6 +83,7 @@ SYNTAXES = {
     "jpeg_lossless_sv1": uid.JPEGLosslessSV1,
     "jpeg_2000_lossless": uid.JPEG2000Lossless,
     "jpeg_baseline": uid.JPEGBaseline8Bit,  # lossy: checked within the lossy tolerance
+    "rle": uid.RLELossless,
 }
 
 
