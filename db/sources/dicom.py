@@ -7,17 +7,23 @@ the user's sequence map, then the vendor table of `db.sources.sequences`; a desc
 names is kept as the series' name and listed in the summary for the admin to confirm. Left out
 and listed: localizers, scouts and calibration scans (ImageType LOCALIZER, or what the table
 or the map names null), objects without pixels (reports, presentation states, the DICOMDIR
-itself). Refused, one problem each: files that are not DICOM or are truncated, a series with
-BurnedInAnnotation YES or of a Secondary Capture class (unless `allow_burned_in`), missing
-geometry tags, mixed orientations, pixel spacings or sizes, slice gaps, and a blank series
-(every voxel of one value, unless `allow_blank`).
+itself). Refused, one problem each: files that are not DICOM or are truncated, a series whose
+pixels may show who the patient is (`_held_back`: BurnedInAnnotation YES, a Secondary Capture,
+a screen save, RecognizableVisualFeatures YES, ultrasound and visible-light photographs;
+unless `allow_burned_in`), pixels no installed decoder reads (naming the package), rescale
+values that are not finite or absurd, missing geometry tags, mixed orientations, pixel spacings
+or sizes, slice gaps, and a blank series (every voxel of one value, unless `allow_blank`).
+A Siemens mosaic's tiles are its slices (`_mosaic`); a series of several volumes (diffusion
+directions and b-values, time points) is one 4-D series, its b-values in its name
+("DWI (b=0,1000)", from dcm2niix's .bval); a scanner's ADC or trace map is its own series.
 
 Each series is converted by dcm2niix (the binary of its PyPI wheel) from a folder of links to
 its files in a workspace under NMB_HOME/tmp, then written text-free (`imaging.text_free`) into a
 bundle folder, and its geometry is checked against the DICOM tags: every slice's
 ImagePositionPatient, its row and column directions (ImageOrientationPatient times
-PixelSpacing) land on voxel centres of the volume, and the voxels there hold that slice's
-corner pixels. The bundle (case.json from the case info, tasks.jsonl) is imported by
+PixelSpacing) land on voxel centres of the volume, and the voxels there (in one of its volumes)
+hold that slice's corner pixels, as pydicom decodes them (within LOSSY_TOLERANCE for a lossy
+transfer syntax). The bundle (case.json from the case info, tasks.jsonl) is imported by
 `db.bundle.importer.import_bundle`. No header value is stored (not in the database, the image
 store or the NIfTI header) but the SeriesDescription of a series no rule names; the summary
 lists the identifying attributes that were present and dropped
@@ -46,7 +52,7 @@ from db.bundle.validate import leaves, read_json
 from db.sources.case_info import CaseInfo, mapped, read_case_info, write_case
 from db.sources.dicom_identifiers import present
 from db.sources.folder import unreadable
-from db.sources.sequences import Naming, name_series
+from db.sources.sequences import Naming, name_series, with_b_values
 from errors import UserError, counted, escape_unprintable
 from imaging.image_file import (
     MAX_IMAGE_BYTES_ENV,
@@ -66,6 +72,35 @@ _SECONDARY_CAPTURE = "1.2.840.10008.5.1.4.1.1.7"
 DEFLATED = "1.2.840.10008.1.2.1.99"  # Deflated Explicit VR Little Endian (PS3.5 A.5)
 _TOL_VOXEL = 0.05  # how far (in voxels) a DICOM position may be from a voxel centre
 _TOL_SPACING = 1e-3  # relative
+#: RescaleSlope and RescaleIntercept beyond this (or a slope below its inverse, or not finite)
+#: are damage or a unit mistake: dcm2niix stores them as float32 scale factors (1e308 is inf)
+MAX_RESCALE = 1e6
+#: Transfer syntaxes whose pixels are lossy: pydicom's decoder and dcm2niix's may differ by a
+#: rounding step, so the geometry check compares their corner pixels within LOSSY_TOLERANCE
+_LOSSY = {"1.2.840.10008.1.2.4.50", "1.2.840.10008.1.2.4.51", "1.2.840.10008.1.2.4.81",
+          "1.2.840.10008.1.2.4.91", "1.2.840.10008.1.2.4.203"}
+LOSSY_TOLERANCE = 0.02  # of the series' pixel range (at least 2 values)
+#: The packages (the `[dicom]` extra) that let pydicom decode a transfer syntax
+_DECODERS = {
+    **dict.fromkeys(("1.2.840.10008.1.2.4.50", "1.2.840.10008.1.2.4.51",
+                     "1.2.840.10008.1.2.4.57", "1.2.840.10008.1.2.4.70",
+                     "1.2.840.10008.1.2.4.80", "1.2.840.10008.1.2.4.81"),
+                    "pylibjpeg and pylibjpeg-libjpeg"),
+    **dict.fromkeys(("1.2.840.10008.1.2.4.90", "1.2.840.10008.1.2.4.91",
+                     "1.2.840.10008.1.2.4.201", "1.2.840.10008.1.2.4.202",
+                     "1.2.840.10008.1.2.4.203"), "pylibjpeg and pylibjpeg-openjpeg"),
+    "1.2.840.10008.1.2.5": "pylibjpeg and pylibjpeg-rle",
+}
+#: Modalities whose images are photographs or screens rather than slices of a scanner's
+#: volume, usually showing a face, a name or a label (DICOM PS3.3 C.7.3.1.1.1): ultrasound,
+#: external-camera, endoscopic, ophthalmic, microscopy photographs, documents, and the retired
+#: SC (secondary capture) modality code
+_PICTURE_MODALITIES = {"US": "an ultrasound image", "XC": "a visible-light photograph",
+                       "ES": "an endoscopy image", "OP": "an ophthalmic photograph",
+                       "GM": "a microscopy image", "SM": "a microscopy image",
+                       "DOC": "a scanned document", "SC": "a secondary capture"}
+_ULTRASOUND = ("1.2.840.10008.5.1.4.1.1.6.", "1.2.840.10008.5.1.4.1.1.3.")  # US image classes
+_VISIBLE_LIGHT = "1.2.840.10008.5.1.4.1.1.77."  # VL endoscopic, microscopic, photographic ...
 
 
 @dataclass
@@ -106,6 +141,7 @@ class _Frame:
     orientation: np.ndarray  # ImageOrientationPatient (6)
     spacing: np.ndarray  # PixelSpacing (row spacing, column spacing)
     corners: tuple[int, int, int]  # raw pixels (0,0), (0,cols-1), (rows-1,0)
+    lossy: bool = False  # its transfer syntax is lossy (`_LOSSY`)
 
 
 def secondary_capture(sop_class: str) -> bool:
@@ -113,6 +149,60 @@ def secondary_capture(sop_class: str) -> bool:
     its multi-frame ...1.1.7.1 to .4)? Screenshots and scanned films, whose pixels usually show
     the patient's name whether or not BurnedInAnnotation says so."""
     return sop_class == _SECONDARY_CAPTURE or sop_class.startswith(_SECONDARY_CAPTURE + ".")
+
+
+def _held_back(ds: Any, sop_class: str, image_type: list[str]) -> str:
+    """Why the pixels of `ds` may show who the patient is, whatever its header says (the
+    header is not the pixels): burned-in annotation, a screen or scanned picture, a photograph
+    or ultrasound image, recognizable features; "" if none. Checked from the header only."""
+    modality = str(getattr(ds, "Modality", "") or "").upper()
+    if str(getattr(ds, "BurnedInAnnotation", "")).upper() == "YES":
+        return "is marked BurnedInAnnotation YES"
+    if secondary_capture(sop_class):
+        return "is a Secondary Capture (a screen or scanned picture)"
+    if "SCREEN SAVE" in image_type:
+        return "is a screen save (ImageType SCREEN SAVE)"
+    if str(getattr(ds, "RecognizableVisualFeatures", "")).upper() == "YES":
+        return "is marked RecognizableVisualFeatures YES (a face may be recognizable)"
+    if modality in _PICTURE_MODALITIES:
+        return f"is {_PICTURE_MODALITIES[modality]} (Modality {modality})"
+    if sop_class.startswith(_ULTRASOUND):
+        return "is an ultrasound image (its SOP class)"
+    if sop_class.startswith(_VISIBLE_LIGHT):
+        return "is a visible-light image: a photograph, endoscopy or microscopy (its SOP class)"
+    return ""
+
+
+def _rescale_problem(ds: Any) -> str | None:
+    """Why the RescaleSlope/RescaleIntercept of `ds` (top level, or an enhanced image's
+    pixel value transformation) cannot scale its pixels: not a number, not finite, a slope of
+    0 or outside 1/MAX_RESCALE..MAX_RESCALE, an intercept beyond MAX_RESCALE; None if usable.
+    dcm2niix would store such values as scale factors that turn every voxel into NaN or inf,
+    or leave them out: either way the volume would silently not be the one the scanner made."""
+    places = [ds]
+    for seq in ("SharedFunctionalGroupsSequence", "PerFrameFunctionalGroupsSequence"):
+        for group in (getattr(ds, seq, None) or []):
+            places += list(getattr(group, "PixelValueTransformationSequence", None) or [])
+    for place in places:
+        for name in ("RescaleSlope", "RescaleIntercept"):
+            if name not in place:
+                continue
+            raw = place[name].value
+            if raw is None or raw == "":
+                continue
+            try:
+                value = float(raw)
+            except (TypeError, ValueError):
+                return f"{name} {show(str(raw))} is not a number"
+            if not np.isfinite(value):
+                return f"{name} {value:g} is not finite"
+            if name == "RescaleSlope" and not 1 / MAX_RESCALE <= abs(value) <= MAX_RESCALE:
+                return (f"RescaleSlope {value:g} is outside {1 / MAX_RESCALE:g}-{MAX_RESCALE:g} "
+                        "(damage or a unit mistake)")
+            if name == "RescaleIntercept" and abs(value) > MAX_RESCALE:
+                return (f"RescaleIntercept {value:g} is beyond {MAX_RESCALE:g} (damage or a "
+                        "unit mistake)")
+    return None
 
 
 @dataclass
@@ -123,8 +213,8 @@ class _Series:
     files: list[Path] = field(default_factory=list)
     frames: list[_Frame] = field(default_factory=list)
     rows_cols: set[tuple[int, int]] = field(default_factory=set)
-    burned_in: bool = False
-    secondary: bool = False  # a Secondary Capture
+    held_back: str = ""  # why its pixels may show who the patient is (`_held_back`), or ""
+    span: float = 0.0  # the largest max - min of its images' pixels (lossy tolerance)
     localizer: bool = False  # ImageType LOCALIZER
     naming: Naming = Naming("", True)  # what it is called (`db.sources.sequences`)
     damaged: bool = False  # a file's pixels could not be read (reported on its own)
@@ -345,13 +435,116 @@ def _pixels(ds: Any, name: str) -> np.ndarray | str:
     return data.reshape(frames, rows, cols)
 
 
+def _no_decoder(ds: Any) -> str | None:
+    """Why pydicom cannot decode the compressed pixels of `ds` here, naming what to install;
+    None if it can (or they are not compressed, or the file meta is damaged: `_pixels` names
+    that)."""
+    from pydicom.pixels import get_decoder
+
+    syntax = getattr(getattr(ds, "file_meta", None), "TransferSyntaxUID", None)
+    try:
+        if syntax is None or not syntax.is_compressed:
+            return None
+    except (ValueError, AttributeError):  # not a transfer syntax pydicom knows (or several
+        return None  # values, damaged): `_pixels` names it
+    name = escape_unprintable(syntax.name)[:80]
+    try:
+        decoder = get_decoder(syntax)
+    except NotImplementedError:
+        return (f"its pixels are in transfer syntax {name} ({escape_unprintable(str(syntax))[:64]}"
+                "), which the import cannot decode")
+    if decoder.is_available:
+        return None
+    return (f"its pixels are {name}, which pydicom cannot decode without "
+            f"{_DECODERS.get(str(syntax), 'a decoder plugin')}: pip install "
+            "'neural-medbench-studio[dicom]'")
+
+
+def _csa_image_header(ds: Any) -> dict[str, Any]:
+    """The tags of a Siemens CSA image header (0029,xx10), {} if there is none; raises on a
+    damaged one (nibabel's reader: `nibabel.nicom.csareader`)."""
+    from nibabel.nicom import csareader
+
+    return (csareader.get_csa_header(ds, "image") or {}).get("tags", {})
+
+
+def _csa_value(csa: dict[str, Any], name: str) -> list:
+    return list((csa.get(name) or {}).get("items") or [])
+
+
+def _mosaic(ds: Any, pixels: np.ndarray, ipp: Any, iop: Any, spacing: Any
+            ) -> tuple[np.ndarray, list[tuple[Any, Any, Any]]] | str:
+    """A Siemens mosaic (ImageType MOSAIC: the slices of one volume tiled in one image) as its
+    slices and each slice's geometry, or why it cannot be. The number of slices is the
+    NumberOfImagesInMosaic of Siemens' private header (0019,xx0A) or CSA image header; tiles
+    fill a ceil(sqrt(n)) square row by row. ImagePositionPatient is the top-left of the whole
+    mosaic: the first slice's is that shifted by half the pixels the tiles leave, along the
+    row and column directions; slice k lies k x SpacingBetweenSlices (else SliceThickness)
+    along the CSA SliceNormalVector (else the row x column direction). This is how nibabel
+    (`MosaicWrapper.image_position`) and dcm2niix read mosaics; the geometry check then tests
+    dcm2niix's volume against it."""
+    try:
+        csa = _csa_image_header(ds)
+    except Exception as e:  # nibabel raises several types on a damaged CSA header
+        why = (str(e).splitlines() or [type(e).__name__])[0]
+        return f"is a Siemens mosaic whose CSA header cannot be read: {escape_unprintable(why)[:120]}"
+    n = None
+    try:
+        block = ds.private_block(0x0019, "SIEMENS MR HEADER")
+        if (0x0019, block.block_start + 0x0A) in ds:
+            n = int(block[0x0A].value)
+    except (TypeError, ValueError, KeyError):  # no Siemens private header, or a damaged one
+        n = None
+    try:
+        if n is None and (items := _csa_value(csa, "NumberOfImagesInMosaic")):
+            n = int(items[0])
+    except (TypeError, ValueError):
+        n = None
+    if n is None or not 1 <= n <= 4096:
+        return ("is a Siemens mosaic without a usable NumberOfImagesInMosaic (its slices "
+                "cannot be found)")
+    per_row = int(np.ceil(np.sqrt(n)))
+    _, rows, cols = pixels.shape
+    if rows % per_row or cols % per_row:
+        return (f"is a Siemens mosaic of {n} images whose {rows} x {cols} pixels do not split "
+                f"into {per_row} x {per_row} tiles")
+    tr, tc = rows // per_row, cols // per_row
+    step = getattr(ds, "SpacingBetweenSlices", None) or getattr(ds, "SliceThickness", None)
+    try:
+        step = float(step)
+    except (TypeError, ValueError):
+        return ("is a Siemens mosaic without a usable SpacingBetweenSlices or SliceThickness "
+                "(where its slices lie cannot be known)")
+    if not np.isfinite(step) or step <= 0:
+        return f"is a Siemens mosaic whose slice spacing {step:g} mm is not positive"
+    if why := _bad_geometry(ipp, iop, spacing):
+        return f"{why} (the volume's geometry cannot be known)"
+    iop, spacing = np.asarray(iop, float), np.asarray(spacing, float)
+    row_dir, col_dir = iop[:3], iop[3:]
+    normal = np.cross(row_dir, col_dir)
+    if len(given := _csa_value(csa, "SliceNormalVector")) == 3:
+        try:
+            v = np.asarray(given, float)
+        except (TypeError, ValueError):
+            v = np.zeros(3)
+        if np.isfinite(v).all() and abs(np.linalg.norm(v) - 1) < 1e-2:
+            normal = v
+    first = (np.asarray(ipp, float) + row_dir * spacing[1] * (cols - tc) / 2
+             + col_dir * spacing[0] * (rows - tr) / 2)
+    tiles = np.stack([pixels[0, (k // per_row) * tr:(k // per_row + 1) * tr,
+                             (k % per_row) * tc:(k % per_row + 1) * tc] for k in range(n)])
+    return tiles, [(first + k * step * normal, iop, spacing) for k in range(n)]
+
+
 def read_study(path: Path, problems: list[Problem],
-               rules: list[tuple[re.Pattern, str | None]] | None = None
+               rules: list[tuple[re.Pattern, str | None]] | None = None, *,
+               allow_burned_in: bool = False
                ) -> tuple[list[_Series], list[str], set[str]]:
     """The image series, what was left out (non-image objects), the identifying attributes
     present; unreadable files become problems. A series is named by the user's `rules`, then
     the table (`db.sources.sequences.name_series`); the pixels of a series left out (a
-    localizer, or named None) are not read."""
+    localizer, or named None) or held back (`_held_back`, unless `allow_burned_in`) are not
+    read. A Siemens mosaic's slices are its tiles (`_mosaic`)."""
     root, files = _files(path, problems)
     series: dict[str, _Series] = {}
     left_out: dict[str, int] = {}
@@ -399,17 +592,29 @@ def read_study(path: Path, problems: list[Problem],
         s.files.append(f)
         image_type = [str(x).upper() for x in (getattr(ds, "ImageType", None) or [])]
         s.localizer |= "LOCALIZER" in image_type
-        s.burned_in |= str(getattr(ds, "BurnedInAnnotation", "")).upper() == "YES"
-        s.secondary |= secondary_capture(sop_class or str(getattr(ds, "SOPClassUID", "")))
-        if s.localizer or s.naming.name is None:
+        s.held_back = s.held_back or _held_back(
+            ds, sop_class or str(getattr(ds, "SOPClassUID", "")), image_type)
+        if s.localizer or s.naming.name is None or (s.held_back and not allow_burned_in):
+            continue  # left out, or refused whatever its pixels: they are not read
+        if why := _rescale_problem(ds) or _no_decoder(ds):  # the series' problem, named once
+            s.problems.append(f"{rel}: {why}")
             continue
         pixels = _pixels(ds, rel)
         if isinstance(pixels, str):
             problems.append(Problem(rel, None, pixels))
             s.damaged = True
             continue
-        s.rows_cols.add(pixels.shape[1:])
         geometry = _geometry(ds)
+        if "MOSAIC" in image_type and len(pixels) == 1 and None not in geometry[0]:
+            unpacked = _mosaic(ds, pixels, *geometry[0])
+            if isinstance(unpacked, str):
+                s.problems.append(f"{rel}: {unpacked}")
+                continue
+            pixels, geometry = unpacked
+        s.rows_cols.add(pixels.shape[1:])
+        if pixels.size:
+            s.span = max(s.span, float(pixels.max()) - float(pixels.min()))
+        lossy = str(ds.file_meta.TransferSyntaxUID) in _LOSSY
         if len(geometry) != len(pixels):
             s.problems.append(f"{rel}: has {len(geometry)} per-frame functional groups for "
                               f"{len(pixels)} frames")
@@ -428,7 +633,8 @@ def read_study(path: Path, problems: list[Problem],
             plane = pixels[k]
             s.frames.append(_Frame(np.asarray(ipp, float), np.asarray(iop, float),
                                    np.asarray(spacing, float),
-                                   (int(plane[0, 0]), int(plane[0, -1]), int(plane[-1, 0]))))
+                                   (int(plane[0, 0]), int(plane[0, -1]), int(plane[-1, 0])),
+                                   lossy))
     first, *others = studies.values() or [""]
     problems += [Problem(other, None, f"belongs to another study than {first} "
                          "(StudyInstanceUID differs): one DICOM import is one study, one case")
@@ -495,8 +701,10 @@ def _dcm2niix() -> str:
     return dcm2niix.bin
 
 
-def _convert(s: _Series, work: Path, dest: Path) -> str | None:
-    """Convert `s` with dcm2niix and write it text-free to `dest`; why not, or None."""
+def _convert(s: _Series, work: Path, dest: Path) -> str | list[float]:
+    """Convert `s` with dcm2niix and write it text-free to `dest`; why not, or the b-value of
+    each volume (dcm2niix's .bval: every vendor's diffusion tags, read by dcm2niix; [] for a
+    series without diffusion weighting)."""
     links = work / f"in-{s.number}-{len(list(work.iterdir()))}"
     out = links.with_name(links.name.replace("in-", "out-"))
     links.mkdir()
@@ -519,17 +727,29 @@ def _convert(s: _Series, work: Path, dest: Path) -> str | None:
         save_text_free(made[0], dest)
     except UserError as e:
         return f"the converted volume cannot be read: {e}"
-    return _check_geometry(s, dest)
+    if why := _check_geometry(s, dest):
+        return why
+    bval = made[0].with_name(made[0].name.removesuffix(".nii.gz") + ".bval")
+    try:
+        return [float(b) for b in bval.read_text().split()] if bval.is_file() else []
+    except (OSError, ValueError):
+        return []
 
 
 def _check_geometry(s: _Series, volume: Path) -> str | None:
-    """Does every slice sit where its DICOM tags say, with its corner pixels? None if so."""
+    """Does every slice sit where its DICOM tags say, with its corner pixels (in one of the
+    volumes of a 4-D series; within LOSSY_TOLERANCE of the series' pixel range where its
+    transfer syntax is lossy)? None if so."""
     import nibabel as nib
 
     img = nib.load(volume)
     inverse = np.linalg.inv(img.affine)
     data = np.asanyarray(img.dataobj.get_unscaled())
+    if data.ndim == 3:
+        data = data[..., np.newaxis]
     shape = np.array(data.shape[:3])
+    # lossy pixels: pydicom's decoder and dcm2niix's may round differently
+    tolerance = max(2.0, LOSSY_TOLERANCE * s.span)
     lps_to_ras = np.array([-1.0, -1.0, 1.0])
 
     def voxel(lps: np.ndarray) -> np.ndarray | None:
@@ -548,8 +768,11 @@ def _check_geometry(s: _Series, volume: Path) -> str | None:
         if any(v is None for v in at):
             return (f"image {k + 1}: ImagePositionPatient/ImageOrientationPatient/PixelSpacing "
                     "do not match the converted volume's affine")
-        values = [data[tuple(v)] if data.ndim == 3 else data[(*v, 0)] for v in at]
-        if data.ndim == 3 and [int(v) for v in values] != list(f.corners):
+        # the volume it belongs to (of a 4-D series: diffusion directions, time points) is one
+        # whose three voxels there hold its corner pixels
+        values = np.stack([data[tuple(v)] for v in at]).astype(float)  # (3, volumes)
+        off = np.abs(values - np.asarray(f.corners, float)[:, np.newaxis]).max(axis=0)
+        if not (off <= (tolerance if f.lossy else 0)).any():
             return f"image {k + 1}: the converted volume's voxels differ from the DICOM pixels"
     return None
 
@@ -577,6 +800,10 @@ def _quiet_pydicom() -> None:
     another's warnings, or restore a list without a filter another thread had just added.
     Adding the same filter again replaces it (no growth)."""
     warnings.filterwarnings("ignore", module=r"pydicom(\.|$)")
+    # nibabel's DICOM package warns once, on import, that it is experimental: only its CSA
+    # header reader is used (`_csa_image_header`)
+    warnings.filterwarnings("ignore", message="The DICOM readers are highly experimental",
+                            category=UserWarning)
 
 
 def _convert_study(path: Path, root: Path, info: CaseInfo, *, sequence_map: Path | None,
@@ -584,7 +811,8 @@ def _convert_study(path: Path, root: Path, info: CaseInfo, *, sequence_map: Path
                    ) -> tuple[list[str], list[str], list[str], list[str]]:
     rules = read_sequence_map(sequence_map)
     problems: list[Problem] = []
-    series, left_out, identifiers = read_study(path, problems, rules)
+    series, left_out, identifiers = read_study(path, problems, rules,
+                                               allow_burned_in=allow_burned_in)
     label = path.name
     chosen: list[tuple[_Series, str]] = []
     for s in series:
@@ -594,12 +822,11 @@ def _convert_study(path: Path, root: Path, info: CaseInfo, *, sequence_map: Path
             continue
         name = s.naming.name
         # a damaged file is its own problem: the slices left would only show a false gap
-        msgs = [] if s.damaged else _check_series(s)
-        if (s.burned_in or s.secondary) and not allow_burned_in:
-            why = ("is marked BurnedInAnnotation YES" if s.burned_in else
-                   "is a Secondary Capture (a screen or scanned picture)")
-            msgs.insert(0, f"{why}: its pixels may show patient identifiers (--allow-burned-in "
-                           "after checking them)")
+        if s.held_back and not allow_burned_in:  # its pixels were not read
+            msgs = [f"{s.held_back}: its pixels may show patient identifiers "
+                    "(--allow-burned-in after checking them)"]
+        else:
+            msgs = [] if s.damaged else _check_series(s)
         problems += [Problem(label, None, f"{s.label}: {m}") for m in msgs]
         if not msgs:
             chosen.append((s, name))
@@ -614,16 +841,19 @@ def _convert_study(path: Path, root: Path, info: CaseInfo, *, sequence_map: Path
     folder.mkdir(parents=True)
     entries, shown, used, unconfirmed = [], [], {}, []
     for k, (s, name) in enumerate(chosen, start=1):
-        used[name] = used.get(name, 0) + 1
-        sequence = name if used[name] == 1 else f"{name} ({used[name]})"
         file = f"series-{s.number}-{k}.nii.gz"  # SeriesNumber alone is not unique
         why = _convert(s, work, folder / file)
-        if why:
+        if isinstance(why, str):
             problems.append(Problem(label, None, f"{s.label}: {why}"))
             continue
         import nibabel as nib
 
-        shape = "x".join(map(str, nib.load(folder / file).shape))
+        shape = nib.load(folder / file).shape
+        if len(shape) == 4 and shape[3] > 1 and why:  # several volumes with their b-values
+            name = with_b_values(name, why)
+        used[name] = used.get(name, 0) + 1
+        sequence = name if used[name] == 1 else f"{name} ({used[name]})"
+        shape = "x".join(map(str, shape))
         origin[f"cases/{cid}/{file}"] = f"{label} {s.label}"
         entries.append({"sequence": sequence, "file": file})
         shown.append(f"{sequence}: {shape}")

@@ -172,6 +172,20 @@ def name_series(description: str, user_rules: list[tuple[re.Pattern, str | None]
     return from_table(description) or Naming(own_name(description, fallback), False)
 
 
+def with_b_values(name: str, b_values: list[float]) -> str:
+    """The name of a series of several diffusion-weighted volumes with its b-values (s/mm2,
+    to the nearest 10, each once, in order): "DWI (b=0,1000)"; "DWI (4 b-values, 0-3000)"
+    where the list would not fit MAX_OWN_NAME; `name` alone without b-values."""
+    shells = sorted({int(round(b, -1)) for b in b_values if 0 <= b < 1e6})
+    if not shells:
+        return name
+    for label in (f"{name} (b={','.join(map(str, shells))})",
+                  f"{name} ({len(shells)} b-values, {shells[0]}-{shells[-1]})"):
+        if len(label) <= MAX_OWN_NAME:
+            return label
+    return name
+
+
 def name_bids(stem: str, suffix: str) -> Naming:
     """A BIDS file's name: `stem` is its name before `_<suffix>.nii[.gz]` (entities such as
     `sub-01_ses-pre_ce-gadolinium`). A suffix not in BIDS_SUFFIXES is named by the entities

@@ -189,3 +189,77 @@ def write_series(folder: Path, datasets: list[Dataset]) -> Path:
     for n, ds in enumerate(datasets):
         ds.save_as(folder / f"IM{n:05d}", enforce_file_format=True)
     return folder
+
+
+# ---------------------------------------------------------------- compressed pixels
+
+
+def jpeg_lossless(plane: np.ndarray, precision: int = 16) -> bytes:
+    """`plane` (unsigned, `precision` bits) as a JPEG lossless codestream, process 14 with
+    selection value 1 (ITU-T T.81 H.1: predictor Ra, point transform 0): the syntax PACS use
+    for lossless archives, for which no Python package has an encoder. One Huffman table of 17
+    five-bit codes (difference categories 0-16)."""
+    rows, cols = plane.shape
+    x = plane.astype(np.int64)
+    bits: list[str] = []
+    for r in range(rows):
+        for c in range(cols):
+            if r == 0 and c == 0:
+                pred = 1 << (precision - 1)
+            else:
+                pred = x[r, c - 1] if c else x[r - 1, c]
+            diff = (int(x[r, c]) - int(pred)) % (1 << 16)
+            diff = diff - (1 << 16) if diff > 32768 else diff
+            size = 16 if diff == 32768 else abs(diff).bit_length()
+            bits.append(format(size, "05b"))
+            if 0 < size < 16:
+                extra = diff if diff > 0 else diff + (1 << size) - 1
+                bits.append(format(extra, f"0{size}b"))
+    stream = "".join(bits)
+    stream += "1" * (-len(stream) % 8)
+    data = bytearray()
+    for k in range(0, len(stream), 8):
+        byte = int(stream[k:k + 8], 2)
+        data += bytes([byte, 0]) if byte == 0xFF else bytes([byte])
+
+    def segment(marker: int, body: bytes) -> bytes:
+        return bytes([0xFF, marker]) + (len(body) + 2).to_bytes(2, "big") + body
+
+    frame = bytes([precision]) + rows.to_bytes(2, "big") + cols.to_bytes(2, "big") + bytes(
+        [1, 1, 0x11, 0])
+    counts = [0, 0, 0, 0, 17] + [0] * 11
+    table = bytes([0x00]) + bytes(counts) + bytes(range(17))
+    scan = bytes([1, 1, 0x00, 1, 0, 0])  # one component, table 0, predictor 1, Se 0, Pt 0
+    return (b"\xff\xd8" + segment(0xC3, frame) + segment(0xC4, table) + segment(0xDA, scan)
+            + bytes(data) + b"\xff\xd9")
+
+
+def compressed(datasets: list[Dataset], syntax: str) -> list[Dataset]:
+    """`datasets` (16-bit, values 0-1000) with their pixels in `syntax`: JPEG lossless SV1 by
+    `jpeg_lossless`, JPEG baseline as 8-bit pixels by Pillow, the others by pydicom's encoders
+    (pylibjpeg-openjpeg for JPEG 2000, pydicom's own RLE)."""
+    import io
+
+    from PIL import Image
+    from pydicom import uid
+    from pydicom.encaps import encapsulate
+
+    for ds in datasets:
+        plane = ds.pixel_array.astype(np.uint16)
+        ds.PixelRepresentation = 0
+        if syntax == uid.JPEGBaseline8Bit:
+            plane = (plane // 4).astype(np.uint8)
+            ds.BitsAllocated, ds.BitsStored, ds.HighBit = 8, 8, 7
+            buf = io.BytesIO()
+            Image.fromarray(plane, "L").save(buf, "JPEG", quality=90)
+            frame = buf.getvalue()
+        elif syntax == uid.JPEGLosslessSV1:
+            frame = jpeg_lossless(plane)
+        else:
+            ds.PixelData = plane.astype("<u2").tobytes()
+            ds.compress(syntax)
+            continue
+        ds.PixelData = encapsulate([frame])
+        ds["PixelData"].VR = "OB"
+        ds.file_meta.TransferSyntaxUID = syntax
+    return datasets

@@ -152,7 +152,7 @@ def test_dicom_refusals_are_one_line_each(database_url: str, tmp_path: Path) -> 
                          data=volume(6, 6, 3))  # unknown: named by itself, never a refusal
     write_series(folder / "odd", odd)
     (folder / "notes.txt").write_text("not DICOM")
-    cut = folder / "burned" / "IM00001"
+    cut = folder / "odd" / "IM00001"  # a held-back series' pixels are not read: not there
     cut.write_bytes(cut.read_bytes()[:-40])
     assert sorted(_refused(database_url, folder, info)) == sorted([
         "bad: series 2: is marked BurnedInAnnotation YES: its pixels may show patient "
@@ -162,7 +162,7 @@ def test_dicom_refusals_are_one_line_each(database_url: str, tmp_path: Path) -> 
         "slices)",
         "bad: series 5: missing/IM00000: has no ImagePositionPatient (the volume's geometry "
         "cannot be known)",
-        "burned/IM00001: is truncated: pixel data holds 32 bytes of 72",
+        "odd/IM00001: is truncated: pixel data holds 32 bytes of 72",
         "notes.txt: is not a DICOM file (no DICM preamble)"])
     ok = write_series(tmp_path / "ok", classic_series("T2 AX", 7, study_uid=study,
                                                       frame_uid=frame, data=volume(6, 6, 3)))
