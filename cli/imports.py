@@ -80,7 +80,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                     help='dicom: {"SeriesDescription pattern": "SEQUENCE" or null}, tried '
                          "before the vendor table")
     ip.add_argument("--allow-burned-in", action="store_true",
-                    help="dicom: import series marked BurnedInAnnotation YES (check them first)")
+                    help="dicom: import series whose pixels may show who the patient is "
+                    "(burned-in text, screens, photographs, ultrasound, faces; check them first)")
     ip.add_argument("--participants", nargs="+", action="extend", metavar="LABEL",
                     help="bids: import only these subjects (sub-01) or sessions (sub-01/ses-1); "
                          "give PATH first")

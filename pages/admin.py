@@ -183,8 +183,9 @@ def images_import(kind: str) -> None:
                                 "DICOMDIR)", key=f"{kind}_path")
     info = st.file_uploader("Case info (.json)", type=["json"], key=f"{kind}_info")
     info_path = st.text_input("…or the case info's path on the server", key=f"{kind}_info_path")
-    allow = kind == "dicom" and st.checkbox("Allow series marked BurnedInAnnotation YES "
-                                            "(checked by hand)")
+    allow = kind == "dicom" and st.checkbox("Allow series whose pixels may show who the patient "
+                                            "is (burned-in text, screens, photographs, "
+                                            "ultrasound, faces; checked by hand)")
     only = leave = ""
     if kind == "bids":
         only = st.text_input("Only these subjects or sessions (--participants; blank: all)",
