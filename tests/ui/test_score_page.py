@@ -41,11 +41,11 @@ def test_filters_narrow_the_item_list_and_next(demo_study: Path) -> None:
     with session() as s:
         entries = queue(s, rater_id=expert.id)
     at = page("pages/score.py", expert).run()
-    assert len(at.selectbox(key="score_current").options) == len(entries)
+    assert len(at.selectbox(key="score_item_list").options) == len(entries)
     lesion = [e for e in entries if e.family == "lesion"]
     assert 0 < len(lesion) < len(entries)
     at.selectbox(key="score_f_family").set_value("lesion").run()
-    options = at.selectbox(key="score_current").options
+    options = at.selectbox(key="score_item_list").options
     current = at.session_state["score_current"]
     listed = {f"{e.position + 1}. {e.blind_code}" for e in lesion}
     shown = [o for o in options if o.split(" · ")[0] in listed]
@@ -60,7 +60,7 @@ def test_filters_narrow_the_item_list_and_next(demo_study: Path) -> None:
     at.selectbox(key="score_f_family").set_value("All").run()
     at.toggle(key="score_f_unscored").set_value(True).run()
     unscored = [e for e in entries if e.status != "submitted"]
-    assert len([o for o in at.selectbox(key="score_current").options
+    assert len([o for o in at.selectbox(key="score_item_list").options
                 if "· submitted" not in o]) == len(unscored)
 
 
@@ -123,7 +123,7 @@ def _two_tabs_on_a_submitted_item(expert: LoggedIn):
         tab = page("pages/score.py", expert)
         tab.session_state["score_current"] = entry.assignment_id
         tabs.append(tab.run())
-    return entry.assignment_id, first.revision, tabs, item_key(item)
+    return entry.assignment_id, first.revision, tabs, item_key(item.blind_code)
 
 
 def _stored(expert: LoggedIn, aid: int) -> tuple[int, int, dict | None]:
