@@ -235,8 +235,9 @@ def test_every_click_is_stored_on_the_item_it_was_made_on(webgl_browser, url, ho
     under way), then a third. Before: the first draft turned the item's label in the item list
     from "new" to "draft", the list, which held the current item, lost its value, and the page
     fell back to the first unscored item, where the third click was stored. Now the page stays
-    on the item and all three levels are stored on it, nothing elsewhere. Then the error
-    classes: five buttons, no "Select all"; Enter on one tags that class alone."""
+    on the item and all three levels are stored on it, nothing elsewhere; a reload stays on it
+    too. Then the error classes: five buttons, no "Select all"; Enter on one tags that class
+    alone."""
     page = webgl_browser.new_page(viewport={"width": 1280, "height": 800})
     login(page, url, RATER)
     page.get_by_role("heading", name="Score rationales").wait_for(timeout=30_000)
@@ -278,6 +279,11 @@ def test_every_click_is_stored_on_the_item_it_was_made_on(webgl_browser, url, ho
         assert levels() == [2, 2, 2], way
         now = dict(_rows(home, drafts))
         assert {a for a in now if now[a] != before.get(a)} == set(scored), way  # nowhere else
+    shown = _item_shown(page).split(" · ")[0]
+    page.reload()  # the address names the item: a reload stays on it
+    page.get_by_role("heading", name="Score rationales").wait_for(timeout=30_000)
+    settled(page)
+    assert _item_shown(page).split(" · ")[0] == shown
     tags = page.locator(f'{RUBRIC} [data-testid="stButtonGroup"]')
     names = ["Perceptual failure", "Reasoning failure", "Knowledge gap", "Grounding error",
              "Visual hallucination"]

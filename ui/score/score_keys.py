@@ -28,6 +28,7 @@ click beside the images first)
 | `Y` | Yes (a stage or the diagnosis) |
 | `1`–`5` | confidence, when it is marked |
 | `J` / `K` | mark the next / previous question |
+| `Tab`, then `Space` or `Enter` | toggle the error class in focus (one class at a time) |
 | `Ctrl+Enter` | Submit (also in the comment box) |
 | `Alt+N` / `Alt+P` | next / previous item |
 | `Alt+U` | next unscored item |
