@@ -1,45 +1,32 @@
 """/score: an expert scores rationales against the rubric, blinded to their source."""
 
 import functools
-import time
 
 import streamlit as st
 
 from db.engine import session
 from db.raters.scoring import (
-    OnScreen,
-    OtherItem,
     QueueFilter,
-    StaleForm,
     filter_queue,
     find_entry,
     first_to_open,
     load_item,
     next_unscored,
     queue,
-    save_draft,
     step,
-    submit,
 )
 from db.rubrics import rubric_by_hash
 from db.study.cases import reference_fields
 from db.text_limits import NAME
-from errors import UserError, counted
-from rubric.render import FormSpec, form_spec
-from rubric.scoring import MissingFields
-from ui.actions import confirm, show_confirmation
+from errors import counted
+from rubric.render import form_spec
+from ui.actions import show_confirmation
 from ui.auth import require_role, while_signed_in
 from ui.case_panel import case_panel
 from ui.element_keys import opaque_key
 from ui.plain_text import escape_markdown, untrusted_text
 from ui.response_view import response_view
-from ui.score.rubric_form import (
-    current_values,
-    form_revision,
-    reseed,
-    rubric_form,
-    set_form_revision,
-)
+from ui.score.rubric_form import rubric_form
 from ui.score.score_keys import (
     COMPACT_CSS,
     RUBRIC_KEY,
@@ -49,6 +36,16 @@ from ui.score.score_keys import (
     score_keys,
 )
 from ui.score.score_queue import filter_controls, queue_filter
+from ui.score.score_writes import (
+    ADVANCE,
+    CONFIRMATION,
+    draw,
+    missing,
+    save,
+    saved_at,
+    show_notes,
+    submit_form,
+)
 
 user = require_role("expert")
 st.set_page_config(initial_sidebar_state="collapsed")  # the images need the width (docs/scoring.md)
@@ -64,8 +61,9 @@ if not entries:
 done = sum(e.status == "submitted" for e in entries)
 ids = [e.assignment_id for e in entries]
 # The item shown is the session's own `score_current`, moved only by the navigation callbacks
-# below; the item list is a widget of its own that follows it (keyed by the item, its value
-# would be lost whenever its labels change: a first draft turns "new" into "draft").
+# below. The item list is a widget of its own that follows it: when it held the item itself, a
+# browser still showing its old label (a first draft turns "new" into "draft") sent back a label
+# that is no item, and the page fell back to the first unscored item.
 if st.session_state.get("score_current") not in ids:
     st.session_state["score_current"] = first_to_open(entries, st.query_params.get("item"))
 wanted = queue_filter(entries)
@@ -93,7 +91,7 @@ def go_to() -> None:
     st.session_state["score_search"] = ""
 
 
-if st.session_state.pop("score_advance", False):
+if st.session_state.pop(ADVANCE, False):
     move(next_unscored(entries, st.session_state["score_current"], wanted))
 current = st.session_state["score_current"]
 if st.query_params.get("item") != (code := next(e.blind_code for e in entries
@@ -143,80 +141,12 @@ if done == len(entries):
                icon=":material/task_alt:")
 
 aid = st.session_state["score_current"]
-show_confirmation("score_confirmation", aid)
+show_confirmation(CONFIRMATION, aid)
 with session() as s:
     item = load_item(s, rater_id=user.id, assignment_id=aid)
     spec = form_spec(rubric_by_hash(s, item.rubric_hash), item.family)
 
-
-def active_seconds() -> float:
-    """Seconds since the rater's last interaction (the service caps idle gaps)."""
-    now = time.monotonic()
-    last = st.session_state.get("score_last_touch", now)
-    st.session_state["score_last_touch"] = now
-    return now - last
-
-
-def on_screen() -> OnScreen:
-    """The item whose form the last run drew: where a write goes, if it was made on that form
-    (a callback runs before this run draws anything)."""
-    return st.session_state["score_on_screen"]
-
-
-def refused(e: StaleForm, made_on: str) -> None:
-    """A write was refused: the form of the item shown is drawn again from what is stored, with
-    a line saying why (an error when the click was on another item's form)."""
-    shown = on_screen()
-    reseed(item_key(shown.blind_code))
-    if made_on != shown.blind_code:
-        reseed(item_key(made_on))
-    st.session_state["score_refused" if isinstance(e, OtherItem) else "score_stale"] = str(e)
-
-
-def save(made_on: str, values: dict) -> None:
-    """A change of the form of item `made_on` (blind code), saved as the shown item's draft."""
-    shown = on_screen()
-    try:
-        with session() as s:
-            save_draft(s, rater_id=user.id, assignment_id=shown.assignment_id, item=made_on,
-                       values=values, active_seconds=active_seconds(),
-                       base_revision=form_revision(item_key(made_on)), shown=shown.shown)
-    except StaleForm as e:
-        refused(e, made_on)
-        return
-    st.session_state[f"score_saved_{shown.assignment_id}"] = time.strftime("%H:%M:%S")
-
-
-def submit_form(made_on: str, spec: FormSpec, stages: int) -> None:
-    """Submit the form of item `made_on` as the shown item's score, then open the next
-    unscored item."""
-    shown, prefix = on_screen(), item_key(made_on)
-    try:
-        with session() as s:
-            score = submit(s, rater_id=user.id, assignment_id=shown.assignment_id, item=made_on,
-                           values=current_values(prefix, spec, stages),
-                           active_seconds=active_seconds(), actor=user.name,
-                           base_revision=form_revision(prefix), shown=shown.shown)
-    except StaleForm as e:
-        refused(e, made_on)
-    except MissingFields as e:
-        st.session_state[f"score_missing_{shown.assignment_id}"] = e.fields
-        st.session_state[f"score_missing_note_{shown.assignment_id}"] = str(e)
-    except UserError as e:
-        st.session_state["score_submit_error"] = str(e)
-    else:
-        set_form_revision(prefix, score.revision)
-        st.session_state.pop(f"score_missing_{shown.assignment_id}", None)
-        st.session_state["score_advance"] = True
-        position = ids.index(shown.assignment_id) + 1
-        confirm("score_confirmation", f"Item {position} ({made_on}) submitted.")
-
-
-st.session_state.setdefault("score_last_touch", time.monotonic())
-if st.session_state.get("score_on_screen", item.on_screen()).blind_code != item.blind_code:
-    reseed(item_key(item.blind_code))  # another item: its form is drawn from what is stored
-# Set before the form is sent: a click on it comes back on a later run, which reads this.
-st.session_state["score_on_screen"] = item.on_screen()
+draw(item)
 with case_panel(key=opaque_key("case", item.case_id), title=item.case_title, ehr=item.ehr,
                 scores=item.scores, series=item.series, masks=item.masks,
                 key_slices=item.key_slices, compact=True):
@@ -229,24 +159,17 @@ with case_panel(key=opaque_key("case", item.case_id), title=item.case_title, ehr
                 untrusted_text(text)
     if item.status == "submitted":
         st.caption(f"Submitted (revision {item.revision}); changes here are a new revision.")
-    if note := st.session_state.pop("score_refused", None):
-        st.error(escape_markdown(note))
+    show_notes(aid, "above")
     with st.container(key=RUBRIC_KEY):
         rubric_form(item_key(item.blind_code), spec, item.values,
-                    on_change=while_signed_in(functools.partial(save, item.blind_code)),
-                    missing=st.session_state.get(f"score_missing_{aid}"),
-                    stages=len(item.stages), revision=item.revision)
-    saved = st.session_state.get(f"score_saved_{aid}")
+                    on_change=while_signed_in(functools.partial(save, user, item.blind_code)),
+                    missing=missing(aid), stages=len(item.stages), revision=item.revision)
+    saved = saved_at(aid)
     st.caption(f":material/cloud_done: Draft saved at {saved}" if saved
                else "Every change is saved as a draft at once.")
-    if note := st.session_state.pop(f"score_missing_note_{aid}", None):
-        st.error(escape_markdown(note))
-    if note := st.session_state.pop("score_stale", None):
-        st.warning(escape_markdown(note), icon=":material/sync_problem:")
-    if note := st.session_state.pop("score_submit_error", None):
-        st.error(escape_markdown(note))
+    show_notes(aid, "below")
     # Keyed by the item: a click on an earlier item's Submit is that item's, never this one's.
     st.button("Submit", type="primary", shortcut=SHORTCUTS["submit"],
               key=f"{item_key(item.blind_code)}-submit", on_click=while_signed_in(submit_form),
-              args=(item.blind_code, spec, len(item.stages)))
+              args=(user, item.blind_code, spec, len(item.stages), ids.index(aid) + 1))
 score_keys(item=item.blind_code)
