@@ -1,33 +1,32 @@
 """/score: an expert scores rationales against the rubric, blinded to their source."""
 
-import time
+import functools
 
 import streamlit as st
 
 from db.engine import session
 from db.raters.scoring import (
     QueueFilter,
-    StaleForm,
     filter_queue,
     find_entry,
+    first_to_open,
     load_item,
+    next_unscored,
     queue,
-    save_draft,
-    submit,
+    step,
 )
 from db.rubrics import rubric_by_hash
 from db.study.cases import reference_fields
 from db.text_limits import NAME
-from errors import UserError, counted
+from errors import counted
 from rubric.render import form_spec
-from rubric.scoring import MissingFields
-from ui.actions import confirm, show_confirmation, show_error
+from ui.actions import show_confirmation
 from ui.auth import require_role, while_signed_in
 from ui.case_panel import case_panel
 from ui.element_keys import opaque_key
 from ui.plain_text import escape_markdown, untrusted_text
 from ui.response_view import response_view
-from ui.score.rubric_form import form_revision, reseed, rubric_form, set_form_revision
+from ui.score.rubric_form import rubric_form
 from ui.score.score_keys import (
     COMPACT_CSS,
     RUBRIC_KEY,
@@ -37,6 +36,16 @@ from ui.score.score_keys import (
     score_keys,
 )
 from ui.score.score_queue import filter_controls, queue_filter
+from ui.score.score_writes import (
+    ADVANCE,
+    CONFIRMATION,
+    draw,
+    missing,
+    save,
+    saved_at,
+    show_notes,
+    submit_form,
+)
 
 user = require_role("expert")
 st.set_page_config(initial_sidebar_state="collapsed")  # the images need the width (docs/scoring.md)
@@ -51,31 +60,25 @@ if not entries:
 
 done = sum(e.status == "submitted" for e in entries)
 ids = [e.assignment_id for e in entries]
+# The item shown is the session's own `score_current`, moved only by the navigation callbacks
+# below. The item list is a widget of its own that follows it: when it held the item itself, a
+# browser still showing its old label (a first draft turns "new" into "draft") sent back a label
+# that is no item, and the page fell back to the first unscored item.
 if st.session_state.get("score_current") not in ids:
-    st.session_state["score_current"] = next(
-        (e.assignment_id for e in entries if e.status != "submitted"), ids[0])
+    st.session_state["score_current"] = first_to_open(entries, st.query_params.get("item"))
 wanted = queue_filter(entries)
 listed = filter_queue(entries, wanted)
 
 
-def next_unscored() -> None:
-    current = ids.index(st.session_state["score_current"])
-    later = [e for e in entries[current + 1:] + entries[:current]
-             if e.status != "submitted" and wanted.admits(e)]
-    if later:
-        st.session_state["score_current"] = later[0].assignment_id
+def move(to: int) -> None:
+    st.session_state["score_current"] = to
 
 
-def step(by: int) -> None:
-    """The next (previous) item of the listed ones, from the current item's queue position."""
-    if not listed:
-        return
-    position = ids.index(st.session_state["score_current"])
-    order = [e.assignment_id for e in listed]
-    after = [e for e in listed if (ids.index(e.assignment_id) - position) * by > 0]
-    st.session_state["score_current"] = (
-        (after[0] if by > 0 else after[-1]).assignment_id if after
-        else order[0 if by > 0 else -1])
+def chosen() -> None:
+    """The item list's choice (a label from a page drawn before the item's status changed is
+    no item: ignored)."""
+    if (choice := st.session_state.get("score_item_list")) in ids:
+        move(choice)
 
 
 def go_to() -> None:
@@ -84,33 +87,40 @@ def go_to() -> None:
     match = find_entry(entries, text)
     st.session_state["score_search_miss"] = None if match or not text else text
     if match:
-        st.session_state["score_current"] = match.assignment_id
+        move(match.assignment_id)
     st.session_state["score_search"] = ""
 
 
-if st.session_state.pop("score_advance", False):
-    next_unscored()
+if st.session_state.pop(ADVANCE, False):
+    move(next_unscored(entries, st.session_state["score_current"], wanted))
 current = st.session_state["score_current"]
+if st.query_params.get("item") != (code := next(e.blind_code for e in entries
+                                                 if e.assignment_id == current)):
+    st.query_params["item"] = code  # a reload stays on the item
 options = [e.assignment_id for e in listed] or [current]
 if current not in options:  # the item shown stays choosable whatever the filters say
     options = sorted([*options, current], key=ids.index)
 labels = {e.assignment_id: f"{e.position + 1}. {e.blind_code} · {e.status}"
           + (" · flagged" if e.flagged else "") for e in entries}
+st.session_state["score_item_list"] = current
 title, progress, item_box, search, prev, nxt, unscored, filters, keys = st.columns(
     [1.9, 1.5, 2.5, 1.6, 0.95, 0.95, 0.95, 0.5, 0.5], gap="small", vertical_alignment="center")
 title.markdown("##### Score rationales")
 progress.progress(done / len(entries), text=f"{done} of {len(entries)} submitted")
-item_box.selectbox("Item", options, format_func=labels.get, key="score_current",
-                   label_visibility="collapsed")
+item_box.selectbox("Item", options, format_func=labels.get, key="score_item_list",
+                   on_change=chosen, label_visibility="collapsed")
 search.text_input("Go to item", key="score_search", on_change=go_to, max_chars=NAME,
                   placeholder="Go to: position or code", label_visibility="collapsed",
                   help="A queue position or a blind code, then Enter; case does not matter "
                        "and a unique part of a code will do.")
-prev.button("", icon=":material/chevron_left:", on_click=step, args=(-1,), help="Previous item",
+prev.button("", icon=":material/chevron_left:", on_click=move,
+            args=(step(entries, current, wanted, -1),), help="Previous item",
             shortcut=SHORTCUTS["previous"], use_container_width=True)
-nxt.button("", icon=":material/chevron_right:", on_click=step, args=(1,), help="Next item",
+nxt.button("", icon=":material/chevron_right:", on_click=move,
+           args=(step(entries, current, wanted, 1),), help="Next item",
            shortcut=SHORTCUTS["next"], use_container_width=True)
-unscored.button("", icon=":material/skip_next:", on_click=next_unscored,
+unscored.button("", icon=":material/skip_next:", on_click=move,
+                args=(next_unscored(entries, current, wanted),),
                 disabled=done == len(entries), help="Next unscored item",
                 shortcut=SHORTCUTS["unscored"], use_container_width=True)
 with filters.popover("", icon=":material/filter_list:", help="Filter the queue",
@@ -131,50 +141,12 @@ if done == len(entries):
                icon=":material/task_alt:")
 
 aid = st.session_state["score_current"]
-show_confirmation("score_confirmation", aid)
+show_confirmation(CONFIRMATION, aid)
 with session() as s:
     item = load_item(s, rater_id=user.id, assignment_id=aid)
     spec = form_spec(rubric_by_hash(s, item.rubric_hash), item.family)
 
-
-def active_seconds() -> float:
-    """Seconds since the rater's last interaction (the service caps idle gaps)."""
-    now = time.monotonic()
-    last = st.session_state.get("score_last_touch", now)
-    st.session_state["score_last_touch"] = now
-    return now - last
-
-
-def shown() -> str:
-    """The item as the rater saw it: as the last run drew it (`ScoringItem.shown`), not as this
-    run, which a click starts, has just loaded it."""
-    return st.session_state.get(f"score_shown_{aid}", item.shown)
-
-
-def stale(e: StaleForm) -> None:
-    """Another tab or session submitted this item since the form was drawn, or the item
-    changed: the form is drawn again from what is stored, with a line saying so."""
-    reseed(item_key(item))
-    st.session_state[f"score_stale_{aid}"] = str(e)
-
-
-def save(values: dict) -> None:
-    try:
-        with session() as s:
-            save_draft(s, rater_id=user.id, assignment_id=aid, values=values,
-                       active_seconds=active_seconds(), base_revision=form_revision(item_key(item)),
-                       shown=shown())
-    except StaleForm as e:
-        stale(e)
-        return
-    except UserError as e:  # the study database busy past the write's deadline (db.busy)
-        st.session_state[f"score_unsaved_{aid}"] = str(e)
-        return
-    st.session_state.pop(f"score_unsaved_{aid}", None)
-    st.session_state[f"score_saved_{aid}"] = time.strftime("%H:%M:%S")
-
-
-st.session_state.setdefault("score_last_touch", time.monotonic())
+draw(item)
 with case_panel(key=opaque_key("case", item.case_id), title=item.case_title, ehr=item.ehr,
                 scores=item.scores, series=item.series, masks=item.masks,
                 key_slices=item.key_slices, compact=True):
@@ -187,40 +159,17 @@ with case_panel(key=opaque_key("case", item.case_id), title=item.case_title, ehr
                 untrusted_text(text)
     if item.status == "submitted":
         st.caption(f"Submitted (revision {item.revision}); changes here are a new revision.")
+    show_notes(aid, "above")
     with st.container(key=RUBRIC_KEY):
-        values = rubric_form(item_key(item), spec, item.values, on_change=while_signed_in(save),
-                             missing=st.session_state.get(f"score_missing_{aid}"),
-                             stages=len(item.stages), revision=item.revision)
-    saved = st.session_state.get(f"score_saved_{aid}")
-    if unsaved := st.session_state.get(f"score_unsaved_{aid}"):
-        st.error(escape_markdown(unsaved))
+        rubric_form(item_key(item.blind_code), spec, item.values,
+                    on_change=while_signed_in(functools.partial(save, user, item.blind_code)),
+                    missing=missing(aid), stages=len(item.stages), revision=item.revision)
+    saved = saved_at(aid)
     st.caption(f":material/cloud_done: Draft saved at {saved}" if saved
                else "Every change is saved as a draft at once.")
-    if note := st.session_state.pop(f"score_missing_note_{aid}", None):
-        st.error(escape_markdown(note))
-    if note := st.session_state.pop(f"score_stale_{aid}", None):
-        st.warning(escape_markdown(note), icon=":material/sync_problem:")
-    if st.button("Submit", type="primary", shortcut=SHORTCUTS["submit"]):
-        try:
-            with session() as s:
-                score = submit(s, rater_id=user.id, assignment_id=aid, values=values,
-                               active_seconds=active_seconds(), actor=user.name,
-                               base_revision=form_revision(item_key(item)), shown=shown())
-        except StaleForm as e:
-            stale(e)
-            st.rerun()
-        except MissingFields as e:
-            st.session_state[f"score_missing_{aid}"] = e.fields
-            st.session_state[f"score_missing_note_{aid}"] = str(e)
-            st.rerun()
-        except UserError as e:
-            show_error(e)
-        else:
-            set_form_revision(item_key(item), score.revision)
-            st.session_state.pop(f"score_missing_{aid}", None)
-            position = ids.index(aid) + 1
-            st.session_state["score_advance"] = True
-            confirm("score_confirmation", f"Item {position} ({item.blind_code}) submitted.")
-            st.rerun()
+    show_notes(aid, "below")
+    # Keyed by the item: a click on an earlier item's Submit is that item's, never this one's.
+    st.button("Submit", type="primary", shortcut=SHORTCUTS["submit"],
+              key=f"{item_key(item.blind_code)}-submit", on_click=while_signed_in(submit_form),
+              args=(user, item.blind_code, spec, len(item.stages), ids.index(aid) + 1))
 score_keys(item=item.blind_code)
-st.session_state[f"score_shown_{aid}"] = item.shown  # what a click on this run's page saw

@@ -83,6 +83,16 @@ class ChangedItem(StaleForm):
                          "the page shows the item as it is now")
 
 
+class OtherItem(StaleForm):
+    """The write names another item than the one it would be stored on: the form it was made
+    on is no longer the one shown (the page moved on, or fell behind, while the click was on
+    its way). Refused, so a click lands on the item it was made on or nowhere."""
+
+    def __init__(self, made_on: str, blind_code: str) -> None:
+        super().__init__(f"this change was made on item {made_on}, but item {blind_code} is "
+                         f"shown: it is not saved; the form shows item {blind_code}")
+
+
 def shown_digest(against: Against) -> str:
     """A digest of what a score is given against (`db.study.reference.judged_against`): the
     response's words and the case's reference answer (the rest of an item, its case record,
@@ -120,6 +130,37 @@ class QueueFilter:
 
 def filter_queue(entries: list[QueueEntry], wanted: QueueFilter) -> list[QueueEntry]:
     return [e for e in entries if wanted.admits(e)]
+
+
+def first_to_open(entries: list[QueueEntry], asked: str | None = None) -> int:
+    """The item a new page opens (the queue is not empty): the one of blind code `asked` (the
+    page's address, so a reload stays on its item), else the first not submitted, else the
+    first."""
+    return next((e.assignment_id for e in entries if asked and e.blind_code == asked),
+                next((e.assignment_id for e in entries if e.status != "submitted"),
+                     entries[0].assignment_id))
+
+
+def next_unscored(entries: list[QueueEntry], current: int, wanted: QueueFilter) -> int:
+    """The next item after `current`, in queue order and around, that is not submitted and
+    that `wanted` admits; `current` when there is none."""
+    at = [e.assignment_id for e in entries].index(current)
+    later = [e for e in entries[at + 1:] + entries[:at]
+             if e.status != "submitted" and wanted.admits(e)]
+    return later[0].assignment_id if later else current
+
+
+def step(entries: list[QueueEntry], current: int, wanted: QueueFilter, by: int) -> int:
+    """The next (`by` 1) or previous (-1) item that `wanted` admits, from `current`'s queue
+    position (the current item need not be admitted), around the ends; `current` when none is."""
+    listed = filter_queue(entries, wanted)
+    if not listed:
+        return current
+    ids = [e.assignment_id for e in entries]
+    position = ids.index(current)
+    after = [e for e in listed if (ids.index(e.assignment_id) - position) * by > 0]
+    return ((after[0] if by > 0 else after[-1]) if after
+            else listed[0 if by > 0 else -1]).assignment_id
 
 
 def find_entry(entries: list[QueueEntry], text: str) -> QueueEntry | None:
@@ -165,6 +206,20 @@ class ScoringItem:
     masks: list[MaskImage] = field(default_factory=list)  # only where the task allows them
     key_slices: list[dict[str, Any]] = field(default_factory=list)  # the case's, as imported
     shown: str = ""  # `shown_digest` of the reference answer and words shown: a save names it
+
+    def on_screen(self) -> "OnScreen":
+        return OnScreen(self.assignment_id, self.blind_code, self.shown)
+
+
+@dataclass(frozen=True)
+class OnScreen:
+    """What a page shows: the item's assignment, its blind code and `shown_digest`. A write
+    made on a form names the form's blind code (`item`) and is stored on the assignment shown,
+    or refused (`OtherItem`)."""
+
+    assignment_id: int
+    blind_code: str
+    shown: str
 
 
 def queue(s: Session, *, rater_id: int) -> list[QueueEntry]:
@@ -266,14 +321,16 @@ def _retrying(s: Session, write: Callable[[], ExpertScore]) -> ExpertScore:
 def save_draft(
     s: Session, *, rater_id: int, assignment_id: int, values: dict[str, Any],
     active_seconds: float = 0.0, base_revision: int | None = None, shown: str | None = None,
+    item: str | None = None,
 ) -> ExpertScore:
     """Save the form as it is now (unvalidated) and add the active time since the last save.
     `base_revision`: the revision the form was opened on (0: none); StaleScore when another
     submit came since. `shown`: the `ScoringItem.shown` of the page the rater saw; ChangedItem
-    when the item has changed since (None: no check). Retried while the database is busy, until
-    its deadline (db.busy)."""
+    when the item has changed since. `item`: the blind code of the item the form was made on;
+    OtherItem, nothing stored, when it is not `assignment_id`'s (None: no check). Retried while
+    the database is busy, until its deadline (db.busy)."""
     return _retrying(s, lambda: _save_draft(s, rater_id, assignment_id, values, active_seconds,
-                                            base_revision, shown))
+                                            base_revision, shown, item))
 
 
 def _locked_score(s: Session, a: Assignment, base_revision: int | None = None) -> ExpertScore:
@@ -288,6 +345,12 @@ def _locked_score(s: Session, a: Assignment, base_revision: int | None = None) -
 
 def _blind_code(s: Session, a: Assignment) -> str:
     return s.exec(select(Response.blind_code).where(Response.response_id == a.response_id)).one()
+
+
+def _check_item(s: Session, a: Assignment, item: str | None) -> None:
+    """OtherItem unless `item` (None: no check) is the blind code of `a`'s response."""
+    if item is not None and (code := _blind_code(s, a)) != item:
+        raise OtherItem(item, code)
 
 
 def _check_shown(s: Session, a: Assignment, shown: str | None) -> None:
@@ -312,9 +375,10 @@ def _check_comment(values: dict[str, Any]) -> None:
 
 
 def _save_draft(s, rater_id, assignment_id, values, active_seconds, base_revision,
-                shown) -> ExpertScore:
+                shown, item) -> ExpertScore:
     _check_comment(values)
     a = _assignment(s, rater_id, assignment_id, writing=True)
+    _check_item(s, a, item)
     score = _locked_score(s, a, base_revision)
     _check_shown(s, a, shown)
     score.draft = {k: values.get(k) for k in SAVED_FIELDS}
@@ -330,19 +394,21 @@ def _save_draft(s, rater_id, assignment_id, values, active_seconds, base_revisio
 def submit(
     s: Session, *, rater_id: int, assignment_id: int, values: dict[str, Any],
     active_seconds: float = 0.0, actor: str | None = None, base_revision: int | None = None,
-    shown: str | None = None,
+    shown: str | None = None, item: str | None = None,
 ) -> ExpertScore:
     """Validate against the rubric and record a new revision (the latest one counts).
-    `base_revision` and `shown`: as for `save_draft`, so two tabs submitting one form record it
-    once, and a score is never stored against what the rater did not see. Retried while the
-    database is busy, until its deadline (db.busy)."""
+    `base_revision`, `shown` and `item`: as for `save_draft`, so two tabs submitting one form
+    record it once, and a score is never stored against what the rater did not see nor on
+    another item than the one it was given on. Retried while the database is busy, until its
+    deadline (db.busy)."""
     return _retrying(s, lambda: _submit(s, rater_id, assignment_id, values, active_seconds, actor,
-                                        base_revision, shown))
+                                        base_revision, shown, item))
 
 
 def _submit(s, rater_id, assignment_id, values, active_seconds, actor,
-            base_revision, shown) -> ExpertScore:
+            base_revision, shown, item) -> ExpertScore:
     a = _assignment(s, rater_id, assignment_id, writing=True)
+    _check_item(s, a, item)
     score = record_submission(s, assignment=a, values=values, active_seconds=active_seconds,
                               base_revision=base_revision, shown=shown)
     record(s, "score.submit", actor=actor, assignment=assignment_id, revision=score.revision)

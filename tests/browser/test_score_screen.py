@@ -206,3 +206,91 @@ def test_window_presets_and_drags_change_the_window(webgl_browser, url) -> None:
         assert abs(_grey(frame) - before).mean() > 1.0, (button, modifiers)
         assert after["mm"] == pytest.approx(state["mm"])  # a window drag moves no crosshair
     page.close()
+
+
+def _item_shown(page) -> str:
+    """The item list's text: the item the page shows ("107. R-... · draft")."""
+    return fresh(page).locator('[data-testid="stSelectbox"] input').first.input_value()
+
+
+def _header_button(page, icon: str):
+    """A header button by its Material icon's name (they have no label, only a tooltip)."""
+    return page.get_by_role("button").filter(has_text=icon).first
+
+
+def _open_filters(page) -> None:
+    """Open the queue filters' popover (a click while the viewer lays out a new item's series
+    may be lost: then again)."""
+    button = page.locator('[data-testid="stPopoverButton"]:visible').filter(has_text="filter_list")
+    deadline = time.monotonic() + 60
+    while button.get_attribute("aria-expanded") != "true":
+        assert time.monotonic() < deadline, "the filters did not open"
+        button.click()
+        page.wait_for_timeout(300)
+
+
+def test_every_click_is_stored_on_the_item_it_was_made_on(webgl_browser, url, home) -> None:
+    """Go to, Next unscored, the keyboard (Alt+U) and a filter (unscored only, then Next) each
+    open a new item; two levels are clicked at once (the second while the first one's run is
+    under way), then a third. Before: the first draft turned the item's label in the item list
+    from "new" to "draft", the list, which held the current item, lost its value, and the page
+    fell back to the first unscored item, where the third click was stored. Now the page stays
+    on the item and all three levels are stored on it, nothing elsewhere; a reload stays on it
+    too. Then the error classes: five buttons, no "Select all"; Enter on one tags that class
+    alone."""
+    page = webgl_browser.new_page(viewport={"width": 1280, "height": 800})
+    login(page, url, RATER)
+    page.get_by_role("heading", name="Score rationales").wait_for(timeout=30_000)
+    settled(page)
+    drafts = "SELECT assignment_id, draft FROM expertscore WHERE draft IS NOT NULL"
+    before = dict(_rows(home, drafts))
+    ways = {
+        "go to": lambda target: _open(page, target[1]),
+        "next unscored": lambda _: _header_button(page, "skip_next").click(),
+        "keyboard": lambda _: page.keyboard.press("Alt+u"),
+        "filter": lambda _: (_open_filters(page), page.get_by_text("Unscored only").click(),
+                             settled(page), page.keyboard.press("Escape"),
+                             _header_button(page, "chevron_right").click()),
+    }
+    scored = []
+    for way, move in ways.items():
+        queue = _queue(home)
+        current = _item_shown(page).split(".")[0]
+        later = [row for row in queue if row[1] + 1 > int(current) and row[2] != "submitted"]
+        target = later[1] if way == "go to" else later[0]  # go to: beyond the next one
+        assert target[2] is None, (way, target)  # a new item: its first draft changes its label
+        move(target)
+        settled(page)
+        code = _rows(home, "SELECT r.blind_code FROM assignment a JOIN response r ON "
+                     "r.response_id = a.response_id WHERE a.id = ?", target[0])[0][0]
+        assert _item_shown(page).startswith(f"{target[1] + 1}. {code}"), way
+        groups = page.locator(f"{RUBRIC} [data-testid='stRadio']")
+        for k in (0, 1):  # at once: the second click while the first one's run is under way
+            groups.nth(k).locator('[data-testid="stRadioOption"]').nth(2).click()
+        settled(page)
+        groups.nth(2).locator('[data-testid="stRadioOption"]').nth(2).click()
+        settled(page)
+        assert _item_shown(page).startswith(f"{target[1] + 1}. {code}"), way  # still there
+        scored.append(target[0])
+        def levels(aid: int = target[0]) -> list[int]:
+            return list(json.loads(dict(_rows(home, drafts)).get(aid) or "{}")
+                        .get("criteria", {}).values())
+        wait_until(lambda: len(levels()) == 3, f"three levels stored ({way})")
+        assert levels() == [2, 2, 2], way
+        now = dict(_rows(home, drafts))
+        assert {a for a in now if now[a] != before.get(a)} == set(scored), way  # nowhere else
+    shown = _item_shown(page).split(" · ")[0]
+    page.reload()  # the address names the item: a reload stays on it
+    page.get_by_role("heading", name="Score rationales").wait_for(timeout=30_000)
+    settled(page)
+    assert _item_shown(page).split(" · ")[0] == shown
+    tags = page.locator(f'{RUBRIC} [data-testid="stButtonGroup"]')
+    names = ["Perceptual failure", "Reasoning failure", "Knowledge gap", "Grounding error",
+             "Visual hallucination"]
+    labels = [b.inner_text().strip() for b in tags.get_by_role("button").all()]
+    assert [label for label in labels if label] == names  # (and the "?" of the definitions)
+    assert not page.get_by_text("Select all").count()
+    tags.get_by_role("button", name=names[0]).press("Enter")  # keyboard: one class
+    wait_until(lambda: json.loads(dict(_rows(home, drafts))[scored[-1]])["error_tags"]
+               == ["perceptual_failure"], "one class tagged")
+    page.close()

@@ -41,11 +41,11 @@ def test_filters_narrow_the_item_list_and_next(demo_study: Path) -> None:
     with session() as s:
         entries = queue(s, rater_id=expert.id)
     at = page("pages/score.py", expert).run()
-    assert len(at.selectbox(key="score_current").options) == len(entries)
+    assert len(at.selectbox(key="score_item_list").options) == len(entries)
     lesion = [e for e in entries if e.family == "lesion"]
     assert 0 < len(lesion) < len(entries)
     at.selectbox(key="score_f_family").set_value("lesion").run()
-    options = at.selectbox(key="score_current").options
+    options = at.selectbox(key="score_item_list").options
     current = at.session_state["score_current"]
     listed = {f"{e.position + 1}. {e.blind_code}" for e in lesion}
     shown = [o for o in options if o.split(" · ")[0] in listed]
@@ -60,7 +60,7 @@ def test_filters_narrow_the_item_list_and_next(demo_study: Path) -> None:
     at.selectbox(key="score_f_family").set_value("All").run()
     at.toggle(key="score_f_unscored").set_value(True).run()
     unscored = [e for e in entries if e.status != "submitted"]
-    assert len([o for o in at.selectbox(key="score_current").options
+    assert len([o for o in at.selectbox(key="score_item_list").options
                 if "· submitted" not in o]) == len(unscored)
 
 
@@ -123,7 +123,7 @@ def _two_tabs_on_a_submitted_item(expert: LoggedIn):
         tab = page("pages/score.py", expert)
         tab.session_state["score_current"] = entry.assignment_id
         tabs.append(tab.run())
-    return entry.assignment_id, first.revision, tabs, item_key(item)
+    return entry.assignment_id, first.revision, tabs, item_key(item.blind_code)
 
 
 def _stored(expert: LoggedIn, aid: int) -> tuple[int, int, dict | None]:
@@ -184,3 +184,27 @@ def test_a_submit_from_a_page_that_showed_another_answer_is_refused(demo_study: 
     assert "Neurosarcoidosis (new)" in [t.value for t in tab.text]
     next(x for x in tab.button if x.label == "Submit").click().run()
     assert _stored(expert, aid)[0] == revision + 1
+
+
+def test_a_click_on_a_form_no_longer_shown_is_refused(demo_study: Path) -> None:
+    """The page drew item B (as a navigation's run does) while a level is clicked on item A's
+    form, still in the browser: refused with one error line, nothing stored on either item,
+    and B's form drawn (before, the click's run wrote wherever the page then was)."""
+    expert = _expert()
+    with session() as s:
+        a, b = [e for e in queue(s, rater_id=expert.id) if e.status == "new"][:2]
+        shown_b = load_item(s, rater_id=expert.id, assignment_id=b.assignment_id).on_screen()
+    at = page("pages/score.py", expert)
+    at.session_state["score_current"] = a.assignment_id
+    at.run()
+    level = at.radio(key=f"item-{a.blind_code}-coherence")
+    at.session_state["score_current"] = b.assignment_id  # what the server drew meanwhile
+    at.session_state["score_on_screen"] = shown_b
+    level.set_value(2).run()
+    assert [e.value.replace("\\", "") for e in at.error] == [  # (escaped as Markdown)
+        f"this change was made on item {a.blind_code}, but item {b.blind_code} is shown: it is "
+        f"not saved; the form shows item {b.blind_code}"]
+    with session() as s:
+        assert not s.exec(select(ExpertScore).where(
+            ExpertScore.assignment_id.in_([a.assignment_id, b.assignment_id]))).all()
+    assert at.radio(key=f"item-{b.blind_code}-coherence").value is None

@@ -136,9 +136,11 @@ def rubric_form(
              key=_key(prefix, "correct"), help=spec.judgment_help, on_change=changed)
     _still_missing(missing, "correct_diagnosis", state.get(_key(prefix, "correct")) is not None)
     names = {t.key: t.name for t in spec.tags}
-    st.multiselect(
-        "Error classes", [t.key for t in spec.tags], key=_key(prefix, "tags"),
-        format_func=names.get, on_change=changed,
+    # Pills, each class a button of its own (Tab, then Space or Enter): a multiselect would offer
+    # "Select all" first, and one Enter would tag every class.
+    st.pills(
+        "Error classes", [t.key for t in spec.tags], selection_mode="multi",
+        key=_key(prefix, "tags"), format_func=names.get, on_change=changed,
         help="\n\n".join(f"**{t.name}**: {t.definition} *Example:* {t.example}" for t in spec.tags),
     )
     required = spec.comment_required_when == "always" or (

@@ -13,8 +13,6 @@ from pathlib import Path
 
 import streamlit.components.v1 as components
 
-from db.raters.scoring import ScoringItem
-
 FRONTEND = Path(__file__).parent / "score_keys_frontend"
 _component = components.declare_component("nmb_score_keys", path=str(FRONTEND))
 
@@ -30,6 +28,7 @@ click beside the images first)
 | `Y` | Yes (a stage or the diagnosis) |
 | `1`–`5` | confidence, when it is marked |
 | `J` / `K` | mark the next / previous question |
+| `Tab`, then `Space` or `Enter` | toggle the error class in focus (one class at a time) |
 | `Ctrl+Enter` | Submit (also in the comment box) |
 | `Alt+N` / `Alt+P` | next / previous item |
 | `Alt+U` | next unscored item |
@@ -44,11 +43,11 @@ COMPACT_CSS = f"""<style>
 </style>"""
 
 
-def item_key(item: ScoringItem) -> str:
+def item_key(blind_code: str) -> str:
     """The prefix of an item's widget keys, which the browser receives: the item's blind code,
     never its assignment number (numbered in the order items were assigned, it would tell a
     batch assigned later, e.g. the human answers, from the rest)."""
-    return f"item-{item.blind_code}"
+    return f"item-{blind_code}"
 
 
 def score_keys(*, item: str) -> None:

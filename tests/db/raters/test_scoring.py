@@ -9,7 +9,7 @@ from sqlmodel import Session, select
 from db.engine import engine_for
 from db.models import Assignment, ExpertScore, ScoreRevision, User
 from db.raters.assignments import assign, below_overlap, draw_calibration, rater_progress
-from db.raters.scoring import StaleScore, load_item, queue, save_draft, submit
+from db.raters.scoring import OtherItem, StaleScore, load_item, queue, save_draft, submit
 from db.rubrics import ensure_rubric
 from errors import UserError
 from tests.db.interleave import against, run_threads
@@ -205,3 +205,22 @@ def test_tabs_submitting_one_form_at_once_record_it_once(database_url: str) -> N
         save_draft(s, rater_id=rater.id, assignment_id=aid, values={"comment": "on 1"},
                    base_revision=1)  # a form on the latest revision saves
         assert s.exec(select(ExpertScore)).one().draft["comment"] == "on 1"
+
+
+def test_a_write_naming_another_item_is_refused(database_url: str) -> None:
+    """A draft or submit made on item B's form but sent for item A (the page showed A by the
+    time it ran) is refused, nothing stored on either; named right, it is stored."""
+    eng, rubric, rater = _setup(database_url)
+    with Session(eng) as s:
+        a, b = [load_item(s, rater_id=rater.id, assignment_id=e.assignment_id)
+                for e in queue(s, rater_id=rater.id)[:2]]
+        values = _valid(rubric, a.family)
+        for write in (save_draft, submit):
+            with pytest.raises(OtherItem, match=f"made on item {b.blind_code}, but item "
+                                                f"{a.blind_code} is shown: it is not saved"):
+                write(s, rater_id=rater.id, assignment_id=a.assignment_id, values=values,
+                      item=b.blind_code)
+        assert s.exec(select(func.count()).select_from(ExpertScore)).one() == 0
+        save_draft(s, rater_id=rater.id, assignment_id=a.assignment_id, values=values,
+                   item=a.blind_code)
+        assert s.exec(select(ExpertScore.assignment_id)).all() == [a.assignment_id]
