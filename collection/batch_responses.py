@@ -157,15 +157,17 @@ def _read_body(body: dict, answer: Answer) -> None:
     answer.usage = {k: v for k, v in tokens.items() if v} or None
 
 
-def _error_text(error: Any) -> str:
-    """An error as OpenAI writes it ({"code", "message"}), as an error body does
-    ({"error": {...}}) or as vLLM's `run_batch` does (a string)."""
+def _error_text(what: str, error: Any) -> str:
+    """`what` and an error as OpenAI writes it ({"code", "message"}), as an error body does
+    ({"error": {...}}) or as vLLM's `run_batch` does (a string): "what CODE: message"."""
     if isinstance(error, dict) and isinstance(error.get("error"), dict):
         error = error["error"]
     if isinstance(error, dict):
-        return (f"{server_text(str(error.get('code')), 60)}: "
-                f"{server_text(str(error.get('message')), 200)}")
-    return server_text(str(error), 200)
+        code, message = error.get("code"), error.get("message")
+    else:
+        code, message = None, error
+    code = "" if code is None else " " + server_text(str(code), 60)
+    return f"{what}{code}: {server_text(str(message), 200)}"
 
 
 def _batch_problem(entry: Any) -> str | None:
@@ -204,10 +206,12 @@ def read_batch_output(path: Path, problems: list[Problem]) -> list[Answer]:
         response = entry.get("response") or {}
         body = response.get("body") or {}
         if entry.get("error"):
-            answer.failure = f"batch line error {_error_text(entry['error'])}"
+            answer.failure = _error_text("batch line error", entry["error"])
         elif response.get("status_code") != 200:
+            error = body.get("error") or {}
+            message = error.get("message", "") if isinstance(error, dict) else error
             answer.failure = (f"HTTP {server_text(str(response.get('status_code')), 20)}: "
-                              f"{_error_text(body.get('error') or '')}")
+                              f"{server_text(str(message), 200)}")
         else:
             _read_body(body, answer)
         out.append(answer)
@@ -243,7 +247,7 @@ def _read_completion(obj: dict, answer: Answer) -> str | None:
     if obj.get("object") == "chat.completion.chunk":
         return f"is a chat.completion.chunk: {_STREAMED}"
     if obj.get("object") == "error" or ("error" in obj and not {"choices", "output"} & set(obj)):
-        answer.failure = f"error {_error_text(obj.get('error') or obj)}"
+        answer.failure = _error_text("error", obj.get("error") or obj)
         return None
     if not _is_response_object(obj) and "choices" not in obj:
         return "is not a chat.completion (no choices) nor a response object (no output)"

@@ -622,7 +622,8 @@ def answered_twice(answers: list[Answer], models: list[str], label: str) -> Prob
 
     shown = "; ".join(named(who, key, where) for (who, key), where in list(twice.items())[:5])
     more = f"; and {len(twice) - 5} more" if len(twice) > 5 else ""
-    return Problem(label, None, f"{counted(len(twice), name)} {'is' if len(twice) == 1 else 'are'}"
+    return Problem(label, None, f"{counted(len(twice), name, {'index': 'indexes'}.get(name))} "
+                   f"{'is' if len(twice) == 1 else 'are'}"
                    f" answered on more than one {word} for one model, which would count one "
                    f"answer as two samples: {shown}{more}")
 
