@@ -59,7 +59,7 @@ def cmd_import_responses(args: argparse.Namespace) -> None:
 
     _run(args.source, [args.path], Options(
         dry_run=args.dry_run, actor="cli", model=args.model, task_key=args.task_key,
-        filter_name=args.filter), args.json)
+        filter_name=args.filter, final_stage_only=args.final_stage_only), args.json)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -100,17 +100,23 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     rip = add("import-responses", cmd_import_responses, "import model responses to tasks the "
               "study already holds: a responses.jsonl or responses-only bundle, OpenAI Batch "
-              "output, VLMEvalKit predictions or lm-evaluation-harness sample logs")
+              "output, chat.completion or Ollama lines, VLMEvalKit predictions, or "
+              "lm-evaluation-harness or lmms-eval sample logs")
     rip.add_argument("path", metavar="FILE", help="the file (nmb: or a responses-only bundle)")
     rip.add_argument("--from", dest="source", required=True, choices=names("responses"),
                      help="the file's format (docs/bundle-format.md)")
     rip.add_argument("--model", help="the model's name (needed where the file does not say; "
                                      "overrides the file's)")
     rip.add_argument("--task-key", metavar="RULE",
-                     help="how an answer names its task: field:NAME, map:FILE.json or prompt "
-                          "(default: the format's key: custom_id, index, doc_id)")
+                     help="how an answer names its task: field:NAME, map:FILE.json (a key map), "
+                          "order:TASKS (index, doc_id or line as the row of the task file the "
+                          "harness was given, from 0) or prompt (default: the format's key: "
+                          "custom_id, task_id, index, doc_id)")
     rip.add_argument("--filter", metavar="NAME",
                      help="lm-eval: the filter whose lines are read, one per document (default: "
                           "the first the file names; the summary lists the others)")
+    rip.add_argument("--final-stage-only", action="store_true",
+                     help="store a one-text answer to a staged (level-3) task as its final "
+                          "stage's answer alone, flagged in results (default: refused)")
     rip.add_argument("--dry-run", action="store_true", help="validate and count, write nothing")
     rip.add_argument("--json", action="store_true", help=JSON)

@@ -36,6 +36,7 @@ class Options:
     filter_name: str | None = None
     participants: tuple[str, ...] = ()  # bids: sub-01, sub-01/ses-1
     exclude: tuple[str, ...] = ()
+    final_stage_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -85,12 +86,13 @@ def _responses(source: str) -> Callable[[Session, list[Path], Options], Any]:
 
         return import_harness_responses(s, paths[0], source=source, model=o.model,
                                         task_key=o.task_key, filter_name=o.filter_name,
+                                        final_stage_only=o.final_stage_only,
                                         dry_run=o.dry_run, actor=o.actor, progress=o.progress)
 
     return run
 
 
-_HARNESS = frozenset({"model", "task_key"})
+_HARNESS = frozenset({"model", "task_key", "final_stage_only"})
 IMPORTERS: dict[str, Importer] = {i.name: i for i in (
     Importer("bundle", "cases", "Bundle", frozenset({"workspace", "allow_blank"}), _bundle),
     Importer("neural-medbench", "cases", "Neural-MedBench release files",
@@ -101,12 +103,18 @@ IMPORTERS: dict[str, Importer] = {i.name: i for i in (
              frozenset({"allow_blank", "case_info", "participants", "exclude"}), _bids),
     Importer("nmb", "responses", "responses.jsonl (bundle format)", frozenset(),
              _responses("nmb")),
-    Importer("openai-batch", "responses", "OpenAI Batch output", _HARNESS,
-             _responses("openai-batch")),
+    Importer("openai-batch", "responses", "OpenAI Batch output (also vLLM run_batch)",
+             _HARNESS, _responses("openai-batch")),
+    Importer("chat-completions", "responses",
+             "chat.completion lines (vLLM, Ollama /v1, OpenAI-compatible servers)", _HARNESS,
+             _responses("chat-completions")),
+    Importer("ollama", "responses", "Ollama /api/chat lines", _HARNESS, _responses("ollama")),
     Importer("vlmevalkit", "responses", "VLMEvalKit predictions (.xlsx, .tsv)", _HARNESS,
              _responses("vlmevalkit")),
     Importer("lm-eval", "responses", "lm-evaluation-harness samples (.jsonl)",
              _HARNESS | {"filter_name"}, _responses("lm-eval")),
+    Importer("lmms-eval", "responses", "lmms-eval samples (.jsonl)", _HARNESS,
+             _responses("lmms-eval")),
 )}
 _ALWAYS = frozenset({"dry_run", "actor", "progress"})
 

@@ -153,11 +153,16 @@ def responses_import() -> None:
     server_path = st.text_input("…or a path on the server", key="responses_path")
     c1, c2, c3 = st.columns(3)
     model = c1.text_input("Model (where the file does not say)", max_chars=128)
-    task_key = c2.text_input("Task key rule (field:NAME, map:FILE.json, prompt)", max_chars=1000)
+    task_key = c2.text_input("Task key rule (field:NAME, map:FILE.json, order:TASKS, prompt)",
+                             max_chars=1000)
     dry_run = c3.checkbox("Dry run (validate only)", key="responses_dry_run")
+    takes = IMPORTERS[source].takes
     lm_filter = (st.text_input("Filter whose lines are read (default: the file's first)",
                                max_chars=256, key="responses_filter")
-                 if source == "lm-eval" else "")
+                 if "filter_name" in takes else "")
+    final_stage_only = "final_stage_only" in takes and st.checkbox(
+        "Staged tasks: store the one answer as the final stage's only (flagged in results)",
+        key="responses_final_stage_only")
     if not st.button("Import", type="primary", disabled=not (upload or server_path)):
         return
     with Workspace("upload") as area:  # NMB_HOME/tmp, swept if the server dies
@@ -171,8 +176,8 @@ def responses_import() -> None:
         valid = " is valid, nothing was written (dry run)" if dry_run else ""
         _show_import(f"{path.name}{valid}", lambda s, progress: run_import(s, source, [path], Options(
             model=model.strip() or None, task_key=task_key.strip() or None,
-            filter_name=lm_filter.strip() or None, dry_run=dry_run, actor=user.name,
-            progress=progress)))
+            filter_name=lm_filter.strip() or None, final_stage_only=final_stage_only,
+            dry_run=dry_run, actor=user.name, progress=progress)))
 
 
 def images_import(kind: str) -> None:

@@ -26,6 +26,7 @@ import pandas as pd
 
 from db.export import FORMULA_CHARS
 from db.models import Task
+from db.sources.responses import holds_final_stage_only
 from errors import UserError
 from results.cost import grader_cost_of, model_costs_of
 from results.fairness import Answer
@@ -135,6 +136,9 @@ def study_data(folder: Path, *, config_id: int, rubric: str = "neurology-v1") ->
                         r["source"] == "model", r["user"], tasks[r["task_id"]])
                  for rid, r in sorted(responses.items())],
         tasks=[tasks[t] for t in sorted(tasks)],
+        final_stage_only={rid: r["model"] for rid, r in sorted(responses.items())
+                          if r["source"] == "model" and isinstance(r["turns"], list)
+                          and holds_final_stage_only(r["text"] or "", r["turns"])},
         model_costs=model_costs_of((r["model"], r["task_id"], r["usage"])
                                    for r in rows["responses"] if r["source"] == "model"),
         grader_cost=grader_cost_of(config_id, ((_int(g["prompt_tokens"]),

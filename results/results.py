@@ -30,6 +30,7 @@ from calibration.terms import TERMS_NOT_RECORDED, for_config
 from db.models import ExpertScore, GraderRun, Response, Task, User
 from db.raters.response_flags import held
 from db.rubrics import rubric_by_hash
+from db.sources.responses import holds_final_stage_only
 from errors import UserError, counted
 from grading.grader import grades_key
 from results.anchoring import (
@@ -129,6 +130,9 @@ class StudyData:
     grader_cost: GraderCost
     answers: list[Answer] = field(default_factory=list)  # every response, judged or not
     tasks: list[Task] = field(default_factory=list)  # every task of the study
+    # responses to staged tasks holding the final stage's answer only (--final-stage-only):
+    # {response id: model}; they have no answers laid out, so anchoring leaves them out
+    final_stage_only: dict[str, str] = field(default_factory=dict)
 
 
 ANSWERED_ONLY = "answered tasks only: failed or missing answers left out"
@@ -205,6 +209,8 @@ def compute(data: StudyData, *, judge: str = GRADER, by: tuple[str, ...] = ("fam
     if judge == EXPERTS:
         flags.append(f"judged by the experts: the tables cover the {len(answered)} expert-scored "
                      f"responses of {data.responses}; top-k is not asked of experts")
+    if data.final_stage_only:
+        flags.append(final_stage_only_flag(data.final_stage_only))
     if conflicts:
         multi = sum(len(j.stages) >= 2 and j.last_stage is not None for j in grades)
         flags.append(f"{len(conflicts)} of {multi} multi-turn grades judge the final answer "
@@ -230,7 +236,9 @@ def compute(data: StudyData, *, judge: str = GRADER, by: tuple[str, ...] = ("fam
         error_classes=data.error_classes,
         errors=error_rows(answered, data.error_classes, judge),
         errors_compared=compared_error_rows(data.judged, data.error_classes),
-        anchoring=anchoring_rows(judged), conflicts=conflicts,
+        anchoring=anchoring_rows(
+            [replace(j, stages=()) if j.response_id in data.final_stage_only else j
+             for j in judged]), conflicts=conflicts,
         stage_agreement=stage_agreement(data.judged),
         sensitivity=sensitivity_rows(data.judged, () if answered_only else missing),
         model_costs=data.model_costs, grader_cost=data.grader_cost,
@@ -241,6 +249,27 @@ def compute(data: StudyData, *, judge: str = GRADER, by: tuple[str, ...] = ("fam
                 split_cells(judged, splits, ks=ks, bertscore=similar)] if splits else [],
         self_graded=marks, coverage=coverage, answered_only=answered_only,
         fairness_flags=fairness)
+
+
+def final_stage_only_flag(responses: Mapping[str, str]) -> str:
+    """The note on responses to staged tasks that hold the final stage's answer only."""
+    per_model: dict[str, int] = {}
+    for model in responses.values():
+        per_model[model] = per_model.get(model, 0) + 1
+    return (f"final stage only: {counted(len(responses), 'response')} to staged tasks "
+            f"({', '.join(f'{n} of {m}' for m, n in sorted(per_model.items()))}) hold one "
+            "answer, imported as the final stage's (--final-stage-only): their earlier stages "
+            "have no answer and count as not answered in stage judgments; the anchoring table "
+            "leaves them out")
+
+
+def final_stage_only(s: Session) -> dict[str, str]:
+    """{response id: model} of the model responses that hold a staged task's final answer
+    only (`db.sources.responses.holds_final_stage_only`)."""
+    rows = s.exec(select(Response.response_id, Response.model, Response.text, Response.turns)
+                  .where(Response.model.is_not(None), Response.text == ""))
+    return {rid: model for rid, model, text, turns in rows
+            if holds_final_stage_only(text, turns)}
 
 
 def _flags(s: Session, config, validated: bool) -> list[str]:
@@ -296,7 +325,8 @@ def load(s: Session, *, config_id: int | None = None, reveal: bool = False) -> S
         error_classes=rubric_by_hash(s, config.rubric_hash).error_class_keys,
         model_costs=model_costs(s), grader_cost=grader_cost(s, config_id=config.id),
         answers=answers(s, reveal=reveal),
-        tasks=list(s.exec(select(Task).order_by(Task.task_id)).all()))
+        tasks=list(s.exec(select(Task).order_by(Task.task_id)).all()),
+        final_stage_only=final_stage_only(s))
 
 
 def build(s: Session, *, config_id: int | None = None, by: tuple[str, ...] = ("family", "level"),

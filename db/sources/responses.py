@@ -1,13 +1,19 @@
 """Model responses to tasks the study already holds (`nmb import-responses FILE --from ...`).
 
 A harness file (a bundle's `responses.jsonl`, VLMEvalKit predictions, lm-evaluation-harness
-sample logs; OpenAI Batch output through `collection.batch_responses`) is read into
-`Answer`s, each matched to a task of the study by a task-key rule (`TaskKey`), and written as
-a responses-only bundle (bundle.json + responses.jsonl) in a workspace under NMB_HOME/tmp,
-which `db.bundle.importer.import_bundle` imports: the same field checks, size caps, model-name
+and lmms-eval sample logs; OpenAI Batch output, bare chat.completion lines and Ollama's
+`/api/chat` lines through `collection.batch_responses`) is read into `Answer`s, each matched to
+a task of the study by a task-key rule (`TaskKey`), and written as a responses-only bundle
+(bundle.json + responses.jsonl) in a workspace under NMB_HOME/tmp, which
+`db.bundle.importer.import_bundle` imports: the same field checks, size caps, model-name
 redaction, hold for review and blind codes as any bundle's responses, in one transaction.
 Answers that are failures (a Batch error line) are recorded as collection failures, not
 responses. Every problem is reported at once, named by file and row; nothing is written.
+
+Staged tasks: a harness answer is one text, where a level-3 task with stages takes one answer
+per stage. Such an answer is refused, or with `final_stage_only` stored as the final stage's
+answer alone (an empty first answer and empty earlier stages, `holds_final_stage_only`), which
+the results flag.
 
 Samples: the answers of one model to one task are samples 0, 1, ... in file order; a
 response's id is derived from (source, model, task, sample), so importing the same file again
@@ -44,12 +50,20 @@ from db.models import CollectionFailure, CollectionRun, Task, utcnow
 from db.queries import fetch_in
 from errors import UserError, counted, escape_unprintable, one_line, read_at_most
 
-SOURCES = ("nmb", "openai-batch", "vlmevalkit", "lm-eval")
+SOURCES = ("nmb", "openai-batch", "chat-completions", "ollama", "vlmevalkit", "lm-eval",
+           "lmms-eval")
 #: A response file larger than this is refused before it is read.
 MAX_FILE_BYTES = MAX_TEXT_FILE_BYTES
-#: An .xlsx is a zip: refused when its parts unpack to more than this (or 100x its size).
+#: An .xlsx is a zip: refused when its parts unpack to more than this, or to more than 100x
+#: its size where that is over 64 MiB.
 MAX_XLSX_UNZIPPED = 512 * 2**20
-MAX_ROWS = 1_000_000
+#: A prediction file (.xlsx or .tsv) holds at most this many rows below its header, and its
+#: header at most MAX_COLUMNS columns; cells right of the header are not read. A spreadsheet
+#: row is padded to the sheet's width as it is read (openpyxl): without the header's width as
+#: the bound, a cell at column XFD, or a `<dimension ref="A1:XFD1048576">`, made every row
+#: 16,384 cells (GBs from a 500 KB file).
+MAX_ROWS = 100_000
+MAX_COLUMNS = 256
 #: A cell of a prediction file holds text or a number; longer ones are refused by the bundle
 #: rules (200,000 characters for a response).
 _TSV_FIELD_LIMIT = 4 * 2**20
@@ -68,6 +82,8 @@ class Answer:
     usage: dict[str, int] | None = None
     failure: str | None = None  # a Batch error line: recorded as a failure
     variant: str | None = None  # the lm-eval filter whose line it was read from
+    positional: bool = False  # the default key is a position (index, doc_id, line), no task id
+    repeat: bool = False  # an lm-eval line without a filter name repeating a document's answers
 
 
 Reader = Callable[[Path, list[Problem]], list[Answer]]
@@ -83,6 +99,8 @@ class ResponsesSummary:
     failures: int = 0
     filter: str | None = None  # lm-eval: the filter whose lines were read
     other_filters: list[str] = field(default_factory=list)  # ... and those that were not
+    final_stage_only: int = 0  # answers to staged tasks stored as their final stage's only
+    repeated_lines: int = 0  # lines without a filter name repeating a document's answers
 
     @property
     def changed(self) -> bool:
@@ -100,6 +118,12 @@ class ResponsesSummary:
             others = ", ".join(_shown(f) for f in self.other_filters)
             out += (f"; filter {_shown(self.filter or '')} read, not {others} (the file's lines "
                     "under each filter hold the same answers; --filter NAME to name another)")
+        if self.repeated_lines:
+            out += (f"; {counted(self.repeated_lines, 'line')} repeating a document's answers "
+                    "(one per further filter) read once")
+        if self.final_stage_only:
+            out += (f"; {counted(self.final_stage_only, 'answer')} to staged tasks stored as "
+                    "the final stage's answer only (--final-stage-only: flagged in results)")
         return out
 
 
@@ -116,15 +140,18 @@ class TaskKey:
     """How an answer finds its task (`--task-key`):
 
     - `field:NAME`: the value of field (or column) NAME is the task id;
-    - `map:FILE.json`: the format's own key (custom_id, index, doc_id), looked up in a JSON
-      object {key: task_id};
+    - `map:FILE.json`: the format's own key (custom_id, index, doc_id, a bare line's
+      position), looked up in a JSON object {key: task_id} (the key map);
+    - `order:TASKS`: the format's own key is a row number, counted from 0, of the task file the
+      harness was given: a `tasks.jsonl` (a bundle's or a package's: one object with task_id
+      per line) or a text file of task ids, one per line (blank lines skipped);
     - `prompt`: the answer's question text equals the prompt of exactly one task (surrounding
       blanks ignored);
     - absent: the format's default key is the task id (docs/bundle-format.md).
     """
 
-    kind: str = "default"  # default | field | map | prompt
-    name: str = ""  # field name, or the map's file
+    kind: str = "default"  # default | field | map | order | prompt
+    name: str = ""  # field name, or the map's or task file's path
     mapping: dict[str, str] = field(default_factory=dict, compare=False)
 
     @classmethod
@@ -145,7 +172,37 @@ class TaskKey:
                 raise UserError(f"--task-key {rule}: {Path(name).name} is not a JSON object "
                                 "of task ids ({\"key\": \"task_id\", ...})")
             return cls("map", name, data)
-        raise UserError(f"--task-key {rule!r} is not field:NAME, map:FILE.json or prompt")
+        if kind == "order" and name:
+            return cls("order", name, {str(i): t for i, t in enumerate(_task_rows(Path(name),
+                                                                                  rule))})
+        raise UserError(f"--task-key {rule!r} is not field:NAME, map:FILE.json, order:TASKS "
+                        "or prompt")
+
+
+def _task_rows(path: Path, rule: str) -> list[str]:
+    """The task ids of a task file, in its row order (`TaskKey` `order:`); UserError naming
+    the file and line of the first problem."""
+    problems: list[Problem] = []
+    if path.suffix.lower() == ".jsonl":
+        rows = []
+        for n, obj, why in read_jsonl(path, path.name, problems):
+            tid = obj.get("task_id") if isinstance(obj, dict) and not why else None
+            if not isinstance(tid, str) or not tid.strip():
+                raise UserError(f"--task-key {rule}: {path.name}:{n}: has no task_id (a task "
+                                "file's lines are tasks, as a bundle's tasks.jsonl)")
+            rows.append(tid)
+    else:
+        data = _read_capped(path, problems) if _cap(path, problems) else None
+        try:
+            text = data.decode("utf-8-sig") if data is not None else None
+        except UnicodeDecodeError:
+            raise UserError(f"--task-key {rule}: {path.name}: not UTF-8 text") from None
+        rows = [line.strip() for line in (text or "").splitlines() if line.strip()]
+    if problems:
+        raise UserError(f"--task-key {rule}: {problems[0]}")
+    if not rows:
+        raise UserError(f"--task-key {rule}: {path.name} holds no task")
+    return rows
 
 
 def _key_text(v: Any) -> str | None:
@@ -191,20 +248,22 @@ def match_tasks(s: Session, answers: list[Answer], rule: TaskKey, label: str,
                                     []).append(_row(a))
             raw.append(hits[0] if len(hits) == 1 else None)
             continue
-        name = {"field": rule.name, "map": a.native_key or a.default_key}.get(rule.kind,
-                                                                             a.default_key)
+        native = a.native_key or a.default_key
+        name = {"field": rule.name, "map": native, "order": native}.get(rule.kind, a.default_key)
         key = _key_text(_lookup(a.keys, name))
         if key is None:
             missing.append(a.where)
             raw.append(None)
-        elif rule.kind == "map":
+        elif rule.kind in ("map", "order"):
             if key not in rule.mapping:
                 unmapped.setdefault(key, []).append(_row(a))
             raw.append(rule.mapping.get(key))
         else:
             raw.append(key)
     if missing:
-        name = rule.name if rule.kind == "field" else answers[0].default_key
+        first = answers[0]
+        name = {"field": rule.name, "map": first.native_key or first.default_key,
+                "order": first.native_key or first.default_key}.get(rule.kind, first.default_key)
         problems.append(Problem(label, None, f"{counted(len(missing), 'answer')} "
                                 f"{'has' if len(missing) == 1 else 'have'} no task key {name} "
                                 f"(first: {missing[0]}); see --task-key"))
@@ -212,7 +271,17 @@ def match_tasks(s: Session, answers: list[Answer], rule: TaskKey, label: str,
         shown = "; ".join(f"{q!r} ({', '.join(w[:3])})" for q, w in list(ambiguous.items())[:10])
         problems.append(Problem(label, None, f"{counted(len(ambiguous), 'question')} "
                                 f"{'is' if len(ambiguous) == 1 else 'are'} the prompt of "
-                                f"more than one task: {shown}; use --task-key field:NAME or map"))
+                                f"more than one task, which the prompt cannot tell apart: "
+                                f"{shown}; use --task-key order:TASKS (the row order of the "
+                                "task file the harness was given), map:FILE.json or field:NAME"))
+    if unmapped and rule.kind == "order":
+        keys = list(unmapped)
+        problems.append(Problem(label, None, f"{counted(len(keys), 'key')} "
+                                f"{'is' if len(keys) == 1 else 'are'} not a row of "
+                                f"{Path(rule.name).name} (rows 0 to {len(rule.mapping) - 1}): "
+                                + ", ".join(f"{k!r}" for k in keys[:20])
+                                + (f" and {len(keys) - 20} more" if len(keys) > 20 else "")))
+        unmapped = {}
     if unmapped:
         where = "in " + Path(rule.name).name if rule.kind == "map" else "among the task prompts"
         problems.append(Problem(label, None, f"{counted(len(unmapped), 'key')} "
@@ -226,7 +295,13 @@ def match_tasks(s: Session, answers: list[Answer], rule: TaskKey, label: str,
         if tid is not None and tid not in known:
             unknown.setdefault(tid, []).append(_row(a))
     if unknown:
-        problems.append(Problem(label, None, unknown_tasks_message(unknown, "row")))
+        hint = ""
+        if rule.kind == "default" and all(a.positional for a in answers) and all(
+                t.isdigit() for t in unknown):
+            hint = (f"; these {answers[0].default_key} values look like row numbers, not "
+                    "task ids: --task-key order:TASKS reads them as rows (from 0) of the task "
+                    "file the harness was given, map:FILE.json through a key map")
+        problems.append(Problem(label, None, unknown_tasks_message(unknown, "row") + hint))
     return [t if t in known else None for t in raw]
 
 
@@ -279,15 +354,19 @@ def read_nmb(path: Path, problems: list[Problem]) -> list[Answer]:
 
 
 def read_lm_eval(path: Path, problems: list[Problem]) -> list[Answer]:
-    """lm-evaluation-harness sample logs (`--log_samples`, samples_<task>_<time>.jsonl): one
-    JSON object per document and filter with `doc_id`, `doc`, `filter` (absent before
-    lm-eval 0.4.3) and `resps` (a list per request of a list of repeats, the same under every
-    filter); each repeat of the first request is one sample, marked with its line's filter
-    (`Answer.variant`; `import_responses` keeps one filter's). Default key: `doc.task_id`,
-    else `doc_id`."""
+    """lm-evaluation-harness sample logs (`--log_samples`, samples_<task>_<time>.jsonl), and
+    lmms-eval's (<time>_samples_<task>.jsonl), which have the same lines: one JSON object per
+    document and filter with `doc_id` (the document's row in the task's dataset, from 0),
+    `doc`, `filter` (absent before lm-eval 0.4.3, and in lmms-eval) and `resps` (a list per
+    request of a list of repeats, the same under every filter); each repeat of the first
+    request is one sample, marked with its line's filter (`Answer.variant`; `import_responses`
+    keeps one filter's). A line without a filter name that repeats an earlier line's doc_id
+    and answers is that document under a further filter (`Answer.repeat`: read once).
+    Default key: `doc.task_id`, else `doc_id`."""
     if not _cap(path, problems):
         return []
     out = []
+    unnamed: dict[str, Any] = {}  # doc_id -> resps of the lines without a filter name
     for n, obj, why in read_jsonl(path, path.name, problems):
         where = f"{path.name}:{n}"
         if why or not isinstance(obj, dict):
@@ -311,13 +390,23 @@ def read_lm_eval(path: Path, problems: list[Problem]) -> list[Answer]:
         keys = {"doc_id": obj["doc_id"], "doc": doc,
                 "question": doc.get("question") if isinstance(doc.get("question"), str) else None}
         default = "doc.task_id" if isinstance(doc.get("task_id"), str) else "doc_id"
-        out += [Answer(where, keys, default, "doc_id", text=t, variant=variant) for t in texts]
+        repeat = False
+        if variant is None and (doc_key := _key_text(obj["doc_id"])) is not None:
+            repeat = unnamed.get(doc_key) == texts
+            unnamed.setdefault(doc_key, texts)
+        out += [Answer(where, keys, default, "doc_id", text=t, variant=variant,
+                       positional=default == "doc_id", repeat=repeat) for t in texts]
     return out
 
 
 def _xlsx_rows(path: Path, problems: list[Problem]) -> list[tuple[int, list]] | None:
-    """The rows of the first sheet as values; None (a problem said) for a formula, a zip bomb
-    or a file that is not a workbook."""
+    """The rows of the first sheet as values, each as wide as the header row (cells right of
+    it are not read), empty rows left out; None (a problem said) for a formula, a zip bomb, a
+    header wider than MAX_COLUMNS, more than MAX_ROWS rows or a file that is not a workbook.
+
+    Read-only openpyxl pads every row it yields to `max_col`, else to the width the sheet
+    declares (`<dimension>`) or to its last cell: bounded here by the header's width, so a
+    cell at column XFD or a declared A1:XFD1048576 costs nothing."""
     if (data := _read_capped(path, problems)) is None:
         return None
     workbook = io.BytesIO(data)
@@ -327,9 +416,10 @@ def _xlsx_rows(path: Path, problems: list[Problem]) -> list[tuple[int, list]] | 
     except (zipfile.BadZipFile, OSError) as e:
         problems.append(Problem(path.name, None, f"is not an .xlsx workbook: {e}"))
         return None
-    if unzipped > MAX_XLSX_UNZIPPED or unzipped > 100 * max(1, len(data)) > 2**26:
+    if unzipped > MAX_XLSX_UNZIPPED or unzipped > max(100 * len(data), 2**26):
         problems.append(Problem(path.name, None, f"unzips to {unzipped:,} bytes, more than "
-                                                 f"the limit of {MAX_XLSX_UNZIPPED:,} (zip bomb?)"))
+                                f"{min(MAX_XLSX_UNZIPPED, max(100 * len(data), 2**26)):,} "
+                                "(zip bomb?)"))
         return None
     try:
         import openpyxl  # the [harness] extra
@@ -337,22 +427,45 @@ def _xlsx_rows(path: Path, problems: list[Problem]) -> list[tuple[int, list]] | 
         raise UserError("reading .xlsx needs openpyxl: pip install "
                         "'neural-medbench-studio[harness]' (or give a .tsv)") from None
 
-    rows = []
+    rows: list[tuple[int, list]] = []
+
+    def values(n: int, cells: tuple) -> list | None:
+        out = []
+        for c in cells:
+            if c.data_type == "f":
+                problems.append(Problem(path.name, None, f"row {n}, cell {c.coordinate} "
+                                        "holds a formula: prediction files hold values only"))
+                return None
+            out.append(c.value)
+        return out
+
     try:  # openpyxl raises many types on a damaged workbook, loading it or reading its rows
         book = openpyxl.load_workbook(workbook, read_only=True, data_only=False)
         try:  # (the sheet is parsed while its rows are read)
-            for n, cells in enumerate(book.worksheets[0].iter_rows(), start=1):
+            sheet = book.worksheets[0]
+            header = next(sheet.iter_rows(min_row=1, max_row=1), ())
+            width = max((i + 1 for i, c in enumerate(header)
+                         if c.value is not None and str(c.value).strip()), default=0)
+            if width > MAX_COLUMNS:
+                problems.append(Problem(path.name, None, f"has a header of {width:,} columns "
+                                        f"(row 1 reaches column {header[width - 1].column_letter}),"
+                                        f" more than the limit of {MAX_COLUMNS}"))
+                return None
+            if width == 0:
+                return []
+            if (head := values(1, header[:width])) is None:
+                return None
+            rows.append((1, head))
+            for n, cells in enumerate(sheet.iter_rows(min_row=2, max_col=width), start=2):
                 if n > MAX_ROWS + 1:
-                    problems.append(Problem(path.name, None, f"has more than {MAX_ROWS:,} rows"))
+                    problems.append(Problem(path.name, None, f"has more than {MAX_ROWS:,} rows "
+                                            "below its header"))
                     return None
-                values = []
-                for c in cells:
-                    if c.data_type == "f":
-                        problems.append(Problem(path.name, None, f"row {n}, cell {c.coordinate} "
-                                        "holds a formula: prediction files hold values only"))
-                        return None
-                    values.append(c.value)
-                rows.append((n, values))
+                if all(c.value is None for c in cells):
+                    continue
+                if (row := values(n, cells)) is None:
+                    return None
+                rows.append((n, row))
         finally:
             book.close()
     except Exception as e:
@@ -372,9 +485,14 @@ def _tsv_rows(path: Path, problems: list[Problem]) -> list[tuple[int, list]] | N
             reader = csv.reader(f, delimiter="\t")
             for row in reader:
                 if len(rows) > MAX_ROWS:
-                    problems.append(Problem(path.name, None, f"has more than {MAX_ROWS:,} rows"))
+                    problems.append(Problem(path.name, None, f"has more than {MAX_ROWS:,} rows "
+                                            "below its header"))
                     return None
-                rows.append((reader.line_num, row))
+                if not rows and len(row) > MAX_COLUMNS:
+                    problems.append(Problem(path.name, None, f"has a header of {len(row):,} "
+                                            f"columns, more than the limit of {MAX_COLUMNS}"))
+                    return None
+                rows.append((reader.line_num, row[:len(rows[0][1])] if rows else row))
             return rows
     except UnicodeDecodeError as e:
         problems.append(Problem(path.name, None, f"not UTF-8 text (byte {e.object[e.start]:#04x})"))
@@ -423,12 +541,31 @@ def read_vlmevalkit(path: Path, problems: list[Problem]) -> list[Answer]:
             continue
         prediction = cells.get("prediction")
         text = "" if prediction is None else _key_text(prediction) or str(prediction)
-        out.append(Answer(f"{path.name} row {n}", cells, default, "index", text=text))
+        out.append(Answer(f"{path.name} row {n}", cells, default, "index", text=text,
+                          positional=default == "index"))
     return out
 
 
 READERS: dict[str, Reader] = {"nmb": read_nmb, "vlmevalkit": read_vlmevalkit,
-                              "lm-eval": read_lm_eval}
+                              "lm-eval": read_lm_eval, "lmms-eval": read_lm_eval}
+
+
+def holds_final_stage_only(text: str, turns: list[str] | None) -> bool:
+    """Whether a staged task's response (`text` the first answer, `turns` one per further
+    stage) holds its final stage's answer alone, as `--final-stage-only` stores a harness's
+    one text: every earlier answer empty, the last one given."""
+    return (bool(turns) and not text.strip() and all(not t.strip() for t in turns[:-1])
+            and bool(turns[-1].strip()))
+
+
+def _staged(s: Session, task_ids: set[str]) -> dict[str, int]:
+    """{task id: number of stages} of the level-3 tasks among `task_ids` that have stages."""
+    try:
+        return {tid: len(stages) for tid, level, stages in fetch_in(
+            s, Task.task_id, task_ids, Task.task_id, Task.level, Task.stages)
+            if level == 3 and stages}
+    finally:
+        s.rollback()
 
 
 # ---------------------------------------------------------------- the import
@@ -485,7 +622,8 @@ def answered_twice(answers: list[Answer], models: list[str], label: str) -> Prob
 
     shown = "; ".join(named(who, key, where) for (who, key), where in list(twice.items())[:5])
     more = f"; and {len(twice) - 5} more" if len(twice) > 5 else ""
-    return Problem(label, None, f"{counted(len(twice), name)} {'is' if len(twice) == 1 else 'are'}"
+    return Problem(label, None, f"{counted(len(twice), name, {'index': 'indexes'}.get(name))} "
+                   f"{'is' if len(twice) == 1 else 'are'}"
                    f" answered on more than one {word} for one model, which would count one "
                    f"answer as two samples: {shown}{more}")
 
@@ -531,12 +669,15 @@ def _not_yet_recorded(s: Session, failures: list[tuple[str, str, int, str]]
 
 def import_responses(s: Session, path: Path, *, source: str, model: str | None = None,
                      task_key: str | None = None, filter_name: str | None = None,
-                     dry_run: bool = False, actor: str | None = None, progress: Any = None,
+                     final_stage_only: bool = False, dry_run: bool = False,
+                     actor: str | None = None, progress: Any = None,
                      readers: dict[str, Reader] | None = None) -> ResponsesSummary:
     """Read `path` (a file in the `source` format, or for `nmb` a responses.jsonl or a
     responses-only bundle), match its answers to the study's tasks and import them in one
     transaction of `s`; raises BundleInvalid listing every problem, the study unchanged.
-    `filter_name`: the lm-eval filter whose lines are read (`choose_filter`)."""
+    `filter_name`: the lm-eval filter whose lines are read (`choose_filter`). An answer to a
+    staged task is refused unless `final_stage_only`, which stores it as the final stage's
+    answer alone (`holds_final_stage_only`)."""
     readers = {**READERS, **(readers or {})}
     if source not in readers:
         raise UserError(f"--from {source!r} is not one of {', '.join(readers)}")
@@ -546,9 +687,10 @@ def import_responses(s: Session, path: Path, *, source: str, model: str | None =
     if not path.exists():
         raise UserError(f"{path.name}: no such file")
     if source == "nmb":
-        if task_key or model:
-            raise UserError("--model and --task-key are for harness files: a responses.jsonl "
-                            "names its tasks and models")
+        if task_key or model or final_stage_only:
+            raise UserError("--model, --task-key and --final-stage-only are for harness files: "
+                            "a responses.jsonl names its tasks and models, and gives staged "
+                            "tasks their turns")
         return _import_nmb(s, path, dry_run=dry_run, actor=actor, progress=progress)
     if path.is_dir():
         raise UserError(f"{path.name}: is a folder, not a {source} file")
@@ -556,12 +698,28 @@ def import_responses(s: Session, path: Path, *, source: str, model: str | None =
     problems: list[Problem] = []
     try:
         answers = readers[source](path, problems)
+        repeated = len({a.where for a in answers if a.repeat})
+        answers = [a for a in answers if not a.repeat]
         answers, chosen, others = choose_filter(answers, filter_name, path.name)
         if not answers and not problems:
             problems.append(Problem(path.name, None, "holds no answer"))
         tasks = match_tasks(s, answers, rule, path.name, problems) if answers else []
     finally:
         s.rollback()
+    stages = _staged(s, {t for t in tasks if t is not None})
+    one_text = {}  # staged task -> rows that answer it with one text
+    for a, tid in zip(answers, tasks, strict=True):
+        if tid in stages and a.failure is None:
+            one_text.setdefault(tid, []).append(_row(a))
+    if one_text and not final_stage_only:
+        n = sum(map(len, one_text.values()))
+        shown = ", ".join(f"{show(t)} ({_at(w)})" for t, w in list(one_text.items())[:5])
+        more = f" and {len(one_text) - 5} more" if len(one_text) > 5 else ""
+        problems.append(Problem(path.name, None, f"{counted(n, 'answer')} {'is' if n == 1 else 'are'}"
+                                f" one text for a staged task, which takes one answer per stage:"
+                                f" {shown}{more}; a harness file holds no per-stage answers: "
+                                "--final-stage-only stores the text as the final stage's answer "
+                                "(flagged in results), or leave these tasks out"))
     lines, origin, failures = [], [], []
     samples: dict[tuple[str, str], int] = {}
     named = {a.model for a in answers if a.model}
@@ -585,6 +743,8 @@ def import_responses(s: Session, path: Path, *, source: str, model: str | None =
             continue
         row = {"response_id": response_id(source, who, tid, k), "task_id": tid, "model": who,
                "sample": k, "text": a.text or ""}
+        if tid in stages:  # final_stage_only: no first answer, none to a stage but the last
+            row["text"], row["turns"] = "", [""] * (stages[tid] - 1) + [a.text or ""]
         if a.usage:
             row["usage"] = a.usage
         lines.append(row)
@@ -610,7 +770,15 @@ def import_responses(s: Session, path: Path, *, source: str, model: str | None =
                         and p.line <= len(origin) else path.name, None, p.message)
                 for p in e.problems]) from None
     return ResponsesSummary(file=path.name, source=source, imported=summary,
-                            failures=len(failures), filter=chosen, other_filters=others)
+                            failures=len(failures), filter=chosen, other_filters=others,
+                            final_stage_only=sum(map(len, one_text.values())),
+                            repeated_lines=repeated)
+
+
+def _at(where: list[int]) -> str:
+    """"row 3", "rows 2, 5, 9, ..." """
+    return (f"row{'s' if len(where) > 1 else ''} " + ", ".join(map(str, where[:3]))
+            + (", ..." if len(where) > 3 else ""))
 
 
 def _import_nmb(s: Session, path: Path, *, dry_run: bool, actor: str | None,

@@ -156,7 +156,8 @@ def test_a_password_source_is_read_only_as_far_as_a_password_goes(nmb_home: Path
 @pytest.mark.parametrize("args", [
     ("agreement", "/dev/zero"),
     *(("import-responses", "/dev/zero", "--from", source, "--model", "m")
-      for source in ("openai-batch", "vlmevalkit", "lm-eval")),
+      for source in ("openai-batch", "chat-completions", "ollama", "vlmevalkit", "lm-eval",
+                     "lmms-eval")),
     ("import-responses", "/dev/zero", "--from", "nmb"),
     ("package", "verify", "/dev/null", "--public-key", "/dev/zero"),
     ("assign", "--raters", "x", "--rubric", "/dev/zero"),

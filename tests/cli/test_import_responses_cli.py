@@ -39,7 +39,7 @@ def test_import_responses_mistakes(nmb_home: Path, tmp_path: Path) -> None:
     assert out.returncode == 2 and out.stderr.count("\n") == 1
     assert out.stderr == 'nmb: p.tsv: 1 task_id is not a task of this study: "t9" (row 2)\n'
     out = nmb("import-responses", str(tsv), "--from", "vlmevalkit", "--task-key", "columns")
-    assert out.returncode == 2 and "is not field:NAME, map:FILE.json or prompt" in out.stderr
+    assert out.returncode == 2 and "is not field:NAME, map:FILE.json, order:TASKS or prompt" in out.stderr
     log = tmp_path / "samples.jsonl"
     write_jsonl(log, [{"doc_id": 0, "doc": {"task_id": "t1"}, "resps": [["a"]],
                        "filtered_resps": ["a"], "filter": f} for f in ("strict", "flexible")])

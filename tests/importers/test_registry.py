@@ -26,7 +26,8 @@ def test_the_cli_offers_every_registered_format_and_nothing_else() -> None:
      "nmb: --case-info is for --from dicom and --from bids\n"),
     (["import", "d", "--from", "dicom", "--exclude", "sub-01"], "nmb: --exclude is for --from bids\n"),
     (["import-responses", "r.jsonl", "--from", "nmb", "--model", "m"],
-     "nmb: --model is for --from openai-batch and --from vlmevalkit and --from lm-eval\n"),
+     "nmb: --model is for --from openai-batch and --from chat-completions and --from ollama "
+     "and --from vlmevalkit and --from lm-eval and --from lmms-eval\n"),
     (["import-responses", "r.jsonl", "--from", "vlmevalkit", "--filter", "x"],
      "nmb: --filter is for --from lm-eval\n"),
     (["import", "a", "b"], "nmb: --from bundle imports one path (release task files: --from "

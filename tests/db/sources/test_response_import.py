@@ -202,7 +202,9 @@ def test_vlmevalkit_refusals(study: str, tmp_path: Path, monkeypatch) -> None:
         "n.xlsx: 1 answer names no model (first: n.xlsx row 2): give --model NAME"]
     unknown = _xlsx(tmp_path / "u.xlsx", [["index", "prediction"], [3, "x"], [4, "y"]])
     assert _refused(study, unknown, "vlmevalkit", model="m") == [
-        'u.xlsx: 2 task_ids are not tasks of this study: "3" (row 2), "4" (row 3)']
+        'u.xlsx: 2 task_ids are not tasks of this study: "3" (row 2), "4" (row 3); these '
+        "index values look like row numbers, not task ids: --task-key order:TASKS reads them as "
+        "rows (from 0) of the task file the harness was given, map:FILE.json through a key map"]
     fake = tmp_path / "fake.xlsx"
     fake.write_text("index,prediction\n")
     assert _refused(study, fake, "vlmevalkit", model="m")[0].startswith(
@@ -215,8 +217,9 @@ def test_vlmevalkit_refusals(study: str, tmp_path: Path, monkeypatch) -> None:
         s.commit()
     same.write_text("index\tquestion\tprediction\n1\tWhere is the lesion?\tx\n")
     assert _refused(study, same, "vlmevalkit", model="m", task_key="prompt") == [
-        "same.tsv: 1 question is the prompt of more than one task: 'Where is the lesion?' "
-        "(same.tsv row 2); use --task-key field:NAME or map"]
+        "same.tsv: 1 question is the prompt of more than one task, which the prompt cannot "
+        "tell apart: 'Where is the lesion?' (same.tsv row 2); use --task-key order:TASKS (the "
+        "row order of the task file the harness was given), map:FILE.json or field:NAME"]
     twice = tmp_path / "twice.tsv"  # which prediction is the answer? (the last one was taken)
     twice.write_text("index\tprediction\tprediction\nt1\tStroke.\tMS.\n")
     assert _refused(study, twice, "vlmevalkit", model="m") == [
