@@ -133,6 +133,7 @@ def test_charts_render_to_png(demo: dict) -> None:
         assert 300 < width <= 1200, (name, width)
 
 
+@pytest.mark.filterwarnings("ignore:constrained_layout not applied")  # a 100-character name
 def test_names_are_drawn_as_plain_text_never_as_mathtext() -> None:
     """Model names come from outside: `$\\foo$` (ValueError), braces nested 50 deep
     (RecursionError) and `$\\alpha$` (drawn as a Greek letter) are drawn as written, even
