@@ -25,7 +25,7 @@ from db.rubrics import ensure_rubric
 from db.status import counts
 from db.study.cases import case_view, reference_fields, task_list
 from db.study.catalog import case_rows, response_detail, response_rows, search, task_rows
-from db.study.exams import ensure_exam, staged_tasks_sharing_a_case
+from db.study.exams import ensure_exam, exam_warnings
 from db.study.masks import case_masks
 from db.study.reference import HINT, has_reference
 from db.text_limits import NAME
@@ -437,8 +437,8 @@ def assignments_section() -> None:
             def open_exam(s) -> str:
                 exam = ensure_exam(s, name=exam_name.strip(), task_ids=exam_tasks,
                                    review=exam_review, actor=user.name)
-                if warning := staged_tasks_sharing_a_case(s, list(exam.task_ids)):
-                    warnings.append(warning[0].upper() + warning[1:] + ".")
+                warnings.extend(w[0].upper() + w[1:] + "."
+                                for w in exam_warnings(s, list(exam.task_ids)))
                 return (f"Exam {exam.name!r} is open with {counted(len(exam.task_ids), 'task')}"
                         + (", review after finishing." if exam.review else "."))
 
