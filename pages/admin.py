@@ -117,6 +117,8 @@ def release_import() -> None:
     server_paths = st.text_area("…or paths on the server, one per line")
     key = st.file_uploader("Answer key (.json, optional)", type=["json"])
     key_path = st.text_input("…or the answer key's path on the server")
+    field_map = st.text_input("Field map's path on the server (optional: files of other field "
+                              "names, docs/bundle-format.md)")
     c1, c2, c3 = st.columns(3)
     family = c1.selectbox("Family", ["by file name", *FAMILIES])
     level = c2.selectbox("Level", ["by file name", *LEVELS])
@@ -140,6 +142,7 @@ def release_import() -> None:
         _show_import(", ".join(p.name for p in paths) + valid,
                      lambda s, progress: run_import(s, "neural-medbench", paths, Options(
                          answers=answers, dry_run=dry_run, actor=user.name, allow_blank=blank,
+                         field_map=Path(field_map.strip()) if field_map.strip() else None,
                          family=None if family == "by file name" else family,
                          level=None if level == "by file name" else level, progress=progress)))
 
