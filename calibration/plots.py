@@ -4,6 +4,12 @@ Every figure uses constrained layout with its legend outside the axes, below the
 (`legend_below`), so a legend never covers data, and no text is smaller than `FONT_MIN` points
 (at `DPI`, 12 px: legible where the page shows the PNG at its own size, two figures side by
 side in the app's wide layout).
+
+Every text is drawn as plain text: model names, error classes and other text from outside
+would otherwise be read as mathtext between `$` signs (`$\\foo$` ends in a ValueError, deep
+braces in a RecursionError, `$\\alpha$` is drawn as a Greek letter) or as TeX. `png`, the one
+way out for every figure, turns math parsing and TeX off on each text artist, and draws
+under the same settings (tick labels are made while drawing).
 """
 
 import io
@@ -14,19 +20,28 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.text import Text  # noqa: E402
 
 from calibration.report import CalibrationData, Report  # noqa: E402
 
 DPI = 110
 FONT_MIN = 8  # points
+PLAIN_TEXT = {"text.parse_math": False, "text.usetex": False}
 plt.rcParams.update({"font.size": 9, "axes.titlesize": 10, "xtick.labelsize": FONT_MIN,
-                     "ytick.labelsize": FONT_MIN, "legend.fontsize": FONT_MIN})
+                     "ytick.labelsize": FONT_MIN, "legend.fontsize": FONT_MIN, **PLAIN_TEXT})
 
 
 def png(fig: Figure) -> bytes:
+    """The figure as PNG bytes, every text in it drawn as plain text (no mathtext, no TeX)."""
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=DPI, bbox_inches="tight")
-    plt.close(fig)
+    try:
+        with plt.rc_context(PLAIN_TEXT):
+            for text in fig.findobj(Text):
+                text.set_parse_math(False)
+                text.set_usetex(False)
+            fig.savefig(buf, format="png", dpi=DPI, bbox_inches="tight")
+    finally:
+        plt.close(fig)
     return buf.getvalue()
 
 

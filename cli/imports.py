@@ -42,7 +42,7 @@ def cmd_import(args: argparse.Namespace) -> None:
         dry_run=args.dry_run, actor="cli", allow_blank=args.allow_blank,
         case_info=_path(args.case_info), sequence_map=_path(args.sequence_map),
         allow_burned_in=args.allow_burned_in, answers=_path(args.answers), family=args.family,
-        level=args.level, participants=tuple(args.participants or ()),
+        level=args.level, field_map=_path(args.map), participants=tuple(args.participants or ()),
         exclude=tuple(args.exclude or ())), args.json)
 
 
@@ -95,6 +95,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                     help="release: the task family of every file (default: by file name)")
     ip.add_argument("--level", type=int, choices=[1, 2, 3],
                     help="release: the level of every file (default: by file name)")
+    ip.add_argument("--map", metavar="MAP.json",
+                    help='release: the files\' field names, e.g. {"questions": "turns", '
+                         '"question": "ask", "number": null} (docs/bundle-format.md)')
     ip.add_argument("--dry-run", action="store_true", help="validate and count, write nothing")
     ip.add_argument("--json", action="store_true", help=JSON)
 

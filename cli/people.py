@@ -136,16 +136,16 @@ def cmd_assign(args: argparse.Namespace) -> None:
 
 
 def cmd_exam_add(args: argparse.Namespace) -> None:
-    from db.study.exams import ensure_exam, staged_tasks_sharing_a_case
+    from db.study.exams import ensure_exam, exam_warnings
 
     with open_study() as s:
         exam = ensure_exam(s, name=args.name, task_ids=args.tasks, review=args.review,
                            actor="cli")
-        warning = staged_tasks_sharing_a_case(s, list(exam.task_ids))
+        warnings = exam_warnings(s, list(exam.task_ids))
         s.commit()
     print(f"exam {exam.id} {exam.name!r}: {counted(len(exam.task_ids), 'task')}"
           + (", review after finishing" if exam.review else ""))
-    if warning:
+    for warning in warnings:
         print(f"nmb: warning: {warning}", file=sys.stderr)
 
 

@@ -111,6 +111,10 @@ class Case(SQLModel, table=True):
     bundle: str = Field(max_length=256)
     # [{"series", "plane", "index"}]: the slices a model is shown (imaging.key_slices), or None
     key_slices: list[dict[str, Any]] | None = _json(nullable=True)
+    # an opaque label shared by the cases that describe one patient (a Neural-MedBench case
+    # number in several release files), or None: a case of its own. Exams hold a later stage
+    # back until the patient's other tasks are answered (db.study.exams); never an identifier
+    patient: str | None = Field(default=None, max_length=128, index=True)
     created_at: datetime = _when()
 
 

@@ -31,6 +31,7 @@ class Options:
     answers: Path | None = None
     family: str | None = None
     level: int | None = None
+    field_map: Path | None = None  # --map: a release file's field names (neural-medbench)
     model: str | None = None
     task_key: str | None = None
     filter_name: str | None = None
@@ -60,8 +61,8 @@ def _release(s: Session, paths: list[Path], o: Options) -> Any:
     from db.release.reader import import_release
 
     return import_release(s, paths, answers=o.answers, family=o.family, level=o.level,
-                          dry_run=o.dry_run, allow_blank=o.allow_blank, actor=o.actor,
-                          progress=o.progress)
+                          field_map=o.field_map, dry_run=o.dry_run, allow_blank=o.allow_blank,
+                          actor=o.actor, progress=o.progress)
 
 
 def _dicom(s: Session, paths: list[Path], o: Options) -> Any:
@@ -96,7 +97,8 @@ _HARNESS = frozenset({"model", "task_key", "final_stage_only"})
 IMPORTERS: dict[str, Importer] = {i.name: i for i in (
     Importer("bundle", "cases", "Bundle", frozenset({"workspace", "allow_blank"}), _bundle),
     Importer("neural-medbench", "cases", "Neural-MedBench release files",
-             frozenset({"allow_blank", "answers", "family", "level"}), _release, many_paths=True),
+             frozenset({"allow_blank", "answers", "family", "level", "field_map"}), _release,
+             many_paths=True),
     Importer("dicom", "cases", "DICOM study",
              frozenset({"allow_blank", "case_info", "sequence_map", "allow_burned_in"}), _dicom),
     Importer("bids", "cases", "BIDS dataset",
@@ -124,8 +126,11 @@ def names(brings: str) -> list[str]:
     return [name for name, i in IMPORTERS.items() if i.brings == brings]
 
 
+_FLAGS = {"field_map": "--map"}
+
+
 def _flag(option: str) -> str:
-    return "--" + option.removesuffix("_name").replace("_", "-")
+    return _FLAGS.get(option) or "--" + option.removesuffix("_name").replace("_", "-")
 
 
 def checked(name: str, paths: list[Path], options: Options) -> Importer:

@@ -25,7 +25,7 @@ from db.rubrics import ensure_rubric
 from db.status import counts
 from db.study.cases import case_view, reference_fields, task_list
 from db.study.catalog import case_rows, response_detail, response_rows, search, task_rows
-from db.study.exams import ensure_exam, staged_tasks_sharing_a_case
+from db.study.exams import ensure_exam, exam_warnings
 from db.study.masks import case_masks
 from db.study.reference import HINT, has_reference
 from db.text_limits import NAME
@@ -117,6 +117,8 @@ def release_import() -> None:
     server_paths = st.text_area("…or paths on the server, one per line")
     key = st.file_uploader("Answer key (.json, optional)", type=["json"])
     key_path = st.text_input("…or the answer key's path on the server")
+    field_map = st.text_input("Field map's path on the server (optional: files of other field "
+                              "names, docs/bundle-format.md)")
     c1, c2, c3 = st.columns(3)
     family = c1.selectbox("Family", ["by file name", *FAMILIES])
     level = c2.selectbox("Level", ["by file name", *LEVELS])
@@ -140,6 +142,7 @@ def release_import() -> None:
         _show_import(", ".join(p.name for p in paths) + valid,
                      lambda s, progress: run_import(s, "neural-medbench", paths, Options(
                          answers=answers, dry_run=dry_run, actor=user.name, allow_blank=blank,
+                         field_map=Path(field_map.strip()) if field_map.strip() else None,
                          family=None if family == "by file name" else family,
                          level=None if level == "by file name" else level, progress=progress)))
 
@@ -451,8 +454,8 @@ def assignments_section() -> None:
             def open_exam(s) -> str:
                 exam = ensure_exam(s, name=exam_name.strip(), task_ids=exam_tasks,
                                    review=exam_review, actor=user.name)
-                if warning := staged_tasks_sharing_a_case(s, list(exam.task_ids)):
-                    warnings.append(warning[0].upper() + warning[1:] + ".")
+                warnings.extend(w[0].upper() + w[1:] + "."
+                                for w in exam_warnings(s, list(exam.task_ids)))
                 return (f"Exam {exam.name!r} is open with {counted(len(exam.task_ids), 'task')}"
                         + (", review after finishing." if exam.review else "."))
 

@@ -10,7 +10,10 @@ the `bert-score` package (`bert_score.BERTScorer`, the optional extra
 baseline are the library's for a directory named as one of its models (e.g. `roberta-large`:
 layer 17, rescaled with the library's English baseline); otherwise the model's last layer, and
 rescaling only when the directory holds a `bertscore_baseline.tsv` (the library's format:
-LAYER,P,R,F).
+LAYER,P,R,F). The folder is untrusted: only safetensors weights are loaded (`model.safetensors`,
+or shards listed in `model.safetensors.index.json`); a folder with pickled weights only
+(`pytorch_model.bin`, `*.pt`, `*.ckpt`, `*.pkl`: unpickling can run code) is refused before
+anything is read, and a model the library cannot load is one line, not a traceback.
 
 Candidate: the response's final answer (its last stage answer on a multi-turn task, else its
 text). Reference: the case's reference answer (final diagnosis, differential, lesion,
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import pickle
 import sqlite3
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
@@ -38,13 +42,15 @@ from db.engine import nmb_home
 from db.models import Case, Response, Task
 from db.queries import fetch_in
 from db.study.cases import reference_fields
-from errors import UserError
+from errors import UserError, one_line
 
 EXTRA = "make install-bertscore"
 SERVER_MODEL = "NMB_BERTSCORE_MODEL"  # the server's local model folder for /results
 BASELINE_FILE = "bertscore_baseline.tsv"
 LANG = "en"
 MAX_CHARS = 20_000  # of a candidate or reference (the model truncates to its own length anyway)
+SAFE_WEIGHTS = ("model.safetensors", "model.safetensors.index.json")
+PICKLED = ("*.bin", "*.pt", "*.pth", "*.ckpt", "*.pkl", "*.pickle")
 
 
 @dataclass
@@ -84,6 +90,13 @@ class BertScorer:
         if not (self.dir / "config.json").is_file():
             raise UserError(f"--bertscore-model {model_dir}: not a model directory (no "
                             "config.json; give a folder written by save_pretrained)")
+        if not any((self.dir / name).is_file() for name in SAFE_WEIGHTS):
+            pickled = sorted(p.name for pattern in PICKLED for p in self.dir.glob(pattern))
+            found = f" (it holds {', '.join(pickled[:3])}: pickled weights, never loaded)" \
+                if pickled else ""
+            raise UserError(f"--bertscore-model {model_dir}: no safetensors weights "
+                            f"(model.safetensors){found}; save the model with save_pretrained, "
+                            "which writes safetensors")
         try:
             import bert_score  # noqa: F401  (the extra is installed)
         except ImportError:
@@ -118,10 +131,15 @@ class BertScorer:
             os.environ["HF_HUB_OFFLINE"] = os.environ["TRANSFORMERS_OFFLINE"] = "1"
             from bert_score import BERTScorer as LibraryScorer
 
-            self._scorer = LibraryScorer(
-                model_type=str(self.dir), num_layers=self.layer, lang=LANG, device="cpu",
-                rescale_with_baseline=self.baseline is not None,
-                baseline_path=str(self.baseline) if self.baseline else None)
+            try:
+                self._scorer = LibraryScorer(
+                    model_type=str(self.dir), num_layers=self.layer, lang=LANG, device="cpu",
+                    rescale_with_baseline=self.baseline is not None,
+                    baseline_path=str(self.baseline) if self.baseline else None)
+            except (OSError, ValueError, RuntimeError, KeyError, TypeError,
+                    pickle.UnpicklingError, *_safetensors_errors()) as e:
+                raise UserError(f"--bertscore-model {self.dir}: the model cannot be loaded "
+                                f"({type(e).__name__}: {one_line(str(e), 200)})") from None
         return self._scorer
 
     def _connect(self) -> sqlite3.Connection:
@@ -177,6 +195,15 @@ class BertScorer:
         self.info.without_reference += len(pairs) - len(kept)
         self.info.scored += len(kept)
         return dict(zip(kept, self.f1(list(kept.values())), strict=True))
+
+
+def _safetensors_errors() -> tuple[type[BaseException], ...]:
+    """The error safetensors raises for a file that is not safetensors (a renamed pickle)."""
+    try:
+        from safetensors import SafetensorError
+    except ImportError:
+        return ()
+    return (SafetensorError,)
 
 
 def reference_text(ground_truth: dict[str, Any] | None) -> str:

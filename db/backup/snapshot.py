@@ -1,7 +1,7 @@
 """What one consistent view of the database holds that a backup needs: its Alembic revision,
 the study's counts (`nmb status`) and the store paths of the images its series and masks
-reference; which revisions this code can restore; and the counts of a restored database,
-checked against the manifest's."""
+reference; which revisions this code can restore; and the counts and image paths of a restored
+database, checked against the manifest's and the image store."""
 
 from dataclasses import dataclass
 from pathlib import Path
@@ -9,10 +9,11 @@ from pathlib import Path
 from sqlalchemy import Connection, create_engine, select, text
 from sqlmodel import Session
 
+from db.bundle.store import stored_file_problem, stored_path_problem
 from db.engine import HEAD_REVISION, MIGRATIONS
 from db.models import Mask, Series
 from db.status import counts
-from errors import UserError
+from errors import UserError, escape_unprintable, one_line
 
 
 @dataclass(frozen=True)
@@ -63,3 +64,25 @@ def restored_counts(url: str, said: dict[str, int], label: str) -> dict[str, int
             raise UserError(f"{label}: the database holds {got[name]:,} {name.replace('_', ' ')}, "
                             f"manifest.json says {n:,}")
     return got
+
+
+def check_image_paths(url: str, members: set[str], home: Path, label: str) -> None:
+    """Refuse the restored database at `url` when a series or mask names an image path that
+    is absolute, climbs out of the study, is outside `images/`, or is neither a member of the
+    backup (`members`) nor a regular file already in `home`'s store (a FIFO an open would
+    block on, a link, a device): the viewer would otherwise open it. One line naming the path."""
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            paths = {*conn.execute(select(Series.path)).scalars(),
+                     *conn.execute(select(Mask.path)).scalars()}
+    finally:
+        engine.dispose()
+    for rel in sorted(paths):
+        why = stored_path_problem(rel)
+        if why is None and rel not in members:
+            why = stored_file_problem(rel, home) or (
+                None if (home / rel).exists() else "is not in the backup")
+        if why:
+            shown = one_line(escape_unprintable(repr(rel)), 160)
+            raise UserError(f"{label}: the database names the image {shown}, which {why}")

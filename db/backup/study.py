@@ -12,7 +12,9 @@ the backup holds (an image of the same name has the same content: its name is it
 Everything is checked and staged in a workspace under NMB_HOME/tmp before anything is placed:
 the whole file (`read_backup`), the database's kind and revision (a newer revision than this
 code refuses the file; an older one is migrated by the normal migrations), the database itself
-(SQLite: integrity check and migration in the workspace; PostgreSQL: the dump's contents).
+(SQLite: integrity check and migration in the workspace; PostgreSQL: the dump's contents),
+and every image path it stores (`snapshot.check_image_paths`: no absolute path, no climb out
+of the study, a member of the backup or a regular file of the store, never a FIFO or a link).
 Then the images and packages are moved into place and the database last (SQLite: one rename;
 PostgreSQL: `pg_restore` in one transaction, then its functions and triggers checked and the
 migrations run, its tables dropped again when either refuses it); if that fails, the files
@@ -38,7 +40,7 @@ from db.backup.archive import (
     read_backup,
     write_backup,
 )
-from db.backup.snapshot import check_revision, restored_counts
+from db.backup.snapshot import check_image_paths, check_revision, restored_counts
 from db.bundle.store import Workspace
 from db.engine import HEAD_REVISION, database_url, nmb_home, upgrade
 from db.models import utcnow
@@ -143,8 +145,8 @@ def _place(staged: Path, home: Path, name: str, placed: list[Path]) -> None:
 
 def _check_and_migrate_restored(url: str, manifest: Manifest, label: str) -> dict[str, int]:
     """Check the restored PostgreSQL database's functions and triggers, migrate it to the
-    newest revision and check its counts, or drop what was restored when one refuses it; the
-    counts."""
+    newest revision and check its counts and image paths, or drop what was restored when one
+    refuses it; the counts."""
     try:
         with _database_errors("cannot read the restored database"):
             if why := postgres.restored_problem(url):
@@ -152,6 +154,7 @@ def _check_and_migrate_restored(url: str, manifest: Manifest, label: str) -> dic
         with _database_errors(f"{label}: the database cannot be migrated to {HEAD_REVISION}"):
             upgrade(url)
         with _database_errors("cannot read the restored database"):
+            check_image_paths(url, {m.name for m in manifest.members}, nmb_home(), label)
             return restored_counts(url, manifest.counts, label)
     except BaseException:
         with _database_errors("cannot drop the restored tables either"):
@@ -184,6 +187,8 @@ def _restore(path: Path) -> tuple[Manifest, dict[str, int]]:
                                       f"{HEAD_REVISION}"):
                     sqlite.prepare(dump, manifest.revision, label)
                 with _database_errors(f"{label}: cannot read the database"):
+                    check_image_paths(f"sqlite:///{dump}", {m.name for m in manifest.members},
+                                      home, label)
                     counts = restored_counts(f"sqlite:///{dump}", manifest.counts, label)
             else:
                 postgres.check_dump(dump, label)

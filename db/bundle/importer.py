@@ -64,6 +64,7 @@ class ImportSummary:
     unchanged_responses: int = 0
     new_answers: int = 0  # reference answers given to cases that had none (db.study.reference)
     changed_answers: int = 0  # reference answers changed that no score had used
+    linked_cases: int = 0  # cases of the study linked to their patient (`Case.patient`) now
     flagged_responses: int = 0  # name a model: redacted, held for review (db.raters.response_flags)
     images_inspected: int = 0
     images_copied: int = 0
@@ -73,7 +74,7 @@ class ImportSummary:
     @property
     def changed(self) -> bool:
         return bool(self.new_cases or self.new_tasks or self.new_responses or self.new_answers
-                    or self.changed_answers)
+                    or self.changed_answers or self.linked_cases)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -92,6 +93,9 @@ class ImportSummary:
                    if self.new_answers else "")
                 + (f"; {counted(self.changed_answers, 'reference answer')} changed"
                    if self.changed_answers else "")
+                + (f"; {counted(self.linked_cases, 'case')} linked to "
+                   f"{'its' if self.linked_cases == 1 else 'their'} patient"
+                   if self.linked_cases else "")
                 + (f"; {counted(flagged, 'response')} {'names' if flagged == 1 else 'name'} a "
                    "model: redacted and held for review on /admin" if flagged else ""))
 
@@ -108,6 +112,7 @@ class _Plan:
     tasks: list[dict] = field(default_factory=list)
     responses: list[dict] = field(default_factory=list)
     answers: list[tuple[str, dict | None, dict]] = field(default_factory=list)  # id, old, new
+    links: list[tuple[str, str]] = field(default_factory=list)  # case id, its patient now
     problems: list[Problem] = field(default_factory=list)
     bundle: str = ""
 
@@ -146,7 +151,13 @@ def _plan(s: Session, vb: ValidBundle, summary: ImportSummary) -> _Plan:
             continue
         old = old_cases[cid].model_dump()
         # No answer in the bundle keeps the study's; a new or other one is an answer update.
-        diff = _differences(old, {k: v for k, v in c.items() if k != "ground_truth"})
+        # So is the patient: none keeps the study's, a case of its own is linked to it now
+        # (its release files imported again), another patient is a change of content.
+        patient = c.get("patient")
+        if patient is not None and old["patient"] is None:
+            plan.links.append((cid, patient))
+        diff = _differences(old, {k: v for k, v in c.items() if k != "ground_truth"
+                                  and (k != "patient" or None not in (v, old["patient"]))})
         gt = c.get("ground_truth")
         if has_reference(gt) and gt != old["ground_truth"] and not diff:
             answers.append((cid, old["ground_truth"], gt))
@@ -262,6 +273,9 @@ def _insert(s: Session, plan: _Plan, progress: Progress | None, actor: str | Non
              "shape": m.shape, "voxel_sizes": m.voxel_sizes} for m in plan.masks])
     if plan.tasks:
         conn.execute(insert(Task), plan.tasks)
+    for cid, patient in plan.links:
+        conn.execute(update(Case).where(Case.case_id == cid).values(patient=patient))
+        record(s, "case.patient", actor=actor, case=cid, patient=patient, bundle=plan.bundle)
     for cid, old, new in plan.answers:
         conn.execute(update(Case).where(Case.case_id == cid).values(ground_truth=new))
         record(s, "case.answer", actor=actor, case=cid, old=old, new=new, bundle=plan.bundle)
@@ -323,6 +337,7 @@ def _import(s: Session, path: Path, ws: Workspace, *, dry_run: bool, actor: str 
     summary.new_tasks, summary.new_responses = len(plan.tasks), len(plan.responses)
     summary.new_answers = sum(not has_reference(old) for _, old, _ in plan.answers)
     summary.changed_answers = len(plan.answers) - summary.new_answers
+    summary.linked_cases = len(plan.links)
     t = time.perf_counter()
     flags = flag_new(s, plan.responses)
     summary.flagged_responses = len(flags)
@@ -351,7 +366,8 @@ def _import(s: Session, path: Path, ws: Workspace, *, dry_run: bool, actor: str 
                cases=summary.new_cases, series=summary.new_series,
                masks=summary.new_masks, tasks=summary.new_tasks,
                responses=summary.new_responses, flagged=summary.flagged_responses,
-               answers_added=summary.new_answers, answers_changed=summary.changed_answers)
+               answers_added=summary.new_answers, answers_changed=summary.changed_answers,
+               **({"linked": summary.linked_cases} if summary.linked_cases else {}))
         s.flush()
         timings["db_insert"] = time.perf_counter() - t
         if dry_run:

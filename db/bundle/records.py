@@ -152,6 +152,7 @@ class CaseRecord(Record):
     ground_truth: dict[str, Any] = None  # absent: no reference answer yet (db.study.reference)
     key_slices: list[Any] = None  # db.bundle.key_slices
     masks: list[Any] = None
+    patient: Identifier = None  # shared by the cases of one patient (opaque, never an identifier)
 
 
 class SeriesEntry(Record):

@@ -21,8 +21,9 @@ import fcntl
 import hashlib
 import os
 import shutil
+import stat
 import tempfile
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from types import TracebackType
 
 from sqlalchemy.engine import Engine
@@ -41,6 +42,38 @@ _ADDED = "added.txt"
 def image_path(sha256: str, suffix: str) -> Path:
     """Where an image with this content lives, relative to NMB_HOME."""
     return Path("images") / sha256[:2] / f"{sha256}{suffix}"
+
+
+def stored_path_problem(rel: str) -> str | None:
+    """Why `rel`, an image path as the database stores it (`Series.path`, `Mask.path`), does
+    not name a file of the image store: absolute, climbing out (`images/../../etc/hostname`)
+    or outside `images/`; None when it is a store path. A database from outside (a restored
+    backup) is untrusted: the viewer and `nmb restore` ask this before opening a path."""
+    if (not isinstance(rel, str) or PurePosixPath(rel).is_absolute() or rel.startswith("~")
+            or "\\" in rel or rel[1:2] == ":"):
+        return "is an absolute path"
+    parts = rel.split("/")
+    if ".." in parts or "." in parts or "" in parts:
+        return "climbs out of the study ('..', '.' or an empty part)"
+    if parts[0] != "images" or len(parts) < 2:
+        return "is not in the image store (images/)"
+    return None
+
+
+def stored_file_problem(rel: str, home: Path) -> str | None:
+    """`stored_path_problem`, or, when the file exists, why it is not a regular file (a FIFO,
+    a device, a folder or a link, which an open would block on, read or follow); None for a
+    store path that is a regular file or is missing (a missing image is reported where it is
+    read)."""
+    if why := stored_path_problem(rel):
+        return why
+    try:
+        mode = os.lstat(home / rel).st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        return f"cannot be read ({e.strerror or e})"
+    return None if stat.S_ISREG(mode) else "is not a regular file (a FIFO, device, folder or link)"
 
 
 def _partial(dest: Path, workspace: str) -> Path:

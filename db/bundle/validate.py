@@ -412,7 +412,7 @@ def _parse_case(root: Path, case_dir: Path, problems: list[Problem]
         return None, files, masks
     row = {"case_id": obj["case_id"], "title": obj["title"], "ehr": obj["ehr"],
            "scores": obj.get("scores", {}), "ground_truth": obj.get("ground_truth"),
-           "key_slices": obj.get("key_slices")}
+           "key_slices": obj.get("key_slices"), "patient": obj.get("patient")}
     return row, files, masks
 
 

@@ -13,7 +13,13 @@ What a release case becomes (docs/bundle-format.md, "Neural-MedBench release fil
 - levels 1-2: one task per question, `<case>-q<k>` (k counts the case's questions), prompt =
   `question_text` exactly as written; level 3: one task `<case>-dialogue` whose prompt is the
   first round and whose stages are the later rounds (`information`, a blank line, the question);
-- a placeholder (empty `text`, no images) is skipped and counted.
+  a multi-round file is read in the release's shape or as `dialogue: [{round, information,
+  question}]` (`db.release.format.DIALOGUE`), any other through a field map (`--map`);
+- a case of a published file is linked to its patient (`Case.patient`, `format.PATIENT`): one
+  case number in several release files is one patient, and an answer keyed by it is the answer
+  of each of its cases;
+- a placeholder (empty `text`, no images) is skipped and counted, and so is an answer to one,
+  whatever it holds (an empty entry included).
 """
 
 import json
@@ -32,20 +38,22 @@ from db.models import FAMILIES, LEVELS
 from db.release.answers import match_answers, read_answers
 from db.release.format import (
     BY_FILE,
+    DIALOGUE,
     MAX_CASES,
     MAX_IMAGES_PER_CASE,
     MAX_RELEASE_FILE_BYTES,
+    PATIENT,
+    RELEASE,
     SEQUENCE,
+    Shape,
     Split,
     decode_data_uri,
     picture_type,
+    read_field_map,
 )
 from errors import UserError, counted, escape_unprintable, not_a_file
 
 SOURCE = "neural-medbench"
-CASE_FIELDS = ("case_id", "text", "images", "questions")
-QUESTION_FIELDS = ("question_number", "question_text")
-ROUND_FIELDS = (*QUESTION_FIELDS, "information")  # a multi-round (level-3) question
 _RELEASE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 _UNSAFE = re.compile(r"[^a-z0-9]+")
 Progress = Callable[[float, str], None]
@@ -88,7 +96,7 @@ def split_of(path: Path, family: str | None, level: int | None) -> Split | None:
         if family is None or level is None:
             return None
         prefix = _UNSAFE.sub("-", path.stem.lower()).strip("-")[:24] or "release"
-        return Split(path.name, prefix, family, level)
+        return Split(path.name, prefix, family, level, published=False)
     return Split(known.file, known.prefix, family or known.family, level or known.level)
 
 
@@ -108,6 +116,7 @@ class _Converted:
     cases: dict[str, dict] = field(default_factory=dict)  # study id -> case.json content
     release_ids: dict[str, list[str]] = field(default_factory=dict)  # name -> study ids
     placeholder_ids: dict[str, list[str]] = field(default_factory=dict)
+    patient: dict[str, str | None] = field(default_factory=dict)  # study id -> Case.patient
     placeholders: int = 0
     relabelled: int = 0
     ignored_answers: int = 0
@@ -117,11 +126,13 @@ class _Converted:
 class _File:
     """Reads one release file into the bundle being written."""
 
-    def __init__(self, path: Path, split: Split, out: _Converted) -> None:
+    def __init__(self, path: Path, split: Split, out: _Converted, shape: Shape | None) -> None:
         self.path, self.split, self.out = path, split, out
         self.label = path.name
         self.numbers: dict[int, str] = {}  # question_number -> where it was first seen
         self.rounds = split.level == 3
+        self.mapped = shape is not None
+        self.shape = shape or RELEASE
 
     def problem(self, where: str, message: str) -> None:
         self.out.problems.append(Problem(f"{self.label}{where}", None, message))
@@ -144,6 +155,9 @@ class _File:
         if len(data) > MAX_CASES:
             return self.problem("", f"holds {len(data):,} cases, more than the limit of "
                                     f"{MAX_CASES:,}")
+        if not self.mapped and self.rounds and _has(data, DIALOGUE.questions) and not _has(
+                data, RELEASE.questions):
+            self.shape = DIALOGUE
         if self._shape_problem(data):
             return None
         for i, case in enumerate(data):
@@ -151,9 +165,11 @@ class _File:
         return None
 
     def _shape_problem(self, data: list) -> bool:
-        """One line for a file whose cases are not in the shape this tool reads, naming the
-        fields found (the published multi-round field names are not known to us)."""
-        allowed_q = ROUND_FIELDS if self.rounds else QUESTION_FIELDS
+        """One line for a file whose cases are not in the shape this tool reads (the field
+        map's, else the release's or, for a multi-round file, the dialogue's), naming the
+        fields found."""
+        shape = self.shape
+        required_q, allowed_q = shape.question_fields(self.rounds)
         case_fields: set[str] = set()
         question_fields: set[str] = set()
         odd = False
@@ -161,43 +177,52 @@ class _File:
             if not isinstance(case, dict):
                 continue
             case_fields |= set(case)
-            odd |= set(case) != set(CASE_FIELDS)
-            for q in case.get("questions") if isinstance(case.get("questions"), list) else []:
+            odd |= set(case) != set(shape.case_fields)
+            questions = case.get(shape.questions)
+            for q in questions if isinstance(questions, list) else []:
                 if isinstance(q, dict):
                     question_fields |= set(q)
-                    odd |= not set(QUESTION_FIELDS) <= set(q) <= set(allowed_q)
+                    odd |= not set(required_q) <= set(q) <= set(allowed_q)
         if not odd:
             return False
         found = f"cases have {_names(case_fields)}"
         if question_fields:
-            found += f", questions have {_names(question_fields)}"
-        what = "the multi-round shape" if self.rounds else "the release shape"
-        expected = (f"cases of {', '.join(CASE_FIELDS)}; questions of {', '.join(QUESTION_FIELDS)}"
-                    + (" and, optionally, information" if self.rounds else ""))
-        self.problem("", f"is not in {what} this tool reads: {found} (expected {expected}; "
-                         "see docs/bundle-format.md)")
+            found += f", {shape.questions} have {_names(question_fields)}"
+        if self.mapped:
+            what, expected = "the shape --map names", shape.describe(self.rounds)
+        elif self.rounds:
+            what = "a multi-round shape this tool reads"
+            expected = f"{RELEASE.describe(True)}; or {DIALOGUE.describe(True)}"
+        else:
+            what, expected = "the release shape this tool reads", RELEASE.describe(False)
+        more = "" if self.mapped else "; give --map FILE.json for other field names"
+        self.problem("", f"is not in {what}: {found} (expected {expected}{more}; see "
+                         "docs/bundle-format.md)")
         return True
 
     def _case(self, i: int, case: Any) -> None:
         at = f"[{i}]"
         if not isinstance(case, dict):
             return self.problem(at, f"is not an object (found {json.dumps(case)[:40]})")
-        rid, text, images, questions = (case[k] for k in CASE_FIELDS)
+        sh = self.shape
+        rid, text, images, questions = (case[k] for k in sh.case_fields)
         ok = True
+        if isinstance(rid, int) and not isinstance(rid, bool) and rid >= 0:
+            rid = str(rid)  # a case number (a mapped file's)
         if not isinstance(rid, str) or not _RELEASE_ID.fullmatch(rid):
-            self.problem(f"{at}.case_id", f"{json.dumps(rid)[:60]} is not usable as a case id "
-                                          "(1-100 letters, digits, '.', '-' or '_', starting "
-                                          "with a letter or digit)")
+            self.problem(f"{at}.{sh.case_id}", f"{json.dumps(rid)[:60]} is not usable as a case "
+                                               "id (1-100 letters, digits, '.', '-' or '_', "
+                                               "starting with a letter or digit)")
             ok = False
         if not isinstance(text, str):
-            self.problem(f"{at}.text", "is not a string")
+            self.problem(f"{at}.{sh.text}", "is not a string")
             ok = False
         if not isinstance(images, list):
-            self.problem(f"{at}.images", "is not a list of data URIs")
+            self.problem(f"{at}.{sh.images}", "is not a list of data URIs")
             ok = False
         elif len(images) > MAX_IMAGES_PER_CASE:
-            self.problem(f"{at}.images", f"holds {len(images)} images, more than the limit "
-                                         f"of {MAX_IMAGES_PER_CASE}")
+            self.problem(f"{at}.{sh.images}", f"holds {len(images)} images, more than the limit "
+                                              f"of {MAX_IMAGES_PER_CASE}")
             ok = False
         ok &= self._questions(at, questions)
         if not ok:
@@ -209,51 +234,68 @@ class _File:
                 self.out.placeholder_ids.setdefault(name, []).append(cid)
             return None
         if not images:
-            return self.problem(f"{at}.images", "is empty: a case needs at least one image "
-                                                "(a placeholder has neither text nor images)")
+            return self.problem(f"{at}.{sh.images}", "is empty: a case needs at least one image "
+                                                     "(a placeholder has neither text nor images)")
         if not questions:
-            return self.problem(f"{at}.questions", "is empty: a case needs at least one question")
+            return self.problem(f"{at}.{sh.questions}", "is empty: a case needs at least one "
+                                                        "question")
         if self.rounds and len(questions) < 2:
-            return self.problem(f"{at}.questions", f"holds {len(questions)} round: a "
-                                                   "multi-round case needs at least two")
+            return self.problem(f"{at}.{sh.questions}", f"holds {len(questions)} round: a "
+                                                        "multi-round case needs at least two")
         if cid in self.out.cases:
-            return self.problem(f"{at}.case_id", f"{rid} gives case id {cid}, which "
+            return self.problem(f"{at}.{sh.case_id}", f"{rid} gives case id {cid}, which "
                                                  f"{self.out.origin[f'cases/{cid}/case.json']} "
                                                  "gives as well")
         self._write(at, cid, rid, text, images, questions)
         return None
 
     def _questions(self, at: str, questions: Any) -> bool:
+        sh = self.shape
         if not isinstance(questions, list):
-            self.problem(f"{at}.questions", "is not a list")
+            self.problem(f"{at}.{sh.questions}", "is not a list")
             return False
         ok = True
+        last: int | None = None  # the case's previous round number (numbered per case)
         for j, q in enumerate(questions):
-            where = f"{at}.questions[{j}]"
+            where = f"{at}.{sh.questions}[{j}]"
             if not isinstance(q, dict):
                 self.problem(where, "is not an object")
                 ok = False
                 continue
-            n, text, info = q["question_number"], q["question_text"], q.get("information")
-            if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-                self.problem(f"{where}.question_number", f"{json.dumps(n)[:40]} is not an "
-                                                         "integer >= 1")
-                ok = False
-            elif n in self.numbers:
-                self.problem(f"{where}.question_number", f"{n} is used twice in the file "
-                                                         f"(first at {self.numbers[n]}); it "
-                                                         "counts through the whole file")
-                ok = False
-            else:
-                self.numbers[n] = f"{self.label}{where}"
+            text = q[sh.question]
+            info = q.get(sh.information) if sh.information else None
+            if sh.number is not None:
+                ok &= self._number(where, q[sh.number], last)
+                last = q[sh.number] if isinstance(q[sh.number], int) else last
             if not isinstance(text, str) or not text.strip():
-                self.problem(f"{where}.question_text", "is not a string" if not
+                self.problem(f"{where}.{sh.question}", "is not a string" if not
                              isinstance(text, str) else "is empty")
                 ok = False
             if info is not None and not isinstance(info, str):
-                self.problem(f"{where}.information", "is not a string")
+                self.problem(f"{where}.{sh.information}", "is not a string")
                 ok = False
         return ok
+
+    def _number(self, question: str, n: Any, last: int | None) -> bool:
+        """The number of the question at `question`: unique in the file (the release: they
+        count through it), or, numbered per case (rounds), larger than the case's previous
+        one (listed in order)."""
+        where = f"{question}.{self.shape.number}"
+        least = 1 if self.shape.numbered_per_file else 0
+        if not isinstance(n, int) or isinstance(n, bool) or n < least:
+            self.problem(where, f"{json.dumps(n)[:40]} is not an integer >= {least}")
+        elif not self.shape.numbered_per_file:
+            if last is None or n > last:
+                return True
+            self.problem(where, f"{n} does not follow {last}: the rounds are listed in order, "
+                                "each numbered above the one before")
+        elif n in self.numbers:
+            self.problem(where, f"{n} is used twice in the file (first at {self.numbers[n]}); "
+                                "it counts through the whole file")
+        else:
+            self.numbers[n] = f"{self.label}{question}"
+            return True
+        return False
 
     def _write(self, at: str, cid: str, rid: str, text: str, images: list,
                questions: list[dict]) -> None:
@@ -281,20 +323,24 @@ class _File:
             self.out.origin[f"cases/{cid}/{name}"] = f"{self.label}{where}"
             series.append({"sequence": SEQUENCE.format(n=k), "file": name})
         self.out.origin[f"cases/{cid}/case.json"] = f"{self.label}{at}"
+        patient = PATIENT.format(case_id=rid) if self.split.published else None
         self.out.cases[cid] = {"case_id": cid, "title": f"{self.split.stem} {rid}",
-                               "ehr": text, "series": series}
+                               "ehr": text, "series": series,
+                               **({"patient": patient} if patient else {})}
+        self.out.patient[cid] = patient
         for name in (rid, cid):
             self.out.release_ids.setdefault(name, []).append(cid)
-        sp = self.split
+        sp, sh = self.split, self.shape
         base = {"case_id": cid, "family": sp.family, "level": sp.level}
         if self.rounds:
-            rounds = [_join(q.get("information"), q["question_text"]) for q in questions]
-            self._task(f"{at}.questions", {"task_id": f"{cid}-dialogue", **base,
-                                           "prompt": rounds[0], "stages": rounds[1:]})
+            rounds = [_join(q.get(sh.information) if sh.information else None, q[sh.question])
+                      for q in questions]
+            self._task(f"{at}.{sh.questions}", {"task_id": f"{cid}-dialogue", **base,
+                                                "prompt": rounds[0], "stages": rounds[1:]})
         else:
             for j, q in enumerate(questions):
-                self._task(f"{at}.questions[{j}]", {"task_id": f"{cid}-q{j + 1}", **base,
-                                                    "prompt": q["question_text"]})
+                self._task(f"{at}.{sh.questions}[{j}]", {"task_id": f"{cid}-q{j + 1}", **base,
+                                                         "prompt": q[sh.question]})
 
     def _task(self, where: str, task: dict) -> None:
         self.out.tasks.append(task)
@@ -305,14 +351,22 @@ def _names(fields: set[str]) -> str:
     return ", ".join(sorted(fields)) if fields else "no fields"
 
 
+def _has(data: list, name: str) -> bool:
+    """Whether a case of `data` has the field `name`."""
+    return any(isinstance(case, dict) and name in case for case in data)
+
+
 def convert(files: list[Path], root: Path, *, answers: Path | None = None,
-            family: str | None = None, level: int | None = None) -> _Converted:
+            family: str | None = None, level: int | None = None,
+            field_map: Path | None = None) -> _Converted:
     """Read the release files (and answer key) and write them as a bundle folder at `root`;
-    raises BundleInvalid listing every problem."""
+    `field_map`: the field names of every file (`format.read_field_map`). Raises
+    BundleInvalid listing every problem."""
     if family is not None and family not in FAMILIES:
         raise UserError(f"--family {family!r} is not one of {', '.join(FAMILIES)}")
     if level is not None and level not in LEVELS:
         raise UserError(f"--level {level!r} is not 1, 2 or 3")
+    shape = read_field_map(Path(field_map)) if field_map is not None else None
     root.mkdir()
     out = _Converted(root)
     seen: dict[Path, str] = {}
@@ -330,7 +384,7 @@ def convert(files: list[Path], root: Path, *, answers: Path | None = None,
             out.problems.append(Problem(path.name, None, "is not a release task file name ("
                                         + ", ".join(BY_FILE) + "): give --family and --level"))
             continue
-        _File(path, split, out).read()
+        _File(path, split, out, shape).read()
     gts: dict[str, dict] = {}
     if answers is not None:
         files_ok = not out.problems  # else the cases the key names may be unknown: not matched
@@ -338,7 +392,7 @@ def convert(files: list[Path], root: Path, *, answers: Path | None = None,
         if files_ok:
             gts, out.ignored_answers = match_answers(key, Path(answers).name,
                                                      out.release_ids, out.placeholder_ids,
-                                                     out.problems)
+                                                     out.patient, out.problems)
     if out.problems:
         raise BundleInvalid(_label(files), out.problems)
     names = ", ".join(Path(f).name for f in files)
@@ -372,18 +426,19 @@ def _mapped(problems: list[Problem], out: _Converted) -> list[Problem]:
 
 
 def import_release(s: Session, files: list[Path], *, answers: Path | None = None,
-                   family: str | None = None, level: int | None = None, dry_run: bool = False,
+                   family: str | None = None, level: int | None = None,
+                   field_map: Path | None = None, dry_run: bool = False,
                    allow_blank: bool = False, actor: str | None = None,
                    progress: Progress | None = None) -> ReleaseSummary:
-    """Read, convert and import release `files` (with the answer key `answers`) in one
-    transaction of `s`; raises BundleInvalid listing every problem (a picture of one colour
-    among them unless `allow_blank`), the study unchanged."""
+    """Read, convert and import release `files` (with the answer key `answers`, the field
+    names of `field_map`) in one transaction of `s`; raises BundleInvalid listing every
+    problem (a picture of one colour among them unless `allow_blank`), the study unchanged."""
     if not files:
         raise UserError("no release file given")
     with Workspace("release", engine=s.get_bind()) as ws:
         try:
             out = convert(list(files), ws.path / "release", answers=answers, family=family,
-                          level=level)
+                          level=level, field_map=field_map)
         except BaseException:
             s.rollback()
             raise

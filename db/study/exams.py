@@ -3,22 +3,25 @@
 A multi-turn (level 3) task reveals its stages one at a time: stage k is shown only after
 the answer to stage k-1 is recorded, and recorded answers cannot be changed afterwards, so
 later information never leaks into an earlier answer. Nor into another task of the same
-case: a task's second stage is revealed only once the exam's tasks of its case with fewer
-stages are fully answered (`ExamTask.waiting_for`). A person answers a task once: a task
-they answered, or began, in another exam is not asked again, nor one whose case they saw
-more of there, a later stage or its reference answer in a review (`ExamTask.elsewhere`). A
-finished attempt turns each fully answered task into a `Response` (source = the user's role)
-that experts score blind.
+patient: a task's second stage is revealed only once the exam's tasks of its patient with
+fewer stages are fully answered (`ExamTask.waiting_for`). A patient is a case, or the cases
+linked as one (`Case.patient`: a Neural-MedBench case number in several release files), so
+that what one case's later stage reveals is not known when the other case's task is answered.
+A person answers a task once: a task they answered, or began, in another exam is not asked
+again, nor one whose patient they saw more of there, a later stage or a reference answer in
+a review (`ExamTask.elsewhere`). A finished attempt turns each fully answered task into a
+`Response` (source = the user's role) that experts score blind.
 
 What a taker sees is a data object without the reference answer (`ExamTask`); only after
 finishing, and only in an exam opened with `review`, does `review_tasks` return the taker's
 own answers beside the reference answers (`ReviewTask`), and not for a task whose case the
-taker may still meet (or go on with) in an exam not finished yet; the cases whose reference
+taker may still meet (or a case of its patient) in an exam not finished yet; the cases whose reference
 answer it hands out are recorded (`ExamAttempt.reviewed_cases`), so that an exam opened later
 does not ask their tasks. Neither ever holds another person's answers, a model's response, a
 score or a mask.
 """
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,7 +34,8 @@ from db.audit import record
 from db.bundle.importer import new_blind_codes
 from db.busy import ANSWER_KEPT, EXAM_DRAFT_KEPT, FINISH_KEPT, person_write
 from db.locks import for_share, for_update, take_turns
-from db.models import Exam, ExamAttempt, Response, StageAnswer, Task, User, utcnow
+from db.models import Case, Exam, ExamAttempt, Response, StageAnswer, Task, User, utcnow
+from db.queries import fetch_in
 from db.raters.response_flags import flag_new
 from db.study.cases import case_view, reference_fields
 from db.study.reference import has_reference
@@ -54,8 +58,9 @@ class ExamTask:
     ehr: str
     scores: dict[str, float]
     series: list[tuple[str, Path]]
-    # exam positions (1-based) of the unfinished tasks of the same case with fewer stages:
-    # while there are any, this task's next stage is not revealed (`_waiting_for`)
+    # exam positions (1-based) of the unfinished tasks of the same patient (its case, or a
+    # case linked to it) with fewer stages: while there are any, this task's next stage is
+    # not revealed (`_waiting_for`)
     waiting_for: list[int] = field(default_factory=list)
     # the other exam in which the taker answered (or began) this task, or saw more of its case
     # (a later stage, or its reference answer in the review): not asked here
@@ -85,7 +90,7 @@ class ReviewTask:
     """One task of a finished attempt, for its taker's review: every stage, the taker's own
     answers, and the reference answer as labelled fields (none when the case has none).
 
-    `withheld`: the other exams, not finished by the taker, holding a task of this case they
+    `withheld`: the other exams, not finished by the taker, holding a task of this patient they
     have not answered; while there are any, the reference answer (the case's) and the stages
     the taker did not reach are left out (they may still answer that task, as the human
     baseline)."""
@@ -145,25 +150,77 @@ def ensure_exam(s: Session, *, name: str, task_ids: list[str] | None = None,
     return exam
 
 
+Patient = tuple[str, str]  # ("case", case id) or ("patient", Case.patient)
+
+
+def patients(s: Session, case_ids: Iterable[str]) -> dict[str, Patient]:
+    """{case id: its patient}: the cases linked as one patient (`Case.patient`) share one;
+    any other case is a patient of its own."""
+    out: dict[str, Patient] = {cid: ("case", cid) for cid in case_ids}
+    for cid, label in fetch_in(s, Case.case_id, out, Case.case_id, Case.patient):
+        if label:
+            out[cid] = ("patient", label)
+    return out
+
+
+def _exam_tasks_by_patient(s: Session, task_ids: list[str]) -> dict[Patient, list[Task]]:
+    tasks = list(s.exec(select(Task).where(Task.task_id.in_(task_ids)).order_by(Task.task_id)))
+    patient = patients(s, {t.case_id for t in tasks})
+    out: dict[Patient, list[Task]] = {}
+    for task in tasks:
+        out.setdefault(patient[task.case_id], []).append(task)
+    return out
+
+
+def _named(groups: list[str], noun: str) -> str:
+    left = len(groups) - 3
+    return "; ".join(groups[:3]) + (f"; {left} more {noun}{'s' if left > 1 else ''}"
+                                    if left > 0 else "")
+
+
 def staged_tasks_sharing_a_case(s: Session, task_ids: list[str]) -> str | None:
-    """A one-line warning naming the cases of which two or more of `task_ids` reveal stages,
-    or None. No order protects both: whichever task's later stages come first (a CSF result,
-    a biopsy) are known when the other is answered, though a model answering it never gets
-    them (`_waiting_for` protects a task without stages, not a second staged one). Put such
-    tasks in separate exams."""
-    staged: dict[str, list[str]] = {}
-    for task in s.exec(select(Task).where(Task.task_id.in_(task_ids)).order_by(Task.task_id)):
-        if task.stages:
-            staged.setdefault(task.case_id, []).append(task.task_id)
-    shared = [(case_id, ids) for case_id, ids in sorted(staged.items()) if len(ids) > 1]
+    """A one-line warning naming the cases (or the linked cases of one patient) of which two
+    or more of `task_ids` reveal stages, or None. No order protects both: whichever task's
+    later stages come first (a CSF result, a biopsy) are known when the other is answered,
+    though a model answering it never gets them (`_waiting_for` protects a task without
+    stages, not a second staged one). Put such tasks in separate exams."""
+    shared = []
+    for tasks in _exam_tasks_by_patient(s, task_ids).values():
+        staged = [t for t in tasks if t.stages]
+        if len(staged) > 1:
+            cases = sorted({t.case_id for t in staged})
+            where = (f"case {cases[0]!r}" if len(cases) == 1 else
+                     f"cases {', '.join(map(repr, cases))} (one patient)")
+            shared.append((cases, f"{where}: {', '.join(repr(t.task_id) for t in staged)}"))
     if not shared:
         return None
-    named = "; ".join(f"case {case_id!r}: {', '.join(map(repr, ids))}"
-                      for case_id, ids in shared[:3])
-    left = len(shared) - 3
-    more = f"; {left} more case{'s' if left > 1 else ''}" if left > 0 else ""
-    return (f"multi-turn tasks of one case in one exam ({named}{more}): the stages one reveals "
+    named = _named([text for _, text in sorted(shared)], "case")
+    return (f"multi-turn tasks of one case in one exam ({named}): the stages one reveals "
             "are known when the other is answered; put them in separate exams")
+
+
+def linked_cases_in_one_exam(s: Session, task_ids: list[str]) -> str | None:
+    """A one-line warning naming the linked cases (one patient, `Case.patient`) of which
+    `task_ids` hold tasks, or None. The exam holds a later stage of one back until the
+    other's tasks are answered (`_waiting_for`), but a taker answers the second knowing the
+    patient from the first, and a review of one hands out the other's answer: separate exams
+    keep them apart."""
+    linked = []
+    for tasks in _exam_tasks_by_patient(s, task_ids).values():
+        cases = sorted({t.case_id for t in tasks})
+        if len(cases) > 1:
+            linked.append(", ".join(map(repr, cases)))
+    if not linked:
+        return None
+    return (f"tasks of linked cases (one patient) in one exam ({_named(sorted(linked), 'patient')}): "
+            "a later stage of one is revealed once the others' tasks are answered; put them "
+            "in separate exams to ask each without the other")
+
+
+def exam_warnings(s: Session, task_ids: list[str]) -> list[str]:
+    """What `nmb exam add` and the admin page warn of for an exam of `task_ids`."""
+    return [w for w in (staged_tasks_sharing_a_case(s, task_ids),
+                        linked_cases_in_one_exam(s, task_ids)) if w]
 
 
 def exams(s: Session) -> list[Exam]:
@@ -203,12 +260,13 @@ def exam_tasks(s: Session, *, attempt: ExamAttempt) -> list[ExamTask]:
     answers = _answers(s, attempt.id)
     elsewhere = _answered_elsewhere(s, attempt, exam, answers)
     tasks = [s.get(Task, task_id) for task_id in exam.task_ids]
+    patient = patients(s, {t.case_id for t in tasks})
     out = []
     for position, task in enumerate(tasks):
         case = case_view(s, case_id=task.case_id)  # its ground truth stays here
         given = answers.get(task.task_id, [])
         stages = list(task.stages or [])
-        waiting = _waiting_for(tasks, answers, position, elsewhere)
+        waiting = _waiting_for(tasks, answers, position, elsewhere, patient)
         shown = len(given) - 1 if waiting and given else len(given)  # the next one held back
         out.append(ExamTask(task.task_id, task.family, task.level, task.prompt,
                             stages[:shown], given, 1 + len(stages), case.title, case.ehr,
@@ -235,27 +293,30 @@ def _answered_by(s: Session, user_id: int, *, besides: int | None = None) -> dic
 def _answered_elsewhere(s: Session, attempt: ExamAttempt, exam: Exam,
                         answers: dict[str, list[str]]) -> dict[str, str]:
     """{task id: the other exam} for this exam's tasks, not begun in this attempt (`answers`),
-    that the taker answered or began in another exam, or whose case they saw more of there: a
-    stage of a task of the case with more stages (what `_waiting_for` holds back within one
-    exam), or the case's reference answer, handed out by that exam's review. A person answers
-    a task once, and before more of its case is known: a second answer, written after its
-    stages (or its review) were seen, is no baseline answer, and the results would count the
-    person twice on the task."""
+    that the taker answered or began in another exam, or whose patient they saw more of there:
+    a stage of a task of the patient with more stages (what `_waiting_for` holds back within
+    one exam), or a reference answer of the patient, handed out by that exam's review. A
+    person answers a task once, and before more of its patient is known: a second answer,
+    written after its stages (or its review) were seen, is no baseline answer, and the
+    results would count the person twice on the task."""
     seen = _answered_by(s, attempt.user_id, besides=attempt.id)
     reviewed = _reviewed_cases(s, attempt.user_id, besides=attempt.id)
     if not seen and not reviewed:
         return {}
     before = [s.get(Task, task_id) for task_id in seen]
+    mine = [s.get(Task, task_id) for task_id in exam.task_ids if task_id not in answers]
+    patient = patients(s, {t.case_id for t in (*before, *mine)} | set(reviewed))
+    reviewed_patients: dict[Patient, str] = {}
+    for case_id, name in reviewed.items():
+        reviewed_patients.setdefault(patient[case_id], name)
     out: dict[str, str] = {}
-    for task_id in exam.task_ids:
-        if task_id in answers:
-            continue
-        task = s.get(Task, task_id)
-        where = next((seen[t.task_id] for t in before if t.task_id == task_id or (
-            t.case_id == task.case_id and len(t.stages or []) > len(task.stages or []))),
-            reviewed.get(task.case_id))
+    for task in mine:
+        where = next((seen[t.task_id] for t in before if t.task_id == task.task_id or (
+            patient[t.case_id] == patient[task.case_id]
+            and len(t.stages or []) > len(task.stages or []))),
+            reviewed_patients.get(patient[task.case_id]))
         if where is not None:
-            out[task_id] = where
+            out[task.task_id] = where
     return out
 
 
@@ -274,15 +335,16 @@ def _reviewed_cases(s: Session, user_id: int, *, besides: int) -> dict[str, str]
 
 
 def _waiting_for(tasks: list[Task], answers: dict[str, list[str]], position: int,
-                 elsewhere: dict[str, str]) -> list[int]:
-    """The exam positions (1-based) of the tasks of the same case as `tasks[position]` that
-    have fewer stages and are not fully answered. A stage revealed later is information about
-    the case (a CSF result, a biopsy) that a model answering the other task never gets, so it
-    waits until those are answered; a single-stage task never waits. Two staged tasks of one
-    case cannot both be protected (`staged_tasks_sharing_a_case` warns of them)."""
+                 elsewhere: dict[str, str], patient: dict[str, Patient]) -> list[int]:
+    """The exam positions (1-based) of the tasks of the same patient as `tasks[position]`
+    (its case, or a case linked to it: `patient`, from `patients`) that have fewer stages and
+    are not fully answered. A stage revealed later is information about the patient (a CSF
+    result, a biopsy) that a model answering the other task never gets, so it waits until
+    those are answered; a single-stage task never waits. Two staged tasks of one patient
+    cannot both be protected (`staged_tasks_sharing_a_case` warns of them)."""
     me = tasks[position]
     return [k + 1 for k, t in enumerate(tasks)
-            if k != position and t.case_id == me.case_id
+            if k != position and patient[t.case_id] == patient[me.case_id]
             and len(t.stages or []) < len(me.stages or [])
             and t.task_id not in elsewhere
             and len(answers.get(t.task_id, [])) < 1 + len(t.stages or [])]
@@ -353,11 +415,12 @@ def answer_stage(s: Session, *, attempt: ExamAttempt, task_id: str, text: str,
         raise UserError(f"in the exam {elsewhere[task_id]!r} you answered this task, or saw "
                         "more of its case (a later stage, or its reference answer); a task is "
                         "answered once, before more of its case is known")
-    if stage and (waiting := _waiting_for([s.get(Task, t) for t in exam.task_ids], answers,
-                                          exam.task_ids.index(task_id), elsewhere)):
+    tasks = [s.get(Task, t) for t in exam.task_ids]
+    if stage and (waiting := _waiting_for(tasks, answers, exam.task_ids.index(task_id),
+                                          elsewhere, patients(s, {t.case_id for t in tasks}))):
         raise UserError(f"stage {stage + 1} of this task is revealed once task"
                         f"{'s' if len(waiting) > 1 else ''} {', '.join(map(str, waiting))} of "
-                        "this exam, about the same case, "
+                        "this exam, about the same patient, "
                         f"{'are' if len(waiting) > 1 else 'is'} answered")
     s.add(StageAnswer(attempt_id=current.id, task_id=task_id, stage=stage, text=text.strip(),
                       seconds=max(seconds, 0.0)))
@@ -431,12 +494,14 @@ def review_tasks(s: Session, *, attempt: ExamAttempt) -> list[ReviewTask]:
         raise UserError("finish the exam to review it")
     answers = _answers(s, attempt.id)
     pending = _still_to_answer(s, exam=exam, user_id=attempt.user_id)
+    tasks = [s.get(Task, task_id) for task_id in exam.task_ids]
+    patient = patients(s, {t.case_id for t in tasks})
     out, shown = [], []
-    for task_id in exam.task_ids:
-        task = s.get(Task, task_id)
+    for task in tasks:
+        task_id = task.task_id
         case = case_view(s, case_id=task.case_id)
         given, stages = answers.get(task_id, []), list(task.stages or [])
-        withheld = pending.get(task.case_id, [])
+        withheld = pending.get(patient[task.case_id], [])
         truth = case.ground_truth if has_reference(case.ground_truth) and not withheld else None
         if truth is not None:
             shown.append(task.case_id)
@@ -452,11 +517,12 @@ def review_tasks(s: Session, *, attempt: ExamAttempt) -> list[ReviewTask]:
     return out
 
 
-def _still_to_answer(s: Session, *, exam: Exam, user_id: int) -> dict[str, list[str]]:
-    """{case id: names of the other exams, not finished by the user, holding a task of that
-    case the user may still answer there: not fully answered in that exam's attempt, nor
-    answered or begun in another}: a review must not hand a case's reference answer to someone
-    who may still answer one of its tasks, or go on with one they began."""
+def _still_to_answer(s: Session, *, exam: Exam, user_id: int) -> dict[Patient, list[str]]:
+    """{patient: names of the other exams, not finished by the user, holding a task of that
+    patient (`patients`) the user may still answer there: not fully answered in that exam's
+    attempt, nor answered or begun in another}: a review must not hand a reference answer of
+    the patient to someone who may still answer one of its tasks, or go on with one they
+    began."""
     finished = set(s.exec(select(ExamAttempt.exam_id).where(
         ExamAttempt.user_id == user_id, ExamAttempt.finished_at.is_not(None))))
     given: dict[tuple[int, str], int] = {}  # (exam id, task id): stages answered there
@@ -468,16 +534,19 @@ def _still_to_answer(s: Session, *, exam: Exam, user_id: int) -> dict[str, list[
             .group_by(ExamAttempt.exam_id, StageAnswer.task_id)):
         given[(exam_id, task_id)] = n
         begun.setdefault(task_id, set()).add(exam_id)
-    out: dict[str, list[str]] = {}
+    out: dict[Patient, list[str]] = {}
+    patient: dict[str, Patient] = {}
     for other in exams(s):
         if other.id == exam.id or other.id in finished:
             continue
-        for task_id in other.task_ids:
-            task = s.get(Task, task_id)
+        tasks = [s.get(Task, task_id) for task_id in other.task_ids]
+        patient |= patients(s, {t.case_id for t in tasks} - set(patient))
+        for task in tasks:
+            task_id = task.task_id
             if (given.get((other.id, task_id), 0) > len(task.stages or [])
                     or begun.get(task_id, set()) - {other.id}):
                 continue  # answered there, or not asked there (begun in another exam)
-            names = out.setdefault(task.case_id, [])
+            names = out.setdefault(patient[task.case_id], [])
             if other.name not in names:
                 names.append(other.name)
     return out

@@ -9,13 +9,16 @@
 
 The rule is asked again on every request, so a withdrawn assignment or a finished exam ends
 access at once. Images are named by the sha256 of the stored file; the same content stored for
-two cases is one image, visible if either case is.
+two cases is one image, visible if either case is. A stored path that is absolute, climbs out
+of the study or names no regular file (a database restored from elsewhere is untrusted) is
+never returned (`db.bundle.store.stored_file_problem`).
 """
 
 from pathlib import Path
 
 from sqlmodel import Session, select
 
+from db.bundle.store import stored_file_problem
 from db.engine import nmb_home
 from db.models import Assignment, Exam, ExamAttempt, Mask, Response, Series, Task, User
 
@@ -56,4 +59,6 @@ def viewable_image(s: Session, *, user: User, sha256: str) -> Path | None:
     path = s.exec(series.limit(1)).first()
     if path is None and masks is not None:
         path = s.exec(masks.limit(1)).first()
-    return nmb_home() / path if path is not None else None
+    if path is None or stored_file_problem(path, nmb_home()):
+        return None
+    return nmb_home() / path

@@ -131,3 +131,26 @@ def test_charts_render_to_png(demo: dict) -> None:
         assert data.startswith(b"\x89PNG\r\n\x1a\n"), name
         width = struct.unpack(">I", data[16:20])[0]
         assert 300 < width <= 1200, (name, width)
+
+
+@pytest.mark.filterwarnings("ignore:constrained_layout not applied")  # a 100-character name
+def test_names_are_drawn_as_plain_text_never_as_mathtext() -> None:
+    """Model names come from outside: `$\\foo$` (ValueError), braces nested 50 deep
+    (RecursionError) and `$\\alpha$` (drawn as a Greek letter) are drawn as written, even
+    where another module turned mathtext back on."""
+    import matplotlib.pyplot as plt
+    from matplotlib.text import Text
+
+    names = [r"$\foo$", "$" + "{" * 50 + "x" + "}" * 50 + "$", r"$\alpha$", "a" * 8]
+    rows = [{"who": n, "group": "model", "pass@1": 0.5, "pass@1 95% CI": (0.4, 0.6)}
+            for n in names]
+    with plt.rc_context({"text.parse_math": True}):
+        fig = results_plots.leaderboard_chart(rows, (1,))
+        assert plots.png(fig).startswith(b"\x89PNG")
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    renderer = FigureCanvasAgg(fig).get_renderer()  # (png closed the figure's own)
+    labels = {t.get_text(): t for t in fig.findobj(Text) if t.get_text() in names}
+    width = {n: labels[n].get_window_extent(renderer).width
+             for n in (r"$\alpha$", "a" * 8)}
+    assert width[r"$\alpha$"] > 0.6 * width["a" * 8]  # eight characters, not one letter

@@ -80,7 +80,7 @@ def test_release_mistakes_are_one_line_exit_2_nothing_written(nmb_home: Path,
         (lambda: write(dialogue, [{"case_id": "case_1", "text": "t",
                                    "images": [data_uri(b"GIF89a", "image/gif")],
                                    "turns": [{"role": "doctor", "content": "q"}]}]), [dialogue],
-         "nmb: multi-round-dialogue.json: is not in the multi-round shape this tool reads: "
+         "nmb: multi-round-dialogue.json: is not in a multi-round shape this tool reads: "
          "cases have case_id, images, text, turns"),
         (lambda: write(dialogue, multi_round()), [direct, dialogue],
          "nmb: direct-diagnosis.json: no such file"),

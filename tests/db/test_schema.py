@@ -135,9 +135,8 @@ def test_a_response_source_and_a_picture_plane_are_checked_and_migration_0014_ke
     from db.models import Response, Series, User
     from tests.factories import add_series, make_study
 
-    command.downgrade(alembic_config(database_url), "0013")  # the revision before 0014
     eng = engine_for(database_url)
-    with Session(eng) as s:
+    with Session(eng) as s:  # written at the head revision, then taken down to 0013 with them
         rid = make_study(s, n_tasks=1, experts=0)[0]
         student = User(name="stu", role="student", password_hash="x")
         s.add(student)
@@ -150,6 +149,8 @@ def test_a_response_source_and_a_picture_plane_are_checked_and_migration_0014_ke
         s.commit()
         before = {t: s.exec(text(f"SELECT count(*) FROM {t}")).one()[0]
                   for t in ("response", "series")}
+    eng.dispose()
+    command.downgrade(alembic_config(database_url), "0013")  # the revision before 0014
     upgrade(database_url)
     with Session(eng) as s:
         assert s.get(Response, rid).source == "model"

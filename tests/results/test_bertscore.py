@@ -99,6 +99,44 @@ def test_a_folder_without_a_model_is_one_line(tmp_path: Path) -> None:
     assert "not a model directory" in out.stderr
 
 
+class _Pickled:
+    """Unpickled, it would make the folder `ran` (it never is)."""
+
+    def __init__(self, ran: Path) -> None:
+        self.ran = ran
+
+    def __reduce__(self):
+        return (os.mkdir, (str(self.ran),))
+
+
+@pytest.mark.slow  # loads the library (seconds)
+def test_a_model_folder_with_pickled_weights_is_one_line(model_dir: Path, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture) -> None:
+    """Only safetensors weights are loaded: a folder with a pickle only, or a pickle under the
+    safetensors name, is one line (exit 2 from `nmb`), no traceback, nothing run."""
+    import pickle
+    import shutil
+
+    import cli
+    from results.bertscore import BertScorer
+
+    ran = tmp_path / "pickle-ran"
+    evil = pickle.dumps({"encoder.weight": _Pickled(ran)})
+    only_bin, renamed = tmp_path / "only-bin", tmp_path / "renamed"
+    for folder in (only_bin, renamed):
+        shutil.copytree(model_dir, folder)
+    (only_bin / "model.safetensors").unlink()
+    (only_bin / "pytorch_model.bin").write_bytes(evil)
+    (renamed / "model.safetensors").write_bytes(evil)
+    assert cli.main(["results", "--bertscore-model", str(only_bin)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no safetensors weights" in err and "pytorch_model.bin" in err
+    with pytest.raises(UserError, match=r"the model cannot be loaded \(") as e:
+        BertScorer(renamed, cache=tmp_path / "cache.sqlite").f1(PAIRS[:1])
+    assert "\n" not in str(e.value)
+    assert not ran.exists()
+
+
 def _graded_study(url: str) -> dict[str, tuple[str, str, str]]:
     """A study with grades; one multi-turn response ends with a stage answer, one case has no
     reference answer. Returns response id -> (model, task, text scored)."""

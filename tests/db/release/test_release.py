@@ -230,14 +230,17 @@ HOSTILE = {
     "unknown multi-round shape": (
         "multi-round-dialogue.json",
         [{"case_id": "case_1", "text": "t", "images": [], "dialogue": [{"role": "user"}]}],
-        "multi-round-dialogue.json: is not in the multi-round shape this tool reads: cases "
-        "have case_id, dialogue, images, text (expected cases of case_id, text, images, "
-        "questions; questions of question_number, question_text and, optionally, information;"),
+        "multi-round-dialogue.json: is not in a multi-round shape this tool reads: cases "
+        "have case_id, dialogue, images, text, dialogue have role (expected cases of case_id, "
+        "text, images, questions; questions of question_number, question_text and, "
+        "optionally, information; or cases of case_id, text, images, dialogue; dialogue of "
+        "round, question and, optionally, information; give --map FILE.json for other field "
+        "names;"),
     "unknown round fields": (
         "multi-round-dialogue.json",
         [{**multi_round()[0], "questions": [{"question_number": 1, "question_text": "q",
                                              "answer": "a"}]}],
-        "multi-round-dialogue.json: is not in the multi-round shape this tool reads: cases "
+        "multi-round-dialogue.json: is not in a multi-round shape this tool reads: cases "
         "have case_id, images, questions, text, questions have answer, question_number, "
         "question_text"),
     "one round": ("multi-round-dialogue.json",
@@ -287,7 +290,6 @@ def test_caps_apply_before_decoding(sqlite_url: str, tmp_path: Path,
 def test_answer_key_problems_name_the_key(sqlite_url: str, tmp_path: Path) -> None:
     files = write_release(tmp_path / "r", answers=False)
     key = write(tmp_path / "key.json", {
-        "case_1": {"diagnosis": "x", "differential": []},  # in two files
         "case_9": {"diagnosis": "x", "differential": []},  # no such case
         "direct-case_5": {"differential": []},
         "direct-case_3": {"diagnosis": "x", "differential": [], "notes": "?"},
@@ -296,8 +298,6 @@ def test_answer_key_problems_name_the_key(sqlite_url: str, tmp_path: Path) -> No
     with pytest.raises(BundleInvalid) as e:
         _import(sqlite_url, files, answers=key)
     assert sorted(str(p) for p in e.value.problems) == [
-        'key.json["case_1"]: names cases in 3 files (direct-case_1, complex-case_1, '
-        'dialogue-case_1): use one of these ids',
         'key.json["case_9"]: names no case of the files imported',
         'key.json["direct-case_3"]: unknown field "notes"',
         'key.json["direct-case_5"]: missing required field "diagnosis"']

@@ -356,3 +356,26 @@ def test_only_physicians_and_students_take_exams(database_url: str) -> None:
                                             "account is 'expert'"):
             attempt_for(s, exam_id=exam.id, user_id=expert.id)
         assert s.exec(select(ExamAttempt)).all() == []
+
+
+def test_linked_cases_count_as_one_patient_across_exams(sqlite_url: str) -> None:
+    """case0 and case2 describe one patient (`Case.patient`): once the taker saw the later
+    stage of case2's task in one exam, case0's task is not asked in another; and the review
+    of the first withholds the reference while the other exam still asks about the patient."""
+    with Session(engine_for(sqlite_url), expire_on_commit=False) as s:
+        make_study(s, n_tasks=3)  # task2 (case2) is level 3 with one extra stage
+        for case_id in ("case0", "case2"):
+            s.get(Case, case_id).patient = "neural-medbench:case_1"
+        stu = add_user(s, name="stu", role="student", password="pw")
+        first = ensure_exam(s, name="first", task_ids=["task2"], review=True)
+        second = ensure_exam(s, name="second", task_ids=["task0", "task1"])
+        s.commit()
+        attempt = attempt_for(s, exam_id=first.id, user_id=stu.id)
+        answer_stage(s, attempt=attempt, task_id="task2", text="first guess")
+        answer_stage(s, attempt=attempt, task_id="task2", text="revised")
+        finish(s, attempt=attempt)
+        [reviewed] = review_tasks(s, attempt=attempt)
+        assert reviewed.withheld == ["second"] and reviewed.reference == []
+        other = {t.task_id: t for t in exam_tasks(
+            s, attempt=attempt_for(s, exam_id=second.id, user_id=stu.id))}
+        assert other["task0"].elsewhere == "first" and other["task1"].elsewhere is None

@@ -77,3 +77,23 @@ def test_access_ends_with_the_exam_the_assignment_or_the_account(database_url: s
         disable_user(s, name="doc")
         s.commit()
         assert _visible(s, s.get(User, u["physician"].id)) == set()
+
+
+def test_a_stored_path_outside_the_store_or_not_a_regular_file_is_never_returned(
+        sqlite_url: str) -> None:
+    """A database restored from elsewhere may point a series anywhere: the admin, who may see
+    every image, is handed none of these (the volume route then answers 403)."""
+    import os
+
+    hostile = {"1" * 64: "/etc/hostname", "2" * 64: "images/../../etc/hostname",
+               "3" * 64: f"images/{'3' * 64}.nii"}  # a FIFO: an open would block
+    (nmb_home() / "images").mkdir(parents=True)
+    os.mkfifo(nmb_home() / hostile["3" * 64])
+    with Session(engine_for(sqlite_url)) as s:
+        u = _study(s)
+        for k, (sha, path) in enumerate(hostile.items(), start=1):
+            s.add(Series(case_id="case0", position=k, sequence=f"T{k + 1}", path=path,
+                         sha256=sha, shape=[2, 2, 2], voxel_sizes=[1.0, 1.0, 1.0]))
+        s.commit()
+        assert [viewable_image(s, user=u["admin"], sha256=sha) for sha in hostile] == [None] * 3
+        assert viewable_image(s, user=u["admin"], sha256=SERIES["case0"]) is not None
