@@ -98,7 +98,7 @@ def test_release_mistakes_are_one_line_exit_2_nothing_written(nmb_home: Path,
     assert [p.name for p in (nmb_home / "tmp").iterdir()] == [".lock"]
     write(direct, [])
     for args, expected in (
-            (("import", str(direct), str(dialogue)), "nmb: import: a bundle is one folder"),
+            (("import", str(direct), str(dialogue)), "nmb: --from bundle imports one path"),
             (("import", str(direct)), "nmb: " + str(direct) + ": a bundle is a folder or a .zip "
                                       "(a Neural-MedBench release file? nmb import FILE... "
                                       "--from neural-medbench)"),

@@ -111,6 +111,7 @@ def test_without_answers_grading_and_scoring_are_refused_exams_are_not(
             submit(s, rater_id=1, assignment_id=a.id, values={})
 
 
+@pytest.mark.slow
 def test_tasks_without_answers_are_collected(sqlite_url: str, tmp_path: Path) -> None:
     _import(sqlite_url, _unanswered_bundle(tmp_path))
     with OpenAIServer() as server, Session(engine_for(sqlite_url)) as s:
