@@ -54,7 +54,8 @@ lint: install-test
 lock:  # requirements.lock after a change to pyproject.toml; make lock UPGRADE=--upgrade: newest of all
 	test -x .venv-lock/bin/pip-compile || (python3 -m venv .venv-lock && .venv-lock/bin/pip install -q pip-tools)
 	.venv-lock/bin/pip-compile -q $(UPGRADE) --strip-extras --all-extras --no-emit-index-url \
-	  --no-emit-find-links -c requirements/torch-cpu.txt -o $(LOCK) pyproject.toml
+	  --no-emit-find-links --unsafe-package neural-medbench-studio -c requirements/torch-cpu.txt \
+	  -o $(LOCK) pyproject.toml
 
 clean:
 	rm -rf $(VENV) .venv-lock .nmb
