@@ -100,7 +100,10 @@ class DemoRemoval:
     images: list[str] = field(default_factory=list)  # store paths no longer referenced
 
     def __str__(self) -> str:
-        shown = ", ".join(f"{counted(n, name)}" for name, n in self.removed.items() if n)
+        first = ("case", "series", "mask", "task", "response", "account")
+        order = [*first, *(k for k in self.removed if k not in first)]
+        shown = ", ".join(counted(self.removed[k], k, "series" if k == "series" else None)
+                          for k in order if self.removed.get(k))
         return f"demo removed: {shown or 'nothing left of it'}"
 
 

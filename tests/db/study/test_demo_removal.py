@@ -69,7 +69,8 @@ def test_demo_remove_leaves_an_empty_study(demo_study: Path, capsys) -> None:
 
     code, out, err = _nmb(capsys, "demo", "remove")
     assert code == 0, err
-    assert out.startswith("demo removed: ") and "10 cases" in out
+    assert out.startswith("demo removed: 10 cases, 30 series, 1 mask, 12 tasks, 348 responses, "
+                          "15 accounts, "), out
     assert set(_rows().values()) == {0}, {k: v for k, v in _rows().items() if v}
     assert _store(demo_study) == set() and not viewer.exists()
     assert [p.name for p in (demo_study / "tmp").iterdir()] == [".lock"]  # the sweep's list went
