@@ -43,7 +43,7 @@ def cmd_import(args: argparse.Namespace) -> None:
         case_info=_path(args.case_info), sequence_map=_path(args.sequence_map),
         allow_burned_in=args.allow_burned_in, answers=_path(args.answers), family=args.family,
         level=args.level, field_map=_path(args.map), participants=tuple(args.participants or ()),
-        exclude=tuple(args.exclude or ())), args.json)
+        exclude=tuple(args.exclude or ()), with_demo=args.with_demo), args.json)
 
 
 def _refused(e: Any) -> None:
@@ -98,6 +98,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     ip.add_argument("--map", metavar="MAP.json",
                     help='release: the files\' field names, e.g. {"questions": "turns", '
                          '"question": "ask", "number": null} (docs/bundle-format.md)')
+    ip.add_argument("--with-demo", action="store_true",
+                    help="import into a study that holds the synthetic demo, beside it (else: "
+                         "nmb demo remove first; docs/demo.md)")
     ip.add_argument("--dry-run", action="store_true", help="validate and count, write nothing")
     ip.add_argument("--json", action="store_true", help=JSON)
 

@@ -52,9 +52,18 @@ def cmd_restore(args: argparse.Namespace) -> None:
 
 
 def cmd_demo(args: argparse.Namespace) -> None:
+    if args.action == "remove":
+        from db.bundle.store import prepare_study
+        from db.study.demo import remove_demo
+
+        if args.if_empty or args.resolution is not None:
+            raise UserError("nmb demo remove takes no --if-empty or --resolution")
+        prepare_study()
+        print(remove_demo(actor="cli"))
+        return
     from demo.study import load_demo
 
-    print(load_demo(if_empty=args.if_empty, resolution_mm=args.resolution))
+    print(load_demo(if_empty=args.if_empty, resolution_mm=args.resolution or 1))
 
 
 def cmd_export(args: argparse.Namespace) -> None:
@@ -114,9 +123,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     add("restore", cmd_restore, "restore a backup into an empty NMB_HOME and database").add_argument(
         "file", help="a file written by nmb backup")
 
-    dp = add("demo", cmd_demo, "build the synthetic demo study offline and import it")
+    dp = add("demo", cmd_demo, "build the synthetic demo study offline and import it; nmb demo "
+             "remove: remove it (its cases, responses, scores, runs, exams and accounts)")
+    dp.add_argument("action", nargs="?", choices=["remove"],
+                    help="remove the demo from the study, atomically (docs/demo.md)")
     dp.add_argument("--if-empty", action="store_true", help="only when the database holds no case")
-    dp.add_argument("--resolution", type=int, choices=[1, 2], default=1, help="template voxel size (mm)")
+    dp.add_argument("--resolution", type=int, choices=[1, 2],
+                    help="template voxel size (mm; default 1)")
 
     ep = add("export", cmd_export, "export study data for admins and scripts")
     ep.add_argument("kind", choices=["responses", "tasks", "expert-scores", "grader-scores",

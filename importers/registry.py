@@ -38,6 +38,7 @@ class Options:
     participants: tuple[str, ...] = ()  # bids: sub-01, sub-01/ses-1
     exclude: tuple[str, ...] = ()
     final_stage_only: bool = False
+    with_demo: bool = False  # cases into a study that holds the synthetic demo (db.study.demo)
 
 
 @dataclass(frozen=True)
@@ -94,15 +95,15 @@ def _responses(source: str) -> Callable[[Session, list[Path], Options], Any]:
 
 
 _HARNESS = frozenset({"model", "task_key", "final_stage_only"})
+_CASES = frozenset({"allow_blank", "with_demo"})  # every importer of cases
 IMPORTERS: dict[str, Importer] = {i.name: i for i in (
-    Importer("bundle", "cases", "Bundle", frozenset({"workspace", "allow_blank"}), _bundle),
+    Importer("bundle", "cases", "Bundle", _CASES | {"workspace"}, _bundle),
     Importer("neural-medbench", "cases", "Neural-MedBench release files",
-             frozenset({"allow_blank", "answers", "family", "level", "field_map"}), _release,
-             many_paths=True),
+             _CASES | {"answers", "family", "level", "field_map"}, _release, many_paths=True),
     Importer("dicom", "cases", "DICOM study",
-             frozenset({"allow_blank", "case_info", "sequence_map", "allow_burned_in"}), _dicom),
+             _CASES | {"case_info", "sequence_map", "allow_burned_in"}, _dicom),
     Importer("bids", "cases", "BIDS dataset",
-             frozenset({"allow_blank", "case_info", "participants", "exclude"}), _bids),
+             _CASES | {"case_info", "participants", "exclude"}, _bids),
     Importer("nmb", "responses", "responses.jsonl (bundle format)", frozenset(),
              _responses("nmb")),
     Importer("openai-batch", "responses", "OpenAI Batch output (also vLLM run_batch)",
@@ -152,5 +153,11 @@ def checked(name: str, paths: list[Path], options: Options) -> Importer:
 
 
 def run_import(s: Session, name: str, paths: list[Path], options: Options) -> Any:
-    """Run the importer `name` on `paths` (`checked` first) in the session `s`."""
-    return checked(name, paths, options).run(s, [Path(p) for p in paths], options)
+    """Run the importer `name` on `paths` (`checked` first) in the session `s`; cases into a
+    study that holds the demo only `with_demo` (a UserError before anything is read)."""
+    from db.study.demo import refuse_beside_demo
+
+    importer = checked(name, paths, options)
+    if importer.brings == "cases":
+        refuse_beside_demo(s, with_demo=options.with_demo)
+    return importer.run(s, [Path(p) for p in paths], options)

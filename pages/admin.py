@@ -25,6 +25,7 @@ from db.rubrics import ensure_rubric
 from db.status import counts
 from db.study.cases import case_view, reference_fields, task_list
 from db.study.catalog import case_rows, response_detail, response_rows, search, task_rows
+from db.study.demo import demo_case_count
 from db.study.exams import ensure_exam, exam_warnings
 from db.study.masks import case_masks
 from db.study.reference import HINT, has_reference
@@ -85,14 +86,23 @@ def _show_import(label: str, run) -> None:
 ALLOW_BLANK = "Allow blank images (every voxel or pixel of one value; --allow-blank)"
 
 
+def with_demo_box(key: str) -> bool:
+    """The --with-demo checkbox, shown while the study holds the synthetic demo (else False)."""
+    with session() as s:
+        demo = demo_case_count(s)
+    return demo is not None and st.checkbox(
+        f"Import beside the synthetic demo ({counted(demo, 'case')}; --with-demo). Or keep real "
+        "data apart: remove the demo first (nmb demo remove)", key=key)
+
+
 def import_bundle_at(path: Path, dry_run: bool, workspace: Workspace | None = None,
-               allow_blank: bool = False) -> None:
+               allow_blank: bool = False, with_demo: bool = False) -> None:
     """Validate and import the bundle at `path`; messages name it by `path.name` (an upload is
     stored under its own file name, made safe)."""
     valid = " is valid, nothing was written (dry run)" if dry_run else ""
     _show_import(f"{path.name}{valid}", lambda s, progress: run_import(s, "bundle", [path], Options(
         dry_run=dry_run, actor=user.name, progress=progress, workspace=workspace,
-        allow_blank=allow_blank)))
+        allow_blank=allow_blank, with_demo=with_demo)))
 
 
 def bundle_import() -> None:
@@ -100,14 +110,16 @@ def bundle_import() -> None:
     server_path = st.text_input("…or a path on the server")
     dry_run = st.checkbox("Dry run (validate only)")
     blank = st.checkbox(ALLOW_BLANK, key="bundle_allow_blank")
+    beside = with_demo_box("bundle_with_demo")
     if st.button("Import", type="primary", disabled=not (upload or server_path)):
         if upload is not None:
             with Workspace("upload") as upload_area:  # NMB_HOME/tmp, swept if the server dies
                 path = upload_area.path / safe_upload_name(upload.name)
                 path.write_bytes(upload.getvalue())
-                import_bundle_at(path, dry_run, upload_area, allow_blank=blank)
+                import_bundle_at(path, dry_run, upload_area, allow_blank=blank, with_demo=beside)
         else:
-            import_bundle_at(Path(server_path.strip()), dry_run, allow_blank=blank)
+            import_bundle_at(Path(server_path.strip()), dry_run, allow_blank=blank,
+                             with_demo=beside)
 
 
 def release_import() -> None:
@@ -124,6 +136,7 @@ def release_import() -> None:
     level = c2.selectbox("Level", ["by file name", *LEVELS])
     dry_run = c3.checkbox("Dry run (validate only)", key="release_dry_run")
     blank = st.checkbox(ALLOW_BLANK, key="release_allow_blank")
+    beside = with_demo_box("release_with_demo")
     paths = [Path(p.strip()) for p in server_paths.splitlines() if p.strip()]
     if not st.button("Import", type="primary", disabled=not (uploads or paths)):
         return
@@ -143,6 +156,7 @@ def release_import() -> None:
                      lambda s, progress: run_import(s, "neural-medbench", paths, Options(
                          answers=answers, dry_run=dry_run, actor=user.name, allow_blank=blank,
                          field_map=Path(field_map.strip()) if field_map.strip() else None,
+                         with_demo=beside,
                          family=None if family == "by file name" else family,
                          level=None if level == "by file name" else level, progress=progress)))
 
@@ -202,6 +216,7 @@ def images_import(kind: str) -> None:
                               placeholder="sub-03 sub-01/ses-2", key="bids_exclude")
     dry_run = st.checkbox("Dry run (validate only)", key=f"{kind}_dry_run")
     blank = st.checkbox(ALLOW_BLANK, key=f"{kind}_allow_blank")
+    beside = with_demo_box(f"{kind}_with_demo")
     if not st.button("Import", type="primary", disabled=not (upload or server_path),
                      key=f"{kind}_import"):
         return
@@ -229,7 +244,8 @@ def images_import(kind: str) -> None:
             s, kind, [path], Options(case_info=case_info, allow_burned_in=allow, allow_blank=blank,
                                      participants=tuple(only.replace(",", " ").split()),
                                      exclude=tuple(leave.replace(",", " ").split()),
-                                     dry_run=dry_run, actor=user.name, progress=progress)))
+                                     with_demo=beside, dry_run=dry_run, actor=user.name,
+                                     progress=progress)))
 
 
 def import_section() -> None:

@@ -142,6 +142,16 @@ class Workspace:
             partial.unlink(missing_ok=True)
         return True
 
+    def release_images(self, paths: list[str]) -> None:
+        """Store paths (relative to NMB_HOME) whose rows this workspace's transaction deletes:
+        listed like added images, so the sweep at `close()` (or after a crash, the next one)
+        deletes those that no row references once the transaction has ended."""
+        if not paths:
+            return
+        with open(self.path / _ADDED, "a") as added:
+            added.writelines(p + "\n" for p in paths)
+        self._added += len(paths)
+
     def keep_images(self) -> None:
         """The import committed: its images are referenced and stay."""
         (self.path / _ADDED).unlink(missing_ok=True)

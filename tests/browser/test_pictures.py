@@ -51,7 +51,8 @@ def home(demo_template: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     shutil.copytree(demo_template, home, dirs_exist_ok=True)
     bundle = _mixed_bundle(tmp_path_factory.mktemp("mixed") / "b")
     env = {"NMB_HOME": str(home), "PATH": "/usr/bin:/bin"}
-    subprocess.run([sys.executable, "-m", "cli", "import", str(bundle)], cwd=ROOT, check=True,
+    subprocess.run([sys.executable, "-m", "cli", "import", str(bundle), "--with-demo"], cwd=ROOT,
+                   check=True,
                    env=env, capture_output=True, timeout=300)
     return home
 

@@ -160,8 +160,21 @@ def test_demo_banner_while_demo_cases_are_in_the_study(demo_study: Path) -> None
     at = app(_admin("demo-admin")).run()
     assert not at.exception, at.exception
     assert ALL_DEMO in _warnings(at)
+    # a bundle of the admin's own beside the demo: refused until the with-demo box is ticked
+    form = page("pages/admin.py", _admin("demo-admin"))
+    form.query_params["section"] = "Import a bundle"
+    form.run()
+    next(t for t in form.text_input if t.label == "…or a path on the server").set_value(
+        str(SAMPLE)).run()
+    next(b for b in form.button if b.label == "Import").click().run()
+    assert [e.value.replace("\\", "") for e in form.error] == [  # as shown: escaped markdown
+        "the study holds the synthetic demo (10 cases): remove it first (nmb demo remove) or "
+        "import beside it with --with-demo; nothing was imported"]
     with session() as s:
-        import_bundle(s, SAMPLE)  # a bundle of the admin's own beside the demo
+        assert len(s.exec(select(Case)).all()) == 10
+    form.checkbox(key="bundle_with_demo").check().run()
+    next(b for b in form.button if b.label == "Import").click().run()
+    assert not form.error and not form.exception
     at.run()
     assert ALL_DEMO not in _warnings(at)
     assert any(w.startswith("Some cases are synthetic demo data: 10 of 12 cases")
