@@ -11,7 +11,7 @@ Everything is checked before anything is written, and every problem is reported 
 (`BundleInvalid`): the columns, each row's response, rater (an active expert's account),
 criterion, level and error classes, and each score as a whole (every criterion that applies to
 the task's family present once, the rubric's comment rule); a rater who has already submitted
-a score of a response through the tool is refused for it. Then, in one transaction, each score
+a score of a response (through the tool or imported) is refused for it. Then, in one transaction, each score
 is recorded as a well-formed revision (`db.raters.scoring.record_submission`) marked
 `imported`, on the rater's assignment of the response (one is added, in one assignment design
 per import, where the rater has none), with one audit row.
@@ -186,9 +186,13 @@ def _read_scores(s: Session, rubric: Rubric, file: str, rows: list[tuple[int, di
     users = {u.name: u for u in s.exec(select(User).where(
         User.name.in_({r["rater"] for _, r in rows})))}
     scores: dict[tuple[str, int], _Score] = {}
+    unknown: dict[str, list[int]] = {}  # a response or rater problem: once, with its rows
     for line, row in rows:
         def problem(message: str, line: int = line) -> None:
             problems.append(Problem(file, line, message))
+
+        def once(message: str, line: int = line) -> None:
+            unknown.setdefault(message, []).append(line)
 
         rid, code = row.get("response_id", ""), row.get("blind_code", "")
         if rid and code and (responses.get(rid) or (None,))[0] != (codes.get(code) or (0,))[0]:
@@ -199,12 +203,12 @@ def _read_scores(s: Session, rubric: Rubric, file: str, rows: list[tuple[int, di
             problem("names no response (response_id or blind_code)")
             continue
         if found is None:
-            problem(f"no response {rid!r}" if rid else f"no response with blind code {code!r}")
+            once(f"no response {rid!r}" if rid else f"no response with blind code {code!r}")
         user = users.get(row["rater"])
         if user is None:
-            problem(f"no account named {row['rater']!r}" if row["rater"] else "names no rater")
+            once(f"no account named {row['rater']!r}" if row["rater"] else "names no rater")
         elif user.role != "expert" or user.disabled:
-            problem(f"rater {user.name!r} is not an active expert's account (it is "
+            once(f"rater {user.name!r} is not an active expert's account (it is "
                     f"{'disabled' if user.disabled else repr(user.role)})")
             user = None
         if found is None or user is None:
@@ -214,6 +218,10 @@ def _read_scores(s: Session, rubric: Rubric, file: str, rows: list[tuple[int, di
         score.rows += 1
         if not _read_row(rubric, by_id, score, row, problem):
             score.broken = True
+    for message, lines in unknown.items():
+        more = len(lines) - 1
+        problems.append(Problem(file, lines[0], message + (
+            f" (and {counted(more, 'row')} more)" if more else "")))
     return list(scores.values())
 
 
@@ -280,7 +288,8 @@ def _check_scores(s: Session, rubric: Rubric, file: str, scores: list[_Score],
         if x.broken:
             continue
         if (x.response_id, x.rater_id) in done:
-            problem("already scored through the tool (an imported score does not revise it)")
+            problem("already scored (a submitted score, through the tool or imported; an import "
+                    "does not revise it)")
             continue
         if not has_reference(against[x.response_id][2]):
             problem("its case has no reference answer to score against")
