@@ -249,7 +249,8 @@ def run(s: Session, *, config_id: int, part: str, gate: Gate | None = None,
         gate = gate or (proto.gate if proto else Gate())
         statistics = statistics or (proto.statistics if proto else Statistics())
         protocol.check_values(gate, statistics)
-    data = collect(s, config_id=config_id, part=part)
+    data = collect(s, config_id=config_id, part=part,
+                   count_imported=gate.count_imported_scores)
     validating = part == "heldout"
     report = build(data, config_id=config_id, part=part, gate=gate, statistics=statistics,
                    protocol_id=proto.id if validating else None,
@@ -305,14 +306,15 @@ def check(s: Session, *, report_id: int) -> CheckResult:
                         "and cannot be recomputed") from None
     look = s.exec(select(HeldoutLook).where(HeldoutLook.report_id == report_id)).first()
     named = changes_after(s, look) if look is not None else []
-    try:
-        data = collect(s, config_id=row.config_id, part=row.part)
-    except UserError as e:
-        return CheckResult(report_id, False, row.data_hash, None,
-                           [f"cannot recompute: {e}", *named])
     settings = stored.gate_settings  # reports before rules were registered: the estimate
     gate = Gate(**{"rule": protocol.POINT_ESTIMATE, **settings,
                    "required": tuple(settings["required"])})
+    try:
+        data = collect(s, config_id=row.config_id, part=row.part,
+                       count_imported=gate.count_imported_scores)
+    except UserError as e:
+        return CheckResult(report_id, False, row.data_hash, None,
+                           [f"cannot recompute: {e}", *named])
     now = build(data, config_id=row.config_id, part=row.part, gate=gate,
                 statistics=Statistics(**stored.statistics), protocol_id=stored.protocol_id,
                 protocol_hash=stored.protocol_hash)
@@ -397,7 +399,9 @@ def frozen_look(s: Session, *, config_id: int) -> HeldoutLook:
                         f"{look.suspend_reason}; it needs a new held-out look")
     row = s.get(CalibrationReport, look.report_id)
     try:
-        now = data_hash(collect(s, config_id=config_id, part="heldout"))
+        counting = protocol.get(s, look.protocol_id).gate.count_imported_scores
+        now = data_hash(collect(s, config_id=config_id, part="heldout",
+                                count_imported=counting))
     except UserError as e:
         now = f"({e})"
     if now != row.data_hash:

@@ -58,7 +58,9 @@ class Gate:
     default; a check not required is reported but does not decide). `rule`: "lower_bound"
     (default: the lower bound of the interval of r, and of ICC(2,1), at or above the threshold)
     or "point_estimate" (the estimate itself; a grader at the threshold passes half the time).
-    `looks`: how many held-out looks the protocol allows in all, over every grader."""
+    `looks`: how many held-out looks the protocol allows in all, over every grader.
+    `count_imported_scores`: whether expert scores brought in by `nmb import-scores` (not
+    collected blind through the tool) count in the held-out look (default: left out)."""
 
     pearson_min: float = 0.90
     icc2_min: float = 0.75
@@ -67,6 +69,7 @@ class Gate:
     required: tuple[str, ...] = CHECKS
     rule: str = LOWER_BOUND
     looks: int = 1
+    count_imported_scores: bool = False
 
 
 @dataclass(frozen=True)
@@ -181,6 +184,8 @@ def weaker_than_default(gate: Gate, stats: Statistics, subset: Subset) -> list[s
     if missing := [c for c in gd.required if c not in gate.required]:
         out.append(f"{' and '.join(missing)} not required (default: all of "
                    f"{' '.join(gd.required)})")
+    if gate.count_imported_scores:
+        out.append("imported expert scores counted (not collected blind; default: left out)")
     if stats.confidence < sd.confidence:
         out.append(f"confidence {stats.confidence:g} (default {sd.confidence:g})")
     if stats.alt_test_min_items < sd.alt_test_min_items:
@@ -208,6 +213,9 @@ def check_values(gate: Gate, stats: Statistics) -> None:
     unit("alt_test_q", gate.alt_test_q, True, True)
     if gate.rule not in RULES:
         raise UserError(f"protocol: rule must be one of {', '.join(RULES)}, got {gate.rule!r}")
+    if not isinstance(gate.count_imported_scores, bool):
+        raise UserError(f"protocol: count_imported_scores must be true or false, got "
+                        f"{gate.count_imported_scores!r}")
     if not isinstance(gate.looks, int) or not 1 <= gate.looks <= MAX_LOOKS:
         raise UserError(f"protocol: looks must be 1 to {MAX_LOOKS}, got {gate.looks!r}")
     if not (math.isfinite(stats.confidence) and 0.5 <= stats.confidence < 1):

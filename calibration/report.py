@@ -52,7 +52,12 @@ class CalibrationData:
     flags: list[str] = field(default_factory=list)
 
 
-def collect(s: Session, *, config_id: int, part: str) -> CalibrationData:
+def collect(s: Session, *, config_id: int, part: str,
+            count_imported: bool = False) -> CalibrationData:
+    """The scores of `part`'s items. Expert scores brought in by `nmb import-scores` (not
+    collected blind) count on the dev part, and on the held-out part and "all" only when
+    `count_imported` (the protocol's `count_imported_scores`); either way a flag says how many
+    there are."""
     if part not in PARTS:
         raise UserError(f"part {part!r} is not one of {', '.join(PARTS)}")
     config = get_config(s, config_id)
@@ -75,8 +80,18 @@ def collect(s: Session, *, config_id: int, part: str) -> CalibrationData:
         .join(ExpertScore, ExpertScore.assignment_id == Assignment.id)
         .where(ExpertScore.status == "submitted", Assignment.response_id.in_(list(subset))))
     by_item: dict[str, dict[int, ExpertScore]] = {}
+    n_scores = n_imported = 0
+    counting = part == "dev" or count_imported
     for rid, rater, score in expert_rows:
-        by_item.setdefault(rid, {})[rater] = score
+        n_scores += 1
+        n_imported += score.imported
+        if counting or not score.imported:
+            by_item.setdefault(rid, {})[rater] = score
+    imported_flags = [] if not n_imported else [
+        f"{n_imported} of {counted(n_scores, 'expert score')} imported, not collected blind"
+        if counting else
+        f"{counted(n_imported, 'imported expert score')} (not collected blind) left out of the "
+        f"{part} part: the protocol does not count them"]
     items = sorted(r for r in subset if r in grades and r in by_item)
     if len(items) < 3:
         raise UserError(f"only {counted(len(items), part + ' item')} "
@@ -109,8 +124,8 @@ def collect(s: Session, *, config_id: int, part: str) -> CalibrationData:
                     crit_e[k][i, j] = v
     criteria = {k: (crit_g[k], crit_e[k]) for k in crit_keys
                 if np.isfinite(crit_g[k]).sum() >= 3}
-    flags = [] if is_dated_snapshot(config.model) else [
-        f"grader model {config.model!r} is an undated alias"]
+    flags = imported_flags + ([] if is_dated_snapshot(config.model) else [
+        f"grader model {config.model!r} is an undated alias"])
     if s.exec(select(GraderRun).where(GraderRun.config_id == config_id,
                                       GraderRun.synthetic)).first():
         flags.append("synthetic demo grades: no model was called")

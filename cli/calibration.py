@@ -91,7 +91,8 @@ def cmd_protocol_register(args: argparse.Namespace) -> None:
 
     gate = protocol.gate_from_args(pearson_min=args.pearson_min, icc2_min=args.icc_min,
                                    alt_test_epsilon=args.epsilon, alt_test_q=args.q,
-                                   required=args.require, rule=args.rule, looks=args.looks)
+                                   required=args.require, rule=args.rule, looks=args.looks,
+                                   count_imported_scores=args.count_imported_scores)
     stats = protocol.Statistics(bootstrap=args.bootstrap, seed=args.seed,
                                 pearson_ci=args.pearson_ci, alt_test_min_items=args.min_items,
                                 confidence=args.confidence)
@@ -191,10 +192,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                      "(each interval's level is Bonferroni-adjusted for them)")
     prr.add_argument("--confidence", type=float, default=0.95,
                      help="family-wise level of the intervals over all looks")
+    prr.add_argument("--count-imported-scores", action="store_true",
+                     help="count expert scores brought in by nmb import-scores (not collected "
+                     "blind) in the held-out look (default: left out; weaker than the default)")
     prr.add_argument("--accept-weaker-than-default", action="store_true",
                      help="register a protocol weaker than the default (point-estimate rule, "
                      "a lower threshold or confidence, a check not required, fewer held-out "
-                     "cases than the planner recommends); shown wherever its validation is")
+                     "cases than the planner recommends, imported scores counted); shown "
+                     "wherever its validation is")
     prr.set_defaults(fn=cmd_protocol_register)
     prp = prsub.add_parser("plan", help="sample-size planner: the chance of passing the r check "
                            "for held-out parts of given sizes, by simulation under the protocol "

@@ -1,4 +1,5 @@
-"""`nmb import` and `nmb import-responses`: every way data comes in (docs/bundle-format.md)."""
+"""`nmb import`, `nmb import-responses` and `nmb import-scores`: every way data comes in
+(docs/bundle-format.md)."""
 
 import argparse
 import sys
@@ -60,6 +61,12 @@ def cmd_import_responses(args: argparse.Namespace) -> None:
     _run(args.source, [args.path], Options(
         dry_run=args.dry_run, actor="cli", model=args.model, task_key=args.task_key,
         filter_name=args.filter, final_stage_only=args.final_stage_only), args.json)
+
+
+def cmd_import_scores(args: argparse.Namespace) -> None:
+    from importers import Options
+
+    _run(args.source, [args.path], Options(dry_run=args.dry_run, actor="cli"), args.json)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -126,3 +133,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                           "stage's answer alone, flagged in results (default: refused)")
     rip.add_argument("--dry-run", action="store_true", help="validate and count, write nothing")
     rip.add_argument("--json", action="store_true", help=JSON)
+
+    sip = add("import-scores", cmd_import_scores, "import earlier expert scores (a paper form, "
+              "a spreadsheet, an earlier study) from a CSV, one row per criterion; validated "
+              "against the rubric in force, written atomically and marked imported")
+    sip.add_argument("path", metavar="FILE", help="the CSV (docs/bundle-format.md, *Earlier "
+                                                   "expert scores*)")
+    sip.add_argument("--from", dest="source", choices=names("scores"), default="scores-csv",
+                     help="the file's format (default: scores-csv)")
+    sip.add_argument("--dry-run", action="store_true", help="validate and count, write nothing")
+    sip.add_argument("--json", action="store_true", help=JSON)

@@ -92,7 +92,7 @@ def _expert_scores(s: Session, reveal: bool) -> list[dict[str, Any]]:
         "stage_correct": e.stage_correct, "error_tags": e.error_tags, "comment": e.comment,
         "confidence": e.confidence,
         "overall": e.overall, "active_seconds": e.active_seconds, "synthetic": e.synthetic,
-        "submitted_at": e.submitted_at, "updated_at": e.updated_at,
+        "imported": e.imported, "submitted_at": e.submitted_at, "updated_at": e.updated_at,
     } for e, a, r, name in rows]
 
 
@@ -165,7 +165,7 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "expert-scores": ("score_id", "response_id", "blind_code", "task_id", "source", "model",
                       "rater", "design_id", "rubric_hash", "status", "revision", "criteria",
                       "correct_diagnosis", "stage_correct", "error_tags", "comment", "confidence", "overall",
-                      "active_seconds", "synthetic", "submitted_at", "updated_at"),
+                      "active_seconds", "synthetic", "imported", "submitted_at", "updated_at"),
     "grader-scores": ("grade_id", "config_id", "config", "config_hash", "grader_model",
                       "prompt_version", "run_id", "response_id", "blind_code", "task_id",
                       "source", "model", "criteria", "correct_diagnosis", "diagnosis_rank",

@@ -276,6 +276,10 @@ class ExpertScore(SQLModel, table=True):
     active_seconds: float = 0.0
     revision: int = 0  # number of submitted revisions
     synthetic: bool = False
+    # brought in by `nmb import-scores` (a paper form, a spreadsheet, an earlier study), not
+    # collected blind through the tool: reports say so; the held-out look counts it only
+    # where the protocol says (`calibration.protocol.Gate.count_imported_scores`)
+    imported: bool = Field(default=False, sa_column_kwargs={"server_default": false()})
     updated_at: datetime = _when()
     submitted_at: datetime | None = Field(default=None, sa_type=DateTime(timezone=True))
 

@@ -1,4 +1,4 @@
-"""The importers by name: what each brings (cases or responses), which options it takes, and
+"""The importers by name: what each brings (cases, responses or scores), which options it takes, and
 how it runs. Each validates everything before it writes, in one transaction of the session it
 is given (docs/bundle-format.md). Adding a format is one entry here, its options in `Options`
 and its form on the admin page.
@@ -44,7 +44,7 @@ class Options:
 @dataclass(frozen=True)
 class Importer:
     name: str  # the value of --from
-    brings: str  # "cases" or "responses"
+    brings: str  # "cases", "responses" or "scores"
     label: str  # as the admin page names it
     takes: frozenset[str]  # the options of `Options` beyond dry_run, actor and progress
     run: Callable[[Session, list[Path], Options], Any]
@@ -94,6 +94,12 @@ def _responses(source: str) -> Callable[[Session, list[Path], Options], Any]:
     return run
 
 
+def _scores(s: Session, paths: list[Path], o: Options) -> Any:
+    from db.sources.scores import import_scores
+
+    return import_scores(s, paths[0], dry_run=o.dry_run, actor=o.actor, progress=o.progress)
+
+
 _HARNESS = frozenset({"model", "task_key", "final_stage_only"})
 _CASES = frozenset({"allow_blank", "with_demo"})  # every importer of cases
 IMPORTERS: dict[str, Importer] = {i.name: i for i in (
@@ -118,12 +124,14 @@ IMPORTERS: dict[str, Importer] = {i.name: i for i in (
              _HARNESS | {"filter_name"}, _responses("lm-eval")),
     Importer("lmms-eval", "responses", "lmms-eval samples (.jsonl)", _HARNESS,
              _responses("lmms-eval")),
+    Importer("scores-csv", "scores", "Earlier expert scores (.csv)", frozenset(), _scores),
 )}
 _ALWAYS = frozenset({"dry_run", "actor", "progress"})
 
 
 def names(brings: str) -> list[str]:
-    """The importers that bring `brings` ("cases" or "responses"), in registry order."""
+    """The importers that bring `brings` ("cases", "responses" or "scores"), in registry
+    order."""
     return [name for name, i in IMPORTERS.items() if i.brings == brings]
 
 

@@ -248,10 +248,37 @@ def images_import(kind: str) -> None:
                                      progress=progress)))
 
 
+def scores_import() -> None:
+    """`nmb import-scores FILE`: an uploaded CSV or a path on the server."""
+    [source] = names("scores")
+    upload = st.file_uploader("Scores file (.csv)", type=["csv"])
+    server_path = st.text_input("…or a path on the server", key="scores_path")
+    dry_run = st.checkbox("Dry run (validate only)", key="scores_dry_run")
+    if not st.button("Import", type="primary", disabled=not (upload or server_path),
+                     key="scores_import"):
+        return
+    with Workspace("upload") as area:  # NMB_HOME/tmp, swept if the server dies
+        if upload is not None:
+            path = area.path / safe_upload_name(upload.name, ".csv")
+            path.write_bytes(upload.getvalue())
+        else:
+            path = Path(server_path.strip())
+        valid = " is valid, nothing was written (dry run)" if dry_run else ""
+        _show_import(f"{path.name}{valid}", lambda s, progress: run_import(s, source, [path], Options(
+            dry_run=dry_run, actor=user.name, progress=progress)))
+
+
 def import_section() -> None:
     labels = [IMPORTERS[name].label for name in names("cases")]
-    kind = st.radio("What", [*labels[:2], "Model responses", *labels[2:]], horizontal=True)
-    if kind == "DICOM study":
+    kind = st.radio("What", [*labels[:2], "Model responses", *labels[2:], "Earlier expert scores"],
+                    horizontal=True)
+    if kind == "Earlier expert scores":
+        st.caption("Expert scores given outside the tool (a paper form, a spreadsheet, an "
+                   "earlier study), one CSV row per criterion (docs/bundle-format.md, *Earlier "
+                   "expert scores*). They are marked imported (not collected blind); nothing is "
+                   "written unless every row is valid.")
+        scores_import()
+    elif kind == "DICOM study":
         st.caption("One study (a PACS export: a folder or a DICOMDIR) becomes one case; the "
                    "case info gives its record and tasks. No DICOM header value is stored "
                    "(docs/bundle-format.md, *DICOM studies*).")

@@ -435,10 +435,12 @@ def stage_judgments(value: Any, n_judged: int) -> list[bool | None] | None:
 def record_submission(
     s: Session, *, assignment: Assignment, values: dict[str, Any], active_seconds: float = 0.0,
     synthetic: bool = False, base_revision: int | None = None, shown: str | None = None,
+    imported: bool = False,
 ) -> ExpertScore:
     """Validate `values` against the rubric and add a revision in the session's transaction
-    (the caller commits). `synthetic` marks generated scores (the demo); `base_revision` and
-    `shown`: as for `save_draft`."""
+    (the caller commits). `synthetic` marks generated scores (the demo); `imported` scores
+    brought in by `nmb import-scores` (no confidence asked; its revision's content says
+    "imported"); `base_revision` and `shown`: as for `save_draft`."""
     a = assignment
     _check_comment(values)
     family, task_id, stages = s.exec(select(Task.family, Task.task_id, Task.stages)
@@ -448,7 +450,8 @@ def record_submission(
     score = _locked_score(s, a, base_revision)
     _check_shown(s, a, shown)
     clean = validate_score(rubric_by_hash(s, score.rubric_hash),
-        {k: values.get(k) for k in SCORE_FIELDS}, family=family)
+        {k: values.get(k) for k in SCORE_FIELDS}, family=family,
+        require_confidence=False if imported else None)
     clean[STAGE_FIELD] = stage_judgments(values.get(STAGE_FIELD), len(stages or []))
     before = _values(score) if score.revision else {}
     for k in SAVED_FIELDS:
@@ -457,6 +460,7 @@ def record_submission(
     score.draft = None
     score.status = "submitted"
     score.synthetic = synthetic
+    score.imported = imported
     score.revision += 1
     score.active_seconds += _active(active_seconds)
     score.submitted_at = score.updated_at = utcnow()
@@ -466,8 +470,11 @@ def record_submission(
     changes = {k: {"from": before.get(k), "to": after[k]} for k in SAVED_FIELDS
                if before.get(k) != after[k]}
     s.add(ScoreRevision(score_id=score.id, revision=score.revision, rater_id=a.rater_id,
-                        content={**after, "overall": score.overall}, changes=changes))
+                        content={**after, "overall": score.overall,
+                                 **({"imported": True} if imported else {})},
+                        changes=changes))
     verb = "an expert score added" if score.revision == 1 else "an expert score revised"
-    suspend_after_change(s, response_id=a.response_id,
-                         what=f"{verb} (rater {a.rater_id}, revision {score.revision})")
+    suspend_after_change(s, response_id=a.response_id, imported=imported,
+                         what=f"{verb} (rater {a.rater_id}, revision {score.revision})"
+                              f"{', imported' if imported else ''}")
     return score

@@ -14,10 +14,11 @@ def test_the_cli_offers_every_registered_format_and_nothing_else() -> None:
     for action in parser._subparsers._group_actions[0].choices.items():  # noqa: SLF001
         name, sub = action
         for a in sub._actions:
-            if a.dest == "source" and name in ("import", "import-responses"):
+            if a.dest == "source" and name in ("import", "import-responses", "import-scores"):
                 choices[name] = list(a.choices)
-    assert choices == {"import": names("cases"), "import-responses": names("responses")}
-    assert set(names("cases")) | set(names("responses")) == set(IMPORTERS)
+    assert choices == {"import": names("cases"), "import-responses": names("responses"),
+                       "import-scores": names("scores")}
+    assert set(names("cases")) | set(names("responses")) | set(names("scores")) == set(IMPORTERS)
 
 
 @pytest.mark.parametrize(("argv", "line"), [

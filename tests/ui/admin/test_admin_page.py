@@ -324,3 +324,25 @@ def test_an_accounts_single_sign_on_email_is_set_on_the_admin_page(sqlite_url: s
     assert [m.value for m in at.success] == ["dr\\-b signs on as dr\\.b@hospital\\.example\\."]
     with session() as s:
         assert s.exec(select(User.email).where(User.name == "dr-b")).one() == "dr.b@hospital.example"
+
+
+@pytest.mark.slow
+def test_earlier_expert_scores_import_from_the_admin_page(sqlite_url: str, tmp_path: Path) -> None:
+    """The scores tab: an uploaded CSV is imported, marked imported (not collected blind)."""
+    from db.models import ExpertScore
+    from tests.db.sources.test_score_import import HEADER, _rows
+    from tests.factories import make_study
+
+    with session() as s:
+        rids = make_study(s, n_tasks=1)
+        rows = _rows(s, "expert1", rids[:1])
+    text = "\n".join(",".join(r) for r in [HEADER, *rows]) + "\n"
+    at = page("pages/admin.py", make_user("root", "admin")).run()
+    at.radio[0].set_value("Earlier expert scores").run()
+    at.get("file_uploader")[0].set_value(("form.csv", text.encode(), "text/csv")).run()
+    next(b for b in at.button if b.label == "Import").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    [done] = [m.value for m in at.success]
+    assert "imported 1 expert score" in done, done
+    with session() as s:
+        assert [e.imported for e in s.exec(select(ExpertScore))] == [True]
