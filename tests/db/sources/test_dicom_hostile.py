@@ -17,7 +17,7 @@ from sqlmodel import Session, select
 from db.bundle.importer import BundleInvalid
 from db.engine import engine_for, nmb_home
 from db.models import Series
-from db.sources import dicom
+from db.sources import dicom, dicom_pixels
 from db.sources.dicom import import_dicom
 from tests.db.bundle.bundles import snapshot
 from tests.db.sources.dicom_files import (
@@ -301,7 +301,7 @@ def test_a_secondary_capture_is_held_back_like_burned_in_text(sqlite_url: str,
         summary = import_dicom(s, folder, case_info=info, actor="admin", allow_burned_in=True,
                                dry_run=True)
     assert summary.series == ["T2: 6x6x3"]
-    assert not dicom.secondary_capture("1.2.840.10008.5.1.4.1.1.77.1.4")
+    assert not dicom_pixels.secondary_capture("1.2.840.10008.5.1.4.1.1.77.1.4")
 
 
 @pytest.mark.slow
