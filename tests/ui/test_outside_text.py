@@ -200,3 +200,12 @@ def test_case_titles_model_names_and_exam_names_stay_text_on_admin_and_exam(
     assert any(m.value == "Review" for m in at.subheader)
     for text in _everything_markdown(at):
         assert_escaped(text)
+    at = page("pages/admin.py", admin)  # the exams section, and its confirmation of a close
+    at.query_params["section"] = "Exams"
+    at.run()
+    at.selectbox(key="exam_to_close").set_value(HOSTILE)
+    next(b for b in at.button if b.label == "Close exam").click().run()
+    assert not at.exception, at.exception
+    assert any("Close the exam" in w.value for w in at.warning)
+    for text in _everything_markdown(at):
+        assert_escaped(text)
