@@ -127,7 +127,7 @@ def cmd_assign(args: argparse.Namespace) -> None:
                    "seed": args.seed}
         plan = plan_assignment(s, **options)
         if args.dry_run:
-            print(f"would assign: {plan.describe()}")
+            print(f"would assign: {plan.describe()}\n  {plan.describe_sources()}")
             return  # (the session closes without a commit: nothing drawn or assigned)
         rubric = ensure_rubric(s, args.rubric, actor="cli")
         design = assign(s, rubric_hash=rubric.content_hash, actor="cli", **options)
@@ -227,8 +227,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     asg.add_argument("--raters", nargs="+", required=True, metavar="NAME",
                      help="active expert accounts")
     asg.add_argument("--overlap", type=int, default=3, help="raters per item")
-    asg.add_argument("--items", choices=["all", "calibration"], default="all",
-                     help="every response, or the calibration subset only")
+    asg.add_argument("--items", default="all", metavar="{all,unassigned,calibration,human,"
+                                                      "model:NAME}",
+                     help="which responses not assigned yet: all (the same as unassigned: an "
+                          "item is assigned once), the calibration subset, the exams' human "
+                          "answers, or one model's responses (default: all)")
     asg.add_argument("--calibration", type=int, metavar="N",
                      help="first draw a calibration subset of N items (stratified, seeded)")
     asg.add_argument("--dev-fraction", type=float, default=0.5,

@@ -21,6 +21,7 @@ from db.raters.assignments import (
     draw_calibration,
     plan_assignment,
     rater_progress,
+    response_models,
 )
 from db.rubrics import ensure_rubric
 from db.status import counts
@@ -378,6 +379,7 @@ def users_section() -> None:
 def assignments_section() -> None:
     with session() as s:
         experts = [u.name for u in list_users(s) if u.role == "expert" and not u.disabled]
+        models = response_models(s)
         progress = rater_progress(s)
         pending = below_overlap(s)
     st.markdown("**Rater progress**")
@@ -401,7 +403,10 @@ def assignments_section() -> None:
         chosen = st.multiselect("Raters", experts, default=experts)
         c1, c2, c3 = st.columns(3)
         overlap = c1.number_input("Raters per item", min_value=1, value=3)
-        selection = c2.selectbox("Items", ["calibration", "all"])
+        selection = c2.selectbox("Items", ["calibration", "all", "human",
+                                           *(f"model:{m}" for m in models)],
+                                 help="Among the responses not assigned yet: the calibration "
+                                      "subset, all, the exams' human answers, or one model's")
         aseed = c3.number_input("Seed ", min_value=0, value=0)
         if st.form_submit_button("Preview"):
             options = {"raters": chosen, "overlap": int(overlap), "selection": selection,
@@ -415,6 +420,7 @@ def assignments_section() -> None:
     if planned := st.session_state.get("assign-plan"):
         options, plan = planned
         st.info(f"This {escape_markdown(plan.describe())}.", icon=":material/preview:")
+        st.caption(escape_markdown("F" + plan.describe_sources()[1:] + "."))
         yes, no, _ = st.columns([2, 1, 3])
         if yes.button(f"Assign {'this' if len(plan.items) == 1 else 'these'} "
                       f"{counted(len(plan.items), 'item')}", type="primary"):
