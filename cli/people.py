@@ -127,7 +127,7 @@ def cmd_assign(args: argparse.Namespace) -> None:
                    "seed": args.seed}
         plan = plan_assignment(s, **options)
         if args.dry_run:
-            print(f"would assign: {plan.describe()}")
+            print(f"would assign: {plan.describe()}\n  {plan.describe_sources()}")
             return  # (the session closes without a commit: nothing drawn or assigned)
         rubric = ensure_rubric(s, args.rubric, actor="cli")
         design = assign(s, rubric_hash=rubric.content_hash, actor="cli", **options)
@@ -148,6 +148,43 @@ def cmd_exam_add(args: argparse.Namespace) -> None:
     for warning in warnings:
         print(f"nmb: warning: {warning}", file=sys.stderr)
 
+
+def cmd_exam_list(args: argparse.Namespace) -> None:
+    from db.study.exams import exam_list
+
+    with open_study(reading=True) as s:
+        summaries = exam_list(s)
+    if args.json:
+        print_json([e.as_dict() for e in summaries])
+        return
+    if not summaries:
+        print("no exam yet (nmb exam add NAME)")
+    for e in summaries:
+        print(f"{e.name}: {e.state}, {counted(e.tasks, 'task')}, review "
+              f"{'on' if e.review else 'off'}, {counted(len(e.takers), 'taker')}")
+        for p in e.takers:
+            skipped = f" (+{p.elsewhere} not asked here)" if p.elsewhere else ""
+            state = (f"finished {p.finished_at:%Y-%m-%d %H:%M}" if p.finished_at
+                     else "not finished")
+            print(f"  {p.name:24} {p.role:9} {p.answered}/{p.total} answered{skipped}, "
+                  f"started {p.started_at:%Y-%m-%d %H:%M}, {state}")
+
+
+def cmd_exam_close(args: argparse.Namespace) -> None:
+    from db.study.exams import close_exam, exam_list
+
+    with open_study() as s:
+        closed = close_exam(s, name=args.name, actor="cli")
+        s.commit()
+        summary = exam_list(s, name=args.name)[0]
+    if not closed:
+        print(f"exam {args.name!r} was already closed")
+        return
+    open_ = sum(p.finished_at is None for p in summary.takers)
+    print(f"closed exam {args.name!r}: no new attempt or answer; "
+          f"{counted(len(summary.takers), 'taker')}"
+          + (f", {open_} not finished (what they recorded stays; they may still finish)"
+             if open_ else ""))
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -190,8 +227,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     asg.add_argument("--raters", nargs="+", required=True, metavar="NAME",
                      help="active expert accounts")
     asg.add_argument("--overlap", type=int, default=3, help="raters per item")
-    asg.add_argument("--items", choices=["all", "calibration"], default="all",
-                     help="every response, or the calibration subset only")
+    asg.add_argument("--items", default="all", metavar="{all,unassigned,calibration,human,"
+                                                      "model:NAME}",
+                     help="which responses not assigned yet: all (the same as unassigned: an "
+                          "item is assigned once), the calibration subset, the exams' human "
+                          "answers, or one model's responses (default: all)")
     asg.add_argument("--calibration", type=int, metavar="N",
                      help="first draw a calibration subset of N items (stratified, seeded)")
     asg.add_argument("--dev-fraction", type=float, default=0.5,
@@ -212,3 +252,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                           "they have not finished "
                           "(default: off, as a baseline study expects)")
     exa.set_defaults(fn=cmd_exam_add)
+    exl = exsub.add_parser("list", help="each exam: open or closed, tasks, review; each taker: "
+                                        "tasks answered of total, started, finished")
+    exl.add_argument("--json", action="store_true", help=JSON)
+    exl.set_defaults(fn=cmd_exam_list)
+    exc = exsub.add_parser("close", help="close an exam: no new attempt or answer; what was "
+                                         "recorded stays (audited)")
+    exc.add_argument("name", help="the exam's name")
+    exc.set_defaults(fn=cmd_exam_close)

@@ -23,7 +23,8 @@ PicturePlane = Literal["axial", "coronal", "sagittal", "none"]
 ScoreStatus = Literal["draft", "submitted"]
 RunStatus = Literal["running", "finished", "interrupted"]
 GradeItems = Literal["pending", "calibration", "all"]
-Selection = Literal["all", "calibration"]
+# what an assignment design drew from (`nmb assign --items`; "model": `AssignmentDesign.model`)
+Selection = Literal["all", "calibration", "unassigned", "model", "human"]
 Part = Literal["dev", "heldout"]
 ReportPart = Literal["dev", "heldout", "all"]
 
@@ -234,6 +235,7 @@ class AssignmentDesign(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     rubric_hash: str = Field(foreign_key="rubric.content_hash", max_length=64)
     selection: Selection = _word(32)
+    model: str | None = Field(default=None, max_length=128)  # selection "model": whose responses
     overlap: int
     seed: int
     created_by: str | None = Field(default=None, max_length=64)
@@ -307,6 +309,9 @@ class Exam(SQLModel, table=True):
     # after finishing, a taker may read their answers beside the reference answers
     review: bool = Field(default=False, sa_column_kwargs={"server_default": false()})
     created_at: datetime = _when()
+    # closed (`nmb exam close`): no new attempt, no new answer; what was recorded stays
+    closed_at: datetime | None = Field(default=None, sa_type=DateTime(timezone=True))
+    closed_by: str | None = Field(default=None, max_length=64)
 
 
 class ExamAttempt(SQLModel, table=True):

@@ -1,5 +1,6 @@
 """/admin: bundles, flagged responses, the case browser, users, assignments and rater
-progress, exports (admin). One section at a time, kept over reruns and in the URL."""
+progress, exams and their takers' progress, exports (admin). One section at a time, kept
+over reruns and in the URL."""
 
 import tempfile
 from pathlib import Path
@@ -20,13 +21,14 @@ from db.raters.assignments import (
     draw_calibration,
     plan_assignment,
     rater_progress,
+    response_models,
 )
 from db.rubrics import ensure_rubric
 from db.status import counts
 from db.study.cases import case_view, reference_fields, task_list
 from db.study.catalog import case_rows, response_detail, response_rows, search, task_rows
 from db.study.demo import demo_case_count
-from db.study.exams import ensure_exam, exam_warnings
+from db.study.exams import close_exam, ensure_exam, exam_list, exam_warnings
 from db.study.masks import case_masks
 from db.study.reference import HINT, has_reference
 from db.text_limits import NAME
@@ -428,6 +430,7 @@ def users_section() -> None:
 def assignments_section() -> None:
     with session() as s:
         experts = [u.name for u in list_users(s) if u.role == "expert" and not u.disabled]
+        models = response_models(s)
         progress = rater_progress(s)
         pending = below_overlap(s)
     st.markdown("**Rater progress**")
@@ -451,7 +454,10 @@ def assignments_section() -> None:
         chosen = st.multiselect("Raters", experts, default=experts)
         c1, c2, c3 = st.columns(3)
         overlap = c1.number_input("Raters per item", min_value=1, value=3)
-        selection = c2.selectbox("Items", ["calibration", "all"])
+        selection = c2.selectbox("Items", ["calibration", "all", "human",
+                                           *(f"model:{m}" for m in models)],
+                                 help="Among the responses not assigned yet: the calibration "
+                                      "subset, all, the exams' human answers, or one model's")
         aseed = c3.number_input("Seed ", min_value=0, value=0)
         if st.form_submit_button("Preview"):
             options = {"raters": chosen, "overlap": int(overlap), "selection": selection,
@@ -465,6 +471,7 @@ def assignments_section() -> None:
     if planned := st.session_state.get("assign-plan"):
         options, plan = planned
         st.info(f"This {escape_markdown(plan.describe())}.", icon=":material/preview:")
+        st.caption(escape_markdown("F" + plan.describe_sources()[1:] + "."))
         yes, no, _ = st.columns([2, 1, 3])
         if yes.button(f"Assign {'this' if len(plan.items) == 1 else 'these'} "
                       f"{counted(len(plan.items), 'item')}", type="primary"):
@@ -480,6 +487,51 @@ def assignments_section() -> None:
         elif no.button("Cancel", key="assign-cancel"):
             st.session_state.pop("assign-plan")
             st.rerun()
+
+
+def exams_section() -> None:
+    """Each exam's state and each taker's progress (how far, never what they wrote); close an
+    exam (with a confirmation); open one."""
+    with session() as s:
+        summaries = exam_list(s)
+    if not summaries:
+        st.info("No exam yet.")
+    for e in summaries:
+        st.markdown(f"**{escape_markdown(e.name)}** · {e.state} · {counted(e.tasks, 'task')} · "
+                    f"review {'on' if e.review else 'off'}")
+        if e.takers:
+            st.dataframe(pd.DataFrame([{
+                "taker": p.name, "role": p.role, "answered": f"{p.answered} of {p.total}",
+                "not asked here": p.elsewhere, "started": p.started_at,
+                "finished": p.finished_at} for p in e.takers]), hide_index=True)
+        else:
+            st.caption("No one has started it yet.")
+    open_ones = [e for e in summaries if not e.closed]
+    if open_ones:
+        closing = st.selectbox("Close an exam (no new attempt or answer; what was recorded "
+                               "stays, and its takers may still finish)",
+                               [e.name for e in open_ones], index=None, key="exam_to_close")
+        if closing and st.button("Close exam", key="exam_close"):
+            st.session_state["exam_close_confirm"] = closing
+        if (confirming := st.session_state.get("exam_close_confirm")) is not None:
+            unfinished = sum(p.finished_at is None for e in open_ones if e.name == confirming
+                             for p in e.takers)
+            st.warning(escape_markdown(
+                f"Close the exam {confirming!r}? It takes no new attempt or answer from now on"
+                + (f"; {counted(unfinished, 'taker')} not finished can only hand in what they "
+                   "recorded." if unfinished else ".")))
+            yes, no, _ = st.columns([2, 1, 3])
+            if yes.button("Yes, close it", type="primary", key="exam_close_yes"):
+                st.session_state.pop("exam_close_confirm")
+
+                def close(s) -> str:
+                    close_exam(s, name=confirming, actor=user.name)
+                    return f"Exam {confirming!r} is closed."
+
+                run_write(close, redraw=True)
+            elif no.button("Cancel", key="exam_close_no"):
+                st.session_state.pop("exam_close_confirm")
+                st.rerun()
 
     with st.form("exam"):
         st.markdown("**Open an exam** (students and physicians; the human baseline)")
@@ -524,7 +576,7 @@ def export_section() -> None:
 
 SECTIONS = {"Import a bundle": import_section, "Model names": model_names_section,
             "Cases": cases_section, "Users": users_section, "Assignments": assignments_section,
-            "Export": export_section}
+            "Exams": exams_section, "Export": export_section}
 # Stateful tabs: the open one survives every rerun (a button in it) and sits in the URL
 # (?section=Export), so a reload stays on it; only the open tab's content runs.
 tabs = st.tabs(list(SECTIONS), key="section", on_change="rerun", bind="query-params")

@@ -39,11 +39,11 @@ st.title("Exam")
 keep_every_draft()  # the text a box sent as the taker moved on to another task or exam
 
 with session() as s:
-    available = exams(s)
+    available = sorted(exams(s), key=lambda e: e.closed_at is not None)  # open ones first
 if not available:
     st.info("No exam is open yet.")
     st.stop()
-names = {e.id: e.name for e in available}
+names = {e.id: e.name + (" (closed)" if e.closed_at is not None else "") for e in available}
 exam_id = st.selectbox("Exam", list(names), format_func=names.get,
                        key="exam_pick")  # keyed: an exam opened meanwhile does not reset it
 exam = next(e for e in available if e.id == exam_id)
@@ -107,9 +107,8 @@ def finish_now() -> bool:
     return True
 
 
-if done == len(tasks):
-    st.info("Every task is answered. Finishing locks your answers; until then you can "
-            "review them below.", icon=":material/flag:")
+def finish_buttons() -> None:
+    """The "Finish the exam" button, then its confirmation."""
     if not st.session_state.get("exam_confirm_finish"):
         if st.button("Finish the exam", type="primary"):
             st.session_state["exam_confirm_finish"] = True
@@ -124,6 +123,19 @@ if done == len(tasks):
         if no.button("Not yet"):
             st.session_state.pop("exam_confirm_finish")
             st.rerun()
+
+
+if exam.closed_at is not None:  # no new answer; what was recorded can still be handed in
+    answered = sum(t.answered for t in tasks)
+    st.info(f"This exam is closed: it takes no new answers. Finish it to hand in the "
+            f"{answered} of {len(tasks)} tasks you answered fully.", icon=":material/lock:")
+    finish_buttons()
+    st.stop()
+
+if done == len(tasks):
+    st.info("Every task is answered. Finishing locks your answers; until then you can "
+            "review them below.", icon=":material/flag:")
+    finish_buttons()
 
 labels = {i: f"{i + 1}. {FAMILY_NAMES[t.family]} · level {t.level}" + (" ✓" if t.done else "")
           for i, t in enumerate(tasks)}

@@ -19,10 +19,16 @@ taker may still meet (or a case of its patient) in an exam not finished yet; the
 answer it hands out are recorded (`ExamAttempt.reviewed_cases`), so that an exam opened later
 does not ask their tasks. Neither ever holds another person's answers, a model's response, a
 score or a mask.
+
+An exam is closed by an admin (`close_exam`): it takes no new attempt and no new answer; what
+was recorded stays, and a taker who began may still finish (their fully answered tasks
+become responses). `exam_list` is the admin's view: each exam's state and each taker's
+progress (no answer text).
 """
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -227,6 +233,105 @@ def exams(s: Session) -> list[Exam]:
     return list(s.exec(select(Exam).order_by(Exam.name)))
 
 
+def _named(s: Session, name: str) -> Exam:
+    exam = s.exec(select(Exam).where(Exam.name == name)).first()
+    if exam is None:
+        known = ", ".join(repr(e.name) for e in exams(s)[:5]) or "none yet"
+        raise UserError(f"no exam named {name!r} (exams: {known})")
+    return exam
+
+
+def close_exam(s: Session, *, name: str, actor: str | None = None) -> bool:
+    """Close the exam: from the commit on, it takes no new attempt and no new answer (an
+    answer being recorded meanwhile is waited for: the exam's row is locked, and answers
+    share-lock it). What was recorded stays; a taker may still finish. Audited. Returns False
+    (nothing written) when it was closed already. The caller commits."""
+    exam = s.exec(for_update(select(Exam).where(Exam.id == _named(s, name).id))).one()
+    if exam.closed_at is not None:
+        return False
+    exam.closed_at, exam.closed_by = utcnow(), actor
+    s.add(exam)
+    unfinished = len(s.exec(select(ExamAttempt.id).where(
+        ExamAttempt.exam_id == exam.id, ExamAttempt.finished_at.is_(None))).all())
+    record(s, "exam.close", actor=actor, exam=name, unfinished_attempts=unfinished)
+    return True
+
+
+def _open_exam(s: Session, exam_id: int) -> Exam:
+    """The exam as stored now, share-locked until the commit (a close waits, or is waited
+    for); UserError once closed."""
+    exam = s.exec(for_share(select(Exam).where(Exam.id == exam_id))).one()
+    if exam.closed_at is not None:
+        raise UserError(f"the exam {exam.name!r} is closed: it takes no new answers")
+    return exam
+
+
+@dataclass(frozen=True)
+class TakerProgress:
+    """One taker of an exam as the admin sees it: how far, never what they wrote."""
+
+    name: str
+    role: str
+    answered: int  # tasks fully answered in this exam
+    elsewhere: int  # tasks not asked here (answered, or more of their case seen, elsewhere)
+    total: int
+    started_at: datetime
+    finished_at: datetime | None
+
+
+@dataclass(frozen=True)
+class ExamSummary:
+    name: str
+    closed: bool
+    tasks: int
+    review: bool
+    takers: list[TakerProgress]
+    closed_at: datetime | None = None
+    closed_by: str | None = None
+
+    @property
+    def state(self) -> str:
+        return "closed" if self.closed else "open"
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready (`nmb exam list --json`): times in ISO 8601."""
+        def when(t: datetime | None) -> str | None:
+            return t.isoformat() if t is not None else None
+
+        return {"name": self.name, "state": self.state, "tasks": self.tasks,
+                "review": self.review, "closed_at": when(self.closed_at),
+                "closed_by": self.closed_by,
+                "takers": [{"name": p.name, "role": p.role, "answered": p.answered,
+                            "not_asked": p.elsewhere, "total": p.total,
+                            "started_at": when(p.started_at),
+                            "finished_at": when(p.finished_at)} for p in self.takers]}
+
+
+def exam_list(s: Session, *, name: str | None = None) -> list[ExamSummary]:
+    """Every exam (by name), or the one named `name`, with its state and each taker's
+    progress: tasks fully answered of the exam's total, tasks not asked there, when they
+    started and finished."""
+    out = []
+    for exam in exams(s) if name is None else [_named(s, name)]:
+        takers = []
+        for attempt, user in s.exec(select(ExamAttempt, User)
+                                    .join(User, User.id == ExamAttempt.user_id)
+                                    .where(ExamAttempt.exam_id == exam.id)
+                                    .order_by(User.name)):
+            answers = _answers(s, attempt.id)
+            stages = {t: 1 + len(stages or []) for t, stages in s.exec(
+                select(Task.task_id, Task.stages).where(Task.task_id.in_(exam.task_ids)))}
+            answered = sum(len(answers.get(t, [])) >= stages[t] for t in exam.task_ids)
+            elsewhere = ({} if attempt.finished_at is not None
+                         else _answered_elsewhere(s, attempt, exam, answers))
+            takers.append(TakerProgress(user.name, user.role, answered, len(elsewhere),
+                                        len(exam.task_ids), attempt.started_at,
+                                        attempt.finished_at))
+        out.append(ExamSummary(exam.name, exam.closed_at is not None, len(exam.task_ids),
+                               exam.review, takers, exam.closed_at, exam.closed_by))
+    return out
+
+
 @person_write("the exam is not opened yet")
 def attempt_for(s: Session, *, exam_id: int, user_id: int) -> ExamAttempt:
     """The user's attempt at the exam, started now if it does not exist yet. Physicians and
@@ -236,6 +341,9 @@ def attempt_for(s: Session, *, exam_id: int, user_id: int) -> ExamAttempt:
     if attempt is None:
         if (role := s.get(User, user_id).role) not in ("physician", "student"):
             raise UserError(f"only physicians and students take exams; this account is {role!r}")
+        exam = s.exec(for_share(select(Exam).where(Exam.id == exam_id))).one()
+        if exam.closed_at is not None:
+            raise UserError(f"the exam {exam.name!r} is closed: it takes no new attempts")
         attempt = ExamAttempt(exam_id=exam_id, user_id=user_id)
         s.add(attempt)
         try:
@@ -406,7 +514,7 @@ def answer_stage(s: Session, *, attempt: ExamAttempt, task_id: str, text: str,
     current = _locked_attempt(s, attempt.id)
     _enabled_taker(s, current)
     _taker_turn(s, current.user_id)  # their tabs of other exams, and reviews, queue too
-    exam = s.get(Exam, current.exam_id)
+    exam = _open_exam(s, current.exam_id)
     task = _exam_task(s, exam, task_id)
     stage = _next_stage(s, current, task, stage)
     answers = _answers(s, current.id)
@@ -440,7 +548,7 @@ def save_draft(s: Session, *, attempt: ExamAttempt, task_id: str, text: str,
     check_length("the answer", text, ANSWER)
     current = _locked_attempt(s, attempt.id)
     _enabled_taker(s, current)
-    task = _exam_task(s, s.get(Exam, current.exam_id), task_id)
+    task = _exam_task(s, _open_exam(s, current.exam_id), task_id)
     if stage is not None:
         _next_stage(s, current, task, stage)
     current.drafts = {**(current.drafts or {}), task_id: text}
@@ -518,8 +626,8 @@ def review_tasks(s: Session, *, attempt: ExamAttempt) -> list[ReviewTask]:
 
 
 def _still_to_answer(s: Session, *, exam: Exam, user_id: int) -> dict[Patient, list[str]]:
-    """{patient: names of the other exams, not finished by the user, holding a task of that
-    patient (`patients`) the user may still answer there: not fully answered in that exam's
+    """{patient: names of the other exams, not finished by the user nor closed, holding a task of
+    that patient (`patients`) the user may still answer there: not fully answered in that exam's
     attempt, nor answered or begun in another}: a review must not hand a reference answer of
     the patient to someone who may still answer one of its tasks, or go on with one they
     began."""
@@ -537,8 +645,8 @@ def _still_to_answer(s: Session, *, exam: Exam, user_id: int) -> dict[Patient, l
     out: dict[Patient, list[str]] = {}
     patient: dict[str, Patient] = {}
     for other in exams(s):
-        if other.id == exam.id or other.id in finished:
-            continue
+        if other.id == exam.id or other.id in finished or other.closed_at is not None:
+            continue  # (a closed exam asks nothing more)
         tasks = [s.get(Task, task_id) for task_id in other.task_ids]
         patient |= patients(s, {t.case_id for t in tasks} - set(patient))
         for task in tasks:

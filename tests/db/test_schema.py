@@ -63,7 +63,6 @@ def _rows_of_every_vocabulary(s: Session) -> dict[str, int]:
     """One row of each table of WRONG_WORDS, with a child row of each run; {table: rows}."""
     from db.models import (
         Assignment,
-        AssignmentDesign,
         CalibrationItem,
         CalibrationReport,
         CollectionFailure,
@@ -79,14 +78,18 @@ def _rows_of_every_vocabulary(s: Session) -> dict[str, int]:
 
     rid = make_study(s, n_tasks=1, experts=1)[0]
     rubric = ensure_rubric(s, "neurology-v1").content_hash
-    design = AssignmentDesign(rubric_hash=rubric, selection="all", overlap=1, seed=0)
+    # as stored at 0012 (the model has columns added since: 0018's `model`)
+    s.execute(text("INSERT INTO assignmentdesign (rubric_hash, selection, overlap, seed, "
+                   "created_at) VALUES (:rubric, 'all', 1, 0, CURRENT_TIMESTAMP)"),
+              {"rubric": rubric})
+    design_id = s.execute(text("SELECT id FROM assignmentdesign")).scalar_one()
     config = store_config(s, GraderSettings(base_url="http://127.0.0.1:9/v1"))
-    s.add_all([design, run := GraderRun(config_id=config.id, items="all"),
+    s.add_all([run := GraderRun(config_id=config.id, items="all"),
                collection := CollectionRun(model="m", settings={}, template_version="v",
                                            template_hash="h")])
     s.flush()
     expert = s.exec(select(User)).first()
-    s.add(assignment := Assignment(design_id=design.id, rater_id=expert.id, response_id=rid,
+    s.add(assignment := Assignment(design_id=design_id, rater_id=expert.id, response_id=rid,
                                    position=0))
     s.flush()
     s.add_all([ExpertScore(assignment_id=assignment.id, rubric_hash=rubric, criteria={},

@@ -289,7 +289,7 @@ def test_a_task_answered_in_another_exam_is_not_asked_again(demo_study: Path) ->
 
 def test_the_admin_form_opens_an_exam_with_review(demo_study: Path) -> None:
     at = page("pages/admin.py", _login("demo-admin"))
-    at.query_params["section"] = "Assignments"
+    at.query_params["section"] = "Exams"
     at.run()
     form = [c for c in at.checkbox if c.label == "Review after finishing"]
     assert form and form[0].value is False  # off unless asked for

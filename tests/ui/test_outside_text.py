@@ -13,7 +13,7 @@ from sqlmodel import select
 from streamlit.testing.v1 import AppTest
 
 from db.engine import session
-from db.models import GraderConfig, User
+from db.models import Exam, GraderConfig, User
 from tests.apptest import page, page_payload
 from ui.auth import LoggedIn
 from ui.case_panel import VIEWER_MODE_KEY
@@ -198,5 +198,23 @@ def test_case_titles_model_names_and_exam_names_stay_text_on_admin_and_exam(
     at = page("pages/exam.py", student).run()
     assert not at.exception, at.exception
     assert any(m.value == "Review" for m in at.subheader)
+    for text in _everything_markdown(at):
+        assert_escaped(text)
+    at = page("pages/admin.py", admin)  # the exams section, and its confirmation of a close
+    at.query_params["section"] = "Exams"
+    at.run()
+    at.selectbox(key="exam_to_close").set_value(HOSTILE).run()
+    next(b for b in at.button if b.label == "Close exam").click().run()
+    assert not at.exception, at.exception
+    assert any("Close the exam" in w.value for w in at.warning)
+    for text in _everything_markdown(at):
+        assert_escaped(text)
+    next(b for b in at.button if b.label == "Yes, close it").click().run()
+    assert not at.exception, at.exception
+    with session() as s:
+        assert s.get(Exam, exam_id).closed_by == "admin1"
+    at = page("pages/exam.py", make_user("newcomer", "student")).run()  # one line, no attempt
+    assert [e.value for e in at.error] == [escape_markdown(
+        f"the exam {HOSTILE!r} is closed: it takes no new attempts")]
     for text in _everything_markdown(at):
         assert_escaped(text)

@@ -285,7 +285,7 @@ def test_admin_form_reports_mistakes_and_writes(demo_study: Path) -> None:
     from db.models import Exam
 
     at = page("pages/admin.py", _login("demo-admin"))
-    at.query_params["section"] = "Assignments"
+    at.query_params["section"] = "Exams"
     at.run()
     opener = next(b for b in at.get("form_submit_button") if b.label == "Open exam")
     opener.click().run()
@@ -304,7 +304,7 @@ def test_admin_warns_of_two_multi_turn_tasks_of_one_case(demo_study: Path) -> No
                    prompt="Which diagnosis?", stages=["The CSF shows **bands**."]))
         s.commit()
     at = page("pages/admin.py", _login("demo-admin"))
-    at.query_params["section"] = "Assignments"
+    at.query_params["section"] = "Exams"
     at.run()
     next(t for t in at.text_input if t.label == "Exam name").input("Baseline")
     next(b for b in at.get("form_submit_button") if b.label == "Open exam").click().run()

@@ -4,6 +4,7 @@ redacted text, which the admin keeps, edits or restores (db.raters.response_flag
 import streamlit as st
 
 from db.engine import session
+from db.raters.assignments import join_design
 from db.raters.response_flags import Flagged, pending, review
 from db.text_limits import ANSWER
 from errors import counted
@@ -21,7 +22,8 @@ def flag_review(actor: str) -> None:
         return
     verb = "names" if len(flags) == 1 else "name"
     st.caption(f"{counted(len(flags), 'response')} {verb} a model or its maker. Raters and the "
-               "grader see them redacted; they are assigned to raters once reviewed here. Keep or "
+               "grader see them redacted; once reviewed here, each joins the raters' queues of the "
+               "assignment design it belongs to (or you are told to assign it). Keep or "
                "edit the redaction, or restore the original when the name was a false alarm.")
     for flag in flags[:SHOWN]:
         source = flag.model or "an exam answer"
@@ -68,6 +70,7 @@ def _one(flag: Flagged, actor: str) -> None:
 
         def write(s) -> str:
             review(s, response_id=flag.response_id, texts=texts, actor=actor)
-            return f"Response {flag.response_id} reviewed; it can be assigned now."
+            joined = join_design(s, response_id=flag.response_id, actor=actor)
+            return f"Response {flag.response_id} reviewed; {joined}."
 
         run_write(write, redraw=True)  # the flag leaves the list above

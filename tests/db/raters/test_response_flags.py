@@ -179,3 +179,50 @@ def test_two_admins_reviewing_one_response_at_once(database_url: str, tmp_path: 
     with Session(engine_for(database_url)) as s:
         assert s.get(Response, "model-a-t1-0").text == "Edited by A."
         assert len(s.exec(select(AuditLog).where(AuditLog.action == "response.review")).all()) == 1
+
+
+def test_a_released_response_joins_the_design_it_belongs_to_or_the_admin_is_told(
+        database_url: str) -> None:
+    """A response held for review when its model's design was made joins that design (the
+    most specific one that holds it) once reviewed, audited; when the design cannot take it
+    (too few active raters), nothing is written and the line says to run assign."""
+    from db.models import User
+    from db.raters.assignments import join_design
+    from tests.factories import make_study
+
+    with Session(engine_for(database_url), expire_on_commit=False) as s:
+        make_study(s, n_tasks=2, experts=3)  # model-alpha and model-beta answer task0, task1
+        for rid, model in (("held-alpha", "model-alpha"), ("held-gamma", "model-gamma")):
+            s.add(Response(response_id=rid, task_id="task0", source="model", model=model,
+                           sample=7, text="As [name removed], left MCA.", blind_code=f"R-{rid}"))
+            s.flush()
+            s.add(ResponseFlag(response_id=rid, names=["GPT"], original_text="As GPT, left MCA."))
+        rubric = ensure_rubric(s, "neurology-v1").content_hash
+        alpha = assign(s, rubric_hash=rubric, raters=["expert1", "expert2", "expert3"],
+                       overlap=2, selection="model:model-alpha")
+        rest = assign(s, rubric_hash=rubric, raters=["expert1", "expert2"], overlap=2,
+                      selection="all")
+        s.commit()
+        assert (alpha.selection, alpha.model, rest.selection) == ("model", "model-alpha", "all")
+        assert not s.exec(select(Assignment).where(Assignment.response_id.like("held-%"))).all()
+
+        review(s, response_id="held-alpha", texts=["As [name removed], left MCA."], actor="root")
+        line = join_design(s, response_id="held-alpha", actor="root")
+        s.commit()
+        rows = s.exec(select(Assignment).where(Assignment.response_id == "held-alpha")).all()
+        assert {r.design_id for r in rows} == {alpha.id} and len(rows) == 2
+        names = sorted(s.get(User, r.rater_id).name for r in rows)
+        assert line == f"it joined design {alpha.id}: the queues of {', '.join(names)}"
+        [entry] = s.exec(select(AuditLog).where(AuditLog.action == "assign.release")).all()
+        assert (entry.actor, entry.detail) == ("root", {"design": alpha.id,
+                                                        "response": "held-alpha",
+                                                        "raters": names})
+
+        s.exec(select(User).where(User.name == "expert2")).one().disabled = True
+        review(s, response_id="held-gamma", texts=["As [name removed], left MCA."], actor="root")
+        line = join_design(s, response_id="held-gamma", actor="root")
+        s.commit()
+        assert line == ("it waits for `nmb assign` (or /admin → Assignments): design "
+                        f"{rest.id} has 1 active expert for its overlap of 2")
+        assert not s.exec(select(Assignment).where(Assignment.response_id == "held-gamma")).all()
+        assert len(s.exec(select(AuditLog).where(AuditLog.action == "assign.release")).all()) == 1

@@ -379,3 +379,73 @@ def test_linked_cases_count_as_one_patient_across_exams(sqlite_url: str) -> None
         other = {t.task_id: t for t in exam_tasks(
             s, attempt=attempt_for(s, exam_id=second.id, user_id=stu.id))}
         assert other["task0"].elsewhere == "first" and other["task1"].elsewhere is None
+
+
+def test_exams_are_listed_with_their_takers_and_a_closed_one_takes_no_new_answer(
+        database_url: str, capsys) -> None:
+    """`nmb exam list` shows each taker's progress; `nmb exam close` (audited, once) refuses
+    new attempts and answers, keeps what was recorded, lets a taker finish, and no longer
+    withholds a review's reference answers for the tasks the closed exam can no longer ask."""
+    import json
+
+    import cli
+    from db.models import StageAnswer
+
+    with Session(engine_for(database_url), expire_on_commit=False) as s:
+        make_study(s, n_tasks=3)  # task2 is level 3 with one extra stage
+        stu = add_user(s, name="stu", role="student", password="pw")
+        ana = add_user(s, name="ana", role="physician", password="pw")
+        bob = add_user(s, name="bob", role="student", password="pw")
+        exam = ensure_exam(s, name="baseline", task_ids=["task0", "task2"])
+        quiz = ensure_exam(s, name="quiz", task_ids=["task2"], review=True)
+        s.commit()
+        mine = attempt_for(s, exam_id=exam.id, user_id=stu.id)
+        answer_stage(s, attempt=mine, task_id="task0", text="one")
+        answer_stage(s, attempt=mine, task_id="task2", text="first of two")
+        theirs = attempt_for(s, exam_id=exam.id, user_id=ana.id)
+        for task_id in ("task0", "task2", "task2"):
+            answer_stage(s, attempt=theirs, task_id=task_id, text="an answer")
+        finish(s, attempt=theirs)
+        quizzed = attempt_for(s, exam_id=quiz.id, user_id=stu.id)
+        finish(s, attempt=quizzed)  # task2 not asked: begun in "baseline"
+        assert review_tasks(s, attempt=quizzed)[0].withheld == ["baseline"]
+    capsys.readouterr()
+    assert cli.main(["exam", "list", "--json"]) == 0
+    listed = {e["name"]: e for e in json.loads(capsys.readouterr().out)}
+    assert (listed["baseline"]["state"], listed["baseline"]["tasks"]) == ("open", 2)
+    takers = {t["name"]: t for t in listed["baseline"]["takers"]}
+    assert (takers["stu"]["answered"], takers["stu"]["total"]) == (1, 2)
+    assert takers["stu"]["started_at"] and takers["stu"]["finished_at"] is None
+    assert takers["ana"]["answered"] == 2 and takers["ana"]["finished_at"]
+    assert [(t["name"], t["not_asked"]) for t in listed["quiz"]["takers"]] == [("stu", 0)]
+
+    assert cli.main(["exam", "close", "baseline"]) == 0
+    assert capsys.readouterr().out == ("closed exam 'baseline': no new attempt or answer; 2 "
+                                       "takers, 1 not finished (what they recorded stays; "
+                                       "they may still finish)\n")
+    assert cli.main(["exam", "close", "baseline"]) == 0
+    assert capsys.readouterr().out == "exam 'baseline' was already closed\n"
+    assert cli.main(["exam", "close", "nope"]) == 2
+    assert capsys.readouterr().err == ("nmb: no exam named 'nope' (exams: 'baseline', "
+                                       "'quiz')\n")
+    assert cli.main(["exam", "list"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("baseline: closed, 2 tasks, review off, 2 takers\n")
+    assert "  stu " in text and "1/2 answered" in text and "not finished" in text
+    with Session(engine_for(database_url), expire_on_commit=False) as s:
+        closes = s.exec(select(AuditLog).where(AuditLog.action == "exam.close")).all()
+        assert [(a.actor, a.detail) for a in closes] == [
+            ("cli", {"exam": "baseline", "unfinished_attempts": 1})]
+        kept = len(s.exec(select(StageAnswer)).all())
+        with pytest.raises(UserError, match="the exam 'baseline' is closed: it takes no new "
+                                            "attempts"):
+            attempt_for(s, exam_id=exam.id, user_id=bob.id)
+        mine = s.get(ExamAttempt, mine.id)
+        with pytest.raises(UserError, match="is closed: it takes no new answers"):
+            answer_stage(s, attempt=mine, task_id="task2", text="after the close")
+        with pytest.raises(UserError, match="is closed: it takes no new answers"):
+            save_draft(s, attempt=mine, task_id="task2", text="a draft")
+        assert len(s.exec(select(StageAnswer)).all()) == kept
+        assert s.exec(select(ExamAttempt).where(ExamAttempt.user_id == bob.id)).first() is None
+        assert finish(s, attempt=mine) == 1  # what was recorded is handed in
+        assert review_tasks(s, attempt=s.get(ExamAttempt, quizzed.id))[0].withheld == []

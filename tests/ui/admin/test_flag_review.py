@@ -30,7 +30,7 @@ def test_admin_reviews_a_flagged_response(sqlite_url: str, tmp_path: Path) -> No
     box = next(t for t in at.text_area if t.label.startswith("Answer, as raters"))
     box.input(box.value.replace("a model developed by [name removed]", "a colleague"))
     next(b for b in at.get("form_submit_button") if b.label == "Save and release").click().run()
-    assert not at.exception and any("can be assigned now" in m.value for m in at.success)
+    assert not at.exception and any("no assignment design holds it yet" in m.value for m in at.success)
     with session() as s:
         rid = rows[0]["response_id"]
         assert s.get(Response, rid).text == ("As [name removed], a colleague, I think this is a "
@@ -80,7 +80,7 @@ def test_a_redaction_longer_than_an_answer_is_not_cut_on_its_way_back(sqlite_url
         assert s.get(ResponseFlag, rid).reviewed_at is None
     restore = "Restore the original (false alarm) and release"
     next(b for b in at.get("form_submit_button") if b.label == restore).click().run()
-    assert any("can be assigned now" in m.value for m in at.success)
+    assert any("no assignment design holds it yet" in m.value for m in at.success)
     with session() as s:
         assert s.get(Response, rid).text == typed
 
