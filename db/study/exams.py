@@ -178,7 +178,7 @@ def _exam_tasks_by_patient(s: Session, task_ids: list[str]) -> dict[Patient, lis
     return out
 
 
-def _named(groups: list[str], noun: str) -> str:
+def _listed(groups: list[str], noun: str) -> str:
     left = len(groups) - 3
     return "; ".join(groups[:3]) + (f"; {left} more {noun}{'s' if left > 1 else ''}"
                                     if left > 0 else "")
@@ -200,7 +200,7 @@ def staged_tasks_sharing_a_case(s: Session, task_ids: list[str]) -> str | None:
             shared.append((cases, f"{where}: {', '.join(repr(t.task_id) for t in staged)}"))
     if not shared:
         return None
-    named = _named([text for _, text in sorted(shared)], "case")
+    named = _listed([text for _, text in sorted(shared)], "case")
     return (f"multi-turn tasks of one case in one exam ({named}): the stages one reveals "
             "are known when the other is answered; put them in separate exams")
 
@@ -218,7 +218,7 @@ def linked_cases_in_one_exam(s: Session, task_ids: list[str]) -> str | None:
             linked.append(", ".join(map(repr, cases)))
     if not linked:
         return None
-    return (f"tasks of linked cases (one patient) in one exam ({_named(sorted(linked), 'patient')}): "
+    return (f"tasks of linked cases (one patient) in one exam ({_listed(sorted(linked), 'patient')}): "
             "a later stage of one is revealed once the others' tasks are answered; put them "
             "in separate exams to ask each without the other")
 
@@ -233,7 +233,7 @@ def exams(s: Session) -> list[Exam]:
     return list(s.exec(select(Exam).order_by(Exam.name)))
 
 
-def _named(s: Session, name: str) -> Exam:
+def _exam_named(s: Session, name: str) -> Exam:
     exam = s.exec(select(Exam).where(Exam.name == name)).first()
     if exam is None:
         known = ", ".join(repr(e.name) for e in exams(s)[:5]) or "none yet"
@@ -246,7 +246,7 @@ def close_exam(s: Session, *, name: str, actor: str | None = None) -> bool:
     answer being recorded meanwhile is waited for: the exam's row is locked, and answers
     share-lock it). What was recorded stays; a taker may still finish. Audited. Returns False
     (nothing written) when it was closed already. The caller commits."""
-    exam = s.exec(for_update(select(Exam).where(Exam.id == _named(s, name).id))).one()
+    exam = s.exec(for_update(select(Exam).where(Exam.id == _exam_named(s, name).id))).one()
     if exam.closed_at is not None:
         return False
     exam.closed_at, exam.closed_by = utcnow(), actor
@@ -312,7 +312,7 @@ def exam_list(s: Session, *, name: str | None = None) -> list[ExamSummary]:
     progress: tasks fully answered of the exam's total, tasks not asked there, when they
     started and finished."""
     out = []
-    for exam in exams(s) if name is None else [_named(s, name)]:
+    for exam in exams(s) if name is None else [_exam_named(s, name)]:
         takers = []
         for attempt, user in s.exec(select(ExamAttempt, User)
                                     .join(User, User.id == ExamAttempt.user_id)
