@@ -19,12 +19,16 @@ $(VENV)/.app: pyproject.toml $(LOCK)
 	$(PIP) -e '.[dicom,harness]'
 	touch $@
 
-$(VENV)/.bertscore: $(VENV)/.app
-	$(PIP) --extra-index-url $(TORCH_INDEX) -e '.[dicom,harness,bertscore]'
+$(VENV)/.torch: $(VENV)/.app $(LOCK)  # alone from TORCH_INDEX (its requirements come after)
+	$(PY) -m pip install -q --no-deps --extra-index-url $(TORCH_INDEX) "$$(grep '^torch==' $(LOCK))"
 	touch $@
 
-$(VENV)/.test: $(VENV)/.app
-	$(PIP) --extra-index-url $(TORCH_INDEX) -e '.[test]'
+$(VENV)/.bertscore: $(VENV)/.torch
+	$(PIP) -e '.[dicom,harness,bertscore]'
+	touch $@
+
+$(VENV)/.test: $(VENV)/.torch
+	$(PIP) -e '.[test]'
 	touch $@
 
 $(OIDC): tests/oidc/package-lock.json  # the OpenID Connect provider of the single sign-on tests
