@@ -42,6 +42,7 @@ from db.models import (
 )
 from db.queries import fetch_in
 from db.raters.response_flags import flag_new
+from db.study.retire import check_model, check_task_ids, taken_out
 from errors import UserError
 from llm.batch import batch_line, submit_batch
 from llm.call import CallResult, estimate_cost, load_prices, run_bounded
@@ -98,12 +99,14 @@ def select_tasks(s: Session, selection: Selection) -> list[Task]:
         missing = [t for t in selection.tasks if t not in found]
         if missing:
             raise UserError(f"--tasks: no task {missing[0]!r}")
+        check_task_ids(s, selection.tasks, "--tasks")
         return sorted(found.values(), key=lambda t: t.task_id)
     if selection.families:
         query = query.where(Task.family.in_(selection.families))
     if selection.levels:
         query = query.where(Task.level.in_(selection.levels))
-    tasks = list(s.exec(query))
+    retired = taken_out(s).tasks  # a retired task (or case) is not collected
+    tasks = [t for t in s.exec(query) if t.task_id not in retired]
     if not tasks:
         raise UserError("no task matches the selection" if selection.as_dict()
                         else "the study has no tasks (nmb import or nmb demo first)")
@@ -424,6 +427,7 @@ def collect(
     never read back from a stored run, so its base URL is the user's choice."""
     settings.check()
     check_run_options(concurrency=concurrency, timeout=timeout, poll_interval=poll_interval)
+    check_model(s, settings.model)
     tasks = select_tasks(s, selection)
     pairs = _missing(s, settings.model, tasks, settings.samples)
     key = (api_key_for(settings.base_url, api_key, trusted=settings.base_url)  # typed: see above

@@ -42,6 +42,7 @@ from db.models import (
     Task,
     User,
 )
+from db.study.retire import taken_out
 from errors import UserError
 
 FORMATS = ("csv", "jsonl", "parquet")
@@ -66,12 +67,14 @@ def _responses(s: Session, reveal: bool) -> list[dict[str, Any]]:
         .order_by(Response.task_id, Response.source, Response.model, Response.sample,
                   Response.response_id)
     ).all()
+    out = taken_out(s).responses
     return [{
         "response_id": r.response_id, "task_id": r.task_id, "case_id": case_id,
         "family": family, "level": level, "source": r.source, "model": r.model,
         "user": _who("user", r.user_id, name, reveal), "sample": r.sample, "text": r.text,
         "turns": r.turns, "usage": r.usage or (collected.usage() if collected else None),
         "blind_code": r.blind_code, "created_at": r.created_at,
+        "retired": r.response_id in out,
     } for r, case_id, family, level, name, collected in rows]
 
 
@@ -83,6 +86,7 @@ def _expert_scores(s: Session, reveal: bool) -> list[dict[str, Any]]:
         .join(User, User.id == Assignment.rater_id)
         .order_by(ExpertScore.id)
     ).all()
+    out = taken_out(s).responses
     return [{
         "score_id": e.id, "response_id": r.response_id, "blind_code": r.blind_code,
         "task_id": r.task_id, "source": r.source, "model": r.model,
@@ -93,6 +97,7 @@ def _expert_scores(s: Session, reveal: bool) -> list[dict[str, Any]]:
         "confidence": e.confidence,
         "overall": e.overall, "active_seconds": e.active_seconds, "synthetic": e.synthetic,
         "imported": e.imported, "submitted_at": e.submitted_at, "updated_at": e.updated_at,
+        "retired": r.response_id in out,
     } for e, a, r, name in rows]
 
 
@@ -103,6 +108,7 @@ def _grader_scores(s: Session, reveal: bool) -> list[dict[str, Any]]:
         .join(Response, Response.response_id == GraderScore.response_id)
         .order_by(GraderScore.id)
     ).all()
+    out = taken_out(s)
     return [{
         "grade_id": g.id, "config_id": c.id, "config": c.name, "config_hash": c.config_hash,
         "grader_model": c.model, "prompt_version": c.prompt_version, "run_id": g.run_id,
@@ -114,12 +120,15 @@ def _grader_scores(s: Session, reveal: bool) -> list[dict[str, Any]]:
         "model_returned": g.model_returned, "system_fingerprint": g.system_fingerprint,
         "prompt_tokens": g.prompt_tokens, "completion_tokens": g.completion_tokens,
         "latency_s": g.latency_s, "cost_usd": g.cost_usd, "created_at": g.created_at,
+        "retired": r.response_id in out.responses or g.run_id in out.grader_runs,
     } for g, c, r in rows]
 
 
 def _tasks(s: Session, reveal: bool) -> list[dict[str, Any]]:
+    out = taken_out(s).tasks
     return [{"task_id": t.task_id, "case_id": t.case_id, "family": t.family, "level": t.level,
-             "n_stages": len(t.stages or []), "disconfirming": t.disconfirming}
+             "n_stages": len(t.stages or []), "disconfirming": t.disconfirming,
+             "retired": t.task_id in out}
             for t in s.exec(select(Task).order_by(Task.task_id))]
 
 
@@ -132,11 +141,12 @@ def _exam_answers(s: Session, reveal: bool) -> list[dict[str, Any]]:
         .join(examinee, examinee.id == ExamAttempt.user_id)
         .order_by(ExamAttempt.id, StageAnswer.task_id, StageAnswer.stage)
     ).all()
+    out = taken_out(s).tasks
     return [{
         "exam": exam, "attempt_id": at.id, "user": _who("user", at.user_id, name, reveal),
         "role": role, "task_id": a.task_id, "stage": a.stage, "text": a.text,
         "seconds": a.seconds, "answered_at": a.answered_at, "started_at": at.started_at,
-        "finished_at": at.finished_at,
+        "finished_at": at.finished_at, "retired": a.task_id in out,
     } for a, at, exam, name, role in rows]
 
 
@@ -160,20 +170,22 @@ def _agreement(s: Session, reveal: bool) -> list[dict[str, Any]]:
 
 COLUMNS: dict[str, tuple[str, ...]] = {
     "responses": ("response_id", "task_id", "case_id", "family", "level", "source", "model",
-                  "user", "sample", "text", "turns", "usage", "blind_code", "created_at"),
-    "tasks": ("task_id", "case_id", "family", "level", "n_stages", "disconfirming"),
+                  "user", "sample", "text", "turns", "usage", "blind_code", "created_at",
+                  "retired"),
+    "tasks": ("task_id", "case_id", "family", "level", "n_stages", "disconfirming", "retired"),
     "expert-scores": ("score_id", "response_id", "blind_code", "task_id", "source", "model",
                       "rater", "design_id", "rubric_hash", "status", "revision", "criteria",
                       "correct_diagnosis", "stage_correct", "error_tags", "comment", "confidence", "overall",
-                      "active_seconds", "synthetic", "imported", "submitted_at", "updated_at"),
+                      "active_seconds", "synthetic", "imported", "submitted_at", "updated_at",
+                      "retired"),
     "grader-scores": ("grade_id", "config_id", "config", "config_hash", "grader_model",
                       "prompt_version", "run_id", "response_id", "blind_code", "task_id",
                       "source", "model", "criteria", "correct_diagnosis", "diagnosis_rank",
                       "stages", "error_tags", "justification", "overall",
                       "model_returned", "system_fingerprint", "prompt_tokens",
-                      "completion_tokens", "latency_s", "cost_usd", "created_at"),
+                      "completion_tokens", "latency_s", "cost_usd", "created_at", "retired"),
     "exam-answers": ("exam", "attempt_id", "user", "role", "task_id", "stage", "text", "seconds",
-                     "answered_at", "started_at", "finished_at"),
+                     "answered_at", "started_at", "finished_at", "retired"),
     "agreement": ("item", "rater", "score", "part"),
 }
 KINDS: dict[str, Callable[[Session, bool], list[dict[str, Any]]]] = {

@@ -27,6 +27,7 @@ GradeItems = Literal["pending", "calibration", "all"]
 Selection = Literal["all", "calibration", "unassigned", "model", "human"]
 Part = Literal["dev", "heldout"]
 ReportPart = Literal["dev", "heldout", "all"]
+RetiredKind = Literal["case", "task", "response", "model", "grader-run", "collection-run"]
 
 
 def one_of(column: str, vocabulary: Any, name: str) -> CheckConstraint:
@@ -595,3 +596,23 @@ class AuditLog(SQLModel, table=True):
     actor: str | None = Field(default=None, max_length=64)
     action: str = Field(max_length=64, index=True)
     detail: dict[str, Any] = _json()
+
+
+class Retirement(SQLModel, table=True):
+    """An item taken out of the study's future (db.study.retire): new exams, rater queues,
+    grading, collection and the results' tables leave it out; nothing recorded on it is
+    deleted. `item_id` is the case, task or response id, the model name, or the run's id as
+    text. Restoring sets `undone_at` (the row stays, as the audit log does); at most one row
+    per (kind, item) is in force."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    kind: RetiredKind = _word(16)
+    item_id: str = Field(max_length=128, index=True)
+    reason: str = _text()
+    actor: str | None = Field(default=None, max_length=64)
+    at: datetime = _when()
+    undone_at: datetime | None = Field(default=None, sa_type=DateTime(timezone=True))
+    undone_by: str | None = Field(default=None, max_length=64)
+    undo_reason: str | None = Field(default=None, sa_type=Text)
+
+    __table_args__ = (one_of("kind", RetiredKind, "ck_retirement_kind"),)

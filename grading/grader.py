@@ -36,6 +36,7 @@ from db.queries import fetch_in
 from db.rubrics import rubric_by_hash
 from db.status import count_query
 from db.study.reference import Against, judged_against, require_reference
+from db.study.retire import taken_out
 from errors import UserError
 from grading.config import get_config
 from llm.batch import run_batch
@@ -90,7 +91,8 @@ def select_items(s: Session, config: GraderConfig, items: str, limit: int | None
         query = query.join(CalibrationItem, CalibrationItem.response_id == Response.response_id)
     graded = select(GraderScore.response_id).where(GraderScore.config_id == config.id)
     query = query.where(Response.response_id.not_in(graded))
-    rows = list(s.exec(query))
+    retired = taken_out(s).responses  # a retired response is not graded (db.study.retire)
+    rows = [r for r in s.exec(query) if r.response_id not in retired]
     rows = rows[:limit] if limit is not None else rows
     require_reference(s, task_ids={r.task_id for r in rows})  # grading needs the answer
     return rows

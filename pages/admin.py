@@ -31,6 +31,8 @@ from db.study.demo import demo_case_count
 from db.study.exams import close_exam, ensure_exam, exam_list, exam_warnings
 from db.study.masks import case_masks
 from db.study.reference import HINT, has_reference
+from db.study.retire import KINDS as RETIRED_KINDS
+from db.study.retire import retire, retired, taken_out, unretire
 from db.text_limits import NAME
 from db.users import (
     LEAST_PRIVILEGED_FIRST,
@@ -536,7 +538,8 @@ def exams_section() -> None:
     with st.form("exam"):
         st.markdown("**Open an exam** (students and physicians; the human baseline)")
         with session() as s:
-            task_ids = [t.task_id for t in task_list(s)]
+            out = taken_out(s).tasks  # a retired task is not offered for a new exam
+            task_ids = [t.task_id for t in task_list(s) if t.task_id not in out]
         exam_name = st.text_input("Exam name", max_chars=NAME)
         exam_tasks = st.multiselect("Tasks", task_ids, default=task_ids)
         exam_review = st.checkbox(
@@ -559,6 +562,40 @@ def exams_section() -> None:
                 st.warning(escape_markdown(warning))
 
 
+def retire_section() -> None:
+    """`nmb retire` / `nmb unretire`: take an item out of the study's future, or restore it."""
+    st.caption("A retired item leaves exams not yet begun, rater queues (unscored items), "
+               "grading, collection and the results' tables, which list it with the reason. "
+               "Nothing recorded is deleted: its scores stay in the database and the exports "
+               "(column 'retired').")
+    with session() as s:
+        items = retired(s)
+    if items:
+        st.dataframe(pd.DataFrame([{"kind": r.kind, "item": r.item_id, "reason": r.reason,
+                                    "by": r.actor, "at": r.at} for r in items]),
+                     hide_index=True)
+    else:
+        st.caption("Nothing is retired.")
+    with st.form("retire", clear_on_submit=True):
+        c1, c2 = st.columns([1, 2])
+        kind = c1.selectbox("Kind", RETIRED_KINDS,
+                            help="model: all its responses; grader-run: its grades; "
+                                 "collection-run: its responses")
+        item_id = c2.text_input("Id (case, task or response id, model name, or run number)")
+        reason = st.text_input("Reason (kept, and shown with the results)")
+        b1, b2, _ = st.columns([1, 1, 4])
+        retire_it = b1.form_submit_button("Retire")
+        restore_it = b2.form_submit_button("Restore")
+        if retire_it or restore_it:
+            def write(s) -> str:
+                change = retire if retire_it else unretire
+                row = change(s, kind=kind, item_id=item_id.strip(), reason=reason,
+                             actor=user.name)
+                return f"{'Retired' if retire_it else 'Restored'} {row.kind} {row.item_id}."
+
+            run_write(write, redraw=True)
+
+
 def export_section() -> None:
     st.caption("Exports are the one place where model names and blind codes meet.")
     c1, c2, c3 = st.columns(3)
@@ -576,7 +613,7 @@ def export_section() -> None:
 
 SECTIONS = {"Import a bundle": import_section, "Model names": model_names_section,
             "Cases": cases_section, "Users": users_section, "Assignments": assignments_section,
-            "Exams": exams_section, "Export": export_section}
+            "Exams": exams_section, "Retire": retire_section, "Export": export_section}
 # Stateful tabs: the open one survives every rerun (a button in it) and sits in the URL
 # (?section=Export), so a reload stays on it; only the open tab's content runs.
 tabs = st.tabs(list(SECTIONS), key="section", on_change="rerun", bind="query-params")

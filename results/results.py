@@ -27,10 +27,11 @@ from sqlmodel import Session, select
 
 from calibration.calibrate import unvalidated_warning
 from calibration.terms import TERMS_NOT_RECORDED, for_config
-from db.models import ExpertScore, GraderRun, Response, Task, User
+from db.models import ExpertScore, GraderRun, GraderScore, Response, Task, User
 from db.raters.response_flags import held
 from db.rubrics import rubric_by_hash
 from db.sources.responses import holds_final_stage_only
+from db.study.retire import retired, taken_out
 from errors import UserError, counted
 from grading.grader import grades_key
 from results.anchoring import (
@@ -104,6 +105,8 @@ class Results:
     coverage: list[Coverage] = field(default_factory=list)  # per model and human group
     answered_only: bool = False  # the view "answered tasks only": missing answers left out
     fairness_flags: list[str] = field(default_factory=list)  # those of `flags` about fairness
+    # db.study.retire: what is retired and why, left out of every table
+    retired: list[RetiredItem] = field(default_factory=list)
 
     @property
     def view(self) -> str:
@@ -115,6 +118,17 @@ class Results:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass
+class RetiredItem:
+    """An item retired from the study (db.study.retire), as the results list it."""
+
+    kind: str
+    item_id: str
+    reason: str
+    actor: str | None
+    at: str  # ISO date and time
 
 
 @dataclass
@@ -133,6 +147,7 @@ class StudyData:
     # responses to staged tasks holding the final stage's answer only (--final-stage-only):
     # {response id: model}; they have no answers laid out, so anchoring leaves them out
     final_stage_only: dict[str, str] = field(default_factory=dict)
+    retired: list[RetiredItem] = field(default_factory=list)  # left out of the above already
 
 
 ANSWERED_ONLY = "answered tasks only: failed or missing answers left out"
@@ -206,6 +221,10 @@ def compute(data: StudyData, *, judge: str = GRADER, by: tuple[str, ...] = ("fam
         fairness.append(f"view: {ANSWERED_ONLY}; rows may stand on different tasks, so they are "
                      "not comparable where the column 'missing' is not 0")
     flags += fairness
+    if data.retired:
+        flags.append(f"{counted(len(data.retired), 'item')} retired (table 'retired', with the "
+                     "reasons): left out of every table; what is recorded on them stays in the "
+                     "database and the exports")
     if judge == EXPERTS:
         flags.append(f"judged by the experts: the tables cover the {len(answered)} expert-scored "
                      f"responses of {data.responses}; top-k is not asked of experts")
@@ -248,7 +267,7 @@ def compute(data: StudyData, *, judge: str = GRADER, by: tuple[str, ...] = ("fam
         splits=[replace(sp, cells=_rows(sp.cells, levels=sp.levels)) for sp in
                 split_cells(judged, splits, ks=ks, bertscore=similar)] if splits else [],
         self_graded=marks, coverage=coverage, answered_only=answered_only,
-        fairness_flags=fairness)
+        fairness_flags=fairness, retired=list(data.retired))
 
 
 def final_stage_only_flag(responses: Mapping[str, str]) -> str:
@@ -315,18 +334,42 @@ def load(s: Session, *, config_id: int | None = None, reveal: bool = False) -> S
     """The study's data under the grader config (default: the newest validated one, else the
     newest with grades); `reveal` shows people's names instead of pseudonyms."""
     config = default_config(s, config_id)
+    items = retired(s)
+    out = taken_out(s, items)
+    graded_out = set(s.exec(select(GraderScore.response_id).where(
+        GraderScore.config_id == config.id, GraderScore.run_id.in_(out.grader_runs)))
+    ) if out.grader_runs else set()
     return StudyData(
         grader={"id": config.id, "name": config.name, "model": config.model,
                 "prompt_version": config.prompt_version,
                 "validated": config.validated_report_id is not None,
                 "validation_terms": _terms_text(s, config)},
-        judged=judged_responses(s, config_id=config.id, reveal=reveal),
-        responses=s.exec(select(func.count()).select_from(Response)).one(),
+        judged=_kept(judged_responses(s, config_id=config.id, reveal=reveal), out.responses,
+                     graded_out),
+        responses=s.exec(select(func.count()).select_from(Response)).one() - len(out.responses),
         error_classes=rubric_by_hash(s, config.rubric_hash).error_class_keys,
-        model_costs=model_costs(s), grader_cost=grader_cost(s, config_id=config.id),
-        answers=answers(s, reveal=reveal),
-        tasks=list(s.exec(select(Task).order_by(Task.task_id)).all()),
-        final_stage_only=final_stage_only(s))
+        model_costs=[m for m in model_costs(s) if m.model not in out.models],
+        grader_cost=grader_cost(s, config_id=config.id),
+        answers=[a for a in answers(s, reveal=reveal) if a.response_id not in out.responses],
+        tasks=[t for t in s.exec(select(Task).order_by(Task.task_id)) if t.task_id not in out.tasks],
+        final_stage_only={r: m for r, m in final_stage_only(s).items() if r not in out.responses},
+        retired=[RetiredItem(r.kind, r.item_id, r.reason, r.actor, r.at.isoformat())
+                 for r in items])
+
+
+def _kept(judged: list[Judged], responses: frozenset[str], graded_out: set[str]) -> list[Judged]:
+    """`judged` without the retired responses, and without the grades of retired grader runs
+    (a response judged by the experts too keeps their judgment)."""
+    kept = []
+    for j in judged:
+        if j.any.response_id in responses:
+            continue
+        if j.any.response_id in graded_out and j.grader is not None:
+            if j.experts is None:
+                continue
+            j = replace(j, grader=None)
+        kept.append(j)
+    return kept
 
 
 def build(s: Session, *, config_id: int | None = None, by: tuple[str, ...] = ("family", "level"),

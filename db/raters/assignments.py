@@ -27,6 +27,7 @@ from db.queries import fetch_in
 from db.raters.design import balanced_design, split_dev_heldout, stratified_sample
 from db.raters.response_flags import held
 from db.study.reference import require_reference_for_responses
+from db.study.retire import taken_out
 from errors import UserError, counted
 
 DESIGN = "raters.design"  # draws and assignments take turns on it (db.locks)
@@ -156,10 +157,11 @@ def plan_assignment(
             raise UserError(f"{name!r} is not an active expert")
     selected = _selected(s, selection)
     assigned, on_hold = set(s.exec(select(Assignment.response_id).distinct())), held(s)
-    items = sorted(r for r in selected if r not in assigned and r not in on_hold)
+    retired = taken_out(s).responses
+    items = sorted(r for r in selected if r not in assigned and r not in on_hold and r not in retired)
     if not items:
-        raise UserError(f"every item of {selection!r} is already assigned or waits for review "
-                        "on /admin")
+        raise UserError(f"every item of {selection!r} is already assigned, retired or waits "
+                        "for review on /admin")
     require_reference_for_responses(s, response_ids=items)
     counts = dict(s.exec(select(Assignment.rater_id, func.count())
                          .group_by(Assignment.rater_id)).all())

@@ -39,6 +39,7 @@ from db.study.reference import (
     missing_message,
     require_reference,
 )
+from db.study.retire import taken_out
 from db.text_limits import COMMENT, check_length
 from errors import UserError
 from rubric.scoring import SCORE_FIELDS as RUBRIC_SCORE_FIELDS
@@ -227,16 +228,19 @@ def queue(s: Session, *, rater_id: int) -> list[QueueEntry]:
     rater flagged the item (nothing about the response's source)."""
     rows = s.exec(
         select(Assignment.id, Assignment.position, Response.blind_code, ExpertScore.status,
-               Task.family, Task.level, ExpertScore.confidence, ExpertScore.draft)
+               Task.family, Task.level, ExpertScore.confidence, ExpertScore.draft,
+               Response.response_id)
         .join(Response, Response.response_id == Assignment.response_id)
         .join(Task, Task.task_id == Response.task_id)
         .join(ExpertScore, ExpertScore.assignment_id == Assignment.id, isouter=True)
         .where(Assignment.rater_id == rater_id)
         .order_by(Assignment.position)
     )
+    out = taken_out(s).responses  # a retired item leaves the queue unless it is scored
     return [QueueEntry(aid, pos, code, "new" if status is None else status, family, level,
                        _flagged(confidence, draft))
-            for aid, pos, code, status, family, level, confidence, draft in rows]
+            for aid, pos, code, status, family, level, confidence, draft, rid in rows
+            if status == "submitted" or rid not in out]
 
 
 def _flagged(confidence: int | None, draft: dict[str, Any] | None) -> bool:
@@ -263,6 +267,9 @@ def _assignment(s: Session, rater_id: int, assignment_id: int, *,
         raise UserError("this account is disabled")
     if rater.role != "expert":  # demoted while the page was open: its sessions ended
         raise UserError(f"this account is no longer an expert's (it is {rater.role!r})")
+    if a.response_id in taken_out(s).responses and (
+            (score := _score_row(s, a.id, lock=False)) is None or score.status != "submitted"):
+        raise UserError("this item is retired: it left your queue")
     return a
 
 

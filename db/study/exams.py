@@ -45,6 +45,7 @@ from db.queries import fetch_in
 from db.raters.response_flags import flag_new
 from db.study.cases import case_view, reference_fields
 from db.study.reference import has_reference
+from db.study.retire import check_task_ids, retired, taken_out
 from db.text_limits import ANSWER, NAME, check_length, model_name_problem
 from errors import UserError
 
@@ -146,7 +147,11 @@ def ensure_exam(s: Session, *, name: str, task_ids: list[str] | None = None,
                         "an exam's settings do not change: open a new exam under another name")
     if exam is None:
         if task_ids is None:
-            task_ids = list(s.exec(select(Task.task_id).order_by(Task.task_id)))
+            out = taken_out(s).tasks  # a retired task is not asked in a new exam
+            task_ids = [t for t in s.exec(select(Task.task_id).order_by(Task.task_id))
+                        if t not in out]
+        else:
+            check_task_ids(s, task_ids, f"exam {name!r}")
         if not task_ids:
             raise UserError(f"exam {name!r} has no tasks")
         exam = Exam(name=name, task_ids=list(task_ids), review=review)
@@ -363,11 +368,22 @@ def _answers(s: Session, attempt_id: int) -> dict[str, list[str]]:
     return answers
 
 
+def offered_task_ids(s: Session, *, exam: Exam, attempt_id: int) -> list[str]:
+    """The exam's tasks as the attempt asks them: without the tasks retired (with their case,
+    db.study.retire) when it began, i.e. at its first recorded answer, or now when it has none
+    yet. A begun attempt's tasks do not change under its taker."""
+    began = s.exec(select(func.min(StageAnswer.answered_at))
+                   .where(StageAnswer.attempt_id == attempt_id)).one()
+    out = taken_out(s, retired(s, as_of=began)).tasks
+    return [t for t in exam.task_ids if t not in out]
+
+
 def exam_tasks(s: Session, *, attempt: ExamAttempt) -> list[ExamTask]:
     exam = s.get(Exam, attempt.exam_id)
     answers = _answers(s, attempt.id)
     elsewhere = _answered_elsewhere(s, attempt, exam, answers)
-    tasks = [s.get(Task, task_id) for task_id in exam.task_ids]
+    tasks = [s.get(Task, task_id)
+             for task_id in offered_task_ids(s, exam=exam, attempt_id=attempt.id)]
     patient = patients(s, {t.case_id for t in tasks})
     out = []
     for position, task in enumerate(tasks):
@@ -482,9 +498,10 @@ def _enabled_taker(s: Session, attempt: ExamAttempt) -> None:
         raise UserError("this account is disabled")
 
 
-def _exam_task(s: Session, exam: Exam, task_id: str) -> Task:
-    if task_id not in exam.task_ids:
-        raise UserError(f"task {task_id!r} is not part of this exam")
+def _exam_task(s: Session, exam: Exam, task_id: str, attempt_id: int) -> Task:
+    if task_id not in offered_task_ids(s, exam=exam, attempt_id=attempt_id):
+        raise UserError(f"task {task_id!r} is not part of this exam"
+                        + (" (it is retired)" if task_id in exam.task_ids else ""))
     return s.get(Task, task_id)
 
 
@@ -515,7 +532,8 @@ def answer_stage(s: Session, *, attempt: ExamAttempt, task_id: str, text: str,
     _enabled_taker(s, current)
     _taker_turn(s, current.user_id)  # their tabs of other exams, and reviews, queue too
     exam = _open_exam(s, current.exam_id)
-    task = _exam_task(s, exam, task_id)
+    task = _exam_task(s, exam, task_id, current.id)
+    offered = offered_task_ids(s, exam=exam, attempt_id=current.id)
     stage = _next_stage(s, current, task, stage)
     answers = _answers(s, current.id)
     elsewhere = _answered_elsewhere(s, current, exam, answers)
@@ -523,9 +541,9 @@ def answer_stage(s: Session, *, attempt: ExamAttempt, task_id: str, text: str,
         raise UserError(f"in the exam {elsewhere[task_id]!r} you answered this task, or saw "
                         "more of its case (a later stage, or its reference answer); a task is "
                         "answered once, before more of its case is known")
-    tasks = [s.get(Task, t) for t in exam.task_ids]
-    if stage and (waiting := _waiting_for(tasks, answers, exam.task_ids.index(task_id),
-                                          elsewhere, patients(s, {t.case_id for t in tasks}))):
+    tasks = [s.get(Task, t) for t in offered]
+    if stage and (waiting := _waiting_for(tasks, answers, offered.index(task_id), elsewhere,
+                                          patients(s, {t.case_id for t in tasks}))):
         raise UserError(f"stage {stage + 1} of this task is revealed once task"
                         f"{'s' if len(waiting) > 1 else ''} {', '.join(map(str, waiting))} of "
                         "this exam, about the same patient, "
@@ -548,7 +566,7 @@ def save_draft(s: Session, *, attempt: ExamAttempt, task_id: str, text: str,
     check_length("the answer", text, ANSWER)
     current = _locked_attempt(s, attempt.id)
     _enabled_taker(s, current)
-    task = _exam_task(s, _open_exam(s, current.exam_id), task_id)
+    task = _exam_task(s, _open_exam(s, current.exam_id), task_id, current.id)
     if stage is not None:
         _next_stage(s, current, task, stage)
     current.drafts = {**(current.drafts or {}), task_id: text}
@@ -602,7 +620,8 @@ def review_tasks(s: Session, *, attempt: ExamAttempt) -> list[ReviewTask]:
         raise UserError("finish the exam to review it")
     answers = _answers(s, attempt.id)
     pending = _still_to_answer(s, exam=exam, user_id=attempt.user_id)
-    tasks = [s.get(Task, task_id) for task_id in exam.task_ids]
+    tasks = [s.get(Task, task_id)
+             for task_id in offered_task_ids(s, exam=exam, attempt_id=attempt.id)]
     patient = patients(s, {t.case_id for t in tasks})
     out, shown = [], []
     for task in tasks:

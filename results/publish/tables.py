@@ -206,6 +206,14 @@ def tables(results: Results) -> list[Table]:
             "A model's answers: every task of the study x its samples per task (the most it "
             "has on any task); a human group's: its responses. Missing: no response, or not "
             f"graded by grader config #{r.grader['id']}. Rows stand on {r.view}."))
+    if r.retired:
+        out.append(Table(
+            "retired", "Retired: left out of every table",
+            ["kind", "item", "reason", "by", "at"],
+            [[x.kind, x.item_id, x.reason, x.actor, x.at] for x in r.retired],
+            "Retired with nmb retire (a case takes its tasks and their responses, a model or a "
+            "collection run its responses, a grader run its grades); their scores stay in the "
+            "database and in the exports, marked in the column 'retired'."))
     if r.comparisons:
         out.append(compare_table(r.comparisons, r))
     return out

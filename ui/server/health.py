@@ -1,5 +1,5 @@
 """`GET /<prefix>/healthz`: whether this server can serve the study, for a load balancer, a
-container's health check or a monitor. 200 `{"status": "ok", "db_revision": "0016"}` after one
+container's health check or a monitor. 200 `{"status": "ok", "db_revision": "0020"}` after one
 cheap query (the database's migration revision, here the newest); 503 `{"status":
 "unavailable", ...}` when the database cannot be reached within `TIMEOUT` seconds or is not
 at `db.engine.HEAD_REVISION`. It tells nothing else (no counts, names, paths or settings) and

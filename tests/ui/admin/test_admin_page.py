@@ -11,7 +11,7 @@ from sqlmodel import select
 
 from db.bundle.importer import import_bundle
 from db.engine import session
-from db.models import Case, User
+from db.models import AuditLog, Case, User
 from db.users import add_user
 from tests.apptest import app, make_user, page, page_payload
 from tests.factories import make_study
@@ -48,6 +48,38 @@ def test_the_export_section_stays_open_after_prepare_export(sqlite_url: str) -> 
     [download] = at.get("download_button")
     assert download.label == "Download 4 rows"  # two tasks, two models
     assert not at.get("file_uploader")
+
+
+@pytest.mark.slow
+def test_the_retire_section_retires_lists_and_restores_with_its_audit_row(sqlite_url: str
+                                                                         ) -> None:
+    with session() as s:
+        make_study(s, n_tasks=2)
+    at = page("pages/admin.py", make_user("root", "admin"))
+    at.query_params["section"] = "Retire"
+    at.run()
+
+    def submit(button: str, kind: str, item: str, reason: str) -> None:
+        at.selectbox[0].set_value(kind)
+        next(t for t in at.text_input if t.label.startswith("Id")).input(item)
+        next(t for t in at.text_input if t.label.startswith("Reason")).input(reason)
+        next(b for b in at.button if b.label == button).click().run()
+        assert not at.exception, at.exception
+
+    submit("Retire", "case", "nope", "x")
+    assert [e.value for e in at.error] == ["no case 'nope' in this study"]
+    submit("Retire", "case", "case0", "wrong scan")
+    table = at.dataframe[-1]  # below the study's counts
+    assert len(at.dataframe) == 2 and table.value[["kind", "item", "reason", "by"]].values.tolist() == [
+        ["case", "case0", "wrong scan", "root"]]
+    submit("Restore", "case", "case0", "checked")
+    assert len(at.dataframe) == 1 and not at.error
+    assert any(c.value == "Nothing is retired." for c in at.caption)
+    with session() as s:
+        assert [(a.action, a.actor, a.detail["item"]) for a in s.exec(
+            select(AuditLog).where(AuditLog.action.in_(["retire", "unretire"]))
+            .order_by(AuditLog.id))] == [("retire", "root", "case0"),
+                                         ("unretire", "root", "case0")]
 
 
 @pytest.mark.slow
@@ -146,7 +178,7 @@ def _admin(name: str) -> LoggedIn:
 def test_every_section_renders_on_the_demo_study(demo_study: Path) -> None:
     admin = _admin("demo-admin")
     for section in ("Import a bundle", "Model names", "Cases", "Users", "Assignments", "Exams",
-                    "Export"):
+                    "Retire", "Export"):
         at = page("pages/admin.py", admin)
         at.query_params["section"] = section
         at.run()
