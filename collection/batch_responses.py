@@ -27,7 +27,8 @@ from sqlmodel import Session
 
 from db.bundle.errors import Problem
 from db.bundle.validate import read_jsonl
-from db.sources.responses import Answer, Reader, ResponsesSummary, _cap, import_responses
+from db.sources.answers import Answer, Reader, cap
+from db.sources.responses import ResponsesSummary, import_responses
 from db.text_limits import model_name_problem
 from llm.call import CallResult, server_text
 from llm.model_call import answer_text, batch_outcome
@@ -195,7 +196,7 @@ def _batch_problem(entry: Any) -> str | None:
 
 def read_batch_output(path: Path, problems: list[Problem]) -> list[Answer]:
     """The answers (and failures) of a Batch API output file, one per line."""
-    if not _cap(path, problems):
+    if not cap(path, problems):
         return []
     out = []
     for n, entry, why in read_jsonl(path, path.name, problems):
@@ -228,7 +229,7 @@ def _line_answer(path: Path, n: int, position: int, obj: dict) -> Answer:
 
 def _lines(path: Path, problems: list[Problem], read: Any) -> list[Answer]:
     """`read(obj, answer)` (a problem text, or None having filled `answer`) on every line."""
-    if not _cap(path, problems):
+    if not cap(path, problems):
         return []
     out = []
     for position, (n, obj, why) in enumerate(read_jsonl(path, path.name, problems)):

@@ -28,7 +28,6 @@ import csv
 import hashlib
 import io
 import json
-import re
 import zipfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -41,19 +40,16 @@ from db.bundle.importer import FORMAT, BundleInvalid, ImportSummary, Problem, im
 from db.bundle.records import show
 from db.bundle.store import Workspace
 from db.bundle.validate import (
-    MAX_TEXT_FILE_BYTES,
-    read_json,
     read_jsonl,
-    unknown_tasks_message,
 )
 from db.models import CollectionFailure, CollectionRun, Task, utcnow
 from db.queries import fetch_in
-from errors import UserError, counted, escape_unprintable, one_line, read_at_most
+from db.sources.answers import Answer, Reader, cap, number, read_capped, row_of, shown
+from db.sources.task_keys import TaskKey, key_text, lookup, match_tasks
+from errors import UserError, counted, escape_unprintable, one_line
 
 SOURCES = ("nmb", "openai-batch", "chat-completions", "ollama", "vlmevalkit", "lm-eval",
            "lmms-eval")
-#: A response file larger than this is refused before it is read.
-MAX_FILE_BYTES = MAX_TEXT_FILE_BYTES
 #: An .xlsx is a zip: refused when its parts unpack to more than this, or to more than 100x
 #: its size where that is over 64 MiB.
 MAX_XLSX_UNZIPPED = 512 * 2**20
@@ -69,24 +65,8 @@ MAX_COLUMNS = 256
 _TSV_FIELD_LIMIT = 4 * 2**20
 
 
-@dataclass
-class Answer:
-    """One answer read from a harness file, before it is matched to a task."""
-
-    where: str  # "preds.xlsx row 3", "batch.jsonl:4"
-    keys: dict[str, Any]  # every field a task-key rule may read: {"index": 3, "question": ...}
-    default_key: str  # the field the default rule reads
-    native_key: str = ""  # the format's own key, which a map rule looks up (default_key if "")
-    model: str | None = None
-    text: str | None = None  # None with `failure`
-    usage: dict[str, int] | None = None
-    failure: str | None = None  # a Batch error line: recorded as a failure
-    variant: str | None = None  # the lm-eval filter whose line it was read from
-    positional: bool = False  # the default key is a position (index, doc_id, line), no task id
-    repeat: bool = False  # an lm-eval line without a filter name repeating a document's answers
 
 
-Reader = Callable[[Path, list[Problem]], list[Answer]]
 
 
 @dataclass
@@ -115,8 +95,8 @@ class ResponsesSummary:
             out += (f"; {counted(self.failures, 'failed answer')} recorded as collection "
                     "failures (not responses)")
         if self.other_filters:
-            others = ", ".join(_shown(f) for f in self.other_filters)
-            out += (f"; filter {_shown(self.filter or '')} read, not {others} (the file's lines "
+            others = ", ".join(shown(f) for f in self.other_filters)
+            out += (f"; filter {shown(self.filter or '')} read, not {others} (the file's lines "
                     "under each filter hold the same answers; --filter NAME to name another)")
         if self.repeated_lines:
             out += (f"; {counted(self.repeated_lines, 'line')} repeating a document's answers "
@@ -127,225 +107,30 @@ class ResponsesSummary:
         return out
 
 
-def _shown(text: str) -> str:
-    """A name from a file (a filter's), safe to print on one line."""
-    return escape_unprintable(one_line(text, 60))
 
 
 # ---------------------------------------------------------------- task keys
 
 
-@dataclass(frozen=True)
-class TaskKey:
-    """How an answer finds its task (`--task-key`):
-
-    - `field:NAME`: the value of field (or column) NAME is the task id;
-    - `map:FILE.json`: the format's own key (custom_id, index, doc_id, a bare line's
-      position), looked up in a JSON object {key: task_id} (the key map);
-    - `order:TASKS`: the format's own key is a row number, counted from 0, of the task file the
-      harness was given: a `tasks.jsonl` (a bundle's or a package's: one object with task_id
-      per line) or a text file of task ids, one per line (blank lines skipped);
-    - `prompt`: the answer's question text equals the prompt of exactly one task (surrounding
-      blanks ignored);
-    - absent: the format's default key is the task id (docs/bundle-format.md).
-    """
-
-    kind: str = "default"  # default | field | map | order | prompt
-    name: str = ""  # field name, or the map's or task file's path
-    mapping: dict[str, str] = field(default_factory=dict, compare=False)
-
-    @classmethod
-    def parse(cls, rule: str | None) -> "TaskKey":
-        if not rule:
-            return cls()
-        if rule == "prompt":
-            return cls("prompt")
-        kind, _, name = rule.partition(":")
-        if kind == "field" and name:
-            return cls("field", name)
-        if kind == "map" and name:
-            problems: list[Problem] = []
-            data = read_json(Path(name), Path(name).name, problems)
-            if problems:
-                raise UserError(f"--task-key {rule}: {problems[0]}")
-            if not isinstance(data, dict) or not all(isinstance(v, str) for v in data.values()):
-                raise UserError(f"--task-key {rule}: {Path(name).name} is not a JSON object "
-                                "of task ids ({\"key\": \"task_id\", ...})")
-            return cls("map", name, data)
-        if kind == "order" and name:
-            return cls("order", name, {str(i): t for i, t in enumerate(_task_rows(Path(name),
-                                                                                  rule))})
-        raise UserError(f"--task-key {rule!r} is not field:NAME, map:FILE.json, order:TASKS "
-                        "or prompt")
 
 
-def _task_rows(path: Path, rule: str) -> list[str]:
-    """The task ids of a task file, in its row order (`TaskKey` `order:`); UserError naming
-    the file and line of the first problem."""
-    problems: list[Problem] = []
-    if path.suffix.lower() == ".jsonl":
-        rows = []
-        for n, obj, why in read_jsonl(path, path.name, problems):
-            tid = obj.get("task_id") if isinstance(obj, dict) and not why else None
-            if not isinstance(tid, str) or not tid.strip():
-                raise UserError(f"--task-key {rule}: {path.name}:{n}: has no task_id (a task "
-                                "file's lines are tasks, as a bundle's tasks.jsonl)")
-            rows.append(tid)
-    else:
-        data = _read_capped(path, problems) if _cap(path, problems) else None
-        try:
-            text = data.decode("utf-8-sig") if data is not None else None
-        except UnicodeDecodeError:
-            raise UserError(f"--task-key {rule}: {path.name}: not UTF-8 text") from None
-        rows = [line.strip() for line in (text or "").splitlines() if line.strip()]
-    if problems:
-        raise UserError(f"--task-key {rule}: {problems[0]}")
-    if not rows:
-        raise UserError(f"--task-key {rule}: {path.name} holds no task")
-    return rows
 
 
-def _key_text(v: Any) -> str | None:
-    if isinstance(v, bool) or v is None:
-        return None
-    if isinstance(v, float) and v.is_integer():
-        v = int(v)  # a spreadsheet's 3.0 is the index 3
-    return str(v) if isinstance(v, str | int | float) else None
 
 
-def _lookup(keys: dict[str, Any], name: str) -> Any:
-    """`name` in `keys`, or a dotted path into nested objects (`doc.task_id`)."""
-    if name in keys:
-        return keys[name]
-    v: Any = keys
-    for part in name.split("."):
-        if not isinstance(v, dict) or part not in v:
-            return None
-        v = v[part]
-    return v
 
 
-def match_tasks(s: Session, answers: list[Answer], rule: TaskKey, label: str,
-                problems: list[Problem]) -> list[str | None]:
-    """The task id of each answer (None where it has none); unknown and ambiguous keys are
-    one problem line each, listing them all."""
-    prompts: dict[str, list[str]] = {}
-    if rule.kind == "prompt":
-        for tid, prompt in s.exec(select(Task.task_id, Task.prompt)):
-            prompts.setdefault(prompt.strip(), []).append(tid)
-    raw: list[str | None] = []
-    missing: list[str] = []
-    ambiguous: dict[str, list[str]] = {}
-    unmapped: dict[str, list[int]] = {}
-    for a in answers:
-        if rule.kind == "prompt":
-            q = a.keys.get("question")
-            hits = prompts.get(q.strip(), []) if isinstance(q, str) else []
-            if len(hits) > 1:
-                ambiguous.setdefault(one_line(q, 60), []).append(a.where)
-            elif not hits:
-                unmapped.setdefault(one_line(q, 60) if isinstance(q, str) else "(no question)",
-                                    []).append(_row(a))
-            raw.append(hits[0] if len(hits) == 1 else None)
-            continue
-        native = a.native_key or a.default_key
-        name = {"field": rule.name, "map": native, "order": native}.get(rule.kind, a.default_key)
-        key = _key_text(_lookup(a.keys, name))
-        if key is None:
-            missing.append(a.where)
-            raw.append(None)
-        elif rule.kind in ("map", "order"):
-            if key not in rule.mapping:
-                unmapped.setdefault(key, []).append(_row(a))
-            raw.append(rule.mapping.get(key))
-        else:
-            raw.append(key)
-    if missing:
-        first = answers[0]
-        name = {"field": rule.name, "map": first.native_key or first.default_key,
-                "order": first.native_key or first.default_key}.get(rule.kind, first.default_key)
-        problems.append(Problem(label, None, f"{counted(len(missing), 'answer')} "
-                                f"{'has' if len(missing) == 1 else 'have'} no task key {name} "
-                                f"(first: {missing[0]}); see --task-key"))
-    if ambiguous:
-        shown = "; ".join(f"{q!r} ({', '.join(w[:3])})" for q, w in list(ambiguous.items())[:10])
-        problems.append(Problem(label, None, f"{counted(len(ambiguous), 'question')} "
-                                f"{'is' if len(ambiguous) == 1 else 'are'} the prompt of "
-                                f"more than one task, which the prompt cannot tell apart: "
-                                f"{shown}; use --task-key order:TASKS (the row order of the "
-                                "task file the harness was given), map:FILE.json or field:NAME"))
-    if unmapped and rule.kind == "order":
-        keys = list(unmapped)
-        problems.append(Problem(label, None, f"{counted(len(keys), 'key')} "
-                                f"{'is' if len(keys) == 1 else 'are'} not a row of "
-                                f"{Path(rule.name).name} (rows 0 to {len(rule.mapping) - 1}): "
-                                + ", ".join(f"{k!r}" for k in keys[:20])
-                                + (f" and {len(keys) - 20} more" if len(keys) > 20 else "")))
-        unmapped = {}
-    if unmapped:
-        where = "in " + Path(rule.name).name if rule.kind == "map" else "among the task prompts"
-        problems.append(Problem(label, None, f"{counted(len(unmapped), 'key')} "
-                                f"{'is' if len(unmapped) == 1 else 'are'} not {where}: "
-                                + ", ".join(f"{k!r}" for k in list(unmapped)[:20])
-                                + (f" and {len(unmapped) - 20} more" if len(unmapped) > 20
-                                   else "")))
-    known = set(fetch_in(s, Task.task_id, {t for t in raw if t is not None}, Task.task_id))
-    unknown: dict[str, list[int]] = {}
-    for a, tid in zip(answers, raw, strict=True):
-        if tid is not None and tid not in known:
-            unknown.setdefault(tid, []).append(_row(a))
-    if unknown:
-        hint = ""
-        if rule.kind == "default" and all(a.positional for a in answers) and all(
-                t.isdigit() for t in unknown):
-            hint = (f"; these {answers[0].default_key} values look like row numbers, not "
-                    "task ids: --task-key order:TASKS reads them as rows (from 0) of the task "
-                    "file the harness was given, map:FILE.json through a key map")
-        problems.append(Problem(label, None, unknown_tasks_message(unknown, "row") + hint))
-    return [t if t in known else None for t in raw]
 
 
-def _row(a: Answer) -> int:
-    """The row or line number at the end of `a.where`."""
-    return _number(a.where)
 
 
-def _number(where: str) -> int:
-    """The row or line number at the end of `where` ("preds.tsv row 3", "batch.jsonl:4")."""
-    digits = re.findall(r"\d+", where)
-    return int(digits[-1]) if digits else 0
 
 
 # ---------------------------------------------------------------- readers
 
 
-def _cap(path: Path, problems: list[Problem], limit: int | None = None) -> bool:
-    """False (a problem said) when `path` cannot be read or is over `limit` (MAX_FILE_BYTES)."""
-    limit = MAX_FILE_BYTES if limit is None else limit
-    try:
-        size = path.stat().st_size
-    except OSError as e:
-        problems.append(Problem(path.name, None, f"cannot read: {e.strerror or e}"))
-        return False
-    if size > limit:
-        problems.append(Problem(path.name, None, f"is {size:,} bytes, more than the limit of "
-                                                 f"{limit:,}"))
-        return False
-    return True
 
 
-def _read_capped(path: Path, problems: list[Problem]) -> bytes | None:
-    """The bytes of `path`, read at most up to MAX_FILE_BYTES (a device or a pipe reports no
-    size); None (a problem said) when it holds more or cannot be read."""
-    try:
-        data = read_at_most(path, MAX_FILE_BYTES)
-    except OSError as e:
-        problems.append(Problem(path.name, None, f"cannot read: {e.strerror or e}"))
-        return None
-    if data is None:
-        problems.append(Problem(path.name, None, f"is more than the limit of "
-                                                 f"{MAX_FILE_BYTES:,} bytes"))
-    return data
 
 
 def read_nmb(path: Path, problems: list[Problem]) -> list[Answer]:
@@ -363,7 +148,7 @@ def read_lm_eval(path: Path, problems: list[Problem]) -> list[Answer]:
     keeps one filter's). A line without a filter name that repeats an earlier line's doc_id
     and answers is that document under a further filter (`Answer.repeat`: read once).
     Default key: `doc.task_id`, else `doc_id`."""
-    if not _cap(path, problems):
+    if not cap(path, problems):
         return []
     out = []
     unnamed: dict[str, Any] = {}  # doc_id -> resps of the lines without a filter name
@@ -391,7 +176,7 @@ def read_lm_eval(path: Path, problems: list[Problem]) -> list[Answer]:
                 "question": doc.get("question") if isinstance(doc.get("question"), str) else None}
         default = "doc.task_id" if isinstance(doc.get("task_id"), str) else "doc_id"
         repeat = False
-        if variant is None and (doc_key := _key_text(obj["doc_id"])) is not None:
+        if variant is None and (doc_key := key_text(obj["doc_id"])) is not None:
             repeat = unnamed.get(doc_key) == texts
             unnamed.setdefault(doc_key, texts)
         out += [Answer(where, keys, default, "doc_id", text=t, variant=variant,
@@ -407,7 +192,7 @@ def _xlsx_rows(path: Path, problems: list[Problem]) -> list[tuple[int, list]] | 
     Read-only openpyxl pads every row it yields to `max_col`, else to the width the sheet
     declares (`<dimension>`) or to its last cell: bounded here by the header's width, so a
     cell at column XFD or a declared A1:XFD1048576 costs nothing."""
-    if (data := _read_capped(path, problems)) is None:
+    if (data := read_capped(path, problems)) is None:
         return None
     workbook = io.BytesIO(data)
     try:
@@ -477,7 +262,7 @@ def _xlsx_rows(path: Path, problems: list[Problem]) -> list[tuple[int, list]] | 
 
 def _tsv_rows(path: Path, problems: list[Problem]) -> list[tuple[int, list]] | None:
     csv.field_size_limit(_TSV_FIELD_LIMIT)
-    if (data := _read_capped(path, problems)) is None:
+    if (data := read_capped(path, problems)) is None:
         return None
     try:
         with io.StringIO(data.decode("utf-8-sig"), newline="") as f:
@@ -508,7 +293,7 @@ def read_vlmevalkit(path: Path, problems: list[Problem]) -> list[Answer]:
     """A VLMEvalKit prediction file (`<model>_<dataset>.xlsx` or `.tsv`): a header row with at
     least `index` and `prediction` (and `question` for `--task-key prompt`); one answer per
     row. Default key: a `task_id` column, else `index`. Cells hold text or numbers only."""
-    if not _cap(path, problems):
+    if not cap(path, problems):
         return []
     suffix = path.suffix.lower()
     if suffix not in (".xlsx", ".tsv"):
@@ -540,7 +325,7 @@ def read_vlmevalkit(path: Path, problems: list[Problem]) -> list[Answer]:
                                     f"{type(cells[bad[0]]).__name__}, not text or a number"))
             continue
         prediction = cells.get("prediction")
-        text = "" if prediction is None else _key_text(prediction) or str(prediction)
+        text = "" if prediction is None else key_text(prediction) or str(prediction)
         out.append(Answer(f"{path.name} row {n}", cells, default, "index", text=text,
                           positional=default == "index"))
     return out
@@ -589,9 +374,9 @@ def choose_filter(answers: list[Answer], name: str | None, label: str
                         f"{first}): one lm-eval run per file")
     named = [f for f in filters if f is not None]
     if name is not None and name not in named:
-        holds = (f"has the filters {', '.join(_shown(f) for f in named)}" if named
+        holds = (f"has the filters {', '.join(shown(f) for f in named)}" if named
                  else "names no filter (its lines have no filter field)")
-        raise UserError(f"--filter {_shown(name)}: {label} {holds}")
+        raise UserError(f"--filter {shown(name)}: {label} {holds}")
     if not named:
         return answers, None, []
     chosen = name if name is not None else named[0]
@@ -605,7 +390,7 @@ def answered_twice(answers: list[Answer], models: list[str], label: str) -> Prob
     answer given twice (two filters, two runs in one file), which would count twice."""
     lines: dict[tuple[str, str], dict[str, None]] = {}
     for a, who in zip(answers, models, strict=True):
-        key = _key_text(_lookup(a.keys, a.native_key or a.default_key))
+        key = key_text(lookup(a.keys, a.native_key or a.default_key))
         if key is not None:
             lines.setdefault((who, key), {})[a.where] = None
     twice = {k: list(w) for k, w in lines.items() if len(w) > 1}
@@ -617,7 +402,7 @@ def answered_twice(answers: list[Answer], models: list[str], label: str) -> Prob
 
     def named(who: str, key: str, where: list[str]) -> str:
         of = f" of {show(who)}" if several_models else ""
-        at = ", ".join(str(_number(w)) for w in where[:3]) + (", ..." if len(where) > 3 else "")
+        at = ", ".join(str(number(w)) for w in where[:3]) + (", ..." if len(where) > 3 else "")
         return f"{show(key)}{of} ({word}s {at})"
 
     shown = "; ".join(named(who, key, where) for (who, key), where in list(twice.items())[:5])
@@ -710,7 +495,7 @@ def import_responses(s: Session, path: Path, *, source: str, model: str | None =
     one_text = {}  # staged task -> rows that answer it with one text
     for a, tid in zip(answers, tasks, strict=True):
         if tid in stages and a.failure is None:
-            one_text.setdefault(tid, []).append(_row(a))
+            one_text.setdefault(tid, []).append(row_of(a))
     if one_text and not final_stage_only:
         n = sum(map(len, one_text.values()))
         shown = ", ".join(f"{show(t)} ({_at(w)})" for t, w in list(one_text.items())[:5])
@@ -791,7 +576,7 @@ def _import_nmb(s: Session, path: Path, *, dry_run: bool, actor: str | None,
         root = ws.path / "responses"
         root.mkdir()
         problems: list[Problem] = []
-        if not _cap(path, problems) or (data := _read_capped(path, problems)) is None:
+        if not cap(path, problems) or (data := read_capped(path, problems)) is None:
             raise BundleInvalid(path.name, problems)
         if not data.strip():  # as the harness formats: an empty file is no import of nothing
             raise BundleInvalid(path.name, [Problem(path.name, None, "holds no answer")])

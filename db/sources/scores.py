@@ -33,7 +33,7 @@ from db.models import Assignment, AssignmentDesign, ExpertScore, Response, Task,
 from db.raters.assignments import DESIGN
 from db.raters.scoring import record_submission
 from db.rubrics import ensure_rubric, rubric_by_hash
-from db.sources.responses import _read_capped
+from db.sources.answers import read_capped
 from db.study.reference import has_reference, judged_against
 from errors import UserError, counted
 from rubric import Rubric
@@ -112,7 +112,7 @@ def rubric_in_force(s: Session, *, actor: str | None = None) -> Rubric:
 
 def _rows(path: Path, problems: list[Problem]) -> list[tuple[int, dict[str, str]]]:
     """The file's rows with their line numbers, once its columns are the format's."""
-    data = _read_capped(path, problems)
+    data = read_capped(path, problems)
     if data is None:
         return []
     try:

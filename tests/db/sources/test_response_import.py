@@ -15,6 +15,7 @@ from collection.batch_responses import import_harness_responses
 from db.bundle.importer import BundleInvalid, import_bundle
 from db.engine import engine_for
 from db.models import CollectionFailure, Response, ResponseFlag
+from db.sources import answers
 from db.sources import responses as response_import
 from tests.db.bundle.bundles import snapshot, write_bundle, write_jsonl
 
@@ -224,7 +225,7 @@ def test_vlmevalkit_refusals(study: str, tmp_path: Path, monkeypatch) -> None:
     twice.write_text("index\tprediction\tprediction\nt1\tStroke.\tMS.\n")
     assert _refused(study, twice, "vlmevalkit", model="m") == [
         "twice.tsv: has the column prediction twice"]
-    monkeypatch.setattr(response_import, "MAX_FILE_BYTES", 10)
+    monkeypatch.setattr(answers, "MAX_FILE_BYTES", 10)
     big = tmp_path / "big.tsv"
     big.write_text("index\tprediction\nt1\t" + "x" * 100 + "\n")
     assert _refused(study, big, "vlmevalkit", model="m") == [
