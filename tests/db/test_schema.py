@@ -78,7 +78,6 @@ def _rows_of_every_vocabulary(s: Session) -> dict[str, int]:
 
     rid = make_study(s, n_tasks=1, experts=1)[0]
     rubric = ensure_rubric(s, "neurology-v1").content_hash
-    # as stored at 0012 (the model has columns added since: 0018's `model`)
     s.execute(text("INSERT INTO assignmentdesign (rubric_hash, selection, overlap, seed, "
                    "created_at) VALUES (:rubric, 'all', 1, 0, CURRENT_TIMESTAMP)"),
               {"rubric": rubric})
@@ -113,10 +112,10 @@ def test_closed_vocabularies_are_checked_and_the_migration_keeps_every_row(
     refused."""
     from db.engine import alembic_config, upgrade
 
-    command.downgrade(alembic_config(database_url), "0012")  # the revision before 0013
     eng = engine_for(database_url)
-    with Session(eng) as s:
+    with Session(eng) as s:  # written at the head revision, then taken down to 0012 with them
         before = _rows_of_every_vocabulary(s)
+    command.downgrade(alembic_config(database_url), "0012")  # the revision before 0013
     upgrade(database_url)
     with Session(eng) as s:
         after = {t: s.exec(text(f"SELECT count(*) FROM {t}")).one()[0] for t in before}
