@@ -2,7 +2,12 @@
 server (`serve.py` under `streamlit run`, uvicorn in front): the TCP peer, and the client named
 in X-Forwarded-For only when the peer is a trusted proxy (`NMB_TRUSTED_PROXIES`)."""
 
+import contextlib
+import socket
+import threading
+from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 from sqlmodel import Session, select
@@ -14,10 +19,9 @@ from tests.browser.conftest import streamlit_app, wait_until
 pytestmark = pytest.mark.browser
 
 
-def _failed_login(browser, url: str, name: str, headers: dict[str, str]) -> None:
-    """A wrong password for `name` from a browser that sends `headers` with every request
-    (the page's WebSocket included)."""
-    context = browser.new_context(extra_http_headers=headers)
+def _failed_login(browser, url: str, name: str) -> None:
+    """A wrong password for `name`, typed in a browser at `url`."""
+    context = browser.new_context()
     page = context.new_page()
     page.goto(url)
     page.get_by_role("textbox", name="Username").fill(name)
@@ -41,17 +45,56 @@ def test_a_local_browser_is_counted_by_its_own_address_whatever_it_claims(
         browser, tmp_path: Path) -> None:
     """From localhost the client was unknown (st.context.ip_address is None), and uvicorn
     believed any X-Forwarded-For a local connection sent."""
-    with streamlit_app(tmp_path, env={"NMB_TRUSTED_PROXIES": ""}) as url:
-        _failed_login(browser, url, "spoof-1", SPOOF)
+    spoof = "\r\n".join(f"{k}: {v}" for k, v in SPOOF.items()).encode()
+    with streamlit_app(tmp_path, env={"NMB_TRUSTED_PROXIES": ""}) as url, _proxy(url, spoof) as via:
+        _failed_login(browser, via, "spoof-1")
         wait_until(lambda: _clients(tmp_path, "spoof-1"), "the failure counted")
         assert _clients(tmp_path, "spoof-1") == ["127.0.0.1"]
 
 
+@contextlib.contextmanager
+def _proxy(url: str, header: bytes) -> Iterator[str]:
+    """A proxy on 127.0.0.1 in front of `url` that adds `header` to the first request of each
+    connection (the page's WebSocket handshake among them), as a reverse proxy appends
+    X-Forwarded-For; Chromium does not send a context's extra headers on a WebSocket."""
+    target = urlsplit(url)
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def pipe(src: socket.socket, dst: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while data := src.recv(65536):
+                dst.sendall(data)
+        with contextlib.suppress(OSError):
+            dst.shutdown(socket.SHUT_WR)
+
+    def serve(client: socket.socket) -> None:
+        head = b""
+        while b"\r\n\r\n" not in head and (chunk := client.recv(65536)):
+            head += chunk
+        first, _, rest = head.partition(b"\r\n")
+        upstream = socket.create_connection((target.hostname, target.port))
+        upstream.sendall(first + b"\r\n" + header + b"\r\n" + rest)
+        threading.Thread(target=pipe, args=(upstream, client), daemon=True).start()
+        pipe(client, upstream)
+
+    def accept() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                threading.Thread(target=serve, args=(listener.accept()[0],), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}{target.path}"
+    finally:
+        listener.close()
+
+
 def test_behind_a_trusted_proxy_the_client_it_names_is_counted(browser, tmp_path: Path) -> None:
-    """The browser plays the proxy on 127.0.0.1: the right-most address it appended is the
-    client, what was left of it (written by the client) is not."""
-    with streamlit_app(tmp_path, env={"NMB_TRUSTED_PROXIES": "127.0.0.1, ::1"}) as url:
-        _failed_login(browser, url, "proxied-1", {
-            "X-Forwarded-For": "198.51.100.1, 203.0.113.7", "X-NMB-Peer": "198.51.100.2"})
+    """A proxy on 127.0.0.1 appends the client's address: the right-most address it appended is
+    the client, what was left of it (written by the client) is not."""
+    xff = b"X-Forwarded-For: 198.51.100.1, 203.0.113.7\r\nX-NMB-Peer: 198.51.100.2"
+    with (streamlit_app(tmp_path, env={"NMB_TRUSTED_PROXIES": "127.0.0.1, ::1"}) as url,
+          _proxy(url, xff) as proxied):
+        _failed_login(browser, proxied, "proxied-1")
         wait_until(lambda: _clients(tmp_path, "proxied-1"), "the failure counted")
         assert _clients(tmp_path, "proxied-1") == ["203.0.113.7"]
