@@ -123,3 +123,15 @@ def test_no_page_is_named_like_a_room() -> None:
     """A page runs with pages/ first on sys.path (AppTest): pages/results.py would be imported
     as the package `results` by any page that imports it."""
     assert {p.stem for p in (ROOT / "pages").glob("*.py")} & set(MAY_IMPORT) == set()
+
+
+def test_every_package_room_is_installed() -> None:
+    """`pip install` ships every room that is a package: an editable install maps only the
+    packages pyproject.toml lists, so a room left out works from the checkout (`python -m
+    cli`) and fails from the installed `nmb`."""
+    import tomllib
+
+    find = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    listed = {name.removesuffix("*") for name in find["find"]["include"]}
+    rooms = {p.parent.name for p in ROOT.glob("*/__init__.py")} - {"tests", "benchmarks"}
+    assert rooms - listed == set()
