@@ -72,5 +72,5 @@ def test_a_protocol_registered_while_a_look_is_taken_is_refused_or_judges_it(
         in_force = protocol.current(s)
         assert look.protocol_id == in_force.id, (done, look.protocol_id, in_force.id)
         assert calibrate.looks_taken(s, protocol_id=in_force.id) == 1
-    if "registered" not in done:
-        assert "a held-out report exists" in done[-1], done
+    if "registered" not in done:  # refused once the look committed (the threads may append
+        assert any("a held-out report exists" in d for d in done), done  # in either order)
