@@ -33,7 +33,13 @@ def _run(source: str, paths: list[str], options: "Options", json: bool) -> None:
             summary = run_import(s, source, [Path(p) for p in paths], options)
     except BundleInvalid as e:
         _refused(e)
-    print_json(summary.as_dict()) if json else print(summary)
+    if json:
+        print_json(summary.as_dict())
+        return
+    print(summary)
+    imported = getattr(summary, "imported", summary)  # a converter's summary holds the import's
+    for line in getattr(imported, "revisions", []):  # --revise: the changes, field by field
+        print(f"  {line}")
 
 
 def cmd_import(args: argparse.Namespace) -> None:
@@ -44,7 +50,8 @@ def cmd_import(args: argparse.Namespace) -> None:
         case_info=_path(args.case_info), sequence_map=_path(args.sequence_map),
         allow_burned_in=args.allow_burned_in, answers=_path(args.answers), family=args.family,
         level=args.level, field_map=_path(args.map), participants=tuple(args.participants or ()),
-        exclude=tuple(args.exclude or ()), with_demo=args.with_demo), args.json)
+        exclude=tuple(args.exclude or ()), with_demo=args.with_demo, revise=args.revise),
+         args.json)
 
 
 def _refused(e: Any) -> None:
@@ -108,6 +115,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     ip.add_argument("--with-demo", action="store_true",
                     help="import into a study that holds the synthetic demo, beside it (else: "
                          "nmb demo remove first; docs/demo.md)")
+    ip.add_argument("--revise", action="store_true",
+                    help="store a changed case record, task or reference answer as a new "
+                         "revision (the old one kept; what was made against it is stale); with "
+                         "--dry-run: the changes, field by field")
     ip.add_argument("--dry-run", action="store_true", help="validate and count, write nothing")
     ip.add_argument("--json", action="store_true", help=JSON)
 

@@ -57,7 +57,7 @@ def cmd_results(args: argparse.Namespace) -> None:
                             reveal=args.reveal, judge=args.judge,
                             compare_pairs=tuple(tuple(pair) for pair in args.compare or ()),
                             bertscore=bertscorer(args), splits=splits,
-                            answered_only=args.answered_only)
+                            answered_only=args.answered_only, version=args.version)
         if args.site:
             from results.publish.site import study_version, write_site
 
@@ -122,6 +122,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                     help="whose judgments the main tables use: the grader on every response it "
                     "graded (default), or the experts on the subset they scored; the other "
                     "ways are in the sensitivity table")
+    rs.add_argument("--version", metavar="NAME", help="the tables of a benchmark version (nmb "
+                    "version tag): its tasks, each at the revision in force when tagged")
     rs.add_argument("--answered-only", action="store_true",
                     help="the view 'answered tasks only': leave a model's failed or missing "
                     "answers out instead of counting them wrong (named so in every table)")

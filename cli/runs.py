@@ -136,8 +136,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     gp.add_argument("--trust-base-url", metavar="URL",
                     help="send the API key and the study's data to the base URL that --config "
                     "names; the value must be that URL (docs/grader.md)")
-    gp.add_argument("--items", choices=["pending", "calibration", "all"], default="pending",
-                    help="pending: responses without a valid grade of this config")
+    gp.add_argument("--items", choices=["pending", "calibration", "all", "stale"], default="pending",
+                    help="pending: responses without a valid grade of this config; stale: "
+                         "responses whose grade was made before a revision of their case or "
+                         "task (nmb import --revise), graded again")
     gp.add_argument("--concurrency", type=positive(int, 1000), default=8,
                     help="requests out at once (at most 1000, the SDK's connection pool)")
     gp.add_argument("--limit", type=positive(int, math.inf), help="grade at most N responses")

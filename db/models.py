@@ -22,7 +22,7 @@ ResponseSource = Literal["model", "physician", "student"]  # a human's: the take
 PicturePlane = Literal["axial", "coronal", "sagittal", "none"]
 ScoreStatus = Literal["draft", "submitted"]
 RunStatus = Literal["running", "finished", "interrupted"]
-GradeItems = Literal["pending", "calibration", "all"]
+GradeItems = Literal["pending", "calibration", "all", "stale"]
 # what an assignment design drew from (`nmb assign --items`; "model": `AssignmentDesign.model`)
 Selection = Literal["all", "calibration", "unassigned", "model", "human"]
 Part = Literal["dev", "heldout"]
@@ -616,3 +616,40 @@ class Retirement(SQLModel, table=True):
     undo_reason: str | None = Field(default=None, sa_type=Text)
 
     __table_args__ = (one_of("kind", RetiredKind, "ck_retirement_kind"),)
+
+
+RevisedKind = Literal["case", "task"]
+
+
+class Revision(SQLModel, table=True):
+    """A changed case record or task, imported with `--revise` (db.study.revisions): the row
+    of `Case` or `Task` holds the newest content, this row the values it replaced (`old`) and
+    its new ones. Responses made before a revision that changed what they were shown
+    (`shown`), and scores and grades made before any revision, are stale: counted apart."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    kind: RevisedKind = _word(8)
+    item_id: str = Field(max_length=128, index=True)
+    number: int  # 2 for the first revision (the import is revision 1)
+    fields: list[str] = _json()
+    old: dict[str, Any] = _json()
+    new: dict[str, Any] = _json()
+    shown: bool  # a field models and exam takers see changed (db.study.revisions.SHOWN)
+    bundle: str = Field(max_length=256)
+    actor: str | None = Field(default=None, max_length=64)
+    at: datetime = _when()
+
+    __table_args__ = (UniqueConstraint("kind", "item_id", "number"),
+                      one_of("kind", RevisedKind, "ck_revision_kind"))
+
+
+class BenchmarkVersion(SQLModel, table=True):
+    """A named version of the benchmark (`nmb version tag`): the tasks active when it was
+    tagged; each at the revision in force at `at` (db.study.versions)."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(unique=True, max_length=64)
+    note: str = Field(default="", sa_type=Text)
+    task_ids: list[str] = _json()
+    actor: str | None = Field(default=None, max_length=64)
+    at: datetime = _when()

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass
 from sqlalchemy import func, insert
 from sqlmodel import Session, delete, select
 
+from db.audit import record
 from db.models import (
     CalibrationItem,
     Case,
@@ -37,6 +38,7 @@ from db.rubrics import rubric_by_hash
 from db.status import count_query
 from db.study.reference import Against, judged_against, require_reference
 from db.study.retire import taken_out
+from db.study.revisions import stale, windows
 from errors import UserError
 from grading.config import get_config
 from llm.batch import run_batch
@@ -46,7 +48,7 @@ from llm.plan import Plan
 from llm.run_writer import RunWriter, open_run
 from rubric import Rubric
 
-ITEMS = ("pending", "calibration", "all")
+ITEMS = ("pending", "calibration", "all", "stale")
 CHANGED = ("the response's text (on review) or its case's reference answer (an import) changed "
            "while it was graded: graded again next run")
 
@@ -89,8 +91,12 @@ def select_items(s: Session, config: GraderConfig, items: str, limit: int | None
     query = select(Response).order_by(Response.response_id)
     if items == "calibration":
         query = query.join(CalibrationItem, CalibrationItem.response_id == Response.response_id)
-    graded = select(GraderScore.response_id).where(GraderScore.config_id == config.id)
-    query = query.where(Response.response_id.not_in(graded))
+    if items == "stale":  # graded before a revision of their case or task: graded again
+        query = query.where(Response.response_id.in_(
+            stale(s, windows(s), config_id=config.id).grades))
+    else:
+        graded = select(GraderScore.response_id).where(GraderScore.config_id == config.id)
+        query = query.where(Response.response_id.not_in(graded))
     retired = taken_out(s).responses  # a retired response is not graded (db.study.retire)
     rows = [r for r in s.exec(query) if r.response_id not in retired]
     rows = rows[:limit] if limit is not None else rows
@@ -179,12 +185,27 @@ class _Grades:
                               "prompt_tokens": r.prompt_tokens,
                               "completion_tokens": r.completion_tokens, "created_at": now})
         conn = s.connection()
+        if scores and self.run.items == "stale":
+            self._replace([row["response_id"] for row in scores])
         for table, rows in ((GraderScore, scores), (GraderFailure, failures), (GraderCache, cache)):
             if rows:
                 conn.execute(insert(table), rows)
         return {"graded": len(scores), "failed": len(failures),
                 "from_cache": sum(r.ok and from_cache and item.response_id not in changed
                                   for item, r, from_cache, _ in group)}
+
+
+    def _replace(self, response_ids: list[str]) -> None:
+        """Stale grades give way to the new ones in the same transaction; each old grade's
+        values stay in the audit log ('grade.replace')."""
+        old = self.s.exec(select(GraderScore).where(GraderScore.config_id == self.config.id,
+                                                    GraderScore.response_id.in_(response_ids)))
+        for g in old:
+            record(self.s, "grade.replace", actor=None, config=g.config_id, run=self.run.id,
+                   response=g.response_id, old_run=g.run_id, correct=g.correct_diagnosis,
+                   overall=g.overall, criteria=g.criteria, at=g.created_at.isoformat())
+            self.s.delete(g)
+        self.s.flush()
 
 
 def _from_cache(rubric: Rubric, item: GradeItem, hit: GraderCache) -> CallResult | None:

@@ -39,6 +39,7 @@ class Options:
     exclude: tuple[str, ...] = ()
     final_stage_only: bool = False
     with_demo: bool = False  # cases into a study that holds the synthetic demo (db.study.demo)
+    revise: bool = False  # a changed case record or task becomes a revision (db.study.revisions)
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,7 @@ def _bundle(s: Session, paths: list[Path], o: Options) -> Any:
     from db.bundle.importer import import_bundle
 
     return import_bundle(s, paths[0], dry_run=o.dry_run, actor=o.actor, progress=o.progress,
-                         workspace=o.workspace, allow_blank=o.allow_blank)
+                         workspace=o.workspace, allow_blank=o.allow_blank, revise=o.revise)
 
 
 def _release(s: Session, paths: list[Path], o: Options) -> Any:
@@ -63,7 +64,7 @@ def _release(s: Session, paths: list[Path], o: Options) -> Any:
 
     return import_release(s, paths, answers=o.answers, family=o.family, level=o.level,
                           field_map=o.field_map, dry_run=o.dry_run, allow_blank=o.allow_blank,
-                          actor=o.actor, progress=o.progress)
+                          actor=o.actor, progress=o.progress, revise=o.revise)
 
 
 def _dicom(s: Session, paths: list[Path], o: Options) -> Any:
@@ -71,7 +72,7 @@ def _dicom(s: Session, paths: list[Path], o: Options) -> Any:
 
     return import_dicom(s, paths[0], case_info=o.case_info, sequence_map=o.sequence_map,
                         allow_burned_in=o.allow_burned_in, allow_blank=o.allow_blank,
-                        dry_run=o.dry_run, actor=o.actor, progress=o.progress)
+                        dry_run=o.dry_run, actor=o.actor, progress=o.progress, revise=o.revise)
 
 
 def _bids(s: Session, paths: list[Path], o: Options) -> Any:
@@ -79,7 +80,7 @@ def _bids(s: Session, paths: list[Path], o: Options) -> Any:
 
     return import_bids(s, paths[0], case_info=o.case_info, allow_blank=o.allow_blank,
                        participants=o.participants, exclude=o.exclude, dry_run=o.dry_run,
-                       actor=o.actor, progress=o.progress)
+                       actor=o.actor, progress=o.progress, revise=o.revise)
 
 
 def _responses(source: str) -> Callable[[Session, list[Path], Options], Any]:
@@ -101,7 +102,7 @@ def _scores(s: Session, paths: list[Path], o: Options) -> Any:
 
 
 _HARNESS = frozenset({"model", "task_key", "final_stage_only"})
-_CASES = frozenset({"allow_blank", "with_demo"})  # every importer of cases
+_CASES = frozenset({"allow_blank", "with_demo", "revise"})  # every importer of cases
 IMPORTERS: dict[str, Importer] = {i.name: i for i in (
     Importer("bundle", "cases", "Bundle", _CASES | {"workspace"}, _bundle),
     Importer("neural-medbench", "cases", "Neural-MedBench release files",

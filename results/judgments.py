@@ -24,7 +24,7 @@ decided.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from sqlmodel import Session, select
@@ -170,16 +170,17 @@ def _from_grade(config: GraderConfig, rid: str, source: str, model: str | None,
 Vote = tuple[bool, float, list[str], list[bool | None] | None]  # one expert's submitted score
 
 
-def expert_scores(s: Session) -> dict[str, list[Vote]]:
-    """Every submitted expert score, by response: (correct, overall, error tags, stage
-    judgments)."""
+def expert_scores(s: Session, leave_out: Collection[int] = ()) -> dict[str, list[Vote]]:
+    """Every submitted expert score but those whose ids `leave_out` names (stale ones,
+    db.study.revisions), by response: (correct, overall, error tags, stage judgments)."""
     out: dict[str, list[Vote]] = defaultdict(list)
-    for rid, correct, overall, tags, stage_correct in s.exec(
-            select(Assignment.response_id, ExpertScore.correct_diagnosis, ExpertScore.overall,
-                   ExpertScore.error_tags, ExpertScore.stage_correct)
+    for sid, rid, correct, overall, tags, stage_correct in s.exec(
+            select(ExpertScore.id, Assignment.response_id, ExpertScore.correct_diagnosis,
+                   ExpertScore.overall, ExpertScore.error_tags, ExpertScore.stage_correct)
             .join(ExpertScore, ExpertScore.assignment_id == Assignment.id)
             .where(ExpertScore.status == "submitted")):
-        out[rid].append((bool(correct), float(overall), list(tags or []), stage_correct))
+        if sid not in leave_out:
+            out[rid].append((bool(correct), float(overall), list(tags or []), stage_correct))
     return out
 
 
@@ -245,11 +246,12 @@ def judge_responses(rows: Iterable[tuple[str, str, str | None, str | None, Task]
     return out
 
 
-def judged_responses(s: Session, *, config_id: int, reveal: bool = False) -> list[Judged]:
+def judged_responses(s: Session, *, config_id: int, reveal: bool = False,
+                     leave_out: Collection[int] = ()) -> list[Judged]:
     """Each judged response with the config's grade and the experts' consensus, as far as each
-    exists."""
+    exists (the expert scores `leave_out` names left out)."""
     grades = {j.response_id: j for j in grader_judgments(s, config_id=config_id, reveal=reveal)}
-    votes = expert_scores(s)
+    votes = expert_scores(s, leave_out)
     rows = s.exec(select(Response.response_id, Response.source, Response.model,
                          Response.user_id, User.name, Task)
                   .join(Task, Task.task_id == Response.task_id)

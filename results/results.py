@@ -32,6 +32,8 @@ from db.raters.response_flags import held
 from db.rubrics import rubric_by_hash
 from db.sources.responses import holds_final_stage_only
 from db.study.retire import retired, taken_out
+from db.study.revisions import stale, windows
+from db.study.versions import get_version
 from errors import UserError, counted
 from grading.grader import grades_key
 from results.anchoring import (
@@ -67,6 +69,7 @@ from results.judgments import (
 from results.leaderboard import Cell, cells
 from results.sensitivity import SensitivityRow, sensitivity_rows
 from results.splits import Split, split_cells
+from results.versions import as_tagged
 from rubric.render import PROMPT_V1
 
 JUDGED_BY = {GRADER: "the grader on every response it graded",
@@ -107,6 +110,7 @@ class Results:
     fairness_flags: list[str] = field(default_factory=list)  # those of `flags` about fairness
     # db.study.retire: what is retired and why, left out of every table
     retired: list[RetiredItem] = field(default_factory=list)
+    version: str | None = None  # the benchmark version (db.study.versions); None: the study now
 
     @property
     def view(self) -> str:
@@ -148,6 +152,8 @@ class StudyData:
     # {response id: model}; they have no answers laid out, so anchoring leaves them out
     final_stage_only: dict[str, str] = field(default_factory=dict)
     retired: list[RetiredItem] = field(default_factory=list)  # left out of the above already
+    stale: str | None = None  # db.study.revisions: what is stale, left out already, in words
+    version: str | None = None  # the benchmark version (db.study.versions), None: the study now
 
 
 ANSWERED_ONLY = "answered tasks only: failed or missing answers left out"
@@ -225,6 +231,11 @@ def compute(data: StudyData, *, judge: str = GRADER, by: tuple[str, ...] = ("fam
         flags.append(f"{counted(len(data.retired), 'item')} retired (table 'retired', with the "
                      "reasons): left out of every table; what is recorded on them stays in the "
                      "database and the exports")
+    if data.stale:
+        flags.append(data.stale)
+    if data.version:
+        flags.append(f"benchmark version {data.version}: its tasks, each at the revision in "
+                     "force when it was tagged")
     if judge == EXPERTS:
         flags.append(f"judged by the experts: the tables cover the {len(answered)} expert-scored "
                      f"responses of {data.responses}; top-k is not asked of experts")
@@ -267,7 +278,7 @@ def compute(data: StudyData, *, judge: str = GRADER, by: tuple[str, ...] = ("fam
         splits=[replace(sp, cells=_rows(sp.cells, levels=sp.levels)) for sp in
                 split_cells(judged, splits, ks=ks, bertscore=similar)] if splits else [],
         self_graded=marks, coverage=coverage, answered_only=answered_only,
-        fairness_flags=fairness, retired=list(data.retired))
+        fairness_flags=fairness, retired=list(data.retired), version=data.version)
 
 
 def final_stage_only_flag(responses: Mapping[str, str]) -> str:
@@ -330,22 +341,35 @@ def results_key(s: Session, *, config_id: int) -> tuple:
     return (*grades_key(s, config_id=config_id), *experts)
 
 
-def load(s: Session, *, config_id: int | None = None, reveal: bool = False) -> StudyData:
+def load(s: Session, *, config_id: int | None = None, reveal: bool = False,
+         version: str | None = None) -> StudyData:
     """The study's data under the grader config (default: the newest validated one, else the
-    newest with grades); `reveal` shows people's names instead of pseudonyms."""
+    newest with grades); `reveal` shows people's names instead of pseudonyms. Without
+    `version`, what is retired now and what is stale (db.study.revisions) is left out; with
+    it, the version's tasks as they were when it was tagged, and what counts at that revision."""
     config = default_config(s, config_id)
-    items = retired(s)
+    tagged = get_version(s, version) if version else None
+    at = tagged.at if tagged else None
+    items = retired(s, as_of=at)
     out = taken_out(s, items)
+    if tagged is not None:
+        out = replace(out, tasks=out.tasks | frozenset(
+            t for t in s.exec(select(Task.task_id)) if t not in tagged.task_ids))
+        out = replace(out, responses=out.responses | frozenset(s.exec(
+            select(Response.response_id).where(Response.task_id.in_(out.tasks)))))
     graded_out = set(s.exec(select(GraderScore.response_id).where(
         GraderScore.config_id == config.id, GraderScore.run_id.in_(out.grader_runs)))
     ) if out.grader_runs else set()
-    return StudyData(
+    old = stale(s, windows(s, at=at), config_id=config.id)
+    out = replace(out, responses=out.responses | old.responses)
+    graded_out |= old.grades
+    data = StudyData(
         grader={"id": config.id, "name": config.name, "model": config.model,
                 "prompt_version": config.prompt_version,
                 "validated": config.validated_report_id is not None,
                 "validation_terms": _terms_text(s, config)},
-        judged=_kept(judged_responses(s, config_id=config.id, reveal=reveal), out.responses,
-                     graded_out),
+        judged=_kept(judged_responses(s, config_id=config.id, reveal=reveal,
+                                      leave_out=old.expert_scores), out.responses, graded_out),
         responses=s.exec(select(func.count()).select_from(Response)).one() - len(out.responses),
         error_classes=rubric_by_hash(s, config.rubric_hash).error_class_keys,
         model_costs=[m for m in model_costs(s) if m.model not in out.models],
@@ -354,7 +378,9 @@ def load(s: Session, *, config_id: int | None = None, reveal: bool = False) -> S
         tasks=[t for t in s.exec(select(Task).order_by(Task.task_id)) if t.task_id not in out.tasks],
         final_stage_only={r: m for r, m in final_stage_only(s).items() if r not in out.responses},
         retired=[RetiredItem(r.kind, r.item_id, r.reason, r.actor, r.at.isoformat())
-                 for r in items])
+                 for r in items],
+        stale=old.text() if old else None, version=version)
+    return as_tagged(s, data, at) if at is not None else data
 
 
 def _kept(judged: list[Judged], responses: frozenset[str], graded_out: set[str]) -> list[Judged]:
@@ -376,14 +402,15 @@ def build(s: Session, *, config_id: int | None = None, by: tuple[str, ...] = ("f
           ks: tuple[int, ...] = (1, 5), reveal: bool = False, judge: str = GRADER,
           compare_pairs: tuple[tuple[str, str], ...] = (), bertscore: BertScorer | None = None,
           splits: dict[str, tuple[int, ...]] | None = None,
-          answered_only: bool = False) -> Results:
+          answered_only: bool = False, version: str | None = None) -> Results:
     """The results of the study under the grader config, the main tables judged by `judge`;
     `compare_pairs`: (A, B) models or human groups whose paired difference A - B is wanted.
     With `bertscore`, each model and human group also gets its BERTScore (secondary); with
     `splits` (name -> levels), the published leaderboard's split tables; `answered_only`: the
-    view that leaves failed or missing answers out (`compute`)."""
+    view that leaves failed or missing answers out (`compute`); `version`: the tables of that
+    benchmark version (`load`)."""
     check_judge(judge)
-    data = load(s, config_id=config_id, reveal=reveal)
+    data = load(s, config_id=config_id, reveal=reveal, version=version)
     config = default_config(s, data.grader["id"])
     similar = None
     if bertscore:

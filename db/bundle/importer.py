@@ -39,6 +39,8 @@ from db.models import Case, Mask, Response, Series, Task, utcnow
 from db.queries import IN_CHUNK, chunks, fetch_in
 from db.raters.response_flags import as_created, flag_new
 from db.study.reference import has_reference, scores_using
+from db.study.revisions import REVISABLE, Change
+from db.study.revisions import write as write_revisions
 from errors import UserError, counted
 
 __all__ = ["FORMAT", "BundleInvalid", "ImportSummary", "Problem", "ValidBundle", "image_path",
@@ -65,6 +67,9 @@ class ImportSummary:
     new_answers: int = 0  # reference answers given to cases that had none (db.study.reference)
     changed_answers: int = 0  # reference answers changed that no score had used
     linked_cases: int = 0  # cases of the study linked to their patient (`Case.patient`) now
+    revised_cases: int = 0  # --revise: stored as a new revision (db.study.revisions)
+    revised_tasks: int = 0
+    revisions: list[str] = field(default_factory=list)  # field by field: what changes
     flagged_responses: int = 0  # name a model: redacted, held for review (db.raters.response_flags)
     images_inspected: int = 0
     images_copied: int = 0
@@ -74,7 +79,7 @@ class ImportSummary:
     @property
     def changed(self) -> bool:
         return bool(self.new_cases or self.new_tasks or self.new_responses or self.new_answers
-                    or self.changed_answers or self.linked_cases)
+                    or self.changed_answers or self.linked_cases or self.revisions)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -93,6 +98,9 @@ class ImportSummary:
                    if self.new_answers else "")
                 + (f"; {counted(self.changed_answers, 'reference answer')} changed"
                    if self.changed_answers else "")
+                + (f"; {'would revise' if self.dry_run else 'revised'} "
+                   f"{counted(self.revised_cases, 'case')}, {counted(self.revised_tasks, 'task')}"
+                   if self.revisions else "")
                 + (f"; {counted(self.linked_cases, 'case')} linked to "
                    f"{'its' if self.linked_cases == 1 else 'their'} patient"
                    if self.linked_cases else "")
@@ -113,12 +121,19 @@ class _Plan:
     responses: list[dict] = field(default_factory=list)
     answers: list[tuple[str, dict | None, dict]] = field(default_factory=list)  # id, old, new
     links: list[tuple[str, str]] = field(default_factory=list)  # case id, its patient now
+    changes: list[Change] = field(default_factory=list)  # --revise (db.study.revisions)
     problems: list[Problem] = field(default_factory=list)
     bundle: str = ""
 
 
-def _plan(s: Session, vb: ValidBundle, summary: ImportSummary) -> _Plan:
-    """Split the bundle into new rows and identical existing ones; conflicts become problems."""
+_REVISE = "; nmb import --revise stores it as a new revision"
+_NEW_ID = ("; images are not revised: retire the case (nmb retire case) and import the corrected "
+           "one under a new id")
+
+
+def _plan(s: Session, vb: ValidBundle, summary: ImportSummary, revise: bool = False) -> _Plan:
+    """Split the bundle into new rows and identical existing ones; conflicts become problems,
+    or, with `revise`, revisions of the changed case records and tasks."""
     plan = _Plan()
     series_of: dict[str, list[SeriesFile]] = {}
     for sf in vb.series:
@@ -159,19 +174,27 @@ def _plan(s: Session, vb: ValidBundle, summary: ImportSummary) -> _Plan:
         diff = _differences(old, {k: v for k, v in c.items() if k != "ground_truth"
                                   and (k != "patient" or None not in (v, old["patient"]))})
         gt = c.get("ground_truth")
-        if has_reference(gt) and gt != old["ground_truth"] and not diff:
+        answer_changes = has_reference(gt) and gt != old["ground_truth"]
+        if revise and answer_changes and has_reference(old["ground_truth"]):
+            diff.append("ground_truth")  # a corrected answer: a revision, used or not
+        elif answer_changes and not diff:
             answers.append((cid, old["ground_truth"], gt))
-        if sorted(old_series.get(cid, [])) != mine:
-            diff.append("series")
+        images = [] if sorted(old_series.get(cid, [])) == mine else ["series"]
         masks = sorted((m.position, m.label, m.series, m.sha256) for m in masks_of.get(cid, []))
         if sorted(old_masks.get(cid, []), key=str) != sorted(masks, key=str):
-            diff.append("masks")
-        if diff:
+            images.append("masks")
+        if images:
             problem("case", cid, f"case {cid} already exists with different content "
-                                 f"({', '.join(diff)})")
+                                 f"({', '.join(diff + images)}){_NEW_ID}")
+        elif revise and diff:
+            plan.changes.append(_revision("case", cid, old, c, diff, problem))
+        elif diff:
+            problem("case", cid, f"case {cid} already exists with different content "
+                                 f"({', '.join(diff)}){_REVISE}")
         else:
             summary.unchanged_cases += 1
-    changing = [cid for cid, old, _ in answers if has_reference(old)]
+    changing = [cid for cid, old, _ in answers if has_reference(old)] + [
+        c.item_id for c in plan.changes if c.kind == "case"]
     # Locked first: a draft or submit being saved with the old answer in view (it holds the
     # case's row shared, db.raters.scoring) commits before the scores are counted, or waits.
     for chunk in chunks(changing, IN_CHUNK):
@@ -189,9 +212,12 @@ def _plan(s: Session, vb: ValidBundle, summary: ImportSummary) -> _Plan:
         old = old_tasks.get(t["task_id"])
         if old is None:
             plan.tasks.append(t)
-        elif diff := _differences(old.model_dump(), t):
+        elif (diff := _differences(old.model_dump(), t)) and revise:
+            plan.changes.append(_revision("task", t["task_id"], old.model_dump(), t, diff,
+                                          problem))
+        elif diff:
             problem("task", t["task_id"], f"task {t['task_id']} already exists with different "
-                                          f"content ({', '.join(diff)})")
+                                          f"content ({', '.join(diff)}){_REVISE}")
         else:
             summary.unchanged_tasks += 1
 
@@ -219,6 +245,15 @@ def _plan(s: Session, vb: ValidBundle, summary: ImportSummary) -> _Plan:
             continue
         plan.responses.append(r)
     return plan
+
+
+def _revision(kind: str, item_id: str, old: dict, new: dict, diff: list[str],
+              problem: Callable[[str, str, str], None]) -> Change:
+    """The revision of `diff`'s fields; a problem for a field no revision may change."""
+    if fixed := [f for f in diff if f not in REVISABLE[kind]]:
+        problem(kind, item_id, f"{kind} {item_id}: {', '.join(fixed)} cannot be revised")
+    return Change(kind, item_id, {f: old.get(f) for f in diff if f not in fixed},
+                  {f: new.get(f) for f in diff if f not in fixed})
 
 
 def _stored_images(s: Session, shas: set[str]) -> dict[str, tuple[list[int], list[float]]]:
@@ -276,6 +311,7 @@ def _insert(s: Session, plan: _Plan, progress: Progress | None, actor: str | Non
     for cid, patient in plan.links:
         conn.execute(update(Case).where(Case.case_id == cid).values(patient=patient))
         record(s, "case.patient", actor=actor, case=cid, patient=patient, bundle=plan.bundle)
+    write_revisions(s, plan.changes, bundle=plan.bundle, actor=actor)
     for cid, old, new in plan.answers:
         conn.execute(update(Case).where(Case.case_id == cid).values(ground_truth=new))
         record(s, "case.answer", actor=actor, case=cid, old=old, new=new, bundle=plan.bundle)
@@ -292,7 +328,7 @@ def _insert(s: Session, plan: _Plan, progress: Progress | None, actor: str | Non
 def import_bundle(s: Session, path: Path, *, dry_run: bool = False, actor: str | None = None,
                   progress: Progress | None = None, workspace: Workspace | None = None,
                   also: Callable[[Session], None] | None = None,
-                  allow_blank: bool = False) -> ImportSummary:
+                  allow_blank: bool = False, revise: bool = False) -> ImportSummary:
     """Validate the bundle at `path` (folder or .zip) and import it in one transaction of `s`.
 
     Raises BundleInvalid listing every problem (files and conflicts with the study) before
@@ -301,14 +337,16 @@ def import_bundle(s: Session, path: Path, *, dry_run: bool = False, actor: str |
     error (and after a dry run). Works in `workspace` (e.g. the one holding an uploaded zip;
     the caller closes it) or in a workspace of its own. `also(s)` writes what a converter adds
     (e.g. the failures of a Batch output file) in the same transaction, after the inserts.
-    A blank image (every voxel or pixel of one value) is refused unless `allow_blank`.
+    A blank image (every voxel or pixel of one value) is refused unless `allow_blank`. With
+    `revise`, a changed case record or task is stored as a new revision (db.study.revisions)
+    instead of refused; the summary lists the changes field by field.
     """
     started = time.perf_counter()
     own = Workspace(engine=s.get_bind()) if workspace is None else contextlib.nullcontext(workspace)
     with own as ws:
         try:
             summary = _import(s, Path(path), ws, dry_run=dry_run, actor=actor, progress=progress,
-                              also=also, allow_blank=allow_blank)
+                              also=also, allow_blank=allow_blank, revise=revise)
         except BaseException:
             s.rollback()  # before the workspace's sweep reads the study
             raise
@@ -317,7 +355,7 @@ def import_bundle(s: Session, path: Path, *, dry_run: bool = False, actor: str |
 
 def _import(s: Session, path: Path, ws: Workspace, *, dry_run: bool, actor: str | None,
             progress: Progress | None, also: Callable[[Session], None] | None = None,
-            allow_blank: bool = False) -> ImportSummary:
+            allow_blank: bool = False, revise: bool = False) -> ImportSummary:
     vb, problems = open_and_validate(path, workspace=ws, progress=progress,
                                      known_images=lambda shas: _stored_images(s, shas),
                                      known_tasks=lambda ids: study_tasks(s, ids),
@@ -327,7 +365,7 @@ def _import(s: Session, path: Path, ws: Workspace, *, dry_run: bool, actor: str 
     timings.update(vb.timings)
     t = time.perf_counter()
     take_turns(s, "bundle.import")  # a second import waits, then plans on what this one wrote
-    plan = _plan(s, vb, summary) if not problems else _Plan()
+    plan = _plan(s, vb, summary, revise) if not problems else _Plan()
     plan.bundle = vb.name
     timings["db_check"] = time.perf_counter() - t
     if problems or plan.problems:
@@ -338,6 +376,9 @@ def _import(s: Session, path: Path, ws: Workspace, *, dry_run: bool, actor: str 
     summary.new_answers = sum(not has_reference(old) for _, old, _ in plan.answers)
     summary.changed_answers = len(plan.answers) - summary.new_answers
     summary.linked_cases = len(plan.links)
+    summary.revised_cases = sum(c.kind == "case" for c in plan.changes)
+    summary.revised_tasks = len(plan.changes) - summary.revised_cases
+    summary.revisions = [line for c in plan.changes for line in c.lines()]
     t = time.perf_counter()
     flags = flag_new(s, plan.responses)
     summary.flagged_responses = len(flags)
@@ -367,6 +408,7 @@ def _import(s: Session, path: Path, ws: Workspace, *, dry_run: bool, actor: str 
                masks=summary.new_masks, tasks=summary.new_tasks,
                responses=summary.new_responses, flagged=summary.flagged_responses,
                answers_added=summary.new_answers, answers_changed=summary.changed_answers,
+               **({"revised": len(plan.changes)} if plan.changes else {}),
                **({"linked": summary.linked_cases} if summary.linked_cases else {}))
         s.flush()
         timings["db_insert"] = time.perf_counter() - t

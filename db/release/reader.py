@@ -429,7 +429,7 @@ def import_release(s: Session, files: list[Path], *, answers: Path | None = None
                    family: str | None = None, level: int | None = None,
                    field_map: Path | None = None, dry_run: bool = False,
                    allow_blank: bool = False, actor: str | None = None,
-                   progress: Progress | None = None) -> ReleaseSummary:
+                   progress: Progress | None = None, revise: bool = False) -> ReleaseSummary:
     """Read, convert and import release `files` (with the answer key `answers`, the field
     names of `field_map`) in one transaction of `s`; raises BundleInvalid listing every
     problem (a picture of one colour among them unless `allow_blank`), the study unchanged."""
@@ -444,7 +444,8 @@ def import_release(s: Session, files: list[Path], *, answers: Path | None = None
             raise
         try:
             summary = import_bundle(s, out.root, dry_run=dry_run, actor=actor,
-                                    progress=progress, workspace=ws, allow_blank=allow_blank)
+                                    progress=progress, workspace=ws, allow_blank=allow_blank,
+                                    revise=revise)
         except BundleInvalid as e:
             raise BundleInvalid(_label(files), _mapped(e.problems, out)) from None
     return ReleaseSummary(files=[Path(f).name for f in files], imported=summary,

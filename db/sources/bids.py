@@ -351,7 +351,8 @@ def convert(root: Path, dest: Path, case_info: Path, origin: dict[str, str],
 def import_bids(s: Session, path: Path, *, case_info: Path | None, dry_run: bool = False,
                 allow_blank: bool = False, participants: Sequence[str] = (),
                 exclude: Sequence[str] = (), actor: str | None = None,
-                progress: Callable[[float, str], None] | None = None) -> BidsSummary:
+                progress: Callable[[float, str], None] | None = None,
+                revise: bool = False) -> BidsSummary:
     """Convert the BIDS dataset at `path` (the subjects and sessions `participants` names, all
     by default, but those `exclude` names) and import it in one transaction of `s`; raises
     BundleInvalid listing every problem (a blank volume among them unless `allow_blank`), the
@@ -373,7 +374,7 @@ def import_bids(s: Session, path: Path, *, case_info: Path | None, dry_run: bool
             raise
         try:
             summary = import_bundle(s, root, dry_run=dry_run, actor=actor, progress=progress,
-                                    workspace=ws, allow_blank=allow_blank)
+                                    workspace=ws, allow_blank=allow_blank, revise=revise)
         except BundleInvalid as e:
             raise BundleInvalid(path.name, mapped(e.problems, origin, task_origin)) from None
     return BidsSummary(source=SOURCE, imported=summary, cases=shown, left_out=left_out,

@@ -635,8 +635,8 @@ def _convert_study(path: Path, root: Path, info: CaseInfo, *, sequence_map: Path
 
 def import_dicom(s: Session, path: Path, *, case_info: Path, sequence_map: Path | None = None,
                  allow_burned_in: bool = False, allow_blank: bool = False, dry_run: bool = False,
-                 actor: str | None = None,
-                 progress: Callable[[float, str], None] | None = None) -> DicomSummary:
+                 actor: str | None = None, progress: Callable[[float, str], None] | None = None,
+                 revise: bool = False) -> DicomSummary:
     """Convert the DICOM study at `path` (folder or DICOMDIR) into one case with the info of
     `case_info` and import it in one transaction of `s`; raises BundleInvalid listing every
     problem (a blank series among them unless `allow_blank`), the study unchanged."""
@@ -663,7 +663,7 @@ def import_dicom(s: Session, path: Path, *, case_info: Path, sequence_map: Path 
             raise
         try:
             summary = import_bundle(s, root, dry_run=dry_run, actor=actor, progress=progress,
-                                    workspace=ws, allow_blank=allow_blank)
+                                    workspace=ws, allow_blank=allow_blank, revise=revise)
         except BundleInvalid as e:
             raise BundleInvalid(path.name, mapped(e.problems, origin, task_origin)) from None
     return DicomSummary(source=SOURCE, imported=summary, series=shown, left_out=left_out,

@@ -258,8 +258,10 @@ def test_existing_ids_with_different_content_are_problems(sqlite_url: str,
     with pytest.raises(BundleInvalid) as info:
         _import(sqlite_url, changed)
     assert [str(p) for p in info.value.problems] == [
-        "cases/c2/case.json: case c2 already exists with different content (title)",
-        "tasks.jsonl:1: task t1 already exists with different content (prompt)",
+        "cases/c2/case.json: case c2 already exists with different content (title); nmb import "
+        "--revise stores it as a new revision",
+        "tasks.jsonl:1: task t1 already exists with different content (prompt); nmb import "
+        "--revise stores it as a new revision",
         "responses.jsonl:1: response model-a-t1-0 already exists with different content (text)",
     ]
     assert snapshot(sqlite_url) == before
@@ -379,7 +381,9 @@ def test_masks_are_imported_into_the_image_store(database_url: str, tmp_path: Pa
     with pytest.raises(BundleInvalid) as err:  # another mask for an existing case: a conflict
         _import(database_url, _with_mask(write_bundle(tmp_path / "other"), seed=1))
     assert [str(p) for p in err.value.problems] == [
-        "cases/c1/case.json: case c1 already exists with different content (masks)"]
+        "cases/c1/case.json: case c1 already exists with different content (masks); images are "
+        "not revised: retire the case (nmb retire case) and import the corrected one under a "
+        "new id"]
     assert snapshot(database_url) == before
 
 

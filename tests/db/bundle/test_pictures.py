@@ -121,7 +121,8 @@ def test_a_changed_caption_is_a_conflict(sqlite_url: str, tmp_path: Path) -> Non
     with Session(engine_for(sqlite_url)) as s, pytest.raises(BundleInvalid) as info:
         import_bundle(s, bundle)
     assert [p.message for p in info.value.problems] == [
-        "case c1 already exists with different content (series)"]
+        "case c1 already exists with different content (series); images are not revised: "
+        "retire the case (nmb retire case) and import the corrected one under a new id"]
 
 
 @pytest.mark.slow

@@ -316,7 +316,7 @@ def test_a_changed_release_case_is_refused_where_it_is_written(sqlite_url: str,
         _import(sqlite_url, files)
     assert [str(p) for p in e.value.problems] == [
         "direct-diagnosis.json[4]: case direct-case_5 already exists with different content "
-        "(ehr)"]
+        "(ehr); nmb import --revise stores it as a new revision"]
 
 
 @pytest.mark.slow
