@@ -71,7 +71,7 @@ class Estimate:
         `variance` and `df` degrees of freedom; none below `MIN_CASES` cases."""
         if cases < MIN_CASES or not df >= 1:
             return cls(_round(value), None, TOO_FEW)
-        ci = share_interval(float(value), variance, df)
+        ci = share_interval(float(value), variance, df, cases=cases)
         return cls(_round(value), [_round(q) for q in ci])
 
 
