@@ -165,3 +165,32 @@ def difference_interval(d: float, variance: float, df: float, *,
     _, t = _quantiles(df, confidence)
     half = t * math.sqrt(max(variance, 0.0))
     return [d - half, d + half]
+
+
+def holm(differences: list[tuple[float, float, float]], *,
+         confidence: float = CONFIDENCE) -> list[tuple[list[float], float, float]]:
+    """Holm-adjusted intervals and p-values of m differences d +/- t_df se, given as (d, se,
+    df) (Holm 1979, Scand J Stat 6:65-70): each difference's two-sided p-value from t =
+    d / se on df degrees of freedom; taken in order of increasing p, the i-th is tested at
+    a / (m - i + 1), a = 1 - confidence, until one is not rejected, and that step's level holds
+    for every later one. Its interval is d +/- t(1 - level / 2, df) se at the level of its step,
+    so it leaves out 0 exactly when Holm's procedure rejects (the step-down intervals of
+    Strassburger & Bretz 2008, Stat Med 27:4914-4927, in their two-sided form; simultaneous
+    coverage is guaranteed by Bonferroni's a / m, which the first step is). The adjusted p-value
+    is max over j <= i of min(1, (m - j + 1) p_(j)). Returns, in the given order, (interval,
+    p, adjusted p)."""
+    alpha, m = 1 - confidence, len(differences)
+    p = [2 * float(stats.t.sf(abs(d) / se, df)) if se > 0 else (0.0 if d else 1.0)
+         for d, se, df in differences]
+    order = sorted(range(m), key=lambda i: p[i])
+    out: list[tuple[list[float], float, float]] = [([], 0.0, 0.0)] * m
+    level, stopped, running = alpha / m, False, 0.0
+    for step, i in enumerate(order):
+        if not stopped:
+            level = alpha / (m - step)
+            stopped = p[i] > level
+        running = max(running, min(1.0, (m - step) * p[i]))
+        d, se, df = differences[i]
+        half = float(stats.t.ppf(1 - level / 2, df)) * se
+        out[i] = ([d - half, d + half], p[i], running)
+    return out
