@@ -180,6 +180,8 @@ def holm(differences: list[tuple[float, float, float]], *,
     is max over j <= i of min(1, (m - j + 1) p_(j)). Returns, in the given order, (interval,
     p, adjusted p)."""
     alpha, m = 1 - confidence, len(differences)
+    if m == 0:
+        return []
     p = [2 * float(stats.t.sf(abs(d) / se, df)) if se > 0 else (0.0 if d else 1.0)
          for d, se, df in differences]
     order = sorted(range(m), key=lambda i: p[i])

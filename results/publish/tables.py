@@ -88,7 +88,7 @@ def human_limitation(r: Results) -> str:
              if c.group == "human" and c.people is not None and c.people < FEW_PEOPLE]
     if not small:
         return ""
-    named = ", ".join(f"{who}: {counted(n, 'person')}" for who, n in small)
+    named = ", ".join(f"{who}: {counted(n, 'person', 'people')}" for who, n in small)
     return (f"Limitation: the human baselines stand on few people ({named}); their intervals "
             "carry the spread between these people and cases, and a group this small says "
             "little about its profession at large.")
