@@ -26,6 +26,9 @@ the degrees of freedom its spread over the simulated cells shows (var log n* = t
 for a scaled chi-square): whether the t_{C-1} of a variance over-corrects because n* = p(1-p)/v,
 whose parts shrink together near 0 and 1, is steadier than v.
 
+`make bench` runs `criterion` (issue 45's coverage criterion, below); the comparison with the
+published alternatives is `python -m benchmarks.bench_interval_coverage alternatives`.
+
 Last, a bound no interval escapes: `least_coverage`, the least coverage an equal-tailed interval
 can have on these cells if its lower bound never exceeds the exact binomial one of the cell's
 answers taken as independent. Near a boundary, with few cases, an estimate cannot lie far
@@ -34,6 +37,7 @@ enough above the truth for such a bound to exclude it, so the upper side cannot 
 """
 
 import math
+import os
 
 import numpy as np
 from scipy import optimize, special
@@ -179,9 +183,9 @@ def simulate(cell, cases: int, mu: float, seed: int) -> tuple[np.ndarray, np.nda
     read where the product passes them to `share_interval`."""
     seen: list[tuple[float, float, float]] = []
 
-    def recorded(p: float, v: float, df: float) -> list[float]:
+    def recorded(p: float, v: float, df: float, **kw) -> list[float]:
         seen.append((p, v, df))
-        return share_interval(p, v, df)
+        return share_interval(p, v, df, **kw)
 
     rng = np.random.default_rng(seed)
     resample.share_interval, kept = recorded, resample.share_interval
@@ -203,7 +207,9 @@ def covers(cis: np.ndarray, target: float) -> float:
     return float(np.mean((lo <= target) & (target <= hi)))
 
 
-def main() -> None:
+def alternatives() -> None:
+    """Issue 26's comparison of the rule with the published alternatives (docs/methods.md):
+    `python -m benchmarks.bench_interval_coverage alternatives` (4,000 cells per line)."""
     se = math.sqrt(0.95 * 0.05 / STUDIES)
     print(f"{STUDIES} simulated cells per line, 2,000 case resamples each; Monte Carlo SE of a "
           f"coverage ~ {se:.3f}")
@@ -249,5 +255,72 @@ def main() -> None:
           f"shown as {one.note!r}" + ("" if one.note == TOO_FEW else " (UNEXPECTED)"))
 
 
+# ------------------------------------------------------------------ issue 45's criterion
+
+CRITERION_STUDIES = int(os.environ.get("NMB_BENCH_STUDIES", "600"))
+TARGET_SHARES = (0.03, 0.1, 0.5, 0.9, 0.97)
+
+
+def mu_for(share: float, people: bool) -> float:
+    """The mean log-odds whose cells' expected share is `share` (200,000 draws, seeded)."""
+    rng = np.random.default_rng(98)
+    noise = SD_CASE * rng.standard_normal(200_000) + SD_TASK * rng.standard_normal(200_000)
+    if people:
+        noise += SD_PERSON * rng.standard_normal(200_000)
+    return optimize.brentq(lambda m: expit(m + noise).mean() - share, -12, 12)
+
+
+def criterion() -> None:
+    """Issue 45's coverage criterion for the result cells: each tail misses at most 2.5 % plus
+    two Monte Carlo SEs, two-sided coverage at least 93 %, and a mean width at most 5 % above
+    the cluster-adjusted Clopper-Pearson interval of Korn & Graubard (1998) from the same v and
+    df (`_beta` with prior 0: n* = p(1-p)/v shrunk by (z/t_df)^2; where no spread was seen, as
+    many trials as cases), at 5, 12 and 40 cases and shares 0.03 to 0.97, for models and human
+    groups."""
+    tail = (1 - CONFIDENCE) / 2
+    mcse = math.sqrt(tail * (1 - tail) / CRITERION_STUDIES)
+    limit = tail + 2 * mcse
+    print(f"{CRITERION_STUDIES} simulated cells per line; a tail may miss at most "
+          f"{tail:.3f} + 2 x {mcse:.4f} = {limit:.3f}; two-sided >= 0.930; width <= 1.05 x "
+          "Korn-Graubard")
+    held = total = 0
+    for who, cell in (("model", model_cell), (f"human group ({PEOPLE})", human_cell)):
+        for share in TARGET_SHARES:
+            mu = mu_for(share, cell is human_cell)
+            target = truth(mu, cell is human_cell)
+            for cases in CASES:
+                rng = np.random.default_rng(1000 * cases + int(share * 100))
+                seen: list[tuple[float, float, float]] = []
+
+                def recorded(p, v, df, *, cases=None, confidence=CONFIDENCE, _seen=seen):
+                    _seen.append((p, v, df, cases))
+                    return share_interval(p, v, df, cases=cases, confidence=confidence)
+
+                resample.share_interval, kept = recorded, resample.share_interval
+                try:
+                    cis = np.array([cell(rng, cases, mu).ci for _ in range(CRITERION_STUDIES)])
+                finally:
+                    resample.share_interval = kept
+                lo, hi = cis.T
+                above, below = float(np.mean(lo > target)), float(np.mean(hi < target))
+                cover = 1 - above - below
+                kg = np.array([_beta(p, v, df, 0.0) for p, v, df, _ in seen])
+                ratio = float(np.mean(hi - lo) / np.mean(kg[:, 1] - kg[:, 0]))
+                ok = above <= limit and below <= limit and cover >= 0.93 and ratio <= 1.05
+                held += ok
+                total += 1
+                print(f"{who:18s} share {target:.3f} {cases:2d} cases: coverage {cover:.3f}, "
+                      f"misses above {above:.3f} below {below:.3f}; mean width "
+                      f"{np.mean(hi - lo):.3f} = {ratio:.2f} x Korn-Graubard"
+                      f"{'' if ok else '   criterion NOT met'}")
+    print(f"the criterion holds in {held} of {total} cells")
+
+
+def main() -> None:
+    criterion()
+
+
 if __name__ == "__main__":
-    main()
+    import sys
+
+    alternatives() if sys.argv[1:] == ["alternatives"] else main()

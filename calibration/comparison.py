@@ -28,18 +28,23 @@ from calibration.comparison_types import (
 )
 from stats.agreement import (
     CONTINUOUS,
+    MIN_CLUSTER_UNITS,
     MIN_R_ITEMS,
     _pair,
     _weighted_kappa,
     absolute_agreement,
     alt_test,
+    alt_test_sensitivity,
     binary_confusion,
     binary_stats_resampled,
     bland_altman,
     bootstrap_weights,
+    case_units,
     cohen_kappa,
+    few_cases_warning,
     gwet_ac1,
     icc,
+    icc_grader_vs_mean,
     kendall,
     krippendorff_alpha,
     pearson_many,
@@ -80,7 +85,8 @@ def versus(
     against the consensus code (others' mean snapped to the domain), Bland-Altman (target minus
     others' mean), MAE, exact and within-one agreement of codes. `domain` None: continuous
     scores, no kappa, exact or within-one. `reasons` says why each None statistic is None.
-    `pearson_result`: already computed Pearson."""
+    `pearson_result`: already computed Pearson. With `clusters` the Bland-Altman intervals are
+    case-clustered too (`stats.agreement.bland_altman`)."""
     t = np.asarray(target, dtype=float)
     ref = _mean_of(np.asarray(others, dtype=float).reshape(len(t), -1))
     if pearson_result is None:
@@ -103,7 +109,8 @@ def versus(
         if value is None:
             reasons[key] = _correlation_reason(t, ref, minimum)
     return Versus(n_items=absolute.n, pearson=pearson_result, spearman=rho, kendall=tau,
-                  bland_altman=bland_altman(t, ref), mae=absolute.mae, exact=absolute.exact,
+                  bland_altman=bland_altman(t, ref, clusters=clusters, confidence=confidence),
+                  mae=absolute.mae, exact=absolute.exact,
                   within_one=absolute.within_one, **kappas, reasons=reasons)
 
 
@@ -168,10 +175,14 @@ def compare_to_experts(
     for continuous scores (then no kappa, exact/within-one or nominal alpha; see `reasons`).
     The grader is compared with the per-item mean of the experts (`versus`, with a bootstrap CI
     for Pearson r by `ci_method` over `bootstrap` item resamples, or case resamples when
-    `clusters` gives each item's case); ICC (Shrout & Fleiss) and Krippendorff's alpha on
-    grader + experts and on the experts alone (`expert_names` name left-out raters); the human
-    ceiling; the alt-test. `confidence`: the level of the grader's r and ICC intervals (the
-    "ci95" keys keep their name; a protocol allowing several looks lowers it, Bonferroni).
+    `clusters` gives each item's case); the gate's ICC(2,1), the grader against the experts'
+    mean with its case-clustered interval (`icc_grader_vs_mean`); ICC (Shrout & Fleiss) and
+    Krippendorff's alpha on grader + experts and on the experts alone (`expert_names` name
+    left-out raters); the human ceiling; the alt-test (cluster-robust with `clusters`, its
+    winning rate's interval over the same case resamples as r) and its verdict at epsilon 0.1,
+    0.15 and 0.2. `confidence`: the level of the grader's r, ICC, Bland-Altman and Alt-Test
+    intervals (the "ci95" keys keep their name; a protocol allowing several looks lowers it,
+    Bonferroni).
     """
     g = np.asarray(grader, dtype=float)
     e = np.asarray(experts, dtype=float)
@@ -182,21 +193,27 @@ def compare_to_experts(
     both = np.column_stack([g, e])
     several = e.shape[1] >= 2
     grader_vs = versus(g, e, domain=domain, weights=weights, clusters=clusters,
-                       ci_method=ci_method)
+                       ci_method=ci_method, confidence=confidence)
+    epsilons = sorted({0.1, 0.15, 0.2, epsilon})
     return Comparison(
         **vars(grader_vs),
         n_experts=e.shape[1],
+        icc_vs_mean=icc_grader_vs_mean(g, e, clusters=clusters, confidence=confidence),
         icc=icc(both, raters=["grader", *names]),
         icc_experts=icc(e, raters=names),
         krippendorff_alpha=krippendorff_alpha(both, domain=domain),
         krippendorff_alpha_experts=krippendorff_alpha(e, domain=domain),
         ceiling=ceiling(g, e, domain=domain, weights=weights, clusters=clusters,
                         ci_method=ci_method) if several else None,
-        alt_test=alt_test(g, e, epsilon=epsilon, q=alt_q, min_items=min_alt_items)
+        alt_test=alt_test(g, e, epsilon=epsilon, q=alt_q, min_items=min_alt_items,
+                          clusters=clusters, weights=weights, confidence=confidence)
         if several else None,
         bootstrap=Resampling(resamples=bootstrap, seed=seed,
-                             unit="item" if clusters is None else "cluster",
+                             unit="item" if clusters is None else "case",
                              interval=ci_method, confidence=confidence),
+        alt_test_sensitivity=alt_test_sensitivity(g, e, epsilons=epsilons, q=alt_q,
+                                                  min_items=min_alt_items, clusters=clusters)
+        if several else None,
     )
 
 
@@ -228,7 +245,9 @@ def compare_tags(
     the class itself: Krippendorff's nominal alpha among the experts (missing ratings allowed)
     and with the grader as one more rater (`krippendorff_alpha`). With `bootstrap` resamples,
     the grader's kappa, AC1 and F1 get 95% percentile intervals over items (or, with
-    `clusters`, whole cases), the same resamples for every class.
+    `clusters`, whole cases: the cluster bootstrap, Davison & Hinkley 1997, sec. 3.8), the
+    same resamples for every class; none from fewer than 3 cases, a `warning` below 20, as
+    for r.
 
     `grader`: bool (n_items, n_classes); `experts`: bool (n_items, n_experts, n_classes), or
     float with NaN for a missing expert.
@@ -239,7 +258,10 @@ def compare_tags(
         raise ValueError(f"grader {g.shape} and experts {e.shape} do not match")
     if len(class_names) != g.shape[1]:
         raise ValueError(f"{len(class_names)} class names for {g.shape[1]} classes")
-    weights = bootstrap_weights(g.shape[0], bootstrap, seed, clusters) if bootstrap else None
+    n_units = case_units(g.shape[0], clusters)[1]
+    weights = (bootstrap_weights(g.shape[0], bootstrap, seed, clusters)
+               if bootstrap and n_units >= MIN_CLUSTER_UNITS else None)
+    warning = few_cases_warning(n_units, clusters is not None, "error-class")
     classes = {}
     for c, name in enumerate(class_names):
         votes = e[:, :, c]
@@ -247,7 +269,8 @@ def compare_tags(
         ci95 = None
         if weights is not None:
             resampled = binary_stats_resampled(g[:, c], majority, weights)
-            ci95 = TagIntervals(**{k: percentile_ci(v) for k, v in resampled.items()})
+            ci95 = TagIntervals(**{k: percentile_ci(v) for k, v in resampled.items()},
+                                units=n_units, warning=warning)
         rows = [ExpertTags(j, _tag_stats(votes[:, j], _majority(np.delete(votes, j, 1))))
                 for j in range(e.shape[1])]
         several = e.shape[1] >= 2

@@ -15,9 +15,11 @@ import numpy as np
 from stats.agreement_types import (
     ICC,
     Alpha,
+    AltSensitivity,
     AltTest,
     BlandAltman,
     Confusion,
+    GraderICC,
     Interval,
     Kendall,
     Pearson,
@@ -83,7 +85,7 @@ class Resampling(Result):
 
     resamples: int
     seed: int
-    unit: str  # "item" or "cluster"
+    unit: str  # the clustering unit: "case" (whole cases resampled) or "item"
     interval: str
     confidence: float
 
@@ -91,10 +93,14 @@ class Resampling(Result):
 @dataclass(frozen=True)
 class Comparison(Versus):
     """Everything a calibration report holds for one numeric criterion: the grader against the
-    experts' mean (the fields of `Versus`), ICC and Krippendorff's alpha with and without the
-    grader, the human ceiling and the alt-test (None with fewer than two experts)."""
+    experts' mean (the fields of `Versus`), the gate's ICC(2,1) of the grader against the
+    experts' mean with its case-clustered interval (`icc_vs_mean`), ICC and Krippendorff's
+    alpha with and without the grader (all raters as columns, items dropped listwise), the human
+    ceiling and the alt-test with its sensitivity to epsilon (None with fewer than two
+    experts)."""
 
     n_experts: int
+    icc_vs_mean: GraderICC
     icc: ICC
     icc_experts: ICC
     krippendorff_alpha: Alpha
@@ -102,6 +108,7 @@ class Comparison(Versus):
     ceiling: Ceiling | None
     alt_test: AltTest | None
     bootstrap: Resampling
+    alt_test_sensitivity: list[AltSensitivity] | None = None
 
     def to_dict(self) -> dict:
         d = super().to_dict()
@@ -115,6 +122,8 @@ class TagIntervals(Result):
     kappa: Interval | None
     ac1: Interval | None
     f1: Interval | None
+    units: int | None = None  # the cases (else items) resampled
+    warning: str | None = None  # fewer than `stats.agreement.MIN_R_CASES` cases
 
 
 @dataclass(frozen=True)

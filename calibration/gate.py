@@ -1,12 +1,13 @@
 """The gate's verdict: the checks of a registered protocol's gate (`calibration.protocol.Gate`)
 on a calibration report's statistics, and whether the config passes (every required check).
 
-The decision rule is the protocol's. "lower_bound" (the default): Pearson r and ICC(2,1) pass
-when the lower bound of their interval (at the protocol's per-look level) is at or above the
-threshold, a one-sided test of H0: rho < threshold at (1 - level) / 2 (the confidence-interval
-form of a test, Casella & Berger 2002, sec. 9.2). "point_estimate": the estimates themselves
-(a grader whose true r equals the threshold passes about half the time). The Alternative
-Annotator Test is a test already (Calderon et al. 2025) and is the same under both rules.
+The decision rule is the protocol's. "lower_bound" (the default): Pearson r and ICC(2,1) (the
+grader against the experts' mean) pass when the lower bound of their case-clustered interval
+(at the protocol's per-look level) is at or above the threshold, a one-sided test of
+H0: rho < threshold at (1 - level) / 2 (the confidence-interval form of a test, Casella &
+Berger 2002, sec. 9.2). "point_estimate": the estimates themselves (a grader whose true r
+equals the threshold passes about half the time). The Alternative Annotator Test is a test
+already (Calderon et al. 2025) and is the same under both rules.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import math
 from dataclasses import dataclass
 
 from calibration.protocol import LOWER_BOUND, Gate
-from stats.agreement_types import AltTest, ICCForm, Pearson
+from stats.agreement_types import AltTest, GraderICC, Pearson
 
 
 @dataclass
@@ -58,12 +59,14 @@ def decide(value: float | None, interval: list | None, threshold: float, *, rule
                    f"{threshold:g} (estimate {value:.3f})")
 
 
-def gate_checks(gate: Gate, pearson: Pearson, icc2: ICCForm | None, alt: AltTest | None, *,
+def gate_checks(gate: Gate, pearson: Pearson, icc2: GraderICC | None, alt: AltTest | None, *,
                 pearson_ci: list | None, min_items: int, level: float = 0.95) -> list[GateCheck]:
     """Each check of the registered `gate` on a report's overall comparison (the grader
     against the experts, `calibration.comparison.compare_to_experts`, with intervals at `level`):
-    Pearson r and ICC(2,1) against their thresholds under the gate's rule, the Alternative
-    Annotator Test passed (Calderon et al. 2025); `alt` is None with fewer than two experts."""
+    Pearson r and ICC(2,1) of the grader against the experts' mean against their thresholds
+    under the gate's rule, each on its case-clustered interval, and the Alternative Annotator
+    Test passed (Calderon et al. 2025; its tests cluster-robust over cases); `alt` is None with
+    fewer than two experts."""
     r = pearson.r
     icc2_value, icc2_ci = (icc2.icc, icc2.ci95) if icc2 is not None else (None, None)
     rate = alt.winning_rate if alt is not None else None
@@ -81,7 +84,8 @@ def gate_checks(gate: Gate, pearson: Pearson, icc2: ICCForm | None, alt: AltTest
     return [
         GateCheck("pearson", "Pearson r", r, gate.pearson_min, r_pass,
                   "pearson" in gate.required, pearson_ci, r_why, rule, level),
-        GateCheck("icc2", "ICC(2,1), absolute agreement", icc2_value, gate.icc2_min, icc_pass,
+        GateCheck("icc2", "ICC(2,1), absolute agreement, grader vs experts' mean", icc2_value,
+                  gate.icc2_min, icc_pass,
                   "icc2" in gate.required, icc2_ci, icc_why, rule, level),
         GateCheck("alt_test", f"Alt-Test winning rate (epsilon {gate.alt_test_epsilon:g}, "
                   f"q {gate.alt_test_q:g})", rate, 0.5, alt is not None and alt.passed,

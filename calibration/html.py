@@ -5,6 +5,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from calibration import grras
 from calibration.gate import GateCheck
 from calibration.report import STAT_HEADER, TAG_HEADER, Report, StatRow, TagRow
 from calibration.templating import environment
@@ -81,6 +82,9 @@ def render(report: Report, figures: dict[str, bytes], *, title: str,
               f"{report.protocol_hash})") if report.validates else
               f"{report.part} part: exploration, never validates"),
         gate_header=GATE_HEADER, gate_rows=gate_cells(report),
+        clustering=report.clustering(), icc_items=report.icc_items(),
+        alt_header=["epsilon", "winning rate", "verdict"], alt_rows=report.alt_sensitivity_rows(),
+        grras_header=grras.HEADER, grras_rows=grras.rows(),
         look_header=LOOK_HEADER, look_rows=look_cells(report),
         stat_header=STAT_HEADER, stat_rows=[stat_cells(r) for r in report.stat_rows()],
         tag_header=TAG_HEADER, tag_rows=[tag_cells(r) for r in report.tag_rows()],

@@ -16,6 +16,7 @@ import numpy as np
 from sqlmodel import Session, select
 
 from calibration.comparison import compare_tags, compare_to_experts
+from calibration.comparison_types import Comparison, TagComparison
 from calibration.gate import GateCheck, gate_checks, gate_passed
 from calibration.protocol import Gate, Statistics, interval_level
 from db.models import (
@@ -31,6 +32,7 @@ from db.rubrics import rubric_by_hash
 from errors import UserError, counted
 from grading.config import get_config, is_dated_snapshot
 from rubric.schema import canonical_json
+from stats.agreement import MIN_R_CASES
 from stats.agreement_types import r_interval
 
 PARTS = ("heldout", "dev", "all")
@@ -189,7 +191,8 @@ class StatRow:
     within_one: float | None
 
 
-STAT_HEADER = ["", "n", "Pearson r", "r 95% CI", "ICC2", "alpha (interval)", "kappa (linear)",
+STAT_HEADER = ["", "n", "Pearson r", "r 95% CI", "ICC(2,1) vs experts' mean", "alpha (interval)",
+               "kappa (linear)",
                "kappa (quadratic)", "bias", "limits of agreement", "MAE", "within one"]
 
 
@@ -265,6 +268,38 @@ class Report:
         return [_stat_row("overall", self.overall),
                 *(_stat_row(k, v) for k, v in self.criteria.items())]
 
+    def clustering(self) -> str:
+        """In words, the unit the intervals resample and how many there are."""
+        units = self.overall.get("icc_vs_mean", {}).get("units")
+        unit = (self.overall.get("bootstrap") or {}).get("unit", "item")
+        if unit in ("case", "cluster"):
+            return (f"Clustering unit: the case ({units} cases). Every interval resamples whole "
+                    "cases with their items: r by the case bootstrap, ICC(2,1), the "
+                    "Bland-Altman bias and limits and the Alt-Test's advantage probability by "
+                    "the delete-one-case jackknife, the Alt-Test's winning rate and the error "
+                    "classes by the case bootstrap; the Alt-Test's t-tests are cluster-robust.")
+        return "Clustering unit: the item (no cases given): items are taken as independent."
+
+    def icc_items(self) -> str:
+        """The items each ICC stands on, and how many were dropped listwise."""
+        mine = self.overall.get("icc_vs_mean")
+        every = self.overall["icc"]
+        out = []
+        if mine is not None:
+            out.append(f"ICC(2,1) of the grader against the experts' mean (the gate's) on "
+                       f"{mine['n_items']} items, {mine['dropped']} dropped listwise (no grade "
+                       "or no expert score)")
+        total = every["n_items"] + every.get("dropped", 0)
+        out.append(f"the ICCs of the grader and every expert as raters on {every['n_items']} "
+                   f"of {total} items, {every.get('dropped', 0)} dropped listwise (an expert's "
+                   "score missing)")
+        return "; ".join(out) + "."
+
+    def alt_sensitivity_rows(self) -> list[list[Any]]:
+        """The Alt-Test's winning rate and verdict at each epsilon (the margin's sensitivity)."""
+        return [[r["epsilon"], r["winning_rate"], r["passed"]]
+                for r in self.overall.get("alt_test_sensitivity") or []]
+
     def tag_rows(self) -> list[TagRow]:
         rows = []
         for c, v in self.error_tags["classes"].items():
@@ -275,18 +310,27 @@ class Report:
         return rows
 
 
+def gate_icc(res: dict[str, Any]) -> float | None:
+    """The ICC(2,1) a comparison's gate reads: the grader against the experts' mean (reports
+    before issue 45 hold only the grader-and-experts ICC, shown as they stored it)."""
+    if "icc_vs_mean" in res:
+        return res["icc_vs_mean"]["icc"]
+    return (res["icc"].get("ICC2") or {}).get("icc")
+
+
 def _stat_row(name: str, res: dict[str, Any]) -> StatRow:
     ba, p = res["bland_altman"], res["pearson"]
     return StatRow(name, res["n_items"], p["r"], r_interval(p.get("ci95_bootstrap"),
                                                             p.get("ci95_fisher")),
-                   (res["icc"].get("ICC2") or {}).get("icc"),
+                   gate_icc(res),
                    res["krippendorff_alpha"].get("interval"), res.get("weighted_kappa_linear"),
                    res["weighted_kappa"], ba["bias"],
                    ba["loa"], res["mae"], res["within_one"])
 
 
 def _breakdown(data: CalibrationData) -> dict[str, dict[str, dict[str, Any]]]:
-    """Pearson r, ICC2, bias and MAE of the overall score within each family, level, source."""
+    """Pearson r, ICC(2,1) (grader vs experts' mean), bias and MAE of the overall score within
+    each family, level, source."""
     g, e = data.overall
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for key, labels in data.strata.items():
@@ -298,10 +342,27 @@ def _breakdown(data: CalibrationData) -> dict[str, dict[str, dict[str, Any]]]:
                 continue
             res = compare_to_experts(g[mask], e[mask], domain=data.domain, bootstrap=0)
             groups[str(value)] = {"n_items": int(mask.sum()), "pearson": res.pearson.r,
-                                  "icc2": res.icc.icc2.icc if res.icc.icc2 else None,
+                                  "icc2": res.icc_vs_mean.icc,
                                   "bias": res.bland_altman.bias, "mae": res.mae}
         out[key] = groups
     return out
+
+
+def few_cases_flag(overall: Comparison, tags: TagComparison, cases: int) -> list[str]:
+    """One flag naming every case-clustered interval besides r's that stands on fewer than
+    `MIN_R_CASES` cases (each carries its own `warning`)."""
+    named = [name for name, warned in (
+        ("ICC(2,1)", overall.icc_vs_mean.warning),
+        ("the Bland-Altman bias and limits", overall.bland_altman.warning),
+        ("the Alt-Test's winning rate and advantage probability",
+         overall.alt_test.warning if overall.alt_test else None),
+        ("the error classes' kappa, AC1 and F1",
+         any(c.grader.ci95 is not None and c.grader.ci95.warning for c in tags.classes.values())),
+    ) if warned]
+    if not named:
+        return []
+    return [f"the intervals of {', '.join(named)} stand on {cases} cases, fewer than "
+            f"{MIN_R_CASES}: they cover less than 95% with so few cases (docs/agreement.md)"]
 
 
 def build(data: CalibrationData, *, config_id: int, part: str, gate: Gate,
@@ -319,11 +380,14 @@ def build(data: CalibrationData, *, config_id: int, part: str, gate: Gate,
     overall = compare_to_experts(g, e, bootstrap=0 if fisher else st.bootstrap,
                                  clusters=clusters, ci_method="bca" if fisher else st.pearson_ci,
                                  confidence=level, **options)
-    criteria = {k: compare_to_experts(cg, ce, bootstrap=0, confidence=level, **options)
+    criteria = {k: compare_to_experts(cg, ce, bootstrap=0, confidence=level, clusters=clusters,
+                                      **options)
                 for k, (cg, ce) in data.criteria.items()}
     p = overall.pearson
-    checks = gate_checks(gate, p, overall.icc.icc2, overall.alt_test, pearson_ci=p.interval(),
+    checks = gate_checks(gate, p, overall.icc_vs_mean, overall.alt_test, pearson_ci=p.interval(),
                          min_items=st.alt_test_min_items, level=level)
+    tags = compare_tags(*data.tags, data.tag_names, bootstrap=st.bootstrap, seed=st.seed,
+                        clusters=clusters)
     passed = gate_passed(checks)
     return Report(
         config_id=config_id, part=part, n_items=len(data.items), n_experts=len(data.raters),
@@ -331,8 +395,8 @@ def build(data: CalibrationData, *, config_id: int, part: str, gate: Gate,
         gate_settings={**asdict(gate), "required": list(gate.required)},
         statistics=asdict(st), gate=checks, passed=passed,
         validates=part == "heldout" and protocol_hash is not None,
-        flags=[*data.flags, *([p.warning] if p.warning else [])],
+        flags=[*data.flags, *([p.warning] if p.warning else []),
+               *few_cases_flag(overall, tags, len(set(data.cases)))],
         overall=overall.to_dict(), criteria={k: v.to_dict() for k, v in criteria.items()},
-        error_tags=compare_tags(*data.tags, data.tag_names, bootstrap=st.bootstrap,
-                                seed=st.seed, clusters=clusters).to_dict(),
+        error_tags=tags.to_dict(),
         breakdown=_breakdown(data), heldout_looks=looks or [])

@@ -60,6 +60,7 @@ def cmd_calibrate(args: argparse.Namespace) -> None:
                  "gate": {g.name: g.passed for g in report.gate},
                  "values": {g.name: g.value for g in report.gate},
                  "why_failed": report.why_failed(), "heldout_looks": len(report.heldout_looks),
+                 "icc_items": report.icc_items(), "clustering": report.clustering(),
                  "data_sha256": report.data_hash})
     if warning := report.overall["pearson"].get("warning"):
         print(f"nmb: warning: {warning}", file=sys.stderr)

@@ -9,16 +9,21 @@ tasks both sides answered, and the difference A - B gets the interval of
 `stats.resample.paired`: the same cases drawn for both sides (a human side's people drawn
 too), d +/- t sqrt(v) from the variance of the paired resamples (docs/results.md). Fewer than
 `stats.intervals.MIN_CASES` common cases: no interval ("too few cases").
+
+Multiplicity: the differences shown together (every measure of every pair asked for) are one
+family; beside each unadjusted 95% interval, `adjust` sets the Holm-adjusted one (Holm 1979,
+`stats.intervals.holm`) and both p-values. A difference without an interval is not counted.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from errors import UserError
 from results.judgments import Judgment
-from stats.resample import RESAMPLES, Difference, Side, paired
+from stats.intervals import holm
+from stats.resample import DIGITS, RESAMPLES, Difference, Estimate, Side, paired
 
 MEASURES: dict[str, Callable[[Judgment], float]] = {
     "pass@1": lambda j: float(j.correct),
@@ -63,3 +68,20 @@ def compare(judgments: Iterable[Judgment], a: str, b: str, *, resamples: int = R
         "model" if sides[b][0].is_model else "human",
         {m: paired(_side(sides[a], f), _side(sides[b], f), resamples=resamples, seed=seed)
          for m, f in MEASURES.items()})
+
+
+def adjust(comparisons: list[Comparison]) -> list[Comparison]:
+    """The comparisons with every difference's Holm-adjusted interval and p-values, the family
+    being every difference that has an interval (`stats.intervals.holm`)."""
+    family = [(i, m) for i, c in enumerate(comparisons) for m, d in c.differences.items()
+              if d.se is not None and d.difference.ci is not None]
+    adjusted = holm([(comparisons[i].differences[m].difference.value,
+                      comparisons[i].differences[m].se, comparisons[i].differences[m].df)
+                     for i, m in family])
+    out = [replace(c, differences=dict(c.differences)) for c in comparisons]
+    for (i, m), (ci, p, p_holm) in zip(family, adjusted, strict=True):
+        d = out[i].differences[m]
+        out[i].differences[m] = replace(
+            d, holm=Estimate(d.difference.value, [round(q, DIGITS) for q in ci]),
+            p=round(p, DIGITS), p_holm=round(p_holm, DIGITS))
+    return out

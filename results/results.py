@@ -45,7 +45,7 @@ from results.anchoring import (
     stage_agreement,
 )
 from results.bertscore import BertScoreInfo, BertScorer
-from results.compare import Comparison, compare
+from results.compare import Comparison, adjust, compare
 from results.cost import GraderCost, ModelCost, grader_cost, model_costs
 from results.error_classes import ErrorRow, compared_error_rows, error_rows
 from results.fairness import (
@@ -273,7 +273,7 @@ def compute(data: StudyData, *, judge: str = GRADER, by: tuple[str, ...] = ("fam
         sensitivity=sensitivity_rows(data.judged, () if answered_only else missing),
         model_costs=data.model_costs, grader_cost=data.grader_cost,
         judgments=sorted(judged, key=lambda j: j.response_id),
-        comparisons=[compare(judged, a, b) for a, b in compare_pairs],
+        comparisons=adjust([compare(judged, a, b) for a, b in compare_pairs]),
         bertscore=bertscore,
         splits=[replace(sp, cells=_rows(sp.cells, levels=sp.levels)) for sp in
                 split_cells(judged, splits, ks=ks, bertscore=similar)] if splits else [],
@@ -428,4 +428,4 @@ def comparisons(s: Session, *, config_id: int | None, pairs: tuple[tuple[str, st
     check_judge(judge)
     answered, missing, _ = judgments_of(load(s, config_id=config_id), judge)
     judged = answered if answered_only else answered + missing
-    return [compare(judged, a, b) for a, b in pairs]
+    return adjust([compare(judged, a, b) for a, b in pairs])

@@ -19,16 +19,20 @@ from stats.agreement_types import (
     Absolute,
     Alpha,
     AltExpert,
+    AltSensitivity,
     AltTest,
     BlandAltman,
     Confusion,
+    GraderICC,
     ICCForm,
+    Interval,
     Kendall,
     Pearson,
     Spearman,
     interval,
     plain_float,
 )
+from stats.intervals import share_interval
 
 Z95 = 1.959963984540054  # standard normal 97.5% quantile
 
@@ -283,15 +287,17 @@ def pearson_many(
     return out
 
 
-def few_cases_warning(units: int, cases: bool = True) -> str | None:
-    """The warning an r interval carries when it stands on fewer than `MIN_R_CASES` cases
-    (items when there are no cases): its coverage falls short of 95% there (about 93% with
-    10 cases of 6 items, `benchmarks/bench_pearson_coverage.py`, docs/agreement.md)."""
+def few_cases_warning(units: int, cases: bool = True, statistic: str = "r") -> str | None:
+    """The warning an interval of `statistic` (r, and every case-clustered interval of
+    `clustered_interval`'s kind) carries when it stands on fewer than `MIN_R_CASES` cases
+    (items when there are no cases): its coverage falls short of 95% there (about 93% for r
+    with 10 cases of 6 items, `benchmarks/bench_pearson_coverage.py`; 93-94% for ICC(2,1) with
+    10 cases of 5 items, `benchmarks/bench_agreement_clustered.py`; docs/agreement.md)."""
     if units >= MIN_R_CASES:
         return None
     what = "cases" if cases else "items"
-    return (f"the r interval stands on {units} {what}, fewer than {MIN_R_CASES}: it covers "
-            f"less than 95% with so few {what} (docs/agreement.md)")
+    return (f"the {statistic} interval stands on {units} {what}, fewer than {MIN_R_CASES}: it "
+            f"covers less than 95% with so few {what} (docs/agreement.md)")
 
 
 def pearson(
@@ -319,6 +325,67 @@ def pearson(
         weights = bootstrap_weights(len(np.asarray(x)), bootstrap, seed, clusters)
     return pearson_many([(x, y)], weights=weights, clusters=clusters, confidence=confidence,
                         ci_method=ci_method)[0]
+
+
+# ---------------------------------------------------------------- case-clustered intervals
+#
+# Items of one case share its record and images, so they are not independent: every interval
+# of the gate's statistics resamples whole cases, as r's does. Statistics that are smooth
+# functions of per-item sums (ICC, the Bland-Altman bias and limits, the Alt-Test's advantage
+# probability) get the delete-one-case jackknife with t on G - 1 degrees of freedom; the
+# Alt-Test's winning rate (a share of tests that reject) the percentile interval of the same
+# case resamples as r. Without cases every item is its own unit.
+
+MIN_CLUSTER_UNITS = MIN_R_ITEMS  # no clustered interval from fewer than 3 cases (or items)
+
+
+def case_units(n_items: int, clusters: np.ndarray | None) -> tuple[np.ndarray, int]:
+    """Each item's unit index (its case, else itself) and the number of units."""
+    if clusters is None:
+        return np.arange(n_items), n_items
+    units = np.unique(np.asarray(clusters), return_inverse=True)[1].ravel()
+    return units, int(units.max()) + 1 if units.size else 0
+
+
+def unit_sums(cols: np.ndarray, units: np.ndarray, n_units: int) -> np.ndarray:
+    """(n_units, p): the per-unit sums of each column of `cols` (items x p)."""
+    return np.stack([np.bincount(units, c, minlength=n_units) for c in np.asarray(cols).T],
+                    axis=1)
+
+
+def jackknife_interval(point: float, replicates: np.ndarray, confidence: float = 0.95, *,
+                       fisher_z: bool = False) -> tuple[float, float]:
+    """The delete-one-group jackknife interval (Quenouille 1956; Tukey 1958; Efron & Tibshirani
+    1993, ch. 11; for clustered data, one case deleted at a time, Davison & Hinkley 1997, sec.
+    3.8): `replicates` holds the statistic with each of the G cases left out in turn, se^2 =
+    (G - 1) / G sum (theta_(c) - mean)^2, and the interval theta -/+ t(G - 1) se, on Fisher's
+    z = atanh (Fisher 1921) with `fisher_z` and back. NaN when fewer than two replicates are
+    finite."""
+    r = np.asarray(replicates, dtype=float)
+    r = r[np.isfinite(r)]
+    g = r.size
+    if g < 2 or not math.isfinite(point):
+        return (math.nan, math.nan)
+    if fisher_z:
+        edge = 1 - 1e-15
+        point, r = math.atanh(min(max(point, -edge), edge)), np.arctanh(np.clip(r, -edge, edge))
+    se = math.sqrt((g - 1) / g * float(((r - r.mean()) ** 2).sum()))
+    half = float(stats.t.ppf(0.5 + confidence / 2, g - 1)) * se
+    lo, hi = point - half, point + half
+    return (math.tanh(lo), math.tanh(hi)) if fisher_z else (lo, hi)
+
+
+def _icc2_from_sums(s: np.ndarray, k: int) -> np.ndarray:
+    """ICC(2,1) (Shrout & Fleiss 1979) from the summed columns (last axis) 1, x_1 .. x_k,
+    (sum_j x_j)^2 and sum_j x_j^2 of an items x k matrix: the two-way ANOVA of `_mean_squares`
+    from its sums, so that it can be evaluated on every case-jackknife or resample at once."""
+    n, cols, r2, q = s[..., 0], s[..., 1:1 + k], s[..., 1 + k], s[..., 2 + k]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        c = cols.sum(axis=-1) ** 2 / (n * k)
+        ss_r, ss_c = r2 / k - c, (cols ** 2).sum(axis=-1) / n - c
+        ss_e = q - c - ss_r - ss_c
+        msr, msc, mse = ss_r / (n - 1), ss_c / (k - 1), ss_e / ((n - 1) * (k - 1))
+        return (msr - mse) / (msr + (k - 1) * mse + k * (msc - mse) / n)
 
 
 def spearman(x: np.ndarray, y: np.ndarray) -> Spearman:
@@ -400,9 +467,9 @@ def icc(ratings: np.ndarray, confidence: float = 0.95, *,
     two-way mixed, consistency (k = mean of k raters). F tests and CIs follow Shrout & Fleiss
     (1979) and McGraw & Wong (1996, Table 7), as pingouin does. A rater (column) with no score
     at all is left out, with a note naming it (`raters` gives the names), as pingouin does; then
-    items with a missing rating are dropped. A form whose value is undefined (a zero
-    denominator, e.g. 0/0 when items do not differ and raters agree) is None, as is an interval
-    that cannot be formed; `reasons` says why for each.
+    items with a missing rating are dropped listwise (`dropped` counts them). A form whose
+    value is undefined (a zero denominator, e.g. 0/0 when items do not differ and raters
+    agree) is None, as is an interval that cannot be formed; `reasons` says why for each.
     """
     x = np.asarray(ratings, dtype=float)
     if x.ndim != 2:
@@ -411,13 +478,14 @@ def icc(ratings: np.ndarray, confidence: float = 0.95, *,
     empty = ~np.isfinite(x).any(axis=0)
     left_out = [names[j] for j in np.flatnonzero(empty)]
     x = x[:, ~empty]
+    total = x.shape[0]
     x = x[np.isfinite(x).all(axis=1)]
     n, k = x.shape
     notes = [f"rater {name!r} has no score and is left out" for name in left_out]
     if n < 2 or k < 2:
         why = (f"needs 2 raters with scores, found {k}" if k < 2
                else f"needs 2 items scored by every rater, found {n}")
-        return ICC(n, k, left_out, notes, dict.fromkeys(ICC_FORMS, why))
+        return ICC(n, k, left_out, notes, dict.fromkeys(ICC_FORMS, why), dropped=total - n)
     msr, msc, mse, msw = _mean_squares(x)
     fractions = {
         "ICC1": (msr - msw, msr + (k - 1) * msw),
@@ -460,7 +528,48 @@ def icc(ratings: np.ndarray, confidence: float = 0.95, *,
         forms[name.lower()] = ICCForm(
             icc=plain_float(values[name]), ci95=ci, F=plain_float(f1 if one_way else f3), df1=df_r,
             df2=df_w if one_way else df_e, p=plain_float(p1 if one_way else p3))
-    return ICC(n, k, left_out, notes, reasons, **forms)
+    return ICC(n, k, left_out, notes, reasons, **forms, dropped=total - n)
+
+
+
+def icc_grader_vs_mean(grader: np.ndarray, experts: np.ndarray, *,
+                       clusters: np.ndarray | None = None,
+                       confidence: float = 0.95) -> GraderICC:
+    """ICC(2,1), two-way random, absolute agreement (Shrout & Fleiss 1979; McGraw & Wong
+    1996, case 2A), of the grader against the per-item mean of the experts: the gate's ICC. An
+    item without a grade or without any expert score is dropped listwise (`dropped` counts
+    them). Its interval is case-clustered: the delete-one-case jackknife of ICC(2,1) on Fisher's
+    z with t(G - 1) (`jackknife_interval`; `clusters`: each item's case, else every item its own
+    unit), none from fewer than `MIN_CLUSTER_UNITS` units, `warning` below `MIN_R_CASES`; McGraw
+    & Wong's F interval, which takes the items as independent, is kept beside it (`ci95_f`)."""
+    g = np.asarray(grader, dtype=float)
+    e = np.asarray(experts, dtype=float).reshape(len(g), -1)
+    present = np.isfinite(e)
+    cnt = present.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ref = np.where(cnt > 0, np.where(present, e, 0).sum(axis=1) / np.maximum(cnt, 1), np.nan)
+    ok = np.isfinite(g) & np.isfinite(ref)
+    x = np.column_stack([g, ref])[ok]
+    units_all, _ = case_units(len(g), clusters)
+    units = np.unique(units_all[ok], return_inverse=True)[1].ravel()
+    n_units = int(units.max()) + 1 if units.size else 0
+    unit = "item" if clusters is None else "case"
+    base = icc(x, confidence)
+    form = base.icc2
+    if form is None:
+        return GraderICC(None, None, None, int(ok.sum()), int((~ok).sum()), n_units, unit,
+                         reason=base.reasons.get("ICC2"))
+    ci = None
+    if n_units >= MIN_CLUSTER_UNITS:
+        xc = x - x.mean()
+        cols = np.column_stack([np.ones(len(xc)), xc, xc.sum(axis=1) ** 2, (xc ** 2).sum(axis=1)])
+        per_unit = unit_sums(cols, units, n_units)
+        replicates = _icc2_from_sums(per_unit.sum(axis=0) - per_unit, 2)
+        ci = interval(jackknife_interval(form.icc, replicates, confidence, fisher_z=True))
+        ci = None if None in ci else ci
+    return GraderICC(form.icc, ci, form.ci95, int(ok.sum()), int((~ok).sum()), n_units, unit,
+                     few_cases_warning(n_units, clusters is not None, "ICC(2,1)"),
+                     None if ci else f"no clustered interval from {n_units} {unit}s")
 
 
 # ---------------------------------------------------------------- Krippendorff
@@ -663,13 +772,29 @@ def percentile_ci(values: np.ndarray, confidence: float = 0.95) -> list[float] |
 # ---------------------------------------------------------------- differences
 
 
-def bland_altman(a: np.ndarray, b: np.ndarray, *, z: float = Z95) -> BlandAltman:
+def _ba_from_sums(s: np.ndarray, z: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(bias, lower limit, upper limit) from the summed columns 1, d, d^2 of the differences."""
+    n, sd, sdd = s[..., 0], s[..., 1], s[..., 2]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        bias = sd / n
+        spread = z * np.sqrt(np.maximum(sdd - n * bias * bias, 0) / (n - 1))
+    return bias, bias - spread, bias + spread
+
+
+def bland_altman(a: np.ndarray, b: np.ndarray, *, z: float = Z95,
+                 clusters: np.ndarray | None = None, confidence: float = 0.95) -> BlandAltman:
     """Bland-Altman agreement of a with b (Bland & Altman 1986, Lancet i:307-310; CIs per their
     1986 paper and 1999, Stat Methods Med Res 8:135-160): bias = mean(a - b), SD of the
     differences (n - 1 divisor), limits of agreement bias -/+ z SD with z = 1.959964, the
     standard normal 97.5 % quantile (Bland & Altman 1999, sec. 2; the 1986 paper rounds it to 2;
     not a t quantile), and 95 % CIs of the bias and of each limit with the t quantile t(0.975,
     n - 1), SE(bias) = SD/sqrt(n) and SE(limit) ~= SD sqrt(3/n).
+
+    With `clusters` (each item's case) the items of a case are not taken as independent
+    (several observations per subject, Bland & Altman 2007, J Biopharm Stat 17:571-582): the
+    three CIs are the delete-one-case jackknife intervals of the bias and of each limit with
+    t(G - 1) for G cases (`jackknife_interval`), none from fewer than `MIN_CLUSTER_UNITS` cases,
+    with `warning` below `MIN_R_CASES`; the estimates are the same.
     """
     xa, xb = _pair(a, b)
     n = len(xa)
@@ -679,7 +804,23 @@ def bland_altman(a: np.ndarray, b: np.ndarray, *, z: float = Z95) -> BlandAltman
     bias = float(d.mean())
     sd = float(d.std(ddof=1))
     lo, hi = bias - z * sd, bias + z * sd
-    t = stats.t.ppf(0.975, n - 1)
+    if clusters is not None:
+        ok = np.isfinite(np.asarray(a, dtype=float)) & np.isfinite(np.asarray(b, dtype=float))
+        units = np.unique(np.asarray(clusters)[ok], return_inverse=True)[1].ravel()
+        g = int(units.max()) + 1
+        cis: list[Interval | None] = [None, None, None]
+        if g >= MIN_CLUSTER_UNITS:
+            per_unit = unit_sums(np.column_stack([np.ones(n), d - bias, (d - bias) ** 2]),
+                                 units, g)
+            reps = _ba_from_sums(per_unit.sum(axis=0) - per_unit, z)
+            cis = [interval(jackknife_interval(point - bias, rep, confidence)) for point, rep
+                   in zip((bias, lo, hi), reps, strict=True)]
+            cis = [[None if v is None else v + bias for v in ci] for ci in cis]
+        return BlandAltman(n=n, bias=plain_float(bias), sd=plain_float(sd),
+                           loa=interval((lo, hi)), bias_ci95=cis[0], loa_lower_ci95=cis[1],
+                           loa_upper_ci95=cis[2], units=g, unit="case",
+                           warning=few_cases_warning(g, True, "Bland-Altman"))
+    t = stats.t.ppf(0.5 + confidence / 2, n - 1)
     se_bias = sd / math.sqrt(n)
     se_loa = sd * math.sqrt(3 / n)
     return BlandAltman(
@@ -727,6 +868,32 @@ def _benjamini_yekutieli(p: np.ndarray, q: float) -> np.ndarray:
     return reject
 
 
+def _cluster_t_p(m: np.ndarray, epsilon: float) -> np.ndarray:
+    """One-sided p-values of H0: mean(d) >= epsilon from the summed unit moments `m` (last
+    axis: n, sum d, sum over units of S_u^2, S_u n_u, n_u^2, and the number of units G, for
+    unit sums S_u of d over n_u items): t = (mean - epsilon) / se with the cluster-robust
+    variance G / (G - 1) sum_u (S_u - n_u mean)^2 / n^2 on G - 1 degrees of freedom (Liang &
+    Zeger 1986; Cameron & Miller 2015, J Hum Resour 50:317-372, CR1). With one item per unit it
+    is the one-sample t-test of the Alternative Annotator Test. Constant differences: the sign
+    decides (p 0 or 1)."""
+    n, s1, ss, sn, nn, g = np.moveaxis(m, -1, 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = s1 / n
+        dev = np.maximum(ss - 2 * mean * sn + mean * mean * nn, 0.0)
+        t = (mean - epsilon) / np.sqrt(g / (g - 1) * dev / (n * n))
+        p = stats.t.cdf(t, g - 1)
+    constant = dev <= 1e-9 * np.maximum(nn, 1.0)
+    return np.where(constant, np.where(mean < epsilon, 0.0, 1.0), p)
+
+
+def _by_rejections(p: np.ndarray, q: float) -> np.ndarray:
+    """The number of Benjamini-Yekutieli rejections in each row of p (resamples x tests)."""
+    m = p.shape[-1]
+    thresholds = np.arange(1, m + 1) / m * q / np.sum(1.0 / np.arange(1, m + 1))
+    below = np.sort(p, axis=-1) <= thresholds
+    return np.where(below.any(axis=-1), m - np.argmax(below[..., ::-1], axis=-1), 0)
+
+
 def alt_test(
     grader: np.ndarray,
     experts: np.ndarray,
@@ -735,6 +902,9 @@ def alt_test(
     q: float = 0.05,
     scoring: str = "neg_rmse",
     min_items: int = 30,
+    clusters: np.ndarray | None = None,
+    weights: np.ndarray | None = None,
+    confidence: float = 0.95,
 ) -> AltTest:
     """The Alternative Annotator Test (Calderon, Reichart & Dror, ACL 2025, "The Alternative
     Annotator Test for LLM-as-a-Judge").
@@ -746,13 +916,23 @@ def alt_test(
     corrected by Benjamini-Yekutieli at level q. Winning rate = share of experts whose H0 is
     rejected; advantage probability = mean of the per-expert mean W_f; passed when the winning
     rate >= 0.5. Experts with fewer than `min_items` items are skipped, as in the paper.
+
+    With `clusters` (each item's case) the t-test is the cluster-robust one (`_cluster_t_p`,
+    G - 1 df for G cases; the paper's test when every case has one item), and the advantage
+    probability gets the delete-one-case jackknife interval (`jackknife_interval`, the results'
+    share rule `stats.intervals.share_interval` on its variance); with `weights`
+    (`bootstrap_weights` drawn by the same clusters) the winning rate gets the percentile
+    interval of the whole procedure rerun on every case resample (Efron & Tibshirani 1993, ch.
+    13). None from fewer than `MIN_CLUSTER_UNITS` cases; `warning` below `MIN_R_CASES`.
     """
     g = np.asarray(grader, dtype=float)
     e = np.asarray(experts, dtype=float)
     present = np.isfinite(e)
     n_present = present.sum(axis=1)
+    units, n_units = case_units(len(g), clusters)
     per_expert: list[tuple[int, int, float, float, float] | AltExpert] = []
     p_values = []
+    moments, favour = [], []  # per tested expert: unit moments of d, unit sums of (rows, W_f)
     for j in range(e.shape[1]):
         others = present.copy()
         others[:, j] = False
@@ -774,10 +954,14 @@ def alt_test(
         w_f = (s_f >= s_h).astype(float)
         w_h = (s_h >= s_f).astype(float)
         d = w_h - w_f
-        if np.ptp(d) == 0:  # constant differences: the t statistic is undefined, the sign decides
-            p = 0.0 if d[0] < epsilon else 1.0
-        else:
-            p = float(stats.ttest_1samp(d, epsilon, alternative="less").pvalue)
+        u = units[rows]
+        size = np.bincount(u, minlength=n_units).astype(float)
+        total = np.bincount(u, d, minlength=n_units)
+        unit_m = np.column_stack([size, total, total * total, total * size, size * size,
+                                  (size > 0).astype(float)])
+        p = float(_cluster_t_p(unit_m.sum(axis=0), epsilon))
+        moments.append(unit_m)
+        favour.append(np.column_stack([size, np.bincount(u, w_f, minlength=n_units)]))
         p_values.append(p)
         per_expert.append((j, int(rows.sum()), float(w_f.mean()), float(w_h.mean()), p))
     tested = [r for r in per_expert if not isinstance(r, AltExpert)]
@@ -789,6 +973,42 @@ def alt_test(
                    for r in per_expert]
     winning = float(reject.mean()) if tested else math.nan
     advantage = float(np.mean([r[2] for r in tested])) if tested else math.nan
+    used = [k for k in range(n_units) if any(m[k, 0] > 0 for m in moments)]
+    g_units = len(used) if clusters is not None else n_units
+    rate_ci = advantage_ci = None
+    if tested and g_units >= MIN_CLUSTER_UNITS:
+        f = np.stack(favour)[:, used]  # (experts, units, 2)
+        left = f.sum(axis=1, keepdims=True) - f  # each unit left out in turn
+        with np.errstate(invalid="ignore", divide="ignore"):
+            reps = np.nanmean(left[..., 1] / left[..., 0], axis=0)
+        v = (len(used) - 1) / len(used) * float(np.nansum((reps - np.nanmean(reps)) ** 2))
+        ci = share_interval(advantage, v, len(used) - 1, cases=len(used),
+                            confidence=confidence)
+        advantage_ci = interval(ci)
+        if weights is not None:
+            w = weights[:, np.unique(units, return_index=True)[1]]  # resamples x units
+            drawn = np.einsum("bu,eup->bep", w, np.stack(moments), optimize=False)
+            rejected = _by_rejections(_cluster_t_p(drawn, epsilon), q)
+            rate_ci = percentile_ci(rejected / len(tested), confidence)
     return AltTest(epsilon=epsilon, q=q, scoring=scoring, winning_rate=plain_float(winning),
                    advantage_probability=plain_float(advantage),
-                   passed=bool(len(tested) and winning >= 0.5), experts=experts_out)
+                   passed=bool(len(tested) and winning >= 0.5), experts=experts_out,
+                   winning_rate_ci95=rate_ci, advantage_probability_ci95=advantage_ci,
+                   units=g_units, unit="item" if clusters is None else "case",
+                   warning=few_cases_warning(g_units, clusters is not None, "Alt-Test")
+                   if tested else None)
+
+
+def alt_test_sensitivity(grader: np.ndarray, experts: np.ndarray, *,
+                         epsilons: Sequence[float] = (0.1, 0.15, 0.2), q: float = 0.05,
+                         min_items: int = 30,
+                         clusters: np.ndarray | None = None) -> list[AltSensitivity]:
+    """The Alt-Test's winning rate and verdict at each margin epsilon (Calderon et al. 2025
+    take 0.2 for experts, 0.1 and 0.15 for stricter use): how much the verdict rests on the
+    margin chosen."""
+    out = []
+    for eps in epsilons:
+        res = alt_test(grader, experts, epsilon=eps, q=q, min_items=min_items,
+                       clusters=clusters)
+        out.append(AltSensitivity(eps, res.winning_rate, res.passed))
+    return out

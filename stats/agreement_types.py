@@ -119,6 +119,7 @@ class ICC(Result):
     icc1k: ICCForm | None = None
     icc2k: ICCForm | None = None
     icc3k: ICCForm | None = None
+    dropped: int = 0  # items dropped listwise (a rating missing)
 
     def form(self, name: str) -> ICCForm | None:
         """The form named as in `stats.agreement.ICC_FORMS` ("ICC2", ...)."""
@@ -129,7 +130,26 @@ class ICC(Result):
                  ("ICC1", "ICC2", "ICC3", "ICC1k", "ICC2k", "ICC3k")}
         return {"n_items": self.n_items, "n_raters": self.n_raters,
                 "left_out": list(self.left_out), "notes": list(self.notes), **forms,
-                "reasons": dict(self.reasons)}
+                "reasons": dict(self.reasons), "dropped": self.dropped}
+
+
+@dataclass(frozen=True)
+class GraderICC(Result):
+    """ICC(2,1) of the grader against the experts' mean (two columns), the gate's ICC: `ci95`
+    is its case-clustered interval (delete-one-case jackknife on Fisher's z, t with G - 1 df,
+    `stats.agreement.icc_grader_vs_mean`), `ci95_f` McGraw & Wong's F interval, which treats
+    items as independent. `dropped`: items dropped listwise (no grade, or no expert score);
+    `units`: the cases (else items) of the clustered interval, `unit` their kind."""
+
+    icc: float | None
+    ci95: Interval | None
+    ci95_f: Interval | None
+    n_items: int
+    dropped: int
+    units: int
+    unit: str
+    warning: str | None = None
+    reason: str | None = None
 
 
 @dataclass(frozen=True)
@@ -158,6 +178,9 @@ class BlandAltman(Result):
     bias_ci95: Interval | None = None
     loa_lower_ci95: Interval | None = None
     loa_upper_ci95: Interval | None = None
+    units: int | None = None  # with clusters: the cases the intervals stand on
+    unit: str | None = None  # "case" (jackknife over cases) or None (items independent)
+    warning: str | None = None
 
     def to_dict(self) -> dict:
         return {k: v for k, v in super().to_dict().items()
@@ -215,3 +238,17 @@ class AltTest(Result):
     advantage_probability: float | None
     passed: bool
     experts: list[AltExpert]
+    winning_rate_ci95: Interval | None = None  # percentile, cases resampled
+    advantage_probability_ci95: Interval | None = None  # jackknife over cases
+    units: int | None = None  # the cases (else items) the tests and intervals stand on
+    unit: str | None = None  # "case" or "item"
+    warning: str | None = None
+
+
+@dataclass(frozen=True)
+class AltSensitivity(Result):
+    """The Alt-Test's verdict at one epsilon (the margin's sensitivity)."""
+
+    epsilon: float
+    winning_rate: float | None
+    passed: bool

@@ -19,8 +19,10 @@ adds each human side's own people and interaction terms to the cases' term of th
   clustered samples; algebraically, Wilson's formula at n* with t_df in place of z. (Their
   shrinking factor is (t_{n-1} / t_df)^2 for n observations; z, its limit, is within 3% of
   t_{n-1} from 50 answers on, so this interval is slightly wider than theirs.) Where no
-  spread was seen (p = 0 or 1, or v = 0), n* is df + 1 (the number of cases), as if each case
-  were one observation: the interval keeps a width of its own, never [1, 1].
+  spread was seen (v = 0 with p inside (0, 1)), n* is df + 1 (the number of cases), as if each
+  case were one observation; where every answer agrees (p = 0 or 1) the interval is the exact
+  Clopper-Pearson one with each case one trial (`cluster_clopper_pearson`), e.g. [0.478, 1] at
+  5 cases: a width of its own, never [1, 1], and never wider than exact.
 - A difference of two estimates (`nmb results --compare`): d +/- t_df sqrt(v).
 
 Below `MIN_CASES` cases there is no interval at all (`TOO_FEW`): docs/results.md, and the
@@ -132,12 +134,27 @@ def wilson(p: float, n: float, z: float) -> list[float]:
     return [max(0.0, centre - half), min(1.0, centre + half)]
 
 
-def share_interval(p: float, variance: float, df: float, *,
+def cluster_clopper_pearson(p: float, cases: int, *,
+                            confidence: float = CONFIDENCE) -> list[float]:
+    """The exact interval of a share seen as 0 or 1 on `cases` cases, each case one trial
+    (Clopper & Pearson 1934, Biometrika 26:404-413, with x = 0 or n; the cluster-level bound of
+    Korn & Graubard 1998 when every answer agrees): [(a/2)^(1/C), 1] for p = 1 and
+    [0, 1 - (a/2)^(1/C)] for p = 0, a = 1 - confidence."""
+    bound = ((1 - confidence) / 2) ** (1 / cases)
+    return [bound, 1.0] if p >= 1 else [0.0, 1 - bound]
+
+
+def share_interval(p: float, variance: float, df: float, *, cases: int | None = None,
                    confidence: float = CONFIDENCE) -> list[float]:
     """The Wilson interval of a share (or a 0-1 score) `p` whose design-based variance is
-    `variance`, with `df` degrees of freedom (df + 1 units stand in where no spread was seen)."""
+    `variance`, with `df` degrees of freedom (df + 1 units stand in where no spread was seen).
+    Where every answer agrees (p exactly 0 or 1) it is `cluster_clopper_pearson` on `cases`
+    (default df + 1) trials: exact at the cluster level, never wider."""
+    if p <= 0 or p >= 1:
+        return cluster_clopper_pearson(p, cases if cases is not None else int(round(df)) + 1,
+                                       confidence=confidence)
     z, t = _quantiles(df, confidence)
-    spread = 0 < p < 1 and math.isfinite(variance) and variance > NO_SPREAD
+    spread = math.isfinite(variance) and variance > NO_SPREAD
     n_eff = p * (1 - p) / variance if spread else df + 1
     return wilson(p, n_eff * (z / t) ** 2, z)
 
@@ -148,3 +165,34 @@ def difference_interval(d: float, variance: float, df: float, *,
     _, t = _quantiles(df, confidence)
     half = t * math.sqrt(max(variance, 0.0))
     return [d - half, d + half]
+
+
+def holm(differences: list[tuple[float, float, float]], *,
+         confidence: float = CONFIDENCE) -> list[tuple[list[float], float, float]]:
+    """Holm-adjusted intervals and p-values of m differences d +/- t_df se, given as (d, se,
+    df) (Holm 1979, Scand J Stat 6:65-70): each difference's two-sided p-value from t =
+    d / se on df degrees of freedom; taken in order of increasing p, the i-th is tested at
+    a / (m - i + 1), a = 1 - confidence, until one is not rejected, and that step's level holds
+    for every later one. Its interval is d +/- t(1 - level / 2, df) se at the level of its step,
+    so it leaves out 0 exactly when Holm's procedure rejects (the step-down intervals of
+    Strassburger & Bretz 2008, Stat Med 27:4914-4927, in their two-sided form; simultaneous
+    coverage is guaranteed by Bonferroni's a / m, which the first step is). The adjusted p-value
+    is max over j <= i of min(1, (m - j + 1) p_(j)). Returns, in the given order, (interval,
+    p, adjusted p)."""
+    alpha, m = 1 - confidence, len(differences)
+    if m == 0:
+        return []
+    p = [2 * float(stats.t.sf(abs(d) / se, df)) if se > 0 else (0.0 if d else 1.0)
+         for d, se, df in differences]
+    order = sorted(range(m), key=lambda i: p[i])
+    out: list[tuple[list[float], float, float]] = [([], 0.0, 0.0)] * m
+    level, stopped, running = alpha / m, False, 0.0
+    for step, i in enumerate(order):
+        if not stopped:
+            level = alpha / (m - step)
+            stopped = p[i] > level
+        running = max(running, min(1.0, (m - step) * p[i]))
+        d, se, df = differences[i]
+        half = float(stats.t.ppf(1 - level / 2, df)) * se
+        out[i] = ([d - half, d + half], p[i], running)
+    return out

@@ -26,6 +26,7 @@ the pigeonhole resamples combined by `crossed_variance`), and not given at all b
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -71,7 +72,7 @@ class Estimate:
         `variance` and `df` degrees of freedom; none below `MIN_CASES` cases."""
         if cases < MIN_CASES or not df >= 1:
             return cls(_round(value), None, TOO_FEW)
-        ci = share_interval(float(value), variance, df)
+        ci = share_interval(float(value), variance, df, cases=cases)
         return cls(_round(value), [_round(q) for q in ci])
 
 
@@ -265,13 +266,21 @@ class Side:
 
 @dataclass(frozen=True)
 class Difference:
-    """a - b on the tasks both answered, with its 95% interval (`note`: why none)."""
+    """a - b on the tasks both answered, with its 95% interval (`note`: why none); `se` and
+    `df` give the interval d +/- t_df se (None without one), `holm` the Holm-adjusted
+    interval among the differences shown together (`stats.intervals.holm`, set by the
+    caller), `p` and `p_holm` the two-sided p-values, unadjusted and adjusted."""
 
     a: float | None
     b: float | None
     difference: Estimate
     tasks: int
     cases: int
+    se: float | None = None
+    df: float | None = None
+    holm: Estimate | None = None
+    p: float | None = None
+    p_holm: float | None = None
 
 
 def _side(side: Side, case_index: dict, case_w: np.ndarray, rng: np.random.Generator
@@ -327,4 +336,5 @@ def paired(a: Side, b: Side, *, resamples: int = RESAMPLES, seed: int = 0) -> Di
               if people is not None and people >= 2]
     v, df = combined_variance(groups, one_way_variance(ra[2] - rb[2], n), n)
     est = Estimate(_round(d), [_round(q) for q in difference_interval(d, v, df)])
-    return Difference(_round(pa), _round(pb), est, len(common), n)
+    return Difference(_round(pa), _round(pb), est, len(common), n,
+                      math.sqrt(max(v, 0.0)), float(df))

@@ -32,7 +32,7 @@ from db.models import Case, Response, Task
 from errors import counted
 from results.publish.leaderboard_layout import columns, split_tables
 from results.publish.plots import leaderboard_chart
-from results.publish.tables import PAGES, fmt
+from results.publish.tables import PAGES, fmt, human_limitation
 from results.results import Results, results_key
 from stats.intervals import MIN_CASES
 
@@ -126,7 +126,7 @@ def render(results: Results, study: dict[str, Any], figures: dict[str, str]) -> 
               f"on {results.view}. Intervals: "
               "95%, from resamples of cases (with their tasks; for human groups, people and "
               f"cases), none from fewer than {MIN_CASES} cases. Rows shaded are human baselines "
-              "(physicians, students).")
+              "(physicians, students). " + human_limitation(results)).strip()
     ts = split_tables(results)
     return PAGES.get_template("site.html").render(
         csp=CSP, style=STYLE, script=SCRIPT, meta=meta, grader=grader, results=results,

@@ -77,6 +77,23 @@ SELF_GRADED = "self-graded"
 MISSING_COLUMN = "missing"
 
 
+#: A human group of fewer people than this is named a small sample where it is shown.
+FEW_PEOPLE = 10
+
+
+def human_limitation(r: Results) -> str:
+    """The small-sample limitation of the human baselines shown, in one sentence ("" when every
+    human group has `FEW_PEOPLE` people or more)."""
+    small = [(c.who, c.people) for c in r.overall
+             if c.group == "human" and c.people is not None and c.people < FEW_PEOPLE]
+    if not small:
+        return ""
+    named = ", ".join(f"{who}: {counted(n, 'person', 'people')}" for who, n in small)
+    return (f"Limitation: the human baselines stand on few people ({named}); their intervals "
+            "carry the spread between these people and cases, and a group this small says "
+            "little about its profession at large.")
+
+
 def self_graded(r: Results, who: str, group: str) -> str | None:
     """A row's self-grading mark (results.fairness): "same model" or "same family (..)" for
     a model graded by its own family; for all models together, the models it includes."""
@@ -99,7 +116,8 @@ def tables(results: Results) -> list[Table]:
                  ["who", "group", "tasks", "cases", "people", *measures, *SOURCE_COLUMNS,
                   MISSING_COLUMN, SELF_GRADED],
                  [[c.who, c.group, c.tasks, c.cases, c.people, *_estimates(c), *_sources(c),
-                   c.missing, c.self_graded] for c in r.overall], judged)]
+                   c.missing, c.self_graded] for c in r.overall],
+                 " ".join(x for x in (judged, human_limitation(r)) if x))]
     if r.cells:
         keys = r.by
         cell_ids = sorted({tuple(c.keys[k] for k in keys) for c in r.cells}, key=str)
@@ -134,8 +152,9 @@ def tables(results: Results) -> list[Table]:
         ["who", "tagged by", "wrong responses", *classes, SELF_GRADED],
         [[e.who, e.source, e.wrong, *(e.shares[c] for c in classes),
           self_graded(r, e.who, e.group)] for e in r.errors],
-        "Share of the wrong responses (each split equally among its tags) with a 95% interval "
-        f"resampling cases; wrong and tagged by the judge ({r.judge}); missing answers are not "
+        "Share of the wrong responses (each split equally among its tags) with an unadjusted "
+        "95% interval (each on its own, no multiplicity adjustment) resampling cases; "
+        f"wrong and tagged by the judge ({r.judge}); missing answers are not "
         "wrong responses here (nothing to tag)."))
     out.append(Table(
         "errors_compared", "Error classes: experts and grader on the same responses",
@@ -143,7 +162,8 @@ def tables(results: Results) -> list[Table]:
         [[e.who, e.source, e.wrong, e.disputed, *(e.shares[c] for c in classes),
           self_graded(r, e.who, e.group)] for e in r.errors_compared],
         "Only the responses both the experts and the grader judged, and both judged wrong; "
-        "disputed: both judged, only one of them wrong (not compared)."))
+        "disputed: both judged, only one of them wrong (not compared). Intervals unadjusted "
+        "for multiplicity."))
     out.append(Table(
         "anchoring", "Anchoring on multi-turn tasks",
         ["who", "conversations", "tasks", "people", "final correct",
@@ -182,8 +202,9 @@ def tables(results: Results) -> list[Table]:
         [[v.who, v.group, v.measure,
           *(x for how in SELECTIONS for x in (v.estimates[how], v.responses[how])),
           self_graded(r, v.who, v.group)] for v in r.sensitivity],
-        "Each estimate under every way of judging; the last two columns judge the same "
-        "responses (those experts scored), so they differ by the instrument alone."))
+        "Each estimate under every way of judging, with an unadjusted 95% interval (no "
+        "multiplicity adjustment); the last two columns judge the same responses (those "
+        "experts scored), so they differ by the instrument alone."))
     g = r.grader_cost
     out.append(Table(
         "cost", "Cost and size per model, and the grader's cost",
@@ -230,16 +251,21 @@ def compare_table(comparisons: list[Comparison], results: Results | None = None)
                  if (mark := self_graded(results, who, group))]
         return "; ".join(sides) or None
 
+    family = sum(d.holm is not None for c in comparisons for d in c.differences.values())
     return Table(
         "compare", "Paired differences (A - B) on the tasks both answered",
-        ["A", "B", "measure", "tasks", "cases", "A's estimate", "B's estimate", "A - B",
-         SELF_GRADED],
-        [[c.a, c.b, m, d.tasks, d.cases, d.a, d.b, d.difference, marked(c)]
+        ["A", "B", "measure", "tasks", "cases", "A's estimate", "B's estimate",
+         "A - B (unadjusted 95%)", "A - B (Holm-adjusted)", "p", "p (Holm)", SELF_GRADED],
+        [[c.a, c.b, m, d.tasks, d.cases, d.a, d.b, d.difference, d.holm, d.p, d.p_holm,
+          marked(c)]
          for c in comparisons for m, d in c.differences.items()],
         "Each side estimated as in the main tables, on the tasks both answered; 95% interval "
         "from the same cases drawn for both sides (a human group's people drawn too): "
         f"difference +/- t sqrt(variance); none from fewer than {MIN_CASES} cases "
-        "(docs/results.md).")
+        "(docs/results.md). Unadjusted: each interval on its own. Holm-adjusted (Holm 1979): "
+        f"over the {family} differences in this table with an interval, family-wise 95%; "
+        "the interval at its step's level leaves out 0 exactly when Holm's procedure "
+        "rejects.")
 
 
 def bertscore_note(r: Results) -> str:

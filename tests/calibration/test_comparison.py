@@ -43,11 +43,70 @@ def test_compare_to_experts_resamples_cases_when_given():
     kw = {"domain": [0, 1, 2, 3, 4], "bootstrap": 1000, "seed": 3}
     by_item = C.compare_to_experts(g4, e4, **kw)
     by_case = C.compare_to_experts(g4, e4, clusters=case, **kw)
-    assert by_case.bootstrap.unit == "cluster"
-    width = lambda res: np.diff(res.pearson.ci95_bootstrap)[0]  # noqa: E731
-    assert width(by_case) > 1.5 * width(by_item)
+    assert by_case.bootstrap.unit == "case" and by_item.bootstrap.unit == "item"
+    width = lambda ci: np.diff(ci)[0]  # noqa: E731
+    assert width(by_case.pearson.ci95_bootstrap) > 1.5 * width(by_item.pearson.ci95_bootstrap)
+    assert width(by_case.icc_vs_mean.ci95) > 1.5 * width(by_item.icc_vs_mean.ci95)
     row = by_case.ceiling.per_expert[0].grader_vs_others.pearson
     assert row.ci95_bootstrap[0] < row.r < row.ci95_bootstrap[1]
+    # a case of 4 copies of one response tells what that one response tells: deleting a case is
+    # deleting the response, so the clustered intervals are those of the 60 responses alone
+    once = C.compare_to_experts(grader, experts, clusters=np.arange(60), **kw)
+    ba4, ba1 = by_case.bland_altman, once.bland_altman
+    assert ba4.bias_ci95 == pytest.approx(ba1.bias_ci95, abs=1e-12)
+    assert (ba4.units, ba4.unit, ba1.units) == (60, "case", 60)
+    p4 = [x.p for x in by_case.alt_test.experts]
+    assert p4 == pytest.approx([x.p for x in once.alt_test.experts], abs=1e-12)
+    assert by_case.alt_test.units == 60 and by_case.alt_test.unit == "case"
+    # ... and without cases the test is the paper's one-sample t on the items
+    plain = [x.p for x in C.alt_test(grader, experts, epsilon=0.2).experts]
+    assert [x.p for x in once.alt_test.experts] == pytest.approx(plain, abs=1e-12)
+
+
+def test_the_gates_icc_is_the_grader_against_the_experts_mean_with_a_clustered_interval():
+    """Issue 45: the gate's ICC(2,1) is the grader against the experts' mean (as documented),
+    not the grader and every expert as raters, which drops every item an expert did not score;
+    its interval is the delete-one-case jackknife on Fisher's z, checked against pingouin's
+    ICC2 with each case left out by hand."""
+    pg = pytest.importorskip("pingouin")
+    import pandas as pd
+    from scipy import stats
+
+    rng = np.random.default_rng(45)
+    case = np.repeat(np.arange(10), 5)
+    truth = rng.normal(0, 1, 10)[case] + rng.normal(0, 1, 50)
+    grader = truth + rng.normal(0, 0.6, 50)
+    experts = truth[:, None] + rng.normal(0, 0.5, (50, 3))
+    experts[np.arange(50), np.arange(50) % 3] = NAN  # two experts per item, as the demo plans
+    res = C.compare_to_experts(grader, experts, domain=None, bootstrap=200, clusters=case)
+    ref = np.nanmean(experts, axis=1)
+
+    def icc2(rows: np.ndarray) -> float:
+        long = pd.DataFrame({"item": np.repeat(rows, 2), "rater": np.tile(["g", "m"], len(rows)),
+                             "score": np.column_stack([grader, ref])[rows].ravel()})
+        table = pg.intraclass_corr(long, targets="item", raters="rater", ratings="score")
+        return float(table["ICC"].iloc[1])  # rows ICC1, ICC2, ...: ICC2 is the second
+
+    mine = res.icc_vs_mean
+    assert mine.icc == pytest.approx(icc2(np.arange(50)), abs=1e-12)
+    assert (mine.n_items, mine.dropped, mine.units, mine.unit) == (50, 0, 10, "case")
+    assert res.icc.n_items == 0 and res.icc.dropped == 50  # every item misses one expert
+    z = np.arctanh([icc2(np.flatnonzero(case != c)) for c in range(10)])
+    se = np.sqrt(9 / 10 * ((z - z.mean()) ** 2).sum())
+    t = stats.t.ppf(0.975, 9)
+    want = np.tanh(np.arctanh(mine.icc) + np.array([-t, t]) * se)
+    assert mine.ci95 == pytest.approx(want, abs=1e-9)
+    assert "10 cases, fewer than 20" in mine.warning
+    check = next(g for g in C_gate_checks(res) if g.name == "icc2")
+    assert check.value == mine.icc and check.interval == mine.ci95
+
+
+def C_gate_checks(res):  # noqa: N802
+    from calibration.gate import gate_checks
+    from calibration.protocol import Gate
+
+    return gate_checks(Gate(), res.pearson, res.icc_vs_mean, res.alt_test,
+                       pearson_ci=res.pearson.interval(), min_items=30)
 
 
 def test_ceiling_puts_each_expert_against_the_others():
@@ -133,7 +192,9 @@ def test_stored_dicts_keep_the_report_json_shape():
     assert set(d["pearson"]) == {"r", "n", "ci95_fisher", "ci95_bootstrap", "units", "warning"}
     assert d["pearson"]["ci95_bootstrap"] == res.pearson.ci95_bootstrap
     assert set(d["icc"]) == {"n_items", "n_raters", "left_out", "notes", "reasons", "ICC1",
-                             "ICC2", "ICC3", "ICC1k", "ICC2k", "ICC3k"}
+                             "ICC2", "ICC3", "ICC1k", "ICC2k", "ICC3k", "dropped"}
+    assert set(d["icc_vs_mean"]) == {"icc", "ci95", "ci95_f", "n_items", "dropped", "units",
+                                     "unit", "warning", "reason"}
     assert d["icc"]["ICC2"] == {"icc": res.icc.icc2.icc, "ci95": res.icc.icc2.ci95,
                                 "F": res.icc.icc2.F, "df1": res.icc.icc2.df1,
                                 "df2": res.icc.icc2.df2, "p": res.icc.icc2.p}

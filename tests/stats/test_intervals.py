@@ -75,19 +75,27 @@ def test_no_interval_below_five_cases_however_many_tasks() -> None:
 
 @pytest.mark.parametrize("cases", [5, 12, 40])
 @pytest.mark.parametrize("value", [0.0, 1.0])
-def test_a_share_at_0_or_1_has_an_interval_of_nonzero_width(cases: int, value: float) -> None:
+def test_a_share_at_0_or_1_has_the_exact_interval_of_its_cases(cases: int, value: float) -> None:
+    """Every answer right (or wrong): Clopper-Pearson with each case one trial, never wider
+    (issue 45: [0.478, 1] at 5 cases, where the Wilson rule gave [0.393, 1]); a width of its
+    own, never [1, 1]."""
     est = over_cases([value] * (2 * cases), [f"c{i // 2}" for i in range(2 * cases)])
     low, high = est.ci
     assert high - low > 0.05 and low <= value <= high
-    assert (low == 0.0) if value == 0 else (high == 1.0)
-    # as if each case were one observation, with the t correction: Wilson at n = cases (z/t)^2
-    n = cases * (Z / sps.t.ppf(0.975, cases - 1)) ** 2
-    assert est.ci == [round(q, 4) for q in wilson(value, n, Z)]
+    # the exact bound by scipy's beta quantile: x = n = cases successes (Clopper & Pearson 1934)
+    exact = [sps.beta.ppf(0.025, cases, 1), 1.0] if value else [0.0, sps.beta.ppf(0.975, 1, cases)]
+    if value:
+        assert low >= round(exact[0], 4) and high == 1.0
+    else:
+        assert high <= round(exact[1], 4) and low == 0.0
+    assert est.ci == [round(q, 4) for q in exact]
     people = [f"p{i}" for i in range(4) for _ in range(cases)]
     tasks = [f"t{t}" for _ in range(4) for t in range(cases)]
-    group = group_mean(tasks, [value] * len(tasks), people)
-    assert group.ci[1] - group.ci[0] > 0.05
-    assert share_interval(value, 0.0, cases - 1) == wilson(value, n, Z)
+    group = group_mean(tasks, [value] * len(tasks), people)  # every case one trial here too
+    assert group.ci == est.ci
+    assert share_interval(value, 0.0, cases - 1) == pytest.approx(exact, abs=1e-12)
+    if cases == 5 and value:
+        assert est.ci == [0.4782, 1.0]
 
 
 def _components(groups: list[tuple[float, float, int]], vc: float, c: int
