@@ -467,3 +467,32 @@ def test_finishing_an_exam_another_tab_finishes_meanwhile_is_one_line(
     tab.join()
     assert not at.exception, at.exception
     assert [e.value for e in at.error] == ["this exam attempt is already finished"]
+
+
+def test_linked_cases_of_one_patient_hold_the_later_stage_back_on_the_page(
+        sqlite_url: str) -> None:
+    """case0 (a one-stage task) and case2 (a multi-turn task whose second stage reveals a
+    finding) describe one patient imported from two release files (`Case.patient`). The exam
+    asks the multi-turn task first; its second stage must not reach the page until the other
+    case's task is answered."""
+    student = make_user("linked", "student")
+    secret = "The CSF shows oligoclonal bands (synthetic)."
+    with session() as s:
+        make_study(s, n_tasks=3, experts=1)  # task2 (case2) is level 3
+        for case_id in ("case0", "case2"):
+            s.get(Case, case_id).patient = "neural-medbench:case_7"
+        s.get(Task, "task2").stages = [secret]
+        ensure_exam(s, name="linked", task_ids=["task2", "task0"])
+        s.commit()
+    at = page("pages/exam.py", student).run()
+    assert at.selectbox(key="exam_task").value == 0  # the multi-turn task, first in order
+    _type(at, "Demyelination.", 1, record=1)
+    assert not at.exception and not at.error
+    assert not _sent(secret, page_payload(at))
+    assert at.selectbox(key="exam_task").value == 1  # sent on to the linked case's task
+    at.selectbox(key="exam_task").set_value(0).run()  # back: still held
+    assert not _sent(secret, page_payload(at))
+    at.selectbox(key="exam_task").set_value(1).run()
+    _type(at, "MS.", 1, record=1)
+    at.selectbox(key="exam_task").set_value(0).run()
+    assert _sent(secret, page_payload(at))
