@@ -27,7 +27,7 @@ from db.rubrics import ensure_rubric
 from db.status import counts
 from db.study.cases import case_view, reference_fields, task_list
 from db.study.catalog import case_rows, response_detail, response_rows, search, task_rows
-from db.study.demo import demo_case_count
+from db.study.demo import demo_case_count, remove_demo
 from db.study.exams import close_exam, ensure_exam, exam_list, exam_warnings
 from db.study.masks import case_masks
 from db.study.reference import HINT, has_reference
@@ -84,10 +84,13 @@ def _show_import(label: str, run) -> None:
         bar.empty()
         show_error(refusal)
     else:  # the counts at the top changed: the page is drawn again, the summary at the top
-        redraw_after(f"{label}: {summary}")
+        changes = getattr(getattr(summary, "imported", summary), "revisions", [])
+        redraw_after(f"{label}: {summary}" + "".join(f"; {line}" for line in changes))
 
 
 ALLOW_BLANK = "Allow blank images (every voxel or pixel of one value; --allow-blank)"
+REVISE = ("Store a changed case record, task or reference answer as a new revision (--revise; "
+          "what was made against the old one becomes stale)")
 
 
 def with_demo_box(key: str) -> bool:
@@ -100,13 +103,14 @@ def with_demo_box(key: str) -> bool:
 
 
 def import_bundle_at(path: Path, dry_run: bool, workspace: Workspace | None = None,
-               allow_blank: bool = False, with_demo: bool = False) -> None:
+                     allow_blank: bool = False, with_demo: bool = False,
+                     revise: bool = False) -> None:
     """Validate and import the bundle at `path`; messages name it by `path.name` (an upload is
     stored under its own file name, made safe)."""
     valid = " is valid, nothing was written (dry run)" if dry_run else ""
     _show_import(f"{path.name}{valid}", lambda s, progress: run_import(s, "bundle", [path], Options(
         dry_run=dry_run, actor=user.name, progress=progress, workspace=workspace,
-        allow_blank=allow_blank, with_demo=with_demo)))
+        allow_blank=allow_blank, with_demo=with_demo, revise=revise)))
 
 
 def bundle_import() -> None:
@@ -115,15 +119,17 @@ def bundle_import() -> None:
     dry_run = st.checkbox("Dry run (validate only)")
     blank = st.checkbox(ALLOW_BLANK, key="bundle_allow_blank")
     beside = with_demo_box("bundle_with_demo")
+    revise = st.checkbox(REVISE, key="bundle_revise")
     if st.button("Import", type="primary", disabled=not (upload or server_path)):
         if upload is not None:
             with Workspace("upload") as upload_area:  # NMB_HOME/tmp, swept if the server dies
                 path = upload_area.path / safe_upload_name(upload.name)
                 path.write_bytes(upload.getvalue())
-                import_bundle_at(path, dry_run, upload_area, allow_blank=blank, with_demo=beside)
+                import_bundle_at(path, dry_run, upload_area, allow_blank=blank, with_demo=beside,
+                                 revise=revise)
         else:
             import_bundle_at(Path(server_path.strip()), dry_run, allow_blank=blank,
-                             with_demo=beside)
+                             with_demo=beside, revise=revise)
 
 
 def release_import() -> None:
@@ -594,6 +600,27 @@ def retire_section() -> None:
                 return f"{'Retired' if retire_it else 'Restored'} {row.kind} {row.item_id}."
 
             run_write(write, redraw=True)
+    demo_section()
+
+
+def demo_section() -> None:
+    """`nmb demo remove`: the synthetic demo out of the study, in one audited transaction."""
+    with session() as s:
+        demo = demo_case_count(s)
+    if demo is None:
+        return
+    st.subheader("The synthetic demo")
+    st.caption(f"This study holds the synthetic demo ({counted(demo, 'case')}, its responses, "
+               "scores, runs and accounts). Removing it deletes them at once; what is not the "
+               "demo's stays, and a removal that would touch it is refused.")
+    sure = st.checkbox("I want the demo's cases, scores and accounts deleted", key="demo_sure")
+    if st.button("Remove the demo", disabled=not sure):
+        try:
+            removed = remove_demo(actor=user.name)
+        except UserError as e:
+            show_error(e)
+        else:
+            redraw_after(str(removed))
 
 
 def export_section() -> None:

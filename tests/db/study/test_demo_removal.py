@@ -210,3 +210,26 @@ def test_every_importer_of_cases_takes_with_demo() -> None:
 
     assert {i.name for i in IMPORTERS.values() if "with_demo" in i.takes} == {
         i.name for i in IMPORTERS.values() if i.brings == "cases"}
+
+
+def test_the_admin_page_removes_the_demo_once_confirmed(sqlite_url: str) -> None:
+    """/admin's Retire tab offers the removal only while the demo is there, and only after the
+    confirmation box is ticked; the removal is the command's (audited with the admin's name)."""
+    from tests.apptest import make_user, page, page_payload
+
+    _small_demo()
+    admin = make_user("lead", "admin")
+    at = page("pages/admin.py", admin)
+    at.query_params["section"] = "Retire"
+    at.run()
+    remove = next(b for b in at.button if b.label == "Remove the demo")
+    assert remove.disabled and _rows()["case"] == 2
+    at.checkbox(key="demo_sure").check().run()
+    next(b for b in at.button if b.label == "Remove the demo").click().run()
+    assert not at.exception and not at.error
+    assert _rows()["case"] == 0
+    with session() as s:
+        audit = s.exec(select(AuditLog).where(AuditLog.action == "demo.remove")).one()
+    assert audit.actor == "lead"
+    assert "2 cases" in at.toast[0].value and "demo removed" in page_payload(at)
+    assert "Remove the demo" not in [b.label for b in at.button]
