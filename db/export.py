@@ -6,7 +6,9 @@ stage judgments, the experts' stage judgments, the tasks' disconfirming marks), 
 results` can be recomputed from exports alone (`results.recompute`, docs/results.md).
 
 Exports are for admins and scripts, and the one place where model names and blind codes
-meet. Raters and examinees appear as pseudonyms (`rater-<user id>`, `user-<user id>`) unless
+meet. Rows recorded on a retired item are marked `retired`; judgments and answers made against
+an earlier revision of their case or task (db.study.revisions) are marked `stale`. Raters and
+examinees appear as pseudonyms (`rater-<user id>`, `user-<user id>`) unless
 `reveal_raters`. Nested values (criteria, turns, tags, usage) are JSON text in CSV, JSON in JSONL;
 in Parquet, lists stay lists and objects become JSON text.
 
@@ -20,6 +22,7 @@ text as it is.
 
 import json
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +46,7 @@ from db.models import (
     User,
 )
 from db.study.retire import taken_out
+from db.study.revisions import Windows, windows
 from errors import UserError
 
 FORMATS = ("csv", "jsonl", "parquet")
@@ -67,15 +71,22 @@ def _responses(s: Session, reveal: bool) -> list[dict[str, Any]]:
         .order_by(Response.task_id, Response.source, Response.model, Response.sample,
                   Response.response_id)
     ).all()
-    out = taken_out(s).responses
+    out, w = taken_out(s).responses, windows(s)
     return [{
         "response_id": r.response_id, "task_id": r.task_id, "case_id": case_id,
         "family": family, "level": level, "source": r.source, "model": r.model,
         "user": _who("user", r.user_id, name, reveal), "sample": r.sample, "text": r.text,
         "turns": r.turns, "usage": r.usage or (collected.usage() if collected else None),
         "blind_code": r.blind_code, "created_at": r.created_at,
-        "retired": r.response_id in out,
+        "retired": r.response_id in out, "stale": not w.response_counts(r.task_id, r.created_at),
     } for r, case_id, family, level, name, collected in rows]
+
+
+def _stale(w: Windows, r: Response, judged_at: datetime | None) -> bool:
+    """A judgment made against an earlier revision of the response's task or case, or of a
+    response made against one (db.study.revisions)."""
+    return not (w.response_counts(r.task_id, r.created_at)
+                and w.judgment_counts(r.task_id, judged_at))
 
 
 def _expert_scores(s: Session, reveal: bool) -> list[dict[str, Any]]:
@@ -86,7 +97,7 @@ def _expert_scores(s: Session, reveal: bool) -> list[dict[str, Any]]:
         .join(User, User.id == Assignment.rater_id)
         .order_by(ExpertScore.id)
     ).all()
-    out = taken_out(s).responses
+    out, w = taken_out(s).responses, windows(s)
     return [{
         "score_id": e.id, "response_id": r.response_id, "blind_code": r.blind_code,
         "task_id": r.task_id, "source": r.source, "model": r.model,
@@ -97,7 +108,7 @@ def _expert_scores(s: Session, reveal: bool) -> list[dict[str, Any]]:
         "confidence": e.confidence,
         "overall": e.overall, "active_seconds": e.active_seconds, "synthetic": e.synthetic,
         "imported": e.imported, "submitted_at": e.submitted_at, "updated_at": e.updated_at,
-        "retired": r.response_id in out,
+        "retired": r.response_id in out, "stale": _stale(w, r, e.submitted_at),
     } for e, a, r, name in rows]
 
 
@@ -108,7 +119,7 @@ def _grader_scores(s: Session, reveal: bool) -> list[dict[str, Any]]:
         .join(Response, Response.response_id == GraderScore.response_id)
         .order_by(GraderScore.id)
     ).all()
-    out = taken_out(s)
+    out, w = taken_out(s), windows(s)
     return [{
         "grade_id": g.id, "config_id": c.id, "config": c.name, "config_hash": c.config_hash,
         "grader_model": c.model, "prompt_version": c.prompt_version, "run_id": g.run_id,
@@ -121,6 +132,7 @@ def _grader_scores(s: Session, reveal: bool) -> list[dict[str, Any]]:
         "prompt_tokens": g.prompt_tokens, "completion_tokens": g.completion_tokens,
         "latency_s": g.latency_s, "cost_usd": g.cost_usd, "created_at": g.created_at,
         "retired": r.response_id in out.responses or g.run_id in out.grader_runs,
+        "stale": _stale(w, r, g.created_at),
     } for g, c, r in rows]
 
 
@@ -141,12 +153,13 @@ def _exam_answers(s: Session, reveal: bool) -> list[dict[str, Any]]:
         .join(examinee, examinee.id == ExamAttempt.user_id)
         .order_by(ExamAttempt.id, StageAnswer.task_id, StageAnswer.stage)
     ).all()
-    out = taken_out(s).tasks
+    out, w = taken_out(s).tasks, windows(s)
     return [{
         "exam": exam, "attempt_id": at.id, "user": _who("user", at.user_id, name, reveal),
         "role": role, "task_id": a.task_id, "stage": a.stage, "text": a.text,
         "seconds": a.seconds, "answered_at": a.answered_at, "started_at": at.started_at,
         "finished_at": at.finished_at, "retired": a.task_id in out,
+        "stale": not w.response_counts(a.task_id, a.answered_at),
     } for a, at, exam, name, role in rows]
 
 
@@ -171,21 +184,22 @@ def _agreement(s: Session, reveal: bool) -> list[dict[str, Any]]:
 COLUMNS: dict[str, tuple[str, ...]] = {
     "responses": ("response_id", "task_id", "case_id", "family", "level", "source", "model",
                   "user", "sample", "text", "turns", "usage", "blind_code", "created_at",
-                  "retired"),
+                  "retired", "stale"),
     "tasks": ("task_id", "case_id", "family", "level", "n_stages", "disconfirming", "retired"),
     "expert-scores": ("score_id", "response_id", "blind_code", "task_id", "source", "model",
                       "rater", "design_id", "rubric_hash", "status", "revision", "criteria",
                       "correct_diagnosis", "stage_correct", "error_tags", "comment", "confidence", "overall",
                       "active_seconds", "synthetic", "imported", "submitted_at", "updated_at",
-                      "retired"),
+                      "retired", "stale"),
     "grader-scores": ("grade_id", "config_id", "config", "config_hash", "grader_model",
                       "prompt_version", "run_id", "response_id", "blind_code", "task_id",
                       "source", "model", "criteria", "correct_diagnosis", "diagnosis_rank",
                       "stages", "error_tags", "justification", "overall",
                       "model_returned", "system_fingerprint", "prompt_tokens",
-                      "completion_tokens", "latency_s", "cost_usd", "created_at", "retired"),
+                      "completion_tokens", "latency_s", "cost_usd", "created_at", "retired",
+                      "stale"),
     "exam-answers": ("exam", "attempt_id", "user", "role", "task_id", "stage", "text", "seconds",
-                     "answered_at", "started_at", "finished_at", "retired"),
+                     "answered_at", "started_at", "finished_at", "retired", "stale"),
     "agreement": ("item", "rater", "score", "part"),
 }
 KINDS: dict[str, Callable[[Session, bool], list[dict[str, Any]]]] = {

@@ -11,6 +11,7 @@ from sqlmodel import Session, select
 
 import cli
 from db.engine import engine_for
+from db.export import KINDS
 from db.models import AuditLog, Case, GraderScore, Revision, Task
 from grading.config import GraderSettings, store_config
 from grading.grader import grade
@@ -79,6 +80,8 @@ def test_a_revision_is_refused_without_revise_shown_on_a_dry_run_and_leaves_old_
         assert any("12 responses, 0 grades and 0 expert scores were made against an earlier "
                    "revision" in f for f in res.flags)
         assert len(s.exec(select(GraderScore).where(GraderScore.config_id == config)).all()) == 12
+        # kept, and marked in the exports
+        assert [r["stale"] for r in KINDS["grader-scores"](s, False)] == [True] * 12
 
 
 def test_a_corrected_answer_makes_grades_stale_regraded_by_one_command_and_a_version_keeps_them(
@@ -92,6 +95,9 @@ def test_a_corrected_answer_makes_grades_stale_regraded_by_one_command_and_a_ver
         assert grade(s, config_id=config, api_key="sk-test",
                      trust_base_url=server.base_url).graded == 12
         assert cli.main(["version", "tag", "1.0", "--note", "as published"]) == 0
+        assert s.exec(select(AuditLog.detail).where(AuditLog.action == "version.tag")).one() \
+            == {"version": "1.0", "tasks": 3}
+        s.rollback()
         case = json.loads((tmp_path / "a/cases/c2/case.json").read_text())
         case["ground_truth"]["final_diagnosis"] = "Neuromyelitis optica"
         (tmp_path / "a/cases/c2/case.json").write_text(json.dumps(case))
