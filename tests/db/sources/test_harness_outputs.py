@@ -13,38 +13,15 @@ import openpyxl
 import pytest
 from sqlmodel import Session, select
 
-from collection.batch_responses import import_harness_responses
-from db.bundle.importer import BundleInvalid, import_bundle
 from db.engine import engine_for
 from db.models import CollectionFailure, GraderScore, Response, Task
 from db.sources import responses as response_import
 from errors import UserError
 from tests.db.bundle.bundles import snapshot, write_bundle, write_jsonl
+from tests.db.sources.harness import refused, run
 
 ROOT = Path(__file__).resolve().parents[3]
 SAME = "Give your differential diagnosis."
-
-
-@pytest.fixture
-def study(database_url: str, tmp_path: Path) -> str:
-    """The base bundle's study (t1, t2: levels 1-2; t3: level 3 with 2 stages), no response;
-    its task file is tmp_path/base/tasks.jsonl (rows 0, 1, 2: t1, t2, t3)."""
-    with Session(engine_for(database_url)) as s:
-        import_bundle(s, write_bundle(tmp_path / "base", with_responses=[]))
-    return database_url
-
-
-def _run(url: str, path: Path, source: str, **kw):
-    with Session(engine_for(url), expire_on_commit=False) as s:
-        return import_harness_responses(s, path, source=source, actor="admin", **kw)
-
-
-def _refused(url: str, path: Path, source: str, **kw) -> list[str]:
-    before = snapshot(url)
-    with pytest.raises(BundleInvalid) as info:
-        _run(url, path, source, **kw)
-    assert snapshot(url) == before
-    return [str(p) for p in info.value.problems]
 
 
 def _stored(url: str) -> list[tuple]:
@@ -105,7 +82,7 @@ def test_batch_output_of_v1_responses_and_of_vllm_run_batch(study: str, tmp_path
                       _responses_line("t2-again", "Left fron", status="incomplete")])
     ids = tmp_path / "ids.json"
     ids.write_text(json.dumps({"t1": "t1", "t2": "t2", "t1-again": "t1", "t2-again": "t2"}))
-    summary = _run(study, out, "openai-batch", task_key=f"map:{ids}")
+    summary = run(study, out, "openai-batch", task_key=f"map:{ids}")
     assert (summary.imported.new_responses, summary.failures) == (3, 1)
     usage = {"prompt_tokens": 36, "completion_tokens": 87}
     assert _stored(study) == [("t1", "o4-mini-2025-04-16", 0, "Left MCA infarct.", None, usage),
@@ -123,7 +100,7 @@ def test_batch_output_of_v1_responses_and_of_vllm_run_batch(study: str, tmp_path
         {"id": "vllm-5a1c", "custom_id": "t2", "response": {
             "status_code": 400, "request_id": "vllm-batch-77e1", "body": None},
          "error": "The model `Qwen/Qwen2.5-VL-7B` does not exist."}])
-    summary = _run(study, vllm, "openai-batch")
+    summary = run(study, vllm, "openai-batch")
     assert (summary.imported.new_responses, summary.failures) == (1, 1)
     assert ("t1", "Qwen/Qwen2.5-VL-7B-Instruct", 0, "Ischemic stroke.", None,
             {"prompt_tokens": 812, "completion_tokens": 64}) in _stored(study)
@@ -144,12 +121,12 @@ def test_bare_chat_completion_and_ollama_lines_keyed_by_the_task_file(study: str
              {"index": 0, "message": {"role": "assistant", "content": "Left frontal."},
               "finish_reason": "stop"}],
          "usage": {"prompt_tokens": 700, "completion_tokens": 12, "total_tokens": 712}}])
-    assert _refused(study, bare, "chat-completions", model="m") == [
+    assert refused(study, bare, "chat-completions", model="m") == [
         'completions.jsonl: 2 task_ids are not tasks of this study: "0" (row 1), "1" (row 2); '
         "these line values look like row numbers, not task ids: --task-key order:TASKS reads "
         "them as rows (from 0) of the task file the harness was given, map:FILE.json through a "
         "key map"]
-    summary = _run(study, bare, "chat-completions", model="local-vlm",
+    summary = run(study, bare, "chat-completions", model="local-vlm",
                    task_key=f"order:{tasks}")
     assert summary.imported.new_responses == 2
     assert [r[:4] for r in _stored(study)] == [("t1", "local-vlm", 0, "Left MCA stroke."),
@@ -165,7 +142,7 @@ def test_bare_chat_completion_and_ollama_lines_keyed_by_the_task_file(study: str
         {"model": "llava:13b", "created_at": "2025-01-09T10:12:09.51Z",
          "message": {"role": "assistant", "content": "The lesion lies in the"},
          "done_reason": "length", "done": True, "prompt_eval_count": 610, "eval_count": 128}])
-    summary = _run(study, chat, "ollama", task_key=f"order:{tasks}")
+    summary = run(study, chat, "ollama", task_key=f"order:{tasks}")
     assert (summary.imported.new_responses, summary.failures) == (1, 1)
     assert ("t1", "llava:13b", 0, "Ischemic stroke, left MCA.", None,
             {"prompt_tokens": 626, "completion_tokens": 28}) in _stored(study)
@@ -174,7 +151,7 @@ def test_bare_chat_completion_and_ollama_lines_keyed_by_the_task_file(study: str
     streamed = tmp_path / "streamed.jsonl"
     write_jsonl(streamed, [{"model": "llava:13b", "created_at": "2025-01-09T10:12:01Z",
                             "message": {"role": "assistant", "content": "Isch"}, "done": False}])
-    assert _refused(study, streamed, "ollama", task_key=f"order:{tasks}") == [
+    assert refused(study, streamed, "ollama", task_key=f"order:{tasks}") == [
         'streamed.jsonl:1: has done False, a streamed chunk: save whole responses ("stream": '
         "false), not a stream's chunks"]
 
@@ -204,11 +181,11 @@ def test_vlmevalkit_lmms_eval_and_lm_eval_by_the_row_order_of_the_task_file(
         book.active.append(row)
     preds = tmp_path / "MyVLM_NeuroBench.xlsx"
     book.save(preds)
-    [line] = _refused(study, preds, "vlmevalkit", model="MyVLM", task_key="prompt")
+    [line] = refused(study, preds, "vlmevalkit", model="MyVLM", task_key="prompt")
     assert line.startswith("MyVLM_NeuroBench.xlsx: 1 question is the prompt of more than one "
                            "task, which the prompt cannot tell apart: 'Give your differential "
                            "diagnosis.' (MyVLM_NeuroBench.xlsx row 2, "), line
-    assert _run(study, preds, "vlmevalkit", model="MyVLM",
+    assert run(study, preds, "vlmevalkit", model="MyVLM",
                 task_key=f"order:{tasks}").imported.new_responses == 3
     assert [r[:4] for r in _stored(study)] == [("t1", "MyVLM", 0, "Ischemic stroke."),
                                                ("t4", "MyVLM", 0, "Multiple sclerosis."),
@@ -223,7 +200,7 @@ def test_vlmevalkit_lmms_eval_and_lm_eval_by_the_row_order_of_the_task_file(
     log = tmp_path / "20250109_101500_samples_neurobench.jsonl"  # two filters: docs twice
     write_jsonl(log, [sample(d, a) for _ in range(2)
                       for d, a in ((0, "Stroke."), (2, "Glioma."))])
-    summary = _run(study, log, "lmms-eval", model="llava-ov", task_key=f"order:{tasks}")
+    summary = run(study, log, "lmms-eval", model="llava-ov", task_key=f"order:{tasks}")
     assert (summary.imported.new_responses, summary.repeated_lines) == (2, 2)
     assert "2 lines repeating a document's answers (one per further filter) read once" in str(
         summary)
@@ -231,11 +208,11 @@ def test_vlmevalkit_lmms_eval_and_lm_eval_by_the_row_order_of_the_task_file(
         ("t1", "llava-ov", 0, "Stroke."), ("t5", "llava-ov", 0, "Glioma.")]
     lm = tmp_path / "samples_neurobench_2025-01-09T10-15-00.jsonl"
     write_jsonl(lm, [{**sample(1, "MS."), "filter": "none"}, {**sample(3, "x"), "filter": "none"}])
-    assert _refused(study, lm, "lm-eval", model="hf", task_key=f"order:{tasks}") == [
+    assert refused(study, lm, "lm-eval", model="hf", task_key=f"order:{tasks}") == [
         f"{lm.name}: 1 key is not a row of tasks.jsonl (rows 0 to 2): '3'"]
     with pytest.raises(UserError, match=r"--task-key order:.*tasks\.txt holds no task"):
         (tmp_path / "tasks.txt").write_text("\n\n")
-        _run(study, lm, "lm-eval", model="hf", task_key=f"order:{tmp_path / 'tasks.txt'}")
+        run(study, lm, "lm-eval", model="hf", task_key=f"order:{tmp_path / 'tasks.txt'}")
 
 
 def test_a_one_text_answer_to_a_staged_task_is_refused_or_its_final_stage_flagged(
@@ -248,11 +225,11 @@ def test_a_one_text_answer_to_a_staged_task_is_refused_or_its_final_stage_flagge
 
     tsv = tmp_path / "preds.tsv"
     tsv.write_text("index\ttask_id\tprediction\n0\tt1\tStroke.\n2\tt3\tMultiple sclerosis.\n")
-    assert _refused(study, tsv, "vlmevalkit", model="MyVLM") == [
+    assert refused(study, tsv, "vlmevalkit", model="MyVLM") == [
         'preds.tsv: 1 answer is one text for a staged task, which takes one answer per stage: '
         '"t3" (row 3); a harness file holds no per-stage answers: --final-stage-only stores the '
         "text as the final stage's answer (flagged in results), or leave these tasks out"]
-    summary = _run(study, tsv, "vlmevalkit", model="MyVLM", final_stage_only=True)
+    summary = run(study, tsv, "vlmevalkit", model="MyVLM", final_stage_only=True)
     assert (summary.imported.new_responses, summary.final_stage_only) == (2, 1)
     assert "1 answer to staged tasks stored as the final stage's answer only" in str(summary)
     assert [r[:5] for r in _stored(study)] == [("t1", "MyVLM", 0, "Stroke.", None),
@@ -308,21 +285,21 @@ def test_a_spreadsheet_is_read_to_its_header_width_and_a_row_cap(study: str, tmp
     header wider than the cap, or more rows than the cap, is one line, nothing written."""
     good = _good_book(tmp_path / "good.xlsx")
     wide = _hostile_sheet(good, tmp_path / "wide.xlsx", 2)
-    summary = _run(study, wide, "vlmevalkit", model="m", task_key="field:index")
+    summary = run(study, wide, "vlmevalkit", model="m", task_key="field:index")
     assert summary.imported.new_responses == 2
     assert [r[:4] for r in _stored(study)] == [("t1", "m", 0, "answer 2"),
                                                ("t2", "m", 0, "answer 3")]
     header = _hostile_sheet(good, tmp_path / "header.xlsx", 2, header_xfd=True)
-    assert _refused(study, header, "vlmevalkit", model="n") == [
+    assert refused(study, header, "vlmevalkit", model="n") == [
         "header.xlsx: has a header of 16,384 columns (row 1 reaches column XFD), more than the "
         "limit of 256"]
     monkeypatch.setattr(response_import, "MAX_ROWS", 5)
     long = _hostile_sheet(good, tmp_path / "long.xlsx", 6)
-    assert _refused(study, long, "vlmevalkit", model="n") == [
+    assert refused(study, long, "vlmevalkit", model="n") == [
         "long.xlsx: has more than 5 rows below its header"]
     tsv = tmp_path / "long.tsv"
     tsv.write_text("index\tprediction\n" + "t1\tx\n" * 6)
-    assert _refused(study, tsv, "vlmevalkit", model="n") == [
+    assert refused(study, tsv, "vlmevalkit", model="n") == [
         "long.tsv: has more than 5 rows below its header"]
 
 

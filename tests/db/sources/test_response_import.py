@@ -11,41 +11,19 @@ import openpyxl
 import pytest
 from sqlmodel import Session, select
 
-from collection.batch_responses import import_harness_responses
-from db.bundle.importer import BundleInvalid, import_bundle
+from db.bundle.importer import import_bundle
 from db.engine import engine_for
 from db.models import CollectionFailure, Response, ResponseFlag
 from db.sources import answers
 from db.sources import responses as response_import
-from tests.db.bundle.bundles import snapshot, write_bundle, write_jsonl
-
-
-@pytest.fixture
-def study(database_url: str, tmp_path: Path) -> str:
-    """A study holding the base bundle's cases and tasks (t1, t2: levels 1-2; t3: level 3),
-    and no response."""
-    with Session(engine_for(database_url)) as s:
-        import_bundle(s, write_bundle(tmp_path / "base", with_responses=[]))
-    return database_url
-
-
-def _run(url: str, path: Path, source: str, **kw):
-    with Session(engine_for(url), expire_on_commit=False) as s:
-        return import_harness_responses(s, path, source=source, actor="admin", **kw)
+from tests.db.bundle.bundles import snapshot, write_jsonl
+from tests.db.sources.harness import refused, run
 
 
 def _responses(url: str) -> list[tuple]:
     with Session(engine_for(url)) as s:
         return sorted((r.task_id, r.model, r.sample, r.text, json.dumps(r.usage))
                       for r in s.exec(select(Response)))
-
-
-def _refused(url: str, path: Path, source: str, **kw) -> list[str]:
-    before = snapshot(url)
-    with pytest.raises(BundleInvalid) as info:
-        _run(url, path, source, **kw)
-    assert snapshot(url) == before
-    return [str(p) for p in info.value.problems]
 
 
 def _batch_line(custom_id: str, text: str | None = None, *, error: str | None = None,
@@ -77,7 +55,7 @@ def test_a_responses_only_bundle_adds_responses_to_the_study(study: str, tmp_pat
     # a bare responses.jsonl through import-responses --from nmb
     write_jsonl(tmp_path / "r.jsonl", [{"response_id": "y-1", "task_id": "t2",
                                         "model": "model-y", "sample": 0, "text": "e"}])
-    assert _run(study, tmp_path / "r.jsonl", "nmb").imported.new_responses == 1
+    assert run(study, tmp_path / "r.jsonl", "nmb").imported.new_responses == 1
     assert len(_responses(study)) == 3
 
 
@@ -89,7 +67,7 @@ def test_unknown_tasks_and_level_rules_are_checked_against_the_study(study: str,
         {"response_id": "z-3", "task_id": "gone", "model": "m", "sample": 0, "text": "a"},
         {"response_id": "z-4", "task_id": "t3", "model": "m", "sample": 0, "text": "a",
          "turns": ["only one"]}])
-    assert _refused(study, tmp_path / "r.jsonl", "nmb") == [
+    assert refused(study, tmp_path / "r.jsonl", "nmb") == [
         "r.jsonl:4: turns has 1 answer but task \"t3\" has 2 stages (one answer per stage)",
         'r.jsonl: 2 task_ids are not tasks of this study: "nope" (lines 1, 2), "gone" (line 3)']
 
@@ -104,7 +82,7 @@ def test_batch_output_becomes_responses_failures_and_flags(study: str, tmp_path:
     (tmp_path / "ids.json").write_text(json.dumps({f"t{t}-{k}": f"t{t}" for t in (1, 2)
                                                    for k in (0, 1)}))
     by_map = f"map:{tmp_path / 'ids.json'}"
-    summary = _run(study, out, "openai-batch", task_key=by_map)
+    summary = run(study, out, "openai-batch", task_key=by_map)
     assert summary.imported.new_responses == 2 and summary.failures == 2
     assert summary.imported.flagged_responses == 1
     rows = _responses(study)
@@ -118,12 +96,12 @@ def test_batch_output_becomes_responses_failures_and_flags(study: str, tmp_path:
     assert len(flagged) == 1 and "[name removed]" in rows[1][3]
     assert _held_back(study) == {flagged[0].response_id}  # not assigned until reviewed
     before = snapshot(study)
-    again = _run(study, out, "openai-batch", task_key=by_map)  # the same file again: nothing new
+    again = run(study, out, "openai-batch", task_key=by_map)  # the same file again: nothing new
     assert again.imported.new_responses == 0 and again.imported.unchanged_responses == 2
     assert again.failures == 0 and not again.changed  # no second run of the same failures
     assert snapshot(study) == before
     # --model overrides the file's, so the same answers are another model's
-    assert _run(study, out, "openai-batch", model="mine",
+    assert run(study, out, "openai-batch", model="mine",
                 task_key=by_map).imported.new_responses == 2
 
 
@@ -133,7 +111,7 @@ def test_batch_mistakes_are_named_by_line(study: str, tmp_path: Path) -> None:
     bad_usage["response"]["body"]["usage"]["prompt_tokens"] = "many"
     write_jsonl(out, [_batch_line("t9", "x"), bad_usage, {"custom_id": "t1"}, [1, 2],
                       _batch_line("t1", {"text": "an object"})])
-    assert _refused(study, out, "openai-batch") == [
+    assert refused(study, out, "openai-batch") == [
         "b.jsonl:2: response.body.usage is not an object of token counts (integers >= 0)",
         "b.jsonl:3: has neither response nor error",
         "b.jsonl:4: is not a JSON object",
@@ -171,7 +149,7 @@ def test_vlmevalkit_xlsx_and_tsv_with_each_task_key_rule(study: str, tmp_path: P
         [0, "Give your differential diagnosis.", "Stroke.", "t1"],
         [1, "Where is the lesion?", 42, "t2"],  # a number is its text
         [2, "Give your differential diagnosis.", "As MyVLM, I would say MS.", "t1"]])
-    summary = _run(study, xlsx, "vlmevalkit", model="MyVLM")
+    summary = run(study, xlsx, "vlmevalkit", model="MyVLM")
     assert summary.imported.new_responses == 3 and summary.imported.flagged_responses == 1
     assert [r[:4] for r in _responses(study)] == [("t1", "MyVLM", 0, "Stroke."),
                                                   ("t1", "MyVLM", 1, "As [name removed], I "
@@ -182,33 +160,33 @@ def test_vlmevalkit_xlsx_and_tsv_with_each_task_key_rule(study: str, tmp_path: P
     assert _held_back(study) == {named}
     index_map = tmp_path / "map.json"
     index_map.write_text(json.dumps({"0": "t1", "1": "t2", "2": "t1"}))
-    assert _run(study, xlsx, "vlmevalkit", model="Other",
+    assert run(study, xlsx, "vlmevalkit", model="Other",
                 task_key=f"map:{index_map}").imported.new_responses == 3
     tsv = tmp_path / "preds.tsv"
     tsv.write_text("index\tquestion\tprediction\n7\tWhere is the lesion?\tleft frontal\n")
-    assert _run(study, tsv, "vlmevalkit", model="Third",
+    assert run(study, tsv, "vlmevalkit", model="Third",
                 task_key="prompt").imported.new_responses == 1
 
 
 def test_vlmevalkit_refusals(study: str, tmp_path: Path, monkeypatch) -> None:
     formula = _xlsx(tmp_path / "f.xlsx", [["index", "prediction"],
                                           ["t1", '=HYPERLINK("http://x","click")']])
-    assert _refused(study, formula, "vlmevalkit", model="m") == [
+    assert refused(study, formula, "vlmevalkit", model="m") == [
         "f.xlsx: row 2, cell B2 holds a formula: prediction files hold values only"]
     columns = _xlsx(tmp_path / "c.xlsx", [["idx", "answer"], [1, "x"]])
-    assert _refused(study, columns, "vlmevalkit", model="m") == [
+    assert refused(study, columns, "vlmevalkit", model="m") == [
         "c.xlsx: has no column index, prediction (found: idx, answer)"]
     nameless = _xlsx(tmp_path / "n.xlsx", [["index", "prediction"], ["t1", "x"]])
-    assert _refused(study, nameless, "vlmevalkit") == [
+    assert refused(study, nameless, "vlmevalkit") == [
         "n.xlsx: 1 answer names no model (first: n.xlsx row 2): give --model NAME"]
     unknown = _xlsx(tmp_path / "u.xlsx", [["index", "prediction"], [3, "x"], [4, "y"]])
-    assert _refused(study, unknown, "vlmevalkit", model="m") == [
+    assert refused(study, unknown, "vlmevalkit", model="m") == [
         'u.xlsx: 2 task_ids are not tasks of this study: "3" (row 2), "4" (row 3); these '
         "index values look like row numbers, not task ids: --task-key order:TASKS reads them as "
         "rows (from 0) of the task file the harness was given, map:FILE.json through a key map"]
     fake = tmp_path / "fake.xlsx"
     fake.write_text("index,prediction\n")
-    assert _refused(study, fake, "vlmevalkit", model="m")[0].startswith(
+    assert refused(study, fake, "vlmevalkit", model="m")[0].startswith(
         "fake.xlsx: is not an .xlsx workbook")
     same = tmp_path / "same.tsv"  # two tasks with one prompt: ambiguous
     with Session(engine_for(study)) as s:
@@ -217,18 +195,18 @@ def test_vlmevalkit_refusals(study: str, tmp_path: Path, monkeypatch) -> None:
                    prompt="Where is the lesion?", stages=[]))
         s.commit()
     same.write_text("index\tquestion\tprediction\n1\tWhere is the lesion?\tx\n")
-    assert _refused(study, same, "vlmevalkit", model="m", task_key="prompt") == [
+    assert refused(study, same, "vlmevalkit", model="m", task_key="prompt") == [
         "same.tsv: 1 question is the prompt of more than one task, which the prompt cannot "
         "tell apart: 'Where is the lesion?' (same.tsv row 2); use --task-key order:TASKS (the "
         "row order of the task file the harness was given), map:FILE.json or field:NAME"]
     twice = tmp_path / "twice.tsv"  # which prediction is the answer? (the last one was taken)
     twice.write_text("index\tprediction\tprediction\nt1\tStroke.\tMS.\n")
-    assert _refused(study, twice, "vlmevalkit", model="m") == [
+    assert refused(study, twice, "vlmevalkit", model="m") == [
         "twice.tsv: has the column prediction twice"]
     monkeypatch.setattr(answers, "MAX_FILE_BYTES", 10)
     big = tmp_path / "big.tsv"
     big.write_text("index\tprediction\nt1\t" + "x" * 100 + "\n")
-    assert _refused(study, big, "vlmevalkit", model="m") == [
+    assert refused(study, big, "vlmevalkit", model="m") == [
         f"big.tsv: is {big.stat().st_size:,} bytes, more than the limit of 10"]
 
 
@@ -248,7 +226,7 @@ def test_a_workbook_whose_sheet_cannot_be_read_is_one_line(study: str, tmp_path:
     for name, damage in (("cut.xlsx", lambda xml: xml[: len(xml) // 2]),
                          ("garbage.xlsx", lambda xml: b"\x00\xff not XML")):
         bad = _damaged_sheet(good, tmp_path / name, damage)
-        [line] = _refused(study, bad, "vlmevalkit", model="m")
+        [line] = refused(study, bad, "vlmevalkit", model="m")
         assert line.startswith(f"{name}: is not a readable .xlsx workbook: "), line
 
 
@@ -259,14 +237,14 @@ def test_lm_eval_samples_each_repeat_is_a_sample(study: str, tmp_path: Path) -> 
          "arguments": [["prompt", {}]], "resps": [["first", "second"]],
          "filtered_resps": ["first"]},
         {"doc_id": 1, "doc": {"task_id": "t2"}, "resps": [["third"]]}])
-    summary = _run(study, log, "lm-eval", model="hf-model")
+    summary = run(study, log, "lm-eval", model="hf-model")
     assert summary.imported.new_responses == 3
     assert [r[:4] for r in _responses(study)] == [
         ("t1", "hf-model", 0, "first"), ("t1", "hf-model", 1, "second"),
         ("t2", "hf-model", 0, "third")]
     bad = tmp_path / "bad.jsonl"
     write_jsonl(bad, [{"doc_id": 0, "resps": "text"}, {"doc_id": 1, "resps": [[3]]}])
-    assert _refused(study, bad, "lm-eval", model="m") == [
+    assert refused(study, bad, "lm-eval", model="m") == [
         "bad.jsonl:1: is not an lm-evaluation-harness sample (needs doc_id and resps, a list "
         "of lists of answers)",
         "bad.jsonl:2: resps[0] is not a list of answer texts"]
@@ -275,7 +253,7 @@ def test_lm_eval_samples_each_repeat_is_a_sample(study: str, tmp_path: Path) -> 
 def test_text_over_the_limit_is_named_by_its_row(study: str, tmp_path: Path) -> None:
     tsv = tmp_path / "long.tsv"
     tsv.write_text("index\tprediction\nt1\tok\nt2\t" + "x" * 200_001 + "\n")
-    assert _refused(study, tsv, "vlmevalkit", model="m") == [
+    assert refused(study, tsv, "vlmevalkit", model="m") == [
         "long.tsv row 3: text is 200,001 characters, more than the limit of 200,000"]
     shutil.rmtree(tmp_path / "base")
 
@@ -306,7 +284,7 @@ def test_lm_eval_filters_count_each_answer_once(study: str, tmp_path: Path) -> N
                                     else "[invalid]")
                       for f in ("strict-match", "flexible-extract")
                       for d, (t, a) in answers.items()])
-    summary = _run(study, log, "lm-eval", model="hf-model")
+    summary = run(study, log, "lm-eval", model="hf-model")
     assert summary.imported.new_responses == 2
     assert (summary.filter, summary.other_filters) == ("strict-match", ["flexible-extract"])
     assert "filter strict-match read, not flexible-extract" in str(summary)
@@ -315,11 +293,11 @@ def test_lm_eval_filters_count_each_answer_once(study: str, tmp_path: Path) -> N
         ("t2", "hf-model", 0, "Probably a metastasis.")]
     before = snapshot(study)
     with pytest.raises(response_import.UserError) as info:
-        _run(study, log, "lm-eval", model="hf-model", filter_name="none")
+        run(study, log, "lm-eval", model="hf-model", filter_name="none")
     assert str(info.value) == ("--filter none: samples_neuro_2025-01-01T00-00-00.jsonl has the "
                                "filters strict-match, flexible-extract")
     assert snapshot(study) == before
-    other = _run(study, log, "lm-eval", model="hf-model", filter_name="flexible-extract")
+    other = run(study, log, "lm-eval", model="hf-model", filter_name="flexible-extract")
     assert (other.filter, other.other_filters) == ("flexible-extract", ["strict-match"])
     assert (other.imported.new_responses, other.imported.unchanged_responses) == (0, 2)
     assert len(_responses(study)) == 2
@@ -331,22 +309,22 @@ def test_an_answer_given_twice_in_one_file_is_refused(study: str, tmp_path: Path
     log = tmp_path / "two_runs.jsonl"
     write_jsonl(log, [_lm_eval_line(d, t, "x", "none", "x")
                       for _ in range(2) for d, t in ((0, "t1"), (1, "t2"))])
-    assert _refused(study, log, "lm-eval", model="m") == [
+    assert refused(study, log, "lm-eval", model="m") == [
         "two_runs.jsonl: 2 doc_ids are answered on more than one line for one model, which "
         "would count one answer as two samples: \"0\" (lines 1, 3); \"1\" (lines 2, 4)"]
     tsv = tmp_path / "preds.tsv"
     tsv.write_text("index\tprediction\nt1\ta\nt2\tb\nt1\tc\n")
-    assert _refused(study, tsv, "vlmevalkit", model="m") == [
+    assert refused(study, tsv, "vlmevalkit", model="m") == [
         "preds.tsv: 1 index is answered on more than one row for one model, which would count "
         "one answer as two samples: \"t1\" (rows 2, 4)"]
     batch = tmp_path / "batch.jsonl"
     write_jsonl(batch, [_batch_line("t1", "a"), _batch_line("t1", error="boom")])
-    assert _refused(study, batch, "openai-batch") == [
+    assert refused(study, batch, "openai-batch") == [
         "batch.jsonl: 1 custom_id is answered on more than one line for one model, which would "
         "count one answer as two samples: \"t1\" (lines 1, 2)"]
     write_jsonl(tmp_path / "responses.jsonl", [
         {"response_id": f"x-{i}", "task_id": "t1", "model": "m", "sample": 0, "text": "a"}
         for i in range(2)])
-    assert _refused(study, tmp_path / "responses.jsonl", "nmb") == [
+    assert refused(study, tmp_path / "responses.jsonl", "nmb") == [
         'responses.jsonl:2: model "m" has two responses with sample 0 for task "t1" (first on '
         "line 1)"]
