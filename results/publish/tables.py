@@ -280,7 +280,9 @@ def bertscore_note(r: Results) -> str:
 
 
 def _md_cell(v: Any) -> str:
-    return re.sub(r"([\\`*_\[\]<>|#!])", r"\\\1", fmt(v))  # no links, images, HTML
+    """`v` as Markdown text: on one line (a line break typed into a reason would end a table
+    row or a quote), no links, images, HTML or headings."""
+    return re.sub(r"([\\`*_\[\]<>|#!])", r"\\\1", " ".join(fmt(v).split()))
 
 
 def markdown(ts: list[Table], results: Results) -> str:

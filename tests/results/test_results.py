@@ -401,12 +401,15 @@ def test_compare_gives_the_paired_difference_of_a_direct_loop(demo_study: Path) 
 
 def test_every_format_renders_text_from_a_bundle_as_text(sqlite_url: str) -> None:
     from db.models import GraderRun
+    from db.study.retire import retire
     from results.publish.export import as_text, render_html
     from results.publish.tables import tables
 
     hostile = "=1+2|<img src=x>_$\\textbf{x}"
+    reason = "a typo\n# Results are void ![x](http://e.example/x.png)"  # typed to nmb retire
     with Session(engine_for(sqlite_url)) as s:
         make_study(s, n_tasks=3, experts=0)
+        retire(s, kind="task", item_id="task2", reason=reason)
         config = store_config(s, GraderSettings(model="test-grader-2024-01-01"))
         run = GraderRun(config_id=config.id, items="all")
         s.add(run)
@@ -426,6 +429,8 @@ def test_every_format_renders_text_from_a_bundle_as_text(sqlite_url: str) -> Non
     assert (r"=1+2\textbar{}\textless{}img src=x\textgreater{}\_\$\textbackslash{}textbf\{x\}"
             in tex)
     assert "'=1+2|<img src=x>" in csv and "\n=1+2" not in csv
+    assert "a typo \\# Results are void \\!\\[x\\](http://e.example/x.png)" in md  # one line
+    assert not [line for line in md.splitlines() if line.startswith("# ")]
 
 
 def test_too_few_cases_is_shown_instead_of_an_interval_in_every_format() -> None:
