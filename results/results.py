@@ -28,6 +28,7 @@ from sqlmodel import Session, select
 from calibration.calibrate import unvalidated_warning
 from calibration.terms import TERMS_NOT_RECORDED, for_config
 from db.models import ExpertScore, GraderRun, GraderScore, Response, Task, User
+from db.queries import fetch_in
 from db.raters.response_flags import held
 from db.rubrics import rubric_by_hash
 from db.sources.responses import holds_final_stage_only
@@ -352,11 +353,10 @@ def load(s: Session, *, config_id: int | None = None, reveal: bool = False,
     at = tagged.at if tagged else None
     items = retired(s, as_of=at)
     out = taken_out(s, items)
-    if tagged is not None:
-        out = replace(out, tasks=out.tasks | frozenset(
-            t for t in s.exec(select(Task.task_id)) if t not in tagged.task_ids))
-        out = replace(out, responses=out.responses | frozenset(s.exec(
-            select(Response.response_id).where(Response.task_id.in_(out.tasks)))))
+    if tagged is not None:  # the tasks the version does not hold are out, with their responses
+        other = set(s.exec(select(Task.task_id))) - set(tagged.task_ids)
+        out = replace(out, tasks=out.tasks | other, responses=out.responses | set(
+            fetch_in(s, Response.task_id, other, Response.response_id)))
     graded_out = set(s.exec(select(GraderScore.response_id).where(
         GraderScore.config_id == config.id, GraderScore.run_id.in_(out.grader_runs)))
     ) if out.grader_runs else set()
