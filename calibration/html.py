@@ -54,6 +54,8 @@ def gate_cells(report: Report) -> list[list[Any]]:
              "yes" if g.required else "no", g.passed, g.reason or ""] for g in report.gate]
 
 
+ALT_HEADER = ["epsilon", "winning rate", "verdict"]
+
 LOOK_HEADER = ["look", "config", "report", "decided", "revoked", "at"]
 
 
@@ -83,7 +85,7 @@ def render(report: Report, figures: dict[str, bytes], *, title: str,
               f"{report.part} part: exploration, never validates"),
         gate_header=GATE_HEADER, gate_rows=gate_cells(report),
         clustering=report.clustering(), icc_items=report.icc_items(),
-        alt_header=["epsilon", "winning rate", "verdict"], alt_rows=report.alt_sensitivity_rows(),
+        alt_header=ALT_HEADER, alt_rows=report.alt_sensitivity_rows(),
         grras_header=grras.HEADER, grras_rows=grras.rows(),
         look_header=LOOK_HEADER, look_rows=look_cells(report),
         stat_header=STAT_HEADER, stat_rows=[stat_cells(r) for r in report.stat_rows()],

@@ -6,8 +6,9 @@ import json
 import pandas as pd
 import streamlit as st
 
-from calibration import calibrate, plan, protocol, report
+from calibration import calibrate, grras, plan, protocol, report
 from calibration.html import (
+    ALT_HEADER,
     GATE_HEADER,
     LOOK_HEADER,
     fmt,
@@ -102,8 +103,16 @@ def _show(rep: report.Report, row, figures: dict[str, bytes], fresh: bool) -> No
     for reason in rep.why_failed():
         st.error(reason)
     _table(GATE_HEADER, gate_cells(rep))
+    st.caption(escape_markdown(rep.clustering()))  # as the HTML report, under the gate
+    st.caption(escape_markdown(rep.icc_items()))
     _table(["criterion", *report.STAT_HEADER[1:]], [stat_cells(r) for r in rep.stat_rows()])
+    if alt := rep.alt_sensitivity_rows():
+        st.markdown("**Alt-Test: sensitivity to epsilon** (the protocol decides on its own "
+                    "epsilon; the others are shown, not used)")
+        _table(ALT_HEADER, alt)
     _table(report.TAG_HEADER, [tag_cells(r) for r in rep.tag_rows()])
+    with st.expander("Reporting checklist (GRRAS, Kottner et al. 2011)"):
+        _table(grras.HEADER, grras.rows())
     if rep.heldout_looks:
         st.markdown("**Held-out looks of every config**")
         _table(LOOK_HEADER, look_cells(rep))
