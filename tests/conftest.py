@@ -3,6 +3,7 @@ two lanes (`make check` runs the tests not marked `slow`, `make test` runs all).
 
 import multiprocessing.process
 import os
+import platform
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -15,6 +16,12 @@ from tests.services import PostgresServer, postgres_available, require
 #: A test is slow (the full lane only) when it needs a service, a browser or the demo build.
 SLOW_MARKERS = {"postgres", "browser", "nginx", "oidc"}
 SLOW_FIXTURES = {"demo_template", "demo_study", "postgres_server"}
+
+
+# The openai client sends the platform with its first request; Python reads the processor by
+# running `uname -p` once per process. Read here, before any test, so the fast lane's guard
+# does not catch that process in whichever test happens to send first.
+platform.platform()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
