@@ -15,11 +15,21 @@ import sys
 
 from sqlalchemy.exc import DatabaseError, OperationalError
 
-from cli import calibration, imports, package, people, results, retire, runs, study
+from cli import (
+    calibration,
+    imports,
+    models,
+    package,
+    people,
+    results,
+    retire,
+    runs,
+    study,
+)
 from cli.common import Parser, Terminated
 from errors import UserError, not_permitted, one_line
 
-GROUPS = (study, people, imports, runs, calibration, package, results, retire)
+GROUPS = (study, people, imports, runs, calibration, package, results, retire, models)
 
 
 def build_parser() -> argparse.ArgumentParser:
