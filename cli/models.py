@@ -1,5 +1,6 @@
-"""`nmb models` (model cards) and `nmb breadth` (breadth scores): what results, the site and the
-checklists know of each model beyond its answers (db.study.model_cards, db.sources.breadth)."""
+"""`nmb models` (model cards), `nmb breadth` (breadth scores), `nmb cases dates` (publication
+dates) and `nmb report checklist`: what results, the site and the checklists know beyond the
+answers (db.study.model_cards, db.sources.breadth, db.study.case_dates, results.checklist)."""
 
 import argparse
 
@@ -85,6 +86,31 @@ def cmd_breadth_list(args: argparse.Namespace) -> None:
               + (f" (n {r['n']})" if r["n"] else ""))
 
 
+def cmd_case_dates(args: argparse.Namespace) -> None:
+    from pathlib import Path
+
+    from importers import Options, run_import
+
+    with open_study() as s:
+        summary = run_import(s, "case-dates", [Path(args.file)],
+                             Options(actor="cli", dry_run=args.dry_run))
+    print(summary)
+
+
+def cmd_checklist(args: argparse.Namespace) -> None:
+    import sys
+    from pathlib import Path
+
+    from calibration.html import prepare_out
+    from results.checklist import write
+
+    out = prepare_out(Path(args.out))
+    with open_study(reading=True) as s:
+        written = write(out, s)
+    print(f"nmb: wrote {len(written)} files to {out}: "
+          + ", ".join(p.name for p in written), file=sys.stderr)
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     from cli.common import Parser
 
@@ -115,3 +141,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     im.add_argument("--dry-run", action="store_true", help="check, write nothing")
     bl = add("list", cmd_breadth_list, "every stored breadth score")
     bl.add_argument("--json", action="store_true", help=JSON)
+
+    cases = sub.add_parser("cases", help="what is known of the cases beyond their content",
+                           description="cases (docs/commands.md)")
+    csub = cases.add_subparsers(dest="cases_command", required=True, parser_class=Parser)
+    add = adder(csub)
+    cd = add("dates", cmd_case_dates, "import the cases' publication dates from a CSV (case_id, "
+             "published: YYYY-MM-DD or YYYY-MM); the checklists judge test-data independence "
+             "from them")
+    cd.add_argument("file", metavar="FILE")
+    cd.add_argument("--dry-run", action="store_true", help="check, write nothing")
+
+    report = sub.add_parser("report", help="reporting checklists and a methods draft, written "
+                            "from the study's records", description="reports (docs/commands.md)")
+    rsub = report.add_subparsers(dest="report_command", required=True, parser_class=Parser)
+    add = adder(rsub)
+    ck = add("checklist", cmd_checklist, "write MI-CLEAR-LLM, TRIPOD-LLM (evaluation items) and "
+             "GRRAS as Markdown and JSON, and methods.md, each item filled from the records "
+             "with its source or marked missing with what to supply")
+    ck.add_argument("--out", required=True, metavar="DIR", help="the folder to write into")
