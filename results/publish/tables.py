@@ -243,9 +243,10 @@ def beside_tables(r: Results) -> list[Table]:
         out.append(Table(
             "efficiency", "Efficiency: one full run per model",
             ["who", "tasks", "images", "image tokens (est.)", "text tokens in", "tokens out",
-             "USD per run", "pass@1", "responses with usage", "priced"],
+             "USD per run", "pass@1", "responses with usage", "priced", SELF_GRADED],
             [[e.model, e.tasks, e.images, e.image_tokens, e.text_tokens_in, e.tokens_out,
-              e.cost_usd, e.pass_at_1, e.with_usage, e.priced] for e in r.efficiency],
+              e.cost_usd, e.pass_at_1, e.with_usage, e.priced, r.self_graded.get(e.model)]
+             for e in r.efficiency],
             "One answer to every task of the study: the means per response (over the responses "
             "with usage) times the tasks. Image tokens are estimated at 255 per image (OpenAI, "
             "high detail, one tile); text tokens in are the prompt tokens less that estimate; "
@@ -280,9 +281,9 @@ def beside_tables(r: Results) -> list[Table]:
             out.append(Table(
                 f"breadth_{i}", f"Breadth ({a.benchmark}) against depth, per model",
                 ["who", "breadth score", "breadth rank", "pass@1", "depth rank", "rank gap",
-                 "rubric score", "source"],
+                 "rubric score", "source", SELF_GRADED],
                 [[x.model, x.breadth, x.breadth_rank, x.depth, x.depth_rank, x.rank_gap,
-                  x.rubric, x.source] for x in a.rows],
+                  x.rubric, x.source, r.self_graded.get(x.model)] for x in a.rows],
                 "Rank 1 = best on that axis (ties share their mean rank); rank gap = breadth "
                 "rank - depth rank (positive: better in depth than in breadth)."))
     return out
