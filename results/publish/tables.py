@@ -336,7 +336,7 @@ def markdown(ts: list[Table], results: Results) -> str:
            f"({_md_cell(results.judged_by)}).{terms}", ""]
     out += [f"> {_md_cell(f)}" for f in results.flags]
     for t in ts:
-        out += ["", f"### {t.title}", ""]
+        out += ["", f"### {_md_cell(t.title)}", ""]  # a benchmark's name is in some titles
         out += ["| " + " | ".join(t.header) + " |", "|" + "---|" * len(t.header)]
         out += ["| " + " | ".join(_md_cell(v) for v in row) + " |" for row in t.rows]
         if t.note:

@@ -73,6 +73,7 @@ def test_breadth_against_depth_on_the_demo(demo_study: Path, tmp_path: Path, cap
         assert sum(gaps.values()) == 0 and set(gaps) == {r["model"] for r in mine}
     assert axes["MMLU-Pro (synthetic)"]["unmatched"] == [HOSTILE]
 
+    assert HOSTILE not in (out / "results.md").read_text()  # escaped: \<script\>
     html = (out / "results.html").read_text()
     assert HOSTILE not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert html.count('alt="breadth_') == 2 and (out / "breadth_1.png").stat().st_size > 0
