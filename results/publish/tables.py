@@ -268,8 +268,9 @@ def beside_tables(r: Results) -> list[Table]:
     if r.breadth:
         out.append(Table(
             "breadth", "Breadth against depth: rank correlation across models",
-            ["benchmark", "models", "Spearman (pass@1)", "p", "Kendall tau-b (pass@1)", "p",
-             "Spearman (rubric score)", "p", "p from", "no depth row"],
+            ["benchmark", "models", "Spearman (pass@1)", "p (Spearman)",
+             "Kendall tau-b (pass@1)", "p (Kendall)", "Spearman (rubric score)",
+             "p (rubric score)", "p from", "no depth row"],
             [[a.benchmark, a.models, *_correlation(a.pass_at_1, "spearman"),
               *_correlation(a.pass_at_1, "kendall"), *_correlation(a.rubric, "spearman"),
               a.pass_at_1.p_method, ", ".join(a.unmatched) or None] for a in r.breadth],

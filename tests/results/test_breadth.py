@@ -9,9 +9,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 from scipy import stats
+from sqlmodel import select
 
 from cli import main
+from db.engine import session
+from db.models import User
 from stats.rank_correlation import MIN_UNITS, rank_correlation
+from tests.apptest import page, page_payload
+from ui.auth import LoggedIn
 
 ROOT = Path(__file__).resolve().parents[2]
 HOSTILE = "<script>alert(1)</script>"
@@ -77,3 +82,14 @@ def test_breadth_against_depth_on_the_demo(demo_study: Path, tmp_path: Path, cap
     html = (out / "results.html").read_text()
     assert HOSTILE not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert html.count('alt="breadth_') == 2 and (out / "breadth_1.png").stat().st_size > 0
+
+    with session() as s:  # /results shows the same tables and the scatters
+        admin = LoggedIn.of(s.exec(select(User).where(User.name == "demo-admin")).one())
+    at = page("pages/study_results.py", admin, timeout=180).run()
+    assert not at.exception, at.exception
+    titles = [h.value for h in at.subheader]
+    assert "Breadth against depth: rank correlation across models" in titles
+    summary = at.dataframe[titles.index("Breadth against depth: rank correlation across models")]
+    assert summary.value["benchmark"].tolist() == ["DrVD-Bench (synthetic)", "MMLU-Pro (synthetic)"]
+    payload = page_payload(at)
+    assert "breadth 1" in payload and "breadth 2" in payload  # the scatters' captions
