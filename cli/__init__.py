@@ -15,11 +15,22 @@ import sys
 
 from sqlalchemy.exc import DatabaseError, OperationalError
 
-from cli import calibration, imports, package, people, results, retire, runs, study, versions
+from cli import (
+    calibration,
+    imports,
+    models,
+    package,
+    people,
+    results,
+    retire,
+    runs,
+    study,
+    versions,
+)
 from cli.common import Parser, Terminated
 from errors import UserError, not_permitted, one_line
 
-GROUPS = (study, people, imports, runs, calibration, package, results, retire, versions)
+GROUPS = (study, people, imports, runs, calibration, package, results, retire, models, versions)
 
 
 def build_parser() -> argparse.ArgumentParser:

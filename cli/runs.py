@@ -72,9 +72,13 @@ def cmd_collect(args: argparse.Namespace) -> None:
     from llm.model_request import CollectSettings
     from llm.plan import spent_text
 
-    settings = CollectSettings(model=args.model, base_url=args.base_url, samples=args.samples,
+    condition = _condition(args)
+    samples = 1 if args.samples is None else args.samples
+    if condition is not None and condition.strategy == "self-consistency":
+        samples = 1  # --samples is the votes per turn; one response per task
+    settings = CollectSettings(model=args.model, base_url=args.base_url, samples=samples,
                                images=args.images, temperature=args.temperature,
-                               max_tokens=args.max_tokens).check()
+                               max_tokens=args.max_tokens, condition=condition).check()
     if settings.base_url is None and not is_dated_snapshot(settings.model):
         print(f"nmb: warning: {settings.model!r} is an undated alias: the model behind it may "
               "change", file=sys.stderr)
@@ -105,6 +109,23 @@ def cmd_collect(args: argparse.Namespace) -> None:
         if not summary.collected:
             _nothing_done(f"run {summary.run_id} collected nothing", summary.failed, reasons)
         _some_failed(summary.run_id, summary.failed, summary.items, reasons)
+
+
+def _condition(args: argparse.Namespace):
+    """The condition of `nmb collect --condition` (llm.conditions), None without one."""
+    from llm.conditions import SELF_CONSISTENCY_VOTES, Condition, read_system_prompt
+
+    if args.condition is None:
+        if args.strategy or args.system_prompt_file:
+            raise UserError("--strategy and --system-prompt-file need --condition NAME (the "
+                            "name the responses are shown under, as MODEL@NAME)")
+        return None
+    strategy = args.strategy or "zero-shot"
+    votes = 1
+    if strategy == "self-consistency":
+        votes = SELF_CONSISTENCY_VOTES if args.samples is None else args.samples
+    prompt = read_system_prompt(Path(args.system_prompt_file)) if args.system_prompt_file else None
+    return Condition(args.condition, strategy, prompt, votes).check()
 
 
 def _nothing_done(what: str, failed: int, reasons: list[str]) -> None:
@@ -153,7 +174,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     co.add_argument("--model", required=True, help="the model name sent and stored")
     co.add_argument("--base-url", help="an OpenAI-compatible server, e.g. "
                     "http://127.0.0.1:8000/v1 (default: the official OpenAI API)")
-    co.add_argument("--samples", type=int, default=1, help="answers per task (pass@k)")
+    co.add_argument("--samples", type=int, help="answers per task (pass@k; default 1); under "
+                    "--strategy self-consistency the answers per turn a majority is taken of "
+                    "(default 5)")
+    co.add_argument("--condition", metavar="NAME", help="collect under a named condition: the "
+                    "responses are shown as MODEL@NAME (docs/collect.md, Conditions)")
+    co.add_argument("--strategy", choices=["zero-shot", "cot", "self-consistency"],
+                    help="with --condition: zero-shot (default), cot (reason step by step, end "
+                    "with a final answer), self-consistency (k cot answers, the majority's)")
+    co.add_argument("--system-prompt-file", metavar="FILE", help="with --condition: text "
+                    "appended verbatim to the exam's system message")
     pick = co.add_mutually_exclusive_group()
     pick.add_argument("--tasks", nargs="+", metavar="TASK_ID", help="only these tasks")
     pick.add_argument("--families", nargs="+", metavar="FAMILY",

@@ -46,6 +46,7 @@ from db.study.retire import check_model, check_task_ids, taken_out
 from errors import UserError
 from llm.batch import batch_line, submit_batch
 from llm.call import CallResult, estimate_cost, load_prices, run_bounded
+from llm.conditions import majority
 from llm.grader_request import api_key_for, make_client
 from llm.key_images import key_images
 from llm.model_call import batch_outcome, call_text, settle_batch
@@ -138,9 +139,30 @@ class Item:
 
 @dataclass
 class _Turn:
-    key: str
-    result: CallResult
+    keys: list[str]  # one request per vote (self-consistency: k; else one)
+    result: CallResult  # the turn's answer: under self-consistency the majority's (votes summed)
     cached: bool
+    finals: list[str] | None = None  # self-consistency: each vote's final answer
+
+
+def _voted(keys: list[str], results: list[CallResult], cached: bool) -> _Turn:
+    """One turn from its votes' results: a single answer as it is; k answers (self-consistency,
+    llm.conditions) as the majority's text, tokens and cost summed; failed when one failed."""
+    if len(results) == 1:
+        return _Turn(keys, results[0], cached)
+    failed = next((r for r in results if not r.ok), None)
+    costs = [r.cost_usd for r in results]
+    chosen, finals = (0, None) if failed else majority([r.data["text"] for r in results])
+    pick = failed or results[chosen]
+    combined = CallResult(
+        ok=failed is None, data=None if failed else {"text": pick.data["text"]},
+        reason=failed.reason if failed else None, raw=pick.raw,
+        model_returned=pick.model_returned, system_fingerprint=pick.system_fingerprint,
+        prompt_tokens=sum(r.prompt_tokens for r in results),
+        completion_tokens=sum(r.completion_tokens for r in results),
+        latency_s=sum(r.latency_s for r in results), attempts=sum(r.attempts for r in results),
+        cost_usd=None if None in costs else sum(costs))
+    return _Turn(keys, combined, cached, finals)
 
 
 @dataclass
@@ -164,9 +186,18 @@ class _Conversation:
         return self.failed or len(self.turns) == n_turns(self.item.task)
 
     def next_request(self) -> tuple[ChatRequest, str]:
+        """The next turn's request and key (one vote; `next_requests` for all)."""
+        return self.next_requests()[0]
+
+    def next_requests(self) -> list[tuple[ChatRequest, str]]:
+        """The next turn's request with one key per vote (self-consistency: k keys, the same
+        body; else one key, as before conditions)."""
         it = self.item
         req = turn_request(self.settings, it.task, it.case, it.images, self.answers)
-        return req, request_key(req, base_url=self.settings.base_url, sample=it.sample)
+        votes = self.settings.votes
+        return [(req, request_key(req, base_url=self.settings.base_url,
+                                  sample=it.sample if votes == 1 else [it.sample, v]))
+                for v in range(votes)]
 
 
 # ---------------------------------------------------------------- storing
@@ -203,11 +234,11 @@ class _Store:
         """Answer the conversation's next turns from the cache while it can; True when that
         finished it."""
         while not conv.done:
-            req, key = conv.next_request()
-            hit = self.cached(key)
-            if hit is None:
+            keys = [key for _, key in conv.next_requests()]
+            hits = [self.cached(key) for key in keys]
+            if None in hits:
                 return False
-            conv.turns.append(_Turn(key, hit, True))
+            conv.turns.append(_voted(keys, hits, True))
         self.finish(conv)
         return True
 
@@ -216,7 +247,8 @@ class _Store:
                           model_returned=hit.model_returned,
                           system_fingerprint=hit.system_fingerprint,
                           prompt_tokens=hit.prompt_tokens, completion_tokens=hit.completion_tokens,
-                          cost_usd=estimate_cost(hit.model_returned or self.run.model,
+                          cost_usd=estimate_cost(hit.model_returned
+                                                 or self.run.settings.get("model", self.run.model),
                                                  hit.prompt_tokens, hit.completion_tokens))
 
     def sent(self, key: str, req: ChatRequest, result: CallResult) -> None:
@@ -239,7 +271,7 @@ class _Store:
 
     def _rows(self, conv: _Conversation) -> tuple[str, dict, dict | None]:
         """("collected" | "failed", the response or failure row, the provenance row)."""
-        it, model, now = conv.item, self.run.model, utcnow()
+        it, model, now = conv.item, self.run.model, utcnow()  # the model's label (MODEL@CONDITION)
         if conv.failed:
             last = conv.turns[-1].result
             turn = f" (turn {len(conv.turns)})" if n_turns(it.task) > 1 else ""
@@ -254,11 +286,14 @@ class _Store:
         response = {"response_id": rid, "task_id": it.task.task_id, "source": "model",
                     "model": model, "user_id": None, "sample": it.sample, "text": answers[0],
                     "turns": answers[1:] or None, "blind_code": it.blind_code,
-                    "created_at": now}
+                    "condition": conv.settings.condition.name if conv.settings.condition
+                    else None, "created_at": now}
         provenance = {
             "response_id": rid, "run_id": self.run.id, "template_version": TEMPLATE_VERSION,
             "template_hash": self.run.template_hash,
-            "request_hashes": [t.key for t in conv.turns],
+            "request_hashes": [key for t in conv.turns for key in t.keys],
+            "votes": ([t.finals or [] for t in conv.turns] if conv.settings.votes > 1
+                      else None),
             "image_sha256": [image.sha256 for image in it.images],
             "model_returned": results[-1].model_returned,
             "system_fingerprint": results[-1].system_fingerprint,
@@ -311,15 +346,20 @@ class _Sender:
     async def converse(self, conv: _Conversation) -> _Conversation:
         """The remaining turns of one item, each from the cache or sent, in order."""
         while not conv.done:
-            req, key = conv.next_request()
-            result = self.store.cached(key)
-            cached = result is not None
-            if result is None:
-                result = await call_text(self.client, req, timeout=self.timeout,
-                                         max_retries=self.max_retries,
-                                         max_resends=self.max_resends, prices=self.prices)
-                self.store.sent(key, req, result)
-            conv.turns.append(_Turn(key, result, cached))
+            keys, results, cached = [], [], True
+            for req, key in conv.next_requests():  # self-consistency: its k votes in turn
+                result = self.store.cached(key)
+                if result is None:
+                    cached = False
+                    result = await call_text(self.client, req, timeout=self.timeout,
+                                             max_retries=self.max_retries,
+                                             max_resends=self.max_resends, prices=self.prices)
+                    self.store.sent(key, req, result)
+                keys.append(key)
+                results.append(result)
+                if not result.ok:
+                    break
+            conv.turns.append(_voted(keys, results, cached))
         self.store.finish(conv)
         return conv
 
@@ -361,7 +401,7 @@ class _Sender:
                 settle_batch(result, req, ok, detail if ok else None, None if ok else detail,
                              start, self.prices, self.client)
                 self.store.sent(key, req, result)
-                conv.turns.append(_Turn(key, result, False))
+                conv.turns.append(_Turn([key], result, False))
                 if conv.done:
                     self.store.finish(conv)
                 else:
@@ -369,6 +409,18 @@ class _Sender:
 
 
 # ---------------------------------------------------------------- runs
+
+
+def check_condition(s: Session, settings: CollectSettings) -> None:
+    """A condition's name means one condition: a UserError when an earlier run of this
+    MODEL@CONDITION recorded other added text, strategy or votes (choose a new name)."""
+    wanted = settings.condition.as_dict() if settings.condition else None
+    for run in s.exec(select(CollectionRun).where(CollectionRun.model == settings.label)):
+        before = (run.settings or {}).get("condition")
+        if before is not None and before != wanted:
+            raise UserError(f"condition {settings.condition.name!r} of {settings.model!r} was "
+                            f"collected before (run {run.id}) with other text, strategy or "
+                            "samples: give this one another name")
 
 
 @dataclass
@@ -427,19 +479,25 @@ def collect(
     never read back from a stored run, so its base URL is the user's choice."""
     settings.check()
     check_run_options(concurrency=concurrency, timeout=timeout, poll_interval=poll_interval)
+    if batch and settings.votes > 1:
+        raise UserError("--batch does not take --strategy self-consistency (each turn's votes "
+                        "are counted before the next turn is asked): collect without --batch")
     check_model(s, settings.model)
+    if settings.condition is not None:
+        check_model(s, settings.label)
+        check_condition(s, settings)
     tasks = select_tasks(s, selection)
-    pairs = _missing(s, settings.model, tasks, settings.samples)
+    pairs = _missing(s, settings.label, tasks, settings.samples)
     key = (api_key_for(settings.base_url, api_key, trusted=settings.base_url)  # typed: see above
            if pairs else None)  # before any work
     items = _items(s, settings, pairs)
     for item, code in zip(items, new_blind_codes(s, len(items)), strict=True):
         item.blind_code = code
-    run = CollectionRun(model=settings.model, base_url=settings.base_url,
+    run = CollectionRun(model=settings.label, base_url=settings.base_url,
                         settings={**settings.as_dict(), "selection": selection.as_dict()},
                         template_version=TEMPLATE_VERSION, template_hash=template_hash(),
                         batch=batch, n_items=len(items))
-    open_run(s, run, actor=actor, model=settings.model, n=len(items), batch=batch)
+    open_run(s, run, actor=actor, model=settings.label, n=len(items), batch=batch)
     store = _Store(s, run, progress)
     convs = [_Conversation(item, settings) for item in items]
     with store.writer.ending():  # Ctrl-C, SIGTERM, a page's rerun, an error: "interrupted"
@@ -452,12 +510,12 @@ def collect(
                     else sender.direct(convs, concurrency))
             asyncio.run(store.writer.flushing(work))
     return CollectSummary(
-        run.id, settings.model, len(tasks), settings.samples, len(items),
+        run.id, settings.label, len(tasks), settings.samples, len(items),
         len(tasks) * settings.samples - len(items), run.collected, run.failed, run.from_cache,
         run.prompt_tokens, run.completion_tokens, run.image_count,
         None if run.cost_usd is None else round(run.cost_usd, 6),
         [{"task_id": f.task_id, "sample": f.sample, "reason": f.reason}
-         for f in failures(s, model=settings.model, run_id=run.id)])
+         for f in failures(s, model=settings.label, run_id=run.id)])
 
 
 # ---------------------------------------------------------------- before and after a run
@@ -471,7 +529,7 @@ def estimate(s: Session, settings: CollectSettings, selection: Selection = Selec
     """
     settings.check()
     tasks = select_tasks(s, selection)
-    pairs = _missing(s, settings.model, tasks, settings.samples)
+    pairs = _missing(s, settings.label, tasks, settings.samples)
     cases = {c.case_id: c for c in fetch_in(s, Case.case_id, {t.case_id for t, _ in pairs})}
     n_series: dict[str, int] = {}  # images per case from its series: 3 per volume, 1 per picture
     n_pictures: dict[str, int] = {}
@@ -489,9 +547,9 @@ def estimate(s: Session, settings: CollectSettings, selection: Selection = Selec
             else n_series.get(case.case_id, 0))
         text = len(json.dumps(first_message(task, case, [])["content"])) // 4
         for turn in range(n_turns(task)):
-            requests += 1
-            images += shown
-            prompt += text + shown * IMAGE_TOKENS + turn * (answer + 30)
+            requests += settings.votes
+            images += shown * settings.votes
+            prompt += (text + shown * IMAGE_TOKENS + turn * (answer + 30)) * settings.votes
     completion = requests * answer
     return Plan("collect", tasks=len(tasks), items=len(pairs), requests=requests, images=images,
                 prompt_tokens=prompt, completion_tokens=completion,

@@ -6,10 +6,19 @@ tool creates itself has an integer id. JSON columns hold small structured values
 (scores, stages, criterion levels) and work the same on SQLite and PostgreSQL.
 """
 
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any, Literal, get_args
 
-from sqlalchemy import JSON, CheckConstraint, Column, DateTime, Text, UniqueConstraint, false
+from sqlalchemy import (
+    JSON,
+    CheckConstraint,
+    Column,
+    Date,
+    DateTime,
+    Text,
+    UniqueConstraint,
+    false,
+)
 from sqlmodel import AutoString, Field, SQLModel
 
 Role = Literal["admin", "expert", "physician", "student"]
@@ -28,6 +37,7 @@ Selection = Literal["all", "calibration", "unassigned", "model", "human"]
 Part = Literal["dev", "heldout"]
 ReportPart = Literal["dev", "heldout", "all"]
 RetiredKind = Literal["case", "task", "response", "model", "grader-run", "collection-run"]
+ModelKind = Literal["base", "general", "medical"]  # a model card's kind (migration 0022)
 
 
 def one_of(column: str, vocabulary: Any, name: str) -> CheckConstraint:
@@ -117,6 +127,9 @@ class Case(SQLModel, table=True):
     # number in several release files), or None: a case of its own. Exams hold a later stage
     # back until the patient's other tasks are answered (db.study.exams); never an identifier
     patient: str | None = Field(default=None, max_length=128, index=True)
+    # when the case was first published (a journal's case report, a release), where known:
+    # the checklists judge test-data independence from it against each model's training cutoff
+    published: date | None = Field(default=None, sa_type=Date)
     created_at: datetime = _when()
 
 
@@ -197,6 +210,9 @@ class Response(SQLModel, table=True):
     # {"prompt_tokens", "completion_tokens", "images", "cost_usd"} as far as known, or None
     usage: dict[str, Any] | None = _json(nullable=True)
     blind_code: str = Field(unique=True, max_length=32)
+    # the condition it was collected under (`nmb collect --condition`), or None: the plain
+    # exam; a conditioned response's `model` is MODEL@CONDITION (collection.conditions)
+    condition: str | None = Field(default=None, max_length=40)
     created_at: datetime = _when()
 
     __table_args__ = (
@@ -479,6 +495,9 @@ class CollectedResponse(SQLModel, table=True):
     completion_tokens: int = 0
     latency_s: float = 0.0
     cost_usd: float | None = None
+    # self-consistency: per turn, the final answer of each of the k samples (the majority's
+    # text is the response's); None for one sample per turn
+    votes: list[list[str]] | None = _json(nullable=True)
     created_at: datetime = _when()
 
     def usage(self) -> dict[str, Any]:
@@ -653,3 +672,38 @@ class BenchmarkVersion(SQLModel, table=True):
     task_ids: list[str] = _json()
     actor: str | None = Field(default=None, max_length=64)
     at: datetime = _when()
+class ModelCard(SQLModel, table=True):
+    """What is known of a model under test (`nmb models set`, /models): its maker, version,
+    release date, training cutoff, web access, size and kind. `name` is the model's name as
+    its responses carry it (without a @CONDITION). Results, the site and the checklists read
+    it; a card is never required."""
+
+    name: str = Field(primary_key=True, max_length=128)
+    maker: str | None = Field(default=None, max_length=128)
+    version: str | None = Field(default=None, max_length=128)
+    released: date | None = Field(default=None, sa_type=Date)
+    training_cutoff: date | None = Field(default=None, sa_type=Date)
+    web_access: bool | None = None
+    params: str | None = Field(default=None, max_length=64)  # as stated: "7B", "unknown"
+    kind: ModelKind | None = _word(16, default=None)
+    updated_by: str | None = Field(default=None, max_length=64)
+    updated_at: datetime = _when()
+
+    __table_args__ = (one_of("kind", ModelKind, "ck_modelcard_kind"),)
+
+
+class BreadthScore(SQLModel, table=True):
+    """A model's score on a broad benchmark (MMLU-Pro, DrVD-Bench, ...), as published
+    (`nmb breadth import`): results set it beside the model's depth here (results.breadth).
+    One row per (model, benchmark); a later import replaces it."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    model: str = Field(max_length=128, index=True)
+    benchmark: str = Field(max_length=128)
+    score: float
+    n: int | None = None  # items the score stands on, where stated
+    source: str | None = Field(default=None, max_length=1000)  # a citation or address
+    imported_by: str | None = Field(default=None, max_length=64)
+    imported_at: datetime = _when()
+
+    __table_args__ = (UniqueConstraint("model", "benchmark"),)

@@ -101,6 +101,24 @@ def _scores(s: Session, paths: list[Path], o: Options) -> Any:
     return import_scores(s, paths[0], dry_run=o.dry_run, actor=o.actor, progress=o.progress)
 
 
+def _model_cards(s: Session, paths: list[Path], o: Options) -> Any:
+    from db.study.model_cards import import_cards
+
+    return import_cards(s, paths[0], actor=o.actor, dry_run=o.dry_run)
+
+
+def _breadth(s: Session, paths: list[Path], o: Options) -> Any:
+    from db.sources.breadth import import_breadth
+
+    return import_breadth(s, paths[0], actor=o.actor, dry_run=o.dry_run)
+
+
+def _case_dates(s: Session, paths: list[Path], o: Options) -> Any:
+    from db.study.case_dates import import_case_dates
+
+    return import_case_dates(s, paths[0], actor=o.actor, dry_run=o.dry_run)
+
+
 _HARNESS = frozenset({"model", "task_key", "final_stage_only"})
 _CASES = frozenset({"allow_blank", "with_demo", "revise"})  # every importer of cases
 IMPORTERS: dict[str, Importer] = {i.name: i for i in (
@@ -126,13 +144,19 @@ IMPORTERS: dict[str, Importer] = {i.name: i for i in (
     Importer("lmms-eval", "responses", "lmms-eval samples (.jsonl)", _HARNESS,
              _responses("lmms-eval")),
     Importer("scores-csv", "scores", "Earlier expert scores (.csv)", frozenset(), _scores),
+    Importer("model-cards", "model cards", "Model cards (.csv: name, maker, version, ...)",
+             frozenset(), _model_cards),
+    Importer("breadth", "breadth scores", "Breadth scores (.csv: model, benchmark, score)",
+             frozenset(), _breadth),
+    Importer("case-dates", "case dates", "Cases' publication dates (.csv: case_id, published)",
+             frozenset(), _case_dates),
 )}
 _ALWAYS = frozenset({"dry_run", "actor", "progress"})
 
 
 def names(brings: str) -> list[str]:
-    """The importers that bring `brings` ("cases", "responses" or "scores"), in registry
-    order."""
+    """The importers that bring `brings` ("cases", "responses", "scores", "model cards",
+    "breadth scores" or "case dates"), in registry order."""
     return [name for name, i in IMPORTERS.items() if i.brings == brings]
 
 

@@ -22,6 +22,7 @@ from db.models import Case, Task
 from db.text_limits import model_name_problem
 from errors import UserError
 from imaging.key_slices import RENDER_VERSION
+from llm.conditions import Condition, system_message
 from llm.grader_request import check_base_url
 from rubric.schema import canonical_json
 
@@ -132,6 +133,17 @@ class CollectSettings:
     images: str = "key"
     temperature: float | None = 1.0
     max_tokens: int | None = 2048
+    condition: Condition | None = None  # what the condition adds (llm.conditions)
+
+    @property
+    def label(self) -> str:
+        """The name the responses carry: the model, or MODEL@CONDITION."""
+        return self.condition.label(self.model) if self.condition else self.model
+
+    @property
+    def votes(self) -> int:
+        """Answers asked per turn (self-consistency's k, else 1)."""
+        return self.condition.votes if self.condition else 1
 
     def check(self) -> CollectSettings:
         """Self, or a UserError naming the first bad setting."""
@@ -148,6 +160,10 @@ class CollectSettings:
             raise UserError(f"--temperature must be a number from 0 to 2, got {t!r}")
         if self.max_tokens is not None:
             _count("max-tokens", self.max_tokens, MAX_TOKENS)
+        if self.condition is not None:
+            self.condition.check()
+            if why := model_name_problem(self.label):
+                raise UserError(f"--model with --condition: {self.label!r} {why}")
         return self
 
     @property
@@ -158,7 +174,12 @@ class CollectSettings:
         return OFFICIAL_TOKEN_FIELD if self.base_url is None else "max_tokens"
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        if self.condition is None:
+            out.pop("condition")  # as runs before conditions recorded it
+        else:
+            out["condition"] = self.condition.as_dict()
+        return out
 
 
 # ---------------------------------------------------------------- messages and requests
@@ -220,9 +241,11 @@ def stage_message(task: Task, stage: int) -> dict:
             "content": TEMPLATE["stage"].format(number=stage + 2, text=task.stages[stage])}
 
 
-def conversation(task: Task, case: Case, images: list[KeyImage], answers: list[str]) -> list[dict]:
-    """The messages for the next turn, after `answers` (one per turn so far)."""
-    messages = [{"role": "system", "content": TEMPLATE["system"]},
+def conversation(task: Task, case: Case, images: list[KeyImage], answers: list[str],
+                 condition: Condition | None = None) -> list[dict]:
+    """The messages for the next turn, after `answers` (one per turn so far); a `condition`
+    appends its text to the system message (llm.conditions), nothing else."""
+    messages = [{"role": "system", "content": system_message(TEMPLATE["system"], condition)},
                 first_message(task, case, images)]
     for stage, answer in enumerate(answers):
         messages += [{"role": "assistant", "content": answer}, stage_message(task, stage)]
@@ -239,11 +262,13 @@ def turn_request(settings: CollectSettings, task: Task, case: Case, images: list
     """The request for turn `len(answers)` of the task."""
     if len(answers) >= n_turns(task):
         raise ValueError(f"task {task.task_id} has {n_turns(task)} turns, all answered")
-    return ChatRequest(settings.model, conversation(task, case, images, answers),
+    return ChatRequest(settings.model,
+                       conversation(task, case, images, answers, settings.condition),
                        settings.temperature, settings.max_tokens, settings.token_field)
 
 
-def request_key(req: ChatRequest, *, base_url: str | None, sample: int) -> str:
-    """The cache key: sha256 of the canonical JSON of the endpoint, the sample and the body."""
+def request_key(req: ChatRequest, *, base_url: str | None, sample: int | list[int]) -> str:
+    """The cache key: sha256 of the canonical JSON of the endpoint, the sample and the body
+    (self-consistency: [sample, vote], so each vote is a request of its own)."""
     payload = {"base_url": base_url, "request": req.body(), "sample": sample}
     return hashlib.sha256(canonical_json(payload).encode()).hexdigest()

@@ -1,11 +1,16 @@
-"""/models: send the benchmark to a model under test and keep its answers (admin)."""
+"""/models: send the benchmark to a model under test and keep its answers; the model cards
+(admin)."""
 
 import pandas as pd
 import streamlit as st
+from sqlmodel import select
 
 from collection.collect import Selection, collect, estimate, failures, runs
 from db.engine import session
-from db.models import FAMILIES, LEVELS
+from db.models import FAMILIES, LEVELS, Response
+from db.study.model_cards import FIELDS as CARD_FIELDS
+from db.study.model_cards import KINDS as CARD_KINDS
+from db.study.model_cards import base_model, card_row, cards, set_card
 from db.text_limits import MODEL_NAME
 from errors import UserError, counted
 from grading.preflight import collect_preflight
@@ -98,3 +103,53 @@ if failed:
     st.dataframe(pd.DataFrame([{"model": f.model, "task": f.task_id, "sample": f.sample,
                                 "reason": f.reason, "attempts": f.attempts, "run": f.run_id}
                                for f in failed]), hide_index=True)
+
+st.subheader("Model cards")
+st.caption("What results, the leaderboard site and the reporting checklists know of each "
+           "model: maker, version, release date, training cutoff (test-data independence), "
+           "web access, size and kind. Also `nmb models set` and `nmb models set --from-csv`.")
+with session() as s:
+    known = cards(s)
+    answered = sorted({base_model(m) for m in s.exec(
+        select(Response.model).where(Response.model.is_not(None)).distinct())})
+show_written("model cards")
+if known:
+    st.dataframe(pd.DataFrame([{"model": name, **card_row(card)}
+                               for name, card in known.items()]), hide_index=True)
+else:
+    st.info("No model card yet.")
+choices = sorted(set(answered) | set(known))
+c1, c2 = st.columns(2)
+picked = c1.selectbox("Card of the model", [""] + choices, key="card_model",
+                      format_func=lambda m: m or "(a new name)")
+typed = "" if picked else c2.text_input("New model name", key="card_new", max_chars=MODEL_NAME)
+current = card_row(known.get(picked)) if picked else dict.fromkeys(CARD_FIELDS)
+with st.form("model_card"):  # keyed by the model: each model's form starts from its card
+    c1, c2, c3 = st.columns(3)
+    values = {
+        "maker": c1.text_input("Maker", current["maker"] or "", key=f"card_maker:{picked}"),
+        "version": c2.text_input("Version", current["version"] or "",
+                                 key=f"card_version:{picked}"),
+        "params": c3.text_input("Size (parameters)", current["params"] or "",
+                                key=f"card_params:{picked}"),
+        "released": c1.text_input("Released (YYYY-MM-DD)", current["released"] or "",
+                                  key=f"card_released:{picked}"),
+        "training_cutoff": c2.text_input("Training cutoff (YYYY-MM-DD or YYYY-MM)",
+                                         current["training_cutoff"] or "",
+                                         key=f"card_cutoff:{picked}"),
+        "web_access": c3.selectbox("Web access", ["", "yes", "no"], key=f"card_web:{picked}",
+                                   index=["", "yes", "no"].index(current["web_access"] or "")),
+        "kind": c1.selectbox("Kind", ["", *CARD_KINDS], key=f"card_kind:{picked}",
+                             index=["", *CARD_KINDS].index(current["kind"] or "")),
+    }
+    if st.form_submit_button("Save the card"):
+        name = typed.strip() or picked
+        try:
+            if not name:
+                raise UserError("choose a model or type a new name")
+            with session() as s:
+                set_card(s, name=name, change=values, actor=user.name)
+        except UserError as e:
+            show_error(e)
+        else:
+            redraw_after(f"Saved the card of {name}.")

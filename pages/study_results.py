@@ -5,9 +5,12 @@ from dataclasses import replace
 import pandas as pd
 import streamlit as st
 
+from db.bundle.store import Workspace
+from db.bundle.upload_name import safe_upload_name
 from db.engine import database_url, session, snapshot
 from errors import UserError, counted
 from grading.grader import config_labels
+from importers import Options, run_import
 from results import results
 from results.bertscore import SERVER_MODEL, BertScorer, server_model
 from results.judgments import default_config
@@ -17,7 +20,7 @@ from results.publish.plots import all_figures
 from results.publish.tables import compare_table, fmt, tables
 from results.splits import SPLITS
 from stats.intervals import MIN_CASES
-from ui.actions import show_error
+from ui.actions import redraw_after, show_error, show_written
 from ui.auth import require_role
 from ui.plain_text import escape_markdown
 
@@ -119,6 +122,22 @@ if a and b:
     t = compare_table(res.comparisons, res)
     show(t)
     ts.append(t)  # in the downloads too
+with st.expander("Breadth scores: import a CSV (model, benchmark, score; optional n, source)"):
+    st.caption("Each model's published score on a broad benchmark, set beside its depth here "
+               "(the tables 'Breadth against depth' and the scatter). A (model, benchmark) "
+               "imported before is replaced; also `nmb breadth import FILE`.")
+    upload = st.file_uploader("Breadth scores (.csv)", type=["csv"], key="breadth_upload")
+    if st.button("Import breadth scores", disabled=upload is None, key="breadth_import"):
+        try:
+            with Workspace("upload") as area, session() as s:
+                path = area.path / safe_upload_name(upload.name, ".csv")
+                path.write_bytes(upload.getvalue())
+                summary = run_import(s, "breadth", [path], Options(actor=user.name))
+        except UserError as e:
+            show_error(e)
+        else:
+            redraw_after(str(summary))  # the tables above, computed again with them
+    show_written("breadth")
 st.subheader("Figures")
 for name, data in figures.items():
     st.image(data, caption=name.replace("_", " "))

@@ -22,8 +22,10 @@ from sqlmodel import Session, select
 
 from db.models import CollectedResponse, GraderScore, Response
 from llm.call import estimate_cost, load_prices
+from stats.resample import Estimate
 
 DIGITS = 6
+IMAGE_TOKENS = 255  # per image: OpenAI vision, high detail, one 512 px tile (85 + 170): an estimate
 
 
 def _mean(values: list[float]) -> float | None:
@@ -117,3 +119,46 @@ def grader_cost_of(config_id: int,
                       prompt_tokens=_mean([p for p, _, _ in sent]),
                       completion_tokens=_mean([c for _, c, _ in sent]),
                       cost_per_graded_response=_mean([c for _, _, c in sent]))
+
+
+@dataclass
+class Efficiency:
+    """One full run of a model (one answer to every task of the study) beside its pass@1, as
+    the paper's efficiency table: means per response x tasks. Image tokens are estimated at
+    `IMAGE_TOKENS` per image (a provider's count differs by model and detail); text tokens in
+    are the prompt tokens less that estimate."""
+
+    model: str
+    tasks: int
+    images: float | None
+    image_tokens: float | None  # estimate
+    text_tokens_in: float | None
+    tokens_out: float | None
+    cost_usd: float | None
+    pass_at_1: Estimate | None
+    with_usage: int  # responses the means stand on
+    priced: int
+
+
+def efficiency_rows(costs: Iterable[ModelCost], overall: Iterable, *, tasks: int
+                    ) -> list[Efficiency]:
+    """One `Efficiency` per model with responses (`costs`), its pass@1 from `overall` (the
+    results' overall rows)."""
+    pass1 = {c.who: c.pass_at.get(1) for c in overall if c.group == "model"}
+
+    def run(per_response: float | None) -> float | None:
+        return None if per_response is None else round(per_response * tasks, 2)
+
+    out = []
+    for m in costs:
+        images = run(m.images)
+        image_tokens = None if images is None else round(images * IMAGE_TOKENS, 2)
+        prompt = run(m.prompt_tokens)
+        text_in = (None if prompt is None else
+                   round(max(prompt - (image_tokens or 0), 0.0), 2))
+        out.append(Efficiency(m.model, tasks, images, image_tokens, text_in,
+                              run(m.completion_tokens),
+                              None if m.cost_per_response is None
+                              else round(m.cost_per_response * tasks, 4),
+                              pass1.get(m.model), m.with_usage, m.priced))
+    return out

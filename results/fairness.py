@@ -50,10 +50,14 @@ def model_family(name: str) -> str:
 
 
 def self_grading(grader_model: str | None, model: str) -> str | None:
-    """"same model" when `model` is the grader's model (case and provider path aside), "same
-    family (<family>)" when they share `model_family`, else None."""
+    """"same model" when `model` is the grader's model (case and provider path aside; a
+    MODEL@CONDITION is its MODEL), "same family (<family>)" when they share `model_family`,
+    else None."""
     if not grader_model:
         return None
+    from db.study.model_cards import base_model
+
+    model = base_model(model)
     g, m = (x.strip().lower().rsplit("/", 1)[-1] for x in (grader_model, model))
     if g == m:
         return SAME_MODEL

@@ -27,11 +27,23 @@ from sqlmodel import Session, select
 
 from calibration.calibrate import unvalidated_warning
 from calibration.terms import TERMS_NOT_RECORDED, for_config
-from db.models import ExpertScore, GraderRun, GraderScore, Response, Task, User
+from db.models import (
+    BreadthScore,
+    CollectionRun,
+    ExpertScore,
+    GraderRun,
+    GraderScore,
+    ModelCard,
+    Response,
+    Task,
+    User,
+)
 from db.queries import fetch_in
 from db.raters.response_flags import held
 from db.rubrics import rubric_by_hash
+from db.sources.breadth import breadth_scores
 from db.sources.responses import holds_final_stage_only
+from db.study.model_cards import card_row, cards
 from db.study.retire import retired, taken_out
 from db.study.revisions import stale, windows
 from db.study.versions import get_version
@@ -46,8 +58,16 @@ from results.anchoring import (
     stage_agreement,
 )
 from results.bertscore import BertScoreInfo, BertScorer
+from results.breadth import BreadthAxis, BreadthScoreIn, breadth_axes
 from results.compare import Comparison, adjust, compare
-from results.cost import GraderCost, ModelCost, grader_cost, model_costs
+from results.cost import (
+    Efficiency,
+    GraderCost,
+    ModelCost,
+    efficiency_rows,
+    grader_cost,
+    model_costs,
+)
 from results.error_classes import ErrorRow, compared_error_rows, error_rows
 from results.fairness import (
     Answer,
@@ -112,6 +132,11 @@ class Results:
     # db.study.retire: what is retired and why, left out of every table
     retired: list[RetiredItem] = field(default_factory=list)
     version: str | None = None  # the benchmark version (db.study.versions); None: the study now
+    # model cards (db.study.model_cards) of the models in `overall`, by name: field -> text
+    cards: dict[str, dict[str, str | None]] = field(default_factory=dict)
+    breadth: list[BreadthAxis] = field(default_factory=list)  # results.breadth, per benchmark
+    conditions: list[ConditionInfo] = field(default_factory=list)  # llm.conditions, verbatim
+    efficiency: list[Efficiency] = field(default_factory=list)  # results.cost: one full run
 
     @property
     def view(self) -> str:
@@ -137,6 +162,18 @@ class RetiredItem:
 
 
 @dataclass
+class ConditionInfo:
+    """A condition models were collected under (llm.conditions), as the results report it."""
+
+    label: str  # MODEL@CONDITION, as the tables' rows name it
+    model: str
+    condition: str
+    strategy: str
+    votes: int
+    added_text: str  # verbatim: what the condition added to the system message
+
+
+@dataclass
 class StudyData:
     """What the tables are computed from: every judged response with each instrument's
     judgment, the number of responses, and what answering and grading cost."""
@@ -155,6 +192,9 @@ class StudyData:
     retired: list[RetiredItem] = field(default_factory=list)  # left out of the above already
     stale: str | None = None  # db.study.revisions: what is stale, left out already, in words
     version: str | None = None  # the benchmark version (db.study.versions), None: the study now
+    cards: dict[str, dict[str, str | None]] = field(default_factory=dict)  # name -> card_row
+    breadth: list[BreadthScoreIn] = field(default_factory=list)
+    conditions: list[ConditionInfo] = field(default_factory=list)
 
 
 ANSWERED_ONLY = "answered tasks only: failed or missing answers left out"
@@ -255,12 +295,13 @@ def compute(data: StudyData, *, judge: str = GRADER, by: tuple[str, ...] = ("fam
                       people)
         return _mark(rows, marks)
 
+    overall_cells = _rows(cells(judged, ks=ks, bertscore=similar))
     return Results(
         grader=data.grader, judge=judge, judged_by=JUDGED_BY[judge], by=list(by), ks=list(ks),
         sources={src: sum(j.source == src for j in judged) for src in (EXPERTS, GRADER)},
         expert_ties=sum(x.expert_tie for x in data.judged if x.experts),
         unjudged=data.responses - len(answered), flags=flags,
-        overall=_rows(cells(judged, ks=ks, bertscore=similar)),
+        overall=overall_cells,
         cells=_rows(cells(judged, ks=ks, by=by, bertscore=similar), by) if by else [],
         people=_rows(cells([j for j in judged if not j.is_model], ks=ks, people=True),
                      people=True),
@@ -279,7 +320,23 @@ def compute(data: StudyData, *, judge: str = GRADER, by: tuple[str, ...] = ("fam
         splits=[replace(sp, cells=_rows(sp.cells, levels=sp.levels)) for sp in
                 split_cells(judged, splits, ks=ks, bertscore=similar)] if splits else [],
         self_graded=marks, coverage=coverage, answered_only=answered_only,
-        fairness_flags=fairness, retired=list(data.retired), version=data.version)
+        fairness_flags=fairness, retired=list(data.retired), version=data.version,
+        **_beside(data, overall_cells, judge=judge))
+
+
+def _beside(data: StudyData, overall: list[Cell], *, judge: str) -> dict[str, Any]:
+    """What the results set beside the main tables: the model cards of the rows' models, the
+    breadth axes, the conditions and the efficiency table (all from the same overall rows)."""
+    from db.study.model_cards import base_model
+
+    models = [c.who for c in overall if c.group == "model"]
+    return {
+        "cards": {m: card for m in models
+                  if (card := data.cards.get(m) or data.cards.get(base_model(m)))},
+        "breadth": breadth_axes(overall, data.breadth) if data.breadth else [],
+        "conditions": [c for c in data.conditions if c.label in models],
+        "efficiency": efficiency_rows(data.model_costs, overall,
+                                      tasks=len(data.tasks)) if judge == GRADER else []}
 
 
 def final_stage_only_flag(responses: Mapping[str, str]) -> str:
@@ -339,7 +396,10 @@ def results_key(s: Session, *, config_id: int) -> tuple:
     submitted expert scores), read with a few aggregate queries so a page can cache `build`."""
     experts = s.exec(select(func.count(), func.max(ExpertScore.id), func.sum(ExpertScore.revision))
                      .where(ExpertScore.status == "submitted")).one()
-    return (*grades_key(s, config_id=config_id), *experts)
+    beside = [s.exec(select(func.count(), func.max(when))).one()
+              for when in (ModelCard.updated_at, BreadthScore.imported_at,
+                           CollectionRun.started_at)]
+    return (*grades_key(s, config_id=config_id), *experts, *(x for b in beside for x in b))
 
 
 def load(s: Session, *, config_id: int | None = None, reveal: bool = False,
@@ -379,8 +439,23 @@ def load(s: Session, *, config_id: int | None = None, reveal: bool = False,
         final_stage_only={r: m for r, m in final_stage_only(s).items() if r not in out.responses},
         retired=[RetiredItem(r.kind, r.item_id, r.reason, r.actor, r.at.isoformat())
                  for r in items],
-        stale=old.text() if old else None, version=version)
+        cards={name: card_row(card) for name, card in cards(s).items()},
+        breadth=[BreadthScoreIn(b.model, b.benchmark, b.score, b.n, b.source)
+                 for b in breadth_scores(s)],
+        conditions=conditions(s), stale=old.text() if old else None, version=version)
     return as_tagged(s, data, at) if at is not None else data
+
+
+def conditions(s: Session) -> list[ConditionInfo]:
+    """The conditions of the study's collection runs (llm.conditions), one per MODEL@CONDITION,
+    with the text each added, verbatim."""
+    out: dict[str, ConditionInfo] = {}
+    for run in s.exec(select(CollectionRun).order_by(CollectionRun.id)):
+        c = (run.settings or {}).get("condition")
+        if c and run.model not in out:
+            out[run.model] = ConditionInfo(run.model, run.settings.get("model", run.model),
+                                           c["name"], c["strategy"], c["votes"], c["added_text"])
+    return list(out.values())
 
 
 def _kept(judged: list[Judged], responses: frozenset[str], graded_out: set[str]) -> list[Judged]:

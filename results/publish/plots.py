@@ -15,6 +15,7 @@ from matplotlib.patches import Patch  # noqa: E402
 
 from calibration.plots import FONT_MIN, figure, label, legend_below, png  # noqa: E402
 from results.anchoring import LABELS, MEASURES  # noqa: E402
+from results.breadth import BreadthAxis  # noqa: E402
 from results.results import Results  # noqa: E402
 from stats.intervals import MIN_CASES  # noqa: E402
 
@@ -131,9 +132,39 @@ def leaderboard_chart(rows: list[dict], ks: tuple[int, ...]) -> Figure | None:
     return fig
 
 
+def _plain(name: str, most: int = 40) -> str:
+    """A name as literal figure text: mathtext's $ escaped, cut to `most` characters."""
+    name = name if len(name) <= most else name[: most - 1] + "…"
+    return name.replace("$", r"\$")
+
+
+def breadth_scatter(axis: BreadthAxis) -> Figure | None:
+    """Depth pass@1 (y) against the breadth score (x) of each model, labelled, with Spearman's
+    rho and its interval in the title (results.breadth)."""
+    if not axis.rows:
+        return None
+    fig, ax = figure(6.4, 4.6)
+    x = [r.breadth for r in axis.rows]
+    y = [r.depth for r in axis.rows]
+    ax.scatter(x, y, color="#1f77b4", zorder=3)
+    for r in axis.rows:
+        ax.annotate(_plain(r.model), (r.breadth, r.depth), textcoords="offset points",
+                    xytext=(4, 4), fontsize=FONT_MIN)
+    c = axis.pass_at_1
+    rho = "–" if c.spearman is None else f"{c.spearman:.2f}"
+    ci = f" [{c.spearman_ci[0]:.2f}, {c.spearman_ci[1]:.2f}]" if c.spearman_ci else ""
+    p = "" if c.spearman_p is None else f", p = {c.spearman_p:.3g}"
+    ax.set(xlabel=f"{_plain(axis.benchmark)} score (breadth)",
+           ylabel="pass@1 here (depth)", ylim=(-0.05, 1.05),
+           title=f"Breadth against depth: Spearman {rho}{ci}{p}, {axis.models} models")
+    ax.grid(alpha=0.3)
+    return fig
+
+
 def figures(results: Results) -> dict[str, Figure]:
     figs = {"heat_map": heat_map(results), "errors": error_bars(results),
-            "anchoring": anchoring_chart(results)}
+            "anchoring": anchoring_chart(results),
+            **{f"breadth_{i}": breadth_scatter(a) for i, a in enumerate(results.breadth, 1)}}
     return {name: fig for name, fig in figs.items() if fig is not None}
 
 

@@ -16,7 +16,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from datetime import UTC, datetime
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -31,10 +32,19 @@ from db.files import write_file
 from db.models import Case, Response, Task
 from errors import counted
 from results.publish.leaderboard_layout import columns, split_tables
-from results.publish.plots import leaderboard_chart
-from results.publish.tables import PAGES, fmt, human_limitation
+from results.publish.plots import breadth_scatter, leaderboard_chart
+from results.publish.tables import (
+    BERTSCORE,
+    MISSING_COLUMN,
+    PAGES,
+    SELF_GRADED,
+    Table,
+    csv_text,
+    fmt,
+)
 from results.results import Results, results_key
 from stats.intervals import MIN_CASES
+from stats.resample import Estimate
 
 STYLE = """
 body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
@@ -46,9 +56,35 @@ th[aria-sort=ascending] button::after{content:" \\25B2"}
 th[aria-sort=descending] button::after{content:" \\25BC"}
 tr.human td{background:#fff7e6}.ci{color:#777;font-size:12px}.note,.meta{color:#555;font-size:13px}
 .flag{color:#a60}img{max-width:100%;width:640px}figure{margin:1em 0}
+.badge{display:inline-block;border-radius:3px;padding:0 4px;margin-left:4px;font-size:11px;color:#fff}
+.new{background:#2a7ae2}.validated{background:#2e8540}.unvalidated{background:#a60}
+#search{font:inherit;padding:4px 8px;width:20em}.downloads a{margin-right:1em}
+tr[hidden]{display:none}section{overflow-x:auto}
 """.strip()
 
 SCRIPT = """
+var search = document.getElementById("search");
+search.addEventListener("input", function () {
+  var q = search.value.trim().toLowerCase();
+  document.querySelectorAll("table.sortable tbody tr").forEach(function (row) {
+    row.hidden = q !== "" && row.textContent.toLowerCase().indexOf(q) < 0;
+  });
+});
+document.querySelectorAll(".downloads a").forEach(function (link) {
+  link.addEventListener("click", function (event) {
+    var data = JSON.parse(document.getElementById("downloads").textContent);
+    var text = (data[link.getAttribute("data-table")] || {})[link.getAttribute("data-kind")];
+    if (text === undefined) { return; }
+    event.preventDefault();
+    var type = link.getAttribute("data-kind") === "csv" ? "text/csv" : "application/json";
+    var a = document.createElement("a");
+    a.href = URL.createObjectURL(new Blob([text], {type: type}));
+    a.download = link.getAttribute("download");
+    document.body.appendChild(a);
+    a.click();
+    a.remove();
+  });
+});
 document.querySelectorAll("table.sortable").forEach(function (table) {
   table.querySelectorAll("th button").forEach(function (button, col) {
     button.addEventListener("click", function () {
@@ -95,6 +131,29 @@ def study_version(s: Session, results: Results) -> dict[str, Any]:
             "generated": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")}
 
 
+@dataclass(frozen=True)
+class Percent:
+    """An estimate on 0-1 shown as a percentage with its interval."""
+
+    estimate: Estimate | None
+
+    @property
+    def value(self) -> float | None:
+        return None if self.estimate is None else self.estimate.value
+
+
+@dataclass(frozen=True)
+class Released:
+    """A model's release date, with the badge "new" when it is recent."""
+
+    date: str | None
+    new: bool = False
+
+    @property
+    def value(self) -> str | None:
+        return self.date
+
+
 def _sort_value(v: Any) -> str:
     value = getattr(v, "value", v)
     return "" if value is None else str(value)
@@ -102,15 +161,85 @@ def _sort_value(v: Any) -> str:
 
 def _cell(v: Any) -> tuple[str, str]:
     """A cell's text, and an estimate's interval apart (shown smaller)."""
+    if isinstance(v, Percent):
+        e = v.estimate
+        if e is None or e.value is None:
+            return "–", ""
+        interval = (f"[{e.ci[0] * 100:.1f}, {e.ci[1] * 100:.1f}]" if e.ci
+                    else f"({e.note})" if e.note else "")
+        return f"{e.value * 100:.1f}%", interval
+    if isinstance(v, Released):
+        return v.date or "–", ""
     text = fmt(v, 2)
     value, _, interval = text.partition(" ") if " [" in text else (text, "", "")
     return value, interval
 
 
+def _is_new(v: Any) -> bool:
+    return isinstance(v, Released) and v.new
+
+
 PAGES.filters["cell"], PAGES.filters["sort_value"] = _cell, _sort_value
+PAGES.tests["new"] = _is_new
+NEW_DAYS = 90  # a model released this many days before the site was generated is "new"
+SITE_COLUMNS = ["rank", "who", "group", "maker", "size", "released", "kind", "tasks", "people"]
 
 
-def render(results: Results, study: dict[str, Any], figures: dict[str, str]) -> str:
+def _ranks(values: list[float | None]) -> list[int | None]:
+    """Competition ranks (1, 2, 2, 4) of the values, best (largest) first; None for None."""
+    known = sorted(v for v in values if v is not None)[::-1]
+    return [None if v is None else 1 + sum(1 for k in known if k > v) for v in values]
+
+
+def site_tables(results: Results, today: date) -> list[Table]:
+    """One table per split as the site shows it: rank (models, by pass@k of the first k),
+    the model card's columns, pass@k and the rubric score as percentages with intervals."""
+    out = []
+    for sp in results.splits:
+        k = results.ks[0]
+        first = [c.pass_at[k].value if c.group == "model" else None for c in sp.cells]
+        rows = []
+        for rank, c in zip(_ranks(first), sp.cells, strict=True):
+            card = results.cards.get(c.who, {}) if c.group == "model" else {}
+            released = card.get("released")
+            new = bool(released) and 0 <= (today - date.fromisoformat(released)).days <= NEW_DAYS
+            rows.append([rank, c.who, c.group, card.get("maker"), card.get("params"),
+                         Released(released, new), card.get("kind"), c.tasks, c.people,
+                         *(Percent(e) for e in c.pass_at.values()), c.bertscore,
+                         Percent(c.score), c.missing, c.self_graded])
+        header = [*SITE_COLUMNS, *(f"pass@{k} %" for k in results.ks), BERTSCORE,
+                  "rubric score %", MISSING_COLUMN, SELF_GRADED]
+        out.append(Table(f"split-{sp.name}",
+                         f"{sp.title} (level {'+'.join(map(str, sp.levels))})", header, rows))
+    return out
+
+
+def _plain(v: Any) -> Any:
+    """A site cell as a download holds it: the number, not its rendering."""
+    if isinstance(v, Percent):
+        e = v.estimate
+        return None if e is None else {"value": e.value, "ci": e.ci, "note": e.note}
+    if isinstance(v, Released):
+        return v.date
+    if isinstance(v, Estimate):
+        return {"value": v.value, "ci": v.ci, "note": v.note}
+    return v
+
+
+def split_downloads(t: Table) -> dict[str, str]:
+    """A split table as CSV (an estimate as value, low, high: `tables.csv_text`) and JSON."""
+    flat = Table(t.name, t.title, [h.removesuffix(" %") for h in t.header],
+                 [[v.estimate if isinstance(v, Percent) else _plain(v) for v in row]
+                  for row in t.rows])
+    rows = [dict(zip((h.removesuffix(" %") for h in t.header), (_plain(v) for v in row),
+                     strict=True)) for row in t.rows]
+    return {"csv": csv_text(flat), "json": json.dumps({"split": t.name.removeprefix("split-"),
+                                                       "title": t.title, "rows": rows},
+                                                      indent=1)}
+
+
+def render(results: Results, study: dict[str, Any], figures: dict[str, str],
+           breadth: list[tuple[str, str]] = ()) -> str:
     """index.html: the study's version, the grader's validation state, the split tables."""
     g = results.grader
     state = (f"validated (a passing held-out look) under "
@@ -126,11 +255,23 @@ def render(results: Results, study: dict[str, Any], figures: dict[str, str]) -> 
               f"on {results.view}. Intervals: "
               "95%, from resamples of cases (with their tasks; for human groups, people and "
               f"cases), none from fewer than {MIN_CASES} cases. Rows shaded are human baselines "
-              "(physicians, students). " + human_limitation(results)).strip()
-    ts = split_tables(results)
+              "(physicians, students).")
+    notes = {t.name: t.note for t in split_tables(results)}
+    ts = site_tables(results, datetime.strptime(study["generated"][:10], "%Y-%m-%d").date())
+    for t in ts:
+        t.note = (notes[t.name] + " Rank: models by pass@" + str(results.ks[0]) + " (ties share "
+                  "a rank; human baselines unranked). Percentages with their 95% interval; "
+                  f"'new': released within {NEW_DAYS} days of the site's date (model cards).")
+    embedded = json.dumps({t.name: split_downloads(t) for t in ts})
+    for raw, escaped in (("&", "\\u0026"), ("<", "\\u003c"), (">", "\\u003e")):
+        embedded = embedded.replace(raw, escaped)  # no "</script>" can close the data block
+    badge = ("validated", "grader validated") if g["validated"] else (
+        "unvalidated", "grader not validated")
     return PAGES.get_template("site.html").render(
         csp=CSP, style=STYLE, script=SCRIPT, meta=meta, grader=grader, results=results,
-        tables=ts, charts=[(t.title, figures[t.name]) for t in ts if t.name in figures])
+        tables=ts, charts=[(f"{t.title}: pass@1 chart", figures[t.name]) for t in ts
+                           if t.name in figures] + list(breadth),
+        badge=badge, terms=g.get("validation_terms") or "", downloads=embedded)
 
 
 def data(results: Results, study: dict[str, Any]) -> dict[str, Any]:
@@ -140,21 +281,33 @@ def data(results: Results, study: dict[str, Any]) -> dict[str, Any]:
             "view": results.view, "self_graded": full["self_graded"],
             "coverage": full["coverage"],
             "ks": full["ks"], "flags": full["flags"], "columns": columns(results),
-            "bertscore": full["bertscore"], "splits": full["splits"]}
+            "bertscore": full["bertscore"], "splits": full["splits"], "cards": full["cards"],
+            "breadth": full["breadth"]}
 
 
 def write_site(out: Path, results: Results, study: dict[str, Any]) -> list[Path]:
-    """Write index.html, leaderboard.json and figures/split-*.png into `out`."""
+    """Write index.html, leaderboard.json, figures/split-*.png and downloads/split-*.csv and
+    .json into `out`."""
     prepare_out(out)
     (out / "figures").mkdir(exist_ok=True)
+    (out / "downloads").mkdir(exist_ok=True)
     written, figures = [], {}
+    today = datetime.strptime(study["generated"][:10], "%Y-%m-%d").date()
+    for t in site_tables(results, today):
+        for ext, text in split_downloads(t).items():
+            written.append(write_file(out / "downloads" / f"{t.name}.{ext}", text))
     for sp in results.splits:
         fig = leaderboard_chart([c.row() for c in sp.cells], tuple(results.ks))
         if fig is not None:
             name = f"split-{sp.name}.png"
             written.append(write_file(out / "figures" / name, png(fig)))
             figures[f"split-{sp.name}"] = name
+    breadth = []
+    for i, axis in enumerate(results.breadth, 1):
+        if (fig := breadth_scatter(axis)) is not None:
+            written.append(write_file(out / "figures" / f"breadth-{i}.png", png(fig)))
+            breadth.append((f"Breadth ({axis.benchmark}) against depth", f"breadth-{i}.png"))
     for name, text in (("leaderboard.json", json.dumps(data(results, study), indent=1)),
-                       ("index.html", render(results, study, figures))):
+                       ("index.html", render(results, study, figures, breadth))):
         written.append(write_file(out / name, text))
     return written

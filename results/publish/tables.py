@@ -28,6 +28,7 @@ from results.judgments import ALL_MODELS
 from results.leaderboard import Cell
 from results.results import Results
 from results.sensitivity import SELECTIONS
+from stats.rank_correlation import MIN_UNITS, RankCorrelation
 from stats.resample import MIN_CASES, Estimate
 
 SOURCE_COLUMNS = ["from experts", "from grader"]
@@ -216,6 +217,7 @@ def tables(results: Results) -> list[Table]:
             None, g.priced, g.cost_per_graded_response, None]],
         "Means per response over the responses where known; USD per task = USD per response "
         "x responses per task. Grader: per graded response whose request was sent and priced."))
+    out += beside_tables(r)
     if r.coverage:
         out.append(Table(
             "coverage", "Coverage: the answers each row should stand on",
@@ -237,6 +239,75 @@ def tables(results: Results) -> list[Table]:
             "database and in the exports, marked in the column 'retired'."))
     if r.comparisons:
         out.append(compare_table(r.comparisons, r))
+    return out
+
+
+CARD_COLUMNS = ["maker", "version", "released", "training cutoff", "web access", "size", "kind"]
+CARD_KEYS = ["maker", "version", "released", "training_cutoff", "web_access", "params", "kind"]
+
+
+def _correlation(c: RankCorrelation | None, which: str) -> list[Any]:
+    """[estimate with interval, p] of Spearman or Kendall."""
+    if c is None:
+        return [None, None]
+    value = c.spearman if which == "spearman" else c.kendall
+    ci = c.spearman_ci if which == "spearman" else c.kendall_ci
+    p = c.spearman_p if which == "spearman" else c.kendall_p
+    return [Estimate(value, ci, c.note if ci is None else None), p]
+
+
+def beside_tables(r: Results) -> list[Table]:
+    """The tables beside the main ones: efficiency (one full run), model cards, conditions,
+    breadth against depth (a summary and one table per benchmark)."""
+    out = []
+    if r.efficiency:
+        out.append(Table(
+            "efficiency", "Efficiency: one full run per model",
+            ["who", "tasks", "images", "image tokens (est.)", "text tokens in", "tokens out",
+             "USD per run", "pass@1", "responses with usage", "priced", SELF_GRADED],
+            [[e.model, e.tasks, e.images, e.image_tokens, e.text_tokens_in, e.tokens_out,
+              e.cost_usd, e.pass_at_1, e.with_usage, e.priced, r.self_graded.get(e.model)]
+             for e in r.efficiency],
+            "One answer to every task of the study: the means per response (over the responses "
+            "with usage) times the tasks. Image tokens are estimated at 255 per image (OpenAI, "
+            "high detail, one tile); text tokens in are the prompt tokens less that estimate; "
+            "'–' where no response recorded usage or a price (docs/results.md)."))
+    if r.cards:
+        out.append(Table(
+            "model_cards", "Model cards", ["who", *CARD_COLUMNS],
+            [[who, *(card.get(k) for k in CARD_KEYS)] for who, card in r.cards.items()],
+            "From nmb models set (a MODEL@CONDITION shows its model's card); '–': not recorded."))
+    if r.conditions:
+        out.append(Table(
+            "conditions", "Conditions: what each added to the exam, verbatim",
+            ["who", "model", "condition", "strategy", "answers per turn", "added text"],
+            [[c.label, c.model, c.condition, c.strategy, c.votes, c.added_text or "(nothing)"]
+             for c in r.conditions],
+            "The exam is the human exam; a condition appends its text to the system message "
+            "only (docs/collect.md, Conditions). Self-consistency: the majority final answer "
+            "of that many answers per turn."))
+    if r.breadth:
+        out.append(Table(
+            "breadth", "Breadth against depth: rank correlation across models",
+            ["benchmark", "models", "Spearman (pass@1)", "p (Spearman)",
+             "Kendall tau-b (pass@1)", "p (Kendall)", "Spearman (rubric score)",
+             "p (rubric score)", "p from", "no depth row"],
+            [[a.benchmark, a.models, *_correlation(a.pass_at_1, "spearman"),
+              *_correlation(a.pass_at_1, "kendall"), *_correlation(a.rubric, "spearman"),
+              a.pass_at_1.p_method, ", ".join(a.unmatched) or None] for a in r.breadth],
+            "Breadth: each model's published score on the benchmark (nmb breadth import); "
+            "depth: its pass@1 (and rubric score) here. 95% interval: percentile bootstrap over "
+            f"models, none from fewer than {MIN_UNITS} models; p: permutation test of no "
+            "association, exact up to 8 models (docs/results.md)."))
+        for i, a in enumerate(r.breadth, 1):
+            out.append(Table(
+                f"breadth_{i}", f"Breadth ({a.benchmark}) against depth, per model",
+                ["who", "breadth score", "breadth rank", "pass@1", "depth rank", "rank gap",
+                 "rubric score", "source", SELF_GRADED],
+                [[x.model, x.breadth, x.breadth_rank, x.depth, x.depth_rank, x.rank_gap,
+                  x.rubric, x.source, r.self_graded.get(x.model)] for x in a.rows],
+                "Rank 1 = best on that axis (ties share their mean rank); rank gap = breadth "
+                "rank - depth rank (positive: better in depth than in breadth)."))
     return out
 
 
@@ -294,7 +365,7 @@ def markdown(ts: list[Table], results: Results) -> str:
            f"({_md_cell(results.judged_by)}).{terms}", ""]
     out += [f"> {_md_cell(f)}" for f in results.flags]
     for t in ts:
-        out += ["", f"### {t.title}", ""]
+        out += ["", f"### {_md_cell(t.title)}", ""]  # a benchmark's name is in some titles
         out += ["| " + " | ".join(t.header) + " |", "|" + "---|" * len(t.header)]
         out += ["| " + " | ".join(_md_cell(v) for v in row) + " |" for row in t.rows]
         if t.note:

@@ -1,6 +1,7 @@
 """The static leaderboard site of `nmb results --site DIR`, opened from disk in Chromium with the
-network blocked: three split tables, sorting by a click, no request outside the folder, and a
-hostile model name shown as text."""
+network blocked: three split tables with ranks, model cards and percentages, sorting by a click,
+search, per-split CSV and JSON downloads, no request outside the folder, and a hostile model
+name shown as text."""
 
 import json
 import os
@@ -31,6 +32,13 @@ def _study(url: str) -> None:
         grade_all(s, lambda r: (int(r.task_id.removeprefix("task")) < 3 if r.model == HOSTILE
                                 else r.sample == 0), overall=lambda correct: 0.8 if correct else 0.2)
         s.commit()
+    from datetime import date
+
+    from db.study.model_cards import set_card
+    with Session(engine_for(url)) as s:
+        set_card(s, name="model-alpha", change={"maker": "Alpha Lab", "params": "7B",
+                                                "released": date.today().isoformat()},
+                 actor="test")
 
 
 def _column(page, table: str, header: str) -> list[str]:
@@ -50,7 +58,8 @@ def test_the_site_reads_from_its_folder_sorts_and_shows_names_as_text(
                          cwd=ROOT, env=dict(os.environ), capture_output=True,
                          text=True, timeout=300)
     assert out.returncode == 0, out.stderr
-    assert {p.name for p in site.iterdir()} == {"index.html", "leaderboard.json", "figures"}
+    assert {p.name for p in site.iterdir()} == {"index.html", "leaderboard.json", "figures",
+                                                "downloads"}
     data = json.loads((site / "leaderboard.json").read_text())
     assert [s["name"] for s in data["splits"]] == ["direct", "complex", "multi-round"]
 
@@ -82,10 +91,36 @@ def test_the_site_reads_from_its_folder_sorts_and_shows_names_as_text(
     page.locator("#split-direct th button", has_text="pass@5").click()
     assert page.locator("#split-direct th[aria-sort=descending]").inner_text().startswith("pass@5")
     assert _column(page, "split-direct", "who") == ["model-alpha", HOSTILE]
-    assert [v.split()[0] for v in _column(page, "split-direct", "pass@5")] == ["1.00", "0.50"]
+    assert [v.split()[0] for v in _column(page, "split-direct", "pass@5 %")] == ["100.0%",
+                                                                                   "50.0%"]
     page.locator("#split-direct th button", has_text="pass@5").click()  # again: ascending
     assert _column(page, "split-direct", "who") == [HOSTILE, "model-alpha"]
     assert _column(page, "split-complex", "who") == [HOSTILE, "model-alpha"]  # others unsorted
+
+    # ranks by pass@1 and the model card's columns; "new": released today
+    page.locator("#split-direct th button", has_text="rank").click()
+    assert _column(page, "split-direct", "rank") == ["2", "1"]  # descending
+    assert _column(page, "split-direct", "maker") == ["Alpha Lab", "–"]
+    assert _column(page, "split-direct", "released")[0].endswith("new")
+
+    # search: rows of every split that hold the text, the others hidden; cleared: all again
+    page.fill("#search", "alpha lab")
+    visible = page.evaluate("[...document.querySelectorAll('tbody tr')].filter(r => !r.hidden)"
+                            ".map(r => r.cells[1].textContent)")
+    assert visible == ["model-alpha"] * 3
+    page.fill("#search", "")
+    assert page.evaluate("[...document.querySelectorAll('tbody tr')].every(r => !r.hidden)")
+
+    # per-split downloads from the folder itself
+    got = {}
+    for kind in ("CSV", "JSON"):
+        with page.expect_download() as info:
+            page.locator("#split-direct .downloads a", has_text=kind).click()
+        got[kind] = Path(info.value.path()).read_text()
+    assert got["CSV"].splitlines()[0].startswith("rank,who,group,maker,size,released,kind")
+    rows = json.loads(got["JSON"])["rows"]
+    assert [r["who"] for r in rows] == [HOSTILE, "model-alpha"]
+    assert rows[1]["pass@1"]["value"] == 0.2 and rows[1]["maker"] == "Alpha Lab"
 
     assert requested and all(url.startswith(folder) for url in requested), requested
     assert blocked == []

@@ -236,7 +236,7 @@ def test_demo_results_tell_the_whole_story(demo_study: Path, tmp_path: Path) -> 
                  "--out", str(tmp_path / "out"))
     assert latex.returncode == 0, latex.stderr
     assert victim.read_text() == "precious"
-    assert latex.stdout.count(r"\toprule") == 12 and "synthetic-student-1" in latex.stdout
+    assert latex.stdout.count(r"\toprule") == 13 and "synthetic-student-1" in latex.stdout
     written = {p.name for p in (tmp_path / "out").iterdir()}
     assert written >= {"results.html", "results.json", "results.md", "results.tex",
                        "cells.csv", "matrix.csv", "errors.png", "anchoring.png",

@@ -24,14 +24,14 @@ def _login(name: str) -> LoggedIn:
 def test_results_page_shows_every_table_to_admins_only(demo_study: Path) -> None:
     at = page("pages/study_results.py", _login("demo-admin")).run(timeout=120)
     assert not at.exception, at.exception
-    assert [s.value for s in at.subheader][:12] == [
+    assert [s.value for s in at.subheader][:13] == [
         "Overall, per model and human group", "pass@1 per family x level",
         "Per family x level", "One row per person", "Error classes among wrong responses",
         "Error classes: experts and grader on the same responses",
         "Anchoring on multi-turn tasks",
         "Final-answer check: grades contradicting their last stage",
         "Grader and experts on the same stage answers", "Sensitivity to the judge",
-        "Cost and size per model, and the grader's cost",
+        "Cost and size per model, and the grader's cost", "Efficiency: one full run per model",
         "Coverage: the answers each row should stand on"]
     assert at.caption[0].value.startswith("Judge: grader (the grader on every response")
     overall = at.dataframe[0].value
@@ -39,7 +39,7 @@ def test_results_page_shows_every_table_to_admins_only(demo_study: Path) -> None
     assert any("synthetic demo exam takers" in w.value for w in at.warning)
     people = at.dataframe[3].value
     assert len(people) == 9 and people["person"].str.startswith("user-").all()
-    paired = at.dataframe[12].value  # after the 12 tables: physician - the first model
+    paired = at.dataframe[13].value  # after the 13 tables: physician - the first model
     assert list(paired["measure"]) == ["pass@1", "rubric score"]
     assert set(paired["A"]) == {"physician"} and paired["A - B"].str.contains(r"\[").all()
     assert "synthetic-student-1" not in page_payload(at)
