@@ -35,6 +35,8 @@ from db.models import (
     GraderScore,
     ModelCard,
     Response,
+    Retirement,
+    Revision,
     Task,
     User,
 )
@@ -398,7 +400,7 @@ def results_key(s: Session, *, config_id: int) -> tuple:
                      .where(ExpertScore.status == "submitted")).one()
     beside = [s.exec(select(func.count(), func.max(when))).one()
               for when in (ModelCard.updated_at, BreadthScore.imported_at,
-                           CollectionRun.started_at)]
+                           CollectionRun.started_at, Revision.at, Retirement.at)]
     return (*grades_key(s, config_id=config_id), *experts, *(x for b in beside for x in b))
 
 
