@@ -400,7 +400,8 @@ def results_key(s: Session, *, config_id: int) -> tuple:
                      .where(ExpertScore.status == "submitted")).one()
     beside = [s.exec(select(func.count(), func.max(when))).one()
               for when in (ModelCard.updated_at, BreadthScore.imported_at,
-                           CollectionRun.started_at, Revision.at, Retirement.at)]
+                           CollectionRun.started_at, Revision.at, Retirement.at,
+                           Retirement.undone_at)]
     return (*grades_key(s, config_id=config_id), *experts, *(x for b in beside for x in b))
 
 
