@@ -59,9 +59,7 @@ def cmd_results(args: argparse.Namespace) -> None:
                             bertscore=bertscorer(args), splits=splits,
                             answered_only=args.answered_only, version=args.version)
         if args.site:
-            from results.publish.site import study_version, write_site
-
-            written = write_site(Path(args.site), res, study_version(s, res))
+            written = _site(s, res, Path(args.site), args, by, splits)
             print(f"nmb: wrote the leaderboard site ({counted(len(written), 'file')}) to {args.site}",
                   file=sys.stderr)
     if args.out:
@@ -84,6 +82,26 @@ def cmd_results(args: argparse.Namespace) -> None:
         print(leaderboard_layout.as_text(res, args.format))
     else:
         print(as_text(res, args.format))
+
+
+def _site(s, res, out: Path, args: argparse.Namespace, by: tuple[str, ...],
+          splits: dict[str, tuple[int, ...]] | None) -> list[Path]:
+    """The site of `res` in `out` and, when the study has benchmark versions, each version's
+    beside it (out/versions/NAME), every page linking to the others (the published
+    leaderboard's version switch). With --version, that version's page alone."""
+    from db.study.versions import versions
+    from results import results
+    from results.publish.site import VERSIONS, study_version, version_switch, write_site
+
+    names = [] if args.version else [v.name for v in versions(s)]
+    written = write_site(out, res, study_version(s, res), version_switch(names, None))
+    for name in names:
+        tagged = results.build(s, config_id=args.config, by=by, ks=tuple(args.k),
+                               reveal=args.reveal, judge=args.judge, splits=splits,
+                               answered_only=args.answered_only, version=name)
+        written += write_site(out / VERSIONS / name, tagged, study_version(s, tagged),
+                              version_switch(names, name))
+    return written
 
 
 def _splits(args: argparse.Namespace) -> dict[str, tuple[int, ...]] | None:

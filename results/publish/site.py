@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from importlib.metadata import PackageNotFoundError, version
@@ -238,9 +239,14 @@ def split_downloads(t: Table) -> dict[str, str]:
                                                       indent=1)}
 
 
+Switch = Sequence[tuple[str, str | None]]  # (label, link to its page; None: this page)
+VERSIONS = "versions"  # the site's folder of the benchmark versions' pages
+
+
 def render(results: Results, study: dict[str, Any], figures: dict[str, str],
-           breadth: list[tuple[str, str]] = ()) -> str:
-    """index.html: the study's version, the grader's validation state, the split tables."""
+           breadth: list[tuple[str, str]] = (), switch: Switch = ()) -> str:
+    """index.html: the study's version, the grader's validation state, the split tables;
+    `switch`: the benchmark versions' pages (`version_switch`)."""
     g = results.grader
     state = (f"validated (a passing held-out look) under "
              f"{g.get('validation_terms') or TERMS_NOT_RECORDED}" if g["validated"]
@@ -271,7 +277,7 @@ def render(results: Results, study: dict[str, Any], figures: dict[str, str],
         csp=CSP, style=STYLE, script=SCRIPT, meta=meta, grader=grader, results=results,
         tables=ts, charts=[(f"{t.title}: pass@1 chart", figures[t.name]) for t in ts
                            if t.name in figures] + list(breadth),
-        badge=badge, terms=g.get("validation_terms") or "", downloads=embedded)
+        badge=badge, terms=g.get("validation_terms") or "", downloads=embedded, switch=switch)
 
 
 def data(results: Results, study: dict[str, Any]) -> dict[str, Any]:
@@ -285,9 +291,20 @@ def data(results: Results, study: dict[str, Any]) -> dict[str, Any]:
             "breadth": full["breadth"]}
 
 
-def write_site(out: Path, results: Results, study: dict[str, Any]) -> list[Path]:
+def version_switch(names: Sequence[str], here: str | None) -> Switch:
+    """The links between the site's pages: the study now (index.html) and each benchmark
+    version's (versions/NAME/index.html), from the page of `here` (None: the study now)."""
+    up = "../../" if here is not None else ""
+    return [("now", None if here is None else f"{up}index.html"),
+            *((name, None if name == here else
+               f"{up}{VERSIONS}/{name}/index.html" if here is None else f"../{name}/index.html")
+              for name in names)]
+
+
+def write_site(out: Path, results: Results, study: dict[str, Any],
+               switch: Switch = ()) -> list[Path]:
     """Write index.html, leaderboard.json, figures/split-*.png and downloads/split-*.csv and
-    .json into `out`."""
+    .json into `out`; `switch`: the links to the other benchmark versions' pages."""
     prepare_out(out)
     (out / "figures").mkdir(exist_ok=True)
     (out / "downloads").mkdir(exist_ok=True)
@@ -308,6 +325,6 @@ def write_site(out: Path, results: Results, study: dict[str, Any]) -> list[Path]
             written.append(write_file(out / "figures" / f"breadth-{i}.png", png(fig)))
             breadth.append((f"Breadth ({axis.benchmark}) against depth", f"breadth-{i}.png"))
     for name, text in (("leaderboard.json", json.dumps(data(results, study), indent=1)),
-                       ("index.html", render(results, study, figures, breadth))):
+                       ("index.html", render(results, study, figures, breadth, switch))):
         written.append(write_file(out / name, text))
     return written

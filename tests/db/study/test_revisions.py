@@ -133,3 +133,12 @@ def test_a_corrected_answer_makes_grades_stale_regraded_by_one_command_and_a_ver
         s.rollback()
         assert cli.main(["version", "tag", "1.0"]) == 2
         assert "version 1.0 exists already" in capsys.readouterr().err
+        # the site: the study now and each version, each page linking to the others
+        site = tmp_path / "site"
+        assert cli.main(["results", "--config", str(config), "--site", str(site),
+                         "--format", "csv"]) == 0
+        now, tagged = (site / "index.html").read_text(), \
+            (site / "versions/1.0/index.html").read_text()
+        assert '<a href="versions/1.0/index.html">1.0</a>' in now
+        assert "Neural-MedBench leaderboard, version 1.0" in tagged
+        assert '<a href="../../index.html">now</a>' in tagged
