@@ -35,9 +35,12 @@ from ui.response_view import FAMILY_NAMES, response_view, stage_label
 
 STAGES_KEY = "exam-stages"  # the container of the task's stages (where the scroll looks)
 ANSWER_BOX = 'iframe[src*="nmb_answer_box"]'  # the skip link's target (ui.exam.answer_box)
+ANSWER_HEIGHT = 130  # px of the answer's box: with the stage text, in view at 1280 x 800
 EXAM_CSS = """<style>
 [data-testid="stMainBlockContainer"] { padding-top: 2.6rem; padding-bottom: 2rem;
   padding-left: 1.5rem; padding-right: 1.5rem; }
+[data-testid="stHtml"] h5 { margin: 0; padding: 0.25rem 0 0; }
+[data-testid="stMain"] [data-testid="stVerticalBlock"] { gap: 0.6rem; }
 </style>"""
 
 user = require_role("physician", "student")
@@ -57,8 +60,8 @@ if not available:
     st.info("No exam is open yet.")
     st.stop()
 names = {e.id: e.name + (" (closed)" if e.closed_at is not None else "") for e in available}
-exam_id = exam_box.selectbox("Exam", list(names), format_func=names.get,
-                             key="exam_pick")  # keyed: an exam opened meanwhile does not reset it
+exam_id = exam_box.selectbox("Exam", list(names), format_func=names.get, key="exam_pick",
+                             label_visibility="collapsed")  # keyed: an exam opened meanwhile does not reset it
 exam = next(e for e in available if e.id == exam_id)
 exam_opened(exam_id)  # another exam: its own task open, no question or message of the last
 try:
@@ -168,7 +171,8 @@ if st.session_state.pop("exam_advance", False):
     next_task()
 if (first := st.session_state.pop("exam_goto", None)) is not None:  # a task to answer first
     st.session_state["exam_task"] = first
-i = task_box.selectbox("Task", list(labels), format_func=labels.get, key="exam_task")
+i = task_box.selectbox("Task", list(labels), format_func=labels.get, key="exam_task",
+                       label_visibility="collapsed")
 go.button("Next task", on_click=next_task, disabled=not [j for j in pending if j != i],
           use_container_width=True)
 task = tasks[i]
@@ -195,7 +199,7 @@ def answer_area(stage: int) -> None:
     answer_box(label="Your answer" + (f" at {at.lower()}" if at else ""),
                text=(attempt.drafts or {}).get(task.task_id, ""), max_chars=ANSWER,
                saved=stored.edit if stored is not None and latest is not None else 0,
-               handled=handled, action="Record answer", key=key)
+               handled=handled, action="Record answer", key=key, height=ANSWER_HEIGHT)
     note = "Answers cannot be changed once recorded. What you type is saved as a draft."
     if task.n_stages > 1:
         note += " More information is revealed after each answer."
@@ -255,7 +259,7 @@ with case_panel(key=opaque_key("task", task.task_id), title=task.case_title, ehr
         response_view(task.family, task.level, task.prompt, task.revealed_stages,
                       task.answers, n_stages=task.n_stages)
     if revealed and revealed[0] == task.task_id:
-        st.success(escape_markdown(revealed[2]), icon=":material/check_circle:")
+        st.caption(f":green[:material/check_circle: {escape_markdown(revealed[2])}]")
         scroll_to_stage(STAGES_KEY, revealed[1])
     if task.elsewhere is not None:
         st.info(f"Not asked here: in the exam “{escape_markdown(task.elsewhere)}” you answered "

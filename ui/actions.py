@@ -77,4 +77,7 @@ def show_confirmation(key: str, item: object, *, toast: bool = True) -> None:
         scroll_to_top()
     shown = st.session_state.get(f"{key}_shown")
     if shown and shown[1] == item:
-        st.success(escape_markdown(shown[0]))
+        if toast:
+            st.success(escape_markdown(shown[0]))
+        else:  # one line: what it confirms stays where it was
+            st.caption(f":green[:material/check_circle: {escape_markdown(shown[0])}]")

@@ -108,7 +108,7 @@ def case_panel(
                     view={"opening": opening, "family": family, "offer_view": offer_view,
                           "prefetch": prefetch})
     with beside:
-        untrusted_heading(title)
+        untrusted_heading(title, level=5 if compact else 3)
         with (st.expander("Health record and scores") if compact else st.container()):
             _record(ehr, scores)
     return beside

@@ -300,6 +300,7 @@ async function load(t, download) {
     t.nv.onLocationChange = () => link(t);
     t.nv.onMeasurementCompleted = (m) => measured(t, m);
     t.nv.drawScene();
+    requestAnimationFrame(() => caption(t)); // the scale bar once NiiVue has laid the slice out
     if (state.firstDrawAt === null) {
       state.firstDrawAt = performance.timeOrigin + performance.now();
       link(t);
@@ -511,10 +512,11 @@ function overlay(t) {
 /** A round length (mm) drawn at most a quarter of the image wide, from NiiVue's own mapping of
  * the slice on screen (its field of view in mm over its width in device pixels). */
 function scaleBar(t) {
-  const shown = (t.nv.screenSlices || []).find((sl) => sl.axCorSag <= 2 && sl.fovMM && sl.fovMM[0] > 0);
+  // (the field of view is negative along an axis drawn flipped: radiological left-right)
+  const shown = (t.nv.screenSlices || []).find((sl) => sl.axCorSag <= 2 && sl.fovMM && Math.abs(sl.fovMM[0]) > 0);
   if (!shown) return [null, null];
   const dpr = t.nv.uiData.dpr || window.devicePixelRatio || 1;
-  const perMM = shown.leftTopWidthHeight[2] / shown.fovMM[0] / dpr;
+  const perMM = shown.leftTopWidthHeight[2] / Math.abs(shown.fovMM[0]) / dpr;
   const room = t.canvas.clientWidth / 4;
   const mm = [...SCALE_MM].reverse().find((m) => m * perMM <= room);
   return mm ? [mm, Math.round(mm * perMM * 10) / 10] : [null, null];
@@ -776,6 +778,16 @@ function report() {
 }
 
 window.nmbViewer = {
+  /** Where world point `mm` is drawn on tile `i`, in the frame's CSS pixels (NiiVue's own
+   * mapping); null if not on its slice. For tests placing the ruler. */
+  pointOf: (i, mm) => {
+    const t = state.tiles[i];
+    const c = t && t.ready ? t.nv.frac2canvasPos(t.nv.mm2frac(mm)) : null;
+    if (!c) return null;
+    const r = t.canvas.getBoundingClientRect();
+    const dpr = t.nv.uiData.dpr || 1;
+    return [r.left + c[0] / dpr, r.top + c[1] / dpr];
+  },
   state: () => ({
     firstDrawAt: state.firstDrawAt,
     ready: state.tiles.length > 0 && state.tiles.every((t) => t.masksLoaded || t.failed),
