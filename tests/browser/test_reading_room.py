@@ -34,6 +34,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 W, H = 1280, 800
 PASSWORD = "reading-room-test-password"
+SUBMIT_FOCUSED = "document.activeElement.matches('.st-key-nmb-submit button')"
 PROTOCOL_CASE = "syn-02"  # no key slices, no mask (demo.bundle): only the protocol moves it
 
 
@@ -186,6 +187,14 @@ def _canvas_point(frame, tile: int, mm: list[float]) -> tuple[float, float]:
     return iframe["x"] + x, iframe["y"] + y
 
 
+def _open_case(page) -> None:
+    """The admin's case browser on PROTOCOL_CASE (searched for: the only case listed)."""
+    search = page.get_by_role("textbox", name="Search cases, tasks and responses")
+    search.fill(PROTOCOL_CASE)
+    search.press("Enter")
+    settled(page)
+
+
 def test_opening_views_ruler_and_scale_bar(webgl_browser, url, home) -> None:  # noqa: F811
     """A case whose bundle names a hanging protocol (coronal, slice 20 of its first series)
     opens there; the ruler measures 60 mm between two world points 60 mm apart within 1 mm,
@@ -200,10 +209,7 @@ def test_opening_views_ruler_and_scale_bar(webgl_browser, url, home) -> None:  #
     page = webgl_browser.new_page(viewport={"width": W, "height": H})
     login(page, url, "demo-admin")
     page.goto(url + "/admin?section=Cases")
-    search = page.get_by_role("textbox", name="Search cases, tasks and responses")
-    search.fill(PROTOCOL_CASE)
-    search.press("Enter")
-    settled(page)
+    _open_case(page)
     frame, state = _viewer(page)
     assert state["plane"] == "coronal" and state["start"]["source"] == "protocol", state["start"]
     tiles = {t["label"]: t for t in state["tiles"]}
@@ -248,7 +254,7 @@ def test_opening_views_ruler_and_scale_bar(webgl_browser, url, home) -> None:  #
     assert json.loads(detail)["before"] == protocol and json.loads(detail)["case_id"] == \
         PROTOCOL_CASE
     page.reload()
-    settled(page)
+    _open_case(page)
     frame, state = _viewer(page)
     assert state["plane"] == "sagittal" and state["start"]["source"] == "admin"
     assert state["mm"] == pytest.approx(shown["mm"], abs=0.01)
@@ -262,14 +268,18 @@ def test_submit_is_two_keys_from_the_first_focus(webgl_browser, url) -> None:  #
     login(page, url, "demo-expert1")
     page.get_by_role("heading", name="Score rationales").wait_for(timeout=30_000)
     settled(page)
-    page.evaluate("document.activeElement && document.activeElement.blur()")
+    page.reload()  # the page's first focus: a page just loaded
+    page.get_by_role("heading", name="Score rationales").wait_for(timeout=30_000)
+    settled(page)
+    page.locator(".nmb-skip").wait_for(state="attached", timeout=30_000)
+    page.locator(".st-key-nmb-submit button").wait_for(state="attached", timeout=30_000)
     keys = 0
     for key in ("Tab", "Enter", "Tab", "Enter", "Tab"):
         page.keyboard.press(key)
         keys += 1
-        if page.evaluate("document.activeElement.innerText.trim()") == "Submit":
+        if page.evaluate(SUBMIT_FOCUSED):
             break
-    assert page.evaluate("document.activeElement.innerText.trim()") == "Submit", keys
+    assert page.evaluate(SUBMIT_FOCUSED), keys
     assert keys <= 5
     for name in ("Previous item (Alt+P)", "Next item (Alt+N)", "Next unscored item (Alt+U)"):
         assert page.get_by_role("button", name=name).count() == 1, name
