@@ -90,7 +90,7 @@ def key_slice_range_problems(cases: list[dict[str, Any]],
     path) of the usable images; key slices of other series were reported already."""
     out = []
     for case in cases:
-        protocol = case.get("hanging_protocol") or {}
+        protocol = case.get("opening_view") or {}  # the row: the case's hanging_protocol
         plane = protocol.get("plane") if protocol.get("plane") in NORMAL_AXIS else "axial"
         for i, item in enumerate(protocol.get("slices") or []):
             found, index = images.get((case["case_id"], item["series"])), item.get("index")
