@@ -60,8 +60,9 @@ if not available:
     st.info("No exam is open yet.")
     st.stop()
 names = {e.id: e.name + (" (closed)" if e.closed_at is not None else "") for e in available}
+# keyed: an exam opened meanwhile does not reset it
 exam_id = exam_box.selectbox("Exam", list(names), format_func=names.get, key="exam_pick",
-                             label_visibility="collapsed")  # keyed: an exam opened meanwhile does not reset it
+                             label_visibility="collapsed")
 exam = next(e for e in available if e.id == exam_id)
 exam_opened(exam_id)  # another exam: its own task open, no question or message of the last
 try:
