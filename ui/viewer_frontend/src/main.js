@@ -177,6 +177,7 @@ function build(series, masks) {
 /** Fetch the next item's volumes into the browser's HTTP cache (the volume route lets it keep
  * them), one after another once this case is drawn, so that after Submit they are at hand. */
 async function prefetchNext() {
+  if (window.nmbNoPrefetch) return; // (the benchmark's "before")
   const urls = state.prefetch.filter((u) => !state.tiles.some((t) => t.url === u));
   const started = performance.now();
   for (const url of urls) {
