@@ -45,7 +45,7 @@ EXAM_CSS = """<style>
 
 user = require_role("physician", "student")
 # One screen at 1280 x 800, as /score: the sidebar folded, one header line, the viewer beside
-# the question from the top (docs/exam.md).
+# the question from the top (as /score: docs/scoring.md).
 st.set_page_config(initial_sidebar_state="collapsed")
 st.html(EXAM_CSS)
 skip_link(label="Skip to your answer", target=ANSWER_BOX)
