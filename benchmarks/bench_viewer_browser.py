@@ -323,8 +323,8 @@ def main() -> None:
 
 
 def _handover_items(home: str) -> list[int]:
-    """Queue positions of demo-expert1's unsubmitted single-turn items whose next unsubmitted
-    item is another case (so that Submit opens other images)."""
+    """Queue positions of demo-expert1's unsubmitted items whose next unsubmitted item is
+    another case (so that Submit opens other images)."""
     import sqlite3
 
     db = sqlite3.connect(Path(home) / "study.db")
@@ -337,8 +337,8 @@ def _handover_items(home: str) -> list[int]:
             "ORDER BY a.position").fetchall()
     finally:
         db.close()
-    return [p for (p, level, case), (_, _, after) in zip(rows, rows[1:], strict=False)
-            if level < 3 and case != after]
+    return [p for (p, _, case), (_, _, after) in zip(rows, rows[1:], strict=False)
+            if case != after]
 
 
 def _submit_to_next(page, position: int) -> float:

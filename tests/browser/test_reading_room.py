@@ -284,3 +284,22 @@ def test_submit_is_two_keys_from_the_first_focus(webgl_browser, url) -> None:  #
     for name in ("Previous item (Alt+P)", "Next item (Alt+N)", "Next unscored item (Alt+U)"):
         assert page.get_by_role("button", name=name).count() == 1, name
     page.close()
+
+
+def test_results_open_on_the_headline_table(webgl_browser, url) -> None:  # noqa: F811
+    """/results' first screen shows the headline table (pass@1 per model and human group by
+    split), its rows included, before any setting or notice."""
+    page = webgl_browser.new_page(viewport={"width": W, "height": H})
+    login(page, url, "demo-admin")
+    page.goto(url + "/results")
+    title = page.get_by_text("pass@1 per model and human group by split")
+    title.wait_for(timeout=180_000)
+    settled(page, timeout=180_000)
+    table = page.locator('[data-testid="stDataFrame"]').first
+    box = table.bounding_box()
+    assert _in_view(title.bounding_box()) and box is not None
+    assert box["y"] + min(box["height"], 120) <= H, box  # its header and first rows in view
+    assert box["x"] + box["width"] <= W  # within the column (it scrolls inside)
+    settings = page.get_by_text("Settings: grader config").bounding_box()
+    assert settings["y"] > box["y"]  # the controls come after it
+    page.close()
