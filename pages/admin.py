@@ -31,6 +31,7 @@ from db.study.demo import demo_case_count
 from db.study.exams import close_exam, ensure_exam, exam_list, exam_warnings
 from db.study.masks import case_masks
 from db.study.opening_view import cases_without_view, set_opening_view
+from db.study.progress import people_progress
 from db.study.reference import HINT, has_reference
 from db.study.retire import KINDS as RETIRED_KINDS
 from db.study.retire import retire, retired, taken_out, unretire
@@ -461,6 +462,23 @@ def users_section() -> None:
             st.rerun()
 
 
+def progress_section() -> None:
+    """Every rater and exam taker: done of total, time per item, an estimate of the time left
+    (`db.study.progress`)."""
+    with session() as s:
+        rows = people_progress(s)
+    if not rows:
+        st.info("No rater has an assignment and no one has started an exam yet.")
+        return
+    st.dataframe(pd.DataFrame([{
+        "person": p.person, "role": p.role, "doing": p.what, "done": f"{p.done} of {p.total}",
+        "min per item": None if p.seconds_per_item is None else round(p.seconds_per_item / 60, 1),
+        "time left (min)": p.minutes_left} for p in rows]), hide_index=True, width="stretch")
+    st.caption("Time per item: a rater's active scoring time over the items submitted; an exam "
+               "taker's time over the tasks fully answered. Time left: the items left at the "
+               "person's own pace (none before their first item).")
+
+
 def assignments_section() -> None:
     with session() as s:
         experts = [u.name for u in list_users(s) if u.role == "expert" and not u.disabled]
@@ -644,7 +662,8 @@ def export_section() -> None:
 
 
 SECTIONS = {"Import a bundle": import_section, "Model names": model_names_section,
-            "Cases": cases_section, "Users": users_section, "Assignments": assignments_section,
+            "Cases": cases_section, "Progress": progress_section, "Users": users_section,
+            "Assignments": assignments_section,
             "Exams": exams_section, "Retire": retire_section, "Export": export_section}
 # Stateful tabs: the open one survives every rerun (a button in it) and sits in the URL
 # (?section=Export), so a reload stays on it; only the open tab's content runs.

@@ -107,3 +107,20 @@ def test_without_a_view_of_its_own_a_case_opens_on_its_mask_else_the_brain(
     keyed = opening_view(stored=None, series=series, masks=[tmp_path / "mask.nii.gz"],
                          key_start={"plane": "sagittal", "mm": [1, 2, 3]})
     assert (keyed.plane, keyed.mm, keyed.source) == ("sagittal", (1, 2, 3), "key slices")
+
+
+def test_what_the_browser_sends_as_a_view_is_checked() -> None:
+    """"Use this view" comes from the browser: only a plane, three finite numbers and a known
+    layout pass (`ui.volume_viewer.chosen_view`)."""
+    from ui.volume_viewer import chosen_view
+
+    good = {"view": {"plane": "coronal", "mm": [1, 2.5, -3], "layout": "1x2"}, "n": 2}
+    assert chosen_view(good) == (2, {"plane": "coronal", "mm": [1.0, 2.5, -3.0],
+                                     "layout": "1x2"})
+    assert chosen_view({**good, "view": {**good["view"], "layout": "<b>"}})[1]["layout"] is None
+    for bad in ({"failed": ["T1"]}, {"view": good["view"]}, {**good, "n": "2"},
+                {**good, "view": {**good["view"], "plane": "oblique"}},
+                {**good, "view": {**good["view"], "mm": [1, 2]}},
+                {**good, "view": {**good["view"], "mm": [1, 2, float("inf")]}},
+                {**good, "view": {**good["view"], "mm": [1, 2, "3"]}}, None, "view"):
+        assert chosen_view(bad) is None, bad
