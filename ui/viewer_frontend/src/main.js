@@ -591,7 +591,9 @@ window.addEventListener(
   "keydown",
   (e) => {
     const step = STEP_KEYS[e.key];
-    const t = state.hover && state.hover.ready ? state.hover : state.tiles.find((x) => x.ready);
+    // the image with the keyboard focus (Tab), else the one under the pointer, else the first
+    const focused = state.tiles.find((x) => x.ready && x.canvas === document.activeElement);
+    const t = focused || (state.hover && state.hover.ready ? state.hover : state.tiles.find((x) => x.ready));
     if (!step) {
       forwardKey(e);
       return;
