@@ -9,9 +9,9 @@ key slice: label, plane, world mm); `start`, where the viewer opens (plane, worl
 and its source: `imaging.opening_view`: the case's hanging protocol or an admin's view, its key
 slices, the lesion mask's centre where masks are shown, else the middle of the brain in the
 family's plane); `offerView` (/admin) adds a "Use this view" button; `prefetch`, the URLs of the
-next item's volumes, fetched into the browser's cache once this case is drawn; `fit: "bottom"` makes the viewer
-fill the window from where it stands, its tiles in one row on a short window. Nothing else reaches the browser
-from here: no case text, no model, response or rater information. Volumes are fetched by
+next item's volumes, fetched into the browser's cache once this case is drawn; `fit: "bottom"`
+makes the viewer fill the window from where it stands, its tiles in one row on a short window.
+Nothing else reaches the browser from here: no case text, no model, response or rater information. Volumes are fetched by
 URL and cached by the browser, so a rerun of the page (every rubric click) sends these few
 strings again, not the images.
 
