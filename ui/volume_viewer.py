@@ -12,8 +12,8 @@ family's plane); `offerView` (/admin) adds a "Use this view" button; `prefetch`,
 next item's volumes, fetched into the browser's cache once this case is drawn; `fit: "bottom"`
 makes the viewer fill the window from where it stands, its tiles in one row on a short window.
 Nothing else reaches the browser from here: no case text, no model, response or rater
-information. Volumes are fetched by URL and cached by the browser, so a rerun of the page (every rubric click) sends these few
-strings again, not the images.
+information. Volumes are fetched by URL and cached by the browser, so a rerun of the page
+(every rubric click) sends these few strings again, not the images.
 
 The component answers when it cannot show the case: `{"webgl2": false}` (no WebGL2 in
 this browser) or `{"failed": [labels]}` (no volume could be loaded); the case panel then
