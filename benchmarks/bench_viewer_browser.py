@@ -21,6 +21,12 @@
    brought just into view before it is clicked (a single-turn and a multi-turn item;
    target for single-turn: under 1,500 px).
 Medians; the machine is shared, so figures vary from run to run.
+
+`python -m benchmarks.bench_viewer_browser submit` measures only what issue 44 asked for, before
+and after in one run: first pixels (login done, /score opened in a new browser context, to the
+first volume drawn) and Submit to the next item's first volume drawn, without ("before": an
+init script sets `window.nmbNoPrefetch`) and with the next item's volumes fetched while the
+current one is scored (`prefetch`, ui.volume_viewer).
 """
 
 from __future__ import annotations
@@ -316,5 +322,79 @@ def main() -> None:
     print(f"PNG viewer, slider arrow key -> new image:          {_ms(png)}")
 
 
+def _handover_items(home: str) -> list[int]:
+    """Queue positions of demo-expert1's unsubmitted items whose next unsubmitted item is
+    another case (so that Submit opens other images)."""
+    import sqlite3
+
+    db = sqlite3.connect(Path(home) / "study.db")
+    try:
+        rows = db.execute(
+            "SELECT a.position, t.level, t.case_id FROM assignment a JOIN user u ON u.id = "
+            "a.rater_id JOIN response r ON r.response_id = a.response_id JOIN task t ON "
+            "t.task_id = r.task_id LEFT JOIN expertscore e ON e.assignment_id = a.id WHERE "
+            "u.name = 'demo-expert1' AND (e.status IS NULL OR e.status != 'submitted') "
+            "ORDER BY a.position").fetchall()
+    finally:
+        db.close()
+    return [p for (p, _, case), (_, _, after) in zip(rows, rows[1:], strict=False)
+            if case != after]
+
+
+def _submit_to_next(page, position: int) -> float:
+    """ms from Submit on the item at `position` (every question answered first, its viewer and
+    the prefetch given 4 s) to the next item's first volume drawn."""
+    _open_position(page, position)
+    old, _ = _viewer_frame(page)
+    page.wait_for_timeout(4000)  # the rater reads: the next item's volumes may be fetched
+    for group in page.locator('.st-key-nmb-rubric [data-testid="stRadio"]').all():
+        group.locator('[data-testid="stRadioOption"]').first.click()
+        page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]').wait_for()
+    page.wait_for_timeout(300)
+    clicked = page.evaluate("() => performance.timeOrigin + performance.now()")
+    page.get_by_role("button", name="Submit").click()
+    _, state = _viewer_frame(page, old=[old], timeout=120)
+    return state["firstDrawAt"] - clicked
+
+
+def submit_main(rounds: int = 3) -> None:
+    """First pixels and Submit -> next item's images, before (no prefetch) and after."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.browser.conftest import CHROMIUM, SOFTWARE_WEBGL, login, streamlit_app
+
+    figures: dict[str, dict[str, list[float]]] = {}
+    with tempfile.TemporaryDirectory(prefix="nmb-bench-submit-") as home:
+        env = {**os.environ, "NMB_HOME": home}
+        env.pop("NMB_DATABASE_URL", None)
+        subprocess.run([sys.executable, "-m", "cli", "demo", "--resolution", "1"], cwd=ROOT,
+                       env=env, check=True, capture_output=True)
+        items = _handover_items(home)
+        with streamlit_app(Path(home)) as url, sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                         args=SOFTWARE_WEBGL)
+            for name, prefetch in (("before (no prefetch)", False), ("after (prefetch)", True)):
+                first, handover = [], []
+                for _ in range(rounds):
+                    context = browser.new_context(viewport={"width": 1280, "height": 800})
+                    if not prefetch:
+                        context.add_init_script("window.nmbNoPrefetch = true;")
+                    page = context.new_page()
+                    login(page, url, "demo-expert1")
+                    first.append(_open_to_first_volume(page, url)[0])
+                    handover.append(_submit_to_next(page, items.pop(0)))
+                    context.close()
+                figures[name] = {"first": first, "handover": handover}
+            browser.close()
+    print("1 mm demo; Chromium, software WebGL2, 1280x800; a new browser context per round")
+    print(f"{'':24s}{'first pixels (login -> /score)':>34s}{'Submit -> next item drawn':>32s}")
+    for name, f in figures.items():
+        print(f"{name:24s}{_ms(f['first']):>34s}{_ms(f['handover']):>32s}")
+    print("targets: first pixels <= 1500 ms; next item after Submit about 1000 ms")
+
+
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:] == ["submit"]:
+        submit_main()
+    else:
+        main()

@@ -123,6 +123,9 @@ class Case(SQLModel, table=True):
     bundle: str = Field(max_length=256)
     # [{"series", "plane", "index"}]: the slices a model is shown (imaging.key_slices), or None
     key_slices: list[dict[str, Any]] | None = _json(nullable=True)
+    # where the viewer opens the case: {"plane", "mm"? | "slices"?, "layout"?, "source"}, from
+    # the bundle's `hanging_protocol` or an admin's "use this view" (db.study.opening_view)
+    opening_view: dict[str, Any] | None = _json(nullable=True)
     # an opaque label shared by the cases that describe one patient (a Neural-MedBench case
     # number in several release files), or None: a case of its own. Exams hold a later stage
     # back until the patient's other tasks are answered (db.study.exams); never an identifier

@@ -210,6 +210,22 @@ def _key_slices(folder: Path, points: Iterable[tuple[str, str, tuple[float, floa
             for seq, plane, point in points]
 
 
+#: Hanging protocols (docs/bundle-format.md): where the viewer opens a case. Mesial temporal
+#: sclerosis is read on coronal slices through the hippocampi (demo.images: centres at y -22).
+HANGING_PROTOCOLS: dict[str, tuple[str, str | None, tuple[float, float, float]]] = {
+    "syn-03": ("coronal", None, (29, -22, -13)),
+}
+
+
+def _hanging_protocol(folder: Path, series: Iterable[str], plane: str, layout: str | None,
+                      point: tuple[float, float, float]) -> dict[str, object]:
+    """A `hanging_protocol` through a world point: the plane, the layout and each volume
+    series' slice through the point on its own RAS+ grid."""
+    slices = [{"series": k["series"], "index": k["index"]}
+              for k in _key_slices(folder, [(seq, plane, point) for seq in series])]
+    return {"plane": plane, **({"layout": layout} if layout else {}), "slices": slices}
+
+
 #: Cases whose painted lesions are written as a mask, and the lesion-identification tasks
 #: whose experts see it on /score (docs/viewer.md, "Masks").
 MASKED_CASES = ("syn-01",)
@@ -252,6 +268,9 @@ def write_demo_bundle(dest: Path, *, resolution_mm: int = 2, seed: int = 0) -> P
             entries.append({"sequence": seq, "file": name})
         extra: dict[str, object] = {"key_slices": _key_slices(folder, KEY_POINTS[case.case_id])
                                     } if case.case_id in KEY_POINTS else {}
+        if case.case_id in HANGING_PROTOCOLS and case.case_id != PICTURE_CASE:
+            extra["hanging_protocol"] = _hanging_protocol(
+                folder, case.sequences, *HANGING_PROTOCOLS[case.case_id])
         if case.case_id in MASKED_CASES:  # on the T1 grid, drawn over every series (world space)
             save_series(lesion, affine, folder / "lesion.nii.gz", sequence="lesion mask",
                         dtype=np.uint8)

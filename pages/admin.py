@@ -30,6 +30,8 @@ from db.study.catalog import case_rows, response_detail, response_rows, search, 
 from db.study.demo import demo_case_count, remove_demo
 from db.study.exams import close_exam, ensure_exam, exam_list, exam_warnings
 from db.study.masks import case_masks
+from db.study.opening_view import cases_without_view, set_opening_view
+from db.study.progress import people_progress
 from db.study.reference import HINT, has_reference
 from db.study.retire import KINDS as RETIRED_KINDS
 from db.study.retire import retire, retired, taken_out, unretire
@@ -53,6 +55,7 @@ from ui.auth import require_role
 from ui.case_panel import case_panel
 from ui.plain_text import escape_markdown, untrusted_text
 from ui.response_view import response_view
+from ui.volume_viewer import chosen_view
 
 user = require_role("admin")
 st.title("Data and users")
@@ -320,12 +323,39 @@ def model_names_section() -> None:
     flag_review(user.name)
 
 
+def use_this_view(key: str, case_id: str) -> None:
+    """Store the view the viewer's "Use this view" sent (once per click) as the case's
+    opening view, audited (`db.study.opening_view`)."""
+    chosen = chosen_view(st.session_state.get(f"{key}-volumes"))
+    if chosen is None or st.session_state.get(f"{key}-view-handled") == chosen[0]:
+        return
+    st.session_state[f"{key}-view-handled"] = chosen[0]
+    view = chosen[1]
+    run_write(lambda s: set_opening_view(s, case_id=case_id, plane=view["plane"], mm=view["mm"],
+                                         layout=view["layout"], actor=user.name))
+
+
+def opening_caption(stored: dict | None) -> None:
+    """Where this case opens for raters and exam takers."""
+    if not stored:
+        st.caption("Opening view: none of its own (key slices, lesion mask or the family's "
+                   "plane apply). Set one with the viewer's “Use this view”.")
+    else:
+        who = "set by an admin" if stored.get("source") == "admin" else "the bundle's protocol"
+        st.caption(f"Opening view: {stored.get('plane')}, {who}. Exam takers see it too: "
+                   "choose one that does not give the answer away.")
+
+
 def cases_section() -> None:
     with session() as s:
         lists = {"Cases": case_rows(s), "Tasks": task_rows(s), "Responses": response_rows(s)}
+        without = cases_without_view(s)
     if not lists["Cases"]:
         st.info("No case loaded yet.")
         return
+    if without:
+        with st.expander(f"{counted(len(without), 'case')} without an opening view of its own"):
+            st.text(", ".join(without))
     query = st.text_input("Search cases, tasks and responses", key="browse_query", max_chars=NAME,
                           placeholder="an id, a title, a bundle, a model, a word of a prompt…")
     found = {label: search(rows, query) for label, rows in lists.items()}
@@ -338,11 +368,14 @@ def cases_section() -> None:
         return
     titles = {r.case_id: f"{r.case_id} · {r.title}" for r in lists["Cases"]}
     chosen_case = st.selectbox("Open a case", shown, key="browse_case", format_func=titles.get)
+    use_this_view(f"admin-{chosen_case}", chosen_case)  # before the case is read: shown at once
     with session() as s:
         view = case_view(s, case_id=chosen_case)
         masks = case_masks(s, case_id=chosen_case)
     with case_panel(key=f"admin-{view.case_id}", title=view.title, ehr=view.ehr,
-                    scores=view.scores, series=view.series, masks=masks):
+                    scores=view.scores, series=view.series, masks=masks,
+                    opening=view.opening_view, key_slices=view.key_slices, offer_view=True):
+        opening_caption(view.opening_view)
         st.markdown("##### Ground truth")
         if not has_reference(view.ground_truth):
             st.info(f"No reference answer yet: this case can be sent to models and put in "
@@ -433,6 +466,23 @@ def users_section() -> None:
             show_error(e)
         else:
             st.rerun()
+
+
+def progress_section() -> None:
+    """Every rater and exam taker: done of total, time per item, an estimate of the time left
+    (`db.study.progress`)."""
+    with session() as s:
+        rows = people_progress(s)
+    if not rows:
+        st.info("No rater has an assignment and no one has started an exam yet.")
+        return
+    st.dataframe(pd.DataFrame([{
+        "person": p.person, "role": p.role, "doing": p.what, "done": f"{p.done} of {p.total}",
+        "min per item": None if p.seconds_per_item is None else round(p.seconds_per_item / 60, 1),
+        "time left (min)": p.minutes_left} for p in rows]), hide_index=True, width="stretch")
+    st.caption("Time per item: a rater's active scoring time over the items submitted; an exam "
+               "taker's time over the tasks fully answered. Time left: the items left at the "
+               "person's own pace (none before their first item).")
 
 
 def assignments_section() -> None:
@@ -639,7 +689,8 @@ def export_section() -> None:
 
 
 SECTIONS = {"Import a bundle": import_section, "Model names": model_names_section,
-            "Cases": cases_section, "Users": users_section, "Assignments": assignments_section,
+            "Cases": cases_section, "Progress": progress_section, "Users": users_section,
+            "Assignments": assignments_section,
             "Exams": exams_section, "Retire": retire_section, "Export": export_section}
 # Stateful tabs: the open one survives every rerun (a button in it) and sits in the URL
 # (?section=Export), so a reload stays on it; only the open tab's content runs.

@@ -29,13 +29,29 @@ from ui.exam.answer_box import answer_box, last_typed
 from ui.exam.drafts import box_drawn, keep_every_draft, keep_typed
 from ui.exam.exam_state import exam_opened
 from ui.exam.stage_scroll import scroll_to_stage
+from ui.page_keys import skip_link
 from ui.plain_text import escape_markdown, untrusted_text
 from ui.response_view import FAMILY_NAMES, response_view, stage_label
 
 STAGES_KEY = "exam-stages"  # the container of the task's stages (where the scroll looks)
+ANSWER_BOX = 'iframe[src*="nmb_answer_box"]'  # the skip link's target (ui.exam.answer_box)
+ANSWER_HEIGHT = 130  # px of the answer's box: with the stage text, in view at 1280 x 800
+EXAM_CSS = """<style>
+[data-testid="stMainBlockContainer"] { padding-top: 2.6rem; padding-bottom: 2rem;
+  padding-left: 1.5rem; padding-right: 1.5rem; }
+[data-testid="stHtml"] h5 { margin: 0; padding: 0.25rem 0 0; }
+[data-testid="stMain"] [data-testid="stVerticalBlock"] { gap: 0.6rem; }
+</style>"""
 
 user = require_role("physician", "student")
-st.title("Exam")
+# One screen at 1280 x 800, as /score: the sidebar folded, one header line, the viewer beside
+# the question from the top (as /score: docs/scoring.md).
+st.set_page_config(initial_sidebar_state="collapsed")
+st.html(EXAM_CSS)
+skip_link(label="Skip to your answer", target=ANSWER_BOX)
+title, exam_box, progress_box, task_box, go = st.columns(
+    [1.1, 2.2, 1.8, 3.2, 1.1], gap="small", vertical_alignment="bottom")
+title.markdown("##### Exam")
 keep_every_draft()  # the text a box sent as the taker moved on to another task or exam
 
 with session() as s:
@@ -44,8 +60,9 @@ if not available:
     st.info("No exam is open yet.")
     st.stop()
 names = {e.id: e.name + (" (closed)" if e.closed_at is not None else "") for e in available}
-exam_id = st.selectbox("Exam", list(names), format_func=names.get,
-                       key="exam_pick")  # keyed: an exam opened meanwhile does not reset it
+# keyed: an exam opened meanwhile does not reset it
+exam_id = exam_box.selectbox("Exam", list(names), format_func=names.get, key="exam_pick",
+                             label_visibility="collapsed")
 exam = next(e for e in available if e.id == exam_id)
 exam_opened(exam_id)  # another exam: its own task open, no question or message of the last
 try:
@@ -57,7 +74,7 @@ except UserError as e:  # the study database busy past the write's deadline (db.
     st.stop()
 
 done = sum(t.done for t in tasks)
-st.progress(done / len(tasks), text=f"{done} of {len(tasks)} tasks answered")
+progress_box.progress(done / len(tasks), text=f"{done} of {len(tasks)} tasks answered")
 
 
 def review() -> None:
@@ -155,16 +172,12 @@ if st.session_state.pop("exam_advance", False):
     next_task()
 if (first := st.session_state.pop("exam_goto", None)) is not None:  # a task to answer first
     st.session_state["exam_task"] = first
-pick, go = st.columns([4, 1], vertical_alignment="bottom")
-i = pick.selectbox("Task", list(labels), format_func=labels.get, key="exam_task")
+i = task_box.selectbox("Task", list(labels), format_func=labels.get, key="exam_task",
+                       label_visibility="collapsed")
 go.button("Next task", on_click=next_task, disabled=not [j for j in pending if j != i],
           use_container_width=True)
 task = tasks[i]
-show_confirmation("exam_confirmation", i)  # a completed task: the next one opens at its top
-
 revealed = st.session_state.pop("exam_revealed", None)  # (task, stage label, message)
-if revealed and revealed[0] == task.task_id:
-    st.toast(revealed[2], icon=":material/check_circle:")
 
 
 def answer_area(stage: int) -> None:
@@ -187,7 +200,7 @@ def answer_area(stage: int) -> None:
     answer_box(label="Your answer" + (f" at {at.lower()}" if at else ""),
                text=(attempt.drafts or {}).get(task.task_id, ""), max_chars=ANSWER,
                saved=stored.edit if stored is not None and latest is not None else 0,
-               handled=handled, action="Record answer", key=key)
+               handled=handled, action="Record answer", key=key, height=ANSWER_HEIGHT)
     note = "Answers cannot be changed once recorded. What you type is saved as a draft."
     if task.n_stages > 1:
         note += " More information is revealed after each answer."
@@ -228,12 +241,26 @@ def record_answer(stage: int, text: str) -> None:
     st.rerun(scope="app")
 
 
+def following_volumes() -> list:
+    """The volumes of the task "Next task" opens, fetched by the browser while this one is
+    answered (none when it is this case)."""
+    later = [j for j in pending if j > i] + [j for j in pending if j < i]
+    if not later or tasks[later[0]].series == task.series:
+        return []
+    return [x for x in tasks[later[0]].series if not getattr(x, "picture", False)]
+
+
 with case_panel(key=opaque_key("task", task.task_id), title=task.case_title, ehr=task.ehr,
-                scores=task.scores, series=task.series, key_slices=task.key_slices):
+                scores=task.scores, series=task.series, key_slices=task.key_slices,
+                compact=True, opening=task.opening_view, family=task.family,
+                prefetch=following_volumes()):
+    # Confirmations are inline, in this column: never a toast over the stage or box they confirm.
+    show_confirmation("exam_confirmation", i, toast=False)  # a completed task: the next at its top
     with st.container(key=STAGES_KEY):
         response_view(task.family, task.level, task.prompt, task.revealed_stages,
                       task.answers, n_stages=task.n_stages)
     if revealed and revealed[0] == task.task_id:
+        st.caption(f":green[:material/check_circle: {escape_markdown(revealed[2])}]")
         scroll_to_stage(STAGES_KEY, revealed[1])
     if task.elsewhere is not None:
         st.info(f"Not asked here: in the exam “{escape_markdown(task.elsewhere)}” you answered "

@@ -10,6 +10,7 @@ from db.raters.scoring import (
     filter_queue,
     find_entry,
     first_to_open,
+    item_volumes,
     load_item,
     next_unscored,
     queue,
@@ -24,6 +25,7 @@ from ui.actions import show_confirmation
 from ui.auth import require_role, while_signed_in
 from ui.case_panel import case_panel
 from ui.element_keys import opaque_key
+from ui.page_keys import skip_link
 from ui.plain_text import escape_markdown, untrusted_text
 from ui.response_view import response_view
 from ui.score.rubric_form import rubric_form
@@ -50,6 +52,11 @@ from ui.score.score_writes import (
 user = require_role("expert")
 st.set_page_config(initial_sidebar_state="collapsed")  # the images need the width (docs/scoring.md)
 st.html(COMPACT_CSS)
+SUBMIT_KEY = "nmb-submit"
+skip_link(label="Skip to Submit (Ctrl+Enter submits)", target=f".st-key-{SUBMIT_KEY} button",
+          names={"score-previous": "Previous item (Alt+P)", "score-next": "Next item (Alt+N)",
+                 "score-unscored": "Next unscored item (Alt+U)",
+                 "score-filters": "Filter the queue", "score-keys-help": "Keyboard shortcuts"})
 
 with session() as s:
     entries = queue(s, rater_id=user.id)
@@ -115,19 +122,19 @@ search.text_input("Go to item", key="score_search", on_change=go_to, max_chars=N
                        "and a unique part of a code will do.")
 prev.button("", icon=":material/chevron_left:", on_click=move,
             args=(step(entries, current, wanted, -1),), help="Previous item",
-            shortcut=SHORTCUTS["previous"], use_container_width=True)
+            shortcut=SHORTCUTS["previous"], use_container_width=True, key="score-previous")
 nxt.button("", icon=":material/chevron_right:", on_click=move,
            args=(step(entries, current, wanted, 1),), help="Next item",
-           shortcut=SHORTCUTS["next"], use_container_width=True)
+           shortcut=SHORTCUTS["next"], use_container_width=True, key="score-next")
 unscored.button("", icon=":material/skip_next:", on_click=move,
                 args=(next_unscored(entries, current, wanted),),
                 disabled=done == len(entries), help="Next unscored item",
-                shortcut=SHORTCUTS["unscored"], use_container_width=True)
+                shortcut=SHORTCUTS["unscored"], use_container_width=True, key="score-unscored")
 with filters.popover("", icon=":material/filter_list:", help="Filter the queue",
-                     use_container_width=True):
+                     use_container_width=True, key="score-filters"):
     filter_controls(entries)
 with keys.popover("", icon=":material/keyboard:", help="Keyboard shortcuts",
-                  use_container_width=True):
+                  use_container_width=True, key="score-keys-help"):
     st.markdown(SHORTCUT_HELP)
 if miss := st.session_state.get("score_search_miss"):
     st.warning(f"No item at position or with blind code “{escape_markdown(miss)}”.")
@@ -145,11 +152,15 @@ show_confirmation(CONFIRMATION, aid)
 with session() as s:
     item = load_item(s, rater_id=user.id, assignment_id=aid)
     spec = form_spec(rubric_by_hash(s, item.rubric_hash), item.family)
+    following = next_unscored(entries, aid, wanted)  # its images fetched while this is scored
+    ahead = [] if following == aid else item_volumes(s, rater_id=user.id,
+                                                      assignment_id=following)
 
 draw(item)
 with case_panel(key=opaque_key("case", item.case_id), title=item.case_title, ehr=item.ehr,
                 scores=item.scores, series=item.series, masks=item.masks,
-                key_slices=item.key_slices, compact=True):
+                key_slices=item.key_slices, compact=True, opening=item.opening_view,
+                family=item.family, prefetch=ahead):
     response_view(item.family, item.level, item.prompt, item.stages, [item.text, *item.turns],
                   missing="No answer given for this stage.")
     with st.expander("Reference answer"):
@@ -169,7 +180,9 @@ with case_panel(key=opaque_key("case", item.case_id), title=item.case_title, ehr
                else "Every change is saved as a draft at once.")
     show_notes(aid, "below")
     # Keyed by the item: a click on an earlier item's Submit is that item's, never this one's.
-    st.button("Submit", type="primary", shortcut=SHORTCUTS["submit"],
-              key=f"{item_key(item.blind_code)}-submit", on_click=while_signed_in(submit_form),
-              args=(user, item.blind_code, spec, len(item.stages), ids.index(aid) + 1))
+    with st.container(key=SUBMIT_KEY):  # the skip link's target
+        st.button("Submit", type="primary", shortcut=SHORTCUTS["submit"],
+                  key=f"{item_key(item.blind_code)}-submit",
+                  on_click=while_signed_in(submit_form),
+                  args=(user, item.blind_code, spec, len(item.stages), ids.index(aid) + 1))
 score_keys(item=item.blind_code)

@@ -5,6 +5,7 @@ from dataclasses import replace
 import pandas as pd
 import streamlit as st
 
+from calibration.plots import png
 from db.bundle.store import Workspace
 from db.bundle.upload_name import safe_upload_name
 from db.engine import database_url, session, snapshot
@@ -16,8 +17,8 @@ from results.bertscore import SERVER_MODEL, BertScorer, server_model
 from results.judgments import default_config
 from results.publish.export import as_text, render_html
 from results.publish.leaderboard_layout import split_tables
-from results.publish.plots import all_figures
-from results.publish.tables import compare_table, fmt, tables
+from results.publish.plots import all_figures, leaderboard_chart
+from results.publish.tables import MEASURE_LINES, compare_table, fmt, headline_table, tables
 from results.splits import SPLITS
 from stats.intervals import MIN_CASES
 from ui.actions import redraw_after, show_error, show_written
@@ -26,6 +27,9 @@ from ui.plain_text import escape_markdown
 
 user = require_role("admin")
 st.title("Results")
+# The first screen: the headline table and its figure, then one line per measure; the
+# settings, notices and every other table below (filled once the results are computed).
+headline = st.container()
 
 BY = {"family,level": "family x level", "family": "family", "level": "level", "": "overall only"}
 
@@ -57,50 +61,65 @@ with session() as s:
     except UserError as e:
         st.info(escape_markdown(str(e)))
         st.stop()
-c1, c2, c3 = st.columns(3)
+settings = st.expander("Settings: grader config, cells, pass@k, judge, names, layout, view")
+c1, c2, c3 = settings.columns(3)
 config_id = c1.selectbox("Grader config", list(graders), format_func=graders.get,
                          index=list(graders).index(default))
 by = c2.selectbox("Cells", list(BY), format_func=BY.get)
 ks = tuple(sorted(c3.multiselect("pass@k and top-k", [1, 3, 5, 10], default=[1, 5]))) or (1,)
-c1, c2 = st.columns(2)
+c1, c2 = settings.columns(2)
 judge = c1.radio("Judge of the main tables", list(results.JUDGED_BY), horizontal=True,
                  format_func=lambda j: f"{j}: {results.JUDGED_BY[j]}")
 reveal = c2.toggle("Show people's names (not pseudonyms)", value=False)
-splits = st.toggle("The published leaderboard's layout: one table per split (nmb results --layout "
-                   "leaderboard; --site writes it as a static site)", value=False)
-answered_only = st.toggle(f"View: {results.ANSWERED_ONLY} (by default a model's failed or "
+splits = settings.toggle("The published leaderboard's layout: one table per split (nmb results "
+                         "--layout leaderboard; --site writes it as a static site)", value=False)
+answered_only = settings.toggle(f"View: {results.ANSWERED_ONLY} (by default a model's failed or "
                           "missing answers count as wrong)", value=False)
 with session() as s:  # closed before the cached function opens its own (SQLite write lock)
     key = results.results_key(s, config_id=config_id)
 model = server_model()
 try:
-    res, figures = cached(database_url(), config_id, by, ks, reveal, judge, model, splits,
+    # the splits always (the headline is by split); their full tables only on request
+    res, figures = cached(database_url(), config_id, by, ks, reveal, judge, model, True,
                           answered_only, key)
 except UserError as e:  # e.g. NMB_BERTSCORE_MODEL is not a model folder
     show_error(e)
     st.stop()
 
+with headline:
+    top = headline_table(res)
+    st.markdown(f"##### {top.title}")
+    st.dataframe(pd.DataFrame(top.rows, columns=top.header), hide_index=True, width="stretch",
+                 column_config={"who": st.column_config.TextColumn(pinned=True)})
+    chart = leaderboard_chart([c.row() for c in res.overall], res.ks)
+    if chart is not None:
+        st.image(png(chart), width="stretch")
+    st.markdown("\n".join(f"- **{name}**: {line}" for name, line in MEASURE_LINES))
+warned = f" ({counted(len(res.flags), 'warning')})" if res.flags else ""
+notices = st.expander(f"Notices: the judge, the intervals, the grader{warned}")
 for flag in res.flags:  # may quote a revocation's reason
-    st.warning(escape_markdown(flag))
+    notices.warning(escape_markdown(flag))
 if res.grader.get("validation_terms"):
-    st.caption(f"Grader config #{res.grader['id']} is validated under "
+    notices.caption(f"Grader config #{res.grader['id']} is validated under "
                f"{escape_markdown(res.grader['validation_terms'])}.")
-st.caption(f"Judge: {res.judge} ({res.judged_by}): {counted(res.sources[res.judge], 'response')}, "
+notices.caption(f"Judge: {res.judge} ({res.judged_by}): {counted(res.sources[res.judge], 'response')}, "
            f"{res.unjudged} not judged by it (expert ties: {res.expert_ties}, counted not "
            f"correct). Rows stand on {res.view}. The sensitivity table shows every estimate "
            "under each judge. Intervals: "
            "95%, from resamples of cases (with their tasks; for human groups, people and "
            f"cases), none from fewer than {MIN_CASES} cases (docs/results.md).")
 if not model:
-    st.caption(f"BERTScore (secondary): not computed; the server adds it when started with "
+    notices.caption(f"BERTScore (secondary): not computed; the server adds it when started with "
                f"{SERVER_MODEL}=DIR, a local model folder (docs/results.md).")
 ts = tables(res)
 
 
 def show(t) -> None:
     st.subheader(t.title)
+    # the column's width, scrolling inside it; the first column (who) stays in view
     st.dataframe(pd.DataFrame([[fmt(v) for v in row] for row in t.rows], columns=t.header),
-                 hide_index=True)
+                 hide_index=True, width="stretch",
+                 column_config={t.header[0]: st.column_config.Column(pinned=True)})
     if t.note:
         st.caption(t.note)
 

@@ -65,14 +65,19 @@ def confirm(key: str, message: str) -> None:
     st.session_state[key] = message
 
 
-def show_confirmation(key: str, item: object) -> None:
-    """The confirmation queued under `key`: once, a toast and a scroll to the top; then an
-    inline message that stays while `item` (the item or task now open) is shown, so a later
-    rerun (a click, a component) does not take it away before it is read."""
+def show_confirmation(key: str, item: object, *, toast: bool = True) -> None:
+    """The confirmation queued under `key`: once, a toast (unless `toast` is False: /exam,
+    where a toast in the window's corner covered the answer box it confirmed) and a scroll to
+    the top; then an inline message that stays while `item` (the item or task now open) is
+    shown, so a later rerun (a click, a component) does not take it away before it is read."""
     if fresh := st.session_state.pop(key, None):
         st.session_state[f"{key}_shown"] = (fresh, item)
-        st.toast(escape_markdown(fresh), icon=":material/check_circle:")
+        if toast:
+            st.toast(escape_markdown(fresh), icon=":material/check_circle:")
         scroll_to_top()
     shown = st.session_state.get(f"{key}_shown")
     if shown and shown[1] == item:
-        st.success(escape_markdown(shown[0]))
+        if toast:
+            st.success(escape_markdown(shown[0]))
+        else:  # one line: what it confirms stays where it was
+            st.caption(f":green[:material/check_circle: {escape_markdown(shown[0])}]")

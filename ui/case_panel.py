@@ -85,10 +85,18 @@ def case_panel(
     masks: Sequence[MaskImage] = (),
     key_slices: Sequence[dict] = (),
     compact: bool = False,
+    opening: dict | None = None,
+    family: str | None = None,
+    offer_view: bool = False,
+    prefetch: Sequence[tuple[str, Path]] = (),
 ) -> DeltaGenerator:
     """Show one case: images of `series` (name, stored image path) with `masks` as overlays
     (the caller decides who may see them: `db.study.masks`), then title, record and scores; return
-    the right-hand column. The interactive viewer opens at the case's `key_slices`, if any.
+    the right-hand column. The interactive viewer opens at the case's `opening` view (its
+    hanging protocol or an admin's), else its `key_slices`, the masks' centre or the middle of
+    the brain in the plane of the task's `family` (`imaging.opening_view`); `offer_view`
+    (/admin): a "Use this view" button, its answer in `st.session_state[f"{key}-volumes"]`;
+    `prefetch`: the next item's volume series, fetched by the browser while this one is read.
 
     `compact` (/score, made for 1280 x 800): the images take three fifths of the width and
     fill the window from where they stand (tiles in one row on a short window), and the
@@ -96,9 +104,11 @@ def case_panel(
     images, beside = st.columns([3, 2] if compact else [11, 9], gap="small" if compact else "medium")
     with images:
         case_images(key, list(series), masks, key_slices=key_slices,
-                    fit="bottom" if compact else None)
+                    fit="bottom" if compact else None,
+                    view={"opening": opening, "family": family, "offer_view": offer_view,
+                          "prefetch": prefetch})
     with beside:
-        untrusted_heading(title)
+        untrusted_heading(title, level=5 if compact else 3)
         with (st.expander("Health record and scores") if compact else st.container()):
             _record(ehr, scores)
     return beside
@@ -117,9 +127,10 @@ def _record(ehr: str, scores: dict[str, float]) -> None:
 
 def case_images(key: str, series: list[tuple[str, Path]],
                 masks: Sequence[MaskImage] = (), *, key_slices: Sequence[dict] = (),
-                fit: str | None = None) -> None:
+                fit: str | None = None, view: dict | None = None) -> None:
     """The interactive viewer, or the PNG viewer where it cannot run or is not wanted
-    (`key_slices`, `fit`: `ui.volume_viewer.viewer_args`)."""
+    (`key_slices`, `fit`, `view`'s opening, family and offer_view:
+    `ui.volume_viewer.viewer_args`)."""
     mode = st.segmented_control(
         "Images", VIEWER_MODES, default=VIEWER_MODES[0], key=VIEWER_MODE_KEY,
         help="Interactive: volumes in the browser (WebGL2). Static: slice images drawn on the "
@@ -134,7 +145,7 @@ def case_images(key: str, series: list[tuple[str, Path]],
                for s in series if not getattr(s, "picture", False)]
     if volumes:
         _volume_images(key, mode, volumes, masks, sticky=not pictures, key_slices=key_slices,
-                       fit=fit)
+                       fit=fit, view=view or {})
     if pictures:
         _pictures(key, mode, pictures)
 
@@ -160,7 +171,8 @@ def _pictures(key: str, mode: str, pictures: list) -> None:
 
 def _volume_images(key: str, mode: str, series: list[tuple[str, Path]],
                    masks: Sequence[MaskImage], *, sticky: bool = True,
-                   key_slices: Sequence[dict] = (), fit: str | None = None) -> None:
+                   key_slices: Sequence[dict] = (), fit: str | None = None,
+                   view: dict | None = None) -> None:
     """The volumes: the interactive viewer (kept in view while the page scrolls, unless
     pictures follow it: it would cover them), or the PNG viewer."""
     # What the viewer reported is kept for the session: once the PNG viewer replaces it, the
@@ -173,7 +185,7 @@ def _volume_images(key: str, mode: str, series: list[tuple[str, Path]],
     if mode == "Interactive" and note is None:
         args, failures = viewer_args(series, list(masks),
                                      login_token=st.session_state.get("login_token"),
-                                     key_slices=key_slices, fit=fit)
+                                     key_slices=key_slices, fit=fit, **(view or {}))
         for message in failures.values():
             st.error(escape_markdown(message))
         with st.container(key=f"nmb-images-{key}"):

@@ -28,9 +28,9 @@ def untrusted_text(body: str, *, empty: str = "(empty)") -> None:
             st.caption(empty)
 
 
-def untrusted_heading(value: str) -> None:
-    """`value` as a heading, exactly as written (HTML-escaped text, no markdown)."""
-    st.html(f"<h3>{html.escape(' '.join(value.split()))}</h3>")
+def untrusted_heading(value: str, *, level: int = 3) -> None:
+    """`value` as a heading (h`level`), exactly as written (HTML-escaped text, no markdown)."""
+    st.html(f"<h{level}>{html.escape(' '.join(value.split()))}</h{level}>")
 
 
 def escape_markdown(value: str) -> str:

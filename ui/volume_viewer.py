@@ -4,22 +4,28 @@ The component (`ui/viewer_frontend/`, built bundle in `bundle/`) receives `viewe
 series' sequence label and the URL of its volume (`ui.server.volume_server`); for each mask its
 label, URL and the series it is drawn on (None: every series); and a height. Which masks a
 page passes is decided by `db.study.masks` (never in an exam). Where the case names key slices
-(`Case.key_slices`, the slices a model is shown) and the page passes them, also `start`
-(world mm and plane the viewer opens at: each axis from the first key slice across it) and
-`keys` (one jump per key slice: label, plane, world mm); `fit: "bottom"` makes the viewer
-fill the window from where it stands, its tiles in one row on a short window. Nothing else reaches the browser
-from here: no case text, no model, response or rater information. Volumes are fetched by
-URL and cached by the browser, so a rerun of the page (every rubric click) sends these few
-strings again, not the images.
+(`Case.key_slices`, the slices a model is shown) and the page passes them, `keys` (one jump per
+key slice: label, plane, world mm); `start`, where the viewer opens (plane, world mm, layout
+and its source: `imaging.opening_view`: the case's hanging protocol or an admin's view, its key
+slices, the lesion mask's centre where masks are shown, else the middle of the brain in the
+family's plane); `offerView` (/admin) adds a "Use this view" button; `prefetch`, the URLs of the
+next item's volumes, fetched into the browser's cache once this case is drawn; `fit: "bottom"`
+makes the viewer fill the window from where it stands, its tiles in one row on a short window.
+Nothing else reaches the browser from here: no case text, no model, response or rater
+information. Volumes are fetched by URL and cached by the browser, so a rerun of the page
+(every rubric click) sends these few strings again, not the images.
 
-The component answers only when it cannot show the case: `{"webgl2": false}` (no WebGL2 in
+The component answers when it cannot show the case: `{"webgl2": false}` (no WebGL2 in
 this browser) or `{"failed": [labels]}` (no volume could be loaded); the case panel then
-falls back to the PNG viewer.
+falls back to the PNG viewer. With `offerView`, "Use this view" answers `{"view": {plane, mm,
+layout}, "n": clicks}` (`chosen_view`).
 """
 
 from __future__ import annotations
 
 import functools
+import logging
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -30,21 +36,28 @@ from db.study.masks import MaskImage
 from errors import UserError
 from imaging.geometry import NORMAL_AXIS, PLANES
 from imaging.key_slices import key_slice_world
+from imaging.opening_view import LAYOUTS, VIEW_PLANES, opening_view
 from ui.server.volume_server import publish as publish_for
 
 BUNDLE = Path(__file__).parent / "viewer_frontend" / "bundle"
 _component = components.declare_component("nmb_volume_viewer", path=str(BUNDLE))
+_log = logging.getLogger(__name__)
 _world = functools.lru_cache(maxsize=256)(key_slice_world)  # stored files never change
 
 
 def viewer_args(series: list[tuple[str, Path]], masks: Sequence[MaskImage] = (),
                 height: int = 620, *, login_token: str | None = None,
                 key_slices: Sequence[dict[str, Any]] = (), fit: str | None = None,
+                opening: dict[str, Any] | None = None, family: str | None = None,
+                offer_view: bool = False, prefetch: Sequence[tuple[str, Path]] = (),
                 ) -> tuple[dict[str, Any], dict[int, str]]:
     """(what the component receives, {series position: why it cannot be shown}); the URLs
     open only for the login of `login_token` (`ui.server.volume_server`; a series that keeps its stored
     sha256, `db.study.cases.SeriesImage`, is not hashed again). `key_slices` and `fit`: see the
-    module docstring."""
+    module docstring; `opening` (the case's stored opening view) and `family` (the task's):
+    where it opens (`imaging.opening_view`); `offer_view`: a "Use this view" button (/admin);
+    `prefetch`: the next item's volumes, fetched into the browser's cache once this case is
+    drawn (a URL of the same login: it opens nothing the login could not)."""
     publish = functools.partial(publish_for, login_token=login_token)
     shown, failures = [], {}
     for i, item in enumerate(series):
@@ -66,9 +79,28 @@ def viewer_args(series: list[tuple[str, Path]], masks: Sequence[MaskImage] = (),
     args: dict[str, Any] = {"series": shown, "masks": overlays, "height": height}
     shown_paths = {label: Path(path) for i, (label, path) in enumerate(series)
                    if i not in failures}
-    if keys := key_slice_jumps(shown_paths, key_slices):
+    keys = key_slice_jumps(shown_paths, key_slices)
+    if keys:
         args["keys"] = keys
-        args["start"] = start_point(keys)
+    try:
+        view = opening_view(stored=opening, series=shown_paths,
+                            key_start=start_point(keys) if keys else None,
+                            masks=[Path(m.path) for m in masks], family=family)
+    except (UserError, OSError, ValueError):
+        _log.warning("no opening view for %s", list(shown_paths), exc_info=True)
+        view = None  # the viewer's own default: the volume's centre
+    if view is not None:
+        args["start"] = view.as_args()
+    if offer_view:
+        args["offerView"] = True
+    ahead = []
+    for item in prefetch:
+        try:
+            ahead.append(publish(item[1], sha256=getattr(item, "sha256", None)))
+        except (UserError, OSError):
+            continue  # the next item shows its own error
+    if ahead:
+        args["prefetch"] = ahead
     if fit is not None:
         args["fit"] = fit
     return args, failures
@@ -120,3 +152,19 @@ def cannot_show(reported: Any) -> str | None:
     if reported.get("webgl2") is False:
         return NO_WEBGL2
     return NOT_LOADED if reported.get("failed") else None
+
+
+def chosen_view(reported: Any) -> tuple[int, dict[str, Any]] | None:
+    """(click number, {plane, mm, layout}) of the viewer's "Use this view", checked (what a
+    browser sends is untrusted); None when it sent none or something else."""
+    if not isinstance(reported, dict) or not isinstance(reported.get("view"), dict):
+        return None
+    view, n = reported["view"], reported.get("n")
+    mm = view.get("mm")
+    if (not isinstance(n, int) or view.get("plane") not in VIEW_PLANES
+            or not isinstance(mm, list) or len(mm) != 3
+            or not all(isinstance(v, int | float) and math.isfinite(v) and abs(v) < 1e5
+                       for v in mm)):
+        return None
+    layout = view.get("layout") if view.get("layout") in LAYOUTS else None
+    return n, {"plane": view["plane"], "mm": [round(float(v), 3) for v in mm], "layout": layout}

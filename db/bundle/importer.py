@@ -171,7 +171,9 @@ def _plan(s: Session, vb: ValidBundle, summary: ImportSummary, revise: bool = Fa
         patient = c.get("patient")
         if patient is not None and old["patient"] is None:
             plan.links.append((cid, patient))
-        diff = _differences(old, {k: v for k, v in c.items() if k != "ground_truth"
+        # The opening view is the study's once imported (an admin may have changed it).
+        diff = _differences(old, {k: v for k, v in c.items()
+                                  if k not in ("ground_truth", "opening_view")
                                   and (k != "patient" or None not in (v, old["patient"]))})
         gt = c.get("ground_truth")
         answer_changes = has_reference(gt) and gt != old["ground_truth"]
@@ -291,7 +293,8 @@ def _insert(s: Session, plan: _Plan, progress: Progress | None, actor: str | Non
     now = utcnow()
     conn = s.connection()
     if plan.cases:
-        conn.execute(insert(Case), [{**c, "bundle": plan.bundle, "created_at": now}
+        conn.execute(insert(Case), [{"opening_view": None, **c, "bundle": plan.bundle,
+                                     "created_at": now}
                                     for c in plan.cases])
     if plan.series:
         conn.execute(insert(Series), [

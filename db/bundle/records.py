@@ -151,6 +151,7 @@ class CaseRecord(Record):
     series: list[Any]
     ground_truth: dict[str, Any] = None  # absent: no reference answer yet (db.study.reference)
     key_slices: list[Any] = None  # db.bundle.key_slices
+    hanging_protocol: dict[str, Any] = None  # db.bundle.key_slices: where the viewer opens
     masks: list[Any] = None
     patient: Identifier = None  # shared by the cases of one patient (opaque, never an identifier)
 

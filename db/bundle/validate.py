@@ -24,7 +24,11 @@ from typing import Any
 
 from db.bundle.errors import BundleInvalid, Problem
 from db.bundle.images import Facts, hash_all, inspect_all, timed
-from db.bundle.key_slices import key_slice_messages, key_slice_range_problems
+from db.bundle.key_slices import (
+    hanging_protocol_messages,
+    key_slice_messages,
+    key_slice_range_problems,
+)
 from db.bundle.records import (
     BundleMeta,
     CaseRecord,
@@ -403,6 +407,9 @@ def _parse_case(root: Path, case_dir: Path, problems: list[Problem]
                                   suffix=image_suffix(item["file"]) or ""))
         if sequences is not None:
             msgs += key_slice_messages(obj.get("key_slices", []), sequences)
+            msgs += hanging_protocol_messages(
+                obj.get("hanging_protocol"),
+                [s for s in sequences if s not in pictures])
             for i, ks in enumerate(obj.get("key_slices") or []):
                 if isinstance(ks, dict) and ks.get("series") in pictures:
                     msgs.append(f"key_slices[{i}].series {show(ks['series'])} is a picture "
@@ -413,6 +420,8 @@ def _parse_case(root: Path, case_dir: Path, problems: list[Problem]
     row = {"case_id": obj["case_id"], "title": obj["title"], "ehr": obj["ehr"],
            "scores": obj.get("scores", {}), "ground_truth": obj.get("ground_truth"),
            "key_slices": obj.get("key_slices"), "patient": obj.get("patient")}
+    if obj.get("hanging_protocol") is not None:  # stored as the case's opening view
+        row["opening_view"] = {**obj["hanging_protocol"], "source": "protocol"}
     return row, files, masks
 
 

@@ -30,7 +30,7 @@ from db.models import (
 )
 from db.raters.looks import suspend_after_change
 from db.rubrics import rubric_by_hash
-from db.study.cases import case_view
+from db.study.cases import case_series, case_view
 from db.study.masks import MaskImage, masks_for_task
 from db.study.reference import (
     Against,
@@ -206,6 +206,7 @@ class ScoringItem:
     revision: int = 0
     masks: list[MaskImage] = field(default_factory=list)  # only where the task allows them
     key_slices: list[dict[str, Any]] = field(default_factory=list)  # the case's, as imported
+    opening_view: dict[str, Any] | None = None  # the case's (imaging.opening_view)
     shown: str = ""  # `shown_digest` of the reference answer and words shown: a save names it
 
     def on_screen(self) -> "OnScreen":
@@ -286,6 +287,17 @@ def _rubric_hash(s: Session, a: Assignment) -> str:
     return s.get(AssignmentDesign, a.design_id).rubric_hash
 
 
+def item_volumes(s: Session, *, rater_id: int, assignment_id: int) -> list[tuple[str, Path]]:
+    """The volume series of an item of the rater's queue (the viewer fetches them ahead, while
+    the item before it is scored); none for an item the rater may not open."""
+    try:
+        a = _assignment(s, rater_id, assignment_id)
+    except UserError:
+        return []
+    task = s.get(Task, s.get(Response, a.response_id).task_id)
+    return [x for x in case_series(s, task.case_id) if not x.picture]
+
+
 def load_item(s: Session, *, rater_id: int, assignment_id: int) -> ScoringItem:
     a = _assignment(s, rater_id, assignment_id)
     resp = s.get(Response, a.response_id)
@@ -306,7 +318,7 @@ def load_item(s: Session, *, rater_id: int, assignment_id: int) -> ScoringItem:
         status="new" if score is None else score.status,
         revision=0 if score is None else score.revision,
         masks=masks_for_task(s, task=task),
-        key_slices=case.key_slices,
+        key_slices=case.key_slices, opening_view=case.opening_view,
         shown=shown_digest((resp.text, resp.turns, case.ground_truth)),
     )
 

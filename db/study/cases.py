@@ -24,6 +24,7 @@ class CaseView:
     ground_truth: dict[str, Any] | None  # None: no reference answer yet
     series: list[tuple[str, Path]]
     key_slices: list[dict[str, Any]] = field(default_factory=list)  # the slices models see
+    opening_view: dict[str, Any] | None = None  # where the viewer opens (imaging.opening_view)
 
 
 def reference_fields(ground_truth: dict[str, Any] | None) -> list[tuple[str, str]]:
@@ -86,7 +87,7 @@ def case_view(s: Session, *, case_id: str) -> CaseView:
     if case is None:
         raise UserError(f"no case {case_id!r}")
     return CaseView(case.case_id, case.title, case.ehr, case.scores or {}, case.ground_truth,
-                    case_series(s, case_id), list(case.key_slices or []))
+                    case_series(s, case_id), list(case.key_slices or []), case.opening_view)
 
 
 @dataclass(frozen=True)

@@ -75,6 +75,8 @@ class ExamTask:
     # the case's key slices, the slices a model under test is shown: the viewer opens there,
     # so a taker sees at least what a model sees
     key_slices: list[dict[str, Any]] = field(default_factory=list)
+    # where the viewer opens the case (its hanging protocol or an admin's view)
+    opening_view: dict[str, Any] | None = None
 
     @property
     def answered(self) -> bool:
@@ -395,7 +397,7 @@ def exam_tasks(s: Session, *, attempt: ExamAttempt) -> list[ExamTask]:
         out.append(ExamTask(task.task_id, task.family, task.level, task.prompt,
                             stages[:shown], given, 1 + len(stages), case.title, case.ehr,
                             case.scores, case.series, waiting, elsewhere.get(task.task_id),
-                            case.key_slices))
+                            case.key_slices, case.opening_view))
     return out
 
 

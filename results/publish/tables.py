@@ -105,6 +105,43 @@ def self_graded(r: Results, who: str, group: str) -> str | None:
     return r.self_graded.get(who)
 
 
+#: One plain line per measure, for a clinician reading the results (the page and the report).
+MEASURE_LINES = (
+    ("pass@k", "the chance that at least one of k sampled answers to a task is judged correct, "
+               "averaged over tasks (the unbiased estimator of Chen et al. 2021); pass@1 is the "
+               "plain accuracy of one answer"),
+    ("top-k", "differential-diagnosis tasks whose correct diagnosis is among the first k "
+              "diagnoses of the answer's differential"),
+    ("rubric score", "the mean of the rubric's criteria (0-4), as the judge scored them"),
+    ("correct diagnosis", "the judge's yes/no on whether the answer's final diagnosis is the "
+                          "reference one: what pass@k counts"),
+    ("[a, b]", "the 95% interval, from resamples of cases (and, for human groups, people); "
+               "\"n < 10\" where fewer cases give none"),
+)
+
+
+def headline_table(results: Results) -> Table:
+    """The results' first table: per model and human group, pass@ks[0] with its interval in
+    each split (or over every task when the results have no splits); "n < MIN_CASES" instead of
+    an interval where there are too few cases (the compact form of "too few cases")."""
+    k = results.ks[0]
+
+    def short(e: Estimate | None) -> str:
+        if e is None or e.value is None:
+            return "–"
+        return (f"{e.value:.2f} [{e.ci[0]:.2f}, {e.ci[1]:.2f}]" if e.ci is not None
+                else f"{e.value:.2f} (n < {MIN_CASES})")
+
+    columns = [(sp.title, {c.who: c for c in sp.cells}) for sp in results.splits] or [
+        ("all tasks", {c.who: c for c in results.overall})]
+    header = ["who", "group", *[f"pass@{k} · {title}" for title, _ in columns]]
+    rows = [[c.who, c.group, *[short(cs[c.who].pass_at.get(k) if c.who in cs else None)
+                               for _, cs in columns]] for c in results.overall]
+    return Table("headline", f"pass@{k} per model and human group"
+                 + (" by split" if results.splits else ""), header, rows,
+                 f"Judge: {results.judge} ({results.judged_by}); rows stand on {results.view}.")
+
+
 def tables(results: Results) -> list[Table]:
     """Every table of the results, in reading order."""
     r, measures = results, _measures(results)

@@ -3,7 +3,7 @@
 `make screenshots` (or `.venv/bin/python -m tests.browser.screenshots [OUT_DIR]`, default
 `docs/img`): loads the synthetic demo into a temporary NMB_HOME, starts the server
 (`serve.py`) on a loopback port and saves `score.png` (`demo-expert1` on `/score`, as it
-opens) and `exam.png` (`demo-student` on `/exam`, scrolled) at 1280x800 with the in-browser
+opens) and `exam.png` (`demo-student` on `/exam`, as it opens: one screen) at 1280x800 with the in-browser
 viewer (software WebGL2), `admin-cases.png` (`demo-admin` in the case browser on the stroke case, at
 1600x1400), and `calibrate.png` (`demo-admin` takes the grader's held-out look on `/calibrate`;
 the top 1500 px at 1600 wide), and `leaderboard-site.png` (the static site of
@@ -92,7 +92,7 @@ def take(out: Path) -> list[Path]:
             browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
                                          args=SOFTWARE_WEBGL)
             shots = [_viewer_page(browser, url, "demo-expert1", out / "score.png", 0),
-                     _viewer_page(browser, url, "demo-student", out / "exam.png", 700),
+                     _viewer_page(browser, url, "demo-student", out / "exam.png", 0),
                      _case_browser(browser, url, out / "admin-cases.png"),
                      leaderboard_site(browser, Path(tmp), out / "leaderboard-site.png")]
             page = browser.new_page(viewport={"width": 1600, "height": 1500})

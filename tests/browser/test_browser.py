@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from demo.bundle import MODELS
-from tests.browser.conftest import login, login_cookie, wait_until
+from tests.browser.conftest import login, login_cookie, settled, wait_until
 
 pytestmark = pytest.mark.browser
 
@@ -33,6 +33,8 @@ def test_a_password_login_survives_a_reload_until_logout(browser, app_url: str) 
     page.reload()  # a new Streamlit session
     exam.wait_for(timeout=30_000)
     assert page.get_by_role("textbox", name="Password").count() == 0
+    settled(page)
+    page.locator('[data-testid="stExpandSidebarButton"]').click()  # /exam starts it folded
     with page.expect_navigation(url=f"{app_url}/"):  # a plain navigation, no script run
         with page.expect_request(f"{app_url}/nmb/logout") as posted:
             page.get_by_role("button", name="Log out").click()

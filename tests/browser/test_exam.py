@@ -123,14 +123,13 @@ def test_after_recording_a_stage_the_revealed_stage_is_in_view(browser, url, hom
         heading = fresh(page).get_by_text(f"Stage {k + 1} of {n_stages}", exact=True)
         heading.wait_for(timeout=30_000)
 
-        def at_top(heading=heading) -> bool:  # in view, at the top, below Streamlit's header
+        def in_view(heading=heading) -> bool:  # below Streamlit's header, above the bottom
             b = heading.bounding_box()
-            return b is not None and 40 <= b["y"] and b["y"] + b["height"] <= 200
+            return b is not None and 40 <= b["y"] and b["y"] + b["height"] <= 800
 
-        wait_until(at_top, f"stage {k + 1} of {n_stages} at the top of the window after "
-                   f"recording stage {k}")
-        top = page.evaluate("document.querySelector('[data-testid=\"stMain\"]').scrollTop")
-        assert top > 300, top  # the page did scroll down to it (the stage is far below the top)
+        # (the page is one screen since issue 44: it scrolls to the stage only where the stage
+        # is below the window)
+        wait_until(in_view, f"stage {k + 1} of {n_stages} in view after recording stage {k}")
         stage_text = fresh(page).get_by_text("Information revealed at this stage").last
         b = stage_text.bounding_box()
         assert b is not None and b["y"] + b["height"] <= VIEWPORT["height"], b

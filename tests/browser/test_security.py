@@ -137,6 +137,7 @@ def test_markdown_images_in_untrusted_fields_fetch_nothing(browser, hostile: Hos
     _log_out(page)
     login(page, hostile.url, "sec-student")  # the exam taker: their answer, the next stage
     page.get_by_role("heading", name="Exam").wait_for(timeout=30_000)
+    page.get_by_text("Health record and scores", exact=True).click()  # /exam too: on demand
     for field in ("answer", "stage", "prompt", "ehr"):
         wait_until(lambda f=field: _shows(page, hostile.fields[f]), f"{field} not shown in the exam")
 

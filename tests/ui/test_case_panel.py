@@ -62,7 +62,11 @@ def test_viewer_receives_labels_and_urls_of_served_copies_only(two_series, tmp_p
     assert not at.exception
     assert not _images(at) and not at.slider  # no PNG viewer beside it
     [args] = viewer_args(at)
-    assert set(args) == {"series", "masks", "height", "key", "default"}
+    assert set(args) == {"series", "masks", "height", "start", "key", "default"}
+    # where it opens: numbers and names only (no key slices, protocol or mask here: the
+    # middle of the brain in the axial plane, imaging.opening_view)
+    assert set(args["start"]) == {"plane", "mm", "source"}
+    assert (args["start"]["plane"], args["start"]["source"]) == ("axial", "family")
     assert [s["label"] for s in args["series"]] == ["T1", "FLAIR"] and args["masks"] == []
     for s, path in zip(args["series"], two_series, strict=True):
         assert set(s) == {"label", "url"}

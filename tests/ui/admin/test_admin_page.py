@@ -177,8 +177,8 @@ def _admin(name: str) -> LoggedIn:
 
 def test_every_section_renders_on_the_demo_study(demo_study: Path) -> None:
     admin = _admin("demo-admin")
-    for section in ("Import a bundle", "Model names", "Cases", "Users", "Assignments", "Exams",
-                    "Retire", "Export"):
+    for section in ("Import a bundle", "Model names", "Cases", "Progress", "Users",
+                    "Assignments", "Exams", "Retire", "Export"):
         at = page("pages/admin.py", admin)
         at.query_params["section"] = section
         at.run()

@@ -34,17 +34,20 @@ def test_results_page_shows_every_table_to_admins_only(demo_study: Path) -> None
         "Cost and size per model, and the grader's cost", "Efficiency: one full run per model",
         "Coverage: the answers each row should stand on"]
     assert at.caption[0].value.startswith("Judge: grader (the grader on every response")
-    overall = at.dataframe[0].value
+    headline = at.dataframe[0].value  # first: pass@1 per model and human group by split
+    assert list(headline.columns)[:3] == ["who", "group", "pass@1 · Direct Diagnosis"]
+    assert headline.iloc[:, 2].str.match(r"0\.\d\d (\[0\.\d\d, [01]\.\d\d\]|\(n < \d+\))").all()
+    overall = at.dataframe[1].value
     assert set(overall["group"]) == {"model", "human"} and len(overall) == 6
     assert any("synthetic demo exam takers" in w.value for w in at.warning)
-    people = at.dataframe[3].value
+    people = at.dataframe[4].value
     assert len(people) == 9 and people["person"].str.startswith("user-").all()
-    paired = at.dataframe[13].value  # after the 13 tables: physician - the first model
+    paired = at.dataframe[14].value  # after the headline and the 13 tables: physician - the first model
     assert list(paired["measure"]) == ["pass@1", "rubric score"]
     assert set(paired["A"]) == {"physician"} and paired["A - B"].str.contains(r"\[").all()
     assert "synthetic-student-1" not in page_payload(at)
     at.toggle[0].set_value(True).run(timeout=120)  # reveal
-    assert "synthetic-student-1" in set(at.dataframe[3].value["person"])
+    assert "synthetic-student-1" in set(at.dataframe[4].value["person"])
     at.radio[0].set_value("experts").run(timeout=120)
     assert at.caption[0].value.startswith("Judge: experts (the experts' consensus")
     assert any(escape_markdown("expert-scored responses") in w.value for w in at.warning)
@@ -68,7 +71,7 @@ def test_results_page_shows_the_published_layout_on_request(demo_study: Path) ->
     assert [s.value for s in at.subheader][:4] == [
         "Direct Diagnosis (level 1)", "Complex Diseases (level 2)",
         "Multi-round Dialogue (level 3)", "Overall, per model and human group"]
-    direct = at.dataframe[0].value
+    direct = at.dataframe[1].value  # after the headline
     assert list(direct.columns) == ["who", "group", "tasks", "people", "pass@1", "pass@5",
                                     "BERTScore (secondary)", "rubric score", "missing",
                                     "self-graded"]
@@ -88,7 +91,10 @@ def test_results_page_adds_bertscore_from_the_servers_model_folder(
     monkeypatch.setenv("NMB_BERTSCORE_MODEL", str(tiny_bert(tmp_path / "tiny")))
     at = page("pages/study_results.py", _login("demo-admin")).run(timeout=300)
     assert not at.exception, at.exception
-    overall = at.dataframe[0].value
+    headline = at.dataframe[0].value  # first: pass@1 per model and human group by split
+    assert list(headline.columns)[:3] == ["who", "group", "pass@1 · Direct Diagnosis"]
+    assert headline.iloc[:, 2].str.match(r"0\.\d\d (\[0\.\d\d, [01]\.\d\d\]|\(n < \d+\))").all()
+    overall = at.dataframe[1].value
     assert "BERTScore (secondary)" in overall.columns
     assert overall["BERTScore (secondary)"].str.match(r"^0\.\d{3}").all()
     assert any("never part of the gate" in c.value for c in at.caption)

@@ -1,9 +1,15 @@
 // The case viewer: every series of a case as a NiiVue volume, one crosshair linked in world (mm)
 // coordinates. A Streamlit (v1) component: it receives only {series: [{label, url}], masks,
-// height} and, where the case has key slices, {start: {plane, mm}, keys: [{label, plane, mm}]},
-// and optionally {fit: "bottom"}; volumes are fetched by URL (cached by the browser), so a rerun
+// height}, where it opens {start: {plane, mm, layout?, source}} (ui.volume_viewer), the key
+// slices {keys: [{label, plane, mm}]}, and optionally {fit: "bottom"}, {offerView: true} (a "Use
+// this view" button) and {prefetch: [url]} (the next item's volumes, fetched into the browser's
+// cache once this case is drawn); volumes are fetched by URL (cached by the browser), so a rerun
 // of the page sends nothing but these few strings. Build: `npm ci && npm run build` in
 // ui/viewer_frontend.
+//
+// Each tile has a bar above the image (the series' name, slice k of n, W/L and, for CT, the value
+// in HU at the crosshair) and, on the image, the four orientation letters and a scale bar in mm:
+// the bar is outside the image, so no letter can cover a label.
 import { DRAG_MODE, MULTIPLANAR_TYPE, Niivue, NVImage, SHOW_RENDER, SLICE_TYPE } from "@niivue/niivue";
 
 const PLANES = {
@@ -12,7 +18,10 @@ const PLANES = {
   sagittal: SLICE_TYPE.SAGITTAL,
   multiplanar: SLICE_TYPE.MULTIPLANAR,
 };
-const LEFT_DRAG = { crosshair: DRAG_MODE.crosshair, window: DRAG_MODE.windowing, pan: DRAG_MODE.pan };
+const LEFT_DRAG = { crosshair: DRAG_MODE.crosshair, window: DRAG_MODE.windowing, pan: DRAG_MODE.pan, ruler: DRAG_MODE.measurement };
+const NORMAL = { sagittal: 0, coronal: 1, axial: 2 };
+const LAYOUTS = { "1x1": [1, 1], "1x2": [1, 2], "2x2": [2, 2] };
+const SCALE_MM = [1, 2, 5, 10, 20, 50, 100];
 const STEP_KEYS = { ArrowUp: 1, ArrowRight: 1, PageUp: 1, ArrowDown: -1, ArrowLeft: -1, PageDown: -1 };
 const GREEN = [0.25, 0.9, 0.35, 0.9];
 const MASK_OPACITY = 0.45;
@@ -34,6 +43,12 @@ const state = {
   preset: "loaded",
   drag: null, // the window/level drag in progress: {t, x0, y0, min, max, x, y, frame}
   dragFrames: 0, // redraws of drags (what the benchmark reads)
+  layoutChoice: null, // "1x1" | "1x2" | "2x2"; null: as many tiles as series
+  offerView: false,
+  viewClicks: 0,
+  measured: [], // the ruler's lengths (mm), newest last
+  prefetch: [],
+  prefetched: null, // when the next item's volumes were in the browser's cache (ms)
 };
 // Window/level presets. CT (a series whose minimum is at least as low as air in Hounsfield
 // units) gets the usual HU windows [level, width]; MR has no absolute unit, so there the same
@@ -66,7 +81,10 @@ function render(args) {
   state.key = key;
   state.keys = args.keys || [];
   state.start = args.start || null;
+  state.offerView = !!args.offerView;
+  state.prefetch = args.prefetch || [];
   if (state.start && PLANES[state.start.plane] !== undefined) state.plane = state.start.plane;
+  state.layoutChoice = state.start && LAYOUTS[state.start.layout] ? state.start.layout : null;
   if (!webgl2Available()) {
     message("This browser has no WebGL2: the page shows the images instead.");
     setValue({ webgl2: false });
@@ -152,25 +170,62 @@ function build(series, masks) {
       await load(t, downloads[i]);
     }
     report();
+    prefetchNext();
   })();
+}
+
+/** Fetch the next item's volumes into the browser's HTTP cache (the volume route lets it keep
+ * them), one after another once this case is drawn, so that after Submit they are at hand. */
+async function prefetchNext() {
+  if (window.nmbNoPrefetch) return; // (the benchmark's "before")
+  const urls = state.prefetch.filter((u) => !state.tiles.some((t) => t.url === u));
+  const started = performance.now();
+  for (const url of urls) {
+    try {
+      await idle(2000);
+      await fetch(url, { priority: "low" }).then((r) => r.arrayBuffer());
+    } catch {
+      /* the next item loads it itself */
+    }
+  }
+  if (urls.length) state.prefetched = performance.now() - started;
 }
 
 function tile(s, masks) {
   const el = document.createElement("div");
   el.className = "tile";
-  const canvas = document.createElement("canvas");
-  canvas.setAttribute("aria-label", `${s.label} series`);
+  const bar = document.createElement("div");
+  bar.className = "bar";
   const caption = document.createElement("button");
   caption.className = "caption";
   caption.type = "button";
   caption.title = "Show this series alone (click again for all)";
   caption.textContent = `${s.label} · loading…`;
-  el.append(canvas, caption);
+  const info = document.createElement("span");
+  info.className = "info";
+  bar.append(caption, info);
+  const image = document.createElement("div");
+  image.className = "image";
+  const canvas = document.createElement("canvas");
+  canvas.tabIndex = 0; // reachable with Tab; arrow keys then step its slices
+  canvas.setAttribute("role", "img");
+  canvas.setAttribute("aria-label", `${s.label} series: arrow keys step the slices`);
+  const letters = ["top", "right", "bottom", "left"].map((side) => {
+    const l = document.createElement("span");
+    l.className = `ori ${side}`;
+    l.setAttribute("aria-hidden", "true");
+    return l;
+  });
+  const scale = document.createElement("div");
+  scale.className = "scale";
+  scale.innerHTML = '<span class="line"></span><span class="mm"></span>';
+  image.append(canvas, ...letters, scale);
+  el.append(bar, image);
   document.getElementById("grid").append(el);
   // A mask names the series it was drawn on, or none: then it is overlaid on every series
   // (NiiVue resamples it through its own affine into the series' grid: world space).
   const mine = masks.filter((m) => !m.series || m.series === s.label);
-  const t = { label: s.label, url: s.url, masks: mine, el, canvas, caption, nv: null, ready: false, failed: null };
+  const t = { label: s.label, url: s.url, masks: mine, el, canvas, caption, info, letters, scale, nv: null, ready: false, failed: null };
   caption.addEventListener("click", () => {
     state.solo = state.solo === t ? null : t;
     layout();
@@ -213,6 +268,8 @@ function niivue() {
     show3Dcrosshair: false,
     logLevel: "error",
     loadingText: "loading",
+    isOrientationTextVisible: state.plane === "multiplanar", // single planes: our letters
+    showAllOrientationMarkers: true,
   });
   nv.nmbSlicesOnly = true; // no 3-D lighting pass (see build.mjs)
   return nv;
@@ -242,7 +299,9 @@ async function load(t, download) {
     if (state.mm) t.nv.scene.crosshairPos = t.nv.mm2frac(state.mm);
     if (state.preset !== "loaded") applyPreset(t, state.preset);
     t.nv.onLocationChange = () => link(t);
+    t.nv.onMeasurementCompleted = (m) => measured(t, m);
     t.nv.drawScene();
+    requestAnimationFrame(() => caption(t)); // the scale bar once NiiVue has laid the slice out
     if (state.firstDrawAt === null) {
       state.firstDrawAt = performance.timeOrigin + performance.now();
       link(t);
@@ -349,6 +408,7 @@ function endWindowDrag() {
   d.t.nv.refreshLayers(vol, 0);
   d.t.nv.drawScene();
   d.t.canvas.style.filter = "";
+  caption(d.t);
   state.dragSettle = performance.now() - started; // the exact redraw on release (benchmark)
 }
 
@@ -364,6 +424,7 @@ function applyPreset(t, name) {
   vol.cal_min = win ? win[0] - win[1] / 2 : vol.robust_min;
   vol.cal_max = win ? win[0] + win[1] / 2 : vol.robust_max;
   t.nv.updateGLVolume();
+  caption(t);
 }
 
 function mouseConfig() {
@@ -405,11 +466,71 @@ function position(t) {
   return { vox, dims, inside, value, mm: [own[0], own[1], own[2]] };
 }
 
+/** The tile's bar (name; slice k of n; W/L; a CT value in HU) and the letters and scale bar
+ * on its image. MR intensities have no unit: no value is shown for them. */
 function caption(t) {
   if (!t.ready || !state.mm) return;
+  const o = overlay(t);
+  t.caption.textContent = t.label;
+  const parts = [o.slice ? `${o.slice[0]}/${o.slice[1]}` : state.plane === "multiplanar" ? "" : "outside"];
+  parts.push(`W ${fmt(o.wl[0])} L ${fmt(o.wl[1])}`);
+  if (o.hu !== null) parts.push(`${fmt(o.hu)} HU`);
+  t.info.textContent = parts.filter(Boolean).join(" · ");
+  t.info.title = `${o.slice ? `${state.plane} slice ${o.slice[0]} of ${o.slice[1]} · ` : ""}window width ${fmt(o.wl[0])}, level ${fmt(o.wl[1])}`;
+  const [top, right, bottom, left] = o.letters;
+  const single = state.plane !== "multiplanar";
+  for (const [el, text] of t.letters.map((el, i) => [el, [top, right, bottom, left][i]])) {
+    el.textContent = single ? text : "";
+  }
+  t.scale.hidden = !(single && o.scaleMM);
+  if (o.scaleMM) {
+    t.scale.querySelector(".line").style.width = `${o.scalePx}px`;
+    t.scale.querySelector(".mm").textContent = `${o.scaleMM} mm`;
+  }
+}
+
+function fmt(v) {
+  return Math.abs(v) >= 100 ? String(Math.round(v)) : String(Number(v.toPrecision(3)));
+}
+
+/** What the tile's overlay shows: letters [top, right, bottom, left], slice [k, n] (1-based,
+ * null outside the series or in 3 planes), [window width, level], the CT value at the
+ * crosshair (null for MR), and a scale bar (its mm and CSS px). */
+function overlay(t) {
+  const vol = t.nv.volumes[0];
   const p = position(t);
-  const where = p.inside ? `${p.vox.map((v) => v + 1).join(",")} = ${Number(p.value.toPrecision(4))}` : "outside this series";
-  t.caption.textContent = `${t.label} · ${where}`;
+  const side = state.radiological ? ["R", "L"] : ["L", "R"];
+  const letters = state.plane === "sagittal" ? ["S", "A", "I", "P"]
+    : state.plane === "coronal" ? ["S", side[1], "I", side[0]] : ["A", side[1], "P", side[0]];
+  const axis = NORMAL[state.plane];
+  const slice = axis !== undefined && p.inside ? [p.vox[axis] + 1, p.dims[axis]] : null;
+  const wl = [vol.cal_max - vol.cal_min, (vol.cal_max + vol.cal_min) / 2];
+  const hu = vol.global_min <= AIR_HU && p.inside ? p.value : null;
+  const [scaleMM, scalePx] = scaleBar(t);
+  return { letters, slice, wl, hu, scaleMM, scalePx };
+}
+
+/** A round length (mm) drawn at most a quarter of the image wide, from NiiVue's own mapping of
+ * the slice on screen (its field of view in mm over its width in device pixels). */
+function scaleBar(t) {
+  // (the field of view is negative along an axis drawn flipped: radiological left-right)
+  const shown = (t.nv.screenSlices || []).find((sl) => sl.axCorSag <= 2 && sl.fovMM && Math.abs(sl.fovMM[0]) > 0);
+  if (!shown) return [null, null];
+  const dpr = t.nv.uiData.dpr || window.devicePixelRatio || 1;
+  const perMM = shown.leftTopWidthHeight[2] / Math.abs(shown.fovMM[0]) / dpr;
+  const room = t.canvas.clientWidth / 4;
+  const mm = [...SCALE_MM].reverse().find((m) => m * perMM <= room);
+  return mm ? [mm, Math.round(mm * perMM * 10) / 10] : [null, null];
+}
+
+/** A length measured with the ruler: kept, shown in the status line. */
+function measured(t, m) {
+  state.measured.push(m.distance);
+  document.getElementById("where").textContent = `${t.label}: length ${m.distance.toFixed(1)} mm`;
+}
+
+function recaption() {
+  for (const t of state.tiles) caption(t);
 }
 
 function zoomWheel(t, e) {
@@ -419,7 +540,7 @@ function zoomWheel(t, e) {
   const pan = t.nv.scene.pan2Dxyzmm;
   pan[3] = Math.min(12, Math.max(0.5, pan[3] * (e.deltaY < 0 ? 1.15 : 1 / 1.15)));
   t.nv.drawScene();
-  link(t);
+  link(t); // (and the scale bar, for the new zoom)
 }
 
 function resetView() {
@@ -435,6 +556,7 @@ function resetView() {
   state.preset = "loaded";
   const select = document.getElementById("preset");
   if (select) select.value = "loaded";
+  requestAnimationFrame(recaption);
 }
 
 /** Show the key slice `k`: its plane, the crosshair at its point, in every series. */
@@ -454,7 +576,11 @@ function goToKey(k) {
 
 function setPlane(p) {
   state.plane = p;
-  for (const t of state.tiles) if (t.ready) t.nv.setSliceType(PLANES[p]);
+  for (const t of state.tiles) {
+    if (!t.ready) continue;
+    t.nv.opts.isOrientationTextVisible = p === "multiplanar"; // single planes: our letters
+    t.nv.setSliceType(PLANES[p]);
+  }
   for (const b of document.querySelectorAll('[aria-label="Plane"] button')) {
     b.setAttribute("aria-pressed", String(b.dataset.value === p));
   }
@@ -465,7 +591,9 @@ window.addEventListener(
   "keydown",
   (e) => {
     const step = STEP_KEYS[e.key];
-    const t = state.hover && state.hover.ready ? state.hover : state.tiles.find((x) => x.ready);
+    // the image with the keyboard focus (Tab), else the one under the pointer, else the first
+    const focused = state.tiles.find((x) => x.ready && x.canvas === document.activeElement);
+    const t = focused || (state.hover && state.hover.ready ? state.hover : state.tiles.find((x) => x.ready));
     if (!step) {
       forwardKey(e);
       return;
@@ -492,19 +620,24 @@ function forwardKey(e) {
 
 // ----- layout and toolbar ------------------------------------------------------------------
 function layout() {
-  const shown = state.solo ? [state.solo] : state.tiles;
+  const chosen = LAYOUTS[state.layoutChoice];
+  let shown = state.solo ? [state.solo] : state.tiles;
+  if (chosen && !state.solo) shown = state.tiles.slice(0, chosen[0] * chosen[1]);
   const n = shown.length;
   const grid = document.getElementById("grid");
   // Fitted to a short window (under two rows of 400 px), the tiles share one row, each as tall
-  // as the viewer; otherwise a grid.
+  // as the viewer; otherwise a grid (or the layout chosen: rows x columns).
   const oneRow = state.fit === "bottom" && state.plane !== "multiplanar" && grid.clientHeight < 2 * 400 + 4;
-  const columns = oneRow ? Math.max(n, 1)
+  const columns = chosen && !state.solo ? Math.min(chosen[1], Math.max(n, 1)) : oneRow ? Math.max(n, 1)
     : state.plane === "multiplanar" ? (n <= 2 ? 1 : 2) : n <= 1 ? 1 : n <= 4 ? 2 : 3;
   grid.style.gridTemplateColumns = `repeat(${columns}, minmax(0, 1fr))`;
   grid.style.gridTemplateRows = `repeat(${Math.ceil(n / columns)}, minmax(0, 1fr))`;
   for (const t of state.tiles) t.el.hidden = !shown.includes(t);
+  const hidden = state.tiles.length - n;
+  document.getElementById("hidden-note").textContent = hidden > 0 ? `${hidden} more series: Layout` : "";
   requestAnimationFrame(() => {
     for (const t of shown) if (t.ready) t.nv.resizeListener();
+    requestAnimationFrame(recaption); // the scale bar follows the new size
   });
 }
 
@@ -548,11 +681,27 @@ function renderToolbar(hasMasks) {
       ["crosshair", "Crosshair", "Left drag moves the crosshair (right drag: window/level)"],
       ["window", "Window", "Left drag changes window (left-right) and level (up-down)"],
       ["pan", "Pan/zoom", "Left drag pans, the wheel zooms"],
+      ["ruler", "Ruler", "Left drag measures a length in mm (on the slice shown)"],
     ],
     () => state.leftDrag,
     (m) => {
       state.leftDrag = m;
       for (const t of state.tiles) if (t.ready) t.nv.setMouseEventConfig(mouseConfig());
+    },
+  );
+  group(
+    "Layout",
+    [
+      ["auto", "All", "Every series, as many tiles as series"],
+      ["1x1", "1×1", "One series (click a series' name for another)"],
+      ["1x2", "1×2", "Two series side by side"],
+      ["2x2", "2×2", "Four series"],
+    ],
+    () => state.layoutChoice || "auto",
+    (v) => {
+      state.layoutChoice = v === "auto" ? null : v;
+      state.solo = null;
+      layout();
     },
   );
   const toggle = (text, tip, value, onChange) => {
@@ -610,6 +759,19 @@ function renderToolbar(hasMasks) {
   reset.title = "Window, zoom and pan as loaded (double-click an image does the same)";
   reset.addEventListener("click", resetView);
   bar.append(reset);
+  if (state.offerView) {
+    const use = document.createElement("button");
+    use.type = "button";
+    use.id = "use-view";
+    use.textContent = "Use this view";
+    use.title = "Open this case here for everyone: this plane, crosshair and layout";
+    use.addEventListener("click", () => {
+      if (!state.mm) return;
+      state.viewClicks++;
+      setValue({ view: { plane: state.plane, mm: state.mm, layout: state.layoutChoice }, n: state.viewClicks });
+    });
+    bar.append(use);
+  }
 }
 
 // ----- what tests and benchmarks read ------------------------------------------------------
@@ -619,6 +781,16 @@ function report() {
 }
 
 window.nmbViewer = {
+  /** Where world point `mm` is drawn on tile `i`, in the frame's CSS pixels (NiiVue's own
+   * mapping); null if not on its slice. For tests placing the ruler. */
+  pointOf: (i, mm) => {
+    const t = state.tiles[i];
+    const c = t && t.ready ? t.nv.frac2canvasPos(t.nv.mm2frac(mm)) : null;
+    if (!c) return null;
+    const r = t.canvas.getBoundingClientRect();
+    const dpr = t.nv.uiData.dpr || 1;
+    return [r.left + c[0] / dpr, r.top + c[1] / dpr];
+  },
   state: () => ({
     firstDrawAt: state.firstDrawAt,
     ready: state.tiles.length > 0 && state.tiles.every((t) => t.masksLoaded || t.failed),
@@ -628,6 +800,10 @@ window.nmbViewer = {
     dragFrames: state.dragFrames,
     dragSettle: state.dragSettle,
     keys: state.keys,
+    start: state.start,
+    layout: state.layoutChoice,
+    measured: state.measured,
+    prefetched: state.prefetched,
     tileSizes: state.tiles.map((t) => [t.el.clientWidth, t.el.clientHeight]),
     tiles: state.tiles.map((t) => ({
       label: t.label,
@@ -636,6 +812,7 @@ window.nmbViewer = {
       timings: t.timings,
       masks: t.masksLoaded ? t.nv.volumes.length - 1 : 0,
       ...(t.ready && state.mm ? position(t) : {}),
+      ...(t.ready && state.mm ? { overlay: overlay(t) } : {}),
     })),
   }),
 };
