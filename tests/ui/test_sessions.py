@@ -30,7 +30,7 @@ def _ended(at) -> bool:
 
 def test_disabling_an_account_ends_its_open_session(sqlite_url: str) -> None:
     at = app(make_user("ann", "student")).run()
-    assert not _ended(at) and at.title
+    assert not _ended(at) and not at.exception and at.session_state["user"].name == "ann"
     with session() as s:
         disable_user(s, name="ann", actor="admin")
         s.commit()
