@@ -32,7 +32,6 @@ import math
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -77,9 +76,9 @@ def _load() -> str:
 
 def exponent(sizes: list[float], values: list[float]) -> str:
     """Growth exponents between consecutive sizes, e.g. "0.98, 1.02"."""
+    pairs = list(zip(sizes, values, strict=True))
     return ", ".join(f"{math.log(b / a) / math.log(m / n):.2f}" if a > 0 and b > 0 else "-"
-                     for (n, a), (m, b) in zip(zip(sizes, values), zip(sizes[1:], values[1:]),
-                                               strict=False))
+                     for (n, a), (m, b) in zip(pairs, pairs[1:], strict=False))
 
 
 # ---------------------------------------------------------------- children (python -m ...)
@@ -279,9 +278,10 @@ def exam_section(tmp: Path) -> None:
         r = measure([PY, "-c", "import sys; from benchmarks.bench_scale import _child_exam; "
                      "_child_exam(int(sys.argv[1]))", str(n)], env, tmp / "peak")
         got[n] = json.loads(r["out"].strip().splitlines()[-1])
-        print(f"  exam of {n:3d} tasks: {got[n]['answers']} answers, "
-              f"{got[n]['per_answer'] * 1000:6.1f} ms per answer ({got[n]['per_answer'] / got[n]['floor']:.1f}x "
-              f"a raw insert and commit, {got[n]['floor'] * 1000:.1f} ms)", flush=True)
+        each, floor = got[n]["per_answer"], got[n]["floor"]
+        print(f"  exam of {n:3d} tasks: {got[n]['answers']} answers, {each * 1000:6.1f} ms per "
+              f"answer ({each / floor:.1f}x a raw insert and commit, {floor * 1000:.1f} ms)",
+              flush=True)
     ratio = got[200]["per_answer"] / got[50]["per_answer"]
     print(f"  per answer, 200 vs 50 tasks: {ratio:.2f}x (goal within 1.5x: "
           f"{'met' if ratio <= 1.5 else 'NOT met'})", flush=True)

@@ -33,7 +33,6 @@ from db.models import (
     GraderScore,
     Response,
     Task,
-    User,
     utcnow,
 )
 

@@ -96,10 +96,11 @@ def _check_selection(items: str, limit: int | None) -> None:
 
 def _pages(s: Session, config: GraderConfig, items: str, limit: int | None, *columns: Any,
            upto: str | None = None) -> Iterator[list[Any]]:
-    """The selected responses without a grade under the config (`columns` of them, the
-    response id first), in response id order, a page of at most `PAGE` rows per query, retired
-    ones left out (`db.study.retire`): at most `limit` in all, none after `upto`. Each page is
-    read when the one before is used up, and no row past `limit` is read."""
+    """The selected responses without a grade under the config (`columns` of them, two or
+    more, the response id first: rows, not scalars), in response id order, a page of at most
+    `PAGE` rows per query, retired ones left out (`db.study.retire`): at most `limit` in all,
+    none after `upto`. Each page is read when the one before is used up, and no row past
+    `limit` is read."""
     retired = taken_out(s).responses  # a retired response is not graded
     graded = select(GraderScore.response_id).where(GraderScore.config_id == config.id)
     query = select(*columns).where(Response.response_id.not_in(graded))
@@ -139,8 +140,8 @@ def _survey(s: Session, config: GraderConfig, items: str, limit: int | None
 def select_items(s: Session, config: GraderConfig, items: str, limit: int | None) -> list[Response]:
     """The first `limit` (all without) responses a run would grade, as rows."""
     _check_selection(items, limit)
-    ids = [r.response_id for page in _pages(s, config, items, limit, Response.response_id)
-           for r in page]
+    ids = [r.response_id for page in _pages(s, config, items, limit, Response.response_id,
+                                            Response.task_id) for r in page]
     rows = sorted(fetch_in(s, Response.response_id, ids), key=lambda r: r.response_id)
     require_reference(s, task_ids={r.task_id for r in rows})  # grading needs the answer
     return rows
