@@ -75,20 +75,40 @@ def user_message(task: Task, case: Case, response: Answered) -> str:
     return "\n\n".join(parts)
 
 
+Parts = dict[tuple[str, Asked], tuple[dict, dict]]
+
+
+def _config_parts(rubric: Rubric, family: str, asked: Asked, parts: Parts | None
+                  ) -> tuple[dict, dict]:
+    """(system message, JSON schema) of a task family and what is asked: the same for every
+    request of a config, so built once per `parts` (a dict the caller keeps for one config
+    and rubric) and shared, never changed, by the requests that use them."""
+    key = (family, asked)
+    if parts is not None and key in parts:
+        return parts[key]
+    made = ({"role": "system", "content": grader_instructions(rubric, family, asked)},
+            output_json_schema(rubric, family, asked))
+    if parts is not None:
+        parts[key] = made
+    return made
+
+
 def grade_request(config: GraderConfig, rubric: Rubric, task: Task, case: Case,
-                  response: Answered, images: list[dict] | None = None) -> GradeItem:
+                  response: Answered, images: list[dict] | None = None, *,
+                  parts: Parts | None = None) -> GradeItem:
     """The exact request for one response (rows saved or not) and its cache key, the hash of
-    (config hash, base URL, request body); the config's prompt version decides what it asks."""
+    (config hash, base URL, request body); the config's prompt version decides what it asks.
+    `parts`: a dict kept by the caller for one config and rubric, where the system message and
+    schema of each (family, asked) are built once (`_config_parts`)."""
     asked = Asked.of(config.prompt_version, task.family, len(task.stages or []))
     content: str | list = user_message(task, case, response)
     if images is not None:
         content = [{"type": "text", "text": content}, *images]
+    system, schema = _config_parts(rubric, task.family, asked, parts)
     req = LLMRequest(
         model=config.model,
-        messages=[{"role": "system",
-                   "content": grader_instructions(rubric, task.family, asked)},
-                  {"role": "user", "content": content}],
-        json_schema=output_json_schema(rubric, task.family, asked), schema_name="grade",
+        messages=[system, {"role": "user", "content": content}],
+        json_schema=schema, schema_name="grade",
         temperature=config.temperature, seed=config.seed, max_tokens=config.max_tokens)
     digest = request_hash(req, {"config_hash": config.config_hash, "base_url": config.base_url})
     return GradeItem(response.response_id, task.family, req, digest, asked)

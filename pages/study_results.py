@@ -54,6 +54,23 @@ def cached_compare(database: str, config_id: int, a: str, b: str, judge: str,
                                    answered_only=answered_only)
 
 
+@st.cache_data(max_entries=16, show_spinner=False)
+def cached_downloads(database: str, config_id: int, by: str, ks: tuple, reveal: bool, judge: str,
+                     model: str, splits: bool, answered_only: bool, key: tuple, a: str | None,
+                     b: str | None) -> dict[str, str]:
+    """The download files of these results and of the comparison of `a` and `b`, made once:
+    the JSON of a 4x study alone takes seconds, which every rerun paid (docs/benchmarks.md)."""
+    res, figures = cached(database, config_id, by, ks, reveal, judge, model, splits,
+                          answered_only, key)
+    ts = tables(res)
+    if a and b:
+        res = replace(res, comparisons=cached_compare(database, config_id, a, b, judge,
+                                                      answered_only, key))
+        ts.append(compare_table(res.comparisons, res))
+    return {**{fmt_: as_text(res, fmt_, ts) for fmt_ in ("json", "md", "latex", "csv")},
+            "html": render_html(res, figures, ts)}
+
+
 with session() as s:
     graders = config_labels(s)
     try:
@@ -138,9 +155,7 @@ b = c2.selectbox("B (A - B on the tasks both answered)", [w for w in whos if w !
 if a and b:
     res = replace(res, comparisons=cached_compare(database_url(), config_id, a, b, judge,
                                                   answered_only, key))
-    t = compare_table(res.comparisons, res)
-    show(t)
-    ts.append(t)  # in the downloads too
+    show(compare_table(res.comparisons, res))  # in the downloads too
 with st.expander("Breadth scores: import a CSV (model, benchmark, score; optional n, source)"):
     st.caption("Each model's published score on a broad benchmark, set beside its depth here "
                "(the tables 'Breadth against depth' and the scatter). A (model, benchmark) "
@@ -161,11 +176,13 @@ st.subheader("Figures")
 for name, data in figures.items():
     st.image(data, caption=name.replace("_", " "))
 st.subheader("Download")
+files = cached_downloads(database_url(), config_id, by, ks, reveal, judge, model, splits,
+                         answered_only, key, a, b)
 cols = st.columns(5)
 for col, (label, fmt_, mime, ext) in zip(cols, (
         ("JSON", "json", "application/json", "json"), ("Markdown", "md", "text/markdown", "md"),
         ("LaTeX", "latex", "application/x-tex", "tex"), ("CSV (cells)", "csv", "text/csv", "csv")),
         strict=False):
-    col.download_button(label, as_text(res, fmt_, ts), file_name=f"results.{ext}", mime=mime)
-cols[4].download_button("HTML report", render_html(res, figures, ts), file_name="results.html",
+    col.download_button(label, files[fmt_], file_name=f"results.{ext}", mime=mime)
+cols[4].download_button("HTML report", files["html"], file_name="results.html",
                         mime="text/html")

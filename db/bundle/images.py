@@ -3,7 +3,11 @@
 Hashing (sha256) runs in threads: hashlib releases the GIL and the files are read once more
 from the page cache by the inspection. Inspection (`imaging.inspect_image`, which opens each
 image and reads every voxel) holds the GIL for much of its work, so many images are inspected
-in worker processes (one per core); a few are inspected in-process. Workers exit when their
+in worker processes (one per core) when they are large enough to pay for starting them, else
+in-process (`PROCESS_BYTES`: the bytes the images hold once decoded, read from their headers:
+starting two spawned workers costs about 2 s on a loaded 2-core machine, inspecting in-process
+runs at 50-340 MiB/s of decoded voxels, so below about 512 MiB one process finishes first;
+docs/benchmarks.md). Workers exit when their
 parent does, even if it is killed (SIGKILL gives it no chance to stop them). Images whose
 content is already in the study (same sha256) were fully checked when first imported and are
 not read again: their shape and voxel sizes come from the study.
@@ -11,6 +15,7 @@ not read again: their shape and voxel sizes come from the study.
 
 import contextlib
 import hashlib
+import math
 import multiprocessing
 import os
 import sys
@@ -23,8 +28,9 @@ from pathlib import Path
 
 from errors import UserError
 
-#: Use worker processes from this many images to inspect (below it, starting them costs more).
-PROCESS_THRESHOLD = 12
+#: Use worker processes when the images to inspect hold this many bytes once decoded (and
+#: there are two or more, and two or more cores): below it, starting them costs more.
+PROCESS_BYTES = 512 * 2**20
 Facts = tuple[list[int], list[float]]  # shape, voxel sizes
 #: shape, voxel sizes, and the one value of every voxel of a blank image (else None)
 Inspected = tuple[list[int], list[float], float | None]
@@ -57,6 +63,29 @@ def inspect_file(path: Path) -> Inspected | str:
     return [int(x) for x in info.shape], [float(x) for x in info.voxel_sizes], info.constant
 
 
+def decoded_bytes(path: Path) -> int:
+    """About the bytes inspecting the image reads: voxels x bytes per voxel from a NIfTI-1
+    header (the first 348 bytes, decompressed if gzipped), else the file's size (also for a
+    header that cannot be read: the inspection reports why)."""
+    import gzip
+    import struct
+
+    try:
+        size = path.stat().st_size
+        opener = gzip.open if path.name.endswith(".gz") else open
+        with opener(path, "rb") as fh:
+            head = fh.read(348)
+    except (OSError, EOFError):
+        return 0
+    for order in "<>":
+        if len(head) == 348 and struct.unpack(order + "i", head[:4])[0] == 348:
+            dims = struct.unpack(order + "8h", head[40:56])
+            bitpix = struct.unpack(order + "h", head[72:74])[0]
+            if 1 <= dims[0] <= 7 and all(d > 0 for d in dims[1:1 + dims[0]]) and bitpix > 0:
+                return math.prod(dims[1:1 + dims[0]]) * bitpix // 8
+    return size
+
+
 def hash_all(paths: Sequence[Path]) -> list[str | OSError]:
     workers = max(1, min(len(paths), os.cpu_count() or 1))
     with ThreadPoolExecutor(max_workers=workers) as pool:
@@ -65,10 +94,11 @@ def hash_all(paths: Sequence[Path]) -> list[str | OSError]:
 
 def inspect_all(paths: Sequence[Path], progress: Progress | None = None,
                 start: float = 0.0, span: float = 1.0) -> list[Inspected | str]:
-    """`inspect_file` of every path, in worker processes when there are many."""
+    """`inspect_file` of every path, in worker processes when they hold `PROCESS_BYTES` or
+    more once decoded."""
     n = len(paths)
     workers = min(n, os.cpu_count() or 1)
-    if n < PROCESS_THRESHOLD or workers < 2:
+    if workers < 2 or sum(decoded_bytes(Path(p)) for p in paths) < PROCESS_BYTES:
         results = []
         for i, p in enumerate(paths, start=1):
             results.append(inspect_file(p))

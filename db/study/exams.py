@@ -361,11 +361,15 @@ def attempt_for(s: Session, *, exam_id: int, user_id: int) -> ExamAttempt:
     return attempt
 
 
-def _answers(s: Session, attempt_id: int) -> dict[str, list[str]]:
-    """{task id: the attempt's recorded answers, stage by stage}."""
+def _answers(s: Session, attempt_id: int,
+             task_ids: Iterable[str] | None = None) -> dict[str, list[str]]:
+    """{task id: the attempt's recorded answers, stage by stage}, of the tasks `task_ids`
+    only when given."""
+    query = select(StageAnswer).where(StageAnswer.attempt_id == attempt_id)
+    if task_ids is not None:
+        query = query.where(StageAnswer.task_id.in_(list(task_ids)))
     answers: dict[str, list[str]] = {}
-    for a in s.exec(select(StageAnswer).where(StageAnswer.attempt_id == attempt_id)
-                    .order_by(StageAnswer.stage)):
+    for a in s.exec(query.order_by(StageAnswer.stage)):
         answers.setdefault(a.task_id, []).append(a.text)
     return answers
 
@@ -401,15 +405,18 @@ def exam_tasks(s: Session, *, attempt: ExamAttempt) -> list[ExamTask]:
     return out
 
 
-def _answered_by(s: Session, user_id: int, *, besides: int | None = None) -> dict[str, str]:
+def _answered_by(s: Session, user_id: int, *, besides: int | None = None,
+                 task_ids: Iterable[str] | None = None) -> dict[str, str]:
     """{task id: the first exam in which the user answered it (or began to)}, their attempt
-    `besides` left out."""
+    `besides` left out; of the tasks `task_ids` only when given."""
     query = (select(StageAnswer.task_id, Exam.name)
              .join(ExamAttempt, ExamAttempt.id == StageAnswer.attempt_id)
              .join(Exam, Exam.id == ExamAttempt.exam_id)
              .where(ExamAttempt.user_id == user_id).order_by(StageAnswer.id))
     if besides is not None:
         query = query.where(ExamAttempt.id != besides)
+    if task_ids is not None:
+        query = query.where(StageAnswer.task_id.in_(list(task_ids)))
     seen: dict[str, str] = {}
     for task_id, name in s.exec(query):
         seen.setdefault(task_id, name)
@@ -417,20 +424,28 @@ def _answered_by(s: Session, user_id: int, *, besides: int | None = None) -> dic
 
 
 def _answered_elsewhere(s: Session, attempt: ExamAttempt, exam: Exam,
-                        answers: dict[str, list[str]]) -> dict[str, str]:
+                        answers: dict[str, list[str]],
+                        kin: list[Task] | None = None,
+                        patient_tasks: list[Task] | None = None) -> dict[str, str]:
     """{task id: the other exam} for this exam's tasks, not begun in this attempt (`answers`),
     that the taker answered or began in another exam, or whose patient they saw more of there:
     a stage of a task of the patient with more stages (what `_waiting_for` holds back within
     one exam), or a reference answer of the patient, handed out by that exam's review. A
     person answers a task once, and before more of its patient is known: a second answer,
     written after its stages (or its review) were seen, is no baseline answer, and the
-    results would count the person twice on the task."""
-    seen = _answered_by(s, attempt.user_id, besides=attempt.id)
+    results would count the person twice on the task.
+
+    `kin`: only these of the exam's tasks, all of one patient whose tasks are
+    `patient_tasks` (`_patient_tasks`): what the taker did elsewhere is then read for the
+    patient's tasks alone (a patient's tasks decide each other's, no other task does)."""
+    among = None if patient_tasks is None else [t.task_id for t in patient_tasks]
+    seen = _answered_by(s, attempt.user_id, besides=attempt.id, task_ids=among)
     reviewed = _reviewed_cases(s, attempt.user_id, besides=attempt.id)
     if not seen and not reviewed:
         return {}
     before = [s.get(Task, task_id) for task_id in seen]
-    mine = [s.get(Task, task_id) for task_id in exam.task_ids if task_id not in answers]
+    mine = ([s.get(Task, task_id) for task_id in exam.task_ids if task_id not in answers]
+            if kin is None else [t for t in kin if t.task_id not in answers])
     patient = patients(s, {t.case_id for t in (*before, *mine)} | set(reviewed))
     reviewed_patients: dict[Patient, str] = {}
     for case_id, name in reviewed.items():
@@ -500,11 +515,22 @@ def _enabled_taker(s: Session, attempt: ExamAttempt) -> None:
         raise UserError("this account is disabled")
 
 
-def _exam_task(s: Session, exam: Exam, task_id: str, attempt_id: int) -> Task:
-    if task_id not in offered_task_ids(s, exam=exam, attempt_id=attempt_id):
+def _exam_task(s: Session, exam: Exam, task_id: str, offered: Iterable[str]) -> Task:
+    """The task, UserError unless `offered` (`offered_task_ids`) holds it."""
+    if task_id not in offered:
         raise UserError(f"task {task_id!r} is not part of this exam"
                         + (" (it is retired)" if task_id in exam.task_ids else ""))
     return s.get(Task, task_id)
+
+
+def _patient_tasks(s: Session, task: Task) -> list[Task]:
+    """Every task of the task's patient (its case, or the cases linked to it as one patient,
+    `patients`), in task id order: read through the indexes on `Case.patient` and
+    `Task.case_id`, whatever the size of the study or the exam."""
+    label = s.exec(select(Case.patient).where(Case.case_id == task.case_id)).one()
+    cases = (select(Case.case_id).where(Case.patient == label) if label
+             else select(Case.case_id).where(Case.case_id == task.case_id))
+    return list(s.exec(select(Task).where(Task.case_id.in_(cases)).order_by(Task.task_id)))
 
 
 def _next_stage(s: Session, attempt: ExamAttempt, task: Task, shown: int | None) -> int:
@@ -534,18 +560,24 @@ def answer_stage(s: Session, *, attempt: ExamAttempt, task_id: str, text: str,
     _enabled_taker(s, current)
     _taker_turn(s, current.user_id)  # their tabs of other exams, and reviews, queue too
     exam = _open_exam(s, current.exam_id)
-    task = _exam_task(s, exam, task_id, current.id)
-    offered = offered_task_ids(s, exam=exam, attempt_id=current.id)
+    offered = {t: k for k, t in enumerate(offered_task_ids(s, exam=exam,
+                                                           attempt_id=current.id))}
+    task = _exam_task(s, exam, task_id, offered)
     stage = _next_stage(s, current, task, stage)
-    answers = _answers(s, current.id)
-    elsewhere = _answered_elsewhere(s, current, exam, answers)
+    # the rules below concern the task's patient alone: only the exam's tasks of that patient
+    # (and the taker's answers to them) are read, so an answer costs the same in any exam
+    patient_tasks = _patient_tasks(s, task)
+    kin = sorted((t for t in patient_tasks if t.task_id in offered),
+                 key=lambda t: offered[t.task_id])
+    answers = _answers(s, current.id, [t.task_id for t in kin])
+    elsewhere = _answered_elsewhere(s, current, exam, answers, kin, patient_tasks)
     if task_id in elsewhere:
         raise UserError(f"in the exam {elsewhere[task_id]!r} you answered this task, or saw "
                         "more of its case (a later stage, or its reference answer); a task is "
                         "answered once, before more of its case is known")
-    tasks = [s.get(Task, t) for t in offered]
-    if stage and (waiting := _waiting_for(tasks, answers, offered.index(task_id), elsewhere,
-                                          patients(s, {t.case_id for t in tasks}))):
+    mine = [t.task_id for t in kin].index(task_id)
+    if stage and (waiting := [offered[kin[k - 1].task_id] + 1 for k in _waiting_for(
+            kin, answers, mine, elsewhere, patients(s, {t.case_id for t in kin}))]):
         raise UserError(f"stage {stage + 1} of this task is revealed once task"
                         f"{'s' if len(waiting) > 1 else ''} {', '.join(map(str, waiting))} of "
                         "this exam, about the same patient, "
@@ -568,7 +600,9 @@ def save_draft(s: Session, *, attempt: ExamAttempt, task_id: str, text: str,
     check_length("the answer", text, ANSWER)
     current = _locked_attempt(s, attempt.id)
     _enabled_taker(s, current)
-    task = _exam_task(s, _open_exam(s, current.exam_id), task_id, current.id)
+    exam = _open_exam(s, current.exam_id)
+    task = _exam_task(s, exam, task_id, set(offered_task_ids(s, exam=exam,
+                                                             attempt_id=current.id)))
     if stage is not None:
         _next_stage(s, current, task, stage)
     current.drafts = {**(current.drafts or {}), task_id: text}

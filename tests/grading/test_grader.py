@@ -155,6 +155,83 @@ def test_identical_requests_in_one_run_are_sent_once(sqlite_url: str, server: Op
         assert len(server.chat_requests()) == 3
 
 
+def test_grading_streams_in_bounded_batches_with_the_same_grades(
+        sqlite_url: str, server: OpenAIServer, monkeypatch) -> None:
+    """Pages of 4 rows and 3 slots grade as one page with 64 slots (the whole study built at
+    once, as before issue 47) does: the same requests (`prepare`'s hashes), grades, counts and
+    requests sent, identical requests sent once across pages. Never more than 3 requests are
+    built and not yet stored, and `limit` reads the texts of no more responses than it grades
+    (before: every pending row)."""
+    from db.models import AuditLog
+    from grading import grader
+    from grading.grader import prepare
+
+    def graded(s: Session) -> dict:
+        return {g.response_id: (g.request_hash, g.correct_diagnosis, g.overall, g.criteria,
+                                g.error_tags) for g in s.exec(select(GraderScore))}
+
+    texts_read, built, stored, most = [], [0], [0], [0]
+    real_build = grader._Builder.__call__
+
+    def build(self, row):  # counts requests built and not yet stored
+        built[0] += 1
+        most[0] = max(most[0], built[0] - stored[0])
+        return real_build(self, row)
+
+    monkeypatch.setattr(grader._Builder, "__call__", build)
+    with Session(engine_for(sqlite_url), expire_on_commit=False) as s:
+        make_study(s, n_tasks=12, samples=2)  # 48 responses
+        s.exec(Response.__table__.update().where(Response.task_id.in_(["task1", "task5"]))
+               .values(text="The same answer."))  # 4 identical requests per task
+        s.commit()
+        cid = _config(s, server)
+        real_exec = s.exec
+
+        def exec_(statement, *args, **kwargs):  # the response texts each page query reads
+            result = real_exec(statement, *args, **kwargs)
+            sql = str(statement)
+            if "response.text" in sql and "JOIN" not in sql:
+                rows = result.all()
+                texts_read.append(len(rows))
+                return _Rows(rows)
+            return result
+
+        monkeypatch.setattr(s, "exec", exec_)
+        monkeypatch.setattr(grader, "PAGE", 4)
+        first = grade(s, config_id=cid, trust_base_url=server.base_url, api_key=SECRET,
+                      concurrency=3, limit=5, progress=lambda done, n: stored.__setitem__(0, done))
+        assert (first.items, first.graded) == (5, 5) and sum(texts_read) == 5
+        rest = grade(s, config_id=cid, trust_base_url=server.base_url, api_key=SECRET,
+                     concurrency=3, progress=lambda done, n: stored.__setitem__(0, 5 + done))
+        assert most[0] <= 3 and built[0] == 48
+        streamed, sent = graded(s), len(server.chat_requests())
+        config = s.get(GraderConfig, cid)
+        rubric = grader.rubric_by_hash(s, config.rubric_hash)
+        assert {rid: g[0] for rid, g in streamed.items()} == {
+            r.response_id: prepare(s, config, rubric, r).request_hash
+            for r in s.exec(select(Response))}
+        audit = [a.detail["n"] for a in s.exec(select(AuditLog)
+                                               .where(AuditLog.action == "grader.run"))]
+        s.exec(GraderScore.__table__.delete())
+        s.exec(GraderCache.__table__.delete())
+        s.commit()
+        monkeypatch.setattr(grader, "PAGE", 500)
+        whole = grade(s, config_id=cid, trust_base_url=server.base_url, api_key=SECRET,
+                      concurrency=64)
+        assert graded(s) == streamed
+        assert (whole.graded, whole.from_cache, whole.failed) == (
+            first.graded + rest.graded, first.from_cache + rest.from_cache, 0) == (48, 6, 0)
+        assert len(server.chat_requests()) - sent == sent == 42
+        assert audit == [5, 43]
+
+
+class _Rows(list):
+    """Rows already read, as `Session.exec` returns them."""
+
+    def all(self) -> list:
+        return list(self)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("fault", ["slow:1", "trickle:60"])
 def test_timeouts_end_as_failures(sqlite_url: str, server: OpenAIServer, fault: str) -> None:

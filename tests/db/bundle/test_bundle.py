@@ -92,7 +92,7 @@ def test_many_images_are_inspected_in_worker_processes(tmp_path: Path, monkeypat
     import db.bundle.images
     from tests.db.bundle.malformed.corpus import build
 
-    monkeypatch.setattr(db.bundle.images, "PROCESS_THRESHOLD", 2)
+    monkeypatch.setattr(db.bundle.images, "PROCESS_BYTES", 1)
     with pytest.raises(BundleInvalid) as info:
         validate_bundle(build("image_truncated_gz", tmp_path / "b"))
     assert [p.file for p in info.value.problems] == ["cases/c1/t1.nii.gz"]
@@ -113,7 +113,7 @@ def test_workers_do_not_rerun_a_streamlit_page(tmp_path: Path, monkeypatch) -> N
     fake_main = types.ModuleType("__main__")
     fake_main.__file__ = str(page)
     monkeypatch.setitem(sys.modules, "__main__", fake_main)
-    monkeypatch.setattr(db.bundle.images, "PROCESS_THRESHOLD", 2)
+    monkeypatch.setattr(db.bundle.images, "PROCESS_BYTES", 1)
     with pytest.raises(BundleInvalid) as info:
         validate_bundle(build("image_truncated_gz", tmp_path / "b"))
     assert [p.file for p in info.value.problems] == ["cases/c1/t1.nii.gz"]
@@ -472,3 +472,28 @@ def test_a_blank_image_is_refused_unless_allowed(sqlite_url: str, tmp_path: Path
         "imports it anyway"]
     assert snapshot(sqlite_url) == before
     assert _import(sqlite_url, bundle, allow_blank=True).new_series == 4
+
+
+def test_small_images_are_inspected_in_process_large_ones_in_workers(tmp_path: Path,
+                                                                      monkeypatch) -> None:
+    """Before issue 47: 12 images or more went to worker processes, however small (6-7 s of
+    starting them for 90 tiny images); now the bytes they hold once decoded decide."""
+    import nibabel as nib
+    import numpy as np
+
+    import db.bundle.images as images
+    from tests.db.bundle.test_killed_import import _volume_gz
+
+    small = tmp_path / "small.nii.gz"
+    nib.save(nib.Nifti1Image(np.ones((8, 8, 4), np.int16), np.eye(4)), small)
+    big = tmp_path / "big.nii.gz"
+    big.write_bytes(_volume_gz()(1))  # 256^3 int16: 32 MiB decoded, about 150 KB on disk
+    assert (images.decoded_bytes(small), images.decoded_bytes(big)) == (8 * 8 * 4 * 2, 2**25)
+    started = []
+    monkeypatch.setattr(images, "ProcessPoolExecutor",
+                        lambda **kw: started.append(kw) or pytest.fail("workers started"))
+    assert images.inspect_all([small] * 40) == [([8, 8, 4], [1.0, 1.0, 1.0], 1.0)] * 40
+    monkeypatch.setattr(images.os, "cpu_count", lambda: 2)
+    with pytest.raises(pytest.fail.Exception):
+        images.inspect_all([big] * 16)  # 512 MiB decoded: worth the workers
+    assert started

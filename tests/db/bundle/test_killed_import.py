@@ -23,7 +23,7 @@ from tests.db.bundle.bundles import TASKS, write_jsonl
 pytestmark = pytest.mark.slow  # starts processes or takes seconds: make test only
 
 ROOT = Path(__file__).resolve().parents[3]
-N_IMAGES = 40  # above PROCESS_THRESHOLD: inspected by worker processes, for a few seconds
+N_IMAGES = 40  # 1.25 GiB decoded, above PROCESS_BYTES: inspected by worker processes, for a few seconds
 
 
 def _volume_gz(n: int = 256) -> Callable[[int], bytes]:

@@ -449,3 +449,39 @@ def test_exams_are_listed_with_their_takers_and_a_closed_one_takes_no_new_answer
         assert s.exec(select(ExamAttempt).where(ExamAttempt.user_id == bob.id)).first() is None
         assert finish(s, attempt=mine) == 1  # what was recorded is handed in
         assert review_tasks(s, attempt=s.get(ExamAttempt, quizzed.id))[0].withheld == []
+
+
+def test_an_answer_reads_the_same_whatever_the_exam_size(sqlite_url: str) -> None:
+    """Issue 47: an answer re-read every task of the exam and every answer of the taker (52 ms
+    per answer at 50 tasks, 167 ms at 200); now only the answered task's patient. The same
+    number of statements for an answer in an exam of 6 tasks and of 60 (each taker with three
+    answers before it, and one in another exam)."""
+    from sqlalchemy import event
+
+    engine = engine_for(sqlite_url)
+    with Session(engine, expire_on_commit=False) as s:
+        make_study(s, n_tasks=61, experts=0)
+        earlier = ensure_exam(s, name="earlier", task_ids=["task60"])
+        attempts = {}
+        for n in (6, 60):
+            exam = ensure_exam(s, name=f"exam{n}", task_ids=[f"task{t}" for t in range(n)])
+            taker = add_user(s, name=f"stu{n}", role="student", password="pw")
+            s.commit()
+            answer_stage(s, attempt=attempt_for(s, exam_id=earlier.id, user_id=taker.id),
+                         task_id="task60", text="a")
+            attempts[n] = attempt_for(s, exam_id=exam.id, user_id=taker.id)
+            for t in range(3):
+                answer_stage(s, attempt=attempts[n], task_id=f"task{t}", text="x")
+    cost = {}
+    for n, attempt in attempts.items():
+        statements: list[str] = []
+        listen = lambda *args, into=statements: into.append(args[2])  # noqa: E731
+        event.listen(engine, "before_cursor_execute", listen)
+        try:
+            with Session(engine, expire_on_commit=False) as s:  # a new session, as a page's
+                answer_stage(s, attempt=s.get(ExamAttempt, attempt.id), task_id="task2",
+                             text="stage 2", stage=1)  # task2 is level 3: a second stage
+        finally:
+            event.remove(engine, "before_cursor_execute", listen)
+        cost[n] = len(statements)
+    assert cost[6] == cost[60]
