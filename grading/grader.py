@@ -38,7 +38,7 @@ from db.models import (
 from db.queries import fetch_in
 from db.rubrics import rubric_by_hash
 from db.status import count_query
-from db.study.reference import Against, judged_against, require_reference
+from db.study.reference import Against, content_digest, judged_against, require_reference
 from db.study.retire import taken_out
 from db.study.revisions import stale, windows
 from errors import UserError
@@ -51,7 +51,7 @@ from llm.run_writer import RunWriter, open_run
 from rubric import Rubric
 
 ITEMS = ("pending", "calibration", "all", "stale")
-CHANGED = ("the response's text (on review) or its case's reference answer (an import) changed "
+CHANGED = ("the response's text (on review), or its case or task (an import, a revision) changed "
            "while it was graded: graded again next run")
 
 
@@ -192,7 +192,7 @@ class _Builder:
         case = self.cases[task.case_id]
         item = grade_request(self.config, self.rubric, task, case, row,
                              self._images(case.case_id), parts=self.parts)
-        return item, (row.text, row.turns, case.ground_truth)
+        return item, (row.text, row.turns, case.ground_truth, content_digest(case, task))
 
 
 Entry = tuple[GradeItem, CallResult, bool, bool, Against]  # (request, result, from the cache,

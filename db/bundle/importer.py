@@ -223,6 +223,11 @@ def _plan(s: Session, vb: ValidBundle, summary: ImportSummary, revise: bool = Fa
         else:
             summary.unchanged_tasks += 1
 
+    # Revised tasks locked too: a judgment being saved with the old task in view (it holds the
+    # task's row shared, db.study.reference.judged_against) commits first, or waits.
+    for chunk in chunks([c.item_id for c in plan.changes if c.kind == "task"], IN_CHUNK):
+        s.exec(for_update(select(Task.task_id).where(Task.task_id.in_(chunk)))).all()
+
     old_resp = {r.response_id: r for r in
                 fetch_in(s, Response.response_id, (r["response_id"] for r in vb.responses))}
     created = as_created(s, old_resp)  # compared as the bundle had them, before redaction

@@ -21,6 +21,7 @@ from db.locks import for_share
 from db.models import (
     Assignment,
     AssignmentDesign,
+    Case,
     ExpertScore,
     Response,
     ScoreRevision,
@@ -34,6 +35,7 @@ from db.study.cases import case_series, case_view
 from db.study.masks import MaskImage, masks_for_task
 from db.study.reference import (
     Against,
+    content_digest,
     has_reference,
     judged_against,
     missing_message,
@@ -96,10 +98,11 @@ class OtherItem(StaleForm):
 
 def shown_digest(against: Against) -> str:
     """A digest of what a score is given against (`db.study.reference.judged_against`): the
-    response's words and the case's reference answer (the rest of an item, its case record,
-    images and task, cannot change once imported)."""
-    text, turns, reference = against
-    shown = json.dumps([reference, text, turns or []], sort_keys=True, ensure_ascii=False)
+    response's words, the case's reference answer, and the rest of the case record and task
+    (a revision may change them; images cannot change once imported)."""
+    text, turns, reference, content = against
+    shown = json.dumps([reference, text, turns or [], content], sort_keys=True,
+                       ensure_ascii=False)
     return hashlib.sha256(shown.encode()).hexdigest()
 
 
@@ -319,7 +322,8 @@ def load_item(s: Session, *, rater_id: int, assignment_id: int) -> ScoringItem:
         revision=0 if score is None else score.revision,
         masks=masks_for_task(s, task=task),
         key_slices=case.key_slices, opening_view=case.opening_view,
-        shown=shown_digest((resp.text, resp.turns, case.ground_truth)),
+        shown=shown_digest((resp.text, resp.turns, case.ground_truth,
+                            content_digest(s.get(Case, task.case_id), task))),
     )
 
 

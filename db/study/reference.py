@@ -6,6 +6,8 @@ apart). Such a task can be sent to models and put in exams; grading it and scori
 experts need the answer, so those refuse with one line naming the tasks (`require_reference`).
 """
 
+import hashlib
+import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -16,7 +18,9 @@ from db.models import Assignment, Case, ExpertScore, GraderScore, Response, Task
 from db.queries import IN_CHUNK, chunks, fetch_in
 from errors import UserError
 
-Against = tuple[str, list | None, dict | None]  # a response's text and turns, its case's answer
+# a response's text and turns, its case's answer, and a digest of the rest of its case record and
+# task (`content_digest`: what a revision may change, db.study.revisions)
+Against = tuple[str, list | None, dict | None, str]
 HINT = "import the answers with nmb import FILE... --from neural-medbench --answers ANSWERS.json"
 _SHOWN = 5  # task ids named in the message
 
@@ -48,17 +52,28 @@ def require_reference(s: Session, *, task_ids: Iterable[str]) -> None:
         raise UserError(missing_message(missing))
 
 
+def content_digest(case: Case, task: Task) -> str:
+    """A digest of what a revision may change of a response's case record and task, but the
+    reference answer (`Against` holds it apart): a judgment built on other content is stale."""
+    from db.study.revisions import REVISABLE
+
+    content = {kind: {f: getattr(row, f) for f in sorted(REVISABLE[kind] - {"ground_truth"})}
+               for kind, row in (("case", case), ("task", task))}
+    return hashlib.sha256(json.dumps(content, sort_keys=True, default=str).encode()).hexdigest()
+
+
 def judged_against(s: Session, response_ids: list[str]) -> dict[str, Against]:
-    """{response id: its text, turns and case's reference answer}, what a grade or an expert
-    score of it is made against, read with the responses' and cases' rows share-locked until
-    the commit: a review or an import changing them waits for the judgment's write, or came
-    first (and the judgment sees the change)."""
-    rows = s.exec(select(Response.response_id, Response.text, Response.turns, Case.ground_truth)
+    """{response id: its text, turns, case's reference answer and `content_digest`}, what a
+    grade or an expert score of it is made against, read with the responses', cases' and
+    tasks' rows share-locked until the commit: a review, an import or a revision changing them
+    waits for the judgment's write, or came first (and the judgment sees the change)."""
+    rows = s.exec(select(Response.response_id, Response.text, Response.turns, Case, Task)
                   .join(Task, Task.task_id == Response.task_id)
                   .join(Case, Case.case_id == Task.case_id)
                   .where(Response.response_id.in_(response_ids))
-                  .with_for_update(read=True, of=(Response, Case))).all()
-    return {rid: (text, turns, truth) for rid, text, turns, truth in rows}
+                  .with_for_update(read=True, of=(Response, Case, Task))).all()
+    return {rid: (text, turns, case.ground_truth, content_digest(case, task))
+            for rid, text, turns, case, task in rows}
 
 
 def require_reference_for_responses(s: Session, *, response_ids: Iterable[str]) -> None:
