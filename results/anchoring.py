@@ -203,7 +203,8 @@ def _agreement(label: str, pairs: list[tuple[str, str, bool, bool]], *,
     kappa = cohen_kappa(g.astype(float), e.astype(float))
     return StageAgreement(
         label, len(pairs), len({p[1] for p in pairs}), *counts,
-        Estimate.share(same.mean(), one_way_variance(agree, units), units - 1, cases=units),
+        Estimate.share(same.mean(), one_way_variance(agree, units), units - 1, cases=units,
+                       answers=same),
         Estimate(None) if kappa is None else Estimate(
             round(kappa, 4), None if units < MIN_CASES or (ci := percentile_ci(kappas)) is None
             else [round(x, 4) for x in ci], None if units >= MIN_CASES else TOO_FEW))

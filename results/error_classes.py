@@ -61,7 +61,8 @@ def shares(cases: Sequence[str], tagsets: Sequence[Sequence[str]], classes: Sequ
         resampled = (weights @ alloc) / weights.sum(axis=1, keepdims=True)
     point = alloc.mean(axis=0)
     n = len(set(cases))
-    return {c: Estimate.share(point[i], one_way_variance(resampled[:, i], n), n - 1, cases=n)
+    return {c: Estimate.share(point[i], one_way_variance(resampled[:, i], n), n - 1, cases=n,
+                              answers=alloc[:, i])
             for i, c in enumerate([*classes, UNTAGGED])}
 
 

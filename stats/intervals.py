@@ -18,7 +18,13 @@ adds each human side's own people and interaction terms to the cases' term of th
   Wilson form that Dean & Pagano 2015 (J. Surv. Stat. Methodol. 3:484-503) found to cover in
   clustered samples; algebraically, Wilson's formula at n* with t_df in place of z. (Their
   shrinking factor is (t_{n-1} / t_df)^2 for n observations; z, its limit, is within 3% of
-  t_{n-1} from 50 answers on, so this interval is slightly wider than theirs.) Where no
+  t_{n-1} from 50 answers on, so this interval is slightly wider than theirs.) As Korn &
+  Graubard do, the design effect is floored at 1: v is at least the variance the answers would
+  have as a simple random sample, s^2 / n for n answers of plug-in variance s^2, so that for
+  0/1 answers n* is at most n (answers that share a case carry no more information than
+  independent ones). Near 0 or 1 a case-resampled v falls with the estimate (an estimate of
+  0.95 from 12 cases has few cases with a wrong answer), so p(1 - p) / v can exceed n;
+  docs/methods.md, "The coverage criterion", has the simulation. Where no
   spread was seen (v = 0 with p inside (0, 1)), n* is df + 1 (the number of cases), as if each
   case were one observation; where every answer agrees (p = 0 or 1) the interval is the exact
   Clopper-Pearson one with each case one trial (`cluster_clopper_pearson`), e.g. [0.478, 1] at
@@ -145,17 +151,23 @@ def cluster_clopper_pearson(p: float, cases: int, *,
 
 
 def share_interval(p: float, variance: float, df: float, *, cases: int | None = None,
+                   srs_variance: float | None = None,
                    confidence: float = CONFIDENCE) -> list[float]:
     """The Wilson interval of a share (or a 0-1 score) `p` whose design-based variance is
-    `variance`, with `df` degrees of freedom (df + 1 units stand in where no spread was seen).
-    Where every answer agrees (p exactly 0 or 1) it is `cluster_clopper_pearson` on `cases`
-    (default df + 1) trials: exact at the cluster level, never wider."""
+    `variance`, with `df` degrees of freedom (df + 1 units stand in where no spread was seen),
+    the variance at least `srs_variance` (that of its answers as a simple random sample, s^2 /
+    n: the design effect floored at 1, Korn & Graubard 1998) where given; for n answers of 0 or
+    1, n* = min(n, p(1 - p) / v). Where every answer agrees (p exactly 0 or
+    1) it is `cluster_clopper_pearson` on `cases` (default df + 1) trials: exact at the cluster
+    level, never wider."""
     if p <= 0 or p >= 1:
         return cluster_clopper_pearson(p, cases if cases is not None else int(round(df)) + 1,
                                        confidence=confidence)
     z, t = _quantiles(df, confidence)
     spread = math.isfinite(variance) and variance > NO_SPREAD
     n_eff = p * (1 - p) / variance if spread else df + 1
+    if srs_variance is not None and srs_variance > NO_SPREAD:
+        n_eff = min(n_eff, p * (1 - p) / srs_variance)
     return wilson(p, n_eff * (z / t) ** 2, z)
 
 

@@ -67,12 +67,15 @@ class Estimate:
     note: str | None = None
 
     @classmethod
-    def share(cls, value: float, variance: float, df: float, *, cases: int) -> Estimate:
+    def share(cls, value: float, variance: float, df: float, *, cases: int,
+              answers: Sequence[float] | np.ndarray | None = None) -> Estimate:
         """`value` (on 0-1) with `stats.intervals.share_interval` of its design-based
-        `variance` and `df` degrees of freedom; none below `MIN_CASES` cases."""
+        `variance` and `df` degrees of freedom, the variance at least that of `answers` (the
+        0-1 values it stands on) as a simple random sample; none below `MIN_CASES` cases."""
         if cases < MIN_CASES or not df >= 1:
             return cls(_round(value), None, TOO_FEW)
-        ci = share_interval(float(value), variance, df, cases=cases)
+        srs = None if answers is None else float(np.var(answers) / len(answers))
+        ci = share_interval(float(value), variance, df, cases=cases, srs_variance=srs)
         return cls(_round(value), [_round(q) for q in ci])
 
 
@@ -100,10 +103,13 @@ def _over_cases(per_task: np.ndarray, case: np.ndarray, weights: np.ndarray) -> 
     return (weights @ sums) / (weights @ counts)
 
 
-def over_cases(per_task: Sequence[float], cases: Sequence, *, resamples: int = RESAMPLES,
-               seed: int = 0) -> Estimate:
+def over_cases(per_task: Sequence[float], cases: Sequence, *,
+               answers: Sequence[float] | np.ndarray | None = None,
+               resamples: int = RESAMPLES, seed: int = 0) -> Estimate:
     """The mean of per-task values (one per task, `cases` naming each task's case), cases
-    resampled with their tasks."""
+    resampled with their tasks. `answers`: the values behind them (default the per-task values;
+    a task's mean over 5 samples stands on 5 answers), whose variance as a simple random sample
+    is the least the interval's can be (`stats.intervals.share_interval`)."""
     per_task = np.asarray(per_task, dtype=float)
     if per_task.size == 0:
         return NONE
@@ -112,7 +118,8 @@ def over_cases(per_task: Sequence[float], cases: Sequence, *, resamples: int = R
     if n < MIN_CASES:
         return Estimate(_round(per_task.mean()), None, TOO_FEW)
     resampled = _over_cases(per_task, case, _case_weights(n, resamples, seed))
-    return Estimate.share(per_task.mean(), one_way_variance(resampled, n), n - 1, cases=n)
+    return Estimate.share(per_task.mean(), one_way_variance(resampled, n), n - 1, cases=n,
+                          answers=per_task if answers is None else answers)
 
 
 def _crossed(person: Sequence, case: Sequence, values: Sequence[float]
@@ -195,7 +202,8 @@ def over_people(person: Sequence, case: Sequence, values: Sequence[float], *,
     people = bootstrap_weights(total.shape[0], resamples, rng)
     cases = bootstrap_weights(total.shape[1], resamples, rng)
     v, df = _variance(*_parts(total, answered, people, cases), *total.shape)
-    return Estimate.share(_person_means(total, answered), v, df, cases=total.shape[1])
+    return Estimate.share(_person_means(total, answered), v, df, cases=total.shape[1],
+                          answers=values)
 
 
 def group_mean(tasks: Sequence[str], values: Sequence[float],
@@ -213,7 +221,8 @@ def group_mean(tasks: Sequence[str], values: Sequence[float],
             per_task[task].append(v)
             case_of[task] = case
         return over_cases([sum(v) / len(v) for v in per_task.values()],
-                          [case_of[t] for t in per_task], resamples=resamples, seed=seed)
+                          [case_of[t] for t in per_task], answers=values,
+                          resamples=resamples, seed=seed)
     who = [p if p is not None else f"#{i}" for i, p in enumerate(people)]
     return over_people(who, cases, values, resamples=resamples, seed=seed)
 
@@ -241,7 +250,7 @@ def pooled_share(values: Sequence[float], cases: Sequence,
     drawn_cases = bootstrap_weights(total.shape[1], resamples, rng)
     v, df = _variance(*_parts(total, answered, drawn_people, drawn_cases, _pooled_pigeonhole),
                       *total.shape)
-    return Estimate.share(share, v, df, cases=total.shape[1])
+    return Estimate.share(share, v, df, cases=total.shape[1], answers=values)
 
 
 # ------------------------------------------------------------------ paired differences

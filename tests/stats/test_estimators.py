@@ -85,7 +85,9 @@ def test_the_pooled_share_is_k_over_n_with_intervals_from_a_loop() -> None:
     """The anchoring share (results.anchoring) is k/n over units, not a mean of per-task
     shares: 2 of 11 here, where the mean of the two tasks' shares would be 0.4. Its interval:
     a loop over the same draws, each resample the drawn units' k over their n (cases drawn for
-    a model; people, then cases, for a human group, the variance taken apart as for pass@1)."""
+    a model; people, then cases, for a human group, the variance taken apart as for pass@1),
+    its variance at least that of the 11 answers as a simple random sample (Korn & Graubard
+    1998: n* at most 11)."""
     case = ["c1", "c1", "c2", "c3", "c4", "c5", "c5", "c5", "c5", "c5", "c5"]
     value = [1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0]
     per_task = group_mean(["t1", "t1", "t2", "t3", "t4", "t5", "t5", "t5", "t5", "t5", "t5"],
@@ -96,8 +98,10 @@ def test_the_pooled_share_is_k_over_n_with_intervals_from_a_loop() -> None:
     idx = ["c1 c2 c3 c4 c5".split().index(c) for c in case]
     loop = [sum(r[i] * v for i, v in zip(idx, value, strict=True)) / sum(r[i] for i in idx)
             for r in w]
-    assert model.ci == [round(q, 4) for q in
-                        share_interval(2 / 11, one_way_variance(np.array(loop), 5), 4)]
+    v = one_way_variance(np.array(loop), 5)
+    assert (2 / 11) * (9 / 11) / v > 11  # the resamples' n* exceeds the answers: truncated
+    srs = (2 / 11) * (9 / 11) / 11
+    assert model.ci == [round(q, 4) for q in share_interval(2 / 11, v, 4, srs_variance=srs)]
 
     person = ["a"] * 6 + ["b"] * 5
     human = pooled_share(value, case, person, resamples=400, seed=3)
@@ -114,7 +118,7 @@ def test_the_pooled_share_is_k_over_n_with_intervals_from_a_loop() -> None:
                              [pooled(p, np.ones(5)) for p in people_w],
                              [pooled(np.ones(2), c) for c in cases_w], 2, 5)
     assert human.value == round(2 / 11, 4)
-    assert human.ci == [round(q, 4) for q in share_interval(2 / 11, v, df)]
+    assert human.ci == [round(q, 4) for q in share_interval(2 / 11, v, df, srs_variance=srs)]
     assert pooled_share(value[:4], case[:4]).note == TOO_FEW  # four cases
 
 
@@ -205,7 +209,10 @@ def test_error_shares_by_hand_and_their_cluster_interval() -> None:
     size = {"c1": 2, "c2": 1, "c3": 1, "c4": 2, "c5": 1}
     drawn = [sum(w * a_weight[c] for w, c in zip(row, sorted(size), strict=True))
              / sum(w * size[c] for w, c in zip(row, sorted(size), strict=True)) for row in weights]
-    ci = share_interval(3.5 / 7, np.var(drawn) * 5 / 4, 4)
+    # the variance at least that of the 7 responses' shares of "a" as a simple random sample
+    srs = np.var([1, 0.5, 0, 0, 1, 0, 1]) / 7
+    assert srs > np.var(drawn) * 5 / 4  # the floor holds here (Korn & Graubard 1998)
+    ci = share_interval(3.5 / 7, np.var(drawn) * 5 / 4, 4, srs_variance=srs)
     assert got["a"].value == 0.5 and got["a"].ci == [round(q, 4) for q in ci]
 
 

@@ -37,7 +37,9 @@ def test_the_share_interval_is_the_score_interval_with_t_in_place_of_z(p, v, df)
 
 def test_the_cell_interval_from_a_direct_loop_over_the_same_case_resamples() -> None:
     """Seven cases of 1-3 tasks: each resample keeps every task of a drawn case; the interval
-    is Wilson's at n* = p(1-p)/v, v the resamples' variance x 7/6, shrunk by (z/t_6)^2."""
+    is Wilson's at n* = p(1-p)/v, v the resamples' variance x 7/6 but at least the 11 values'
+    variance as a simple random sample (the design effect floored at 1, Korn & Graubard 1998),
+    shrunk by (z/t_6)^2."""
     case = ["c1", "c1", "c2", "c3", "c3", "c3", "c4", "c5", "c6", "c6", "c7"]
     per_task = [1, 0.5, 0, 1, 1, 0, 0.5, 1, 0, 1, 1]
     est = over_cases(per_task, case, resamples=500, seed=3)
@@ -49,7 +51,9 @@ def test_the_cell_interval_from_a_direct_loop_over_the_same_case_resamples() -> 
                 for _ in range(int(row[labels.index(c)]))]
         drawn.append(np.mean(kept))
     p = np.mean(per_task)
-    n_eff = p * (1 - p) / (np.var(drawn) * 7 / 6) * (Z / sps.t.ppf(0.975, 6)) ** 2
+    v = max(np.var(drawn) * 7 / 6, np.var(per_task) / 11)
+    assert v > np.var(drawn) * 7 / 6  # the floor holds here: the resamples' n* exceeds 11 x
+    n_eff = p * (1 - p) / v * (Z / sps.t.ppf(0.975, 6)) ** 2
     assert est.value == round(p, 4) and est.note is None
     assert est.ci == [round(q, 4) for q in wilson(p, n_eff, Z)]
 
