@@ -156,10 +156,12 @@ def share_interval(p: float, variance: float, df: float, *, cases: int | None = 
     """The Wilson interval of a share (or a 0-1 score) `p` whose design-based variance is
     `variance`, with `df` degrees of freedom (df + 1 units stand in where no spread was seen),
     the variance at least `srs_variance` (that of its answers as a simple random sample, s^2 /
-    n: the design effect floored at 1, Korn & Graubard 1998) where given; for n answers of 0 or
-    1, n* = min(n, p(1 - p) / v). Where every answer agrees (p exactly 0 or
-    1) it is `cluster_clopper_pearson` on `cases` (default df + 1) trials: exact at the cluster
-    level, never wider."""
+    n: the design effect floored at 1, Korn & Graubard 1998; the effective size is set to the
+    sample size where larger, as in Parker et al. 2017, NCHS Data Presentation Standards for
+    Proportions, Vital Health Stat 2(175)) where given; for n answers of 0 or 1,
+    n* = min(n, p(1 - p) / v). Where every answer agrees (p exactly 0 or 1) it is
+    `cluster_clopper_pearson` on `cases` (default df + 1) trials: exact at the cluster level,
+    never wider."""
     if p <= 0 or p >= 1:
         return cluster_clopper_pearson(p, cases if cases is not None else int(round(df)) + 1,
                                        confidence=confidence)
