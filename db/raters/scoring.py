@@ -77,13 +77,14 @@ class StaleScore(StaleForm):
 
 class ChangedItem(StaleForm):
     """What the rater scored against changed since the form showed it: an import gave the case
-    another reference answer (allowed while no score has used it), or a review changed the
-    response's words. A score must be given with what it is stored against in view."""
+    another reference answer (allowed while no score has used it), a revision changed its case
+    record or task, or a review changed the response's words. A score must be given with what
+    it is stored against in view."""
 
     def __init__(self, blind_code: str) -> None:
-        super().__init__(f"item {blind_code} changed since this form showed it (its case's "
-                         "reference answer or the response's words): your change is not saved; "
-                         "the page shows the item as it is now")
+        super().__init__(f"item {blind_code} changed since this form showed it (its case, its "
+                         "task or the response's words): your change is not saved; the page "
+                         "shows the item as it is now")
 
 
 class OtherItem(StaleForm):

@@ -142,3 +142,33 @@ def test_a_corrected_answer_makes_grades_stale_regraded_by_one_command_and_a_ver
         assert '<a href="versions/1.0/index.html">1.0</a>' in now
         assert "Neural-MedBench leaderboard, version 1.0" in tagged
         assert '<a href="../../index.html">now</a>' in tagged
+
+
+def test_a_score_made_on_a_form_shown_before_a_revision_is_refused(sqlite_url: str,
+                                                                  tmp_path: Path) -> None:
+    """The form showed the old record; a revision lands; its submit is refused (it would be
+    stored as made after the revision, and counted, against content the rater never saw)."""
+    from db.raters.assignments import assign
+    from db.raters.scoring import ChangedItem, load_item, queue, submit
+    from db.rubrics import ensure_rubric
+
+    assert cli.main(["import", str(write_bundle(tmp_path / "a"))]) == 0
+    with Session(engine_for(sqlite_url), expire_on_commit=False) as s:
+        from db.users import add_user
+
+        rater = add_user(s, name="neuro", role="expert", password="pw")
+        assign(s, rubric_hash=ensure_rubric(s, "neurology-v1").content_hash, raters=["neuro"],
+               overlap=1, selection="all", seed=0)
+        s.commit()
+        entry = next(e for e in queue(s, rater_id=rater.id) if e.family == "lesion")  # task t2
+        item = load_item(s, rater_id=rater.id, assignment_id=entry.assignment_id)
+        s.rollback()
+        tasks = [json.loads(x) for x in (tmp_path / "a/tasks.jsonl").read_text().splitlines()]
+        tasks[1]["prompt"] = "Where is the lesion, and how large is it?"
+        (tmp_path / "a/tasks.jsonl").write_text("".join(json.dumps(t) + "\n" for t in tasks))
+        assert cli.main(["import", str(tmp_path / "a"), "--revise"]) == 0
+        values = {"criteria": {"lesion": 3, "integration": 3, "coherence": 3},
+                  "correct_diagnosis": True, "error_tags": [], "comment": "", "confidence": 3}
+        with pytest.raises(ChangedItem):
+            submit(s, rater_id=rater.id, assignment_id=entry.assignment_id, values=values,
+                   shown=item.shown)
