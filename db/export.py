@@ -75,6 +75,7 @@ def _responses(s: Session, reveal: bool) -> list[dict[str, Any]]:
     return [{
         "response_id": r.response_id, "task_id": r.task_id, "case_id": case_id,
         "family": family, "level": level, "source": r.source, "model": r.model,
+        "condition": r.condition,
         "user": _who("user", r.user_id, name, reveal), "sample": r.sample, "text": r.text,
         "turns": r.turns, "usage": r.usage or (collected.usage() if collected else None),
         "blind_code": r.blind_code, "created_at": r.created_at,
@@ -183,7 +184,7 @@ def _agreement(s: Session, reveal: bool) -> list[dict[str, Any]]:
 
 COLUMNS: dict[str, tuple[str, ...]] = {
     "responses": ("response_id", "task_id", "case_id", "family", "level", "source", "model",
-                  "user", "sample", "text", "turns", "usage", "blind_code", "created_at",
+                  "condition", "user", "sample", "text", "turns", "usage", "blind_code", "created_at",
                   "retired", "stale"),
     "tasks": ("task_id", "case_id", "family", "level", "n_stages", "disconfirming", "retired"),
     "expert-scores": ("score_id", "response_id", "blind_code", "task_id", "source", "model",
