@@ -105,7 +105,7 @@ except UserError as e:  # e.g. NMB_BERTSCORE_MODEL is not a model folder
 
 with headline:
     top = headline_table(res)
-    st.markdown(f"##### {top.title}")
+    st.markdown(f"**{escape_markdown(top.title)}**")  # bold, not a heading: no text imitates one
     st.dataframe(pd.DataFrame(top.rows, columns=top.header), hide_index=True, width="stretch",
                  column_config={"who": st.column_config.TextColumn(pinned=True)})
     chart = leaderboard_chart([c.row() for c in res.overall], res.ks)

@@ -89,7 +89,8 @@ def test_breadth_against_depth_on_the_demo(demo_study: Path, tmp_path: Path, cap
     assert not at.exception, at.exception
     titles = [h.value for h in at.subheader]
     assert "Breadth against depth: rank correlation across models" in titles
-    summary = at.dataframe[titles.index("Breadth against depth: rank correlation across models")]
+    summary = at.dataframe[1 + titles.index(  # after the headline table, which has no subheader
+        "Breadth against depth: rank correlation across models")]
     assert summary.value["benchmark"].tolist() == ["DrVD-Bench (synthetic)", "MMLU-Pro (synthetic)"]
     payload = page_payload(at)
     assert "breadth 1" in payload and "breadth 2" in payload  # the scatters' captions

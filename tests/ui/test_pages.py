@@ -28,9 +28,11 @@ PICTURE_URL = re.compile(r"/nmb/volumes/[0-9a-f]{32}/([0-9a-f]{64})\.png")
 
 
 def _viewer_gets_images_and_labels_only(at, sequences: set[str],
-                                        masks: dict[str, str] | None = None) -> None:
+                                        masks: dict[str, str] | None = None,
+                                        exam: bool = False) -> None:
     """The viewer component receives sequence labels and volume URLs, and the URLs and labels
-    of exactly the `masks` ({sha256: label}) it may show, nothing else; the picture component
+    of exactly the `masks` ({sha256: label}) it may show, where it opens (never on the lesion
+    in an exam: `exam`), the next item's volume URLs, nothing else; the picture component
     (the demo's picture case) labels, captions, picture URLs and sizes, nothing else."""
     pictures = [json.loads(e.proto.json_args) for e in at.get("component_instance")
                 if e.proto.component_name.endswith("nmb_picture_viewer")]
@@ -45,13 +47,17 @@ def _viewer_gets_images_and_labels_only(at, sequences: set[str],
             return
     [args] = viewer_args(at)
     assert {"series", "masks", "height", "key", "default"} <= set(args) <= {
-        "series", "masks", "height", "key", "default", "keys", "start", "fit"}
+        "series", "masks", "height", "key", "default", "keys", "start", "fit", "prefetch"}
+    assert all(VOLUME_URL.fullmatch(url) for url in args.get("prefetch", [])), args["prefetch"]
     assert args.get("fit") in (None, "bottom")
     for jump in args.get("keys", []):  # a key slice: a series label, a plane and a point
         assert set(jump) == {"label", "plane", "mm"} and jump["label"].split()[0] in sequences
         assert all(isinstance(v, float) for v in jump["mm"]), jump
-    if "start" in args:
-        assert set(args["start"]) == {"plane", "mm"} and args["keys"]
+    if "start" in args:  # imaging.opening_view
+        start = args["start"]
+        assert {"plane", "mm", "source"} <= set(start) <= {"plane", "mm", "source", "layout"}
+        assert start["source"] in ({"protocol", "admin", "key slices", "family"}
+                                   | (set() if exam else {"lesion mask"})), start
     assert args["series"]
     for s in args["series"]:
         assert set(s) == {"label", "url"} and s["label"] in sequences
@@ -156,7 +162,7 @@ def test_exam_page_hides_reference_and_other_answers(demo_study: Path) -> None:
     payload = page_payload(at)
     for word in [*MODELS, *truths, *texts]:
         assert word not in payload
-    _viewer_gets_images_and_labels_only(at, sequences)
+    _viewer_gets_images_and_labels_only(at, sequences, exam=True)
     with session() as s:  # a taker sees at least what a model is shown: its key slices
         keyed = {(k["series"], k["plane"]) for c in s.exec(select(Case)) for k in c.key_slices or []}
     seen, jumps = set(), set()
@@ -165,7 +171,7 @@ def test_exam_page_hides_reference_and_other_answers(demo_study: Path) -> None:
         exam.session_state["exam_task"] = i
         exam.run()
         assert not exam.exception
-        _viewer_gets_images_and_labels_only(exam, sequences)  # no mask, ever
+        _viewer_gets_images_and_labels_only(exam, sequences, exam=True)  # no mask, ever
         assert not any(sha in page_payload(exam) for sha in mask_shas)
         seen |= {cid for cid, title in titles.items() if title in page_payload(exam)}
         jumps |= {tuple(j["label"].split()[:2]) for args in viewer_args(exam)
@@ -182,7 +188,7 @@ def test_exam_page_hides_reference_and_other_answers(demo_study: Path) -> None:
     at.session_state[key] = {"text": "Left MCA infarct.", "edit": 1, "record": 1}  # its button
     at.run()
     assert not at.exception
-    assert any(m.value.startswith("Answer recorded for task 1") for m in at.success)
+    assert any("Answer recorded for task 1" in m.value for m in at.caption)  # inline
     at.selectbox(key="exam_task").set_value(0).run()  # the page moved on to the next task
     assert "Left MCA infarct." in page_payload(at)
 

@@ -44,7 +44,7 @@ def test_results_page_shows_every_table_to_admins_only(demo_study: Path) -> None
     assert len(people) == 9 and people["person"].str.startswith("user-").all()
     paired = at.dataframe[14].value  # after the headline and the 13 tables: physician - the first model
     assert list(paired["measure"]) == ["pass@1", "rubric score"]
-    assert set(paired["A"]) == {"physician"} and paired["A - B"].str.contains(r"\[").all()
+    assert set(paired["A"]) == {"physician"} and paired["A - B (unadjusted 95%)"].str.contains(r"\[").all()
     assert "synthetic-student-1" not in page_payload(at)
     at.toggle[0].set_value(True).run(timeout=120)  # reveal
     assert "synthetic-student-1" in set(at.dataframe[4].value["person"])
