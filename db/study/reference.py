@@ -9,6 +9,7 @@ experts need the answer, so those refuse with one line naming the tasks (`requir
 import hashlib
 import json
 from collections.abc import Iterable
+from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy import func
@@ -52,13 +53,18 @@ def require_reference(s: Session, *, task_ids: Iterable[str]) -> None:
         raise UserError(missing_message(missing))
 
 
-def content_digest(case: Case, task: Task) -> str:
-    """A digest of what a revision may change of a response's case record and task, but the
-    reference answer (`Against` holds it apart): a judgment built on other content is stale."""
-    from db.study.revisions import REVISABLE
+#: The fields of a case record and a task that `content_digest` covers: what a revision may
+#: change (db.study.revisions.REVISABLE) but the reference answer, which `Against` holds apart.
+CASE_FIELDS = ("title", "ehr", "scores", "key_slices", "patient")
+TASK_FIELDS = ("family", "level", "prompt", "stages", "disconfirming", "show_masks")
 
-    content = {kind: {f: getattr(row, f) for f in sorted(REVISABLE[kind] - {"ground_truth"})}
-               for kind, row in (("case", case), ("task", task))}
+
+def content_digest(case: Any, task: Any) -> str:
+    """A digest of what a revision may change of a response's case record and task, but the
+    reference answer: a judgment built on other content is stale. `case` and `task`: rows, or
+    anything with their fields as attributes."""
+    content = {"case": {f: getattr(case, f) for f in CASE_FIELDS},
+               "task": {f: getattr(task, f) for f in TASK_FIELDS}}
     return hashlib.sha256(json.dumps(content, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -66,14 +72,22 @@ def judged_against(s: Session, response_ids: list[str]) -> dict[str, Against]:
     """{response id: its text, turns, case's reference answer and `content_digest`}, what a
     grade or an expert score of it is made against, read with the responses', cases' and
     tasks' rows share-locked until the commit: a review, an import or a revision changing them
-    waits for the judgment's write, or came first (and the judgment sees the change)."""
-    rows = s.exec(select(Response.response_id, Response.text, Response.turns, Case, Task)
+    waits for the judgment's write, or came first (and the judgment sees the change). Columns,
+    not rows: a row the session holds already would be returned as it was first read."""
+    case_cols = [getattr(Case, f) for f in CASE_FIELDS]
+    task_cols = [getattr(Task, f) for f in TASK_FIELDS]
+    rows = s.exec(select(Response.response_id, Response.text, Response.turns, Case.ground_truth,
+                         *case_cols, *task_cols)
                   .join(Task, Task.task_id == Response.task_id)
                   .join(Case, Case.case_id == Task.case_id)
                   .where(Response.response_id.in_(response_ids))
                   .with_for_update(read=True, of=(Response, Case, Task))).all()
-    return {rid: (text, turns, case.ground_truth, content_digest(case, task))
-            for rid, text, turns, case, task in rows}
+    out = {}
+    for rid, text, turns, truth, *rest in rows:
+        case = SimpleNamespace(**dict(zip(CASE_FIELDS, rest[:len(CASE_FIELDS)], strict=True)))
+        task = SimpleNamespace(**dict(zip(TASK_FIELDS, rest[len(CASE_FIELDS):], strict=True)))
+        out[rid] = (text, turns, truth, content_digest(case, task))
+    return out
 
 
 def require_reference_for_responses(s: Session, *, response_ids: Iterable[str]) -> None:

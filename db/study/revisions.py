@@ -26,6 +26,7 @@ from sqlmodel import Session, select
 from db.audit import record
 from db.models import Assignment, Case, ExpertScore, GraderScore, Response, Revision, Task, utcnow
 from db.queries import IN_CHUNK, chunks
+from db.study.reference import CASE_FIELDS, TASK_FIELDS
 from errors import counted, one_line
 
 #: The fields of a case record and a task that a model or an exam taker is shown; a revision
@@ -35,10 +36,7 @@ SHOWN = {"case": frozenset({"title", "ehr", "scores", "key_slices"}),
          "task": frozenset({"prompt", "stages"})}
 #: The fields a revision may change (images are content-addressed: a case with other images
 #: is retired and imported under a new id).
-REVISABLE = {"case": frozenset({"title", "ehr", "scores", "ground_truth", "key_slices",
-                                "patient"}),
-             "task": frozenset({"family", "level", "prompt", "stages", "disconfirming",
-                                "show_masks"})}
+REVISABLE = {"case": frozenset({*CASE_FIELDS, "ground_truth"}), "task": frozenset(TASK_FIELDS)}
 _SHOWN_CHARS = 60  # of each value in a field-by-field difference
 
 
