@@ -236,3 +236,22 @@ def submit_a_score(page, submitted: Callable[[], int],
         if submitted() > before:
             break
     wait_until(lambda: submitted() == before + 1, "the score submitted")
+
+
+def viewer_ready(page, *, unlike: dict | None = None, timeout: float = 120.0):
+    """The viewer's frame and state once every series is loaded (and, with `unlike`, once it
+    shows another case than that state's)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for frame in page.frames:
+            if "nmb_volume_viewer" not in frame.url:
+                continue
+            try:
+                state = frame.evaluate("() => window.nmbViewer ? window.nmbViewer.state() : null")
+            except Exception:  # a frame being replaced
+                continue
+            if state and state["ready"] and (unlike is None or state["firstDrawAt"]
+                                             != unlike["firstDrawAt"]):
+                return frame, state
+        page.wait_for_timeout(200)
+    raise AssertionError(f"the viewer did not load within {timeout} s")

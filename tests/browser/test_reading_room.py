@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-import time
 from pathlib import Path
 
 import pytest
@@ -26,6 +25,7 @@ from tests.browser.conftest import (
     fresh,
     login,
     settled,
+    viewer_ready,
     wait_until,
 )
 from tests.browser.test_score_screen import webgl_browser  # noqa: F401 (a fixture)
@@ -54,25 +54,6 @@ def _session(home: Path):
     url = f"sqlite:///{home / 'study.db'}"
     upgrade(url)
     return Session(engine_for(url), expire_on_commit=False)
-
-
-def _viewer(page, *, unlike: dict | None = None, timeout: float = 120.0):
-    """The viewer's frame and state once every series is loaded (and, with `unlike`, once it
-    shows another case than that state's)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for frame in page.frames:
-            if "nmb_volume_viewer" not in frame.url:
-                continue
-            try:
-                state = frame.evaluate("() => window.nmbViewer ? window.nmbViewer.state() : null")
-            except Exception:  # a frame being replaced
-                continue
-            if state and state["ready"] and (unlike is None or state["firstDrawAt"]
-                                             != unlike["firstDrawAt"]):
-                return frame, state
-        page.wait_for_timeout(200)
-    raise AssertionError(f"the viewer did not load within {timeout} s")
 
 
 def _first_tile_in_view(page, frame) -> None:
@@ -122,7 +103,7 @@ def test_the_exam_fits_one_screen_and_confirmations_cover_nothing(webgl_browser,
     login(page, url, "room-taker", PASSWORD)
     settled(page)
     assert page.locator('[data-testid="stExpandSidebarButton"]').first.is_visible()  # folded
-    frame, state = _viewer(page)
+    frame, state = viewer_ready(page)
     first_label = fresh(page).get_by_role("combobox", name="Task").input_value()
     for _ in range(2):  # the first task, then the one "Record answer" opens
         _first_tile_in_view(page, frame)
@@ -138,7 +119,7 @@ def test_the_exam_fits_one_screen_and_confirmations_cover_nothing(webgl_browser,
         box.get_by_role("button", name="Record answer").click()
         wait_until(lambda: answer_box_replaced(page), "the next task's answer box")
         settled(page)
-        frame, state = _viewer(page, unlike=state) if single else _viewer(page)
+        frame, state = viewer_ready(page, unlike=state) if single else viewer_ready(page)
     assert page.locator('[data-testid="stToast"]').count() == 0  # inline, never a toast
     # the overlay of a single plane: letters on four sides, outside the bar with the name
     tile = state["tiles"][0]["overlay"]
@@ -210,7 +191,7 @@ def test_opening_views_ruler_and_scale_bar(webgl_browser, url, home) -> None:  #
     login(page, url, "demo-admin")
     page.goto(url + "/admin?section=Cases")
     _open_case(page)
-    frame, state = _viewer(page)
+    frame, state = viewer_ready(page)
     assert state["plane"] == "coronal" and state["start"]["source"] == "protocol", state["start"]
     tiles = {t["label"]: t for t in state["tiles"]}
     assert tiles[series]["vox"][1] == 20  # coronal slice 20 (0-based, RAS+ grid)
@@ -255,7 +236,7 @@ def test_opening_views_ruler_and_scale_bar(webgl_browser, url, home) -> None:  #
         PROTOCOL_CASE
     page.reload()
     _open_case(page)
-    frame, state = _viewer(page)
+    frame, state = viewer_ready(page)
     assert state["plane"] == "sagittal" and state["start"]["source"] == "admin"
     assert state["mm"] == pytest.approx(shown["mm"], abs=0.01)
     page.close()

@@ -18,6 +18,7 @@ from tests.browser.conftest import (
     fresh,
     login,
     settled,
+    viewer_ready,
     wait_until,
 )
 from tests.services import require
@@ -57,23 +58,6 @@ def _queue(home: Path) -> list[tuple]:
                  "e.assignment_id = a.id WHERE u.name = ? ORDER BY a.position", RATER)
 
 
-def _viewer(page, timeout: float = 120.0):
-    """The viewer's frame and state once every series is loaded."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for frame in page.frames:
-            if "nmb_volume_viewer" not in frame.url:
-                continue
-            try:
-                state = frame.evaluate("() => window.nmbViewer ? window.nmbViewer.state() : null")
-            except Exception:  # a frame being replaced
-                continue
-            if state and state["ready"]:
-                return frame, state
-        page.wait_for_timeout(200)
-    raise AssertionError(f"the viewer did not load within {timeout} s")
-
-
 def _open(page, position: int) -> None:
     """Go to a queue position through the header's search box (then Enter)."""
     box = fresh(page).get_by_placeholder("Go to: position or code")
@@ -88,7 +72,7 @@ def test_tiles_are_in_view_and_tall_and_the_viewer_opens_at_key_slices(
     login(page, url, RATER)
     page.get_by_role("heading", name="Score rationales").wait_for(timeout=30_000)
     settled(page)
-    frame, state = _viewer(page)
+    frame, state = viewer_ready(page)
     assert page.evaluate("document.querySelector('[data-testid=\"stMain\"]').scrollTop") == 0
     iframe = frame.frame_element().bounding_box()
     tiles = frame.evaluate("() => Array.from(document.querySelectorAll('.tile:not([hidden])'))"
@@ -105,7 +89,7 @@ def test_tiles_are_in_view_and_tall_and_the_viewer_opens_at_key_slices(
     old = frame
     deadline = time.monotonic() + 60
     while True:  # the case's own viewer (another case: a new frame or new series)
-        frame, state = _viewer(page)
+        frame, state = viewer_ready(page)
         if state["keys"]:
             break
         assert time.monotonic() < deadline, "no key slices offered"
@@ -175,7 +159,7 @@ def test_window_presets_and_drags_change_the_window(webgl_browser, url) -> None:
     login(page, url, RATER)
     page.get_by_role("heading", name="Score rationales").wait_for(timeout=30_000)
     settled(page)
-    frame, state = _viewer(page)
+    frame, state = viewer_ready(page)
     page.wait_for_timeout(500)
     loaded = _grey(frame)
     frame.get_by_label("Window preset").select_option("stroke")
