@@ -22,11 +22,10 @@
    target for single-turn: under 1,500 px).
 Medians; the machine is shared, so figures vary from run to run.
 
-`python -m benchmarks.bench_viewer_browser submit` measures only what issue 44 asked for, before
-and after in one run: first pixels (login done, /score opened in a new browser context, to the
-first volume drawn) and Submit to the next item's first volume drawn, without ("before": an
-init script sets `window.nmbNoPrefetch`) and with the next item's volumes fetched while the
-current one is scored (`prefetch`, ui.volume_viewer).
+`python -m benchmarks.bench_viewer_browser submit [REV]` measures only what issue 44 asked for,
+before and after in one run: first pixels (login done, /score opened in a new browser context,
+to the first volume drawn) and Submit to the next item's first volume drawn, for the code at git
+revision REV (default `BEFORE`) and for this checkout, each serving its own demo study.
 """
 
 from __future__ import annotations
@@ -41,9 +40,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-
-_FIRST_DRAW = """() => { const s = window.nmbViewer && window.nmbViewer.state();
-  return s && s.firstDrawAt && s.ready ? s : null; }"""
+# `submit`'s "before": the viewer as session 17 left it (a new frame and new NiiVue instances
+# for every case); `python -m benchmarks.bench_viewer_browser submit REV` compares another one.
+BEFORE = "4240d71"
 
 _WHEEL = """async ([n]) => {
   const canvas = document.querySelectorAll('canvas')[0];
@@ -123,24 +122,11 @@ def _ms(values: list[float]) -> str:
     return f"{statistics.median(values):7.0f} ms (n={len(values)})" if values else "   n/a"
 
 
-def _viewer_frame(page, old=(), timeout: float = 180.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for frame in page.frames:
-            if "nmb_volume_viewer" in frame.url and frame not in old:
-                try:
-                    state = frame.evaluate(_FIRST_DRAW)
-                except Exception:  # a frame being replaced
-                    continue
-                if state:
-                    return frame, state
-        page.wait_for_timeout(50)
-    raise RuntimeError("the viewer did not draw")
-
-
 def _open_to_first_volume(page, url: str) -> tuple[float, dict]:
+    from tests.browser.conftest import viewer_ready
+
     page.goto(url + "/score")
-    frame, state = _viewer_frame(page)
+    frame, state = viewer_ready(page, timeout=180)
     origin = page.evaluate("() => performance.timeOrigin")
     return state["firstDrawAt"] - origin, state
 
@@ -238,7 +224,7 @@ def _queue_positions(home: str) -> tuple[int | None, int | None]:
 def main() -> None:
     from playwright.sync_api import sync_playwright
 
-    from tests.browser.conftest import CHROMIUM, SOFTWARE_WEBGL, login, streamlit_app
+    from tests.browser.conftest import CHROMIUM, SOFTWARE_WEBGL, login, streamlit_app, viewer_ready
 
     with tempfile.TemporaryDirectory(prefix="nmb-bench-viewer-") as home:
         env = {**os.environ, "NMB_HOME": home}
@@ -274,8 +260,7 @@ def main() -> None:
                   "   target <= 1500 ms", flush=True)
 
             page = fresh_page()  # on /score (a reopened /score may keep a "page not found" box)
-            frame, _ = _viewer_frame(page)
-            page.wait_for_timeout(3000)  # every series loaded
+            frame, _ = viewer_ready(page, timeout=180)
             wheel = frame.evaluate(_WHEEL, [40])
             print("wheel -> changed pixels (every linked series redrawn):")
             print(f"  readPixels shows the new slice:                  {_ms(wheel['pixels'])}"
@@ -303,7 +288,7 @@ def main() -> None:
                 page.wait_for_timeout(400)
             page.context.close()
             page = fresh_page()
-            _viewer_frame(page)
+            viewer_ready(page, timeout=180)
             single, multi = _queue_positions(home)
             scrolls = {name: _scroll_to_score(page, p) for name, p in
                        (("single-turn", single), ("multi-turn", multi)) if p is not None}
@@ -343,9 +328,12 @@ def _handover_items(home: str) -> list[int]:
 
 def _submit_to_next(page, position: int) -> float:
     """ms from Submit on the item at `position` (every question answered first, its viewer and
-    the prefetch given 4 s) to the next item's first volume drawn."""
+    the prefetch given 4 s) to the next item's first volume drawn (in the same frame, or in a
+    new one where the code under test makes one per case)."""
+    from tests.browser.conftest import viewer_ready
+
     _open_position(page, position)
-    old, _ = _viewer_frame(page)
+    _, shown = viewer_ready(page, timeout=180)
     page.wait_for_timeout(4000)  # the rater reads: the next item's volumes may be fetched
     for group in page.locator('.st-key-nmb-rubric [data-testid="stRadio"]').all():
         group.locator('[data-testid="stRadioOption"]').first.click()
@@ -353,48 +341,62 @@ def _submit_to_next(page, position: int) -> float:
     page.wait_for_timeout(300)
     clicked = page.evaluate("() => performance.timeOrigin + performance.now()")
     page.get_by_role("button", name="Submit").click()
-    _, state = _viewer_frame(page, old=[old], timeout=120)
+    _, state = viewer_ready(page, unlike=shown, timeout=120)
     return state["firstDrawAt"] - clicked
 
 
-def submit_main(rounds: int = 3) -> None:
-    """First pixels and Submit -> next item's images, before (no prefetch) and after."""
+def _checkout(rev: str, into: Path) -> Path:
+    """The code at git revision `rev`, checked out (detached) at `into`."""
+    subprocess.run(["git", "worktree", "add", "--detach", str(into), rev], cwd=ROOT, check=True,
+                   capture_output=True)
+    return into
+
+
+def submit_main(before: str = BEFORE, rounds: int = 3) -> None:
+    """First pixels and Submit -> next item's images: the code at `before` and this checkout,
+    each serving its own 1 mm demo study, in turn, in one run."""
     from playwright.sync_api import sync_playwright
 
     from tests.browser.conftest import CHROMIUM, SOFTWARE_WEBGL, login, streamlit_app
 
     figures: dict[str, dict[str, list[float]]] = {}
-    with tempfile.TemporaryDirectory(prefix="nmb-bench-submit-") as home:
-        env = {**os.environ, "NMB_HOME": home}
-        env.pop("NMB_DATABASE_URL", None)
-        subprocess.run([sys.executable, "-m", "cli", "demo", "--resolution", "1"], cwd=ROOT,
-                       env=env, check=True, capture_output=True)
-        items = _handover_items(home)
-        with streamlit_app(Path(home)) as url, sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                         args=SOFTWARE_WEBGL)
-            for name, prefetch in (("before (no prefetch)", False), ("after (prefetch)", True)):
+    with tempfile.TemporaryDirectory(prefix="nmb-bench-submit-") as tmp, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=SOFTWARE_WEBGL)
+        old = _checkout(before, Path(tmp) / "before")
+        try:
+            for name, root in ((f"before ({before})", old), ("after (this checkout)", ROOT)):
+                home = Path(tmp) / f"home-{len(figures)}"
+                env = {k: v for k, v in os.environ.items() if k != "NMB_DATABASE_URL"}
+                subprocess.run([sys.executable, "-m", "cli", "demo", "--resolution", "1"],
+                               cwd=root, env={**env, "NMB_HOME": str(home), "PYTHONPATH": str(root)},
+                               check=True, capture_output=True)
+                items = _handover_items(str(home))
                 first, handover = [], []
-                for _ in range(rounds):
-                    context = browser.new_context(viewport={"width": 1280, "height": 800})
-                    if not prefetch:
-                        context.add_init_script("window.nmbNoPrefetch = true;")
-                    page = context.new_page()
-                    login(page, url, "demo-expert1")
-                    first.append(_open_to_first_volume(page, url)[0])
-                    handover.append(_submit_to_next(page, items.pop(0)))
-                    context.close()
+                with streamlit_app(home, root=root) as url:
+                    for _ in range(rounds):
+                        context = browser.new_context(viewport={"width": 1280, "height": 800})
+                        page = context.new_page()
+                        login(page, url, "demo-expert1")
+                        first.append(_open_to_first_volume(page, url)[0])
+                        handover.append(_submit_to_next(page, items.pop(0)))
+                        context.close()
                 figures[name] = {"first": first, "handover": handover}
+        finally:
             browser.close()
+            subprocess.run(["git", "worktree", "remove", "--force", str(old)], cwd=ROOT,
+                           capture_output=True)
     print("1 mm demo; Chromium, software WebGL2, 1280x800; a new browser context per round")
-    print(f"{'':24s}{'first pixels (login -> /score)':>34s}{'Submit -> next item drawn':>32s}")
+    print(f"{'':34s}{'first pixels (login -> /score)':>34s}{'Submit -> next item drawn':>32s}")
     for name, f in figures.items():
-        print(f"{name:24s}{_ms(f['first']):>34s}{_ms(f['handover']):>32s}")
+        print(f"{name:34s}{_ms(f['first']):>34s}{_ms(f['handover']):>32s}")
+    ratio = (statistics.median(figures["after (this checkout)"]["handover"])
+             / statistics.median(figures[f"before ({before})"]["handover"]))
+    print(f"Submit -> next item, after / before = {ratio:.2f}")
     print("targets: first pixels <= 1500 ms; next item after Submit about 1000 ms")
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["submit"]:
-        submit_main()
+    if sys.argv[1:2] == ["submit"]:
+        submit_main(*sys.argv[2:3])
     else:
         main()

@@ -1,5 +1,5 @@
-"""`nmb db`, `status`, `backup`, `restore`, `demo`, `export`, `render`, `agreement`: the
-study's housekeeping and tools."""
+"""`nmb db`, `status`, `backup`, `restore`, `demo`, `export`, `render`, `agreement`,
+`viewer-tools`: the study's housekeeping and tools."""
 
 import argparse
 from pathlib import Path
@@ -105,6 +105,17 @@ def cmd_agreement(args: argparse.Namespace) -> None:
     ))
 
 
+def cmd_viewer_tools(args: argparse.Namespace) -> None:
+    from db.study.viewer_tools import set_viewer_tools, viewer_tools
+
+    with open_study() as s:
+        if not args.tools:
+            print(", ".join(viewer_tools(s)) or "none")
+            return
+        message = set_viewer_tools(s, [] if args.tools == ["none"] else args.tools, actor="cli")
+        s.commit()
+    print(message)
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     add = adder(sub)
@@ -158,3 +169,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     ag.add_argument("--reference", help="the rater compared with the others (e.g. grader)")
     ag.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples")
     ag.add_argument("--seed", type=SEED, default=0, help="seed of the bootstrap")
+
+    add("viewer-tools", cmd_viewer_tools, "the measuring tools raters' and exam takers' viewers "
+        "offer: ruler, roi (both until set); without TOOL, print them").add_argument(
+        "tools", nargs="*", metavar="TOOL", help="ruler, roi, or none")

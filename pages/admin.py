@@ -35,6 +35,7 @@ from db.study.progress import people_progress
 from db.study.reference import HINT, has_reference
 from db.study.retire import KINDS as RETIRED_KINDS
 from db.study.retire import retire, retired, taken_out, unretire
+from db.study.viewer_tools import TOOLS, set_viewer_tools, viewer_tools
 from db.text_limits import NAME
 from db.users import (
     LEAST_PRIVILEGED_FIRST,
@@ -52,7 +53,7 @@ from importers import IMPORTERS, Options, names, run_import
 from ui.actions import redraw_after, run_write, show_error, show_written
 from ui.admin.flag_review import flag_review
 from ui.auth import require_role
-from ui.case_panel import case_panel
+from ui.case_panel import case_panel, viewer_answer
 from ui.plain_text import escape_markdown, untrusted_text
 from ui.response_view import response_view
 from ui.volume_viewer import chosen_view
@@ -326,7 +327,7 @@ def model_names_section() -> None:
 def use_this_view(key: str, case_id: str) -> None:
     """Store the view the viewer's "Use this view" sent (once per click) as the case's
     opening view, audited (`db.study.opening_view`)."""
-    chosen = chosen_view(st.session_state.get(f"{key}-volumes"))
+    chosen = chosen_view(viewer_answer(key))
     if chosen is None or st.session_state.get(f"{key}-view-handled") == chosen[0]:
         return
     st.session_state[f"{key}-view-handled"] = chosen[0]
@@ -346,13 +347,28 @@ def opening_caption(stored: dict | None) -> None:
                    "choose one that does not give the answer away.")
 
 
+TOOL_NAMES = {"ruler": "Ruler (length in mm)", "roi": "ROI (mean in a circle)"}
+
+
+def tools_setting(offered: tuple[str, ...]) -> None:
+    """The measuring tools raters' and exam takers' viewers offer (`db.study.viewer_tools`)."""
+    with st.form("viewer-tools", border=False):
+        chosen = st.pills("Measuring tools in raters' and exam takers' viewers", list(TOOLS),
+                          selection_mode="multi", default=list(offered),
+                          format_func=TOOL_NAMES.get)
+        if st.form_submit_button("Save tools") and tuple(chosen) != offered:
+            run_write(lambda s: set_viewer_tools(s, chosen, actor=user.name), redraw=True)
+
+
 def cases_section() -> None:
     with session() as s:
         lists = {"Cases": case_rows(s), "Tasks": task_rows(s), "Responses": response_rows(s)}
         without = cases_without_view(s)
+        offered = viewer_tools(s)
     if not lists["Cases"]:
         st.info("No case loaded yet.")
         return
+    tools_setting(offered)
     if without:
         with st.expander(f"{counted(len(without), 'case')} without an opening view of its own"):
             st.text(", ".join(without))

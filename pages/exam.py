@@ -19,6 +19,7 @@ from db.study.exams import (
     finish,
     review_tasks,
 )
+from db.study.viewer_tools import viewer_tools
 from db.text_limits import ANSWER
 from errors import UserError
 from ui.actions import confirm, show_confirmation, show_error
@@ -56,6 +57,7 @@ keep_every_draft()  # the text a box sent as the taker moved on to another task 
 
 with session() as s:
     available = sorted(exams(s), key=lambda e: e.closed_at is not None)  # open ones first
+    tools = viewer_tools(s)
 if not available:
     st.info("No exam is open yet.")
     st.stop()
@@ -253,7 +255,7 @@ def following_volumes() -> list:
 with case_panel(key=opaque_key("task", task.task_id), title=task.case_title, ehr=task.ehr,
                 scores=task.scores, series=task.series, key_slices=task.key_slices,
                 compact=True, opening=task.opening_view, family=task.family,
-                prefetch=following_volumes()):
+                prefetch=following_volumes(), tools=tools):
     # Confirmations are inline, in this column: never a toast over the stage or box they confirm.
     show_confirmation("exam_confirmation", i, toast=False)  # a completed task: the next at its top
     with st.container(key=STAGES_KEY):

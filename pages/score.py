@@ -18,6 +18,7 @@ from db.raters.scoring import (
 )
 from db.rubrics import rubric_by_hash
 from db.study.cases import reference_fields
+from db.study.viewer_tools import viewer_tools
 from db.text_limits import NAME
 from errors import counted
 from rubric.render import form_spec
@@ -155,12 +156,13 @@ with session() as s:
     following = next_unscored(entries, aid, wanted)  # its images fetched while this is scored
     ahead = [] if following == aid else item_volumes(s, rater_id=user.id,
                                                       assignment_id=following)
+    tools = viewer_tools(s)
 
 draw(item)
 with case_panel(key=opaque_key("case", item.case_id), title=item.case_title, ehr=item.ehr,
                 scores=item.scores, series=item.series, masks=item.masks,
                 key_slices=item.key_slices, compact=True, opening=item.opening_view,
-                family=item.family, prefetch=ahead):
+                family=item.family, prefetch=ahead, tools=tools):
     response_view(item.family, item.level, item.prompt, item.stages, [item.text, *item.turns],
                   missing="No answer given for this stage.")
     with st.expander("Reference answer"):

@@ -41,6 +41,7 @@ from streamlit.delta_generator import DeltaGenerator
 
 from db.study.cases import SeriesImage
 from db.study.masks import MaskImage
+from db.study.viewer_tools import TOOLS
 from errors import UserError
 from imaging import (
     PLANES,
@@ -56,7 +57,14 @@ from imaging.geometry import NORMAL_AXIS, voxel_to_world
 from ui.picture_viewer import picture_args, picture_viewer
 from ui.plain_text import escape_markdown, untrusted_heading, untrusted_text
 from ui.server.volume_server import display_file
-from ui.volume_viewer import NO_WEBGL2, NOT_LOADED, cannot_show, viewer_args, volume_viewer
+from ui.volume_viewer import (
+    NO_WEBGL2,
+    NOT_LOADED,
+    answer_for,
+    cannot_show,
+    viewer_args,
+    volume_viewer,
+)
 
 _log = logging.getLogger(__name__)
 AXIS_NAMES = ("R-L", "A-P", "S-I")  # RAS+ axes 0, 1, 2
@@ -65,6 +73,9 @@ VIEWER_MODES = ("Interactive", "Static", "Hidden")
 MASKS_NEED_WEBGL2 = "Lesion masks are drawn by the interactive viewer only (it needs WebGL2)."
 VIEWER_MODE_KEY = "viewer-mode"  # one choice per session, kept from case to case
 NO_WEBGL2_KEY = "viewer-no-webgl2"
+# One viewer per page, whatever the item: the browser keeps its frame and NiiVue instances
+# from case to case (`ui.volume_viewer`); its answers name the item they are about.
+VIEWER_KEY = "nmb-volumes"
 # From 1280x700 up, the interactive viewer stays in view while the page scrolls beside it.
 _STICKY_CSS = """<style>
 @media (min-width: 1280px) and (min-height: 700px) {
@@ -89,14 +100,16 @@ def case_panel(
     family: str | None = None,
     offer_view: bool = False,
     prefetch: Sequence[tuple[str, Path]] = (),
+    tools: Sequence[str] = TOOLS,
 ) -> DeltaGenerator:
     """Show one case: images of `series` (name, stored image path) with `masks` as overlays
     (the caller decides who may see them: `db.study.masks`), then title, record and scores; return
     the right-hand column. The interactive viewer opens at the case's `opening` view (its
     hanging protocol or an admin's), else its `key_slices`, the masks' centre or the middle of
     the brain in the plane of the task's `family` (`imaging.opening_view`); `offer_view`
-    (/admin): a "Use this view" button, its answer in `st.session_state[f"{key}-volumes"]`;
-    `prefetch`: the next item's volume series, fetched by the browser while this one is read.
+    (/admin): a "Use this view" button, its answer in `viewer_answer(key)`;
+    `prefetch`: the next item's volume series, fetched by the browser while this one is read;
+    `tools`: the measuring tools the study offers (`db.study.viewer_tools`).
 
     `compact` (/score, made for 1280 x 800): the images take three fifths of the width and
     fill the window from where they stand (tiles in one row on a short window), and the
@@ -106,7 +119,7 @@ def case_panel(
         case_images(key, list(series), masks, key_slices=key_slices,
                     fit="bottom" if compact else None,
                     view={"opening": opening, "family": family, "offer_view": offer_view,
-                          "prefetch": prefetch})
+                          "prefetch": prefetch, "tools": tools})
     with beside:
         untrusted_heading(title, level=5 if compact else 3)
         with (st.expander("Health record and scores") if compact else st.container()):
@@ -150,6 +163,11 @@ def case_images(key: str, series: list[tuple[str, Path]],
         _pictures(key, mode, pictures)
 
 
+def viewer_answer(key: str) -> dict | None:
+    """What the page's viewer last answered about the item of `key` (None: nothing)."""
+    return answer_for(st.session_state.get(VIEWER_KEY), key)
+
+
 def _pictures(key: str, mode: str, pictures: list) -> None:
     """The pictures: the picture component, or (Static) their display copies as images."""
     items = [(item[0], Path(item[1]), getattr(item, "caption", None),
@@ -177,7 +195,7 @@ def _volume_images(key: str, mode: str, series: list[tuple[str, Path]],
     pictures follow it: it would cover them), or the PNG viewer."""
     # What the viewer reported is kept for the session: once the PNG viewer replaces it, the
     # component is not drawn again, and its own state would be gone at the next rerun.
-    reported = cannot_show(st.session_state.get(f"{key}-volumes"))
+    reported = cannot_show(viewer_answer(key))
     if reported:
         st.session_state[NO_WEBGL2_KEY if reported == NO_WEBGL2 else f"{key}-not-loaded"] = True
     note = (NO_WEBGL2 if st.session_state.get(NO_WEBGL2_KEY) else
@@ -185,13 +203,13 @@ def _volume_images(key: str, mode: str, series: list[tuple[str, Path]],
     if mode == "Interactive" and note is None:
         args, failures = viewer_args(series, list(masks),
                                      login_token=st.session_state.get("login_token"),
-                                     key_slices=key_slices, fit=fit, **(view or {}))
+                                     key_slices=key_slices, fit=fit, item=key, **(view or {}))
         for message in failures.values():
             st.error(escape_markdown(message))
-        with st.container(key=f"nmb-images-{key}"):
+        with st.container(key="nmb-images-volumes"):
             if sticky:
                 st.html(_STICKY_CSS)
-            volume_viewer(args, key=f"{key}-volumes")
+            volume_viewer(args, key=VIEWER_KEY)
         return
     if note and mode == "Interactive":
         st.info(note)

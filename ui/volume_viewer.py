@@ -10,7 +10,9 @@ and its source: `imaging.opening_view`: the case's hanging protocol or an admin'
 slices, the lesion mask's centre where masks are shown, else the middle of the brain in the
 family's plane); `offerView` (/admin) adds a "Use this view" button; `prefetch`, the URLs of the
 next item's volumes, fetched into the browser's cache once this case is drawn; `fit: "bottom"`
-makes the viewer fill the window from where it stands, its tiles in one row on a short window.
+makes the viewer fill the window from where it stands, its tiles in one row on a short window;
+`item`, the page's opaque key of the item shown (`ui.element_keys`), echoed in every answer;
+`tools`, the measuring tools the study offers (ruler, circular ROI).
 Nothing else reaches the browser from here: no case text, no model, response or rater
 information. Volumes are fetched by URL and cached by the browser, so a rerun of the page
 (every rubric click) sends these few strings again, not the images.
@@ -18,7 +20,10 @@ information. Volumes are fetched by URL and cached by the browser, so a rerun of
 The component answers when it cannot show the case: `{"webgl2": false}` (no WebGL2 in
 this browser) or `{"failed": [labels]}` (no volume could be loaded); the case panel then
 falls back to the PNG viewer. With `offerView`, "Use this view" answers `{"view": {plane, mm,
-layout}, "n": clicks}` (`chosen_view`).
+layout}, "n": clicks}` (`chosen_view`). A page keeps one viewer (one component key) for every
+item it shows, so the browser keeps its frame and NiiVue instances from case to case; its last
+answer outlives the item it was about, so every answer names its `item` and `answer_for`
+drops the answers of other items.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from typing import Any
 import streamlit.components.v1 as components
 
 from db.study.masks import MaskImage
+from db.study.viewer_tools import TOOLS
 from errors import UserError
 from imaging.geometry import NORMAL_AXIS, PLANES
 from imaging.key_slices import key_slice_world
@@ -50,6 +56,7 @@ def viewer_args(series: list[tuple[str, Path]], masks: Sequence[MaskImage] = (),
                 key_slices: Sequence[dict[str, Any]] = (), fit: str | None = None,
                 opening: dict[str, Any] | None = None, family: str | None = None,
                 offer_view: bool = False, prefetch: Sequence[tuple[str, Path]] = (),
+                item: str | None = None, tools: Sequence[str] = TOOLS,
                 ) -> tuple[dict[str, Any], dict[int, str]]:
     """(what the component receives, {series position: why it cannot be shown}); the URLs
     open only for the login of `login_token` (`ui.server.volume_server`; a series that keeps its stored
@@ -57,14 +64,15 @@ def viewer_args(series: list[tuple[str, Path]], masks: Sequence[MaskImage] = (),
     module docstring; `opening` (the case's stored opening view) and `family` (the task's):
     where it opens (`imaging.opening_view`); `offer_view`: a "Use this view" button (/admin);
     `prefetch`: the next item's volumes, fetched into the browser's cache once this case is
-    drawn (a URL of the same login: it opens nothing the login could not)."""
+    drawn (a URL of the same login: it opens nothing the login could not); `item`: see the
+    module docstring; `tools`: the measuring tools the study offers (`db.study.viewer_tools`)."""
     publish = functools.partial(publish_for, login_token=login_token)
     shown, failures = [], {}
-    for i, item in enumerate(series):
-        label, path = item
+    for i, one in enumerate(series):
+        label, path = one
         try:
             shown.append({"label": label,
-                          "url": publish(path, sha256=getattr(item, "sha256", None))})
+                          "url": publish(path, sha256=getattr(one, "sha256", None))})
         except UserError as exc:
             failures[i] = str(exc)
         except OSError as exc:  # its message names the stored path: not for raters' eyes
@@ -76,7 +84,8 @@ def viewer_args(series: list[tuple[str, Path]], masks: Sequence[MaskImage] = (),
                              "series": m.series})
         except (UserError, OSError):
             continue  # a missing mask hides nothing but itself
-    args: dict[str, Any] = {"series": shown, "masks": overlays, "height": height}
+    args: dict[str, Any] = {"series": shown, "masks": overlays, "height": height, "item": item,
+                            "tools": list(tools)}
     shown_paths = {label: Path(path) for i, (label, path) in enumerate(series)
                    if i not in failures}
     keys = key_slice_jumps(shown_paths, key_slices)
@@ -94,9 +103,9 @@ def viewer_args(series: list[tuple[str, Path]], masks: Sequence[MaskImage] = (),
     if offer_view:
         args["offerView"] = True
     ahead = []
-    for item in prefetch:
+    for one in prefetch:
         try:
-            ahead.append(publish(item[1], sha256=getattr(item, "sha256", None)))
+            ahead.append(publish(one[1], sha256=getattr(one, "sha256", None)))
         except (UserError, OSError):
             continue  # the next item shows its own error
     if ahead:
@@ -143,6 +152,14 @@ def volume_viewer(args: dict[str, Any], *, key: str) -> dict[str, Any] | None:
 
 NO_WEBGL2 = "This browser has no WebGL2, so the interactive viewer is off: showing slice images."
 NOT_LOADED = "The interactive viewer could not load this case's volumes: showing slice images."
+
+
+def answer_for(reported: Any, item: str | None) -> dict[str, Any] | None:
+    """What the viewer answered about `item`; None for nothing, or for an answer about another
+    item (the frame serves every item of the page)."""
+    if isinstance(reported, dict) and reported.get("item") == item:
+        return reported
+    return None
 
 
 def cannot_show(reported: Any) -> str | None:

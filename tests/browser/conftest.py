@@ -50,14 +50,18 @@ def url(home: Path) -> Iterator[str]:
 
 @contextlib.contextmanager
 def streamlit_app(home: Path, env: dict[str, str] | None = None, args: Sequence[str] = (),
-                  log: Path | None = None, port: int | None = None) -> Iterator[str]:
+                  log: Path | None = None, port: int | None = None,
+                  root: Path = ROOT) -> Iterator[str]:
     """`streamlit run serve.py` (the app and its volume route) on a loopback port (`port`, or
     a free one) with NMB_HOME = `home` (and the variables in `env`, the extra command-line
     `args`); yields its URL, with the path prefix if `args` give one. The server's output goes
-    to `log` (a temporary file if not given)."""
+    to `log` (a temporary file if not given). `root`: the checkout to serve (a benchmark's
+    "before")."""
     port = port or free_port()
     inherited = {k: v for k, v in os.environ.items() if k != "NMB_DATABASE_URL"}
     env = {**inherited, **(env or {}), "NMB_HOME": str(home)}  # a database URL only from `env`
+    if root != ROOT:
+        env["PYTHONPATH"] = str(root)
     prefix = args[list(args).index("--server.baseUrlPath") + 1].strip("/") \
         if "--server.baseUrlPath" in args else ""
     url = f"http://127.0.0.1:{port}" + (f"/{prefix}" if prefix else "")
@@ -69,7 +73,7 @@ def streamlit_app(home: Path, env: dict[str, str] | None = None, args: Sequence[
             [sys.executable, "-m", "streamlit", "run", "serve.py", "--server.address", "127.0.0.1",
              "--server.port", str(port), "--server.headless", "true",
              "--browser.gatherUsageStats", "false", *args],
-            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+            cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT)
         for _ in range(200):
             try:
                 urllib.request.urlopen(url + "/_stcore/health", timeout=1)
@@ -174,31 +178,6 @@ def log_out(page) -> None:
     page.get_by_role("button", name="Log out").click()
 
 
-def viewer_frames(page) -> list:
-    """The frames of the in-browser volume viewer (`ui.volume_viewer`) on the page."""
-    return [f for f in page.frames if "nmb_volume_viewer" in f.url]
-
-
-def loaded_viewer(page, labels: list[str] | None, old: list, timeout: float = 120.0):
-    """The viewer's frame (not one of the `old` frames) once every series (`labels`, if given)
-    is loaded, and its state."""
-    from playwright.sync_api import Error as PlaywrightError
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for frame in viewer_frames(page):
-            if frame in old:
-                continue
-            try:
-                state = frame.evaluate("() => window.nmbViewer ? window.nmbViewer.state() : null")
-            except PlaywrightError:  # detached meanwhile
-                continue
-            if state and state["ready"] and labels in (None, [t["label"] for t in state["tiles"]]):
-                return frame, state
-        page.wait_for_timeout(200)  # lets Playwright see new frames (time.sleep would not)
-    raise AssertionError(f"the viewer did not load {labels} within {timeout} s")
-
-
 def canvas_pixels(frame, index: int) -> np.ndarray:
     """The grey levels of the viewer's `index`-th canvas as drawn on screen."""
     png = frame.locator("canvas").nth(index).screenshot()
@@ -238,9 +217,11 @@ def submit_a_score(page, submitted: Callable[[], int],
     wait_until(lambda: submitted() == before + 1, "the score submitted")
 
 
-def viewer_ready(page, *, unlike: dict | None = None, timeout: float = 120.0):
-    """The viewer's frame and state once every series is loaded (and, with `unlike`, once it
-    shows another case than that state's)."""
+def viewer_ready(page, *, unlike: dict | None = None, labels: list[str] | None = None,
+                 timeout: float = 120.0):
+    """The viewer's frame and state once every series is loaded (with `unlike`, once it shows
+    another case than that state's; with `labels`, once its series are these). A page keeps
+    one viewer frame from item to item (`ui.case_panel.VIEWER_KEY`)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for frame in page.frames:
@@ -250,8 +231,8 @@ def viewer_ready(page, *, unlike: dict | None = None, timeout: float = 120.0):
                 state = frame.evaluate("() => window.nmbViewer ? window.nmbViewer.state() : null")
             except Exception:  # a frame being replaced
                 continue
-            if state and state["ready"] and (unlike is None or state["firstDrawAt"]
-                                             != unlike["firstDrawAt"]):
+            if (state and state["ready"] and labels in (None, [t["label"] for t in state["tiles"]])
+                    and (unlike is None or state["firstDrawAt"] != unlike["firstDrawAt"])):
                 return frame, state
         page.wait_for_timeout(200)
-    raise AssertionError(f"the viewer did not load within {timeout} s")
+    raise AssertionError(f"the viewer did not load {labels or 'its series'} within {timeout} s")

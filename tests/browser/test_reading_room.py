@@ -11,6 +11,8 @@ import re
 import sqlite3
 from pathlib import Path
 
+import nibabel as nib
+import numpy as np
 import pytest
 from sqlmodel import select
 
@@ -159,6 +161,20 @@ def test_the_exam_fits_one_screen_and_confirmations_cover_nothing(webgl_browser,
     page.close()
 
 
+def _disc(path: Path, plane: str, centre: list[float], radius: float) -> tuple[int, float]:
+    """The voxels of `path`'s slice through `centre` (its RAS+ grid) within `radius` mm of it
+    in the plane: how many, and their mean."""
+    img = nib.as_closest_canonical(nib.load(path))
+    data, size = np.asarray(img.dataobj, dtype=np.float64), img.header.get_zooms()[:3]
+    c = np.linalg.solve(img.affine, [*centre, 1.0])[:3]
+    axis = {"sagittal": 0, "coronal": 1, "axial": 2}[plane]
+    a, b = (x for x in range(3) if x != axis)
+    grid = np.indices((data.shape[a], data.shape[b]), dtype=np.float64)
+    inside = ((grid[0] - c[a]) * size[a]) ** 2 + ((grid[1] - c[b]) * size[b]) ** 2 <= radius ** 2
+    values = np.take(data, int(round(c[axis])), axis=axis)[inside]
+    return int(values.size), float(values.mean())
+
+
 def _canvas_point(frame, tile: int, mm: list[float]) -> tuple[float, float]:
     """The page coordinates of world point `mm` on tile `tile`'s slice (NiiVue's mapping)."""
     iframe = frame.frame_element().bounding_box()
@@ -216,6 +232,22 @@ def test_opening_views_ruler_and_scale_bar(webgl_browser, url, home) -> None:  #
     assert measured == pytest.approx(60, abs=1.0), measured
     scale = frame.evaluate("() => window.nmbViewer.state()")["tiles"][i]["overlay"]
     assert scale["scalePx"] / scale["scaleMM"] == pytest.approx(abs(bx - ax) / 60, rel=0.03)
+    # the circular ROI: from the crosshair 10 mm out; its voxels and mean as numpy finds them
+    frame.get_by_role("button", name="ROI").click()
+    (cx, cy), (ex, ey) = _canvas_point(frame, i, state["mm"]), _canvas_point(
+        frame, i, [state["mm"][0] + 10, *state["mm"][1:]])
+    page.mouse.move(cx, cy)
+    page.mouse.down()
+    for k in range(1, 6):
+        page.mouse.move(cx + (ex - cx) * k / 5, cy + (ey - cy) * k / 5)
+    page.mouse.up()
+    wait_until(lambda: frame.evaluate("() => window.nmbViewer.state().roi"), "an ROI measured")
+    roi = frame.evaluate("() => window.nmbViewer.state().roi")
+    assert roi["label"] == series and roi["radiusMM"] == pytest.approx(10, abs=0.5)
+    (path,) = _sql(home, "SELECT path FROM series WHERE case_id = ? AND sequence = ?",
+                   PROTOCOL_CASE, series)[0]
+    n, mean = _disc(home / path, "coronal", roi["centreMM"], roi["radiusMM"])
+    assert roi["n"] == n and roi["mean"] == pytest.approx(mean, rel=1e-4), (roi, n, mean)
     # "Use this view": sagittal, stored for the case and audited
     frame.get_by_role("button", name="Sagittal").click()
     page.wait_for_timeout(500)

@@ -25,10 +25,9 @@ from tests.browser.conftest import (
     CHROMIUM,
     SOFTWARE_WEBGL,
     canvas_pixels,
-    loaded_viewer,
     login,
     login_cookie,
-    viewer_frames,
+    viewer_ready,
 )
 from tests.services import require
 
@@ -121,10 +120,9 @@ def test_viewer_draws_scrolls_links_grids_and_survives_reruns(webgl_browser, app
     page.on("request", lambda r: "/nmb/volumes/" in r.url and volume_requests.append(r.url))
     login(page, app_url, "demo-expert1")
     page.get_by_role("heading", name="Score rationales").wait_for(timeout=30_000)
-    loaded_viewer(page, None, [])  # the first item's case
-    old = viewer_frames(page)
+    viewer_ready(page)  # the first item's case
     _open_item(page, position)
-    frame, state = loaded_viewer(page, ["T1", "DWI", "ADC", "FLAIR"], old)
+    frame, state = viewer_ready(page, labels=["T1", "DWI", "ADC", "FLAIR"])
 
     before = canvas_pixels(frame, 0)
     assert (before > 40).mean() > 0.05 and before.std() > 10  # a brain, not a blank canvas
@@ -193,7 +191,7 @@ def test_admin_case_browser_overlays_the_lesion_mask(webgl_browser, app_url: str
     login(page, app_url, "demo-admin")
     page.get_by_role("heading", name="Data and users").wait_for(timeout=30_000)
     page.get_by_role("tab", name="Cases").click()  # the first case is the stroke case (syn-01)
-    frame, state = loaded_viewer(page, ["T1", "DWI", "ADC", "FLAIR"], [])
+    frame, state = viewer_ready(page, labels=["T1", "DWI", "ADC", "FLAIR"])
     assert [t["masks"] for t in state["tiles"]] == [1, 1, 1, 1]  # no series named: on every one
     page.wait_for_timeout(500)
     with_mask = [_red(frame, i) for i in range(4)], canvas_pixels(frame, 0)

@@ -9,9 +9,10 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.apptest import viewer_args
-from ui.case_panel import MASKS_NEED_WEBGL2, NO_WEBGL2_KEY, VIEWER_MODE_KEY
+from ui.case_panel import MASKS_NEED_WEBGL2, NO_WEBGL2_KEY, VIEWER_KEY, VIEWER_MODE_KEY
 from ui.plain_text import escape_markdown
 from ui.server.volume_server import browser_copy
+from ui.volume_viewer import NOT_LOADED
 
 
 def _app(t1: str, flair: str) -> None:
@@ -62,7 +63,9 @@ def test_viewer_receives_labels_and_urls_of_served_copies_only(two_series, tmp_p
     assert not at.exception
     assert not _images(at) and not at.slider  # no PNG viewer beside it
     [args] = viewer_args(at)
-    assert set(args) == {"series", "masks", "height", "start", "key", "default"}
+    assert set(args) == {"series", "masks", "height", "start", "key", "default", "item"}
+    # one viewer for every item of the page; its answers name the page's opaque item key
+    assert (args["key"], args["item"]) == ("nmb-volumes", "case")
     # where it opens: numbers and names only (no key slices, protocol or mask here: the
     # middle of the brain in the axial plane, imaging.opening_view)
     assert set(args["start"]) == {"plane", "mm", "source"}
@@ -254,3 +257,16 @@ def test_an_unexpected_failure_is_one_line_and_logged(caplog):
         line = _series_error("T1", TypeError("cannot cast"))
     assert line == "T1: this series cannot be shown (TypeError; details in the server log)"
     assert caplog.records[0].exc_info[0] is TypeError
+
+
+def test_a_failure_the_viewer_reported_counts_only_for_its_own_item(two_series):
+    """The page keeps one viewer frame for every item, so its last answer outlives its item:
+    a failure reported about another item must not send this one to the PNG viewer."""
+    at = AppTest.from_function(_app, args=tuple(str(p) for p in two_series), default_timeout=30)
+    at.session_state[VIEWER_KEY] = {"failed": ["T1", "FLAIR"], "item": "another"}
+    at.run()
+    assert not at.exception and viewer_args(at) and not _images(at)
+    at.session_state[VIEWER_KEY] = {"failed": ["T1", "FLAIR"], "item": "case"}
+    at.run()
+    assert not viewer_args(at) and len(_images(at)) == 2
+    assert NOT_LOADED in [i.value for i in at.info]

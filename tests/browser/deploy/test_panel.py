@@ -17,11 +17,11 @@ import pytest
 from tests.browser.conftest import (
     ROOT,
     canvas_pixels,
-    loaded_viewer,
     log_out,
     streamlit_app,
     submit_a_score,
     submitted_scores,
+    viewer_ready,
     wait_until,
 )
 from tests.oidc.provider import (
@@ -86,7 +86,7 @@ def test_an_expert_signs_on_over_https_under_the_prefix_and_scores(browser, pane
     page.get_by_role("heading", name="Score rationales").wait_for(timeout=60_000)
     assert page.url.startswith(panel.public + "/")
 
-    frame, _ = loaded_viewer(page, None, [])
+    frame, _ = viewer_ready(page)
     drawn = canvas_pixels(frame, 0)
     assert (drawn > 40).mean() > 0.05 and drawn.std() > 10  # a brain, not a blank canvas
     assert volumes and all(r.status == 200 for r in volumes)

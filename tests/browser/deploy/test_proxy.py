@@ -17,11 +17,11 @@ import pytest
 from db.engine import HEAD_REVISION
 from tests.browser.conftest import (
     canvas_pixels,
-    loaded_viewer,
     login,
     streamlit_app,
     submit_a_score,
     submitted_scores,
+    viewer_ready,
 )
 from tests.proxy import PREFIX, Proxy, https_get, nginx_proxy, require_nginx, upload_cap_mib
 
@@ -73,7 +73,7 @@ def test_an_expert_scores_over_https_under_the_prefix(browser, proxied, home: Pa
     page.get_by_role("heading", name="Score rationales").wait_for(timeout=30_000)
     assert urlsplit(page.url).path.startswith(PREFIX)
 
-    frame, _ = loaded_viewer(page, None, [])
+    frame, _ = viewer_ready(page)
     drawn = canvas_pixels(frame, 0)
     assert (drawn > 40).mean() > 0.05 and drawn.std() > 10  # a brain, not a blank canvas
     assert volumes and all(r.status == 200 for r in volumes)

@@ -1,6 +1,6 @@
 // The case viewer: every series of a case as a NiiVue volume, one crosshair linked in world (mm)
 // coordinates. A Streamlit (v1) component: it receives only {series: [{label, url}], masks,
-// height}, where it opens {start: {plane, mm, layout?, source}} (ui.volume_viewer), the key
+// height}, the measuring tools the study offers {tools: ["ruler", "roi"]}, where it opens {start: {plane, mm, layout?, source}} (ui.volume_viewer), the key
 // slices {keys: [{label, plane, mm}]}, and optionally {fit: "bottom"}, {offerView: true} (a "Use
 // this view" button) and {prefetch: [url]} (the next item's volumes, fetched into the browser's
 // cache once this case is drawn); volumes are fetched by URL (cached by the browser), so a rerun
@@ -18,7 +18,9 @@ const PLANES = {
   sagittal: SLICE_TYPE.SAGITTAL,
   multiplanar: SLICE_TYPE.MULTIPLANAR,
 };
-const LEFT_DRAG = { crosshair: DRAG_MODE.crosshair, window: DRAG_MODE.windowing, pan: DRAG_MODE.pan, ruler: DRAG_MODE.measurement };
+const LEFT_DRAG = { crosshair: DRAG_MODE.crosshair, window: DRAG_MODE.windowing, pan: DRAG_MODE.pan, ruler: DRAG_MODE.measurement, roi: DRAG_MODE.callbackOnly };
+const TOOLS = ["ruler", "roi"]; // the measuring tools a study may turn off (args.tools)
+const NORMAL_OF_VIEW = [2, 1, 0]; // NiiVue's axCorSag (axial, coronal, sagittal) -> RAS axis
 const NORMAL = { sagittal: 0, coronal: 1, axial: 2 };
 const LAYOUTS = { "1x1": [1, 1], "1x2": [1, 2], "2x2": [2, 2] };
 const SCALE_MM = [1, 2, 5, 10, 20, 50, 100];
@@ -28,6 +30,9 @@ const MASK_OPACITY = 0.45;
 
 const state = {
   key: null, // the series and masks shown, as JSON: a rerun with the same key changes nothing
+  item: null, // the page's opaque key of the item shown, echoed in every value sent back
+  reported: null, // the last value sent back (sent again, for the new item, when only the item changes)
+  generation: 0, // one per case built: a load still running for an earlier case stops
   tiles: [], // {label, nv, el, caption, ready, failed, pointer}
   mm: null, // the shared crosshair, world (scanner) mm
   plane: "axial",
@@ -47,6 +52,8 @@ const state = {
   offerView: false,
   viewClicks: 0,
   measured: [], // the ruler's lengths (mm), newest last
+  roi: null, // the last circular ROI: {label, mean, sd, n, areaMM2, unit}
+  tools: TOOLS, // the measuring tools this study offers
   prefetch: [],
   prefetched: null, // when the next item's volumes were in the browser's cache (ms)
 };
@@ -65,8 +72,11 @@ const PRESETS = {
 function post(type, extra) {
   window.parent.postMessage({ isStreamlitMessage: true, type, ...extra }, "*");
 }
+/** Send `value` to the page, for the item shown (the page ignores a value of another item: one
+ * frame serves every item, so its last value outlives the item it was about). */
 function setValue(value) {
-  post("streamlit:setComponentValue", { value, dataType: "json" });
+  state.reported = value;
+  post("streamlit:setComponentValue", { value: { ...value, item: state.item }, dataType: "json" });
 }
 window.addEventListener("message", (event) => {
   if (event.data && event.data.type === "streamlit:render") render(event.data.args);
@@ -77,12 +87,26 @@ function render(args) {
   state.fit = args.fit || null;
   fitHeight();
   const key = JSON.stringify([args.series, args.masks || [], args.start || null]);
-  if (key === state.key) return; // a rerun of the page: the volumes are already here
+  const item = args.item ?? null;
+  if (key === state.key) {
+    // a rerun of the page (the volumes are already here), or another item of the same case:
+    // the view stays as the reader left it, and what was reported holds for the new item too
+    if (item !== state.item) {
+      state.item = item;
+      state.prefetch = args.prefetch || [];
+      if (state.reported && !state.reported.view) setValue(state.reported);
+    }
+    return;
+  }
   state.key = key;
+  state.item = item;
+  state.reported = null;
   state.keys = args.keys || [];
   state.start = args.start || null;
   state.offerView = !!args.offerView;
   state.prefetch = args.prefetch || [];
+  state.tools = Array.isArray(args.tools) ? TOOLS.filter((x) => args.tools.includes(x)) : TOOLS;
+  if (TOOLS.includes(state.leftDrag) && !state.tools.includes(state.leftDrag)) state.leftDrag = "crosshair";
   if (state.start && PLANES[state.start.plane] !== undefined) state.plane = state.start.plane;
   state.layoutChoice = state.start && LAYOUTS[state.start.layout] ? state.start.layout : null;
   if (!webgl2Available()) {
@@ -143,18 +167,30 @@ function message(text) {
 }
 
 // ----- tiles: one NiiVue instance (one canvas) per series ----------------------------------
+// One frame serves every item of a page (ui.case_panel keeps the component's key), so a new
+// case reuses the NiiVue instances of the last one: attaching a new instance compiles its
+// shaders, the slowest step of showing a case with software WebGL (docs/viewer.md, "Figures").
 function build(series, masks) {
-  for (const t of state.tiles) dispose(t);
+  const generation = ++state.generation;
+  const spare = state.tiles.filter((t) => t.nv && !t.failed);
+  for (const t of state.tiles) if (!spare.includes(t)) dispose(t);
   state.tiles = [];
   state.mm = state.start ? state.start.mm.slice() : null;
   state.solo = null;
+  state.preset = "loaded"; // a new case opens as loaded; the drag mode and convention stay
+  state.measured = [];
+  state.roi = null;
+  state.firstDrawAt = null;
+  state.prefetched = null;
   const grid = document.getElementById("grid");
   grid.replaceChildren();
   if (!series.length) {
+    for (const t of spare) dispose(t);
     message("This case has no image series.");
     return;
   }
-  state.tiles = series.map((s) => tile(s, masks));
+  state.tiles = series.map((s) => tile(s, masks, spare.shift()));
+  for (const t of spare) dispose(t);
   layout();
   renderToolbar(masks.length > 0);
   // Every download starts now; the tiles then start one after another, so that the first
@@ -167,22 +203,24 @@ function build(series, masks) {
       // series before the page has drawn itself made the first volume later, not sooner
       // (docs/viewer.md, "Figures"), so every series waits for an idle page.
       await idle(1000);
-      await load(t, downloads[i]);
+      if (generation !== state.generation) return; // another case came meanwhile
+      await load(t, downloads[i], generation);
     }
+    if (generation !== state.generation) return;
     report();
-    prefetchNext();
+    prefetchNext(generation);
   })();
 }
 
 /** Fetch the next item's volumes into the browser's HTTP cache (the volume route lets it keep
  * them), one after another once this case is drawn, so that after Submit they are at hand. */
-async function prefetchNext() {
-  if (window.nmbNoPrefetch) return; // (the benchmark's "before")
+async function prefetchNext(generation) {
   const urls = state.prefetch.filter((u) => !state.tiles.some((t) => t.url === u));
   const started = performance.now();
   for (const url of urls) {
     try {
       await idle(2000);
+      if (generation !== state.generation) return;
       await fetch(url, { priority: "low" }).then((r) => r.arrayBuffer());
     } catch {
       /* the next item loads it itself */
@@ -191,7 +229,27 @@ async function prefetchNext() {
   if (urls.length) state.prefetched = performance.now() - started;
 }
 
-function tile(s, masks) {
+/** A tile for series `s`: `old`'s (its canvas and NiiVue instance, emptied) where given. */
+function tile(s, masks, old) {
+  // A mask names the series it was drawn on, or none: then it is overlaid on every series
+  // (NiiVue resamples it through its own affine into the series' grid: world space).
+  const mine = masks.filter((m) => !m.series || m.series === s.label);
+  if (old) {
+    for (const v of old.nv.volumes.slice().reverse()) old.nv.removeVolume(v);
+    old.nv.setPan2Dxyzmm([0, 0, 0, 1]);
+    Object.assign(old, { label: s.label, url: s.url, masks: mine, ready: false, failed: null,
+      masksLoaded: false, pointer: null, timings: null });
+    old.el.classList.remove("failed");
+    old.el.hidden = false;
+    old.caption.textContent = `${s.label} · loading…`;
+    old.info.textContent = "";
+    for (const l of old.letters) l.textContent = "";
+    old.scale.hidden = true;
+    old.circle.hidden = true;
+    old.canvas.setAttribute("aria-label", `${s.label} series: arrow keys step the slices`);
+    document.getElementById("grid").append(old.el);
+    return old;
+  }
   const el = document.createElement("div");
   el.className = "tile";
   const bar = document.createElement("div");
@@ -219,13 +277,13 @@ function tile(s, masks) {
   const scale = document.createElement("div");
   scale.className = "scale";
   scale.innerHTML = '<span class="line"></span><span class="mm"></span>';
-  image.append(canvas, ...letters, scale);
+  const circle = document.createElement("div");
+  circle.className = "roi";
+  circle.hidden = true;
+  image.append(canvas, ...letters, scale, circle);
   el.append(bar, image);
   document.getElementById("grid").append(el);
-  // A mask names the series it was drawn on, or none: then it is overlaid on every series
-  // (NiiVue resamples it through its own affine into the series' grid: world space).
-  const mine = masks.filter((m) => !m.series || m.series === s.label);
-  const t = { label: s.label, url: s.url, masks: mine, el, canvas, caption, info, letters, scale, nv: null, ready: false, failed: null };
+  const t = { label: s.label, url: s.url, masks: mine, el, canvas, caption, info, letters, scale, circle, nv: null, ready: false, failed: null };
   caption.addEventListener("click", () => {
     state.solo = state.solo === t ? null : t;
     layout();
@@ -233,6 +291,11 @@ function tile(s, masks) {
   canvas.addEventListener("pointermove", (e) => {
     state.hover = t;
     t.pointer = [e.offsetX, e.offsetY];
+    if (t.roiFrom && e.buttons & 1) drawCircle(t, t.roiFrom, t.pointer);
+  });
+  canvas.addEventListener("pointerdown", (e) => {
+    hideCircles();
+    t.roiFrom = state.leftDrag === "roi" && e.button === 0 && !e.shiftKey && !e.ctrlKey ? [e.offsetX, e.offsetY] : null;
   });
   canvas.addEventListener("pointerup", () => t.ready && link(t));
   canvas.addEventListener("mousedown", (e) => startWindowDrag(t, e), { capture: true });
@@ -282,10 +345,16 @@ async function attach(nv, canvas) {
   return { startedAt: performance.timeOrigin + started, attach: performance.now() - started };
 }
 
-async function load(t, download) {
+async function load(t, download, generation) {
   try {
-    t.nv = niivue();
-    t.timings = await attach(t.nv, t.canvas);
+    if (t.nv) {
+      t.timings = { startedAt: performance.timeOrigin + performance.now(), attach: 0 };
+      t.nv.opts.isOrientationTextVisible = state.plane === "multiplanar";
+      t.nv.setRadiologicalConvention(state.radiological);
+    } else {
+      t.nv = niivue();
+      t.timings = await attach(t.nv, t.canvas);
+    }
     const started = t.timings.startedAt - performance.timeOrigin;
     t.nv.setSliceType(PLANES[state.plane]);
     t.nv.setMouseEventConfig(mouseConfig());
@@ -293,13 +362,18 @@ async function load(t, download) {
     t.timings.downloaded = performance.now() - started;
     const image = await NVImage.loadFromUrl({ url: t.url, name: nameOf(t.url), buffer });
     t.timings.parsed = performance.now() - started;
+    if (generation !== state.generation) return; // another case came meanwhile
     t.nv.addVolume(image);
     t.timings.load = performance.now() - started; // attach, download wait, parse, upload
     t.ready = true;
     if (state.mm) t.nv.scene.crosshairPos = t.nv.mm2frac(state.mm);
     if (state.preset !== "loaded") applyPreset(t, state.preset);
-    t.nv.onLocationChange = () => link(t);
+    t.nv.onLocationChange = () => {
+      hideCircles();
+      link(t);
+    };
     t.nv.onMeasurementCompleted = (m) => measured(t, m);
+    t.nv.onDragRelease = (info) => state.leftDrag === "roi" && t.roiFrom && roiMeasured(t, info);
     t.nv.drawScene();
     requestAnimationFrame(() => caption(t)); // the scale bar once NiiVue has laid the slice out
     if (state.firstDrawAt === null) {
@@ -309,16 +383,22 @@ async function load(t, download) {
       caption(t);
     }
   } catch (err) {
+    if (generation !== state.generation) return;
     t.failed = String((err && err.message) || err);
     t.caption.textContent = `${t.label}: cannot be shown`;
     t.el.classList.add("failed");
     return;
   }
   for (const m of t.masks) {
+    if (generation !== state.generation) return;
     // After the image is drawn. Labels are whole numbers >= 1 on 0: every label is red.
     try {
-      await t.nv.addVolumeFromUrl({ url: m.url, name: nameOf(m.url), colormap: "red",
+      const mask = await t.nv.addVolumeFromUrl({ url: m.url, name: nameOf(m.url), colormap: "red",
         opacity: state.masks ? MASK_OPACITY : 0, cal_min: 0.5, cal_max: 1 });
+      if (generation !== state.generation) {
+        t.nv.removeVolume(mask); // (its tile shows another case now)
+        return;
+      }
     } catch {
       t.caption.textContent = `${t.caption.textContent} · mask ${m.label} cannot be shown`;
     }
@@ -529,6 +609,68 @@ function measured(t, m) {
   document.getElementById("where").textContent = `${t.label}: length ${m.distance.toFixed(1)} mm`;
 }
 
+// ----- the circular ROI: a left drag from the centre out, in "ROI" mode ----------------------
+/** Draw the ROI's circle on tile `t`: centre and edge in the canvas' CSS pixels. */
+function drawCircle(t, [x0, y0], [x1, y1]) {
+  const r = Math.hypot(x1 - x0, y1 - y0);
+  Object.assign(t.circle.style, { left: `${x0 - r}px`, top: `${y0 - r}px`, width: `${2 * r}px`, height: `${2 * r}px` });
+  t.circle.hidden = false;
+}
+
+function hideCircles() {
+  for (const t of state.tiles) t.circle.hidden = true;
+}
+
+/** The voxels of the slice shown whose centres lie within the dragged circle, on the series'
+ * RAS grid (NiiVue's reoriented copy: in-plane distances in mm from its voxel sizes): their
+ * mean and sample SD, count and area. Values are the series' own (after its scaling): HU for
+ * CT, the map's unit for a quantitative map (ADC), arbitrary units for other MR. */
+function roiStats(t, info) {
+  const vol = t.nv.volumes[0];
+  const axis = NORMAL_OF_VIEW[info.axCorSag];
+  if (axis === undefined) return null;
+  const c = Array.from(vol.mm2vox(info.mmStart, true));
+  const e = Array.from(vol.mm2vox(info.mmEnd, true));
+  const dims = [vol.dimsRAS[1], vol.dimsRAS[2], vol.dimsRAS[3]];
+  const px = [vol.pixDimsRAS[1], vol.pixDimsRAS[2], vol.pixDimsRAS[3]];
+  const [a, b] = [0, 1, 2].filter((x) => x !== axis);
+  const r = Math.hypot((e[a] - c[a]) * px[a], (e[b] - c[b]) * px[b]); // mm
+  const k = Math.round(c[axis]);
+  if (!(r > 0) || k < 0 || k >= dims[axis]) return null;
+  let n = 0, sum = 0, sq = 0;
+  const vox = [0, 0, 0];
+  vox[axis] = k;
+  for (let i = Math.max(0, Math.ceil(c[a] - r / px[a])); i <= Math.min(dims[a] - 1, Math.floor(c[a] + r / px[a])); i++) {
+    for (let j = Math.max(0, Math.ceil(c[b] - r / px[b])); j <= Math.min(dims[b] - 1, Math.floor(c[b] + r / px[b])); j++) {
+      if (((i - c[a]) * px[a]) ** 2 + ((j - c[b]) * px[b]) ** 2 > r * r) continue;
+      vox[a] = i;
+      vox[b] = j;
+      const v = vol.getValue(vox[0], vox[1], vox[2], vol.frame4D);
+      n++;
+      sum += v;
+      sq += v * v;
+    }
+  }
+  if (!n) return null;
+  const mean = sum / n;
+  const sd = n > 1 ? Math.sqrt(Math.max(0, (sq - n * mean * mean) / (n - 1))) : 0;
+  const centreMM = [info.mmStart[0], info.mmStart[1], info.mmStart[2]];
+  return { label: t.label, mean, sd, n, areaMM2: n * px[a] * px[b], radiusMM: r, centreMM, unit: vol.global_min <= AIR_HU ? "HU" : "" };
+}
+
+function roiMeasured(t, info) {
+  t.roiFrom = null;
+  state.roi = roiStats(t, info);
+  const where = document.getElementById("where");
+  if (!state.roi) {
+    where.textContent = `${t.label}: draw the circle on the image, from its centre out`;
+    return;
+  }
+  const o = state.roi;
+  const unit = o.unit ? ` ${o.unit}` : "";
+  where.textContent = `${t.label} ROI: mean ${fmt(o.mean)}${unit} (SD ${fmt(o.sd)}), ${o.n} voxels, ${fmt(o.areaMM2)} mm²`;
+}
+
 function recaption() {
   for (const t of state.tiles) caption(t);
 }
@@ -682,7 +824,8 @@ function renderToolbar(hasMasks) {
       ["window", "Window", "Left drag changes window (left-right) and level (up-down)"],
       ["pan", "Pan/zoom", "Left drag pans, the wheel zooms"],
       ["ruler", "Ruler", "Left drag measures a length in mm (on the slice shown)"],
-    ],
+      ["roi", "ROI", "Left drag from a centre out draws a circle: the mean of the voxels inside"],
+    ].filter(([mode]) => !TOOLS.includes(mode) || state.tools.includes(mode)),
     () => state.leftDrag,
     (m) => {
       state.leftDrag = m;
@@ -792,6 +935,8 @@ window.nmbViewer = {
     return [r.left + c[0] / dpr, r.top + c[1] / dpr];
   },
   state: () => ({
+    item: state.item,
+    generation: state.generation,
     firstDrawAt: state.firstDrawAt,
     ready: state.tiles.length > 0 && state.tiles.every((t) => t.masksLoaded || t.failed),
     mm: state.mm,
@@ -803,6 +948,8 @@ window.nmbViewer = {
     start: state.start,
     layout: state.layoutChoice,
     measured: state.measured,
+    roi: state.roi,
+    tools: state.tools,
     prefetched: state.prefetched,
     tileSizes: state.tiles.map((t) => [t.el.clientWidth, t.el.clientHeight]),
     tiles: state.tiles.map((t) => ({
