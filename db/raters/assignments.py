@@ -26,8 +26,8 @@ from db.models import (
 from db.queries import fetch_in
 from db.raters.design import balanced_design, split_dev_heldout, stratified_sample
 from db.raters.response_flags import held
-from db.study.reference import require_reference_for_responses
 from db.study.practice import practice_responses
+from db.study.reference import require_reference_for_responses
 from db.study.retire import taken_out
 from errors import UserError, counted
 
