@@ -11,7 +11,7 @@ from sqlmodel import Session, select
 from calibration.report import collect, data_hash
 from db.engine import engine_for
 from db.export import export
-from db.models import Assignment, Response, Task
+from db.models import Assignment, Response, Task, User
 from db.raters.assignments import assign, draw_calibration
 from db.raters.scoring import queue, record_submission
 from db.rubrics import ensure_rubric
@@ -117,25 +117,27 @@ def test_practice_comes_first_in_the_queue_and_the_exam_and_apart_in_progress(
         sqlite_url: str) -> None:
     with Session(engine_for(sqlite_url), expire_on_commit=False) as s:
         make_study(s, n_tasks=3, experts=2)
+        rubric = ensure_rubric(s, "neurology-v1")
+        s.commit()
+        assign(s, rubric_hash=rubric.content_hash, raters=["expert1", "expert2"], overlap=1,
+               selection="all", seed=0)
         s.add(Task(task_id="zz-practice", case_id="case0", family="differential", level=1,
                    prompt="Practice.", stages=[], practice=True))
         s.flush()
         s.add(Response(response_id="p0", task_id="zz-practice", source="model",
                        model="model-alpha", sample=0, text="MS.", blind_code="R-PRACTICE01"))
-        rubric = ensure_rubric(s, "neurology-v1")
         student = add_user(s, name="stu", role="student", password="pw")
         exam = ensure_exam(s, name="baseline")  # every task, the practice one last by id
         s.commit()
+        # assigned after the others, overlap 1: the practice item joins both raters' queues
         design = assign(s, rubric_hash=rubric.content_hash, raters=["expert1", "expert2"],
-                        overlap=1, selection="all", seed=0)
+                      overlap=1, selection="all", seed=0)
         s.commit()
-        # overlap 1, but the practice item is in both raters' queues, first
-        for rater in (1, 2):
-            entries = queue(s, rater_id=s.exec(select(Assignment.rater_id).where(
-                Assignment.design_id == design.id).distinct().order_by(
-                Assignment.rater_id)).all()[rater - 1])
-            assert [e.practice for e in entries] == [True] + [False] * (len(entries) - 1)
-            assert [e.position for e in entries] == list(range(len(entries)))
+        assert s.exec(select(Assignment).where(Assignment.design_id == design.id)).all()
+        for rater in ("expert1", "expert2"):
+            entries = queue(s, rater_id=s.exec(select(User.id).where(User.name == rater)).one())
+            assert [e.practice for e in entries] == [True] + [False] * 3
+            assert [e.position for e in entries] == [0, 1, 2, 3]
         attempt = attempt_for(s, exam_id=exam.id, user_id=student.id)
         tasks = exam_tasks(s, attempt=attempt)
         assert [(t.task_id, t.practice) for t in tasks] == [
@@ -143,5 +145,7 @@ def test_practice_comes_first_in_the_queue_and_the_exam_and_apart_in_progress(
         answer_stage(s, attempt=attempt, task_id="zz-practice", text="MS.", seconds=600.0)
         answer_stage(s, attempt=attempt, task_id="task0", text="MS.", seconds=60.0)
         taker = next(p for p in people_progress(s) if p.person == "stu")
+        rater = next(p for p in people_progress(s) if p.person == "expert1")
     assert (taker.done, taker.total, taker.seconds_per_item) == (1, 3, 60.0)
     assert (taker.practice_done, taker.practice_total) == (1, 1)
+    assert (rater.total, rater.practice_total) == (3, 1)
