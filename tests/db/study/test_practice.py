@@ -68,7 +68,8 @@ def _study(s: Session, *, practice: bool) -> int:
             "criteria": {c.key: (4 if correct else 2) - a.rater_id % 2
                          for c in criteria.applicable_criteria(task.family)},
             "correct_diagnosis": correct, "error_tags": [] if correct else ["knowledge_gap"],
-            "comment": "" if correct else "Wrong.", "confidence": 4, "stage_correct": [correct] * len(task.stages)})
+            "comment": "" if correct else "Wrong.", "confidence": 4,
+            "stage_correct": [correct] * len(task.stages)})
     config_id = grade_all(s, lambda r: _correct(r.response_id),
                           overall=lambda ok: 0.9 if ok else 0.2)
     s.commit()
