@@ -106,8 +106,9 @@ def select_tasks(s: Session, selection: Selection) -> list[Task]:
         query = query.where(Task.family.in_(selection.families))
     if selection.levels:
         query = query.where(Task.level.in_(selection.levels))
-    retired = taken_out(s).tasks  # a retired task (or case) is not collected
-    tasks = [t for t in s.exec(query) if t.task_id not in retired]
+    retired = taken_out(s).tasks  # a retired task (or case) is not collected, nor a practice
+    # task unless named with --tasks (never counted: db.study.practice)
+    tasks = [t for t in s.exec(query) if t.task_id not in retired and not t.practice]
     if not tasks:
         raise UserError("no task matches the selection" if selection.as_dict()
                         else "the study has no tasks (nmb import or nmb demo first)")

@@ -26,7 +26,7 @@ from db.text_limits import UNSTORABLE, storable
 from errors import UserError, one_line
 
 MIGRATIONS = Path(__file__).parent / "migrations"
-HEAD_REVISION = "0023"  # the newest migration (a test checks it against db/migrations)
+HEAD_REVISION = "0024"  # the newest migration (a test checks it against db/migrations)
 BUSY_TIMEOUT_MS = 30_000  # SQLite: how long a transaction waits for the write lock
 
 

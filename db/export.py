@@ -7,7 +7,9 @@ results` can be recomputed from exports alone (`results.recompute`, docs/results
 
 Exports are for admins and scripts, and the one place where model names and blind codes
 meet. Rows recorded on a retired item are marked `retired`; judgments and answers made against
-an earlier revision of their case or task (db.study.revisions) are marked `stale`. Raters and
+an earlier revision of their case or task (db.study.revisions) are marked `stale`; rows of a
+practice task (db.study.practice: never counted) are marked `practice`, and the agreement table
+leaves them out (it is what `nmb agreement` counts). Raters and
 examinees appear as pseudonyms (`rater-<user id>`, `user-<user id>`) unless
 `reveal_raters`. Nested values (criteria, turns, tags, usage) are JSON text in CSV, JSON in JSONL;
 in Parquet, lists stay lists and objects become JSON text.
@@ -45,6 +47,7 @@ from db.models import (
     Task,
     User,
 )
+from db.study.practice import practice_responses, practice_tasks
 from db.study.retire import taken_out
 from db.study.revisions import Windows, windows
 from errors import UserError
@@ -71,7 +74,7 @@ def _responses(s: Session, reveal: bool) -> list[dict[str, Any]]:
         .order_by(Response.task_id, Response.source, Response.model, Response.sample,
                   Response.response_id)
     ).all()
-    out, w = taken_out(s).responses, windows(s)
+    out, w, practice = taken_out(s).responses, windows(s), practice_tasks(s)
     return [{
         "response_id": r.response_id, "task_id": r.task_id, "case_id": case_id,
         "family": family, "level": level, "source": r.source, "model": r.model,
@@ -80,6 +83,7 @@ def _responses(s: Session, reveal: bool) -> list[dict[str, Any]]:
         "turns": r.turns, "usage": r.usage or (collected.usage() if collected else None),
         "blind_code": r.blind_code, "created_at": r.created_at,
         "retired": r.response_id in out, "stale": not w.response_counts(r.task_id, r.created_at),
+        "practice": r.task_id in practice,
     } for r, case_id, family, level, name, collected in rows]
 
 
@@ -98,7 +102,7 @@ def _expert_scores(s: Session, reveal: bool) -> list[dict[str, Any]]:
         .join(User, User.id == Assignment.rater_id)
         .order_by(ExpertScore.id)
     ).all()
-    out, w = taken_out(s).responses, windows(s)
+    out, w, practice = taken_out(s).responses, windows(s), practice_tasks(s)
     return [{
         "score_id": e.id, "response_id": r.response_id, "blind_code": r.blind_code,
         "task_id": r.task_id, "source": r.source, "model": r.model,
@@ -110,6 +114,7 @@ def _expert_scores(s: Session, reveal: bool) -> list[dict[str, Any]]:
         "overall": e.overall, "active_seconds": e.active_seconds, "synthetic": e.synthetic,
         "imported": e.imported, "submitted_at": e.submitted_at, "updated_at": e.updated_at,
         "retired": r.response_id in out, "stale": _stale(w, r, e.submitted_at),
+        "practice": r.task_id in practice,
     } for e, a, r, name in rows]
 
 
@@ -120,7 +125,7 @@ def _grader_scores(s: Session, reveal: bool) -> list[dict[str, Any]]:
         .join(Response, Response.response_id == GraderScore.response_id)
         .order_by(GraderScore.id)
     ).all()
-    out, w = taken_out(s), windows(s)
+    out, w, practice = taken_out(s), windows(s), practice_tasks(s)
     return [{
         "grade_id": g.id, "config_id": c.id, "config": c.name, "config_hash": c.config_hash,
         "grader_model": c.model, "prompt_version": c.prompt_version, "run_id": g.run_id,
@@ -133,7 +138,7 @@ def _grader_scores(s: Session, reveal: bool) -> list[dict[str, Any]]:
         "prompt_tokens": g.prompt_tokens, "completion_tokens": g.completion_tokens,
         "latency_s": g.latency_s, "cost_usd": g.cost_usd, "created_at": g.created_at,
         "retired": r.response_id in out.responses or g.run_id in out.grader_runs,
-        "stale": _stale(w, r, g.created_at),
+        "stale": _stale(w, r, g.created_at), "practice": r.task_id in practice,
     } for g, c, r in rows]
 
 
@@ -141,7 +146,7 @@ def _tasks(s: Session, reveal: bool) -> list[dict[str, Any]]:
     out = taken_out(s).tasks
     return [{"task_id": t.task_id, "case_id": t.case_id, "family": t.family, "level": t.level,
              "n_stages": len(t.stages or []), "disconfirming": t.disconfirming,
-             "retired": t.task_id in out}
+             "retired": t.task_id in out, "practice": t.practice}
             for t in s.exec(select(Task).order_by(Task.task_id))]
 
 
@@ -154,20 +159,23 @@ def _exam_answers(s: Session, reveal: bool) -> list[dict[str, Any]]:
         .join(examinee, examinee.id == ExamAttempt.user_id)
         .order_by(ExamAttempt.id, StageAnswer.task_id, StageAnswer.stage)
     ).all()
-    out, w = taken_out(s).tasks, windows(s)
+    out, w, practice = taken_out(s).tasks, windows(s), practice_tasks(s)
     return [{
         "exam": exam, "attempt_id": at.id, "user": _who("user", at.user_id, name, reveal),
         "role": role, "task_id": a.task_id, "stage": a.stage, "text": a.text,
         "seconds": a.seconds, "answered_at": a.answered_at, "started_at": at.started_at,
         "finished_at": at.finished_at, "retired": a.task_id in out,
         "stale": not w.response_counts(a.task_id, a.answered_at),
+        "practice": a.task_id in practice,
     } for a, at, exam, name, role in rows]
 
 
 def _agreement(s: Session, reveal: bool) -> list[dict[str, Any]]:
     """The long table `nmb agreement` reads: one row per submitted expert score and per grade
-    (rater `grader-<config id>`), the overall score on 0-1, and the calibration part."""
+    (rater `grader-<config id>`), the overall score on 0-1, and the calibration part; none of
+    a practice task (never counted: db.study.practice)."""
     part = dict(s.exec(select(CalibrationItem.response_id, CalibrationItem.part)).all())
+    practice = practice_responses(s)
     experts = s.exec(
         select(ExpertScore.overall, Assignment.response_id, Assignment.rater_id, User.name)
         .join(Assignment, Assignment.id == ExpertScore.assignment_id)
@@ -177,30 +185,32 @@ def _agreement(s: Session, reveal: bool) -> list[dict[str, Any]]:
     grades = s.exec(select(GraderScore.overall, GraderScore.response_id, GraderScore.config_id)
                     .order_by(GraderScore.response_id, GraderScore.config_id)).all()
     return ([{"item": rid, "rater": _who("rater", uid, name, reveal), "score": overall,
-              "part": part.get(rid)} for overall, rid, uid, name in experts]
+              "part": part.get(rid)} for overall, rid, uid, name in experts
+             if rid not in practice]
             + [{"item": rid, "rater": f"grader-{cid}", "score": overall, "part": part.get(rid)}
-               for overall, rid, cid in grades])
+               for overall, rid, cid in grades if rid not in practice])
 
 
 COLUMNS: dict[str, tuple[str, ...]] = {
     "responses": ("response_id", "task_id", "case_id", "family", "level", "source", "model",
                   "condition", "user", "sample", "text", "turns", "usage", "blind_code", "created_at",
-                  "retired", "stale"),
-    "tasks": ("task_id", "case_id", "family", "level", "n_stages", "disconfirming", "retired"),
+                  "retired", "stale", "practice"),
+    "tasks": ("task_id", "case_id", "family", "level", "n_stages", "disconfirming", "retired",
+              "practice"),
     "expert-scores": ("score_id", "response_id", "blind_code", "task_id", "source", "model",
                       "rater", "design_id", "rubric_hash", "status", "revision", "criteria",
                       "correct_diagnosis", "stage_correct", "error_tags", "comment", "confidence", "overall",
                       "active_seconds", "synthetic", "imported", "submitted_at", "updated_at",
-                      "retired", "stale"),
+                      "retired", "stale", "practice"),
     "grader-scores": ("grade_id", "config_id", "config", "config_hash", "grader_model",
                       "prompt_version", "run_id", "response_id", "blind_code", "task_id",
                       "source", "model", "criteria", "correct_diagnosis", "diagnosis_rank",
                       "stages", "error_tags", "justification", "overall",
                       "model_returned", "system_fingerprint", "prompt_tokens",
                       "completion_tokens", "latency_s", "cost_usd", "created_at", "retired",
-                      "stale"),
+                      "stale", "practice"),
     "exam-answers": ("exam", "attempt_id", "user", "role", "task_id", "stage", "text", "seconds",
-                     "answered_at", "started_at", "finished_at", "retired", "stale"),
+                     "answered_at", "started_at", "finished_at", "retired", "stale", "practice"),
     "agreement": ("item", "rater", "score", "part"),
 }
 KINDS: dict[str, Callable[[Session, bool], list[dict[str, Any]]]] = {

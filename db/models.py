@@ -189,6 +189,9 @@ class Task(SQLModel, table=True):
     disconfirming: list[bool] | None = _json(nullable=True)
     # experts see the case's lesion masks on /score for this task (never in an exam)
     show_masks: bool = Field(default=False, sa_column_kwargs={"server_default": false()})
+    # a practice item (the bundle's `practice`): first in queues and exams, scored and answered
+    # as any other, never counted (db.study.practice)
+    practice: bool = Field(default=False, sa_column_kwargs={"server_default": false()})
 
     __table_args__ = (
         one_of("family", Family, "ck_task_family"),

@@ -139,7 +139,8 @@ def freeze(s: Session, *, config_id: int, out: Path, canary_size: int = 20, seed
     tasks = [{**{k: getattr(t, k) for k in TASK_FIELDS},
               "case": {k: getattr(cases[t.case_id], k) for k in CASE_FIELDS}}
              for t in s.exec(select(Task).order_by(Task.task_id))
-             if has_reference(cases[t.case_id].ground_truth)]  # a package grades: answers only
+             # a package grades: answers only, of counted tasks (no practice: db.study.practice)
+             if has_reference(cases[t.case_id].ground_truth) and not t.practice]
     members = {"rubric.toml": rubric.source_text.encode(), "tasks.jsonl": _jsonl(tasks),
                "canary.jsonl": _jsonl(canary),
                "protocol.json": json.dumps({"id": proto.id, "sha256": proto.content_hash,

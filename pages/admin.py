@@ -495,10 +495,13 @@ def progress_section() -> None:
     st.dataframe(pd.DataFrame([{
         "person": p.person, "role": p.role, "doing": p.what, "done": f"{p.done} of {p.total}",
         "min per item": None if p.seconds_per_item is None else round(p.seconds_per_item / 60, 1),
-        "time left (min)": p.minutes_left} for p in rows]), hide_index=True, width="stretch")
+        "time left (min)": p.minutes_left,
+        "practice": f"{p.practice_done} of {p.practice_total}" if p.practice_total else ""}
+        for p in rows]), hide_index=True, width="stretch")
     st.caption("Time per item: a rater's active scoring time over the items submitted; an exam "
                "taker's time over the tasks fully answered. Time left: the items left at the "
-               "person's own pace (none before their first item).")
+               "person's own pace (none before their first item). Practice items are counted "
+               "apart, in none of the other columns.")
 
 
 def assignments_section() -> None:

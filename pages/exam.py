@@ -19,6 +19,7 @@ from db.study.exams import (
     finish,
     review_tasks,
 )
+from db.study.practice import LABEL as PRACTICE
 from db.study.viewer_tools import viewer_tools
 from db.text_limits import ANSWER
 from errors import UserError
@@ -156,7 +157,8 @@ if done == len(tasks):
             "review them below.", icon=":material/flag:")
     finish_buttons()
 
-labels = {i: f"{i + 1}. {FAMILY_NAMES[t.family]} · level {t.level}" + (" ✓" if t.done else "")
+labels = {i: f"{i + 1}. " + (f"{PRACTICE} · " if t.practice else "")
+          + f"{FAMILY_NAMES[t.family]} · level {t.level}" + (" ✓" if t.done else "")
           for i, t in enumerate(tasks)}
 if "exam_task" not in st.session_state:
     st.session_state["exam_task"] = next((i for i, t in enumerate(tasks) if not t.done), 0)
@@ -258,6 +260,9 @@ with case_panel(key=opaque_key("task", task.task_id), title=task.case_title, ehr
                 prefetch=following_volumes(), tools=tools):
     # Confirmations are inline, in this column: never a toast over the stage or box they confirm.
     show_confirmation("exam_confirmation", i, toast=False)  # a completed task: the next at its top
+    if task.practice:  # first in the exam (db.study.practice)
+        st.info(f"**{PRACTICE}**: answer it as any task, to learn the exam; it is never part "
+                "of the results.", icon=":material/school:")
     with st.container(key=STAGES_KEY):
         response_view(task.family, task.level, task.prompt, task.revealed_stages,
                       task.answers, n_stages=task.n_stages)

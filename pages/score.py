@@ -18,6 +18,7 @@ from db.raters.scoring import (
 )
 from db.rubrics import rubric_by_hash
 from db.study.cases import reference_fields
+from db.study.practice import LABEL as PRACTICE
 from db.study.viewer_tools import viewer_tools
 from db.text_limits import NAME
 from errors import counted
@@ -108,8 +109,8 @@ if st.query_params.get("item") != (code := next(e.blind_code for e in entries
 options = [e.assignment_id for e in listed] or [current]
 if current not in options:  # the item shown stays choosable whatever the filters say
     options = sorted([*options, current], key=ids.index)
-labels = {e.assignment_id: f"{e.position + 1}. {e.blind_code} · {e.status}"
-          + (" · flagged" if e.flagged else "") for e in entries}
+labels = {e.assignment_id: f"{e.position + 1}. " + (f"{PRACTICE} · " if e.practice else "")
+          + f"{e.blind_code} · {e.status}" + (" · flagged" if e.flagged else "") for e in entries}
 st.session_state["score_item_list"] = current
 title, progress, item_box, search, prev, nxt, unscored, filters, keys = st.columns(
     [1.9, 1.5, 2.5, 1.6, 0.95, 0.95, 0.95, 0.5, 0.5], gap="small", vertical_alignment="center")
@@ -163,6 +164,9 @@ with case_panel(key=opaque_key("case", item.case_id), title=item.case_title, ehr
                 scores=item.scores, series=item.series, masks=item.masks,
                 key_slices=item.key_slices, compact=True, opening=item.opening_view,
                 family=item.family, prefetch=ahead, tools=tools):
+    if item.practice:  # first in the queue (db.study.practice)
+        st.info(f"**{PRACTICE}**: score it as any item, to learn the tool; it is never part "
+                "of the results.", icon=":material/school:")
     response_view(item.family, item.level, item.prompt, item.stages, [item.text, *item.turns],
                   missing="No answer given for this stage.")
     with st.expander("Reference answer"):

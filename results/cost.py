@@ -15,7 +15,7 @@ cache cost nothing again).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from sqlmodel import Session, select
@@ -67,14 +67,17 @@ def response_cost(model: str | None, usage: dict | None, prices: dict) -> float 
     return None
 
 
-def model_costs(s: Session, prices: dict | None = None) -> list[ModelCost]:
-    """One row per model that has responses, by name."""
+def model_costs(s: Session, prices: dict | None = None,
+                leave_out: Collection[str] = ()) -> list[ModelCost]:
+    """One row per model that has responses, by name; the responses to the tasks `leave_out`
+    (the practice tasks, db.study.practice) left out."""
     rows = [(model, task_id, usage or (collected.usage() if collected else None))
             for model, task_id, usage, collected in s.exec(
                 select(Response.model, Response.task_id, Response.usage, CollectedResponse)
                 .join(CollectedResponse, CollectedResponse.response_id == Response.response_id,
                       isouter=True)
-                .where(Response.source == "model"))]
+                .where(Response.source == "model"))
+            if task_id not in leave_out]
     return model_costs_of(rows, prices)
 
 

@@ -97,8 +97,9 @@ def study_data(folder: Path, *, config_id: int, rubric: str = "neurology-v1") ->
     """`StudyData` from the exports in `folder` (`<kind>.csv`, `.jsonl` or `.parquet`), with
     the grades of config `config_id` and the error classes of the bundled rubric `rubric`."""
     rows = {kind: [r for r in read_export(_find(folder, kind))
-                   if True not in (_bool(r.get("retired")), _bool(r.get("stale")))]
-            for kind in KINDS}  # retired and stale rows are left out, as `load` does
+                   if True not in (_bool(r.get("retired")), _bool(r.get("stale")),
+                                   _bool(r.get("practice")))]
+            for kind in KINDS}  # retired, stale and practice rows are left out, as `load` does
     tasks = {t["task_id"]: Task(task_id=t["task_id"], case_id=t["case_id"], family=t["family"],
                                 level=_int(t["level"]), prompt="",
                                 stages=[""] * _int(t["n_stages"]),

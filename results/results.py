@@ -46,7 +46,8 @@ from db.rubrics import rubric_by_hash
 from db.sources.breadth import breadth_scores
 from db.sources.responses import holds_final_stage_only
 from db.study.model_cards import card_row, cards
-from db.study.retire import retired, taken_out
+from db.study.practice import not_counted, practice_tasks
+from db.study.retire import retired
 from db.study.revisions import stale, windows
 from db.study.versions import get_version
 from errors import UserError, counted
@@ -410,12 +411,13 @@ def load(s: Session, *, config_id: int | None = None, reveal: bool = False,
     """The study's data under the grader config (default: the newest validated one, else the
     newest with grades); `reveal` shows people's names instead of pseudonyms. Without
     `version`, what is retired now and what is stale (db.study.revisions) is left out; with
-    it, the version's tasks as they were when it was tagged, and what counts at that revision."""
+    it, the version's tasks as they were when it was tagged, and what counts at that revision.
+    Practice tasks and their responses are always left out (db.study.practice)."""
     config = default_config(s, config_id)
     tagged = get_version(s, version) if version else None
     at = tagged.at if tagged else None
     items = retired(s, as_of=at)
-    out = taken_out(s, items)
+    out = not_counted(s, items)
     if tagged is not None:  # the tasks the version does not hold are out, with their responses
         other = set(s.exec(select(Task.task_id))) - set(tagged.task_ids)
         out = replace(out, tasks=out.tasks | other, responses=out.responses | set(
@@ -435,7 +437,8 @@ def load(s: Session, *, config_id: int | None = None, reveal: bool = False,
                                       leave_out=old.expert_scores), out.responses, graded_out),
         responses=s.exec(select(func.count()).select_from(Response)).one() - len(out.responses),
         error_classes=rubric_by_hash(s, config.rubric_hash).error_class_keys,
-        model_costs=[m for m in model_costs(s) if m.model not in out.models],
+        model_costs=[m for m in model_costs(s, leave_out=practice_tasks(s))
+                     if m.model not in out.models],
         grader_cost=grader_cost(s, config_id=config.id),
         answers=[a for a in answers(s, reveal=reveal) if a.response_id not in out.responses],
         tasks=[t for t in s.exec(select(Task).order_by(Task.task_id)) if t.task_id not in out.tasks],

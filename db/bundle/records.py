@@ -187,6 +187,7 @@ class TaskRecord(Record):
     stages: Stages = None
     show_masks: bool = None
     disconfirming: Marks = None
+    practice: bool = None  # scored and answered, never counted (db.study.practice)
 
 
 class ResponseRecord(Record):

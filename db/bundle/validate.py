@@ -469,6 +469,7 @@ def _parse_tasks(root: Path, case_ids: set[str], all_case_dirs: set[str],
                       "family": obj["family"], "level": obj["level"], "prompt": obj["prompt"],
                       "stages": list(obj.get("stages") or []),
                       "show_masks": obj.get("show_masks", False),
+                      "practice": obj.get("practice", False),
                       "disconfirming": (list(obj["disconfirming"])
                                         if any(obj.get("disconfirming") or ()) else None)})
     return tasks, complete

@@ -26,6 +26,7 @@ from db.models import (
 from db.queries import fetch_in
 from db.raters.design import balanced_design, split_dev_heldout, stratified_sample
 from db.raters.response_flags import held
+from db.study.practice import practice_responses
 from db.study.reference import require_reference_for_responses
 from db.study.retire import taken_out
 from errors import UserError, counted
@@ -34,9 +35,11 @@ DESIGN = "raters.design"  # draws and assignments take turns on it (db.locks)
 
 
 def _strata(s: Session) -> dict[str, tuple[str, int, str]]:
-    """(family, level, source) of every response: the strata of calibration sampling."""
+    """(family, level, source) of every response but those to practice tasks (never counted,
+    so never a calibration pair: db.study.practice): the strata of calibration sampling."""
     rows = s.exec(select(Response.response_id, Task.family, Task.level, Response.source)
-                  .join(Task, Task.task_id == Response.task_id))
+                  .join(Task, Task.task_id == Response.task_id)
+                  .where(Task.practice.is_(False)))
     return {rid: (fam, lvl, "model" if src == "model" else "human") for rid, fam, lvl, src in rows}
 
 
@@ -78,6 +81,9 @@ class AssignmentPlan:
     before: dict[str, int]  # rater -> items in their queue now
     unopened: dict[str, int] = field(default_factory=dict)
     sources: dict[str, int] = field(default_factory=dict)  # model name or role -> items
+    # practice items (db.study.practice) added to the queues of the raters without them: each
+    # goes to every rater, whatever the selection and the overlap, and is not in `items`
+    practice: list[str] = field(default_factory=list)
 
     def describe_sources(self) -> str:
         """Where the items come from, e.g. "from: model-alpha 3, student 2"."""
@@ -92,8 +98,10 @@ class AssignmentPlan:
         what = {"calibration": "calibration item", "human": "human answer"}.get(kind, "item")
         of = f" of model {model!r}" if model else ""
         line = (f"adds {counted(len(self.items), what)}{of} ({counted(self.overlap, 'rater')} "
-                "each): "
-                f"{loads}")
+                "each)"
+                + (f" and {counted(len(self.practice), 'practice item')} (every rater)"
+                   if self.practice else "")
+                + f": {loads}")
         late = [name for name, q in self.queues.items()
                 if q and self.before[name] and not self.unopened.get(name)]
         if late:
@@ -158,19 +166,26 @@ def plan_assignment(
     selected = _selected(s, selection)
     assigned, on_hold = set(s.exec(select(Assignment.response_id).distinct())), held(s)
     retired = taken_out(s).responses
-    items = sorted(r for r in selected if r not in assigned and r not in on_hold and r not in retired)
-    if not items:
+    practice = sorted(practice_responses(s) - retired - on_hold)
+    items = sorted(r for r in selected if r not in assigned and r not in on_hold
+                   and r not in retired and r not in practice)
+    has = set(s.exec(select(Assignment.rater_id, Assignment.response_id)
+                     .where(Assignment.response_id.in_(practice)))) if practice else set()
+    learn = {name: [r for r in practice if (users[name].id, r) not in has] for name in raters}
+    if not items and not any(learn.values()):
         raise UserError(f"every item of {selection!r} is already assigned, retired or waits "
                         "for review on /admin")
-    require_reference_for_responses(s, response_ids=items)
+    require_reference_for_responses(s, response_ids=[*items, *practice])
     counts = dict(s.exec(select(Assignment.rater_id, func.count())
                          .group_by(Assignment.rater_id)).all())
     sources: dict[str, int] = {}
     for model, source in fetch_in(s, Response.response_id, items, Response.model,
                                   Response.source):
         sources[model or source] = sources.get(model or source, 0) + 1
+    queues = balanced_design(items, raters, overlap, seed) if items else {n: [] for n in raters}
     return AssignmentPlan(selection=selection, overlap=overlap, items=items,
-                          queues=balanced_design(items, raters, overlap, seed),
+                          queues={n: learn[n] + queues[n] for n in raters},
+                          practice=sorted({r for q in learn.values() for r in q}),
                           before={name: counts.get(users[name].id, 0) for name in raters},
                           unopened={name: len(_unopened(s, users[name].id)) for name in raters},
                           sources=sources)

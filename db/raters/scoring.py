@@ -116,6 +116,7 @@ class QueueEntry:
     family: str = ""
     level: int = 0
     flagged: bool = False  # the rater's own confidence is FLAG_CONFIDENCE (draft or submit)
+    practice: bool = False  # a practice item (db.study.practice): first, never counted
 
 
 @dataclass(frozen=True)
@@ -211,6 +212,7 @@ class ScoringItem:
     masks: list[MaskImage] = field(default_factory=list)  # only where the task allows them
     key_slices: list[dict[str, Any]] = field(default_factory=list)  # the case's, as imported
     opening_view: dict[str, Any] | None = None  # the case's (imaging.opening_view)
+    practice: bool = False  # a practice item (db.study.practice): scored, never counted
     shown: str = ""  # `shown_digest` of the reference answer and words shown: a save names it
 
     def on_screen(self) -> "OnScreen":
@@ -229,23 +231,27 @@ class OnScreen:
 
 
 def queue(s: Session, *, rater_id: int) -> list[QueueEntry]:
-    """The rater's items in queue order, with the task's family and level and whether the
-    rater flagged the item (nothing about the response's source)."""
+    """The rater's items in queue order, the practice items first (db.study.practice), with the
+    task's family and level and whether the rater flagged the item (nothing about the
+    response's source); `position` is the place in that order."""
     rows = s.exec(
         select(Assignment.id, Assignment.position, Response.blind_code, ExpertScore.status,
                Task.family, Task.level, ExpertScore.confidence, ExpertScore.draft,
-               Response.response_id)
+               Response.response_id, Task.practice)
         .join(Response, Response.response_id == Assignment.response_id)
         .join(Task, Task.task_id == Response.task_id)
         .join(ExpertScore, ExpertScore.assignment_id == Assignment.id, isouter=True)
         .where(Assignment.rater_id == rater_id)
-        .order_by(Assignment.position)
+        .order_by(Task.practice.desc(), Assignment.position)
     )
     out = taken_out(s).responses  # a retired item leaves the queue unless it is scored
-    return [QueueEntry(aid, pos, code, "new" if status is None else status, family, level,
-                       _flagged(confidence, draft))
-            for aid, pos, code, status, family, level, confidence, draft, rid in rows
+    kept = [(aid, code, status, family, level, confidence, draft, practice)
+            for aid, _, code, status, family, level, confidence, draft, rid, practice in rows
             if status == "submitted" or rid not in out]
+    return [QueueEntry(aid, k, code, "new" if status is None else status, family, level,
+                       _flagged(confidence, draft), bool(practice))
+            for k, (aid, code, status, family, level, confidence, draft, practice)
+            in enumerate(kept)]
 
 
 def _flagged(confidence: int | None, draft: dict[str, Any] | None) -> bool:
@@ -322,7 +328,7 @@ def load_item(s: Session, *, rater_id: int, assignment_id: int) -> ScoringItem:
         status="new" if score is None else score.status,
         revision=0 if score is None else score.revision,
         masks=masks_for_task(s, task=task),
-        key_slices=case.key_slices, opening_view=case.opening_view,
+        key_slices=case.key_slices, opening_view=case.opening_view, practice=task.practice,
         shown=shown_digest((resp.text, resp.turns, case.ground_truth,
                             content_digest(s.get(Case, task.case_id), task))),
     )

@@ -44,6 +44,7 @@ from db.models import Case, Exam, ExamAttempt, Response, StageAnswer, Task, User
 from db.queries import fetch_in
 from db.raters.response_flags import flag_new
 from db.study.cases import case_view, reference_fields
+from db.study.practice import practice_tasks
 from db.study.reference import has_reference
 from db.study.retire import check_task_ids, retired, taken_out
 from db.text_limits import ANSWER, NAME, check_length, model_name_problem
@@ -77,6 +78,7 @@ class ExamTask:
     key_slices: list[dict[str, Any]] = field(default_factory=list)
     # where the viewer opens the case (its hanging protocol or an admin's view)
     opening_view: dict[str, Any] | None = None
+    practice: bool = False  # a practice task: first, answered as any other, never counted
 
     @property
     def answered(self) -> bool:
@@ -284,6 +286,9 @@ class TakerProgress:
     total: int
     started_at: datetime
     finished_at: datetime | None
+    # of the above, the practice tasks (db.study.practice) asked of them here, and answered
+    practice: int = 0
+    practice_answered: int = 0
 
 
 @dataclass(frozen=True)
@@ -317,8 +322,8 @@ class ExamSummary:
 def exam_list(s: Session, *, name: str | None = None) -> list[ExamSummary]:
     """Every exam (by name), or the one named `name`, with its state and each taker's
     progress: tasks fully answered of the exam's total, tasks not asked there, when they
-    started and finished."""
-    out = []
+    started and finished, and how many of those are practice tasks."""
+    out, practice = [], practice_tasks(s)
     for exam in exams(s) if name is None else [_exam_named(s, name)]:
         takers = []
         for attempt, user in s.exec(select(ExamAttempt, User)
@@ -328,12 +333,14 @@ def exam_list(s: Session, *, name: str | None = None) -> list[ExamSummary]:
             answers = _answers(s, attempt.id)
             stages = {t: 1 + len(stages or []) for t, stages in s.exec(
                 select(Task.task_id, Task.stages).where(Task.task_id.in_(exam.task_ids)))}
-            answered = sum(len(answers.get(t, [])) >= stages[t] for t in exam.task_ids)
+            done = {t for t in exam.task_ids if len(answers.get(t, [])) >= stages[t]}
             elsewhere = ({} if attempt.finished_at is not None
                          else _answered_elsewhere(s, attempt, exam, answers))
-            takers.append(TakerProgress(user.name, user.role, answered, len(elsewhere),
+            asked = [t for t in exam.task_ids if t in practice and t not in elsewhere]
+            takers.append(TakerProgress(user.name, user.role, len(done), len(elsewhere),
                                         len(exam.task_ids), attempt.started_at,
-                                        attempt.finished_at))
+                                        attempt.finished_at, len(asked),
+                                        len(done.intersection(asked))))
         out.append(ExamSummary(exam.name, exam.closed_at is not None, len(exam.task_ids),
                                exam.review, takers, exam.closed_at, exam.closed_by))
     return out
@@ -377,11 +384,12 @@ def _answers(s: Session, attempt_id: int,
 def offered_task_ids(s: Session, *, exam: Exam, attempt_id: int) -> list[str]:
     """The exam's tasks as the attempt asks them: without the tasks retired (with their case,
     db.study.retire) when it began, i.e. at its first recorded answer, or now when it has none
-    yet. A begun attempt's tasks do not change under its taker."""
+    yet. A begun attempt's tasks do not change under its taker. The practice tasks come first
+    (db.study.practice), the others in the exam's order."""
     began = s.exec(select(func.min(StageAnswer.answered_at))
                    .where(StageAnswer.attempt_id == attempt_id)).one()
-    out = taken_out(s, retired(s, as_of=began)).tasks
-    return [t for t in exam.task_ids if t not in out]
+    out, practice = taken_out(s, retired(s, as_of=began)).tasks, practice_tasks(s)
+    return sorted((t for t in exam.task_ids if t not in out), key=lambda t: t not in practice)
 
 
 def exam_tasks(s: Session, *, attempt: ExamAttempt) -> list[ExamTask]:
@@ -401,7 +409,7 @@ def exam_tasks(s: Session, *, attempt: ExamAttempt) -> list[ExamTask]:
         out.append(ExamTask(task.task_id, task.family, task.level, task.prompt,
                             stages[:shown], given, 1 + len(stages), case.title, case.ehr,
                             case.scores, case.series, waiting, elsewhere.get(task.task_id),
-                            case.key_slices, case.opening_view))
+                            case.key_slices, case.opening_view, task.practice))
     return out
 
 

@@ -1,4 +1,5 @@
-"""Versions of the benchmark: `nmb version tag NAME` records the tasks active now (not retired),
+"""Versions of the benchmark: `nmb version tag NAME` records the tasks active now (not retired,
+not practice: db.study.practice),
 each at the revision in force (db.study.revisions); the results, the leaderboard and the site
 can then be produced per version (`--version NAME`), as the published leaderboard's 1.0 and 2.0.
 A version is never changed; a later tag is a new version."""
@@ -10,7 +11,7 @@ from sqlmodel import Session, select
 from db.audit import record
 from db.locks import take_turns
 from db.models import BenchmarkVersion, Task
-from db.study.retire import taken_out
+from db.study.practice import not_counted
 from db.text_limits import check_length
 from errors import UserError, one_line
 
@@ -29,7 +30,7 @@ def tag(s: Session, *, name: str, note: str = "", actor: str | None = None) -> B
     if s.exec(select(BenchmarkVersion).where(BenchmarkVersion.name == name)).first():
         raise UserError(f"version {name} exists already; a version is never changed: tag "
                         "another name")
-    out = taken_out(s).tasks
+    out = not_counted(s).tasks
     tasks = sorted(t for t in s.exec(select(Task.task_id)) if t not in out)
     if not tasks:
         raise UserError("the study has no active task to tag")

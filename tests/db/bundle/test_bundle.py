@@ -497,3 +497,31 @@ def test_small_images_are_inspected_in_process_large_ones_in_workers(tmp_path: P
     with pytest.raises(pytest.fail.Exception):
         images.inspect_all([big] * 16)  # 512 MiB decoded: worth the workers
     assert started
+
+
+def _set_task(bundle: Path, line: int, **fields) -> Path:
+    tasks = [json.loads(x) for x in (bundle / "tasks.jsonl").read_text().splitlines()]
+    tasks[line - 1].update(fields)
+    (bundle / "tasks.jsonl").write_text("".join(json.dumps(t) + "\n" for t in tasks))
+    return bundle
+
+
+def test_practice_is_a_boolean_stored_on_the_task_and_fixed_once_imported(
+        sqlite_url: str, tmp_path: Path) -> None:
+    """`"practice": true` marks a practice task (db.study.practice); another type is one line
+    naming the file, line and field; `--revise` cannot change it (nothing written)."""
+    bad = _set_task(write_bundle(tmp_path / "bad"), 2, practice="yes")
+    with pytest.raises(BundleInvalid) as info:
+        validate_bundle(bad)
+    assert [str(p) for p in info.value.problems] == [
+        'tasks.jsonl:2: practice "yes" is not true or false']
+    _import(sqlite_url, _set_task(write_bundle(tmp_path / "b"), 2, practice=True))
+    with Session(engine_for(sqlite_url)) as s:
+        assert {t.task_id: t.practice for t in s.exec(select(Task))} == {
+            "t1": False, "t2": True, "t3": False}
+    before = snapshot(sqlite_url)
+    with pytest.raises(BundleInvalid) as info:
+        _import(sqlite_url, _set_task(write_bundle(tmp_path / "c"), 2, practice=False),
+                revise=True)
+    assert [p.message for p in info.value.problems] == ["task t2: practice cannot be revised"]
+    assert snapshot(sqlite_url) == before

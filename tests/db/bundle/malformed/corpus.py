@@ -489,6 +489,8 @@ CORPUS: dict[str, Malformed] = {
         ("cases/c1/case.json", '"masks[0].label"')),
     "task_show_masks_string": Malformed(
         _task(2, _set(show_masks="yes")), ("tasks.jsonl:2", 'show_masks "yes" is not true or false')),
+    "task_practice_number": Malformed(
+        _task(1, _set(practice=1)), ("tasks.jsonl:1", "practice 1 is not true or false")),
     # hostile or unusable pictures (issue 23): refused with one line naming the file
     "picture_decompression_bomb": Malformed(
         _picture(pictures.png_bomb),
