@@ -29,6 +29,7 @@ from db.models import (
     Task,
 )
 from db.rubrics import rubric_by_hash
+from db.study.revisions import stale, windows
 from errors import UserError, counted
 from grading.config import get_config, is_dated_snapshot
 from rubric.schema import canonical_json
@@ -59,7 +60,9 @@ def collect(s: Session, *, config_id: int, part: str,
     """The scores of `part`'s items. Expert scores brought in by `nmb import-scores` (not
     collected blind) count on the dev part, and on the held-out part and "all" only when
     `count_imported` (the protocol's `count_imported_scores`); either way a flag says how many
-    there are."""
+    there are. Grades and expert scores made against an earlier revision of their case or task
+    (`db.study.revisions.stale`), and those of stale responses, are left out, and a flag counts
+    them."""
     if part not in PARTS:
         raise UserError(f"part {part!r} is not one of {', '.join(PARTS)}")
     config = get_config(s, config_id)
@@ -75,8 +78,13 @@ def collect(s: Session, *, config_id: int, part: str,
               for rid, fam, lvl, src, case in s.exec(q)}
     if not subset:
         raise UserError("no calibration subset drawn yet (nmb assign --calibration N)")
+    old = stale(s, windows(s), config_id=config_id)
     grades = {g.response_id: g for g in s.exec(select(GraderScore).where(
         GraderScore.config_id == config_id, GraderScore.response_id.in_(list(subset))))}
+    n_stale = len(grades)
+    grades = {rid: g for rid, g in grades.items()
+              if rid not in old.responses and rid not in old.grades}
+    n_stale -= len(grades)
     expert_rows = s.exec(
         select(Assignment.response_id, Assignment.rater_id, ExpertScore)
         .join(ExpertScore, ExpertScore.assignment_id == Assignment.id)
@@ -85,6 +93,9 @@ def collect(s: Session, *, config_id: int, part: str,
     n_scores = n_imported = 0
     counting = part == "dev" or count_imported
     for rid, rater, score in expert_rows:
+        if rid in old.responses or score.id in old.expert_scores:
+            n_stale += 1
+            continue
         n_scores += 1
         n_imported += score.imported
         if counting or not score.imported:
@@ -126,6 +137,9 @@ def collect(s: Session, *, config_id: int, part: str,
                     crit_e[k][i, j] = v
     criteria = {k: (crit_g[k], crit_e[k]) for k in crit_keys
                 if np.isfinite(crit_g[k]).sum() >= 3}
+    if n_stale:
+        imported_flags.append(f"{counted(n_stale, 'grade or expert score', 'grades or expert scores')} "
+                              "made against an earlier revision of their case or task left out")
     flags = imported_flags + ([] if is_dated_snapshot(config.model) else [
         f"grader model {config.model!r} is an undated alias"])
     if s.exec(select(GraderRun).where(GraderRun.config_id == config_id,

@@ -213,3 +213,23 @@ def test_cli_gate_on_the_demo(demo_study: Path, tmp_path: Path, capsys) -> None:
     assert code == 2 and "bootstrap must be" in err
     code, _, err = nmb("calibrate", "--config", "1", "--part", "dev", "--out", "/proc/version/x")
     assert code == 2 and "cannot write the report" in err
+
+
+def test_grades_and_scores_made_before_a_revision_are_left_out(sqlite_url: str) -> None:
+    """A case revised after it was graded and scored: its grades and expert scores were made
+    against the old record, so the calibration data leave them out and say how many."""
+    from calibration.report import collect
+    from db.study.revisions import Change, write
+
+    s, cid = _study(sqlite_url, grader_noise=0.5)
+    before = collect(s, config_id=cid, part="all")
+    case_id = before.cases[0]
+    write(s, [Change("case", case_id, old={"ehr": "x"}, new={"ehr": "Corrected record."})],
+          bundle="fixed", actor="admin")
+    s.commit()
+    after = collect(s, config_id=cid, part="all")
+    gone = [rid for rid, case in zip(before.items, before.cases, strict=True) if case == case_id]
+    assert gone and sorted(after.items) == sorted(set(before.items) - set(gone))
+    n = len(gone) * 4  # each item's grade and its three experts' scores
+    assert f"{n} grades or expert scores made against an earlier revision" in " ".join(after.flags)
+    s.close()
