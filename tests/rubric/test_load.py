@@ -153,6 +153,36 @@ def test_bad_rubric_file_is_refused_naming_the_field(
     assert "\n" not in message
 
 
+BAD_SHORT_ANCHORS = [
+    ('  "matches the reference",\n', "",
+     "criteria[0].short_anchors: expected 5, one per anchor, got 4 (criterion 'final_diagnosis')"),
+    ('"right broad category"', '"wrong diagnosis, but in the right broad disease category"',
+     "criteria[0].short_anchors[1]: at most 40 characters, got 56 (criterion 'final_diagnosis': "),
+    ('"right broad category"', "1", "criteria[0].short_anchors[1]: Input should be a valid string"),
+    ('"matches the reference"', '"**matches** the reference"',
+     "criteria[0].short_anchors[4]: must be plain text, without the markup character '*'"),
+    ('"none, or all implausible"', '"none\\tor all implausible"',
+     "criteria[1].short_anchors[0]: must be one non-empty line of printable text"),
+]
+
+
+@pytest.mark.parametrize(("old", "new", "expected"), BAD_SHORT_ANCHORS)
+def test_bad_short_anchors_are_refused_naming_the_criterion_and_position(
+    tmp_path: Path, old: str, new: str, expected: str
+) -> None:
+    """`short_anchors` (neurology-v1.1): one per anchor, plain text of at most 40 characters;
+    a rubric without them (neurology-v1) loads as before."""
+    source = load_rubric("neurology-v1.1").source_text
+    assert source.count(old) == 1, old
+    path = tmp_path / "short.toml"
+    path.write_text(source.replace(old, new))
+    with pytest.raises(UserError) as info:
+        load_rubric(path)
+    message = str(info.value)
+    assert message.startswith(f"short.toml: {expected}"), message
+    assert "\n" not in message
+
+
 def test_every_family_needs_a_criterion_that_cannot_be_na(source: str) -> None:
     bad = source.replace(
         'key = "coherence"\nname', 'key = "coherence"\nfamilies = ["differential"]\nname'
