@@ -36,10 +36,9 @@ from db.rubrics import ensure_rubric, rubric_by_hash
 from db.sources.answers import read_capped
 from db.study.reference import has_reference, judged_against
 from errors import UserError, counted
-from rubric import Rubric
+from rubric import DEFAULT_RUBRIC, Rubric
 from rubric.scoring import validate_score
 
-DEFAULT_RUBRIC = "neurology-v1"  # the rubric of a study that has assigned nothing yet
 CORRECT = "correct_diagnosis"
 REQUIRED = ("rater", "criterion", "level", "error_classes")
 COLUMNS = ("response_id", "blind_code", *REQUIRED, "comment")
