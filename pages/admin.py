@@ -23,7 +23,7 @@ from db.raters.assignments import (
     rater_progress,
     response_models,
 )
-from db.sources.scores import rubric_in_force
+from db.rubrics import rubric_in_force
 from db.status import counts
 from db.study.cases import case_view, reference_fields, task_list
 from db.study.catalog import case_rows, response_detail, response_rows, search, task_rows

@@ -1,5 +1,6 @@
 """`nmb assign --items`: by source (one model's responses, the human answers, the rest), with
-`--dry-run` showing what would be added; in-process, on SQLite and PostgreSQL."""
+`--dry-run` showing what would be added, and `--rubric` (default: the newest design's);
+in-process, on SQLite and PostgreSQL."""
 
 from sqlmodel import Session, select
 
@@ -44,7 +45,7 @@ def test_assign_by_source(database_url: str, capsys) -> None:
         assert [(d.selection, d.model) for d in designs] == [
             ("model", "model-alpha"), ("human", None), ("unassigned", None)]
         v1, v11 = (load_rubric(n).content_hash for n in (DEFAULT_RUBRIC, "neurology-v1.1"))
-        assert [d.rubric_hash for d in designs] == [v1, v11, v1]
+        assert [d.rubric_hash for d in designs] == [v1, v11, v11]  # then the rubric in force
         by_design = {d.id: {a.response_id for a in s.exec(
             select(Assignment).where(Assignment.design_id == d.id))} for d in designs}
         assert list(by_design.values()) == [

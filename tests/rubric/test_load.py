@@ -11,6 +11,7 @@ from rubric import Rubric, bundled_rubrics, load_rubric, loads_rubric
 # neurology-v1 is published: scores, grader configs and packages refer to this hash. Changing
 # its content (not its comments) must come with a new rubric id, never an edit in place.
 NEUROLOGY_V1_HASH = "fae91fd9a3e83611e03a05ad339cacdae41cc691174f25cd3d93214316b2d96a"
+NEUROLOGY_V1_1_HASH = "c64a316f33f4d7fe7368d7418f531cd8fd762cdc8e259c45a94619bda912fcd6"
 
 
 @pytest.fixture(scope="module")
@@ -74,6 +75,7 @@ def test_neurology_v1_hash_is_pinned() -> None:
     r = load_rubric("neurology-v1")
     assert len(r.content_hash) == 64
     assert r.content_hash == NEUROLOGY_V1_HASH
+    assert load_rubric("neurology-v1.1").content_hash == NEUROLOGY_V1_1_HASH
 
 
 def test_hash_ignores_comments_whitespace_and_key_order(source: str) -> None:
