@@ -114,10 +114,11 @@ def cmd_users_disable(args: argparse.Namespace) -> None:
 
 def cmd_assign(args: argparse.Namespace) -> None:
     from db.raters.assignments import assign, draw_calibration, plan_assignment
-    from db.rubrics import ensure_rubric
+    from db.rubrics import ensure_rubric, rubric_in_force
     from rubric import load_rubric
 
-    load_rubric(args.rubric)  # a bad --rubric is refused before the study is read
+    if args.rubric:
+        load_rubric(args.rubric)  # a bad --rubric is refused before the study is read
     with open_study() as s:
         if args.calibration:
             parts = draw_calibration(s, n=args.calibration, dev_fraction=args.dev_fraction,
@@ -129,7 +130,8 @@ def cmd_assign(args: argparse.Namespace) -> None:
         if args.dry_run:
             print(f"would assign: {plan.describe()}\n  {plan.describe_sources()}")
             return  # (the session closes without a commit: nothing drawn or assigned)
-        rubric = ensure_rubric(s, args.rubric, actor="cli")
+        rubric = (ensure_rubric(s, args.rubric, actor="cli") if args.rubric
+                  else rubric_in_force(s, actor="cli"))
         design = assign(s, rubric_hash=rubric.content_hash, actor="cli", **options)
         s.commit()
     print(f"assignment design {design.id}: {plan.describe()} (seed {args.seed})")
@@ -236,7 +238,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="first draw a calibration subset of N items (stratified, seeded)")
     asg.add_argument("--dev-fraction", type=float, default=0.5,
                      help="share of the calibration subset for development (the rest is held out)")
-    asg.add_argument("--rubric", default="neurology-v1", help="bundled rubric name or TOML file")
+    asg.add_argument("--rubric", help="bundled rubric name (e.g. neurology-v1.1) or TOML file "
+                     "(default: the study's rubric, that of its newest assignment design, "
+                     "else the default rubric, docs/rubric.md)")
     asg.add_argument("--dry-run", action="store_true",
                      help="print what would be added to each rater's queue; write nothing")
     asg.add_argument("--seed", type=SEED, default=0, help="seed of the draw and of the queues")

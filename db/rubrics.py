@@ -6,9 +6,10 @@ from sqlmodel import Session, select
 
 from db.audit import record
 from db.locks import take_turns
+from db.models import AssignmentDesign
 from db.models import Rubric as RubricRow
 from errors import UserError
-from rubric import Rubric
+from rubric import DEFAULT_RUBRIC, Rubric
 from rubric.loader import load_rubric, loads_rubric
 
 
@@ -45,3 +46,12 @@ def rubric_by_hash(s: Session, content_hash: str) -> Rubric:
     if row is None:
         raise UserError(f"no rubric with hash {content_hash[:12]}")
     return _parse(row.source_text)
+
+
+def rubric_in_force(s: Session, *, actor: str | None = None) -> Rubric:
+    """The study's rubric: that of the newest assignment design (the one raters score with now),
+    else `DEFAULT_RUBRIC`, stored if new (`nmb assign` without --rubric, /admin's Assign,
+    `nmb import-scores`)."""
+    newest = s.exec(select(AssignmentDesign.rubric_hash)
+                    .order_by(AssignmentDesign.id.desc())).first()
+    return rubric_by_hash(s, newest) if newest else ensure_rubric(s, DEFAULT_RUBRIC, actor=actor)

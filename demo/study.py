@@ -41,7 +41,7 @@ from demo.exam_takers import take_exam
 from errors import UserError
 from grading.config import GraderSettings, store_config
 from llm.grader_request import grade_request
-from rubric import Rubric
+from rubric import DEFAULT_RUBRIC, Rubric
 from rubric.render import Asked
 from rubric.scoring import validate_score
 
@@ -90,7 +90,7 @@ def _demo_study(s: Session, seed: int) -> None:
     for name, role in DEMO_USERS:
         if s.exec(select(User).where(User.name == name)).first() is None:
             add_user(s, name=name, role=role, password=DEMO_PASSWORD, demo=True, actor="demo")
-    rubric = ensure_rubric(s, "neurology-v1", actor="demo")
+    rubric = ensure_rubric(s, DEFAULT_RUBRIC, actor="demo")
     exam = ensure_exam(s, name=DEMO_EXAM, actor="demo")
     s.flush()
     truth = {**demo_truth(seed), **take_exam(s, exam=exam, password=DEMO_PASSWORD, seed=seed)}

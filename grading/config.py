@@ -19,6 +19,7 @@ from db.models import GraderConfig
 from db.rubrics import ensure_rubric
 from db.text_limits import model_name_problem
 from errors import UserError, one_line, read_at_most
+from rubric import DEFAULT_RUBRIC
 from rubric.render import PROMPT_V2, PROMPTS
 from rubric.schema import canonical_json
 
@@ -35,7 +36,7 @@ class GraderSettings:
     seed: int | None = 0
     max_tokens: int = 1200
     prompt_version: str = PROMPT_VERSION
-    rubric: str = "neurology-v1"
+    rubric: str = DEFAULT_RUBRIC
     vision: bool = False
     name: str = ""
 

@@ -23,7 +23,7 @@ from db.raters.assignments import (
     rater_progress,
     response_models,
 )
-from db.rubrics import ensure_rubric
+from db.rubrics import rubric_in_force
 from db.status import counts
 from db.study.cases import case_view, reference_fields, task_list
 from db.study.catalog import case_rows, response_detail, response_rows, search, task_rows
@@ -555,7 +555,8 @@ def assignments_section() -> None:
             st.session_state.pop("assign-plan")
 
             def make_design(s) -> str:
-                rubric = ensure_rubric(s, "neurology-v1", actor=user.name)
+                # the study's rubric: its newest design's, else the default (nmb assign --rubric)
+                rubric = rubric_in_force(s, actor=user.name)
                 design = assign(s, rubric_hash=rubric.content_hash, actor=user.name,
                                 expect=plan, **options)
                 return f"Assignment design {design.id} created: {plan.describe()}."

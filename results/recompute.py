@@ -33,7 +33,7 @@ from results.fairness import Answer
 from results.judgments import GRADER, Vote, grade_judgment, judge_responses
 from results.leaderboard import BY
 from results.results import Results, StudyData, compute
-from rubric import load_rubric
+from rubric import DEFAULT_RUBRIC, load_rubric
 from rubric.render import Asked
 
 KINDS = ("responses", "tasks", "grader-scores", "expert-scores")
@@ -93,7 +93,7 @@ def _find(folder: Path, kind: str) -> Path:
     return found[0]
 
 
-def study_data(folder: Path, *, config_id: int, rubric: str = "neurology-v1") -> StudyData:
+def study_data(folder: Path, *, config_id: int, rubric: str = DEFAULT_RUBRIC) -> StudyData:
     """`StudyData` from the exports in `folder` (`<kind>.csv`, `.jsonl` or `.parquet`), with
     the grades of config `config_id` and the error classes of the bundled rubric `rubric`."""
     rows = {kind: [r for r in read_export(_find(folder, kind))

@@ -8,7 +8,7 @@
 Rendering for the rater's form and the LLM grader lives in `rubric.render`.
 """
 
-from rubric.loader import bundled_rubrics, load_rubric, loads_rubric
+from rubric.loader import DEFAULT_RUBRIC, bundled_rubrics, load_rubric, loads_rubric
 from rubric.schema import (
     CommentRule,
     Confidence,
@@ -24,6 +24,7 @@ from rubric.schema import (
 )
 
 __all__ = [
+    "DEFAULT_RUBRIC",
     "CommentRule",
     "Confidence",
     "CorrectDiagnosis",

@@ -70,13 +70,14 @@ class FormCriterion:
     anchors: list[tuple[int, str]]  # (level, anchor sentence), lowest level first
     na_allowed: bool
     na_rule: str | None
+    short_anchors: tuple[str, ...] = ()  # one label per anchor, same order; () when none
 
 
 @dataclass(frozen=True)
 class FormTag:
     key: str
     name: str
-    definition: str  # hover help
+    definition: str
     example: str
 
 
@@ -127,6 +128,7 @@ def form_spec(rubric: Rubric, family: str) -> FormSpec:
                 anchors=[(lo + i, text) for i, text in enumerate(c.anchors)],
                 na_allowed=c.na_allowed,
                 na_rule=c.na_rule,
+                short_anchors=tuple(c.short_anchors or ()),
             )
             for c in rubric.applicable_criteria(family)
         ],

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 SUPPORTED_SCHEMA_VERSIONS = (1,)
 KEY_PATTERN = r"^[a-z][a-z0-9_]*$"
+SHORT_ANCHOR_MAX = 40  # characters: a label under a level button on the rater's form
+# Characters that only markup needs: a short anchor is a plain label (the form still escapes it).
+_MARKUP = re.compile(r"[`*_#\[\]<>\\|~$]")
 
 
 class _Model(BaseModel):
@@ -60,6 +64,8 @@ class Level(_Model):
 class Criterion(_Model):
     """One scored criterion: `anchors[i]` describes level `scale.min + i`.
 
+    `short_anchors` (optional, for human raters only: the grader never reads them) gives each
+    anchor a plain label of at most `SHORT_ANCHOR_MAX` characters, shown under its level.
     `families` lists the task families it applies to (None: all). `na_allowed` lets a
     rater mark it N/A (level None) in an applicable family, under `na_rule`.
     """
@@ -68,6 +74,7 @@ class Criterion(_Model):
     name: str = Field(min_length=1)
     description: str = Field(min_length=1)
     anchors: list[str]
+    short_anchors: list[str] | None = None
     families: list[str] | None = None
     na_allowed: bool = False
     na_rule: str | None = None
@@ -81,7 +88,26 @@ class Criterion(_Model):
         for i, text in enumerate(self.anchors):
             if not text or "\n" in text:
                 raise ValueError(f"anchors[{i}]: must be one non-empty line")
+        if self.short_anchors is not None:
+            self._check_short_anchors(self.short_anchors)
         return self
+
+    def _check_short_anchors(self, short: list[str]) -> None:
+        if len(short) != len(self.anchors):
+            raise ValueError(f"short_anchors: expected {len(self.anchors)}, one per anchor, got "
+                             f"{len(short)} (criterion {self.key!r})")
+        for i, text in enumerate(short):
+            problem = None
+            if not text or not text.isprintable():
+                problem = "must be one non-empty line of printable text"
+            elif len(text) > SHORT_ANCHOR_MAX:
+                problem = f"at most {SHORT_ANCHOR_MAX} characters, got {len(text)}"
+            elif markup := _MARKUP.search(text):
+                problem = f"must be plain text, without the markup character {markup.group()!r}"
+            if problem:
+                shown = text if len(text) <= 60 else text[:57] + "..."
+                raise ValueError(f"short_anchors[{i}]: {problem} (criterion {self.key!r}: "
+                                 f"{shown!r})")
 
     def applies_to(self, family: str) -> bool:
         return self.families is None or family in self.families

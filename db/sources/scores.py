@@ -32,14 +32,13 @@ from db.locks import take_turns
 from db.models import Assignment, AssignmentDesign, ExpertScore, Response, Task, User
 from db.raters.assignments import DESIGN
 from db.raters.scoring import record_submission
-from db.rubrics import ensure_rubric, rubric_by_hash
+from db.rubrics import rubric_in_force
 from db.sources.answers import read_capped
 from db.study.reference import has_reference, judged_against
 from errors import UserError, counted
 from rubric import Rubric
 from rubric.scoring import validate_score
 
-DEFAULT_RUBRIC = "neurology-v1"  # the rubric of a study that has assigned nothing yet
 CORRECT = "correct_diagnosis"
 REQUIRED = ("rater", "criterion", "level", "error_classes")
 COLUMNS = ("response_id", "blind_code", *REQUIRED, "comment")
@@ -100,14 +99,6 @@ class _Score:
     comments: list[str] = field(default_factory=list)
     rows: int = 0
     broken: bool = False  # a row of it has a problem: the score is refused as a whole
-
-
-def rubric_in_force(s: Session, *, actor: str | None = None) -> Rubric:
-    """The rubric of the newest assignment design (the one raters score with now), else the
-    default rubric, stored if new."""
-    newest = s.exec(select(AssignmentDesign.rubric_hash)
-                    .order_by(AssignmentDesign.id.desc())).first()
-    return rubric_by_hash(s, newest) if newest else ensure_rubric(s, DEFAULT_RUBRIC, actor=actor)
 
 
 def _rows(path: Path, problems: list[Problem]) -> list[tuple[int, dict[str, str]]]:

@@ -11,6 +11,7 @@ from rubric import Rubric, bundled_rubrics, load_rubric, loads_rubric
 # neurology-v1 is published: scores, grader configs and packages refer to this hash. Changing
 # its content (not its comments) must come with a new rubric id, never an edit in place.
 NEUROLOGY_V1_HASH = "fae91fd9a3e83611e03a05ad339cacdae41cc691174f25cd3d93214316b2d96a"
+NEUROLOGY_V1_1_HASH = "c64a316f33f4d7fe7368d7418f531cd8fd762cdc8e259c45a94619bda912fcd6"
 
 
 @pytest.fixture(scope="module")
@@ -74,6 +75,7 @@ def test_neurology_v1_hash_is_pinned() -> None:
     r = load_rubric("neurology-v1")
     assert len(r.content_hash) == 64
     assert r.content_hash == NEUROLOGY_V1_HASH
+    assert load_rubric("neurology-v1.1").content_hash == NEUROLOGY_V1_1_HASH
 
 
 def test_hash_ignores_comments_whitespace_and_key_order(source: str) -> None:
@@ -150,6 +152,36 @@ def test_bad_rubric_file_is_refused_naming_the_field(
         load_rubric(path)
     message = str(info.value)
     assert message.startswith(f"neurology-bad.toml: {expected}"), message
+    assert "\n" not in message
+
+
+BAD_SHORT_ANCHORS = [
+    ('  "matches the reference",\n', "",
+     "criteria[0].short_anchors: expected 5, one per anchor, got 4 (criterion 'final_diagnosis')"),
+    ('"right broad category"', '"wrong diagnosis, but in the right broad disease category"',
+     "criteria[0].short_anchors[1]: at most 40 characters, got 56 (criterion 'final_diagnosis': "),
+    ('"right broad category"', "1", "criteria[0].short_anchors[1]: Input should be a valid string"),
+    ('"matches the reference"', '"**matches** the reference"',
+     "criteria[0].short_anchors[4]: must be plain text, without the markup character '*'"),
+    ('"none, or all implausible"', '"none\\tor all implausible"',
+     "criteria[1].short_anchors[0]: must be one non-empty line of printable text"),
+]
+
+
+@pytest.mark.parametrize(("old", "new", "expected"), BAD_SHORT_ANCHORS)
+def test_bad_short_anchors_are_refused_naming_the_criterion_and_position(
+    tmp_path: Path, old: str, new: str, expected: str
+) -> None:
+    """`short_anchors` (neurology-v1.1): one per anchor, plain text of at most 40 characters;
+    a rubric without them (neurology-v1) loads as before."""
+    source = load_rubric("neurology-v1.1").source_text
+    assert source.count(old) == 1, old
+    path = tmp_path / "short.toml"
+    path.write_text(source.replace(old, new))
+    with pytest.raises(UserError) as info:
+        load_rubric(path)
+    message = str(info.value)
+    assert message.startswith(f"short.toml: {expected}"), message
     assert "\n" not in message
 
 

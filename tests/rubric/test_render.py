@@ -196,3 +196,24 @@ def test_invalid_v2_answers_raise_value_error(change: dict, reason: str) -> None
         parse_grader_output(R, _staged_answer() | change, "rationale", Asked(rank=True, stages=2))
     with pytest.raises(ValueError, match="unexpected field"):  # v1 does not take them
         parse_grader_output(R, _staged_answer(), "rationale")
+
+
+def test_neurology_v1_1_asks_the_grader_exactly_what_v1_asks() -> None:
+    """v1.1 only adds short anchors for human raters: the same rubric content otherwise, and
+    the grader's prompt and schema of every family, prompt version and stage count are v1's
+    but for the id and version the prompt names."""
+    v11 = load_rubric("neurology-v1.1")
+    raw = {k: v for k, v in v11._raw.items() if k not in ("id", "version")}
+    raw["criteria"] = [{k: v for k, v in c.items() if k != "short_anchors"}
+                       for c in raw["criteria"]]
+    assert raw == {k: v for k, v in R._raw.items() if k not in ("id", "version")}
+    assert all(c.short_anchors for c in v11.criteria)
+    names = ("(neurology-v1.1, version 1.1)", "(neurology-v1, version 1.0)")
+    for version in (PROMPT_V1, PROMPT_V2):
+        for family in (None, "differential", "lesion", "rationale"):
+            for stages in (0, 2):
+                asked = Asked.of(version, family or "differential", stages)
+                prompt = grader_instructions(v11, family, asked)
+                assert names[0] in prompt
+                assert prompt.replace(*names) == grader_instructions(R, family, asked)
+                assert output_json_schema(v11, family, asked) == output_json_schema(R, family, asked)

@@ -1,17 +1,22 @@
 """/score's compact header on the demo study (AppTest): a blind-code search that ignores
-case, queue filters, level labels with their anchors on demand, and the shortcuts listed."""
+case, queue filters, level labels with their anchors on demand, and the shortcuts listed; the
+short anchors under the levels and the full texts behind one switch (a small study)."""
 
+import re
 from pathlib import Path
 
 from sqlmodel import select
 
 from db.engine import session
 from db.models import Case, ExpertScore, User
+from db.raters.assignments import assign
 from db.raters.scoring import load_item, queue, submit
-from db.rubrics import rubric_by_hash
+from db.rubrics import ensure_rubric, rubric_by_hash
 from rubric.render import form_spec
 from tests.apptest import page
+from tests.factories import make_study
 from ui.auth import LoggedIn
+from ui.score.rubric_form import FULL_TEXT_KEY, FULL_TEXT_LABEL
 from ui.score.score_keys import SHORTCUTS, item_key
 
 
@@ -74,14 +79,63 @@ def test_levels_are_labels_with_their_anchors_on_demand(demo_study: Path) -> Non
     for c in spec.criteria:
         radio = at.radio(key=f"item-{item.blind_code}-{c.key}")
         assert [str(o) for o in radio.options][:len(c.anchors)] == [str(lv) for lv, _ in c.anchors]
-        assert radio.proto.horizontal and not list(radio.proto.captions)
-        for _, text in c.anchors:  # every anchor's text is in the tooltip
-            assert text in radio.help
+        assert radio.proto.horizontal and not list(radio.proto.captions)  # v1: no short ones
+    at.toggle(key=FULL_TEXT_KEY).set_value(True).run()
+    shown = " ".join(_as_shown(c.value) for c in at.caption)
+    for c in spec.criteria:  # every anchor's text, under its criterion
+        assert all(text in shown for _, text in c.anchors)
     keys = " ".join(m.value for m in at.markdown)
     for shortcut in SHORTCUTS.values():
         assert shortcut in keys  # listed on the page
     submit = next(b for b in at.button if b.label == "Submit")
     assert submit.proto.shortcut  # Streamlit's own shortcut on the button
+
+
+def _as_shown(markdown: str) -> str:
+    """Escaped markdown as the page shows it (a backslash before punctuation dropped)."""
+    return re.sub(r"\\(.)", r"\1", markdown)
+
+
+def test_short_anchors_under_the_levels_and_full_texts_behind_one_switch(sqlite_url: str) -> None:
+    """neurology-v1.1: each level's short anchor under its number; no tooltip on the rubric
+    (it would open over the images); the switch, off at first and kept from item to item,
+    shows every criterion's description and anchors and the five error classes' definitions
+    and examples in full, in the rubric's column."""
+    with session() as s:
+        make_study(s, n_tasks=2, experts=1)  # a differential and a lesion task
+        rubric = ensure_rubric(s, "neurology-v1.1")
+        assign(s, rubric_hash=rubric.content_hash, raters=["expert1"], overlap=1)
+        s.commit()
+        u = s.exec(select(User).where(User.name == "expert1")).one()
+        expert = LoggedIn(id=u.id, name=u.name, role=u.role, demo=u.demo)
+        items = [load_item(s, rater_id=u.id, assignment_id=e.assignment_id)
+                 for e in queue(s, rater_id=u.id)]
+    assert {i.family for i in items} == {"differential", "lesion"}
+    at = page("pages/score.py", expert)
+    full = [e.definition for e in rubric.error_classes] + [e.example for e in rubric.error_classes]
+    for k, item in enumerate(items):
+        at.session_state["score_current"] = item.assignment_id
+        at.run()
+        assert not at.exception, at.exception
+        switch = at.toggle(key=FULL_TEXT_KEY)
+        assert switch.label == FULL_TEXT_LABEL and switch.value is (k > 0)  # off, then kept
+        shown = " ".join(_as_shown(c.value) for c in at.caption)
+        assert (k > 0) == all(text in shown for text in full)
+        for c in rubric.applicable_criteria(item.family):
+            radio = at.radio(key=f"{item_key(item.blind_code)}-{c.key}")
+            captions = [_as_shown(x) for x in radio.proto.captions]
+            assert captions == c.short_anchors + ([""] if c.na_allowed else []), c.key
+            assert not radio.help
+            assert (k > 0) == all(text in shown for text in [c.description, *c.anchors])
+        rubric_widgets = [w for w in [*at.radio, *at.get("button_group"), *at.text_area]
+                          if str(w.key).startswith(item_key(item.blind_code))]
+        assert len(rubric_widgets) == len(rubric.applicable_criteria(item.family)) + 4
+        assert not [w.help for w in rubric_widgets if w.help]  # no tooltip: none over the images
+        assert not next(m for m in at.markdown if m.value == "##### Rubric").help
+        if k == 0:
+            switch.set_value(True).run()
+            shown = " ".join(_as_shown(c.value) for c in at.caption)
+            assert all(text in shown for text in full)  # the five definitions, in full
 
 
 def test_a_multi_turn_item_asks_a_judgment_per_stage_and_saves_it(demo_study: Path) -> None:

@@ -2,6 +2,8 @@
 the browser as plain text exactly as written, never as markdown that could fetch an image or
 pose as one of the page's labels."""
 
+from pathlib import Path
+
 from sqlmodel import select
 
 from db.engine import session
@@ -9,9 +11,11 @@ from db.models import Case, Response, Task, User
 from db.raters.assignments import assign
 from db.rubrics import ensure_rubric
 from db.study.exams import answer_stage, attempt_for, ensure_exam
+from rubric import load_rubric
 from tests.apptest import make_user, page, page_payload
 from tests.factories import make_study
 from ui.auth import LoggedIn
+from ui.score.rubric_form import FULL_TEXT_KEY
 
 
 def hostile(field: str) -> str:
@@ -44,10 +48,24 @@ def _markdown_is_clean(at) -> None:
         assert "![" not in md.value and "](http" not in md.value, md.value
 
 
-def test_scoring_page_shows_every_field_as_written(sqlite_url: str) -> None:
+def _poison_rubric(folder: Path) -> Path:
+    """neurology-v1.1 with markdown in a description, an anchor, an error class's definition
+    and the judgment's question (a rubric file is outside text too)."""
+    text = load_rubric("neurology-v1.1").source_text
+    bad = hostile("rubric").replace("\n", " ")
+    for old in ('"How well the response combines', '"No reasoning is given',
+                '"A finding that is visible', '"Is the response\'s final answer correct?"'):
+        assert text.count(old) == 1, old
+        text = text.replace(old, f"{old[0]}{bad} {old[1:]}")
+    path = folder / "poisoned.toml"
+    path.write_text(text)
+    return path
+
+
+def test_scoring_page_shows_every_field_as_written(sqlite_url: str, tmp_path: Path) -> None:
     fields = _poison_study()
     with session() as s:
-        rubric = ensure_rubric(s, "neurology-v1")
+        rubric = ensure_rubric(s, str(_poison_rubric(tmp_path)))
         assign(s, rubric_hash=rubric.content_hash, raters=["expert1"], overlap=1)
         s.commit()
         expert = LoggedIn.of(s.exec(select(User).where(User.name == "expert1")).one())
@@ -60,6 +78,10 @@ def test_scoring_page_shows_every_field_as_written(sqlite_url: str) -> None:
     assert fields["differential"] in shown  # one item: joined with "; " it is itself
     _markdown_is_clean(at)
     assert "![" not in " ".join(h.value for h in at.subheader)  # the case title, escaped
+    at.toggle(key=FULL_TEXT_KEY).set_value(True).run()  # the rubric's full texts, as text
+    assert sum("Reference answer" in c.value for c in at.caption) >= 3  # shown, escaped
+    _markdown_is_clean(at)
+    assert not [r.label for r in at.radio if "![" in r.label]
 
 
 def test_exam_page_shows_answers_and_stages_as_typed(sqlite_url: str) -> None:

@@ -1,10 +1,14 @@
 """The rater's rubric form: anchored criteria, the diagnosis judgment, error tags, comment.
 
-Compact: each criterion is one row of its level labels (0 1 2 3 4, N/A where allowed); the
-criterion's description and the text of every anchor are on demand, in the help tooltip of
-its name (the "?" beside it), and so are the confidence labels. Every widget change calls
-`on_change(values)` so the page can save a draft at once. Widget keys carry only the
-assignment number, never anything about the response's source.
+Compact: each criterion is one row of its level labels (0 1 2 3 4, N/A where allowed), with the
+rubric's short anchor under each level where it has them (`short_anchors`). The full texts are
+on demand, in the rubric's column and never in a tooltip (a tooltip opens over the images and
+is cut off): one switch at the top, kept for every item of the session, shows the rubric's
+instructions, each criterion's description and every anchor, the judgment's definition, the
+five error classes' definitions with their examples and the confidence labels, as small text.
+Rubric text comes from a file and is shown as text (`escape_markdown`), never as markdown.
+Every widget change calls `on_change(values)` so the page can save a draft at once. Widget
+keys carry only the assignment number, never anything about the response's source.
 """
 
 from collections.abc import Callable
@@ -17,6 +21,8 @@ from rubric.render import FormCriterion, FormSpec
 from ui.plain_text import escape_markdown
 
 NA = "N/A"
+FULL_TEXT_KEY = "rubric_full_text"  # one switch for every item (not under an item's prefix)
+FULL_TEXT_LABEL = "Show full anchors and definitions"
 STAGE_HELP = ("Optional. Was the answer given at this stage correct, given what was known at "
               "that stage? The last stage's answer is the final answer, judged below.")
 
@@ -89,12 +95,32 @@ def current_values(prefix: str, spec: FormSpec, stages: int = 0) -> dict[str, An
     }
 
 
-def anchor_help(c: FormCriterion) -> str:
-    """A criterion's description and its anchors, level by level (the tooltip's markdown)."""
-    rows = [f"**{level}**: {text}" for level, text in c.anchors]
+def anchor_text(c: FormCriterion) -> str:
+    """A criterion's description and its anchors, level by level, as escaped markdown lines."""
+    rows = [f"**{level}** {escape_markdown(text)}" for level, text in c.anchors]
     if c.na_allowed:
-        rows.append(f"**{NA}**: {c.na_rule or 'does not apply'}")
-    return "\n\n".join([c.description, *rows])
+        rows.append(f"**{NA}** {escape_markdown(c.na_rule or 'does not apply')}")
+    return "  \n".join([escape_markdown(c.description), *rows])
+
+
+def tag_text(spec: FormSpec) -> str:
+    """Every error class's name, definition and example, as escaped markdown paragraphs."""
+    return "\n\n".join(f"**{escape_markdown(t.name)}**: {escape_markdown(t.definition)} "
+                        f"*Example:* {escape_markdown(t.example)}" for t in spec.tags)
+
+
+def level_captions(c: FormCriterion) -> list[str] | None:
+    """The short anchors under the level labels (none under N/A), or None without them."""
+    if not c.short_anchors:
+        return None
+    return [escape_markdown(t) for t in c.short_anchors] + ([""] if c.na_allowed else [])
+
+
+def _full_text_switch() -> bool:
+    """The switch of the full texts, off until the rater turns it on, then on for every item
+    (its state is set again before it is drawn, so leaving the page does not reset it)."""
+    st.session_state[FULL_TEXT_KEY] = bool(st.session_state.get(FULL_TEXT_KEY, False))
+    return st.toggle(FULL_TEXT_LABEL, key=FULL_TEXT_KEY)
 
 
 def _still_missing(missing: dict[str, str], field: str, answered: bool) -> None:
@@ -107,8 +133,8 @@ def rubric_form(
     prefix: str, spec: FormSpec, values: dict[str, Any], on_change: Callable[[dict], None],
     missing: dict[str, str] | None = None, stages: int = 0, revision: int = 0,
 ) -> dict[str, Any]:
-    """Draw the form under its "Rubric" heading (the rubric's instructions in its tooltip),
-    seeded with `values`, and return what it holds now; `missing`
+    """Draw the form under its "Rubric" heading and the switch of the full texts, seeded
+    with `values`, and return what it holds now; `missing`
     (`rubric.scoring.MissingFields.fields`) puts each message under its field. `stages`
     (multi-turn items: the number of stages but the last) adds a compact Yes/No judgment of
     each of those stages' answers, optional, before the final-answer judgment. `revision`:
@@ -120,37 +146,46 @@ def rubric_form(
     def changed() -> None:
         on_change(current_values(prefix, spec, stages))
 
-    st.markdown("##### Rubric", help=spec.instructions)
+    st.markdown("##### Rubric")
+    full = _full_text_switch()
+    if full:
+        st.caption(escape_markdown(spec.instructions))
     for c in spec.criteria:
         options: list[Any] = [level for level, _ in c.anchors] + ([NA] if c.na_allowed else [])
-        st.radio(c.name, options, index=None, key=_key(prefix, c.key), horizontal=True,
-                 help=anchor_help(c), on_change=changed)
+        st.radio(escape_markdown(c.name), options, index=None, key=_key(prefix, c.key), horizontal=True,
+                 captions=level_captions(c), on_change=changed)
+        if full:
+            st.caption(anchor_text(c))
         _still_missing(missing, f"criteria.{c.key}", state.get(_key(prefix, c.key)) is not None)
     if stages:
         cells = st.columns(stages) if stages <= 4 else [st.container() for _ in range(stages)]
         for k, cell in enumerate(cells):
             cell.radio(f"Stage {k + 1} answer correct?", ["Yes", "No"], index=None,
-                       horizontal=True, key=_key(prefix, f"stage-{k}"), on_change=changed,
-                       help=STAGE_HELP)
-    st.radio(spec.judgment_question, ["Yes", "No"], index=None, horizontal=True,
-             key=_key(prefix, "correct"), help=spec.judgment_help, on_change=changed)
+                       horizontal=True, key=_key(prefix, f"stage-{k}"), on_change=changed)
+        if full:
+            st.caption(escape_markdown(STAGE_HELP))
+    st.radio(escape_markdown(spec.judgment_question), ["Yes", "No"], index=None, horizontal=True,
+             key=_key(prefix, "correct"), on_change=changed)
+    if full:
+        st.caption(escape_markdown(spec.judgment_help))
     _still_missing(missing, "correct_diagnosis", state.get(_key(prefix, "correct")) is not None)
-    names = {t.key: t.name for t in spec.tags}
+    names = {t.key: escape_markdown(t.name) for t in spec.tags}
     # Pills, each class a button of its own (Tab, then Space or Enter): a multiselect would offer
     # "Select all" first, and one Enter would tag every class.
     st.pills(
         "Error classes", [t.key for t in spec.tags], selection_mode="multi",
         key=_key(prefix, "tags"), format_func=names.get, on_change=changed,
-        help="\n\n".join(f"**{t.name}**: {t.definition} *Example:* {t.example}" for t in spec.tags),
     )
+    if full:
+        st.caption(tag_text(spec))
     required = spec.comment_required_when == "always" or (
         spec.comment_required_when == "any_error_tag" and st.session_state.get(_key(prefix, "tags")))
-    st.text_area(spec.comment_prompt + (" (required)" if required else ""),
+    st.text_area(escape_markdown(spec.comment_prompt) + (" (required)" if required else ""),
                  key=_key(prefix, "comment"), on_change=changed, max_chars=COMMENT)
     _still_missing(missing, "comment", bool((state.get(_key(prefix, "comment")) or "").strip()))
-    labels = dict(spec.confidence)
-    st.radio(spec.confidence_question, list(labels), index=None, horizontal=True,
-             key=_key(prefix, "confidence"), on_change=changed,
-             help="\n\n".join(f"**{v}**: {label}" for v, label in spec.confidence))
+    st.radio(escape_markdown(spec.confidence_question), [v for v, _ in spec.confidence], index=None,
+             horizontal=True, key=_key(prefix, "confidence"), on_change=changed)
+    if full:
+        st.caption("  \n".join(f"**{v}** {escape_markdown(label)}" for v, label in spec.confidence))
     _still_missing(missing, "confidence", state.get(_key(prefix, "confidence")) is not None)
     return current_values(prefix, spec, stages)

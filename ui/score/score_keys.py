@@ -34,12 +34,19 @@ click beside the images first)
 | `Alt+U` | next unscored item |
 """
 
-# The page at 1280 x 800: less room above the header line; the marked rubric question.
+# The page at 1280 x 800: less room above the header line; the marked rubric question; a
+# criterion with short anchors on one row, each level's anchor wrapped under it in small type.
+_LEVELS = f'.st-key-{RUBRIC_KEY} [data-testid="stRadioGroup"]:has([data-testid="stRadioCaption"])'
 COMPACT_CSS = f"""<style>
 [data-testid="stMainBlockContainer"] {{ padding-top: 2.6rem; padding-bottom: 2rem;
   padding-left: 1.5rem; padding-right: 1.5rem; }}
 .st-key-{RUBRIC_KEY} [data-testid="stRadio"][data-nmb-current="true"] {{
   outline: 2px solid #ff4b4b; outline-offset: 4px; border-radius: 4px; }}
+{_LEVELS} {{ flex-wrap: nowrap; align-items: flex-start; column-gap: 0.5rem; }}
+{_LEVELS} > div {{ flex: 1 1 0; min-width: 0; margin-right: 0; }}
+{_LEVELS} [data-testid="stRadioCaption"] {{ padding-left: 0; margin-left: 0; }}
+{_LEVELS} [data-testid="stRadioCaption"] p {{ font-size: 0.75rem; line-height: 1.2;
+  overflow-wrap: normal; word-break: normal; }}
 </style>"""
 
 
