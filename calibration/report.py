@@ -32,8 +32,8 @@ from db.rubrics import rubric_by_hash
 from errors import UserError, counted
 from grading.config import get_config, is_dated_snapshot
 from rubric.schema import canonical_json
-from stats.agreement import MIN_R_CASES
 from stats.agreement_types import r_interval
+from stats.resample import MIN_R_CASES
 
 PARTS = ("heldout", "dev", "all")
 
