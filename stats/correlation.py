@@ -1,7 +1,8 @@
 """Correlation between two raters' scores: Pearson's r (Pearson 1896) with Fisher's z interval
 (Fisher 1921) and a bootstrap interval over items or whole cases (studentized on Fisher's z:
 Hall 1988, Davison & Hinkley 1997; or BCa: Efron 1987), Spearman's rho (Spearman 1904) and
-Kendall's tau-b (Kendall 1945).
+Kendall's tau-b (Kendall 1945), each also row-wise (`spearman_rows`, `kendall_rows`) for the
+permutations and resamples of `stats.rank_correlation`.
 
 Inputs: a score vector per rater, NaN for a missing rating; results: the typed, JSON-ready
 results of `stats.agreement_types`. docs/agreement.md lists every statistic with its
@@ -235,17 +236,55 @@ def pearson(
                         ci_method=ci_method)[0]
 
 
+def ranks(values: np.ndarray, *, descending: bool = False) -> np.ndarray:
+    """Average ranks along the last axis (ties share their mean rank), 1 = smallest
+    (`descending`: 1 = largest)."""
+    return stats.rankdata(-values if descending else values, method="average", axis=-1)
+
+
+def spearman_rows(rx: np.ndarray, ry: np.ndarray) -> np.ndarray:
+    """Spearman's rho (Spearman 1904) of each row pair of rank matrices (`ranks`): Pearson's r
+    of the ranks, NaN where a row is constant. The one implementation of rho: `spearman` runs it
+    on one pair, `stats.rank_correlation` on a pair, its permutations and its resamples."""
+    dx = rx - rx.mean(axis=-1, keepdims=True)
+    dy = ry - ry.mean(axis=-1, keepdims=True)
+    den = np.sqrt((dx * dx).sum(-1) * (dy * dy).sum(-1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, (dx * dy).sum(-1) / np.where(den > 0, den, 1), np.nan)
+
+
+def kendall_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Kendall's tau-b (Kendall 1945) of each row pair, from every pair of columns:
+    (concordant - discordant) / sqrt(n0 - n1) / sqrt(n0 - n2), ties in either variable
+    corrected, NaN where a row is constant. O(n^2) per row, for few units (`stats.rank_correlation`:
+    a pair of models, its permutations and resamples); it ends in the arithmetic of
+    `scipy.stats.kendalltau`, which `kendall` runs in O(n log n) on a long pair, so that both
+    give the same tau-b bit for bit."""
+    i, j = np.triu_indices(x.shape[-1], k=1)
+    sx = np.sign(x[..., i] - x[..., j])
+    sy = np.sign(y[..., i] - y[..., j])
+    s = (sx * sy).sum(-1)
+    tx = (sx != 0).sum(-1)  # n0 - n1: pairs not tied in x
+    ty = (sy != 0).sum(-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tau = np.clip(s / np.sqrt(tx) / np.sqrt(ty), -1.0, 1.0)
+    return np.where((tx > 0) & (ty > 0), tau, np.nan)
+
+
 def spearman(x: np.ndarray, y: np.ndarray) -> Spearman:
-    """Spearman's rank correlation rho (Spearman 1904), via scipy.stats.spearmanr; ties averaged."""
+    """Spearman's rank correlation rho (Spearman 1904): `spearman_rows` of the two raters' ranks
+    (ties averaged), on the items both scored; p from scipy.stats.spearmanr (t approximation)."""
     xs, ys = _pair(x, y)
     if len(xs) < 3 or xs.std() == 0 or ys.std() == 0:
         return Spearman(rho=None, p=None, n=len(xs))
-    res = stats.spearmanr(xs, ys)
-    return Spearman(rho=plain_float(res.statistic), p=plain_float(res.pvalue), n=len(xs))
+    rho = spearman_rows(ranks(xs), ranks(ys))
+    p = stats.spearmanr(xs, ys).pvalue
+    return Spearman(rho=plain_float(rho), p=plain_float(p), n=len(xs))
 
 
 def kendall(x: np.ndarray, y: np.ndarray) -> Kendall:
-    """Kendall's tau-b (Kendall 1945, tie-corrected), via scipy.stats.kendalltau."""
+    """Kendall's tau-b (Kendall 1945, tie-corrected), via scipy.stats.kendalltau (O(n log n); its
+    row-wise form for permutations and resamples of few units is `kendall_rows`)."""
     xs, ys = _pair(x, y)
     if len(xs) < 3 or xs.std() == 0 or ys.std() == 0:
         return Kendall(tau_b=None, p=None, n=len(xs))

@@ -7,7 +7,17 @@ import pytest
 from scipy import stats
 
 from calibration import comparison as C
-from stats.correlation import _moment_products, _r_and_se, _unit_moments, kendall, pearson, spearman
+from stats.correlation import (
+    _moment_products,
+    _r_and_se,
+    _unit_moments,
+    kendall,
+    kendall_rows,
+    pearson,
+    ranks,
+    spearman,
+    spearman_rows,
+)
 from stats.resample import bootstrap_weights
 
 NAN = np.nan
@@ -28,6 +38,18 @@ def test_correlations_match_scipy_and_pingouin():
     assert spearman(x, y).rho == pytest.approx(stats.spearmanr(x[ok], y[ok]).statistic)
     tau = pg.corr(x[ok], y[ok], method="kendall")["r"].iloc[0]
     assert kendall(x, y).tau_b == pytest.approx(tau, abs=1e-12)
+
+
+def test_the_row_wise_forms_give_the_point_estimates_bit_for_bit():
+    """stats.rank_correlation's permutations and resamples run the row-wise forms: each row
+    gives `spearman`'s rho and `kendall`'s tau-b exactly, with ties and without."""
+    rng = np.random.default_rng(15)
+    x = np.vstack([rng.integers(0, 5, (40, 30)), rng.normal(size=(40, 30))]).astype(float)
+    y = np.round(x + rng.normal(size=x.shape), 1)
+    rho, tau = spearman_rows(ranks(x), ranks(y)), kendall_rows(x, y)
+    for i in range(len(x)):
+        assert rho[i] == spearman(x[i], y[i]).rho
+        assert tau[i] == kendall(x[i], y[i]).tau_b
 
 
 def _delta_se(x: np.ndarray, y: np.ndarray, units: np.ndarray) -> tuple[float, float]:
