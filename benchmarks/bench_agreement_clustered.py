@@ -5,7 +5,7 @@
 case, an item part per item), at 50 % and 80 %. The true ICC(2,1) of the grader against the
 experts' mean is the gate's threshold, 0.75 (no rater bias; grader error variance 7/12,
 expert error variance 1/4, so (7/12 + 1/12) / 2 = 1/3 and 1 / (1 + 1/3) = 0.75). Each study
-goes through `stats.agreement.icc_grader_vs_mean` with the cases given, as a report computes
+goes through `stats.icc.icc_grader_vs_mean` with the cases given, as a report computes
 it, and the gate's ICC check through `calibration.gate.decide` under the default rule (lower
 bound of the 95 % interval at or above 0.75). Printed per design: the coverage of the
 case-clustered interval (jackknife over cases, Fisher's z, t with 9 df) and of McGraw & Wong's
@@ -21,7 +21,7 @@ import numpy as np
 
 from calibration.gate import decide
 from calibration.protocol import LOWER_BOUND
-from stats.agreement import icc_grader_vs_mean
+from stats.icc import icc_grader_vs_mean
 
 STUDIES = int(os.environ.get("NMB_BENCH_STUDIES", "2000"))
 CASES, PER_CASE, EXPERTS, THRESHOLD = 10, 5, 3, 0.75

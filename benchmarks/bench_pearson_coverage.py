@@ -2,7 +2,7 @@
 
 1,000 simulated studies per design, each with its own 2,000 resamples of cases (the report's
 default), drawn from a bivariate normal with correlation rho; an interval covers when it holds
-rho. Printed for every `ci_method` of `stats.agreement.pearson` and the Fisher-z interval,
+rho. Printed for every `ci_method` of `stats.correlation.pearson` and the Fisher-z interval,
 on the same studies and resamples. The first design is the gate's regime (rho = 0.9, 60 items,
 one per case); the second puts the 60 items in 20 cases of 3, the third in 10 cases of 6 (the
 few-cases regime of the demo's held-out part), resampled as whole cases.
@@ -13,7 +13,8 @@ import math
 
 import numpy as np
 
-from stats.agreement import CI_METHODS, bootstrap_weights, pearson
+from stats.correlation import CI_METHODS, pearson
+from stats.resample import bootstrap_weights
 
 STUDIES, RESAMPLES, N_ITEMS = 1000, 2000, 60
 DESIGNS = [(0.9, 1), (0.9, 3), (0.9, 6)]  # (rho, items per case)

@@ -11,8 +11,9 @@ import numpy as np
 
 from calibration import comparison
 from errors import UserError, one_line, read_at_most
-from stats import agreement
 from stats.agreement_types import plain
+from stats.chance_agreement import CONTINUOUS, krippendorff_alpha
+from stats.icc import ICC_FORMS, icc
 
 REQUIRED = ("item", "rater", "score")
 MISSING = {"", "na", "nan", "null", "none"}
@@ -119,10 +120,10 @@ def rating_scale(scores: np.ndarray) -> tuple[list[float] | None, str | None]:
     if values.size == 0:
         return None, "no score"
     if not np.all(values == np.round(values)):
-        return None, f"{agreement.CONTINUOUS} (not every score is an integer)"
+        return None, f"{CONTINUOUS} (not every score is an integer)"
     lo, hi = int(values.min()), int(values.max())
     if hi - lo + 1 > MAX_LEVELS:
-        return None, (f"{agreement.CONTINUOUS} (integer scores span {hi - lo + 1} levels, more "
+        return None, (f"{CONTINUOUS} (integer scores span {hi - lo + 1} levels, more "
                       f"than {MAX_LEVELS})")
     return [float(v) for v in range(lo, hi + 1)], None
 
@@ -145,7 +146,7 @@ def agreement_from_csv(
             f"{path}: column 'rater' has {int(rated.sum())} rater(s) with scores; need at least 2"
         )
     scale, scale_note = rating_scale(x)
-    iccs = agreement.icc(x, raters=raters)
+    iccs = icc(x, raters=raters)
     report: dict = {
         "file": str(path),
         "n_items": len(items),
@@ -157,11 +158,11 @@ def agreement_from_csv(
         "icc_items_complete": iccs.n_items,
         "icc": {
             **{k: None if (f := iccs.form(k)) is None else {"icc": f.icc, "ci95": f.ci95}
-               for k in agreement.ICC_FORMS},
+               for k in ICC_FORMS},
             "notes": iccs.notes,
             "reasons": iccs.reasons,
         },
-        "krippendorff_alpha": agreement.krippendorff_alpha(x, domain=scale).to_dict(),
+        "krippendorff_alpha": krippendorff_alpha(x, domain=scale).to_dict(),
     }
     if reference is None:
         return report

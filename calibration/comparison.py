@@ -1,7 +1,8 @@
 """The agreement comparisons a calibration report is assembled from: one rater against the
 others (`versus`), the human ceiling (`ceiling`), everything for one numeric criterion
 (`compare_to_experts`) and for binary error tags (`compare_tags`). They combine the statistics
-of `stats.agreement` (each with its reference there and in docs/agreement.md) into the typed
+of `stats.correlation`, `stats.icc`, `stats.chance_agreement`, `stats.bland_altman` and
+`stats.alt_test` (each with its reference there and in docs/agreement.md) into the typed
 results of `calibration.comparison_types`; `calibration.report` and `nmb agreement`
 (`calibration.agreement_csv`) read them, and store them by their `to_dict()`.
 """
@@ -26,32 +27,28 @@ from calibration.comparison_types import (
     TagStats,
     Versus,
 )
-from stats.agreement import (
+from stats.agreement_types import Pearson, plain_float
+from stats.alt_test import alt_test, alt_test_sensitivity
+from stats.bland_altman import absolute_agreement, bland_altman
+from stats.chance_agreement import (
     CONTINUOUS,
-    MIN_CLUSTER_UNITS,
-    MIN_R_ITEMS,
-    _pair,
     _weighted_kappa,
-    absolute_agreement,
-    alt_test,
-    alt_test_sensitivity,
     binary_confusion,
     binary_stats_resampled,
-    bland_altman,
+    cohen_kappa,
+    gwet_ac1,
+    krippendorff_alpha,
+)
+from stats.correlation import MIN_R_ITEMS, kendall, pearson_many, spearman
+from stats.icc import icc, icc_grader_vs_mean
+from stats.resample import (
+    MIN_CLUSTER_UNITS,
     bootstrap_weights,
     case_units,
-    cohen_kappa,
     few_cases_warning,
-    gwet_ac1,
-    icc,
-    icc_grader_vs_mean,
-    kendall,
-    krippendorff_alpha,
-    pearson_many,
     percentile_ci,
-    spearman,
 )
-from stats.agreement_types import Pearson, plain_float
+from stats.scores import _pair
 
 
 def _mean_of(experts: np.ndarray) -> np.ndarray:
@@ -86,7 +83,7 @@ def versus(
     others' mean), MAE, exact and within-one agreement of codes. `domain` None: continuous
     scores, no kappa, exact or within-one. `reasons` says why each None statistic is None.
     `pearson_result`: already computed Pearson. With `clusters` the Bland-Altman intervals are
-    case-clustered too (`stats.agreement.bland_altman`)."""
+    case-clustered too (`stats.bland_altman.bland_altman`)."""
     t = np.asarray(target, dtype=float)
     ref = _mean_of(np.asarray(others, dtype=float).reshape(len(t), -1))
     if pearson_result is None:

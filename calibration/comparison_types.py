@@ -123,7 +123,7 @@ class TagIntervals(Result):
     ac1: Interval | None
     f1: Interval | None
     units: int | None = None  # the cases (else items) resampled
-    warning: str | None = None  # fewer than `stats.agreement.MIN_R_CASES` cases
+    warning: str | None = None  # fewer than `stats.resample.MIN_R_CASES` cases
 
 
 @dataclass(frozen=True)

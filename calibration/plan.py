@@ -16,7 +16,7 @@ number, bias and scale as well, which a planner cannot know beforehand.
 
 Vectorised: every study's resampled moment sums come from one batched matrix product (per
 block of studies), and the intervals are formed for all studies at once, with the formulas of
-`stats.agreement` (`_r_and_se`, the studentized interval on Fisher's z, BCa).
+`stats.correlation` (`_r_and_se`, the studentized interval on Fisher's z, BCa).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from scipy import special
 
 from calibration.protocol import LOWER_BOUND, interval_level
 from errors import UserError
-from stats.agreement import _moment_products, _r_and_se, _r_from_sums
+from stats.correlation import _moment_products, _r_and_se, _r_from_sums
 
 DEFAULT_CASES = (10, 20, 30, 40, 60, 90, 120)
 DEFAULT_STUDIES = 400
@@ -130,7 +130,7 @@ def _quantile_rows(values: np.ndarray, q: np.ndarray) -> np.ndarray:
 
 def lower_bounds(units: np.ndarray, products: np.ndarray, st: Settings,
                  rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """(r, the lower bound of its interval) of every study, as `stats.agreement.pearson`
+    """(r, the lower bound of its interval) of every study, as `stats.correlation.pearson`
     computes them with whole cases resampled."""
     total = units.sum(axis=1)
     r, se = _r_and_se(total, products.sum(axis=1))
@@ -157,7 +157,7 @@ def lower_bounds(units: np.ndarray, products: np.ndarray, st: Settings,
 
 def _studentized_lower(r: np.ndarray, se: np.ndarray, rb: np.ndarray, se_b: np.ndarray,
                        tail: float) -> np.ndarray:
-    """`stats.agreement._studentized_z_interval`'s lower bound, for each row."""
+    """`stats.correlation._studentized_z_interval`'s lower bound, for each row."""
     with np.errstate(invalid="ignore", divide="ignore"):
         z, se_z = np.arctanh(r), se / (1 - r * r)
         t = (np.arctanh(rb) - z[:, None]) / (se_b / (1 - rb * rb))
@@ -170,7 +170,7 @@ def _studentized_lower(r: np.ndarray, se: np.ndarray, rb: np.ndarray, se_b: np.n
 
 def _bca_lower(r: np.ndarray, sums: np.ndarray, units: np.ndarray, total: np.ndarray,
                tail: float) -> np.ndarray:
-    """`stats.agreement._bca_interval`'s lower bound, for each row."""
+    """`stats.correlation._bca_interval`'s lower bound, for each row."""
     rb = _r_from_sums(sums)
     ok = np.isfinite(rb)
     rb_valid = np.where(ok, rb, np.nan)

@@ -39,7 +39,7 @@ from db.models import (
 from db.raters.looks import HELDOUT
 from errors import UserError, counted
 from rubric.schema import canonical_json
-from stats.agreement import CI_METHODS
+from stats.correlation import CI_METHODS
 
 FORMAT = "nmb-protocol-3"
 CHECKS = ("pearson", "icc2", "alt_test")
@@ -81,7 +81,7 @@ class Statistics:
 
     bootstrap: int = 2000
     seed: int = 0
-    pearson_ci: str = "studentized_z"  # a stats.agreement CI method, or "fisher"
+    pearson_ci: str = "studentized_z"  # a stats.correlation CI method, or "fisher"
     alt_test_min_items: int = 30
     confidence: float = 0.95
 

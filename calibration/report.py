@@ -33,8 +33,8 @@ from db.study.revisions import stale, windows
 from errors import UserError, counted
 from grading.config import get_config, is_dated_snapshot
 from rubric.schema import canonical_json
-from stats.agreement import MIN_R_CASES
 from stats.agreement_types import r_interval
+from stats.resample import MIN_R_CASES
 
 PARTS = ("heldout", "dev", "all")
 

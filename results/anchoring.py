@@ -41,9 +41,16 @@ import numpy as np
 
 from results.fairness import MISSING
 from results.judgments import ALL_MODELS, Judged, Judgment, groups_of
-from stats.agreement import bootstrap_weights, cohen_kappa, percentile_ci
+from stats.chance_agreement import cohen_kappa
 from stats.intervals import MIN_CASES, TOO_FEW, one_way_variance
-from stats.resample import RESAMPLES, Estimate, group_mean, pooled_share
+from stats.resample import (
+    RESAMPLES,
+    Estimate,
+    bootstrap_weights,
+    group_mean,
+    percentile_ci,
+    pooled_share,
+)
 
 #: The conditional shares, in the order the table shows them.
 MEASURES = ("no_change_wrong_first", "correct_end_wrong_first", "wrong_end_correct_first",

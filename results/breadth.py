@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from results.leaderboard import Cell
-from stats.rank_correlation import RankCorrelation, rank_correlation, ranks
+from stats.correlation import ranks
+from stats.rank_correlation import RankCorrelation, rank_correlation
 
 
 @dataclass

@@ -21,9 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from results.judgments import ALL_MODELS, EXPERTS, GRADER, Judged, Judgment, groups_of
-from stats.agreement import bootstrap_weights
 from stats.intervals import one_way_variance
-from stats.resample import RESAMPLES, Estimate
+from stats.resample import RESAMPLES, Estimate, bootstrap_weights
 
 UNTAGGED = "untagged"
 

@@ -1,4 +1,5 @@
-"""The typed results of the agreement statistics (`stats.agreement`): frozen dataclasses whose
+"""The typed results of the agreement statistics (`stats.correlation`, `stats.icc`,
+`stats.chance_agreement`, `stats.bland_altman`, `stats.alt_test`): frozen dataclasses whose
 fields are JSON-ready (Python floats, NaN as None, intervals as [low, high] lists).
 
 `to_dict()` gives the JSON shape calibration reports have always been stored in (reports of
@@ -122,7 +123,7 @@ class ICC(Result):
     dropped: int = 0  # items dropped listwise (a rating missing)
 
     def form(self, name: str) -> ICCForm | None:
-        """The form named as in `stats.agreement.ICC_FORMS` ("ICC2", ...)."""
+        """The form named as in `stats.icc.ICC_FORMS` ("ICC2", ...)."""
         return getattr(self, name.lower())
 
     def to_dict(self) -> dict:
@@ -137,7 +138,7 @@ class ICC(Result):
 class GraderICC(Result):
     """ICC(2,1) of the grader against the experts' mean (two columns), the gate's ICC: `ci95`
     is its case-clustered interval (delete-one-case jackknife on Fisher's z, t with G - 1 df,
-    `stats.agreement.icc_grader_vs_mean`), `ci95_f` McGraw & Wong's F interval, which treats
+    `stats.icc.icc_grader_vs_mean`), `ci95_f` McGraw & Wong's F interval, which treats
     items as independent. `dropped`: items dropped listwise (no grade, or no expert score);
     `units`: the cases (else items) of the clustered interval, `unit` their kind."""
 

@@ -1,4 +1,8 @@
-"""A group's mean with its 95% interval, cases resampled: over cases (with their tasks) for a
+"""Resampling: the helpers every agreement statistic's interval shares (item or case bootstrap
+weights, per-case sums, the delete-one-case jackknife, the percentile interval, the few-cases
+warning), and the results' estimators below.
+
+A group's mean with its 95% interval, cases resampled: over cases (with their tasks) for a
 model or one person, over people and cases together for a human group; and the paired
 difference of two groups on the tasks both answered.
 
@@ -33,8 +37,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
+from scipy import stats
 
-from stats.agreement import bootstrap_weights
 from stats.intervals import (
     MIN_CASES,
     TOO_FEW,
@@ -46,12 +50,113 @@ from stats.intervals import (
     share_interval,
 )
 
-__all__ = ["DIGITS", "MIN_CASES", "NONE", "RESAMPLES", "TOO_FEW", "Difference", "Estimate",
-           "Side", "group_mean", "over_cases", "over_people", "paired",
-           "pigeonhole", "pooled_share"]
+__all__ = ["DIGITS", "MIN_CASES", "MIN_CLUSTER_UNITS", "MIN_R_CASES", "NONE", "RESAMPLES",
+           "TOO_FEW", "Difference", "Estimate", "Side", "bootstrap_weights", "case_units",
+           "few_cases_warning", "group_mean", "jackknife_interval", "over_cases", "over_people",
+           "paired", "percentile_ci", "pigeonhole", "pooled_share", "unit_sums"]
 
 RESAMPLES = 2000
 DIGITS = 4
+
+
+# ------------------------------------------------------------------ resampling helpers
+#
+# Items of one case share its record and images, so they are not independent: every interval
+# of the gate's statistics resamples whole cases, as r's does. Statistics that are smooth
+# functions of per-item sums (ICC, the Bland-Altman bias and limits, the Alt-Test's advantage
+# probability) get the delete-one-case jackknife with t on G - 1 degrees of freedom; the
+# Alt-Test's winning rate (a share of tests that reject) the percentile interval of the same
+# case resamples as r. Without cases every item is its own unit.
+
+MIN_CLUSTER_UNITS = 3  # no clustered interval from fewer than 3 cases (or items), as no r
+#                       from fewer than 3 items (`stats.correlation.MIN_R_ITEMS`)
+MIN_R_CASES = 20  # an r interval from fewer cases carries `few_cases_warning`
+
+
+def bootstrap_weights(
+    n_items: int, n_resamples: int, seed: int | np.random.Generator = 0,
+    clusters: np.ndarray | None = None
+) -> np.ndarray:
+    """Resampling counts, shape (n_resamples, n_items): how often each item is drawn (`seed`
+    may be a generator that several draws share).
+
+    Items are drawn with replacement (Efron & Tibshirani 1993, ch. 6); with `clusters` (one label
+    per item, e.g. the case) whole clusters are drawn and every item of a drawn cluster counts,
+    the cluster bootstrap of Davison & Hinkley 1997, sec. 3.8. Single ratings are never resampled.
+    """
+    rng = np.random.default_rng(seed)
+    if clusters is None:
+        units, n_units = None, n_items
+    else:
+        _, units = np.unique(np.asarray(clusters), return_inverse=True)
+        n_units = int(units.max()) + 1
+    draws = rng.integers(0, n_units, size=(n_resamples, n_units))
+    draws += (np.arange(n_resamples) * n_units)[:, None]  # row b counts in slots b*n .. b*n+n-1
+    counts = np.bincount(draws.ravel(), minlength=n_resamples * n_units).astype(float)
+    counts = counts.reshape(n_resamples, n_units)
+    return counts if units is None else counts[:, units]
+
+
+def case_units(n_items: int, clusters: np.ndarray | None) -> tuple[np.ndarray, int]:
+    """Each item's unit index (its case, else itself) and the number of units."""
+    if clusters is None:
+        return np.arange(n_items), n_items
+    units = np.unique(np.asarray(clusters), return_inverse=True)[1].ravel()
+    return units, int(units.max()) + 1 if units.size else 0
+
+
+def unit_sums(cols: np.ndarray, units: np.ndarray, n_units: int) -> np.ndarray:
+    """(n_units, p): the per-unit sums of each column of `cols` (items x p)."""
+    return np.stack([np.bincount(units, c, minlength=n_units) for c in np.asarray(cols).T],
+                    axis=1)
+
+
+def jackknife_interval(point: float, replicates: np.ndarray, confidence: float = 0.95, *,
+                       fisher_z: bool = False) -> tuple[float, float]:
+    """The delete-one-group jackknife interval (Quenouille 1956; Tukey 1958; Efron & Tibshirani
+    1993, ch. 11; for clustered data, one case deleted at a time, Davison & Hinkley 1997, sec.
+    3.8): `replicates` holds the statistic with each of the G cases left out in turn, se^2 =
+    (G - 1) / G sum (theta_(c) - mean)^2, and the interval theta -/+ t(G - 1) se, on Fisher's
+    z = atanh (Fisher 1921) with `fisher_z` and back. NaN when fewer than two replicates are
+    finite."""
+    r = np.asarray(replicates, dtype=float)
+    r = r[np.isfinite(r)]
+    g = r.size
+    if g < 2 or not math.isfinite(point):
+        return (math.nan, math.nan)
+    if fisher_z:
+        edge = 1 - 1e-15
+        point, r = math.atanh(min(max(point, -edge), edge)), np.arctanh(np.clip(r, -edge, edge))
+    se = math.sqrt((g - 1) / g * float(((r - r.mean()) ** 2).sum()))
+    half = float(stats.t.ppf(0.5 + confidence / 2, g - 1)) * se
+    lo, hi = point - half, point + half
+    return (math.tanh(lo), math.tanh(hi)) if fisher_z else (lo, hi)
+
+
+def percentile_ci(values: np.ndarray, confidence: float = 0.95) -> list[float] | None:
+    """The percentile bootstrap interval (Efron & Tibshirani 1993, ch. 13), NaN resamples
+    left out; None when fewer than half the resamples define the statistic."""
+    v = values[np.isfinite(values)]
+    if v.size < values.size / 2:
+        return None
+    tail = (1 - confidence) / 2 * 100
+    return [float(x) for x in np.percentile(v, [tail, 100 - tail])]
+
+
+def few_cases_warning(units: int, cases: bool = True, statistic: str = "r") -> str | None:
+    """The warning an interval of `statistic` (r, and every case-clustered interval of
+    `clustered_interval`'s kind) carries when it stands on fewer than `MIN_R_CASES` cases
+    (items when there are no cases): its coverage falls short of 95% there (about 93% for r
+    with 10 cases of 6 items, `benchmarks/bench_pearson_coverage.py`; 93-94% for ICC(2,1) with
+    10 cases of 5 items, `benchmarks/bench_agreement_clustered.py`; docs/agreement.md)."""
+    if units >= MIN_R_CASES:
+        return None
+    what = "cases" if cases else "items"
+    return (f"the {statistic} interval stands on {units} {what}, fewer than {MIN_R_CASES}: it "
+            f"covers less than 95% with so few {what} (docs/agreement.md)")
+
+
+# ------------------------------------------------------------------ the results' estimators
 
 
 def _round(x: float) -> float:

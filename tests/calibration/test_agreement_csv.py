@@ -10,7 +10,8 @@ import pytest
 
 from calibration.agreement_csv import agreement_from_csv, rating_scale, read_ratings
 from errors import UserError
-from stats import agreement
+from stats.chance_agreement import CONTINUOUS
+from stats.icc import icc
 
 SHROUT_FLEISS = [[9, 2, 5, 8], [6, 1, 3, 2], [8, 4, 6, 8], [7, 1, 2, 6], [10, 5, 6, 9],
                  [6, 2, 4, 7]]
@@ -77,7 +78,7 @@ def test_missing_ratings_are_allowed(tmp_path):
     assert raters == ["grader", "ex1", "ex2", "ex3"]
     assert np.array_equal(np.isnan(matrix), np.isnan(scores))
     report = agreement_from_csv(path)
-    expected = agreement.icc(scores).icc2.icc
+    expected = icc(scores).icc2.icc
     assert report["icc"]["ICC2"]["icc"] == pytest.approx(expected)
     assert report["icc_items_complete"] == int(np.isfinite(scores).all(axis=1).sum())
 
@@ -154,7 +155,7 @@ def test_continuous_scores_get_interval_and_ordinal_alpha_but_no_levels(tmp_path
     assert report["krippendorff_alpha"]["nominal"] is None
     ref = report["reference"]
     for key in ("weighted_kappa", "weighted_kappa_linear", "exact", "within_one"):
-        assert ref[key] is None and ref["reasons"][key] == agreement.CONTINUOUS, key
+        assert ref[key] is None and ref["reasons"][key] == CONTINUOUS, key
     assert ref["mae"] > 0 and ref["pearson"]["ci95_method"] == "studentized_z"
 
 

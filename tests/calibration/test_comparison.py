@@ -8,7 +8,7 @@ import pytest
 from sklearn.metrics import cohen_kappa_score, f1_score
 
 from calibration import comparison as C
-from tests.stats.test_agreement import _random_panel
+from tests.stats.test_alt_test import _random_panel
 
 NAN = np.nan
 

@@ -11,7 +11,8 @@ from calibration.gate import decide, gate_checks
 from calibration.plan import Settings, lower_bounds, pass_probability, plan
 from calibration.protocol import POINT_ESTIMATE, Gate, interval_level
 from errors import UserError
-from stats.agreement import _moment_products, bootstrap_weights, pearson
+from stats.correlation import _moment_products, pearson
+from stats.resample import bootstrap_weights
 
 
 def _study(rng: np.random.Generator, rho: float, cases: int, per_case: int,
@@ -30,7 +31,7 @@ def _study(rng: np.random.Generator, rho: float, cases: int, per_case: int,
 def _passes(rule: str, rho: float, *, cases: int, per_case: int = 1, within: float = 0.0,
             studies: int, resamples: int, seed: int) -> float:
     """Share of simulated studies whose r check passes, each judged as a report judges it:
-    `stats.agreement.pearson` over case resamples, then the gate's rule."""
+    `stats.correlation.pearson` over case resamples, then the gate's rule."""
     gate = Gate(rule=rule)
     rng = np.random.default_rng(seed)
     passed = 0
@@ -66,7 +67,7 @@ def test_the_planner_matches_an_independent_simulation_within_3_points() -> None
 
 @pytest.mark.parametrize("method", ["studentized_z", "bca", "fisher"])
 def test_each_simulated_bound_is_the_reports_bound(method: str) -> None:
-    """One simulated study's r and lower bound equal `stats.agreement.pearson`'s on the same
+    """One simulated study's r and lower bound equal `stats.correlation.pearson`'s on the same
     items and case resamples, at a Bonferroni-adjusted level."""
     x, y, case = _study(np.random.default_rng(5), 0.8, 12, 3, 0.2)
     units = np.stack([np.bincount(case, c) for c in (np.ones_like(x), x, y, x * x, x * y,

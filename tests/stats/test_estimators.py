@@ -1,7 +1,7 @@
 """The results' estimators against brute force or a hand computation on small data: the
-two-level bootstrap (its resampling unit and its distribution), the per-person and per-task
-means, top-k, the experts' consensus and the error distribution (the anchoring measures:
-tests/results/test_anchoring.py)."""
+bootstrap weights, the two-level bootstrap (its resampling unit and its distribution), the
+per-person and per-task means, top-k, the experts' consensus and the error distribution (the
+anchoring measures: tests/results/test_anchoring.py)."""
 
 import itertools
 from collections import Counter
@@ -12,9 +12,14 @@ import pytest
 from results.error_classes import UNTAGGED, allocation, compared_error_rows, error_rows, shares
 from results.judgments import ABSENT, EXPERTS, GRADER, Judged, Judgment, consensus
 from results.leaderboard import cells, top_k
-from stats.agreement import bootstrap_weights
 from stats.intervals import TOO_FEW, crossed_variance, one_way_variance, share_interval
-from stats.resample import group_mean, over_people, pigeonhole, pooled_share
+from stats.resample import bootstrap_weights, group_mean, over_people, pigeonhole, pooled_share
+
+
+def test_bootstrap_weights_draw_n_items_per_resample():
+    w = bootstrap_weights(50, 30, seed=0)
+    assert w.shape == (30, 50) and (w.sum(axis=1) == 50).all()
+    assert np.array_equal(w, bootstrap_weights(50, 30, seed=0))
 
 
 def _exact_pigeonhole(answers: dict[tuple[str, str], float]) -> Counter:

@@ -12,9 +12,9 @@ from scipy import stats as sps
 from statsmodels.stats.proportion import proportion_confint
 
 from calibration.comparison import versus
-from stats.agreement import MIN_R_CASES, bootstrap_weights, pearson
+from stats.correlation import pearson
 from stats.intervals import MIN_CASES, TOO_FEW, crossed_variance, share_interval, wilson
-from stats.resample import Side, group_mean, over_cases, paired
+from stats.resample import MIN_R_CASES, Side, bootstrap_weights, group_mean, over_cases, paired
 
 Z = 1.959963984540054
 
