@@ -55,6 +55,11 @@ class CalibrationData:
     flags: list[str] = field(default_factory=list)
 
 
+def _rubric_name(s: Session, content_hash: str) -> str:
+    r = rubric_by_hash(s, content_hash)
+    return f"rubric {r.id} ({content_hash[:12]})"
+
+
 def collect(s: Session, *, config_id: int, part: str,
             count_imported: bool = False) -> CalibrationData:
     """The scores of `part`'s items. Expert scores brought in by `nmb import-scores` (not
@@ -140,6 +145,12 @@ def collect(s: Session, *, config_id: int, part: str,
     if n_stale:
         imported_flags.append(f"{counted(n_stale, 'grade or expert score', 'grades or expert scores')} "
                               "made against an earlier revision of their case or task left out")
+    other = sorted({sc.rubric_hash for scores in by_item.values() for sc in scores.values()}
+                   - {config.rubric_hash})
+    if other:  # valid statistics where criteria share keys (v1 and v1.1), but say so
+        imported_flags.append(
+            "the experts scored with " + ", ".join(_rubric_name(s, h) for h in other)
+            + ", the grader with " + _rubric_name(s, config.rubric_hash))
     flags = imported_flags + ([] if is_dated_snapshot(config.model) else [
         f"grader model {config.model!r} is an undated alias"])
     if s.exec(select(GraderRun).where(GraderRun.config_id == config_id,

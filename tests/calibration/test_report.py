@@ -215,21 +215,29 @@ def test_cli_gate_on_the_demo(demo_study: Path, tmp_path: Path, capsys) -> None:
     assert code == 2 and "cannot write the report" in err
 
 
-def test_grades_and_scores_made_before_a_revision_are_left_out(sqlite_url: str) -> None:
+
+def test_stale_judgments_are_left_out_and_another_rubric_is_flagged(sqlite_url: str) -> None:
     """A case revised after it was graded and scored: its grades and expert scores were made
-    against the old record, so the calibration data leave them out and say how many."""
+    against the old record, so the calibration data leave them out and say how many. Experts
+    on neurology-v1 and the grader's config on neurology-v1.1: the criteria share keys, so the
+    statistics stand, but the report says the rubrics differ."""
     from calibration.report import collect
     from db.study.revisions import Change, write
 
     s, cid = _study(sqlite_url, grader_noise=0.5)
     before = collect(s, config_id=cid, part="all")
+    assert not any("scored with" in f or "revision" in f for f in before.flags)
     case_id = before.cases[0]
     write(s, [Change("case", case_id, old={"ehr": "x"}, new={"ehr": "Corrected record."})],
           bundle="fixed", actor="admin")
+    s.get(GraderConfig, cid).rubric_hash = ensure_rubric(s, "neurology-v1.1").content_hash
     s.commit()
     after = collect(s, config_id=cid, part="all")
     gone = [rid for rid, case in zip(before.items, before.cases, strict=True) if case == case_id]
     assert gone and sorted(after.items) == sorted(set(before.items) - set(gone))
     n = len(gone) * 4  # each item's grade and its three experts' scores
     assert f"{n} grades or expert scores made against an earlier revision" in " ".join(after.flags)
+    [flag] = [f for f in after.flags if "scored with" in f]
+    assert flag.startswith("the experts scored with rubric neurology-v1 (")
+    assert "the grader with rubric neurology-v1.1 (" in flag
     s.close()
