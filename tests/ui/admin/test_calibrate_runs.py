@@ -9,7 +9,7 @@ from sqlalchemy import func
 from sqlmodel import select
 
 from db.engine import session
-from db.models import GraderCache, GraderRun, GraderScore, User
+from db.models import GraderCache, GraderConfig, GraderRun, GraderScore, User
 from db.raters.assignments import draw_calibration
 from grading.config import GraderSettings, store_config
 from grading.grader import grade
@@ -184,12 +184,21 @@ def test_a_stored_configs_endpoint_gets_nothing_until_confirmed(sqlite_url: str)
 
 @pytest.mark.slow
 def test_an_endpoint_typed_on_the_page_is_confirmed_for_the_session(sqlite_url: str) -> None:
+    """(and the config saved on the page grades with the rubric the experts score with)"""
+    from db.raters.assignments import assign
+    from db.rubrics import ensure_rubric
+
     with OpenAIServer() as srv:
         with session() as s:
             make_study(s, n_tasks=1)
+            v11 = ensure_rubric(s, "neurology-v1.1").content_hash
+            assign(s, rubric_hash=v11, raters=["expert1"], overlap=1, selection="all", seed=0)
+            s.commit()
         at = _grader_page(confirm=False)
         at.text_input[1].set_value(srv.base_url)  # the form's "Base URL"
         next(b for b in at.button if b.label == "Save config").click().run()
+        with session() as s:
+            assert s.exec(select(GraderConfig.rubric_hash)).one() == v11
         box = next(c for c in at.checkbox if str(c.key).startswith("trust_endpoint_"))
         assert box.value is True
         _click(at, "Preflight (one request)")
