@@ -39,6 +39,15 @@ def make_study(s: Session, *, n_tasks: int = 6, samples: int = 1, experts: int =
     return rids
 
 
+def add_practice_item(s: Session, case_id: str, prompt: str = "Practice.") -> None:
+    """A practice task on `case_id` ("zz-practice": last by id) and one model response ("p0")."""
+    s.add(Task(task_id="zz-practice", case_id=case_id, family="differential", level=1,
+               prompt=prompt, stages=[], practice=True))
+    s.flush()
+    s.add(Response(response_id="p0", task_id="zz-practice", source="model", model=MODELS[0],
+                   sample=0, text="MS.", blind_code="R-PRACTICE01"))
+
+
 def grade_all(s: Session, correct: Callable[[Response], bool] = lambda r: True, *,
               overall: Callable[[bool], float] = lambda correct: 0.5) -> int:
     """One grader run of a dated test config (stored if new) grading every response without a

@@ -141,20 +141,8 @@ BAD_FILES = [
 ]
 
 
-@pytest.mark.parametrize(("old", "new", "expected"), BAD_FILES)
-def test_bad_rubric_file_is_refused_naming_the_field(
-    tmp_path: Path, source: str, old: str, new: str, expected: str
-) -> None:
-    assert source.count(old) == 1, old
-    path = tmp_path / "neurology-bad.toml"
-    path.write_text(source.replace(old, new))
-    with pytest.raises(UserError) as info:
-        load_rubric(path)
-    message = str(info.value)
-    assert message.startswith(f"neurology-bad.toml: {expected}"), message
-    assert "\n" not in message
-
-
+# `short_anchors` (neurology-v1.1): one per anchor, plain text of at most 40 characters; a
+# rubric without them (neurology-v1) loads as before
 BAD_SHORT_ANCHORS = [
     ('  "matches the reference",\n', "",
      "criteria[0].short_anchors: expected 5, one per anchor, got 4 (criterion 'final_diagnosis')"),
@@ -168,20 +156,20 @@ BAD_SHORT_ANCHORS = [
 ]
 
 
-@pytest.mark.parametrize(("old", "new", "expected"), BAD_SHORT_ANCHORS)
-def test_bad_short_anchors_are_refused_naming_the_criterion_and_position(
-    tmp_path: Path, old: str, new: str, expected: str
+@pytest.mark.parametrize(("rubric", "old", "new", "expected"),
+                         [("neurology-v1", *bad) for bad in BAD_FILES]
+                         + [("neurology-v1.1", *bad) for bad in BAD_SHORT_ANCHORS])
+def test_bad_rubric_file_is_refused_naming_the_field(
+    tmp_path: Path, rubric: str, old: str, new: str, expected: str
 ) -> None:
-    """`short_anchors` (neurology-v1.1): one per anchor, plain text of at most 40 characters;
-    a rubric without them (neurology-v1) loads as before."""
-    source = load_rubric("neurology-v1.1").source_text
+    source = load_rubric(rubric).source_text
     assert source.count(old) == 1, old
-    path = tmp_path / "short.toml"
+    path = tmp_path / "neurology-bad.toml"
     path.write_text(source.replace(old, new))
     with pytest.raises(UserError) as info:
         load_rubric(path)
     message = str(info.value)
-    assert message.startswith(f"short.toml: {expected}"), message
+    assert message.startswith(f"neurology-bad.toml: {expected}"), message
     assert "\n" not in message
 
 

@@ -63,9 +63,9 @@ def test_viewer_receives_labels_and_urls_of_served_copies_only(two_series, tmp_p
     assert not at.exception
     assert not _images(at) and not at.slider  # no PNG viewer beside it
     [args] = viewer_args(at)
-    assert set(args) == {"series", "masks", "height", "start", "key", "default", "item"}
+    assert set(args) == {"series", "masks", "height", "start", "key", "default", "item", "tools"}
     # one viewer for every item of the page; its answers name the page's opaque item key
-    assert (args["key"], args["item"]) == ("nmb-volumes", "case")
+    assert (args["key"], args["item"], args["tools"]) == ("nmb-volumes", "case", ["ruler", "roi"])
     # where it opens: numbers and names only (no key slices, protocol or mask here: the
     # middle of the brain in the axial plane, imaging.opening_view)
     assert set(args["start"]) == {"plane", "mm", "source"}

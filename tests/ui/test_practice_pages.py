@@ -4,13 +4,13 @@
 from sqlmodel import select
 
 from db.engine import session
-from db.models import Response, Task, User
+from db.models import User
 from db.raters.assignments import assign
 from db.rubrics import ensure_rubric
 from db.study.exams import ensure_exam
 from db.study.practice import LABEL
 from tests.apptest import make_user, page
-from tests.factories import make_study
+from tests.factories import add_practice_item, make_study
 from ui.auth import LoggedIn
 
 
@@ -22,11 +22,7 @@ def test_the_practice_item_opens_first_and_is_labelled_on_score_and_exam(sqlite_
         s.commit()
         assign(s, rubric_hash=rubric.content_hash, raters=["expert1"], overlap=1,
                selection="all", seed=0)
-        s.add(Task(task_id="zz-practice", case_id="case1", family="differential", level=1,
-                   prompt="Practice: the most likely diagnosis?", stages=[], practice=True))
-        s.flush()
-        s.add(Response(response_id="p0", task_id="zz-practice", source="model",
-                       model="model-alpha", sample=0, text="MS.", blind_code="R-PRACTICE01"))
+        add_practice_item(s, "case1", "Practice: the most likely diagnosis?")
         ensure_exam(s, name="baseline")  # every task, the practice one last by id
         s.commit()
         assign(s, rubric_hash=rubric.content_hash, raters=["expert1"], overlap=1,

@@ -21,7 +21,7 @@ from db.users import add_user
 from results.recompute import read_export
 from results.results import build
 from rubric import load_rubric
-from tests.factories import grade_all, make_study
+from tests.factories import add_practice_item, grade_all, make_study
 
 EXPERTS = ["expert1", "expert2", "expert3"]
 ROWS = ("responses", "tasks", "expert-scores", "grader-scores", "exam-answers")
@@ -122,11 +122,7 @@ def test_practice_comes_first_in_the_queue_and_the_exam_and_apart_in_progress(
         s.commit()
         assign(s, rubric_hash=rubric.content_hash, raters=["expert1", "expert2"], overlap=1,
                selection="all", seed=0)
-        s.add(Task(task_id="zz-practice", case_id="case0", family="differential", level=1,
-                   prompt="Practice.", stages=[], practice=True))
-        s.flush()
-        s.add(Response(response_id="p0", task_id="zz-practice", source="model",
-                       model="model-alpha", sample=0, text="MS.", blind_code="R-PRACTICE01"))
+        add_practice_item(s, "case0")
         student = add_user(s, name="stu", role="student", password="pw")
         exam = ensure_exam(s, name="baseline")  # every task, the practice one last by id
         s.commit()
