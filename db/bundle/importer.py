@@ -67,6 +67,7 @@ class ImportSummary:
     new_answers: int = 0  # reference answers given to cases that had none (db.study.reference)
     changed_answers: int = 0  # reference answers changed that no score had used
     linked_cases: int = 0  # cases of the study linked to their patient (`Case.patient`) now
+    changed_views: int = 0  # cases whose bundle's hanging protocol changed (no admin's view)
     revised_cases: int = 0  # --revise: stored as a new revision (db.study.revisions)
     revised_tasks: int = 0
     revisions: list[str] = field(default_factory=list)  # field by field: what changes
@@ -79,7 +80,8 @@ class ImportSummary:
     @property
     def changed(self) -> bool:
         return bool(self.new_cases or self.new_tasks or self.new_responses or self.new_answers
-                    or self.changed_answers or self.linked_cases or self.revisions)
+                    or self.changed_answers or self.linked_cases or self.revisions
+                    or self.changed_views)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -104,6 +106,8 @@ class ImportSummary:
                 + (f"; {counted(self.linked_cases, 'case')} linked to "
                    f"{'its' if self.linked_cases == 1 else 'their'} patient"
                    if self.linked_cases else "")
+                + (f"; {counted(self.changed_views, 'opening view')} from the changed hanging "
+                   "protocol" if self.changed_views else "")
                 + (f"; {counted(flagged, 'response')} {'names' if flagged == 1 else 'name'} a "
                    "model: redacted and held for review on /admin" if flagged else ""))
 
@@ -121,6 +125,7 @@ class _Plan:
     responses: list[dict] = field(default_factory=list)
     answers: list[tuple[str, dict | None, dict]] = field(default_factory=list)  # id, old, new
     links: list[tuple[str, str]] = field(default_factory=list)  # case id, its patient now
+    views: list[tuple[str, dict | None, dict | None]] = field(default_factory=list)  # id, old, new
     changes: list[Change] = field(default_factory=list)  # --revise (db.study.revisions)
     problems: list[Problem] = field(default_factory=list)
     bundle: str = ""
@@ -171,7 +176,11 @@ def _plan(s: Session, vb: ValidBundle, summary: ImportSummary, revise: bool = Fa
         patient = c.get("patient")
         if patient is not None and old["patient"] is None:
             plan.links.append((cid, patient))
-        # The opening view is the study's once imported (an admin may have changed it).
+        # The opening view is presentation, not content: a changed hanging protocol replaces
+        # the bundle's earlier one, never a view an admin set ("use this view").
+        view = c.get("opening_view")
+        if view != old["opening_view"] and (old["opening_view"] or {}).get("source") != "admin":
+            plan.views.append((cid, old["opening_view"], view))
         diff = _differences(old, {k: v for k, v in c.items()
                                   if k not in ("ground_truth", "opening_view")
                                   and (k != "patient" or None not in (v, old["patient"]))})
@@ -320,6 +329,10 @@ def _insert(s: Session, plan: _Plan, progress: Progress | None, actor: str | Non
         conn.execute(update(Case).where(Case.case_id == cid).values(patient=patient))
         record(s, "case.patient", actor=actor, case=cid, patient=patient, bundle=plan.bundle)
     write_revisions(s, plan.changes, bundle=plan.bundle, actor=actor)
+    for cid, old, new in plan.views:
+        conn.execute(update(Case).where(Case.case_id == cid).values(opening_view=new))
+        record(s, "case.opening_view", actor=actor, case_id=cid, view=new, before=old,
+               bundle=plan.bundle)
     for cid, old, new in plan.answers:
         conn.execute(update(Case).where(Case.case_id == cid).values(ground_truth=new))
         record(s, "case.answer", actor=actor, case=cid, old=old, new=new, bundle=plan.bundle)
@@ -384,6 +397,7 @@ def _import(s: Session, path: Path, ws: Workspace, *, dry_run: bool, actor: str 
     summary.new_answers = sum(not has_reference(old) for _, old, _ in plan.answers)
     summary.changed_answers = len(plan.answers) - summary.new_answers
     summary.linked_cases = len(plan.links)
+    summary.changed_views = len(plan.views)
     summary.revised_cases = sum(c.kind == "case" for c in plan.changes)
     summary.revised_tasks = len(plan.changes) - summary.revised_cases
     summary.revisions = [line for c in plan.changes for line in c.lines()]

@@ -1,5 +1,5 @@
-"""Where a case opens: a bundle's `hanging_protocol` (validated, stored, kept over an admin's
-view on a later import), an admin's view (audited, refused when it is none), and the order
+"""Where a case opens: a bundle's `hanging_protocol` (validated, stored, replaced by the
+bundle's changed protocol on a later import, never over an admin's view), an admin's view (audited, refused when it is none), and the order
 of `imaging.opening_view` (protocol, key slices, lesion mask, the family's plane)."""
 
 import json
@@ -47,10 +47,16 @@ def test_a_hanging_protocol_is_stored_and_an_admins_view_replaces_it(sqlite_url:
             set_opening_view(s, case_id="c1", plane="axial", mm=[0, float("nan"), 0],
                              actor="admin")
         assert s.get(Case, "c1").opening_view == stored  # nothing changed
+        # the bundle's protocol changed: it replaces the bundle's earlier one, audited
+        _edit_case(bundle, "c1", hanging_protocol={**PROTOCOL, "plane": "axial"})
+        summary = import_bundle(s, bundle, actor="maintainer")
+        assert "1 opening view from the changed hanging protocol" in str(summary)
+        assert s.get(Case, "c1").opening_view == {**PROTOCOL, "plane": "axial", "source": "protocol"}
+        audit = s.exec(select(AuditLog).where(AuditLog.action == "case.opening_view")).one()
+        assert (audit.actor, audit.detail["before"]) == ("maintainer", stored)
         set_opening_view(s, case_id="c1", plane="sagittal", mm=[1, 2, 3], actor="admin")
         s.commit()
-        audit = s.exec(select(AuditLog).where(AuditLog.action == "case.opening_view")).one()
-        assert audit.actor == "admin" and audit.detail["before"] == stored
+        _edit_case(bundle, "c1", hanging_protocol=PROTOCOL)
         assert not import_bundle(s, bundle).changed  # the bundle again: the admin's view stays
         view = opening_view(stored=s.get(Case, "c1").opening_view, series=paths)
         assert (view.plane, view.mm, view.source) == ("sagittal", (1, 2, 3), "admin")
