@@ -31,6 +31,7 @@ from ui.exam.answer_box import answer_box, last_typed
 from ui.exam.drafts import box_drawn, keep_every_draft, keep_typed
 from ui.exam.exam_state import exam_opened
 from ui.exam.stage_scroll import scroll_to_stage
+from ui.page_header import header_columns
 from ui.page_keys import skip_link
 from ui.plain_text import escape_markdown, untrusted_text
 from ui.response_view import FAMILY_NAMES, response_view, stage_label
@@ -39,7 +40,7 @@ STAGES_KEY = "exam-stages"  # the container of the task's stages (where the scro
 ANSWER_BOX = 'iframe[src*="nmb_answer_box"]'  # the skip link's target (ui.exam.answer_box)
 ANSWER_HEIGHT = 130  # px of the answer's box: with the stage text, in view at 1280 x 800
 EXAM_CSS = """<style>
-[data-testid="stMainBlockContainer"] { padding-top: 2.6rem; padding-bottom: 2rem;
+[data-testid="stMainBlockContainer"] { padding-top: 3.75rem; padding-bottom: 2rem;
   padding-left: 1.5rem; padding-right: 1.5rem; }
 [data-testid="stHtml"] h5 { margin: 0; padding: 0.25rem 0 0; }
 [data-testid="stMain"] [data-testid="stVerticalBlock"] { gap: 0.6rem; }
@@ -51,8 +52,10 @@ user = require_role("physician", "student")
 st.set_page_config(initial_sidebar_state="collapsed")
 st.html(EXAM_CSS)
 skip_link(label="Skip to your answer", target=ANSWER_BOX)
-title, exam_box, progress_box, task_box, go = st.columns(
-    [1.1, 2.2, 1.8, 3.2, 1.1], gap="small", vertical_alignment="bottom")
+# (weight, least width in rem) of each column; the task's group wraps whole when narrow (zoom)
+title, exam_box, progress_box, task_box, go = header_columns(
+    "nmb-header", [[(1.1, 4.5), (2.2, 14), (1.8, 10)], [(3.2, 16), (1.1, 6.5)]],
+    vertical_alignment="bottom")
 title.markdown("##### Exam")
 keep_every_draft()  # the text a box sent as the taker moved on to another task or exam
 

@@ -27,6 +27,7 @@ from ui.actions import show_confirmation
 from ui.auth import require_role, while_signed_in
 from ui.case_panel import case_panel
 from ui.element_keys import opaque_key
+from ui.page_header import header_columns
 from ui.page_keys import skip_link
 from ui.plain_text import escape_markdown, untrusted_text
 from ui.response_view import response_view
@@ -112,8 +113,10 @@ if current not in options:  # the item shown stays choosable whatever the filter
 labels = {e.assignment_id: f"{e.position + 1}. " + (f"{PRACTICE} · " if e.practice else "")
           + f"{e.blind_code} · {e.status}" + (" · flagged" if e.flagged else "") for e in entries}
 st.session_state["score_item_list"] = current
-title, progress, item_box, search, prev, nxt, unscored, filters, keys = st.columns(
-    [1.9, 1.5, 2.5, 1.6, 0.95, 0.95, 0.95, 0.5, 0.5], gap="small", vertical_alignment="center")
+# (weight, least width in rem) of each column: the navigation's group wraps whole when narrow
+title, progress, item_box, search, prev, nxt, unscored, filters, keys = header_columns(
+    "nmb-header", [[(1.9, 9.5), (1.5, 10), (2.5, 14)],
+                   [(1.6, 12), (0.95, 5.5), (0.95, 5.5), (0.95, 5.5), (0.5, 3.5), (0.5, 3.5)]])
 title.markdown("##### Score rationales")
 progress.progress(done / len(entries), text=f"{done} of {len(entries)} submitted")
 item_box.selectbox("Item", options, format_func=labels.get, key="score_item_list",

@@ -76,13 +76,27 @@ NO_WEBGL2_KEY = "viewer-no-webgl2"
 # One viewer per page, whatever the item: the browser keeps its frame and NiiVue instances
 # from case to case (`ui.volume_viewer`); its answers name the item they are about.
 VIEWER_KEY = "nmb-volumes"
-# From 1280x700 up, the interactive viewer stays in view while the page scrolls beside it.
+# Where the images and the text stand side by side and the viewer (at least 460 px high, below
+# the app's 3.75rem top bar) fits the window's height, it stays in view while the page scrolls
+# beside it: from 960 x 540 CSS px up, so at 125 % zoom on a 1280 x 800 screen (1024 x 640) too.
 _STICKY_CSS = """<style>
-@media (min-width: 1280px) and (min-height: 700px) {
+@media (min-width: 960px) and (min-height: 540px) {
   div[data-testid="stLayoutWrapper"]:has(> [class*="st-key-nmb-images-"]) {
     position: sticky; top: 3.75rem; z-index: 2;
   }
 }
+</style>"""
+
+
+# Under 960 CSS px (a 1280 x 800 screen at 150 % zoom is 853 x 533) the images and the text
+# are stacked: the viewer the page's full width, the text below it, the page scrolls.
+_STACKED_CSS = f"""<style>
+@media (max-width: 959.98px) {{
+  [data-testid="stHorizontalBlock"]:has(> [data-testid="stColumn"] > [data-testid="stVerticalBlock"]
+      > .st-key-{VIEWER_MODE_KEY}) > [data-testid="stColumn"] {{
+    flex: 1 1 100%; width: 100%; min-width: 100%;
+  }}
+}}
 </style>"""
 
 
@@ -114,6 +128,7 @@ def case_panel(
     `compact` (/score, made for 1280 x 800): the images take three fifths of the width and
     fill the window from where they stand (tiles in one row on a short window), and the
     record and scores are one expander, so the response and the rubric start high."""
+    st.html(_STACKED_CSS)  # (a style only: no slot, no gap)
     images, beside = st.columns([3, 2] if compact else [11, 9], gap="small" if compact else "medium")
     with images:
         case_images(key, list(series), masks, key_slices=key_slices,

@@ -274,6 +274,18 @@ def test_opening_views_ruler_and_scale_bar(webgl_browser, url, home) -> None:  #
     page.close()
 
 
+def keys_to_submit(page) -> int | None:
+    """On /score, from the page's first focus: how many of Tab, Enter, Tab, Enter, Tab put the
+    focus on Submit (None: not within those five)."""
+    page.locator(".nmb-skip").wait_for(state="attached", timeout=30_000)
+    page.locator(".st-key-nmb-submit button").wait_for(state="attached", timeout=30_000)
+    for keys, key in enumerate(("Tab", "Enter", "Tab", "Enter", "Tab"), start=1):
+        page.keyboard.press(key)
+        if page.evaluate(SUBMIT_FOCUSED):
+            return keys
+    return None
+
+
 def test_submit_is_two_keys_from_the_first_focus(webgl_browser, url) -> None:  # noqa: F811
     """/score: from the page's first focus, Tab reaches the skip link and Enter puts the focus
     on Submit (at most 5 keys); icon buttons have names."""
@@ -284,16 +296,8 @@ def test_submit_is_two_keys_from_the_first_focus(webgl_browser, url) -> None:  #
     page.reload()  # the page's first focus: a page just loaded
     page.get_by_role("heading", name="Score rationales").wait_for(timeout=30_000)
     settled(page)
-    page.locator(".nmb-skip").wait_for(state="attached", timeout=30_000)
-    page.locator(".st-key-nmb-submit button").wait_for(state="attached", timeout=30_000)
-    keys = 0
-    for key in ("Tab", "Enter", "Tab", "Enter", "Tab"):
-        page.keyboard.press(key)
-        keys += 1
-        if page.evaluate(SUBMIT_FOCUSED):
-            break
-    assert page.evaluate(SUBMIT_FOCUSED), keys
-    assert keys <= 5
+    keys = keys_to_submit(page)
+    assert keys is not None and keys <= 5, keys
     for name in ("Previous item (Alt+P)", "Next item (Alt+N)", "Next unscored item (Alt+U)"):
         assert page.get_by_role("button", name=name).count() == 1, name
     page.close()

@@ -34,11 +34,12 @@ click beside the images first)
 | `Alt+U` | next unscored item |
 """
 
-# The page at 1280 x 800: less room above the header line; the marked rubric question; a
-# criterion with short anchors on one row, each level's anchor wrapped under it in small type.
+# The page at 1280 x 800: the first line just below the app's top bar (3.75rem; slimmer on a
+# short window: ui.page_header); the marked rubric question; a criterion with short anchors on
+# one row, each level's anchor wrapped under it in small type.
 _LEVELS = f'.st-key-{RUBRIC_KEY} [data-testid="stRadioGroup"]:has([data-testid="stRadioCaption"])'
 COMPACT_CSS = f"""<style>
-[data-testid="stMainBlockContainer"] {{ padding-top: 2.6rem; padding-bottom: 2rem;
+[data-testid="stMainBlockContainer"] {{ padding-top: 3.75rem; padding-bottom: 2rem;
   padding-left: 1.5rem; padding-right: 1.5rem; }}
 .st-key-{RUBRIC_KEY} [data-testid="stRadio"][data-nmb-current="true"] {{
   outline: 2px solid #ff4b4b; outline-offset: 4px; border-radius: 4px; }}

@@ -1,6 +1,7 @@
 """Where a case opens: a bundle's `hanging_protocol` (validated, stored, replaced by the
-bundle's changed protocol on a later import, never over an admin's view), an admin's view (audited, refused when it is none), and the order
-of `imaging.opening_view` (protocol, key slices, lesion mask, the family's plane)."""
+bundle's changed protocol on a later import, never over an admin's view), an admin's view
+(audited, refused when it is none), and the order of `imaging.opening_view` (protocol, key
+slices, lesion mask, the family's plane)."""
 
 import json
 from pathlib import Path
