@@ -76,7 +76,7 @@ NO_WEBGL2_KEY = "viewer-no-webgl2"
 # One viewer per page, whatever the item: the browser keeps its frame and NiiVue instances
 # from case to case (`ui.volume_viewer`); its answers name the item they are about.
 VIEWER_KEY = "nmb-volumes"
-# Where the images and the text stand side by side and the viewer (at least 460 px high, below
+# Where the images and the text stand side by side and the viewer (at least 320 px high, below
 # the app's 3.75rem top bar) fits the window's height, it stays in view while the page scrolls
 # beside it: from 960 x 540 CSS px up, so at 125 % zoom on a 1280 x 800 screen (1024 x 640) too.
 _STICKY_CSS = """<style>

@@ -60,10 +60,10 @@ def _whole(box: tuple[float, float, float, float], w: int, h: int) -> bool:
     ids=["1280x800@125%", "1280x800@150%", "1920x1080@100%"])
 def test_the_reading_room_holds_under_zoom(webgl_browser, url, window, zoom,  # noqa: F811
                                            one_screen) -> None:
-    """/exam and /score: the header line is whole (no text cut); /exam's first viewer tile is
+    """/exam and /score: the header line is whole (no text cut); the first viewer tile is
     wholly in the window as the page opens (at 150 % the images are stacked above the text:
-    whole once scrolled to); /score: Submit in at most 5 keys from the page's first focus, and
-    where the images stand beside the text the viewer is still wholly in view there."""
+    /exam's whole once scrolled to); /score: Submit in at most 5 keys from the page's first
+    focus, and where the images stand beside the text the viewer is still wholly in view."""
     w, h = round(window[0] / zoom), round(window[1] / zoom)
     for user, path in (("demo-student", "/exam"), ("demo-expert1", "/score")):
         context = webgl_browser.new_context(viewport={"width": w, "height": h},
@@ -87,6 +87,8 @@ def test_the_reading_room_holds_under_zoom(webgl_browser, url, window, zoom,  # 
                 box = _first_tile(page, frame)
             assert _whole(box, w, h) and box[3] >= 300, box
         else:
+            if one_screen:  # the first tile whole as the page opens
+                assert _whole(_first_tile(page, frame), w, h), _first_tile(page, frame)
             keys = keys_to_submit(page)
             assert keys is not None and keys <= 5, keys
             if one_screen:  # the viewer stays in view while the page scrolls to Submit

@@ -119,12 +119,15 @@ function render(args) {
 
 /** Fill the browser window's height (less the page header) when the page lets us measure it;
  * with `fit: "bottom"`, from where the viewer stands (the page scrolled to its top) down to the
- * window's bottom edge, so the whole viewer is in view without scrolling. */
+ * window's bottom edge, so the whole viewer is in view without scrolling; where the page
+ * stacks the images above the text (a narrow window: the viewer as wide as the page), the
+ * page scrolls anyway, so the window's height below the app's top bar. */
 function fitHeight() {
   let height = state.height;
   try {
     let top = 84;
-    if (state.fit === "bottom") {
+    const stacked = window.frameElement.getBoundingClientRect().width > 0.8 * window.parent.innerWidth;
+    if (state.fit === "bottom" && !stacked) {
       const scroller = window.parent.document.querySelector('[data-testid="stMain"]');
       const scrolled = scroller ? scroller.scrollTop : 0;
       if (scrolled === 0 || state.naturalTop === undefined) {
@@ -132,7 +135,7 @@ function fitHeight() {
       }
       top = state.naturalTop + 8;
     }
-    height = Math.max(460, Math.min(1400, window.parent.innerHeight - top));
+    height = Math.max(320, Math.min(1400, window.parent.innerHeight - top));
   } catch {
     /* another origin: keep the height asked for */
   }
