@@ -155,10 +155,11 @@ if exam.closed_at is not None:  # no new answer; what was recorded can still be 
     finish_buttons()
     st.stop()
 
-if done == len(tasks):
-    st.info("Every task is answered. Finishing locks your answers; until then you can "
-            "review them below.", icon=":material/flag:")
-    finish_buttons()
+with st.container(key="exam-notices"):  # always drawn: the viewer keeps its place (/score)
+    if done == len(tasks):
+        st.info("Every task is answered. Finishing locks your answers; until then you can "
+                "review them below.", icon=":material/flag:")
+        finish_buttons()
 
 labels = {i: f"{i + 1}. " + (f"{PRACTICE} · " if t.practice else "")
           + f"{FAMILY_NAMES[t.family]} · level {t.level}" + (" ✓" if t.done else "")

@@ -141,19 +141,22 @@ with filters.popover("", icon=":material/filter_list:", help="Filter the queue",
 with keys.popover("", icon=":material/keyboard:", help="Keyboard shortcuts",
                   use_container_width=True, key="score-keys-help"):
     st.markdown(SHORTCUT_HELP)
-if miss := st.session_state.get("score_search_miss"):
-    st.warning(f"No item at position or with blind code “{escape_markdown(miss)}”.")
-if wanted != QueueFilter():
-    st.caption(f"Filtered: {len(listed)} of {counted(len(entries), 'item')} listed"
-               + ("" if listed else " (none matches: the current item stays shown)") + ".")
-if done == len(entries):
-    every = "The item is" if len(entries) == 1 else f"All {len(entries)} items are"
-    st.success(f"{every} submitted. Thank you: your queue is complete. "
-               "You can still reopen any item; a change is saved as a new revision.",
-               icon=":material/task_alt:")
-
 aid = st.session_state["score_current"]
-show_confirmation(CONFIRMATION, aid)
+# The notices sit in one container that is always drawn, so that the viewer below keeps its
+# place in the page from item to item: a page element that moves is drawn anew, and the
+# viewer's frame and its compiled WebGL programs would be built again (ui.case_panel).
+with st.container(key="score-notices"):
+    if miss := st.session_state.get("score_search_miss"):
+        st.warning(f"No item at position or with blind code “{escape_markdown(miss)}”.")
+    if wanted != QueueFilter():
+        st.caption(f"Filtered: {len(listed)} of {counted(len(entries), 'item')} listed"
+                   + ("" if listed else " (none matches: the current item stays shown)") + ".")
+    if done == len(entries):
+        every = "The item is" if len(entries) == 1 else f"All {len(entries)} items are"
+        st.success(f"{every} submitted. Thank you: your queue is complete. "
+                   "You can still reopen any item; a change is saved as a new revision.",
+                   icon=":material/task_alt:")
+    show_confirmation(CONFIRMATION, aid)
 with session() as s:
     item = load_item(s, rater_id=user.id, assignment_id=aid)
     spec = form_spec(rubric_by_hash(s, item.rubric_hash), item.family)

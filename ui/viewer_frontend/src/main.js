@@ -2,7 +2,7 @@
 // coordinates. A Streamlit (v1) component: it receives only {series: [{label, url}], masks,
 // height}, the measuring tools the study offers {tools: ["ruler", "roi"]}, where it opens {start: {plane, mm, layout?, source}} (ui.volume_viewer), the key
 // slices {keys: [{label, plane, mm}]}, and optionally {fit: "bottom"}, {offerView: true} (a "Use
-// this view" button) and {prefetch: [url]} (the next item's volumes, fetched into the browser's
+// this view" button) and {prefetch: [url]} (the next item's volumes, fetched into this frame's
 // cache once this case is drawn); volumes are fetched by URL (cached by the browser), so a rerun
 // of the page sends nothing but these few strings. Build: `npm ci && npm run build` in
 // ui/viewer_frontend.
@@ -55,7 +55,8 @@ const state = {
   roi: null, // the last circular ROI: {label, mean, sd, n, areaMM2, unit}
   tools: TOOLS, // the measuring tools this study offers
   prefetch: [],
-  prefetched: null, // when the next item's volumes were in the browser's cache (ms)
+  prefetched: null, // how long fetching the next item's volumes took (ms)
+  ahead: new Map(), // url -> Promise<ArrayBuffer>: the next item's volumes, fetched ahead
 };
 // Window/level presets. CT (a series whose minimum is at least as low as air in Hounsfield
 // units) gets the usual HU windows [level, width]; MR has no absolute unit, so there the same
@@ -175,6 +176,7 @@ function message(text) {
 // shaders, the slowest step of showing a case with software WebGL (docs/viewer.md, "Figures").
 function build(series, masks) {
   const generation = ++state.generation;
+  state.builtAt = performance.timeOrigin + performance.now(); // the case's args arrived
   const spare = state.tiles.filter((t) => t.nv && !t.failed);
   for (const t of state.tiles) if (!spare.includes(t)) dispose(t);
   state.tiles = [];
@@ -198,14 +200,16 @@ function build(series, masks) {
   renderToolbar(masks.length > 0);
   // Every download starts now; the tiles then start one after another, so that the first
   // series is drawn as soon as possible (starting a tile compiles NiiVue's shaders).
-  const downloads = state.tiles.map((t) => fetchVolume(t.url));
+  const downloads = state.tiles.map((t) => state.ahead.get(t.url) || fetchVolume(t.url));
+  state.ahead = new Map(); // what the last case fetched ahead and this one does not show
   for (const d of downloads) d.catch(() => {}); // a failure is reported by its tile
   (async () => {
     for (const [i, t] of state.tiles.entries()) {
       // The page shares this thread (and, with software WebGL, the GPU process): starting a
-      // series before the page has drawn itself made the first volume later, not sooner
-      // (docs/viewer.md, "Figures"), so every series waits for an idle page.
-      await idle(1000);
+      // new NiiVue instance (compiling its programs) before the page has drawn itself made the
+      // first volume later, not sooner (docs/viewer.md, "Figures"), so such a series waits
+      // for an idle page; a reused instance only parses and uploads its volume.
+      if (!t.nv) await idle(1000);
       if (generation !== state.generation) return; // another case came meanwhile
       await load(t, downloads[i], generation);
     }
@@ -215,18 +219,22 @@ function build(series, masks) {
   })();
 }
 
-/** Fetch the next item's volumes into the browser's HTTP cache (the volume route lets it keep
- * them), one after another once this case is drawn, so that after Submit they are at hand. */
+/** Fetch the next item's volumes, one after another once this case is drawn, and keep them in
+ * this frame (which serves the page's next item too), so that after Submit they are at hand
+ * without a request: the volume route answers "no-cache", so a copy in the browser's HTTP
+ * cache would still wait for the server, busy then with the page's rerun. */
 async function prefetchNext(generation) {
   const urls = state.prefetch.filter((u) => !state.tiles.some((t) => t.url === u));
   const started = performance.now();
   for (const url of urls) {
+    await idle(2000);
+    if (generation !== state.generation) return;
+    const buffer = fetchVolume(url, "low");
+    state.ahead.set(url, buffer);
     try {
-      await idle(2000);
-      if (generation !== state.generation) return;
-      await fetch(url, { priority: "low" }).then((r) => r.arrayBuffer());
+      await buffer;
     } catch {
-      /* the next item loads it itself */
+      state.ahead.delete(url); // the next item loads it itself, and says what failed
     }
   }
   if (urls.length) state.prefetched = performance.now() - started;
@@ -315,8 +323,8 @@ function idle(timeout) {
   );
 }
 
-async function fetchVolume(url) {
-  const response = await fetch(url);
+async function fetchVolume(url, priority = "auto") {
+  const response = await fetch(url, { priority });
   if (!response.ok) throw new Error(`${response.status} ${await response.text()}`);
   return response.arrayBuffer();
 }
@@ -940,6 +948,7 @@ window.nmbViewer = {
   state: () => ({
     item: state.item,
     generation: state.generation,
+    builtAt: state.builtAt,
     firstDrawAt: state.firstDrawAt,
     ready: state.tiles.length > 0 && state.tiles.every((t) => t.masksLoaded || t.failed),
     mm: state.mm,
