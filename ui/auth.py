@@ -135,10 +135,12 @@ def restore_login() -> None:
 
 
 def write_cookie() -> None:
-    """Sends the browser the cookie change of a login or logout, once."""
-    script = st.session_state.pop("cookie", None)
-    if script:
-        st.html(script, unsafe_allow_javascript=True)
+    """Sends the browser the cookie change of a login or logout, once. The slot is drawn on
+    every run (an empty script when there is no change: it takes no space), so that the
+    page's elements below keep their places; one that moves is drawn anew (the viewer's frame
+    would be built again: ui.case_panel)."""
+    script = st.session_state.pop("cookie", None)  # (a style alone would take no slot)
+    st.html(script or "<script></script>", unsafe_allow_javascript=True)
 
 
 def _oidc_configured() -> bool:

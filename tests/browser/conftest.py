@@ -220,8 +220,9 @@ def submit_a_score(page, submitted: Callable[[], int],
 def viewer_ready(page, *, unlike: dict | None = None, labels: list[str] | None = None,
                  timeout: float = 120.0):
     """The viewer's frame and state once every series is loaded (with `unlike`, once it shows
-    another case than that state's; with `labels`, once its series are these). A page keeps
-    one viewer frame from item to item (`ui.case_panel.VIEWER_KEY`)."""
+    another item or case than that state's; with `labels`, once its series are these). A page
+    keeps one viewer frame from item to item (`ui.case_panel.VIEWER_KEY`); another item of the
+    same case keeps the view as it was."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for frame in page.frames:
@@ -232,7 +233,8 @@ def viewer_ready(page, *, unlike: dict | None = None, labels: list[str] | None =
             except Exception:  # a frame being replaced
                 continue
             if (state and state["ready"] and labels in (None, [t["label"] for t in state["tiles"]])
-                    and (unlike is None or state["firstDrawAt"] != unlike["firstDrawAt"])):
+                    and (unlike is None or (state["item"], state["firstDrawAt"])
+                         != (unlike["item"], unlike["firstDrawAt"]))):
                 return frame, state
         page.wait_for_timeout(200)
     raise AssertionError(f"the viewer did not load {labels or 'its series'} within {timeout} s")

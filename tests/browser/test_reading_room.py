@@ -121,7 +121,9 @@ def test_the_exam_fits_one_screen_and_confirmations_cover_nothing(webgl_browser,
         box.get_by_role("button", name="Record answer").click()
         wait_until(lambda: answer_box_replaced(page), "the next task's answer box")
         settled(page)
+        old = frame
         frame, state = viewer_ready(page, unlike=state) if single else viewer_ready(page)
+        assert frame == old  # the viewer kept its frame (and compiled programs) after the answer
     assert page.locator('[data-testid="stToast"]').count() == 0  # inline, never a toast
     # the overlay of a single plane: letters on four sides, outside the bar with the name
     tile = state["tiles"][0]["overlay"]

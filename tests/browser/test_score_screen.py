@@ -88,7 +88,7 @@ def test_tiles_are_in_view_and_tall_and_the_viewer_opens_at_key_slices(
     _open(page, keyed[1])
     old = frame
     deadline = time.monotonic() + 60
-    while True:  # the case's own viewer (another case: a new frame or new series)
+    while True:  # the case's own viewer (another case: its series)
         frame, state = viewer_ready(page)
         if state["keys"]:
             break
@@ -104,7 +104,8 @@ def test_tiles_are_in_view_and_tall_and_the_viewer_opens_at_key_slices(
     normal = {"sagittal": 0, "coronal": 1, "axial": 2}
     for k in key_slices:
         assert tiles[k["series"]]["vox"][normal[k["plane"]]] == k["index"], (k, tiles)
-    assert old is not None
+    # one frame for every item: the same frame, its NiiVue instances reused (nothing compiled)
+    assert frame == old and state["tiles"][0]["timings"]["attach"] == 0, state["tiles"][0]
     page.close()
 
 
@@ -132,6 +133,8 @@ def test_a_single_turn_item_is_scored_with_the_keyboard_alone(webgl_browser, url
     settled(page)
     page.keyboard.press("4")  # confidence
     settled(page)
+    frame, _ = viewer_ready(page)
+    frame.evaluate("() => { window.nmbKept = true; }")
     page.keyboard.press("Control+Enter")  # Submit
     wait_until(lambda: _rows(home, "SELECT status FROM expertscore WHERE assignment_id = ?",
                              aid) == [("submitted",)], "the item submitted")
@@ -141,6 +144,8 @@ def test_a_single_turn_item_is_scored_with_the_keyboard_alone(webgl_browser, url
     assert list(json.loads(criteria_json).values()) == levels
     assert correct == 0 and confidence == 4
     fresh(page).get_by_text("submitted.", exact=False).first.wait_for(timeout=30_000)
+    # the next item is shown in the same viewer frame: the confirmation above it moved nothing
+    assert viewer_ready(page)[0].evaluate("() => window.nmbKept === true")
     page.close()
 
 
