@@ -233,8 +233,8 @@ def viewer_ready(page, *, unlike: dict | None = None, labels: list[str] | None =
             except Exception:  # a frame being replaced
                 continue
             if (state and state["ready"] and labels in (None, [t["label"] for t in state["tiles"]])
-                    and (unlike is None or (state["item"], state["firstDrawAt"])
-                         != (unlike["item"], unlike["firstDrawAt"]))):
+                    and (unlike is None or (state.get("item"), state["firstDrawAt"])
+                         != (unlike.get("item"), unlike["firstDrawAt"]))):
                 return frame, state
         page.wait_for_timeout(200)
     raise AssertionError(f"the viewer did not load {labels or 'its series'} within {timeout} s")
