@@ -46,8 +46,12 @@ def _viewer_gets_images_and_labels_only(at, sequences: set[str],
         if not viewer_args(at):
             return
     [args] = viewer_args(at)
-    assert {"series", "masks", "height", "key", "default"} <= set(args) <= {
-        "series", "masks", "height", "key", "default", "keys", "start", "fit", "prefetch"}
+    assert {"series", "masks", "height", "key", "default", "item", "tools"} <= set(args) <= {
+        "series", "masks", "height", "key", "default", "keys", "start", "fit", "prefetch",
+        "item", "tools"}
+    # the item: an opaque key (ui.element_keys), never a case or task id; the tools: names
+    assert re.fullmatch(r"(case|task)-[0-9a-f]{16}", args["item"]), args["item"]
+    assert set(args["tools"]) <= {"ruler", "roi"}
     assert all(VOLUME_URL.fullmatch(url) for url in args.get("prefetch", [])), args["prefetch"]
     assert args.get("fit") in (None, "bottom")
     for jump in args.get("keys", []):  # a key slice: a series label, a plane and a point
