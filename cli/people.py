@@ -238,7 +238,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="first draw a calibration subset of N items (stratified, seeded)")
     asg.add_argument("--dev-fraction", type=float, default=0.5,
                      help="share of the calibration subset for development (the rest is held out)")
-    asg.add_argument("--rubric", help="bundled rubric name (e.g. neurology-v1.1) or TOML file "
+    asg.add_argument("--rubric", help="bundled rubric name (e.g. neurology-v1) or TOML file "
                      "(default: the study's rubric, that of its newest assignment design, "
                      "else the default rubric, docs/rubric.md)")
     asg.add_argument("--dry-run", action="store_true",

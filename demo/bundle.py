@@ -162,8 +162,8 @@ def _demo_written(seed: int) -> list[_Written]:
 
 def variant_truth(task: DemoTask, key: str) -> dict[str, object]:
     """What variant `key` of `task` was written to be: correct or not, the error classes it
-    shows (neurology-v1 keys; a correct answer may still carry a grounding or hallucination
-    tag), and the variant itself."""
+    shows (the demo rubric's keys; a correct answer may still carry a grounding or
+    hallucination tag), and the variant itself."""
     v = task.variants[key]
     return {"correct": v.correct, "error_tags": [RUBRIC_TAGS[t] for t in v.tags],
             "variant": key}

@@ -14,11 +14,9 @@ from rubric.schema import Rubric
 
 BUNDLED_DIR = "rubrics"
 # The rubric of a new study: `nmb assign --rubric`'s default, the rubric in force before any
-# assignment, a grader config's and the demo's. neurology-v1.1 (the same rubric plus short
-# anchors for raters) is not the default: the demo's package hash, and what its package grade
-# prints in docs/package.md, would change with it (the rubric's id and version are in the
-# grader's prompt).
-DEFAULT_RUBRIC = "neurology-v1"
+# assignment, a grader config's and the demo's. A study assigned with neurology-v1 keeps it
+# (`db.rubrics.rubric_in_force`); the file itself stays as published.
+DEFAULT_RUBRIC = "neurology-v1.1"
 MAX_RUBRIC_BYTES = 2**20  # neurology-v1 is 12 KB
 
 

@@ -121,7 +121,8 @@ def validated_config(s: Session, base_url: str, *, api_key: str = "sk-test",
            overlap=3, selection="calibration", seed=0)
     protocol.register(s, accept_weaker=True, gate=protocol.Gate(required=("pearson", "icc2")),
                       statistics=protocol.Statistics(bootstrap=200))
-    config = store_config(s, GraderSettings(base_url=base_url, vision=vision))
+    config = store_config(s, GraderSettings(base_url=base_url, vision=vision,
+                                            rubric=rubric.id))  # the experts' rubric
     s.commit()
     assert grade(s, config_id=config.id, api_key=api_key, trust_base_url=base_url).failed == 0
     grades = {g.response_id: g for g in s.exec(select(GraderScore))}

@@ -49,7 +49,8 @@ def _study(url: str, grader_noise: float, seed: int = 0) -> tuple[Session, int]:
         submit(s, rater_id=a.rater_id, assignment_id=a.id,
                values={"criteria": crit, "correct_diagnosis": level >= 3, "error_tags": [],
                        "comment": "", "confidence": 3})
-    config = store_config(s, GraderSettings(model="test-grader-2024-01-01"))
+    config = store_config(s, GraderSettings(model="test-grader-2024-01-01",
+                                            rubric=rubric.id))  # the experts' rubric
     run = GraderRun(config_id=config.id, items="calibration")
     s.add(run)
     s.flush()

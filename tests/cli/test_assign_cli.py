@@ -37,15 +37,15 @@ def test_assign_by_source(database_url: str, capsys) -> None:
                        "human, model:NAME"]
     assert cli.main([*assign, "human", "--dry-run"]) == 0
     assert capsys.readouterr().out.endswith("  from: student 2\n")
-    assert cli.main([*assign, "human", "--rubric", "neurology-v1.1"]) == 0  # a study's choice
+    assert cli.main([*assign, "human", "--rubric", "neurology-v1"]) == 0  # a study's choice
     assert cli.main([*assign, "unassigned"]) == 0
     assert "adds 3 items (1 rater each)" in capsys.readouterr().out  # model-beta's, the rest
     with Session(engine_for(database_url)) as s:
         designs = s.exec(select(AssignmentDesign).order_by(AssignmentDesign.id)).all()
         assert [(d.selection, d.model) for d in designs] == [
             ("model", "model-alpha"), ("human", None), ("unassigned", None)]
-        v1, v11 = (load_rubric(n).content_hash for n in (DEFAULT_RUBRIC, "neurology-v1.1"))
-        assert [d.rubric_hash for d in designs] == [v1, v11, v11]  # then the rubric in force
+        default, v1 = (load_rubric(n).content_hash for n in (DEFAULT_RUBRIC, "neurology-v1"))
+        assert [d.rubric_hash for d in designs] == [default, v1, v1]  # then the rubric in force
         by_design = {d.id: {a.response_id for a in s.exec(
             select(Assignment).where(Assignment.design_id == d.id))} for d in designs}
         assert list(by_design.values()) == [

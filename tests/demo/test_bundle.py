@@ -18,7 +18,7 @@ from demo.bundle import (
     write_scale_bundle,
 )
 from errors import UserError
-from rubric import load_rubric
+from rubric import DEFAULT_RUBRIC, load_rubric
 
 
 def _no_network(*args, **kwargs):
@@ -155,7 +155,7 @@ def test_demo_truth_matches_responses_and_covers_every_error_class(bundle: Path)
     ids = {r["response_id"] for r in _jsonl(bundle / "responses.jsonl")}
     assert set(truth) == ids
     tags = Counter(t for v in truth.values() for t in v["error_tags"])
-    assert set(tags) == set(load_rubric("neurology-v1").error_class_keys)
+    assert set(tags) == set(load_rubric(DEFAULT_RUBRIC).error_class_keys)  # the demo's
     correct = [v["correct"] for v in truth.values()]
     assert any(correct) and not all(correct)
     assert truth == demo_truth()  # deterministic

@@ -10,6 +10,7 @@ from db.engine import engine_for
 from db.models import GraderConfig, Rubric
 from db.rubrics import ensure_rubric
 from grading.config import GraderSettings, store_config
+from rubric import DEFAULT_RUBRIC
 from tests.db.interleave import released_together
 
 
@@ -19,7 +20,7 @@ def test_one_new_config_stored_twice_at_once_is_one_row(database_url: str, table
     is stored, both wait to add the config (each failed before on PostgreSQL)."""
     if table == "graderconfig":
         with Session(engine_for(database_url)) as s:
-            ensure_rubric(s, "neurology-v1")
+            ensure_rubric(s, DEFAULT_RUBRIC)  # the config's
             s.commit()
     settings = GraderSettings(model="grader-x", base_url="http://127.0.0.1:9/v1")
     outcome = released_together(database_url, f"LOCK TABLE {table} IN EXCLUSIVE MODE",

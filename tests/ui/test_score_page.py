@@ -79,7 +79,9 @@ def test_levels_are_labels_with_their_anchors_on_demand(demo_study: Path) -> Non
     for c in spec.criteria:
         radio = at.radio(key=f"item-{item.blind_code}-{c.key}")
         assert [str(o) for o in radio.options][:len(c.anchors)] == [str(lv) for lv, _ in c.anchors]
-        assert radio.proto.horizontal and not list(radio.proto.captions)  # v1: no short ones
+        captions = [_as_shown(x) for x in radio.proto.captions]  # the demo's v1.1: short ones
+        assert radio.proto.horizontal and c.short_anchors
+        assert captions[:len(c.anchors)] == list(c.short_anchors)
     at.toggle(key=FULL_TEXT_KEY).set_value(True).run()
     shown = " ".join(_as_shown(c.value) for c in at.caption)
     for c in spec.criteria:  # every anchor's text, under its criterion

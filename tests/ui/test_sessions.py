@@ -127,6 +127,7 @@ def test_a_disabled_raters_open_page_saves_nothing(sqlite_url: str) -> None:
         expert = s.exec(select(User).where(User.name == "expert1")).one()
     at = page("pages/score.py", LoggedIn.of(expert)).run()
     assert at.text_area, "the rubric form is shown"
+    assert at.radio and not [r for r in at.radio if r.proto.captions]  # v1: no short anchors
     with session() as s:
         disable_user(s, name="expert1")
         s.commit()

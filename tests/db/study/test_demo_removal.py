@@ -96,6 +96,7 @@ def _small_demo() -> None:
     from db.rubrics import ensure_rubric
     from db.study.exams import ensure_exam
     from db.users import add_user
+    from rubric import DEFAULT_RUBRIC
     from tests.factories import add_series, grade_all
 
     with session() as s:
@@ -128,7 +129,7 @@ def _small_demo() -> None:
         s.add(StageAnswer(attempt_id=attempt.id, task_id="syn-t1-lesion", stage=0, text="x"))
         s.add(ResponseFlag(response_id="syn-r1-lesion-1", names=["x"], original_text="x"))
         s.add(LoginFailure(name="demo-expert1"))
-        rubric = ensure_rubric(s, "neurology-v1", actor="demo")
+        rubric = ensure_rubric(s, DEFAULT_RUBRIC, actor="demo")  # the demo's
         draw_calibration(s, n=12, seed=0, actor="demo")
         s.flush()
         register(s, accept_weaker=True, actor="demo")
