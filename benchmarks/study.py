@@ -60,6 +60,7 @@ def make_study(s: Session, *, scale: float = 1.0, responses: int | None = None,
     from db.rubrics import store_rubric
     from db.users import add_user
     from grading.config import GraderSettings, store_config
+    from rubric import DEFAULT_RUBRIC
     from rubric.loader import load_rubric
 
     n_tasks = (max(1, math.ceil(responses / (MODELS * SAMPLES))) if responses is not None
@@ -93,7 +94,7 @@ def make_study(s: Session, *, scale: float = 1.0, responses: int | None = None,
                              "blind_code": f"R-{n:08X}", "created_at": now})
                 n += 1
     _rows(Response, rows, s)
-    rubric = store_rubric(s, load_rubric(GraderSettings().rubric))
+    rubric = store_rubric(s, load_rubric(DEFAULT_RUBRIC))
     experts = [add_user(s, name=f"expert{e}", role="expert", password="pw")
                for e in range(max(SCORING_EXPERTS, round(EXPERTS * scale)))]
     add_user(s, name="admin", role="admin", password="pw")

@@ -1,7 +1,8 @@
 """Grader configurations: everything that shapes a grading request, hashed and immutable.
 
 A config file is TOML with the fields of `GraderSettings` (`rubric` names a bundled rubric
-or a rubric file). The hash covers every field except the display name, so a changed
+or a rubric file; without it, the rubric the study's experts score with:
+`db.rubrics.rubric_in_force`). The hash covers every field except the display name, so a changed
 field is a new config; a config used by a run is never edited in place.
 """
 
@@ -16,10 +17,9 @@ from sqlmodel import Session, select
 from db.audit import record
 from db.locks import take_turns
 from db.models import GraderConfig
-from db.rubrics import ensure_rubric
+from db.rubrics import ensure_rubric, rubric_in_force
 from db.text_limits import model_name_problem
 from errors import UserError, one_line, read_at_most
-from rubric import DEFAULT_RUBRIC
 from rubric.render import PROMPT_V2, PROMPTS
 from rubric.schema import canonical_json
 
@@ -36,7 +36,7 @@ class GraderSettings:
     seed: int | None = 0
     max_tokens: int = 1200
     prompt_version: str = PROMPT_VERSION
-    rubric: str = DEFAULT_RUBRIC
+    rubric: str | None = None  # None: the rubric the study's experts score with
     vision: bool = False
     name: str = ""
 
@@ -140,7 +140,8 @@ def grader_identity(config: GraderConfig) -> str:
 def store_config(s: Session, settings: GraderSettings, *, actor: str | None = None) -> GraderConfig:
     """The config row for these settings, added if new (an existing row is never changed; two
     sessions adding it at once take turns: the second finds the first's)."""
-    rubric = ensure_rubric(s, settings.rubric, actor=actor)
+    rubric = (ensure_rubric(s, settings.rubric, actor=actor) if settings.rubric
+              else rubric_in_force(s, actor=actor))
     digest = config_hash(settings, rubric.content_hash)
     q = select(GraderConfig).where(GraderConfig.config_hash == digest)
     row = s.exec(q).first()

@@ -350,11 +350,22 @@ def test_a_run_whose_process_is_gone_is_marked_interrupted(database_url: str) ->
 
 
 def test_config_is_content_addressed(sqlite_url: str, tmp_path: Path) -> None:
+    """(and a config that names no rubric grades with the one the study's experts score with:
+    the default's for a new study, neurology-v1 for a study assigned with it)"""
+    from db.raters.assignments import assign
+    from db.rubrics import ensure_rubric
+    from rubric import DEFAULT_RUBRIC, load_rubric
+
     with Session(engine_for(sqlite_url)) as s:
         a = store_config(s, GraderSettings())
         b = store_config(s, GraderSettings(name="same settings, another name"))
         c = store_config(s, GraderSettings(temperature=0.5))
         assert a.id == b.id != c.id
+        assert a.rubric_hash == load_rubric(DEFAULT_RUBRIC).content_hash
+        make_study(s, n_tasks=1)
+        v1 = ensure_rubric(s, "neurology-v1").content_hash
+        assign(s, rubric_hash=v1, raters=["expert1"], overlap=1, selection="all", seed=0)
+        assert v1 != a.rubric_hash and store_config(s, GraderSettings()).rubric_hash == v1
     bad = tmp_path / "g.toml"
     bad.write_text('model = "gpt-4o-2024-08-06"\ntemprature = 0\n')
     with pytest.raises(UserError, match="unknown field 'temprature'"):
