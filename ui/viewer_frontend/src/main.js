@@ -1,11 +1,12 @@
 // The case viewer: every series of a case as a NiiVue volume, one crosshair linked in world (mm)
 // coordinates. A Streamlit (v1) component: it receives only {series: [{label, url}], masks,
-// height}, the measuring tools the study offers {tools: ["ruler", "roi"]}, where it opens {start: {plane, mm, layout?, source}} (ui.volume_viewer), the key
-// slices {keys: [{label, plane, mm}]}, and optionally {fit: "bottom"}, {offerView: true} (a "Use
-// this view" button) and {prefetch: [url]} (the next item's volumes, fetched into this frame's
-// cache once this case is drawn); volumes are fetched by URL (cached by the browser), so a rerun
-// of the page sends nothing but these few strings. Build: `npm ci && npm run build` in
-// ui/viewer_frontend.
+// height}, the page's opaque key of the item shown {item} (echoed in every value sent back), the
+// measuring tools the study offers {tools: ["ruler", "roi"]}, where it opens {start: {plane, mm,
+// layout?, source}} (ui.volume_viewer), the key slices {keys: [{label, plane, mm}]}, and
+// optionally {fit: "bottom"}, {offerView: true} (a "Use this view" button) and {prefetch: [url]}
+// (the next item's volumes, fetched into this frame once this case is drawn); volumes are
+// fetched by URL, so a rerun of the page sends nothing but these few strings. One frame serves
+// every item of a page. Build: `npm ci && npm run build` in ui/viewer_frontend.
 //
 // Each tile has a bar above the image (the series' name, slice k of n, W/L and, for CT, the value
 // in HU at the crosshair) and, on the image, the four orientation letters and a scale bar in mm:
