@@ -276,8 +276,9 @@ def test_every_click_is_stored_on_the_item_it_was_made_on(webgl_browser, url, ho
     tags = page.locator(f'{RUBRIC} [data-testid="stButtonGroup"]')
     names = ["Perceptual failure", "Reasoning failure", "Knowledge gap", "Grounding error",
              "Visual hallucination"]
+    tags.get_by_role("button", name=names[-1]).wait_for(timeout=30_000)  # the form drawn
     labels = [b.inner_text().strip() for b in tags.get_by_role("button").all()]
-    assert [label for label in labels if label] == names  # (and the "?" of the definitions)
+    assert [label for label in labels if label] == names
     assert not page.get_by_text("Select all").count()
     tags.get_by_role("button", name=names[0]).press("Enter")  # keyboard: one class
     wait_until(lambda: json.loads(dict(_rows(home, drafts))[scored[-1]])["error_tags"]
