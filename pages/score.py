@@ -115,8 +115,8 @@ labels = {e.assignment_id: f"{e.position + 1}. " + (f"{PRACTICE} · " if e.pract
 st.session_state["score_item_list"] = current
 # (weight, least width in rem) of each column: the navigation's group wraps whole when narrow
 title, progress, item_box, search, prev, nxt, unscored, filters, keys = header_columns(
-    "nmb-header", [[(1.9, 9.5), (1.5, 10), (2.5, 14)],
-                   [(1.6, 12), (0.95, 5.5), (0.95, 5.5), (0.95, 5.5), (0.5, 3.5), (0.5, 3.5)]])
+    "nmb-header", [[(2.1, 10.5), (1.4, 8.5), (2.3, 13)],
+                   [(1.6, 11.5), (0.95, 5.5), (0.95, 5.5), (0.95, 5.5), (0.5, 3.5), (0.5, 3.5)]])
 title.markdown("##### Score rationales")
 progress.progress(done / len(entries), text=f"{done} of {len(entries)} submitted")
 item_box.selectbox("Item", options, format_func=labels.get, key="score_item_list",

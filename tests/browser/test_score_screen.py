@@ -14,6 +14,7 @@ import pytest
 
 from tests.browser.conftest import (
     CHROMIUM,
+    HEADER_OVERFLOW,
     SOFTWARE_WEBGL,
     fresh,
     login,
@@ -74,6 +75,7 @@ def test_tiles_are_in_view_and_tall_and_the_viewer_opens_at_key_slices(
     settled(page)
     frame, state = viewer_ready(page)
     assert page.evaluate("document.querySelector('[data-testid=\"stMain\"]').scrollTop") == 0
+    assert page.evaluate(HEADER_OVERFLOW) == []  # the header line cuts no text
     iframe = frame.frame_element().bounding_box()
     tiles = frame.evaluate("() => Array.from(document.querySelectorAll('.tile:not([hidden])'))"
                            ".map((t) => { const r = t.getBoundingClientRect();"

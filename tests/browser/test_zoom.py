@@ -11,34 +11,12 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.conftest import login, settled, viewer_ready
+from tests.browser.conftest import HEADER_OVERFLOW, login, settled, viewer_ready
 from tests.browser.test_reading_room import keys_to_submit
 from tests.browser.test_score_screen import webgl_browser  # noqa: F401 (a fixture)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-#: Text in the page's header line that does not fit its box: [what, needed, room] per element
-#: (text elements by scrollWidth; inputs, select boxes included, by their text's or
-#: placeholder's width in their font). The header is the page's first row of columns.
-HEADER_OVERFLOW = """() => {
-  const header = document.querySelector('[data-testid="stMain"] [data-testid="stHorizontalBlock"]');
-  const ctx = document.createElement('canvas').getContext('2d');
-  const cut = [];
-  for (const el of header.querySelectorAll('*')) {
-    if (el.clientWidth <= 2) continue;  // visually hidden text for screen readers
-    if (el.tagName === 'INPUT') {
-      const cs = getComputedStyle(el);
-      ctx.font = cs.font;
-      const text = el.value || el.placeholder || '';
-      const room = el.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
-      if (ctx.measureText(text).width > room + 0.5) cut.push([text, ctx.measureText(text).width, room]);
-    } else if (Array.from(el.childNodes).some((n) => n.nodeType === 3 && n.textContent.trim())
-               && el.scrollWidth > el.clientWidth) {
-      cut.push([el.textContent, el.scrollWidth, el.clientWidth]);
-    }
-  }
-  return cut;
-}"""
 TILE = ("() => { const r = document.querySelector('.tile:not([hidden])').getBoundingClientRect();"
         " return [r.left, r.top, r.width, r.height]; }")
 
