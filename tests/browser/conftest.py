@@ -255,7 +255,8 @@ HEADER_OVERFLOW = """() => {
       const text = el.value || el.placeholder || '';
       const room = el.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
       if (ctx.measureText(text).width > room + 0.5) cut.push([text, ctx.measureText(text).width, room]);
-    } else if (Array.from(el.childNodes).some((n) => n.nodeType === 3 && n.textContent.trim())
+    } else if ((Array.from(el.childNodes).some((n) => n.nodeType === 3 && n.textContent.trim())
+                || getComputedStyle(el).textOverflow === 'ellipsis')  // (a title cut with "…")
                && el.scrollWidth > el.clientWidth) {
       cut.push([el.textContent, el.scrollWidth, el.clientWidth]);
     }
