@@ -19,7 +19,6 @@ from llm.plan import Plan, spent_text
 from llm.run_writer import sweep
 from package.freeze import freeze, packages
 from results.leaderboard import leaderboard
-from rubric import DEFAULT_RUBRIC, bundled_rubrics
 from stats.intervals import MIN_CASES
 from ui.actions import show_error
 from ui.admin.calibration_report import report_section, revoke_section
@@ -87,12 +86,10 @@ grader_tab, report_tab, board_tab, package_tab = st.tabs(
 with grader_tab:
     with session() as s:
         known = configs(s)
-        in_force = rubric_in_force(s).id
-    # the experts' rubric (a rubric file of the study's own: the default, and the report says so)
-    rubric = in_force if in_force in bundled_rubrics() else DEFAULT_RUBRIC
+        rubric = rubric_in_force(s).id  # what a config naming no rubric grades with
     with st.expander("New grader config", expanded=not known):
         with st.form("config"):
-            st.caption(f"Rubric: {rubric} (the one the experts score with, else the default)")
+            st.caption(f"Rubric: {rubric} (the one the experts score with)")
             c1, c2 = st.columns(2)
             model = c1.text_input("Model (a dated snapshot)", "gpt-4o-2024-08-06",
                                   max_chars=MODEL_NAME)
@@ -110,7 +107,7 @@ with grader_tab:
                         row = store_config(s, GraderSettings(
                             model=model.strip(), base_url=base_url.strip() or None,
                             temperature=temperature, seed=int(seed), max_tokens=int(max_tokens),
-                            vision=vision, rubric=rubric), actor=user.name)
+                            vision=vision), actor=user.name)
                         s.commit()
                 except UserError as e:
                     show_error(e)
