@@ -177,7 +177,6 @@ function message(text) {
 // shaders, the slowest step of showing a case with software WebGL (docs/viewer.md, "Figures").
 function build(series, masks) {
   const generation = ++state.generation;
-  state.builtAt = performance.timeOrigin + performance.now(); // the case's args arrived
   const spare = state.tiles.filter((t) => t.nv && !t.failed);
   for (const t of state.tiles) if (!spare.includes(t)) dispose(t);
   state.tiles = [];
@@ -949,7 +948,6 @@ window.nmbViewer = {
   state: () => ({
     item: state.item,
     generation: state.generation,
-    builtAt: state.builtAt,
     firstDrawAt: state.firstDrawAt,
     ready: state.tiles.length > 0 && state.tiles.every((t) => t.masksLoaded || t.failed),
     mm: state.mm,
