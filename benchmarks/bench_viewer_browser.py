@@ -22,7 +22,8 @@
    target for single-turn: under 1,500 px).
 Medians; the machine is shared, so figures vary from run to run.
 
-`python -m benchmarks.bench_viewer_browser submit [REV]` measures only what issue 44 asked for,
+`python -m benchmarks.bench_viewer_browser submit [REV]` (also the last part of `make bench`)
+measures only what issue 44 asked for,
 before and after in one run: first pixels (login done, /score opened in a new browser context,
 to the first volume drawn) and Submit to the next item's first volume drawn, for the code at git
 revision REV (default `BEFORE`) and for this checkout, each serving its own demo study at once,
@@ -306,6 +307,8 @@ def main() -> None:
     ratio = statistics.median(with_viewer) / statistics.median(hidden)
     print(f"  interactive / hidden = {ratio:.2f} (target <= 1.2)")
     print(f"PNG viewer, slider arrow key -> new image:          {_ms(png)}")
+    print("\nSubmit -> next item, before and after (`submit`):", flush=True)
+    submit_main()
 
 
 def _handover_items(home: str) -> list[int]:
